@@ -1,0 +1,51 @@
+//! Headless mode: no window, no audio device, no event loop. For tests, CI and servers.
+
+use std::time::Duration;
+
+use super::driver::{Frontend, Requests};
+use super::machine::ShotAt;
+use super::runner::{RunError, Tick};
+use crate::host::Core;
+use crate::input::{Inputs, Pad, MAX_PLAYERS};
+
+/// Sleeps between frames, discards audio, and has no local players (bots play instead).
+#[derive(Default)]
+pub struct Headless {
+    audio: Vec<i16>,
+    shot: Option<ShotAt>,
+}
+
+impl Headless {
+    pub fn new(shot: Option<ShotAt>) -> Headless {
+        Headless {
+            audio: Vec::new(),
+            shot,
+        }
+    }
+}
+
+impl Frontend<Core> for Headless {
+    fn wait(&mut self, timeout: Duration) -> Result<Requests, RunError> {
+        if !timeout.is_zero() {
+            std::thread::sleep(timeout);
+        }
+        Ok(Requests::default())
+    }
+
+    fn local_inputs(&mut self) -> Inputs {
+        [Pad::NEUTRAL; MAX_PLAYERS]
+    }
+
+    fn present(&mut self, core: &mut Core, tick: &Tick, frame: u64) -> Result<(), RunError> {
+        if tick.frames > 0 {
+            // The host buffers audio until drained: drain it even though nobody listens.
+            self.audio.clear();
+            core.drain_audio(&mut self.audio);
+            if let Some(shot) = &mut self.shot {
+                shot.check(frame, core)
+                    .map_err(|e| RunError::Frontend(e.to_string()))?;
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,80 @@
+//! The feed for local play: keyboard and gamepads as sampled, plus optional bots.
+
+use std::time::Instant;
+
+use serde_json::{json, Map, Value};
+
+use super::runner::{Feed, FeedPoll};
+use crate::input::{Bot, Inputs, Pad, MAX_PLAYERS};
+
+/// Runs every frame at once with the latest local pads; bots press on top (OR) of them.
+/// Never stalls and never ends (the runner's frame limit or the user ends the run).
+#[derive(Default)]
+pub struct LocalFeed {
+    latest: Inputs,
+    bots: Vec<(usize, Bot)>,
+    frame: u64,
+}
+
+impl LocalFeed {
+    pub fn new() -> LocalFeed {
+        LocalFeed::default()
+    }
+
+    /// Adds a bot on `port` (0-based). Its pads depend only on its seed, port and the frame
+    /// number, so a bot-only run is reproducible.
+    pub fn with_bot(mut self, port: usize, seed: u64) -> LocalFeed {
+        if port < MAX_PLAYERS {
+            self.bots.push((port, Bot::for_port(seed, port)));
+        }
+        self
+    }
+}
+
+impl Feed for LocalFeed {
+    fn sample(&mut self, _now: Instant, local: &Inputs) {
+        self.latest = *local;
+    }
+
+    fn next(&mut self, _now: Instant) -> FeedPoll {
+        let mut inputs = self.latest;
+        for (port, bot) in &mut self.bots {
+            let Pad(bits) = bot.next(self.frame);
+            inputs[*port].0 |= bits;
+        }
+        self.frame += 1;
+        FeedPoll::Run(inputs)
+    }
+
+    fn stats(&self) -> Map<String, Value> {
+        let mut m = Map::new();
+        m.insert("kind".into(), json!("local"));
+        m.insert("bots".into(), json!(self.bots.len()));
+        m
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::input::Button;
+
+    #[test]
+    fn bot_and_local_pads_are_merged() {
+        let now = Instant::now();
+        let mut feed = LocalFeed::new().with_bot(0, 5);
+        let mut bot = Bot::new(5);
+        let mut local = [Pad::NEUTRAL; MAX_PLAYERS];
+        local[0] = Pad::NEUTRAL.with(Button::L2);
+        local[1] = Pad::NEUTRAL.with(Button::A);
+        for f in 0..100 {
+            feed.sample(now, &local);
+            let FeedPoll::Run(inputs) = feed.next(now) else {
+                panic!("local feed stalled");
+            };
+            assert_eq!(inputs[0].0, bot.next(f).0 | local[0].0);
+            assert_eq!(inputs[1], local[1]);
+            assert_eq!(inputs[2], Pad::NEUTRAL);
+        }
+    }
+}

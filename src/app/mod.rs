@@ -1,0 +1,18 @@
+//! The frame scheduler and the run loops built on it. The window and headless modes share
+//! one [`Runner`] and one [`driver::run_loop`]; only their [`driver::Frontend`] differs.
+
+pub mod driver;
+pub mod headless;
+pub mod local;
+pub mod machine;
+pub mod play;
+pub mod runner;
+pub mod stats;
+
+pub use driver::{run_loop, Frontend, Requests};
+pub use local::LocalFeed;
+pub use play::{play, PlayError, PlayOptions, PlaySummary};
+pub use runner::{
+    Clock, EndReason, Feed, FeedPoll, FrameObserver, Machine, ObserverError, RunError, RunStats,
+    Runner, RunnerConfig, Status, SystemClock, Tick,
+};

@@ -1,0 +1,169 @@
+//! `framelock play`: load a core and content, then run it in a window or headless.
+
+use std::path::PathBuf;
+
+use serde_json::{json, Value};
+
+use super::driver::run_loop;
+use super::headless::Headless;
+use super::local::LocalFeed;
+use super::machine::ShotAt;
+use super::runner::{EndReason, RunError, Runner, RunnerConfig};
+use super::stats::{self, checksum_hex, StatsError};
+use crate::frontend::audio::AudioSettings;
+use crate::frontend::window::{WindowError, WindowFrontend, WindowSettings};
+use crate::host::{Core, CoreSource, HostConfig, HostError};
+use crate::input::KeyMap;
+
+/// Everything `play` needs, config file and flags already merged.
+#[derive(Clone, Debug)]
+pub struct PlayOptions {
+    pub core: CoreSource,
+    pub content: Option<PathBuf>,
+    pub host: HostConfig,
+    /// No window, no audio device, no event loop.
+    pub headless: bool,
+    pub runner: RunnerConfig,
+    /// Seed of a bot playing port 1.
+    pub bot: Option<u64>,
+    pub stats_json: Option<PathBuf>,
+    pub screenshot_at: Option<(u64, PathBuf)>,
+    pub scale: u32,
+    pub fullscreen: bool,
+    pub vsync: bool,
+    pub screenshots_dir: PathBuf,
+    pub audio: AudioSettings,
+    pub keymaps: Vec<KeyMap>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum PlayError {
+    #[error("loading core {core}: {source}")]
+    OpenCore { core: String, source: HostError },
+    #[error("loading content {content}: {source}")]
+    LoadContent { content: String, source: HostError },
+    #[error(transparent)]
+    Window(#[from] WindowError),
+    #[error(transparent)]
+    Run(#[from] RunError),
+    #[error(transparent)]
+    Stats(#[from] StatsError),
+}
+
+/// How a run went.
+#[derive(Clone, Debug)]
+pub struct PlaySummary {
+    pub frames: u64,
+    pub checksum: u64,
+    pub wall_s: f64,
+    pub end: EndReason,
+    pub stats: serde_json::Map<String, Value>,
+}
+
+/// Loads `opts.core` and `opts.content`.
+pub fn open_core(opts: &PlayOptions) -> Result<Core, PlayError> {
+    let mut core = Core::open(&opts.core, &opts.host).map_err(|source| PlayError::OpenCore {
+        core: opts.core.to_string(),
+        source,
+    })?;
+    core.load_game(opts.content.as_deref())
+        .map_err(|source| PlayError::LoadContent {
+            content: opts
+                .content
+                .as_ref()
+                .map_or_else(|| "(no content)".into(), |p| p.display().to_string()),
+            source,
+        })?;
+    let info = core.info();
+    let av = core.av_info();
+    tracing::info!(
+        "{} {}: {}x{} at {:.2} fps, {} Hz audio",
+        info.library_name,
+        info.library_version,
+        av.base_width,
+        av.base_height,
+        av.fps,
+        av.sample_rate
+    );
+    Ok(core)
+}
+
+/// Runs a whole `play` session and writes the stats file if asked.
+pub fn play(opts: &PlayOptions) -> Result<PlaySummary, PlayError> {
+    let mut core = open_core(opts)?;
+    let mut feed = LocalFeed::new();
+    if let Some(seed) = opts.bot {
+        feed = feed.with_bot(0, seed);
+        tracing::info!("bot (seed {seed}) plays player 1");
+    }
+    let mut runner = Runner::new(feed, opts.runner.clone());
+    let shot = opts
+        .screenshot_at
+        .as_ref()
+        .map(|(f, p)| ShotAt::new(*f, p.clone()));
+
+    let end = if opts.headless {
+        run_loop(&mut runner, &mut core, &mut Headless::new(shot))
+    } else {
+        let name = content_name(opts, &core);
+        let settings = WindowSettings {
+            title: format!("framelock - {name}"),
+            scale: opts.scale,
+            fullscreen: opts.fullscreen,
+            vsync: opts.vsync,
+            screenshots_dir: opts.screenshots_dir.clone(),
+            shot_name: name,
+        };
+        let mut window = WindowFrontend::open(settings, &core, &opts.keymaps, &opts.audio, shot)?;
+        run_loop(&mut runner, &mut core, &mut window)
+    };
+    // Save RAM even if the loop failed: the player's progress matters more than the error.
+    if let Err(e) = core.save_sram() {
+        tracing::warn!("{e}");
+    }
+    let end = end?;
+
+    let checksum = core.checksum();
+    let mut stats = runner.stats_json();
+    let info = core.info();
+    stats.insert("checksum".into(), json!(checksum_hex(checksum)));
+    stats.insert("core".into(), json!(info.library_name));
+    stats.insert("core_version".into(), json!(info.library_version));
+    stats.insert("core_path".into(), json!(opts.core.to_string()));
+    stats.insert(
+        "content".into(),
+        opts.content
+            .as_ref()
+            .map_or(Value::Null, |p| json!(p.display().to_string())),
+    );
+    stats.insert("headless".into(), json!(opts.headless));
+    stats.insert("fast".into(), json!(opts.runner.fast));
+    stats.insert("bot_seed".into(), json!(opts.bot));
+    stats.insert("end".into(), json!(format!("{end:?}").to_lowercase()));
+    let frames = runner.frame();
+    let wall_s = stats["wall_s"].as_f64().unwrap_or(0.0);
+    tracing::info!(
+        "{frames} frames in {wall_s:.2} s ({:.0} fps), checksum {}",
+        stats["fps"].as_f64().unwrap_or(0.0),
+        checksum_hex(checksum)
+    );
+    if let Some(path) = &opts.stats_json {
+        stats::write(path, &stats)?;
+    }
+    Ok(PlaySummary {
+        frames,
+        checksum,
+        wall_s,
+        end,
+        stats,
+    })
+}
+
+/// A short name for titles and screenshot files: the content's stem, else the core's name.
+fn content_name(opts: &PlayOptions, core: &Core) -> String {
+    opts.content
+        .as_ref()
+        .and_then(|p| p.file_stem())
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| core.info().library_name.to_lowercase().replace(' ', "-"))
+}

@@ -1,0 +1,456 @@
+//! The frame scheduler: decides when the next frame runs and with which inputs.
+//!
+//! A [`Runner`] drives a [`Machine`] (the core) with inputs from a [`Feed`] (local pads,
+//! a replay, netplay). It owns the clock: it reads [`Clock::now`] and passes `now` down,
+//! and it tells its caller how long to wait instead of sleeping, so the same runner serves
+//! the window loop (which waits in the event loop) and the headless loop (which sleeps).
+//!
+//! Pacing: frames are due at an absolute deadline that advances by one frame period per
+//! emulated frame, so timer jitter does not accumulate. Time is cut into display slots of
+//! one nominal period; at most one tick per slot runs frames (a "displayed frame"), and it
+//! runs at most `catch_up_cap` frames. A runner that fell more than `max_lag` behind forgets
+//! the backlog instead of racing to catch up. `fast` drops pacing altogether.
+//!
+//! Calling order: `tick` repeatedly; after each tick wait `Tick::timeout` (or until an
+//! event) and tick again, until `Tick::status` is `Ended`.
+
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Map, Value};
+
+use crate::input::Inputs;
+
+/// Source of time. Only the runner reads it; everything below gets `now` passed in.
+pub trait Clock {
+    fn now(&mut self) -> Instant;
+}
+
+/// The real clock.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now(&mut self) -> Instant {
+        Instant::now()
+    }
+}
+
+/// What the runner drives: anything that emulates one frame per call.
+pub trait Machine {
+    fn run_frame(&mut self, inputs: &Inputs);
+    /// Frames per second the machine wants to run at (may change between frames).
+    fn fps(&self) -> f64;
+    /// The machine asked to stop (libretro SHUTDOWN).
+    fn shutdown_requested(&self) -> bool {
+        false
+    }
+}
+
+/// What a feed says when asked for the next frame's inputs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FeedPoll {
+    /// Run the next frame with these inputs.
+    Run(Inputs),
+    /// Inputs are not there yet (a stall): ask again at the given time, or next display slot.
+    Wait(Option<Instant>),
+    /// No more frames (end of a replay, session closed).
+    End,
+}
+
+/// Where each frame's inputs come from.
+pub trait Feed {
+    /// The local players' pads at `now`; called on every tick, before any `next`.
+    fn sample(&mut self, now: Instant, local: &Inputs);
+    /// The inputs of the next frame to emulate.
+    fn next(&mut self, now: Instant) -> FeedPoll;
+    /// Speed the feed wants relative to the machine's fps (netplay drift correction);
+    /// the runner clamps it to 0.5..=2.
+    fn pace(&self) -> Option<f64> {
+        None
+    }
+    /// Numbers for `--stats-json` (under `"feed"`).
+    fn stats(&self) -> Map<String, Value> {
+        Map::new()
+    }
+}
+
+pub type ObserverError = Box<dyn std::error::Error + Send + Sync>;
+
+/// Called after every emulated frame with its number (0 for the first), its inputs and the
+/// machine. Recording, desync checksums and screenshot hooks plug in here.
+pub trait FrameObserver<M> {
+    fn after_frame(
+        &mut self,
+        frame: u64,
+        inputs: &Inputs,
+        machine: &mut M,
+    ) -> Result<(), ObserverError>;
+}
+
+impl<M, F> FrameObserver<M> for F
+where
+    F: FnMut(u64, &Inputs, &mut M) -> Result<(), ObserverError>,
+{
+    fn after_frame(
+        &mut self,
+        frame: u64,
+        inputs: &Inputs,
+        machine: &mut M,
+    ) -> Result<(), ObserverError> {
+        self(frame, inputs, machine)
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error("after frame {frame}: {source}")]
+    Observer { frame: u64, source: ObserverError },
+    #[error("frontend: {0}")]
+    Frontend(String),
+}
+
+#[derive(Clone, Debug)]
+pub struct RunnerConfig {
+    /// Run unthrottled.
+    pub fast: bool,
+    /// Stop after this many frames.
+    pub max_frames: Option<u64>,
+    /// Most frames one displayed frame may run to catch up.
+    pub catch_up_cap: u32,
+    /// Further behind than this, the backlog is dropped.
+    pub max_lag: Duration,
+    /// In fast mode, how long one tick may keep running frames (at least one runs).
+    pub fast_budget: Duration,
+}
+
+impl Default for RunnerConfig {
+    fn default() -> Self {
+        RunnerConfig {
+            fast: false,
+            max_frames: None,
+            catch_up_cap: 4,
+            max_lag: Duration::from_millis(250),
+            fast_budget: Duration::from_millis(2),
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EndReason {
+    FrameLimit,
+    FeedEnded,
+    Shutdown,
+    Quit,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Status {
+    /// Frames ran, or none were due yet.
+    Running,
+    /// Frames were due but the feed had no inputs.
+    Stalled,
+    Paused,
+    Ended(EndReason),
+}
+
+/// The outcome of one [`Runner::tick`].
+#[derive(Clone, Copy, Debug)]
+pub struct Tick {
+    /// Frames emulated during this tick (0..=catch_up_cap unless fast).
+    pub frames: u32,
+    pub status: Status,
+    /// When to tick again at the latest.
+    pub wake_at: Instant,
+    /// `wake_at` minus the time at the end of the tick (what a caller should wait).
+    pub timeout: Duration,
+}
+
+/// Counters for `--stats-json`.
+#[derive(Clone, Debug, Default)]
+pub struct RunStats {
+    pub frames: u64,
+    /// Display slots in which frames were due but the feed said Wait.
+    pub stall_frames: u64,
+    /// Ticks that ran at least one frame.
+    pub displayed_frames: u64,
+    /// Frames run beyond the first in a tick.
+    pub catch_up_frames: u64,
+    /// Times the backlog exceeded `max_lag` and was dropped.
+    pub lag_resets: u64,
+    pub wall: Duration,
+}
+
+pub struct Runner<M, F, C = SystemClock> {
+    feed: F,
+    clock: C,
+    config: RunnerConfig,
+    observers: Vec<Box<dyn FrameObserver<M>>>,
+    fps: f64,
+    /// Nominal frame period (from the machine's fps).
+    period: Duration,
+    /// Deadline of the next frame; `None` before the first tick.
+    next_frame: Option<Instant>,
+    /// Start of display slot 0.
+    slot_origin: Instant,
+    last_run_slot: Option<u64>,
+    last_stall_slot: Option<u64>,
+    paused: bool,
+    started: Option<Instant>,
+    ended: Option<EndReason>,
+    stats: RunStats,
+}
+
+/// Frame period for `fps`, with a sane fallback for cores that report nonsense.
+fn period_of(fps: f64) -> Duration {
+    if fps.is_finite() && fps > 1.0 && fps < 1000.0 {
+        Duration::from_secs_f64(1.0 / fps)
+    } else {
+        Duration::from_secs_f64(1.0 / 60.0)
+    }
+}
+
+impl<M: Machine, F: Feed> Runner<M, F, SystemClock> {
+    pub fn new(feed: F, config: RunnerConfig) -> Self {
+        Runner::with_clock(feed, config, SystemClock)
+    }
+}
+
+impl<M: Machine, F: Feed, C: Clock> Runner<M, F, C> {
+    pub fn with_clock(feed: F, config: RunnerConfig, mut clock: C) -> Self {
+        let now = clock.now();
+        Runner {
+            feed,
+            clock,
+            config,
+            observers: Vec::new(),
+            fps: 0.0,
+            period: period_of(60.0),
+            next_frame: None,
+            slot_origin: now,
+            last_run_slot: None,
+            last_stall_slot: None,
+            paused: false,
+            started: None,
+            ended: None,
+            stats: RunStats::default(),
+        }
+    }
+
+    /// Adds a per-frame hook; hooks run in the order they were added.
+    pub fn observe(&mut self, observer: Box<dyn FrameObserver<M>>) {
+        self.observers.push(observer);
+    }
+
+    pub fn feed(&self) -> &F {
+        &self.feed
+    }
+
+    pub fn feed_mut(&mut self) -> &mut F {
+        &mut self.feed
+    }
+
+    /// Frames emulated so far.
+    pub fn frame(&self) -> u64 {
+        self.stats.frames
+    }
+
+    pub fn is_paused(&self) -> bool {
+        self.paused
+    }
+
+    pub fn set_paused(&mut self, paused: bool) {
+        if self.paused && !paused {
+            // Resume from now rather than catching up the paused time.
+            self.next_frame = None;
+        }
+        self.paused = paused;
+    }
+
+    /// Ends the run (user quit); the next tick reports `Ended(reason)`.
+    pub fn stop(&mut self, reason: EndReason) {
+        self.ended.get_or_insert(reason);
+    }
+
+    pub fn stats(&mut self) -> RunStats {
+        let mut s = self.stats.clone();
+        if let Some(t0) = self.started {
+            s.wall = self.clock.now().saturating_duration_since(t0);
+        }
+        s
+    }
+
+    /// Runner and feed numbers as JSON (for `--stats-json`).
+    pub fn stats_json(&mut self) -> Map<String, Value> {
+        let s = self.stats();
+        let wall = s.wall.as_secs_f64();
+        let mut m = Map::new();
+        m.insert("frames".into(), json!(s.frames));
+        m.insert("wall_s".into(), json!(wall));
+        let fps = if wall > 0.0 {
+            s.frames as f64 / wall
+        } else {
+            0.0
+        };
+        m.insert("fps".into(), json!(fps));
+        m.insert("stall_frames".into(), json!(s.stall_frames));
+        m.insert("displayed_frames".into(), json!(s.displayed_frames));
+        m.insert("catch_up_frames".into(), json!(s.catch_up_frames));
+        m.insert("lag_resets".into(), json!(s.lag_resets));
+        m.insert("feed".into(), Value::Object(self.feed.stats()));
+        m
+    }
+
+    fn slot(&self, now: Instant) -> u64 {
+        (now.saturating_duration_since(self.slot_origin).as_nanos() / self.period.as_nanos().max(1))
+            as u64
+    }
+
+    fn slot_start(&self, slot: u64) -> Instant {
+        self.slot_origin + self.period.mul_f64(slot as f64)
+    }
+
+    fn finish(&mut self, frames: u32, status: Status, wake_at: Instant) -> Tick {
+        let end = self.clock.now();
+        Tick {
+            frames,
+            status,
+            wake_at,
+            timeout: wake_at.saturating_duration_since(end),
+        }
+    }
+
+    /// Samples local input, runs the frames that are due and says when to come back.
+    pub fn tick(&mut self, machine: &mut M, local: &Inputs) -> Result<Tick, RunError> {
+        let now = self.clock.now();
+        self.started.get_or_insert(now);
+        let fps = machine.fps();
+        if fps != self.fps {
+            // New timing (first tick, or SET_SYSTEM_AV_INFO): restart slots and deadlines.
+            self.fps = fps;
+            self.period = period_of(fps);
+            self.slot_origin = now;
+            self.last_run_slot = None;
+            self.last_stall_slot = None;
+            self.next_frame = None;
+        }
+        self.feed.sample(now, local);
+        if self.ended.is_none()
+            && self
+                .config
+                .max_frames
+                .is_some_and(|m| self.stats.frames >= m)
+        {
+            self.ended = Some(EndReason::FrameLimit);
+        }
+        if let Some(reason) = self.ended {
+            return Ok(self.finish(0, Status::Ended(reason), now));
+        }
+        if self.paused {
+            return Ok(self.finish(0, Status::Paused, now + self.period));
+        }
+
+        let pace = self.feed.pace().map_or(1.0, |p| p.clamp(0.5, 2.0));
+        let period = self.period.div_f64(pace);
+        let slot = self.slot(now);
+        let mut next_frame = *self.next_frame.get_or_insert(now);
+
+        let due = if self.config.fast {
+            u32::MAX
+        } else if self.last_run_slot == Some(slot) || next_frame > now {
+            0
+        } else {
+            let behind = now - next_frame;
+            if behind > self.config.max_lag {
+                tracing::debug!("{} ms behind: dropping the backlog", behind.as_millis());
+                self.stats.lag_resets += 1;
+                next_frame = now;
+                1
+            } else {
+                let n = behind.as_nanos() / period.as_nanos().max(1) + 1;
+                n.min(u128::from(self.config.catch_up_cap.max(1))) as u32
+            }
+        };
+
+        let mut ran = 0u32;
+        let mut wait = None;
+        while ran < due {
+            if self
+                .config
+                .max_frames
+                .is_some_and(|m| self.stats.frames >= m)
+            {
+                self.ended = Some(EndReason::FrameLimit);
+                break;
+            }
+            match self.feed.next(now) {
+                FeedPoll::Run(inputs) => {
+                    machine.run_frame(&inputs);
+                    let frame = self.stats.frames;
+                    self.stats.frames += 1;
+                    ran += 1;
+                    next_frame += period;
+                    for obs in &mut self.observers {
+                        obs.after_frame(frame, &inputs, machine)
+                            .map_err(|source| RunError::Observer { frame, source })?;
+                    }
+                    if machine.shutdown_requested() {
+                        self.ended = Some(EndReason::Shutdown);
+                        break;
+                    }
+                }
+                FeedPoll::Wait(until) => {
+                    wait = Some(until);
+                    break;
+                }
+                FeedPoll::End => {
+                    self.ended = Some(EndReason::FeedEnded);
+                    break;
+                }
+            }
+            if self.config.fast
+                && self.clock.now().saturating_duration_since(now) >= self.config.fast_budget
+            {
+                break;
+            }
+        }
+        self.next_frame = Some(next_frame);
+        if ran > 0 {
+            self.last_run_slot = Some(slot);
+            self.stats.displayed_frames += 1;
+            self.stats.catch_up_frames += u64::from(ran - 1);
+        }
+        if self.ended.is_none()
+            && self
+                .config
+                .max_frames
+                .is_some_and(|m| self.stats.frames >= m)
+        {
+            self.ended = Some(EndReason::FrameLimit);
+        }
+        if let Some(reason) = self.ended {
+            return Ok(self.finish(ran, Status::Ended(reason), now));
+        }
+
+        let next_slot = self.slot_start(slot + 1);
+        if let (0, Some(until)) = (ran, wait) {
+            if self.last_stall_slot != Some(slot) {
+                self.last_stall_slot = Some(slot);
+                self.stats.stall_frames += 1;
+            }
+            let wake = until.unwrap_or(next_slot).max(now);
+            return Ok(self.finish(0, Status::Stalled, wake));
+        }
+        let wake = if self.config.fast {
+            // Partial stall after some frames ran: honour the feed's hint.
+            wait.flatten().unwrap_or(now)
+        } else if self.last_run_slot == Some(slot) {
+            next_frame.max(next_slot)
+        } else {
+            next_frame
+        };
+        Ok(self.finish(ran, Status::Running, wake))
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,409 @@
+//! The config file: TOML at `~/.config/framelock/config.toml` (XDG), layered under CLI flags.
+//!
+//! Every section is `#[serde(default)]`, so a file written for an older version (or an
+//! empty one) still loads; unknown keys are logged and ignored; a malformed file is an
+//! error naming the file and the line.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use toml::Spanned;
+
+use crate::frontend::keyboard::is_key_name;
+use crate::input::{Button, KeyMap, KEYBOARD_PLAYERS};
+
+/// A commented config file with every default spelled out (`framelock` never writes it;
+/// it is documentation and a test fixture).
+pub const EXAMPLE: &str = r#"# framelock config: ~/.config/framelock/config.toml. Every key is optional.
+
+[paths]
+# Defaults live under ~/.local/share/framelock/.
+# system_dir = "/home/me/.local/share/framelock/system"         # BIOS files, fbneo/ romsets
+# save_dir = "/home/me/.local/share/framelock/saves"            # <game>.srm save RAM
+# screenshots_dir = "/home/me/.local/share/framelock/screenshots"
+# recordings_dir = "/home/me/.local/share/framelock/recordings"
+
+[video]
+scale = 3            # initial window size in multiples of the game's resolution
+fullscreen = false   # start fullscreen (F11 / Alt+Enter toggles)
+vsync = true
+
+[audio]
+enabled = true
+latency_ms = 64      # target output latency
+
+[input]
+keyboard_players = 2 # P1..Pn read the keyboard; gamepads take the next free ports
+
+# Button = key. Buttons: up down left right a b x y l r l2 r2 l3 r3 start select.
+# Keys: a-z 0-9 up down left right enter space tab backspace lshift rshift lctrl rctrl
+# lalt ralt insert delete home end pageup pagedown minus equals comma period slash
+# semicolon quote backquote backslash leftbracket rightbracket kp0-kp9 kpenter kpplus
+# kpminus kpmultiply kpdivide kpperiod f1-f10. "" unbinds. Unlisted buttons keep defaults.
+[input.p1]
+up = "up"
+down = "down"
+left = "left"
+right = "right"
+b = "z"
+a = "x"
+y = "a"
+x = "s"
+l = "q"
+r = "w"
+start = "enter"
+select = "rshift"
+
+[input.p2]
+up = "i"
+down = "k"
+left = "j"
+right = "l"
+b = "v"
+a = "b"
+y = "f"
+x = "g"
+l = "r"
+r = "t"
+start = "6"
+select = "5"
+
+[core_options]
+# Passed to the core as-is; --option key=value overrides.
+# "fbneo-hiscores" = "disabled"
+"#;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("config file {}: {source}", .path.display())]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("config file {}, line {line}: {message}", .path.display())]
+    Parse {
+        path: PathBuf,
+        line: usize,
+        message: String,
+    },
+    #[error("config file {}, line {line}: [input.p{player}] {button} = {key:?}: unknown key name", .path.display())]
+    UnknownKeyName {
+        path: PathBuf,
+        line: usize,
+        player: usize,
+        button: String,
+        key: String,
+    },
+    #[error("config file {}: input.keyboard_players must be 0, 1 or 2 (got {value})", .path.display())]
+    KeyboardPlayers { path: PathBuf, value: u32 },
+}
+
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct Config {
+    pub paths: PathsConfig,
+    pub video: VideoConfig,
+    pub audio: AudioConfig,
+    pub input: InputConfig,
+    /// Core option overrides, applied before content loads.
+    pub core_options: BTreeMap<String, String>,
+}
+
+/// Directories; `None` means the XDG default (see [`Config::resolved_paths`]).
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct PathsConfig {
+    pub system_dir: Option<PathBuf>,
+    pub save_dir: Option<PathBuf>,
+    pub screenshots_dir: Option<PathBuf>,
+    pub recordings_dir: Option<PathBuf>,
+}
+
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct VideoConfig {
+    pub scale: u32,
+    pub fullscreen: bool,
+    pub vsync: bool,
+}
+
+impl Default for VideoConfig {
+    fn default() -> Self {
+        VideoConfig {
+            scale: 3,
+            fullscreen: false,
+            vsync: true,
+        }
+    }
+}
+
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct AudioConfig {
+    pub enabled: bool,
+    pub latency_ms: u32,
+}
+
+impl Default for AudioConfig {
+    fn default() -> Self {
+        AudioConfig {
+            enabled: true,
+            latency_ms: 64,
+        }
+    }
+}
+
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct InputConfig {
+    pub keyboard_players: u32,
+    /// Overrides of P1's default bindings: button name -> key name.
+    pub p1: BTreeMap<String, Spanned<String>>,
+    pub p2: BTreeMap<String, Spanned<String>>,
+}
+
+impl Default for InputConfig {
+    fn default() -> Self {
+        InputConfig {
+            keyboard_players: KEYBOARD_PLAYERS as u32,
+            p1: BTreeMap::new(),
+            p2: BTreeMap::new(),
+        }
+    }
+}
+
+/// Directories with defaults filled in.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Paths {
+    pub system_dir: PathBuf,
+    pub save_dir: PathBuf,
+    pub screenshots_dir: PathBuf,
+    pub recordings_dir: PathBuf,
+}
+
+/// Keys each section accepts; `None`: any key (a free-form table).
+const KNOWN_KEYS: &[(&str, Option<&[&str]>)] = &[
+    (
+        "paths",
+        Some(&[
+            "system_dir",
+            "save_dir",
+            "screenshots_dir",
+            "recordings_dir",
+        ]),
+    ),
+    ("video", Some(&["scale", "fullscreen", "vsync"])),
+    ("audio", Some(&["enabled", "latency_ms"])),
+    ("input", Some(&["keyboard_players", "p1", "p2"])),
+    ("core_options", None),
+];
+
+/// `~/.config/framelock/config.toml` (honours `XDG_CONFIG_HOME`).
+pub fn default_path() -> Option<PathBuf> {
+    directories::ProjectDirs::from("", "", "framelock").map(|d| d.config_dir().join("config.toml"))
+}
+
+fn data_dir() -> PathBuf {
+    directories::ProjectDirs::from("", "", "framelock")
+        .map(|d| d.data_dir().to_path_buf())
+        .unwrap_or_else(|| PathBuf::from("framelock-data"))
+}
+
+impl Config {
+    /// Loads `explicit` (which must exist), or else the default file if there is one, or
+    /// else the defaults. Returns the config and the file it came from.
+    pub fn load(explicit: Option<&Path>) -> Result<(Config, Option<PathBuf>), ConfigError> {
+        let path = match explicit {
+            Some(p) => p.to_path_buf(),
+            None => match default_path().filter(|p| p.exists()) {
+                Some(p) => p,
+                None => {
+                    tracing::debug!("no config file; using defaults");
+                    return Ok((Config::default(), None));
+                }
+            },
+        };
+        let text = std::fs::read_to_string(&path).map_err(|source| ConfigError::Read {
+            path: path.clone(),
+            source,
+        })?;
+        let config = Config::parse(&text, &path)?;
+        tracing::debug!("loaded config {}", path.display());
+        Ok((config, Some(path)))
+    }
+
+    /// Parses config text; `path` is only used in messages.
+    pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigError> {
+        let parse_err = |e: toml::de::Error| ConfigError::Parse {
+            path: path.to_path_buf(),
+            line: e.span().map(|s| line_of(text, s.start)).unwrap_or(1),
+            message: e.message().to_string(),
+        };
+        let table: toml::Table = toml::from_str(text).map_err(parse_err)?;
+        let config: Config = toml::from_str(text).map_err(parse_err)?;
+        for key in unknown_keys(&table) {
+            tracing::warn!(
+                "config file {}: unknown key {key} (ignored)",
+                path.display()
+            );
+        }
+        if config.input.keyboard_players > KEYBOARD_PLAYERS as u32 {
+            return Err(ConfigError::KeyboardPlayers {
+                path: path.to_path_buf(),
+                value: config.input.keyboard_players,
+            });
+        }
+        for (player, map) in [&config.input.p1, &config.input.p2].into_iter().enumerate() {
+            for (button, key) in map {
+                let k = key.get_ref().as_str();
+                if Button::from_name(button).is_some() && !k.is_empty() && !is_key_name(k) {
+                    return Err(ConfigError::UnknownKeyName {
+                        path: path.to_path_buf(),
+                        line: line_of(text, key.span().start),
+                        player: player + 1,
+                        button: button.clone(),
+                        key: k.to_string(),
+                    });
+                }
+            }
+        }
+        Ok(config)
+    }
+
+    /// Key maps of the keyboard players: defaults with the file's overrides on top.
+    pub fn keymaps(&self) -> Vec<KeyMap> {
+        [&self.input.p1, &self.input.p2]
+            .into_iter()
+            .enumerate()
+            .take(self.input.keyboard_players as usize)
+            .map(|(player, overrides)| {
+                let mut map = KeyMap::default_for(player);
+                for (button, key) in overrides {
+                    let key = key.get_ref().as_str();
+                    // Unknown buttons were already reported as unknown keys.
+                    let _ = map.bind_named(button, (!key.is_empty()).then_some(key));
+                }
+                map
+            })
+            .collect()
+    }
+
+    /// Directories with unset ones defaulted under `~/.local/share/framelock`.
+    pub fn resolved_paths(&self) -> Paths {
+        let data = data_dir();
+        let or = |p: &Option<PathBuf>, leaf: &str| p.clone().unwrap_or_else(|| data.join(leaf));
+        Paths {
+            system_dir: or(&self.paths.system_dir, "system"),
+            save_dir: or(&self.paths.save_dir, "saves"),
+            screenshots_dir: or(&self.paths.screenshots_dir, "screenshots"),
+            recordings_dir: or(&self.paths.recordings_dir, "recordings"),
+        }
+    }
+}
+
+/// 1-based line number of byte offset `at`.
+fn line_of(text: &str, at: usize) -> usize {
+    text.as_bytes()[..at.min(text.len())]
+        .iter()
+        .filter(|&&b| b == b'\n')
+        .count()
+        + 1
+}
+
+/// Dotted names of keys the config does not know.
+fn unknown_keys(table: &toml::Table) -> Vec<String> {
+    let mut out = Vec::new();
+    for (section, value) in table {
+        let Some(&(_, known)) = KNOWN_KEYS.iter().find(|(s, _)| s == section) else {
+            out.push(section.clone());
+            continue;
+        };
+        let (Some(known), Some(inner)) = (known, value.as_table()) else {
+            continue;
+        };
+        for (key, v) in inner {
+            if !known.contains(&key.as_str()) {
+                out.push(format!("{section}.{key}"));
+            } else if section == "input" && (key == "p1" || key == "p2") {
+                for button in v.as_table().into_iter().flat_map(|t| t.keys()) {
+                    if Button::from_name(button).is_none() {
+                        out.push(format!("input.{key}.{button}"));
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Config, ConfigError> {
+        Config::parse(text, Path::new("/cfg/config.toml"))
+    }
+
+    #[test]
+    fn empty_and_example_files_give_the_defaults() {
+        let empty = parse("").unwrap();
+        assert_eq!(empty, Config::default());
+        let example = parse(EXAMPLE).unwrap();
+        assert_eq!(example.video, VideoConfig::default());
+        assert_eq!(example.audio, AudioConfig::default());
+        assert_eq!(example.keymaps(), empty.keymaps());
+        assert_eq!(
+            empty.keymaps(),
+            vec![KeyMap::default_for(0), KeyMap::default_for(1)]
+        );
+    }
+
+    #[test]
+    fn partial_sections_keep_other_defaults() {
+        let c = parse("[video]\nscale = 5\n[input.p1]\nb = \"c\"\nstart = \"\"\n").unwrap();
+        assert_eq!(c.video.scale, 5);
+        assert!(c.video.vsync);
+        let p1 = &c.keymaps()[0];
+        assert_eq!(p1.key(Button::B), Some("c"));
+        assert_eq!(p1.key(Button::Start), None);
+        assert_eq!(p1.key(Button::A), Some("x"));
+    }
+
+    #[test]
+    fn unknown_keys_are_listed_not_fatal() {
+        let text = "[video]\nscael = 2\n[input.p1]\nturbo = \"t\"\n[netplay]\nport = 1\n[core_options]\n\"x-y\" = \"z\"\n";
+        let c = parse(text).unwrap();
+        assert_eq!(c.core_options.get("x-y").map(String::as_str), Some("z"));
+        let table: toml::Table = toml::from_str(text).unwrap();
+        let mut unknown = unknown_keys(&table);
+        unknown.sort();
+        assert_eq!(unknown, vec!["input.p1.turbo", "netplay", "video.scael"]);
+    }
+
+    #[test]
+    fn errors_name_file_and_line() {
+        let e = parse("[video]\nscale = 2\nfullscreen = maybe\n").unwrap_err();
+        let msg = e.to_string();
+        assert!(msg.contains("/cfg/config.toml, line 3"), "{msg}");
+        let e = parse("[audio]\nlatency_ms = \"lots\"\n").unwrap_err();
+        assert!(e.to_string().contains("line 2"), "{e}");
+        let e = parse("[input.p2]\n\nstart = \"hyperkey\"\n").unwrap_err();
+        let msg = e.to_string();
+        assert!(msg.contains("line 3") && msg.contains("hyperkey"), "{msg}");
+        let e = parse("[input]\nkeyboard_players = 3\n").unwrap_err();
+        assert!(e.to_string().contains("keyboard_players"), "{e}");
+    }
+
+    #[test]
+    fn keyboard_players_limits_maps() {
+        let c = parse("[input]\nkeyboard_players = 1\n").unwrap();
+        assert_eq!(c.keymaps().len(), 1);
+    }
+
+    #[test]
+    fn explicit_missing_file_is_an_error() {
+        let e = Config::load(Some(Path::new("/nonexistent/framelock.toml"))).unwrap_err();
+        assert!(e.to_string().contains("/nonexistent/framelock.toml"), "{e}");
+    }
+}

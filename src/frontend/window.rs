@@ -1,0 +1,391 @@
+//! The player's window: winit 0.30 driven from our own loop (`pump_app_events`), pixels
+//! 0.17 for drawing, plus keyboard, gamepads and audio.
+//!
+//! The run loop owns the timing: `wait` pumps window events for at most the runner's
+//! timeout, so the same loop can poll a network socket between frames. The image keeps
+//! its aspect ratio (square pixels), scaled by the largest integer that fits the window,
+//! or scaled down smoothly if the window is smaller than the image. Rotation requested by
+//! the core (SET_ROTATION) is applied while copying into the pixels buffer.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use pixels::{Pixels, PixelsBuilder, ScalingMode, SurfaceTexture};
+use winit::application::ApplicationHandler;
+use winit::dpi::PhysicalSize;
+use winit::event::{ElementState, WindowEvent};
+use winit::event_loop::{ActiveEventLoop, EventLoop};
+use winit::keyboard::{KeyCode, PhysicalKey};
+use winit::platform::pump_events::{EventLoopExtPumpEvents, PumpStatus};
+use winit::window::{Fullscreen, Window, WindowId};
+
+use super::audio::{AudioOut, AudioSettings};
+use super::gamepads::Gamepads;
+use super::image::{copy_rotated, rotated_size};
+use super::keyboard::{hotkey, Hotkey, Keyboard};
+use super::screenshot::{save_png, screenshot_path};
+use crate::app::driver::{Frontend, Requests};
+use crate::app::machine::{core_image, ShotAt};
+use crate::app::runner::{RunError, Tick};
+use crate::host::Core;
+use crate::input::{Inputs, KeyMap, Pad, MAX_PLAYERS};
+
+#[derive(Debug, thiserror::Error)]
+pub enum WindowError {
+    #[error("cannot open a window ({0}); is DISPLAY or WAYLAND_DISPLAY set? (--headless runs without one)")]
+    EventLoop(String),
+    #[error("cannot create the window: {0}")]
+    Window(String),
+    #[error("no usable GPU adapter for drawing ({0}); under Xvfb install mesa-vulkan-drivers")]
+    Pixels(String),
+}
+
+/// Window options from the config file and the command line.
+#[derive(Clone, Debug)]
+pub struct WindowSettings {
+    pub title: String,
+    pub scale: u32,
+    pub fullscreen: bool,
+    pub vsync: bool,
+    pub screenshots_dir: PathBuf,
+    /// File name stem for screenshots (the content's name).
+    pub shot_name: String,
+}
+
+/// Window state touched from winit callbacks.
+struct App {
+    settings: WindowSettings,
+    /// Window size to open with (rotated base geometry times scale).
+    initial: PhysicalSize<u32>,
+    window: Option<Arc<Window>>,
+    pixels: Option<Pixels<'static>>,
+    buffer: (u32, u32),
+    /// Size the drawing surface was configured for.
+    surface: PhysicalSize<u32>,
+    keyboard: Keyboard,
+    alt: bool,
+    fullscreen: bool,
+    requests: Requests,
+    screenshot: bool,
+    redraw: bool,
+    error: Option<WindowError>,
+}
+
+impl App {
+    fn create(&mut self, event_loop: &ActiveEventLoop) -> Result<(), WindowError> {
+        let mut attrs = Window::default_attributes()
+            .with_title(self.settings.title.clone())
+            .with_inner_size(self.initial);
+        if self.fullscreen {
+            attrs = attrs.with_fullscreen(Some(Fullscreen::Borderless(None)));
+        }
+        let window = Arc::new(
+            event_loop
+                .create_window(attrs)
+                .map_err(|e| WindowError::Window(e.to_string()))?,
+        );
+        let size = window.inner_size();
+        let surface = SurfaceTexture::new(size.width.max(1), size.height.max(1), window.clone());
+        let (bw, bh) = self.buffer;
+        let pixels = PixelsBuilder::new(bw, bh, surface)
+            .enable_vsync(self.settings.vsync)
+            .clear_color(pixels::wgpu::Color::BLACK)
+            .build()
+            .map_err(|e| WindowError::Pixels(e.to_string()))?;
+        tracing::info!(
+            "window {}x{}, drawing with {:?}",
+            size.width,
+            size.height,
+            pixels.adapter().get_info().backend
+        );
+        self.window = Some(window);
+        self.pixels = Some(pixels);
+        self.surface = PhysicalSize::new(size.width.max(1), size.height.max(1));
+        self.update_scaling();
+        Ok(())
+    }
+
+    /// Integer scaling when the image fits in the window, smooth downscaling when not.
+    fn update_scaling(&mut self) {
+        let (Some(window), Some(pixels)) = (&self.window, &mut self.pixels) else {
+            return;
+        };
+        let size = window.inner_size();
+        let fits = size.width >= self.buffer.0 && size.height >= self.buffer.1;
+        pixels.set_scaling_mode(if fits {
+            ScalingMode::PixelPerfect
+        } else {
+            ScalingMode::Fill
+        });
+    }
+
+    fn key(&mut self, code: KeyCode, pressed: bool, repeat: bool) {
+        if pressed {
+            if let Some(hk) = hotkey(code, self.alt) {
+                if !repeat {
+                    match hk {
+                        Hotkey::Pause => self.requests.toggle_pause = !self.requests.toggle_pause,
+                        Hotkey::Fullscreen => self.toggle_fullscreen(),
+                        Hotkey::Screenshot => self.screenshot = true,
+                        Hotkey::Quit => self.requests.quit = true,
+                    }
+                }
+                // Alt+Enter is not also Start.
+                if code == KeyCode::Enter {
+                    return;
+                }
+            }
+            self.keyboard.key_down(code);
+        } else {
+            self.keyboard.key_up(code);
+        }
+    }
+
+    fn toggle_fullscreen(&mut self) {
+        self.fullscreen = !self.fullscreen;
+        if let Some(w) = &self.window {
+            w.set_fullscreen(self.fullscreen.then_some(Fullscreen::Borderless(None)));
+        }
+    }
+
+    /// Copies the core's frame into the pixels buffer, resizing it if the geometry changed.
+    fn upload(&mut self, core: &Core) {
+        let image = core_image(core);
+        if !image.is_valid() {
+            return;
+        }
+        let rotation = core.rotation();
+        let size = image.rotated_size(rotation);
+        let Some(pixels) = &mut self.pixels else {
+            return;
+        };
+        if size != self.buffer {
+            if let Err(e) = pixels.resize_buffer(size.0, size.1) {
+                tracing::warn!(
+                    "cannot resize the frame buffer to {}x{}: {e}",
+                    size.0,
+                    size.1
+                );
+                return;
+            }
+            let old = std::mem::replace(&mut self.buffer, size);
+            self.follow_geometry(old);
+            self.update_scaling();
+        }
+        if let Some(pixels) = &mut self.pixels {
+            copy_rotated(&image, rotation, pixels.frame_mut(), 4);
+        }
+    }
+
+    /// The core changed its geometry (often right after boot): if the window still has the
+    /// size we gave it, give it the new geometry's size; a size the user chose stays.
+    fn follow_geometry(&mut self, old: (u32, u32)) {
+        let Some(window) = &self.window else {
+            return;
+        };
+        let scale = self.settings.scale.clamp(1, 16);
+        let current = window.inner_size();
+        if !self.fullscreen && current == PhysicalSize::new(old.0 * scale, old.1 * scale) {
+            let size = PhysicalSize::new(self.buffer.0 * scale, self.buffer.1 * scale);
+            let _ = window.request_inner_size(size);
+        }
+    }
+
+    /// Matches the drawing surface to the window's size. Rendering to a stale surface size
+    /// makes Mesa's software Vulkan (lavapipe under Xvfb) block forever in acquire.
+    fn fit_surface(&mut self, size: PhysicalSize<u32>) {
+        let size = PhysicalSize::new(size.width.max(1), size.height.max(1));
+        if size == self.surface {
+            return;
+        }
+        if let Some(pixels) = &mut self.pixels {
+            if let Err(e) = pixels.resize_surface(size.width, size.height) {
+                tracing::warn!("resize: {e}");
+                return;
+            }
+        }
+        self.surface = size;
+        self.update_scaling();
+    }
+
+    fn render(&mut self) {
+        // The window may have changed size (our own request, fullscreen) with its Resized
+        // event still queued: ask the window system rather than trust the last event.
+        if let Some(size) = self.window.as_ref().map(|w| w.inner_size()) {
+            self.fit_surface(size);
+        }
+        if let Some(pixels) = &self.pixels {
+            if let Err(e) = pixels.render() {
+                tracing::warn!("render: {e}");
+            }
+        }
+    }
+}
+
+impl ApplicationHandler for App {
+    fn resumed(&mut self, event_loop: &ActiveEventLoop) {
+        if self.window.is_none() {
+            if let Err(e) = self.create(event_loop) {
+                self.error = Some(e);
+                event_loop.exit();
+            }
+        }
+    }
+
+    fn window_event(&mut self, _: &ActiveEventLoop, _: WindowId, event: WindowEvent) {
+        match event {
+            WindowEvent::CloseRequested => self.requests.quit = true,
+            WindowEvent::Resized(size) => {
+                self.fit_surface(size);
+                self.redraw = true;
+            }
+            WindowEvent::RedrawRequested => self.redraw = true,
+            WindowEvent::Focused(false) => self.keyboard.release_all(),
+            WindowEvent::ModifiersChanged(m) => self.alt = m.state().alt_key(),
+            WindowEvent::KeyboardInput { event, .. } => {
+                if let PhysicalKey::Code(code) = event.physical_key {
+                    self.key(code, event.state == ElementState::Pressed, event.repeat);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The windowed frontend: implements the run loop's [`Frontend`] for a [`Core`].
+pub struct WindowFrontend {
+    event_loop: EventLoop<()>,
+    app: App,
+    gamepads: Gamepads,
+    audio: AudioOut,
+    audio_rate: f64,
+    audio_buf: Vec<i16>,
+    shot_at: Option<ShotAt>,
+}
+
+impl WindowFrontend {
+    /// Opens the window (sized from the core's geometry), audio and gamepads.
+    pub fn open(
+        settings: WindowSettings,
+        core: &Core,
+        keymaps: &[KeyMap],
+        audio: &AudioSettings,
+        shot_at: Option<ShotAt>,
+    ) -> Result<WindowFrontend, WindowError> {
+        let event_loop = EventLoop::new().map_err(|e| WindowError::EventLoop(e.to_string()))?;
+        let av = core.av_info();
+        let (bw, bh) = rotated_size(av.base_width.max(1), av.base_height.max(1), core.rotation());
+        let scale = settings.scale.clamp(1, 16);
+        let mut app = App {
+            initial: PhysicalSize::new(bw * scale, bh * scale),
+            fullscreen: settings.fullscreen,
+            settings,
+            window: None,
+            pixels: None,
+            buffer: (bw, bh),
+            surface: PhysicalSize::new(0, 0),
+            keyboard: Keyboard::new(keymaps),
+            alt: false,
+            requests: Requests::default(),
+            screenshot: false,
+            redraw: false,
+            error: None,
+        };
+        let mut event_loop = event_loop;
+        // The first pump delivers `resumed`, where the window is created.
+        let _ = event_loop.pump_app_events(Some(Duration::ZERO), &mut app);
+        if let Some(e) = app.error.take() {
+            return Err(e);
+        }
+        if app.window.is_none() {
+            return Err(WindowError::Window("the event loop did not resume".into()));
+        }
+        Ok(WindowFrontend {
+            event_loop,
+            gamepads: Gamepads::new(keymaps.len()),
+            audio: AudioOut::open(audio, av.sample_rate),
+            audio_rate: av.sample_rate,
+            audio_buf: Vec::new(),
+            shot_at,
+            app,
+        })
+    }
+
+    fn take_screenshot(&self, core: &Core) {
+        let dir = &self.app.settings.screenshots_dir;
+        let path = screenshot_path(dir, &self.app.settings.shot_name);
+        match save_png(&path, &core_image(core), core.rotation()) {
+            Ok(()) => tracing::info!("screenshot saved: {}", path.display()),
+            Err(e) => tracing::warn!("screenshot failed: {e}"),
+        }
+    }
+}
+
+impl Frontend<Core> for WindowFrontend {
+    fn wait(&mut self, timeout: Duration) -> Result<Requests, RunError> {
+        let status = self
+            .event_loop
+            .pump_app_events(Some(timeout), &mut self.app);
+        if let Some(e) = self.app.error.take() {
+            return Err(RunError::Frontend(e.to_string()));
+        }
+        self.gamepads.poll();
+        let mut requests = std::mem::take(&mut self.app.requests);
+        if let PumpStatus::Exit(_) = status {
+            requests.quit = true;
+        }
+        Ok(requests)
+    }
+
+    fn local_inputs(&mut self) -> Inputs {
+        let mut inputs = [Pad::NEUTRAL; MAX_PLAYERS];
+        for (port, pad) in inputs
+            .iter_mut()
+            .enumerate()
+            .take(self.app.keyboard.players())
+        {
+            *pad = self.app.keyboard.pad(port);
+        }
+        self.gamepads.read(&mut inputs);
+        inputs
+    }
+
+    fn present(&mut self, core: &mut Core, tick: &Tick, frame: u64) -> Result<(), RunError> {
+        let rate = core.av_info().sample_rate;
+        if rate != self.audio_rate {
+            self.audio.set_input_rate(rate);
+            self.audio_rate = rate;
+        }
+        self.audio_buf.clear();
+        core.drain_audio(&mut self.audio_buf);
+        self.audio.push(&self.audio_buf);
+        if tick.frames > 0 {
+            self.app.upload(core);
+            self.app.redraw = true;
+        }
+        if std::mem::take(&mut self.app.redraw) {
+            self.app.render();
+        }
+        if std::mem::take(&mut self.app.screenshot) {
+            self.take_screenshot(core);
+        }
+        if let Some(shot) = &mut self.shot_at {
+            shot.check(frame, core)
+                .map_err(|e| RunError::Frontend(e.to_string()))?;
+        }
+        Ok(())
+    }
+
+    fn paused(&mut self, paused: bool) {
+        self.audio.set_paused(paused);
+        if let Some(w) = &self.app.window {
+            let title = &self.app.settings.title;
+            if paused {
+                w.set_title(&format!("{title} (paused)"));
+            } else {
+                w.set_title(title);
+            }
+        }
+    }
+}

@@ -1,0 +1,552 @@
+//! [`Core`]: one loaded libretro core and its content.
+
+use std::ffi::{c_char, CStr, CString};
+use std::path::{Path, PathBuf};
+
+use super::api::{CoreApi, CoreSource};
+use super::checksum::{self, Basis};
+use super::environment as cb;
+use super::fbneo::{self, RomsetReport};
+use super::ffi::{self, GameInfo, SystemAvInfo, SystemInfo};
+use super::state::{self, HostState};
+use super::{
+    log, sram, AvInfo, CoreInfo, HostConfig, HostError, MemoryRegion, OptionDef, VideoFrame,
+};
+use crate::input::Inputs;
+
+/// Audio kept for a caller that does not drain it (about 10 s at 48 kHz stereo); older
+/// samples are dropped.
+const AUDIO_CAP: usize = 1 << 20;
+
+/// A libretro core, opened and (after [`Core::load_game`]) running content.
+///
+/// Calling order:
+/// 1. [`Core::open`] (dlopen or built-in, `retro_set_*`, `retro_init`);
+/// 2. optionally [`Core::set_option`], then [`Core::load_game`] once;
+/// 3. per frame: [`Core::run_frame`], then [`Core::video`] and [`Core::drain_audio`];
+///    [`Core::serialize`] / [`Core::unserialize`] / [`Core::checksum`] between frames;
+/// 4. drop: saves SRAM, `retro_unload_game`, `retro_deinit`, dlclose.
+///
+/// Only one `Core` may be alive per process (see the module docs).
+pub struct Core {
+    info: CoreInfo,
+    save_dir: PathBuf,
+    loaded: bool,
+    initialized: bool,
+    content_hash: Option<u64>,
+    /// Content bytes handed to the core by pointer; must outlive the loaded game.
+    _content_data: Option<Vec<u8>>,
+    /// The content path handed to the core; some cores keep the pointer.
+    _content_path: Option<CString>,
+    sram_path: Option<PathBuf>,
+    frame: Vec<u32>,
+    frame_width: u32,
+    frame_height: u32,
+    frame_count: u64,
+    // Last: dropped after `Drop::drop` has unloaded and deinitialised the core.
+    api: CoreApi,
+}
+
+// SAFETY: the core is driven only through `&mut self` or `&self` from whichever thread
+// owns the `Core`; callbacks reach shared state through a mutex, not thread-locals.
+unsafe impl Send for Core {}
+
+impl Core {
+    /// Loads the core and initialises it. Creates the system and save directories.
+    pub fn open(source: &CoreSource, config: &HostConfig) -> Result<Core, HostError> {
+        // dlopen and symbol lookup touch no core state, so they may precede the claim.
+        let api = prepare(source, config)?;
+        if !state::claim() {
+            return Err(HostError::AlreadyOpen);
+        }
+        let libretro_path = match source {
+            CoreSource::Path(p) => Some(p.as_path()),
+            CoreSource::Builtin => None,
+        };
+        state::install(HostState::new(config, libretro_path));
+        log::clear();
+        let mut core = Core {
+            info: CoreInfo {
+                library_name: String::new(),
+                library_version: String::new(),
+                valid_extensions: String::new(),
+                need_fullpath: false,
+                block_extract: false,
+                support_no_game: false,
+            },
+            save_dir: config.save_dir.clone(),
+            loaded: false,
+            initialized: false,
+            content_hash: None,
+            _content_data: None,
+            _content_path: None,
+            sram_path: None,
+            frame: Vec::new(),
+            frame_width: 0,
+            frame_height: 0,
+            frame_count: 0,
+            api,
+        };
+        // SAFETY: the callbacks match libretro.h's types; environment comes first, as
+        // cores may call it from retro_set_environment and retro_init.
+        unsafe {
+            (core.api.set_environment)(cb::environment);
+            (core.api.set_video_refresh)(cb::video_refresh);
+            (core.api.set_audio_sample)(cb::audio_sample);
+            (core.api.set_audio_sample_batch)(cb::audio_sample_batch);
+            (core.api.set_input_poll)(cb::input_poll);
+            (core.api.set_input_state)(cb::input_state);
+            (core.api.init)();
+        }
+        core.initialized = true;
+        core.info = system_info(&core.api);
+        core.info.support_no_game = state::with(|s| s.support_no_game).unwrap_or(false);
+        if let Some(e) = state::with(|s| s.options.take_deferred_error()).flatten() {
+            return Err(e);
+        }
+        tracing::info!(
+            "opened {} {} ({source})",
+            core.info.library_name,
+            core.info.library_version
+        );
+        Ok(core)
+    }
+
+    pub fn info(&self) -> &CoreInfo {
+        &self.info
+    }
+
+    /// Loads content (`None` only if the core supports starting without content), the
+    /// way the core asks: by path if it needs the full path, otherwise as bytes in memory.
+    /// Then loads `<save_dir>/<stem>.srm` into the core's save RAM if present.
+    pub fn load_game(&mut self, content: Option<&Path>) -> Result<(), HostError> {
+        if self.loaded {
+            return Err(HostError::AlreadyLoaded);
+        }
+        state::with(|s| s.shutdown = false);
+        log::clear();
+        let ok = match content {
+            None => {
+                if !self.info.support_no_game {
+                    return Err(HostError::ContentRequired {
+                        core: self.info.library_name.clone(),
+                    });
+                }
+                // SAFETY: NULL game info is how libretro starts a core without content.
+                unsafe { (self.api.load_game)(std::ptr::null()) }
+            }
+            Some(path) => self.load_content(path)?,
+        };
+        let shown = content.map_or_else(|| "no content".to_owned(), |p| p.display().to_string());
+        if !ok {
+            self.content_hash = None;
+            return Err(HostError::ContentRefused {
+                path: content.map(Path::to_owned).unwrap_or_default(),
+                log: last_problem(),
+            });
+        }
+        self.loaded = true;
+        // Before the shutdown check: a romset error names the missing files.
+        if let (Some(path), true) = (content, fbneo::is_fbneo(&self.info.library_name)) {
+            let report = RomsetReport::from_log(&log::recent());
+            // SAFETY: plain query on a loaded core.
+            let state_size = unsafe { (self.api.serialize_size)() };
+            if report.is_incomplete() || state_size == 0 {
+                self.unload();
+                let set = path
+                    .file_stem()
+                    .unwrap_or_default()
+                    .to_string_lossy()
+                    .into_owned();
+                return Err(HostError::MissingRomset {
+                    set,
+                    missing: report.missing,
+                });
+            }
+        }
+        if self.shutdown_requested() {
+            self.unload();
+            return Err(HostError::ShutdownDuringLoad {
+                content: shown,
+                log: last_problem(),
+            });
+        }
+        if let Some(e) = state::with(|s| s.options.take_deferred_error()).flatten() {
+            self.unload();
+            return Err(e);
+        }
+        for (key, value) in state::with(|s| s.options.take_unregistered()).unwrap_or_default() {
+            tracing::warn!("core has no option {key} (ignored {key}={value})");
+        }
+        // Plug a RetroPad into every port the core describes, as RetroArch does by default.
+        let ports = state::with(|s| s.controller_ports).unwrap_or(0);
+        for port in 0..ports.min(crate::input::MAX_PLAYERS as u32) {
+            // SAFETY: plain call on a loaded core.
+            unsafe { (self.api.set_controller_port_device)(port, ffi::DEVICE_JOYPAD) };
+        }
+        let mut av = SystemAvInfo::default();
+        // SAFETY: `av` is a valid out-pointer of the right type.
+        unsafe { (self.api.get_system_av_info)(&mut av) };
+        state::with(|s| s.av.update_from(&av));
+        if let Some(path) = content {
+            self.load_sram(path);
+        }
+        tracing::info!("loaded {shown}");
+        Ok(())
+    }
+
+    /// Reads the content, hashes it and calls `retro_load_game` with path or bytes.
+    fn load_content(&mut self, path: &Path) -> Result<bool, HostError> {
+        if !path.is_file() {
+            return Err(HostError::ContentNotFound(path.to_owned()));
+        }
+        let read_error = |source| HostError::ReadContent {
+            path: path.to_owned(),
+            source,
+        };
+        // Cores that read the file themselves (CD images can be large) get it streamed
+        // through the hash instead of held in memory.
+        let bytes = if self.info.need_fullpath {
+            self.content_hash = Some(hash_file(path).map_err(read_error)?);
+            None
+        } else {
+            let bytes = std::fs::read(path).map_err(read_error)?;
+            self.content_hash = Some(xxhash_rust::xxh3::xxh3_64(&bytes));
+            Some(bytes)
+        };
+        let c_path = CString::new(path.to_string_lossy().into_owned())
+            .map_err(|_| HostError::ContentNotFound(path.to_owned()))?;
+        let mut game = GameInfo {
+            path: c_path.as_ptr(),
+            data: std::ptr::null(),
+            size: 0,
+            meta: std::ptr::null(),
+        };
+        if let Some(bytes) = bytes {
+            game.data = bytes.as_ptr().cast();
+            game.size = bytes.len();
+            self._content_data = Some(bytes);
+        }
+        // SAFETY: `game` points to a path string and (optionally) bytes that are kept in
+        // `self` for as long as the game stays loaded.
+        let ok = unsafe { (self.api.load_game)(&game) };
+        self._content_path = Some(c_path);
+        Ok(ok)
+    }
+
+    /// xxh3-64 of the content file's bytes (of the zip itself for arcade sets).
+    pub fn content_hash(&self) -> Option<u64> {
+        self.content_hash
+    }
+
+    /// Runs one frame; port `i` reads `inputs[i]`. Does nothing before content is loaded.
+    pub fn run_frame(&mut self, inputs: &Inputs) {
+        if !self.loaded {
+            tracing::warn!("run_frame before load_game ignored");
+            return;
+        }
+        state::with(|s| s.inputs = *inputs);
+        // SAFETY: the game is loaded; callbacks do not hold the state lock across calls.
+        unsafe { (self.api.run)() };
+        state::with(|s| {
+            if s.audio.len() > AUDIO_CAP {
+                let excess = s.audio.len() - AUDIO_CAP;
+                s.audio.drain(..excess);
+            }
+            if s.frame_fresh {
+                std::mem::swap(&mut self.frame, &mut s.frame);
+                self.frame_width = s.frame_width;
+                self.frame_height = s.frame_height;
+                s.frame_fresh = false;
+            }
+        });
+        self.frame_count += 1;
+    }
+
+    /// The last frame the core presented (kept when it reports a duplicate).
+    pub fn video(&self) -> VideoFrame<'_> {
+        VideoFrame {
+            width: self.frame_width,
+            height: self.frame_height,
+            pixels: &self.frame,
+        }
+    }
+
+    /// Appends the audio produced since the last call (interleaved stereo `i16`). Drain
+    /// every frame: undrained audio beyond about 10 s is dropped.
+    pub fn drain_audio(&mut self, out: &mut Vec<i16>) {
+        state::with(|s| out.append(&mut s.audio));
+    }
+
+    pub fn av_info(&self) -> AvInfo {
+        state::with(|s| s.av).unwrap_or_default()
+    }
+
+    /// Quarter turns counter-clockwise the frame must be shown rotated by (0..=3).
+    pub fn rotation(&self) -> u32 {
+        state::with(|s| s.rotation).unwrap_or(0)
+    }
+
+    pub fn shutdown_requested(&self) -> bool {
+        state::with(|s| s.shutdown).unwrap_or(false)
+    }
+
+    /// `run_frame` calls since content was loaded.
+    pub fn frame_count(&self) -> u64 {
+        self.frame_count
+    }
+
+    /// RETRO_SERIALIZATION_QUIRK_* flags the core declared (unsupported ones cleared).
+    pub fn serialization_quirks(&self) -> u64 {
+        state::with(|s| s.serialization_quirks).unwrap_or(0)
+    }
+
+    pub fn reset(&mut self) {
+        if self.loaded {
+            // SAFETY: plain call on a loaded core.
+            unsafe { (self.api.reset)() };
+        }
+    }
+
+    pub fn serialize(&mut self) -> Result<Vec<u8>, HostError> {
+        if !self.loaded {
+            return Err(HostError::NotLoaded);
+        }
+        // SAFETY: plain query; the size may change between frames, so ask every time.
+        let size = unsafe { (self.api.serialize_size)() };
+        if size == 0 {
+            return Err(HostError::SerializeUnsupported);
+        }
+        let mut buf = vec![0u8; size];
+        // SAFETY: `buf` is writable for `size` bytes.
+        if unsafe { (self.api.serialize)(buf.as_mut_ptr().cast(), size) } {
+            Ok(buf)
+        } else {
+            Err(HostError::SerializeFailed)
+        }
+    }
+
+    pub fn unserialize(&mut self, state: &[u8]) -> Result<(), HostError> {
+        if !self.loaded {
+            return Err(HostError::NotLoaded);
+        }
+        // SAFETY: `state` is readable for its length; the core only reads it.
+        if unsafe { (self.api.unserialize)(state.as_ptr().cast(), state.len()) } {
+            Ok(())
+        } else {
+            Err(HostError::UnserializeFailed { len: state.len() })
+        }
+    }
+
+    /// A memory region the core exposes, or `None` (absent or empty).
+    pub fn memory(&self, region: MemoryRegion) -> Option<&[u8]> {
+        if !self.loaded {
+            return None;
+        }
+        // SAFETY: plain queries on a loaded core.
+        let (ptr, len) = unsafe {
+            (
+                (self.api.get_memory_data)(region.id()),
+                (self.api.get_memory_size)(region.id()),
+            )
+        };
+        if ptr.is_null() || len == 0 {
+            return None;
+        }
+        // SAFETY: the core guarantees `len` bytes at `ptr` until the game is unloaded;
+        // the borrow of `self` keeps `run_frame`/drop (which could change them) away.
+        Some(unsafe { std::slice::from_raw_parts(ptr.cast::<u8>(), len) })
+    }
+
+    fn memory_mut(&mut self, region: MemoryRegion) -> Option<&mut [u8]> {
+        let len = self.memory(region)?.len();
+        // SAFETY: plain query on a loaded core (`memory` returned Some).
+        let ptr = unsafe { (self.api.get_memory_data)(region.id()) };
+        // SAFETY: as in `memory`; `&mut self` makes this the only view.
+        Some(unsafe { std::slice::from_raw_parts_mut(ptr.cast::<u8>(), len) })
+    }
+
+    /// Desync checksum of the emulated machine: equal in two processes that ran the same
+    /// content with the same inputs. xxh3 over system/save/video RAM and the last frame
+    /// (the serialized state replaces the RAM for cores that expose none).
+    pub fn checksum(&mut self) -> u64 {
+        let regions: Vec<(MemoryRegion, &[u8])> = checksum::REGIONS
+            .iter()
+            .filter_map(|&r| self.memory(r).map(|m| (r, m)))
+            .collect();
+        if !regions.is_empty() {
+            return checksum::compute(&Basis::Memory(regions), &self.video());
+        }
+        let state = self.serialize().unwrap_or_default();
+        checksum::compute(&Basis::State(&state), &self.video())
+    }
+
+    /// Current value of every option the core registered, in registration order.
+    pub fn options(&self) -> Vec<(String, String)> {
+        state::with(|s| s.options.values()).unwrap_or_default()
+    }
+
+    /// The options the core registered, with their allowed values.
+    pub fn option_definitions(&self) -> Vec<OptionDef> {
+        state::with(|s| s.options.definitions().to_vec()).unwrap_or_default()
+    }
+
+    /// Sets an option; the core sees it at its next GET_VARIABLE(_UPDATE). Before content
+    /// is loaded, keys the core has not registered yet are kept for when it does.
+    pub fn set_option(&mut self, key: &str, value: &str) -> Result<(), HostError> {
+        let loaded = self.loaded;
+        state::with(|s| s.options.set(key, value, !loaded)).unwrap_or(Ok(()))
+    }
+
+    /// Writes save RAM to `<save_dir>/<content stem>.srm` (atomically). A no-op without
+    /// content or save RAM, and while the save RAM is all zeros and no file exists yet.
+    pub fn save_sram(&self) -> Result<(), HostError> {
+        let (Some(path), Some(bytes)) = (&self.sram_path, self.memory(MemoryRegion::SaveRam))
+        else {
+            return Ok(());
+        };
+        if !path.exists() && bytes.iter().all(|&b| b == 0) {
+            return Ok(());
+        }
+        sram::write_atomic(path, bytes).map_err(|source| HostError::WriteSram {
+            path: path.clone(),
+            source,
+        })?;
+        tracing::debug!(
+            "saved {} bytes of save ram to {}",
+            bytes.len(),
+            path.display()
+        );
+        Ok(())
+    }
+
+    fn load_sram(&mut self, content: &Path) {
+        let path = sram::path_for(&self.save_dir, content);
+        if let Ok(saved) = std::fs::read(&path) {
+            if let Some(mem) = self.memory_mut(MemoryRegion::SaveRam) {
+                let n = saved.len().min(mem.len());
+                mem[..n].copy_from_slice(&saved[..n]);
+                if saved.len() != mem.len() {
+                    tracing::warn!(
+                        "{} holds {} bytes, the core's save ram {}",
+                        path.display(),
+                        saved.len(),
+                        mem.len()
+                    );
+                }
+                tracing::info!("loaded save ram from {}", path.display());
+            }
+        }
+        self.sram_path = Some(path);
+    }
+
+    fn unload(&mut self) {
+        if self.loaded {
+            // SAFETY: the game is loaded; unloaded exactly once.
+            unsafe { (self.api.unload_game)() };
+            self.loaded = false;
+            self.content_hash = None;
+        }
+    }
+}
+
+impl Drop for Core {
+    fn drop(&mut self) {
+        if self.loaded {
+            if let Err(e) = self.save_sram() {
+                tracing::error!("{e}");
+            }
+        }
+        self.unload();
+        if self.initialized {
+            // SAFETY: initialised once in `open`, deinitialised once here.
+            unsafe { (self.api.deinit)() };
+        }
+        state::remove();
+        state::release();
+    }
+}
+
+/// Loads the core's functions, creates the directories and checks the API version.
+fn prepare(source: &CoreSource, config: &HostConfig) -> Result<CoreApi, HostError> {
+    for dir in [&config.system_dir, &config.save_dir] {
+        std::fs::create_dir_all(dir).map_err(|source| HostError::CreateDir {
+            path: dir.clone(),
+            source,
+        })?;
+    }
+    let api = CoreApi::open(source)?;
+    // SAFETY: plain query, valid before retro_init.
+    let found = unsafe { (api.api_version)() };
+    if found != ffi::RETRO_API_VERSION {
+        return Err(HostError::ApiVersion {
+            found,
+            expected: ffi::RETRO_API_VERSION,
+        });
+    }
+    Ok(api)
+}
+
+fn system_info(api: &CoreApi) -> CoreInfo {
+    let mut raw = SystemInfo {
+        library_name: std::ptr::null(),
+        library_version: std::ptr::null(),
+        valid_extensions: std::ptr::null(),
+        need_fullpath: false,
+        block_extract: false,
+    };
+    // SAFETY: `raw` is a valid out-pointer; the core fills in static strings.
+    unsafe { (api.get_system_info)(&mut raw) };
+    let text = |p: *const c_char| {
+        if p.is_null() {
+            String::new()
+        } else {
+            // SAFETY: non-null strings from retro_get_system_info are NUL-terminated.
+            unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
+        }
+    };
+    CoreInfo {
+        library_name: text(raw.library_name),
+        library_version: text(raw.library_version),
+        valid_extensions: text(raw.valid_extensions),
+        need_fullpath: raw.need_fullpath,
+        block_extract: raw.block_extract,
+        support_no_game: false,
+    }
+}
+
+/// The last line the core logged, to quote in a load error.
+fn last_problem() -> Option<String> {
+    log::recent().pop()
+}
+
+/// xxh3-64 of a file, read in chunks.
+fn hash_file(path: &Path) -> std::io::Result<u64> {
+    use std::io::Read;
+    let mut file = std::fs::File::open(path)?;
+    let mut hasher = xxhash_rust::xxh3::Xxh3::new();
+    let mut buf = vec![0u8; 1 << 16];
+    loop {
+        match file.read(&mut buf)? {
+            0 => return Ok(hasher.digest()),
+            n => hasher.update(&buf[..n]),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn streamed_hash_equals_one_shot_hash() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("content.bin");
+        let bytes: Vec<u8> = (0..200_000u32).map(|i| (i * 31 % 256) as u8).collect();
+        std::fs::write(&path, &bytes).unwrap();
+        assert_eq!(
+            hash_file(&path).unwrap(),
+            xxhash_rust::xxh3::xxh3_64(&bytes)
+        );
+    }
+}

@@ -1,0 +1,9 @@
+//! Input sampling: turning pads, keys and bots into one `Pad` per player per frame.
+
+mod bot;
+mod keymap;
+mod pad;
+
+pub use bot::Bot;
+pub use keymap::{KeyMap, KeyMapError, KEYBOARD_PLAYERS};
+pub use pad::{Button, Inputs, Pad, MAX_PLAYERS};

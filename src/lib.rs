@@ -1,0 +1,18 @@
+//! framelock: a libretro frontend with keyframe lockstep netplay.
+//!
+//! Data flows one way:
+//! pad devices (`frontend`) -> input sampling (`input`) -> lockstep protocol (`lockstep`,
+//! sans-IO, with the `session` handshake; carried over UDP by `net`) -> frame scheduler (`app`)
+//! -> core (`host`) -> video and audio outputs (`frontend`). Recordings live in `replay`.
+
+pub mod app;
+pub mod cli;
+pub mod config;
+pub mod frontend;
+pub mod host;
+pub mod input;
+pub mod lockstep;
+pub mod net;
+pub mod replay;
+pub mod session;
+pub mod wire;

@@ -1,0 +1,244 @@
+//! Byte and bit level encoding shared by the CTRL and UPDATE bodies.
+//!
+//! Inputs are delta-coded as in section 4 of the keyframe-lockstep doc: the first (oldest
+//! unacknowledged) pad in full (16 bits), then per following frame one bit `0` = same as the
+//! previous frame, or `1` and the new 16-bit value. Several players' streams are interleaved
+//! frame by frame, so a run can be cut after any frame to fit a datagram.
+
+pub mod bits;
+
+use crate::input::{Inputs, Pad, MAX_PLAYERS};
+
+use bits::{BitReader, BitWriter};
+
+/// Bounds-checked little-endian reader over a datagram body; every getter returns `None` past
+/// the end instead of panicking.
+#[derive(Debug)]
+pub struct Reader<'a> {
+    buf: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Reader<'a> {
+    pub fn new(buf: &'a [u8]) -> Self {
+        Reader { buf, pos: 0 }
+    }
+
+    pub fn bytes(&mut self, n: usize) -> Option<&'a [u8]> {
+        let end = self.pos.checked_add(n)?;
+        let s = self.buf.get(self.pos..end)?;
+        self.pos = end;
+        Some(s)
+    }
+
+    pub fn u8(&mut self) -> Option<u8> {
+        Some(self.bytes(1)?[0])
+    }
+
+    pub fn u16(&mut self) -> Option<u16> {
+        Some(u16::from_le_bytes(self.bytes(2)?.try_into().ok()?))
+    }
+
+    pub fn u32(&mut self) -> Option<u32> {
+        Some(u32::from_le_bytes(self.bytes(4)?.try_into().ok()?))
+    }
+
+    pub fn u64(&mut self) -> Option<u64> {
+        Some(u64::from_le_bytes(self.bytes(8)?.try_into().ok()?))
+    }
+
+    /// LEB128, at most 5 bytes, no overlong or overflowing encodings.
+    pub fn varint(&mut self) -> Option<u32> {
+        let mut v: u64 = 0;
+        for i in 0..5 {
+            let b = self.u8()?;
+            v |= u64::from(b & 0x7f) << (7 * i);
+            if b & 0x80 == 0 {
+                if i > 0 && b == 0 {
+                    return None;
+                }
+                return u32::try_from(v).ok();
+            }
+        }
+        None
+    }
+
+    /// Everything not read yet (consumes it).
+    pub fn rest(&mut self) -> &'a [u8] {
+        let s = &self.buf[self.pos.min(self.buf.len())..];
+        self.pos = self.buf.len();
+        s
+    }
+
+    /// Skips `n` bytes that a sub-reader consumed.
+    pub fn advance(&mut self, n: usize) -> Option<()> {
+        self.bytes(n).map(|_| ())
+    }
+
+    pub fn remaining(&self) -> &'a [u8] {
+        &self.buf[self.pos.min(self.buf.len())..]
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.pos >= self.buf.len()
+    }
+}
+
+pub fn put_u16(out: &mut Vec<u8>, v: u16) {
+    out.extend_from_slice(&v.to_le_bytes());
+}
+
+pub fn put_u32(out: &mut Vec<u8>, v: u32) {
+    out.extend_from_slice(&v.to_le_bytes());
+}
+
+pub fn put_u64(out: &mut Vec<u8>, v: u64) {
+    out.extend_from_slice(&v.to_le_bytes());
+}
+
+pub fn put_varint(out: &mut Vec<u8>, mut v: u32) {
+    loop {
+        let b = (v & 0x7f) as u8;
+        v >>= 7;
+        if v == 0 {
+            out.push(b);
+            return;
+        }
+        out.push(b | 0x80);
+    }
+}
+
+/// Bits one frame of one player costs after the first frame: 1 or 17.
+pub fn delta_bits(prev: Pad, cur: Pad) -> usize {
+    if prev == cur {
+        1
+    } else {
+        17
+    }
+}
+
+/// Encodes the `mask`ed players of `frames`, frame-major (see the module doc).
+pub fn encode_frames(frames: &[Inputs], mask: u8) -> Vec<u8> {
+    let mut w = BitWriter::new();
+    let mut prev: Option<&Inputs> = None;
+    for f in frames {
+        for p in (0..MAX_PLAYERS).filter(|p| mask & (1 << p) != 0) {
+            match prev {
+                None => w.bits(u32::from(f[p].0), 16),
+                Some(pr) if pr[p] == f[p] => w.bit(false),
+                Some(_) => {
+                    w.bit(true);
+                    w.bits(u32::from(f[p].0), 16);
+                }
+            }
+        }
+        prev = Some(f);
+    }
+    w.into_bytes()
+}
+
+/// Decodes `count` frames written by [`encode_frames`]; players outside `mask` are neutral.
+/// Returns the frames and the bytes consumed.
+pub fn decode_frames(data: &[u8], count: usize, mask: u8) -> Option<(Vec<Inputs>, usize)> {
+    let mut r = BitReader::new(data);
+    // Every frame costs at least one bit per masked player: reject impossible counts early.
+    let per_frame = mask.count_ones() as usize;
+    if count.saturating_mul(per_frame) > data.len() * 8 + 16 * per_frame {
+        return None;
+    }
+    let mut out: Vec<Inputs> = Vec::with_capacity(count);
+    for i in 0..count {
+        let mut f = [Pad::NEUTRAL; MAX_PLAYERS];
+        for p in (0..MAX_PLAYERS).filter(|p| mask & (1 << p) != 0) {
+            f[p] = if i == 0 || r.bit()? {
+                Pad(r.bits(16)? as u16)
+            } else {
+                out[i - 1][p]
+            };
+        }
+        out.push(f);
+    }
+    Some((out, r.bytes_used()))
+}
+
+/// Encodes one player's run of pads (the CTRL sample run).
+pub fn encode_pads(pads: impl IntoIterator<Item = Pad>) -> Vec<u8> {
+    let mut w = BitWriter::new();
+    let mut prev: Option<Pad> = None;
+    for p in pads {
+        match prev {
+            None => w.bits(u32::from(p.0), 16),
+            Some(pr) if pr == p => w.bit(false),
+            Some(_) => {
+                w.bit(true);
+                w.bits(u32::from(p.0), 16);
+            }
+        }
+        prev = Some(p);
+    }
+    w.into_bytes()
+}
+
+/// Decodes `count` pads written by [`encode_pads`]; returns them and the bytes consumed.
+pub fn decode_pads(data: &[u8], count: usize) -> Option<(Vec<Pad>, usize)> {
+    if count > data.len() * 8 + 16 {
+        return None;
+    }
+    let mut r = BitReader::new(data);
+    let mut out: Vec<Pad> = Vec::with_capacity(count);
+    for i in 0..count {
+        let p = if i == 0 || r.bit()? {
+            Pad(r.bits(16)? as u16)
+        } else {
+            out[i - 1]
+        };
+        out.push(p);
+    }
+    Some((out, r.bytes_used()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn varints_round_trip_and_reject_overlong() {
+        for v in [0u32, 1, 127, 128, 300, 16_383, 16_384, u32::MAX] {
+            let mut b = Vec::new();
+            put_varint(&mut b, v);
+            let mut r = Reader::new(&b);
+            assert_eq!(r.varint(), Some(v));
+            assert!(r.is_empty());
+        }
+        assert_eq!(Reader::new(&[0x80, 0x00]).varint(), None);
+        assert_eq!(Reader::new(&[0xff, 0xff, 0xff, 0xff, 0x7f]).varint(), None);
+        assert_eq!(Reader::new(&[0x80]).varint(), None);
+    }
+
+    #[test]
+    fn pad_runs_cost_one_bit_per_unchanged_frame() {
+        let pads: Vec<Pad> = [1u16, 1, 1, 9, 9, 0, 0, 0, 0, 0]
+            .iter()
+            .map(|&v| Pad(v))
+            .collect();
+        let b = encode_pads(pads.iter().copied());
+        // 16 + 9 bits + 2 changes * 16 = 57 bits -> 8 bytes.
+        assert_eq!(b.len(), 8);
+        assert_eq!(decode_pads(&b, pads.len()), Some((pads, 8)));
+        assert_eq!(decode_pads(&b[..3], 10), None);
+    }
+
+    #[test]
+    fn frames_round_trip_for_masked_players() {
+        let mut frames = vec![[Pad::NEUTRAL; MAX_PLAYERS]; 5];
+        frames[0][0] = Pad(3);
+        frames[2][5] = Pad(0x8001);
+        frames[4][0] = Pad(4);
+        let mask = 0b10_0001;
+        let b = encode_frames(&frames, mask);
+        let (back, used) = decode_frames(&b, 5, mask).unwrap();
+        assert_eq!(back, frames);
+        assert_eq!(used, b.len());
+        assert!(decode_frames(&b[..2], 5, mask).is_none());
+    }
+}

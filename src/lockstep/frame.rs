@@ -1,0 +1,91 @@
+//! Frame numbers, player ids, and the 16-bit wrapping numbers used on the wire.
+
+use std::fmt;
+
+use crate::input::MAX_PLAYERS;
+
+/// An emulated frame, counted from 0 at the start of the session.
+#[derive(Copy, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Debug, Default)]
+pub struct Frame(pub u32);
+
+impl Frame {
+    pub const ZERO: Frame = Frame(0);
+
+    pub fn next(self) -> Frame {
+        Frame(self.0.saturating_add(1))
+    }
+
+    pub fn plus(self, n: u32) -> Frame {
+        Frame(self.0.saturating_add(n))
+    }
+
+    /// Frames from `earlier` to `self` (0 if `earlier` is later).
+    pub fn since(self, earlier: Frame) -> u32 {
+        self.0.saturating_sub(earlier.0)
+    }
+}
+
+impl fmt::Display for Frame {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "frame {}", self.0)
+    }
+}
+
+/// A player slot, 0..8; also names the client that plays it. Slot 0 is the host's player.
+#[derive(Copy, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
+pub struct PeerId(pub u8);
+
+impl PeerId {
+    /// `None` for slots beyond [`MAX_PLAYERS`].
+    pub fn new(slot: u8) -> Option<PeerId> {
+        (usize::from(slot) < MAX_PLAYERS).then_some(PeerId(slot))
+    }
+
+    pub fn index(self) -> usize {
+        usize::from(self.0)
+    }
+}
+
+impl fmt::Display for PeerId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "player {}", self.0 + 1)
+    }
+}
+
+/// True if wrapping sequence number `a` is newer than `b` (RFC 1982 style, half range).
+pub(crate) fn seq_newer(a: u16, b: u16) -> bool {
+    a != b && a.wrapping_sub(b) < 0x8000
+}
+
+/// Expands the low 16 bits of a counter to the full value nearest to `reference`.
+/// `None` if that would fall below 0 (a corrupt or hostile value).
+pub(crate) fn unwrap16(low: u16, reference: u32) -> Option<u32> {
+    let diff = i64::from(low.wrapping_sub(reference as u16) as i16);
+    u32::try_from(i64::from(reference) + diff).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sequence_numbers_wrap() {
+        assert!(seq_newer(1, 0));
+        assert!(seq_newer(0, 0xffff));
+        assert!(!seq_newer(0xffff, 0));
+        assert!(!seq_newer(7, 7));
+        assert!(seq_newer(0x7fff, 0));
+        assert!(!seq_newer(0x8000, 0));
+    }
+
+    #[test]
+    fn unwrap16_picks_the_nearest_value() {
+        assert_eq!(unwrap16(5, 3), Some(5));
+        assert_eq!(unwrap16(0xfffe, 3), None);
+        assert_eq!(unwrap16(0xfffe, 0x1_0003), Some(0xfffe));
+        assert_eq!(unwrap16(2, 0x1_fff0), Some(0x2_0002));
+        assert_eq!(unwrap16(0x10, 0x5_0000), Some(0x5_0010));
+        assert_eq!(PeerId::new(8), None);
+        assert_eq!(PeerId::new(7), Some(PeerId(7)));
+    }
+}

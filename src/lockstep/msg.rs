@@ -1,0 +1,380 @@
+//! The CTRL (client -> server) and UPDATE (server -> client) bodies.
+//!
+//! Both follow the 8-byte `wire::Header`. Little endian; `rel16` = the low 16 bits of a
+//! counter, expanded by the receiver to the value nearest to what it expects next.
+//!
+//! ```text
+//! common head (9 bytes with an echo, 6 without)
+//!   u8  flags     0x01 ack, 0x02 echo, 0x04 run, 0x08 extras; other bits must be 0
+//!   u16 seq       this datagram's 16-bit wrapping sequence number (per direction)
+//!   u16 ack       newest seq received from the other side                  [ack]
+//!   u16 ts        sender's clock, milliseconds, wrapping
+//!   u16 echo_ts   newest ts received from the other side                   [echo]
+//!   u8  hold_ms   how long ago that ts arrived (RTT = now - echo_ts - hold) [echo]
+//! CTRL
+//!   run:    rel16 first sample index, varint count, u8 age_ms of the newest sample,
+//!           bits: delta-coded pads (16 bits, then 0 | 1+16 per sample), byte padded
+//!   extras: u8 n (1..=16), n x (u32 frame, u64 checksum)
+//! UPDATE
+//!   i8  advance   receiver's phase in 1/16 frames (> 0: its inputs arrive early, slow down)
+//!   run:    rel16 from, varint count (next keyframe = from + count), u8 lead (receiver's
+//!           sample-to-frame offset at the keyframe), u8 mask of players carried (others
+//!           are neutral), bits: frame-major delta-coded pads of the masked players
+//!   extras: u8 n (1..=32), n x (u8 kind<<4 | peer, u32 frame); kind 1 = left, 2 = desync
+//! ```
+//! Decoding never panics: every read is bounds-checked, counts are capped, trailing bytes
+//! and unknown flags are rejected.
+
+use crate::input::{Inputs, Pad, MAX_PLAYERS};
+use crate::wire::{Header, Kind, WireError, HEADER_LEN, MAX_DATAGRAM};
+
+use super::codec::{self, put_u16, put_u32, put_u64, put_varint, Reader};
+use super::frame::{unwrap16, Frame, PeerId};
+
+const F_ACK: u8 = 0x01;
+const F_ECHO: u8 = 0x02;
+const F_RUN: u8 = 0x04;
+const F_EXTRAS: u8 = 0x08;
+
+/// Most samples or frames one datagram carries; more would not fit 1200 bytes anyway
+/// except for long runs of unchanged input.
+pub const MAX_RUN: usize = 4096;
+pub const MAX_CHECKSUMS: usize = 16;
+pub const MAX_NOTICES: usize = 32;
+/// Bytes a CTRL needs besides its sample bits (header, head, run header, one checksum batch).
+pub const CTRL_OVERHEAD: usize = HEADER_LEN + 9 + 2 + 3 + 1 + 1 + MAX_CHECKSUMS * 12;
+/// Bytes an UPDATE needs besides its input bits.
+pub const UPDATE_OVERHEAD: usize = HEADER_LEN + 9 + 1 + 2 + 3 + 1 + 1 + 1 + MAX_NOTICES * 5;
+/// Input bits one datagram may carry.
+pub const CTRL_BIT_BUDGET: usize = (MAX_DATAGRAM - CTRL_OVERHEAD) * 8;
+pub const UPDATE_BIT_BUDGET: usize = (MAX_DATAGRAM - UPDATE_OVERHEAD) * 8;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Echo {
+    pub ts: u16,
+    pub hold_ms: u8,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Head {
+    pub seq: u16,
+    pub ack: Option<u16>,
+    pub ts: u16,
+    pub echo: Option<Echo>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SampleRun {
+    /// Index of `pads[0]` in the client's sample stream.
+    pub first: u32,
+    pub pads: Vec<Pad>,
+    /// Milliseconds between pushing the newest sample and sending this datagram.
+    pub age_ms: u8,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Ctrl {
+    pub head: Head,
+    pub samples: Option<SampleRun>,
+    pub checksums: Vec<(Frame, u64)>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FrameRun {
+    pub from: Frame,
+    pub frames: Vec<Inputs>,
+    /// The receiver's own lead at the end of the run, in frames.
+    pub lead: u8,
+}
+
+impl FrameRun {
+    /// The next keyframe: the first frame this run does not cover.
+    pub fn to(&self) -> Frame {
+        self.from.plus(self.frames.len() as u32)
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Notice {
+    /// `peer` gets neutral input from `from` on.
+    Left { peer: PeerId, from: Frame },
+    /// `peer`'s checksum for `frame` differed from the reference player's.
+    Desync { peer: PeerId, frame: Frame },
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Update {
+    pub head: Head,
+    /// Receiver's phase advantage in 1/16 frames.
+    pub advance: i8,
+    pub frames: Option<FrameRun>,
+    pub notices: Vec<Notice>,
+}
+
+fn malformed_ctrl() -> WireError {
+    WireError::Malformed(Kind::Ctrl)
+}
+
+fn malformed_update() -> WireError {
+    WireError::Malformed(Kind::Update)
+}
+
+fn put_head(out: &mut Vec<u8>, head: &Head, run: bool, extras: bool) {
+    let mut flags = 0;
+    if head.ack.is_some() {
+        flags |= F_ACK;
+    }
+    if head.echo.is_some() {
+        flags |= F_ECHO;
+    }
+    if run {
+        flags |= F_RUN;
+    }
+    if extras {
+        flags |= F_EXTRAS;
+    }
+    out.push(flags);
+    put_u16(out, head.seq);
+    if let Some(a) = head.ack {
+        put_u16(out, a);
+    }
+    put_u16(out, head.ts);
+    if let Some(e) = head.echo {
+        put_u16(out, e.ts);
+        out.push(e.hold_ms);
+    }
+}
+
+/// Reads the head; returns it with the run/extras flags.
+fn read_head(r: &mut Reader<'_>) -> Option<(Head, bool, bool)> {
+    let flags = r.u8()?;
+    if flags & !(F_ACK | F_ECHO | F_RUN | F_EXTRAS) != 0 {
+        return None;
+    }
+    let seq = r.u16()?;
+    let ack = if flags & F_ACK != 0 { Some(r.u16()?) } else { None };
+    let ts = r.u16()?;
+    let echo = if flags & F_ECHO != 0 {
+        Some(Echo {
+            ts: r.u16()?,
+            hold_ms: r.u8()?,
+        })
+    } else {
+        None
+    };
+    let head = Head { seq, ack, ts, echo };
+    Some((head, flags & F_RUN != 0, flags & F_EXTRAS != 0))
+}
+
+/// Encodes a CTRL datagram (header included).
+pub fn encode_ctrl(session: u32, c: &Ctrl) -> Vec<u8> {
+    let mut out = Vec::with_capacity(64);
+    Header {
+        kind: Kind::Ctrl,
+        session,
+    }
+    .write(&mut out);
+    let run = c.samples.as_ref().filter(|s| !s.pads.is_empty());
+    let checksums = &c.checksums[..c.checksums.len().min(MAX_CHECKSUMS)];
+    put_head(&mut out, &c.head, run.is_some(), !checksums.is_empty());
+    if let Some(s) = run {
+        put_u16(&mut out, s.first as u16);
+        put_varint(&mut out, s.pads.len() as u32);
+        out.push(s.age_ms);
+        out.extend(codec::encode_pads(s.pads.iter().copied()));
+    }
+    if !checksums.is_empty() {
+        out.push(checksums.len() as u8);
+        for (f, v) in checksums {
+            put_u32(&mut out, f.0);
+            put_u64(&mut out, *v);
+        }
+    }
+    out
+}
+
+/// Decodes a CTRL body; `sample_ref` is the next sample index the server expects.
+pub fn decode_ctrl(body: &[u8], sample_ref: u32) -> Result<Ctrl, WireError> {
+    let mut r = Reader::new(body);
+    let (head, has_run, has_extras) = read_head(&mut r).ok_or_else(malformed_ctrl)?;
+    let samples = if has_run {
+        let first = unwrap16(r.u16().ok_or_else(malformed_ctrl)?, sample_ref);
+        let count = r.varint().ok_or_else(malformed_ctrl)? as usize;
+        let age_ms = r.u8().ok_or_else(malformed_ctrl)?;
+        if count == 0 || count > 2 * MAX_RUN {
+            return Err(malformed_ctrl());
+        }
+        let (pads, used) = codec::decode_pads(r.remaining(), count).ok_or_else(malformed_ctrl)?;
+        r.advance(used).ok_or_else(malformed_ctrl)?;
+        let first = first
+            .filter(|f| f.checked_add(count as u32).is_some())
+            .ok_or_else(malformed_ctrl)?;
+        Some(SampleRun {
+            first,
+            pads,
+            age_ms,
+        })
+    } else {
+        None
+    };
+    let mut checksums = Vec::new();
+    if has_extras {
+        let n = usize::from(r.u8().ok_or_else(malformed_ctrl)?);
+        if n == 0 || n > MAX_CHECKSUMS {
+            return Err(malformed_ctrl());
+        }
+        for _ in 0..n {
+            let f = r.u32().ok_or_else(malformed_ctrl)?;
+            let v = r.u64().ok_or_else(malformed_ctrl)?;
+            checksums.push((Frame(f), v));
+        }
+    }
+    if !r.is_empty() {
+        return Err(malformed_ctrl());
+    }
+    Ok(Ctrl {
+        head,
+        samples,
+        checksums,
+    })
+}
+
+/// Players with a non-neutral pad somewhere in `frames`.
+pub fn active_mask(frames: &[Inputs]) -> u8 {
+    frames.iter().fold(0u8, |m, f| {
+        f.iter()
+            .enumerate()
+            .filter(|(_, p)| **p != Pad::NEUTRAL)
+            .fold(m, |m, (i, _)| m | (1 << i))
+    })
+}
+
+/// Encodes an UPDATE datagram (header included).
+pub fn encode_update(session: u32, u: &Update) -> Vec<u8> {
+    let mut out = Vec::with_capacity(64);
+    Header {
+        kind: Kind::Update,
+        session,
+    }
+    .write(&mut out);
+    let run = u.frames.as_ref().filter(|f| !f.frames.is_empty());
+    let notices = &u.notices[..u.notices.len().min(MAX_NOTICES)];
+    put_head(&mut out, &u.head, run.is_some(), !notices.is_empty());
+    out.push(u.advance as u8);
+    if let Some(fr) = run {
+        put_u16(&mut out, fr.from.0 as u16);
+        put_varint(&mut out, fr.frames.len() as u32);
+        out.push(fr.lead);
+        let mask = active_mask(&fr.frames);
+        out.push(mask);
+        out.extend(codec::encode_frames(&fr.frames, mask));
+    }
+    if !notices.is_empty() {
+        out.push(notices.len() as u8);
+        for n in notices {
+            let (kind, peer, frame) = match *n {
+                Notice::Left { peer, from } => (1u8, peer, from),
+                Notice::Desync { peer, frame } => (2u8, peer, frame),
+            };
+            out.push(kind << 4 | peer.0);
+            put_u32(&mut out, frame.0);
+        }
+    }
+    out
+}
+
+/// Decodes an UPDATE body; `frame_ref` is the next frame the client does not know yet.
+pub fn decode_update(body: &[u8], frame_ref: u32) -> Result<Update, WireError> {
+    let mut r = Reader::new(body);
+    let (head, has_run, has_extras) = read_head(&mut r).ok_or_else(malformed_update)?;
+    let advance = r.u8().ok_or_else(malformed_update)? as i8;
+    let frames = if has_run {
+        let from = unwrap16(r.u16().ok_or_else(malformed_update)?, frame_ref);
+        let count = r.varint().ok_or_else(malformed_update)? as usize;
+        let lead = r.u8().ok_or_else(malformed_update)?;
+        let mask = r.u8().ok_or_else(malformed_update)?;
+        if count == 0 || count > 2 * MAX_RUN {
+            return Err(malformed_update());
+        }
+        let (frames, used) =
+            codec::decode_frames(r.remaining(), count, mask).ok_or_else(malformed_update)?;
+        r.advance(used).ok_or_else(malformed_update)?;
+        let from = from
+            .filter(|f| f.checked_add(count as u32).is_some())
+            .ok_or_else(malformed_update)?;
+        Some(FrameRun {
+            from: Frame(from),
+            frames,
+            lead,
+        })
+    } else {
+        None
+    };
+    let mut notices = Vec::new();
+    if has_extras {
+        let n = usize::from(r.u8().ok_or_else(malformed_update)?);
+        if n == 0 || n > MAX_NOTICES {
+            return Err(malformed_update());
+        }
+        for _ in 0..n {
+            let tag = r.u8().ok_or_else(malformed_update)?;
+            let frame = Frame(r.u32().ok_or_else(malformed_update)?);
+            let peer = PeerId::new(tag & 0x0f).ok_or_else(malformed_update)?;
+            notices.push(match tag >> 4 {
+                1 => Notice::Left { peer, from: frame },
+                2 => Notice::Desync { peer, frame },
+                _ => return Err(malformed_update()),
+            });
+        }
+    }
+    if !r.is_empty() {
+        return Err(malformed_update());
+    }
+    Ok(Update {
+        head,
+        advance,
+        frames,
+        notices,
+    })
+}
+
+/// Most frames of `frames` whose masked, frame-major bits fit `budget_bits` (exact count).
+pub fn frames_fitting(frames: &[Inputs], budget_bits: usize) -> usize {
+    let mut mask = 0u8;
+    // Bits each player's stream would cost if carried.
+    let mut cost = [0usize; MAX_PLAYERS];
+    for (i, f) in frames.iter().enumerate() {
+        for p in 0..MAX_PLAYERS {
+            cost[p] += if i == 0 {
+                16
+            } else {
+                codec::delta_bits(frames[i - 1][p], f[p])
+            };
+        }
+        mask |= active_mask(std::slice::from_ref(f));
+        let bits: usize = (0..MAX_PLAYERS)
+            .filter(|p| mask & (1 << p) != 0)
+            .map(|p| cost[p])
+            .sum();
+        if bits > budget_bits || i >= MAX_RUN {
+            return i;
+        }
+    }
+    frames.len()
+}
+
+/// Most samples of `pads` whose delta-coded bits fit `budget_bits`.
+pub fn pads_fitting(pads: impl IntoIterator<Item = Pad>, budget_bits: usize) -> usize {
+    let mut bits = 0usize;
+    let mut prev: Option<Pad> = None;
+    let mut n = 0;
+    for p in pads {
+        bits += prev.map_or(16, |pr| codec::delta_bits(pr, p));
+        if bits > budget_bits || n >= MAX_RUN {
+            break;
+        }
+        prev = Some(p);
+        n += 1;
+    }
+    n
+}

@@ -1,0 +1,57 @@
+//! The `framelock` binary: parse flags, load the config, run the command.
+
+use std::io::IsTerminal;
+use std::process::ExitCode;
+
+use clap::Parser;
+use framelock::cli::{Cli, Command};
+use framelock::config::Config;
+use tracing_subscriber::EnvFilter;
+
+fn main() -> ExitCode {
+    init_logging();
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {}", describe(&e));
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(cli: Cli) -> anyhow::Result<()> {
+    let (config, _path) = Config::load(cli.config.as_deref())?;
+    match cli.command {
+        Command::Play(args) => {
+            let options = args.to_options(&config)?;
+            framelock::app::play(&options)?;
+        }
+    }
+    Ok(())
+}
+
+/// Logs go to stderr; `RUST_LOG` overrides the default (info for framelock, warn otherwise).
+fn init_logging() {
+    let filter =
+        EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("warn,framelock=info"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .init();
+}
+
+/// The error and its causes, skipping causes whose text the message already contains
+/// (most messages embed their source).
+fn describe(e: &anyhow::Error) -> String {
+    let mut text = e.to_string();
+    for cause in e.chain().skip(1) {
+        let c = cause.to_string();
+        if !text.contains(&c) {
+            text.push_str(": ");
+            text.push_str(&c);
+        }
+    }
+    text
+}

@@ -1,0 +1,242 @@
+//! The UDP socket: built with socket2 (non-blocking, no SO_REUSEADDR so that two hosts cannot
+//! share a port, 4 MiB buffers so a start-state burst fits), with byte and packet counters.
+
+use std::io::ErrorKind;
+use std::net::{IpAddr, Ipv6Addr, SocketAddr};
+use std::time::Duration;
+
+use socket2::{Domain, Protocol, SockAddr, Socket, Type};
+
+use super::NetError;
+
+/// Requested socket buffer size (the kernel may cap it, e.g. at net.core.rmem_max).
+pub const SOCKET_BUFFER: usize = 4 << 20;
+/// Most datagrams taken by one `recv_all` call, so a flood cannot stall the caller's loop.
+pub const MAX_RECV_BATCH: usize = 4096;
+/// IPv4 + UDP header bytes, for on-the-wire accounting.
+pub const IPV4_UDP_OVERHEAD: usize = 28;
+/// IPv6 + UDP header bytes.
+pub const IPV6_UDP_OVERHEAD: usize = 48;
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SocketStats {
+    pub packets_sent: u64,
+    pub bytes_sent: u64,
+    pub packets_received: u64,
+    pub bytes_received: u64,
+    /// Sends the kernel refused (buffer full, unreachable...).
+    pub send_errors: u64,
+}
+
+/// IP + UDP header bytes a datagram to or from `addr` carries on the wire.
+pub fn header_overhead(addr: SocketAddr) -> usize {
+    match addr.ip() {
+        IpAddr::V4(_) => IPV4_UDP_OVERHEAD,
+        IpAddr::V6(v6) if v6.to_ipv4_mapped().is_some() => IPV4_UDP_OVERHEAD,
+        IpAddr::V6(_) => IPV6_UDP_OVERHEAD,
+    }
+}
+
+#[derive(Debug)]
+pub struct UdpSocket {
+    sock: std::net::UdpSocket,
+    local: SocketAddr,
+    /// An IPv6 socket that also carries IPv4 (as v4-mapped addresses).
+    dual_stack: bool,
+    buf: Vec<u8>,
+    stats: SocketStats,
+}
+
+impl UdpSocket {
+    /// Binds exactly `addr`.
+    pub fn bind(addr: SocketAddr) -> Result<UdpSocket, NetError> {
+        Self::bind_inner(addr, false)
+    }
+
+    /// A host's socket on `port` for every address: `[::]` dual stack, or `0.0.0.0` where
+    /// IPv6 is unavailable.
+    pub fn bind_host(port: u16) -> Result<UdpSocket, NetError> {
+        let any6 = SocketAddr::new(Ipv6Addr::UNSPECIFIED.into(), port);
+        Self::bind_inner(any6, true).or_else(|_| Self::bind(SocketAddr::from(([0, 0, 0, 0], port))))
+    }
+
+    /// A joiner's socket on an ephemeral port, in the address family of `host`.
+    pub fn bind_client(host: SocketAddr) -> Result<UdpSocket, NetError> {
+        let local = match host {
+            SocketAddr::V4(_) => SocketAddr::from(([0, 0, 0, 0], 0)),
+            SocketAddr::V6(_) => SocketAddr::from((Ipv6Addr::UNSPECIFIED, 0)),
+        };
+        Self::bind(local)
+    }
+
+    fn bind_inner(addr: SocketAddr, dual_stack: bool) -> Result<UdpSocket, NetError> {
+        let err = |source| NetError::Bind { addr, source };
+        let sock = Socket::new(Domain::for_address(addr), Type::DGRAM, Some(Protocol::UDP))
+            .map_err(err)?;
+        sock.set_reuse_address(false).map_err(err)?;
+        if dual_stack {
+            sock.set_only_v6(false).map_err(err)?;
+        }
+        // Best effort: a smaller buffer only means more loss under bursts.
+        let _ = sock.set_recv_buffer_size(SOCKET_BUFFER);
+        let _ = sock.set_send_buffer_size(SOCKET_BUFFER);
+        sock.set_nonblocking(true).map_err(err)?;
+        sock.bind(&SockAddr::from(addr)).map_err(err)?;
+        let sock: std::net::UdpSocket = sock.into();
+        let local = sock.local_addr().map_err(err)?;
+        tracing::debug!(%local, dual_stack, "net: udp socket bound");
+        Ok(UdpSocket {
+            sock,
+            local,
+            dual_stack,
+            buf: vec![0; 65536],
+            stats: SocketStats::default(),
+        })
+    }
+
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local
+    }
+
+    pub fn stats(&self) -> SocketStats {
+        self.stats
+    }
+
+    /// Sends one datagram without blocking; a full buffer or an unreachable peer counts as a
+    /// send error (UDP is lossy anyway) and returns `false`.
+    pub fn send_to(&mut self, to: SocketAddr, bytes: &[u8]) -> bool {
+        let target = match to {
+            SocketAddr::V4(v4) if self.dual_stack => {
+                SocketAddr::new(v4.ip().to_ipv6_mapped().into(), v4.port())
+            }
+            other => other,
+        };
+        match self.sock.send_to(bytes, target) {
+            Ok(_) => {
+                self.stats.packets_sent += 1;
+                self.stats.bytes_sent += bytes.len() as u64;
+                true
+            }
+            Err(e) => {
+                tracing::trace!(%to, "net: send failed: {e}");
+                self.stats.send_errors += 1;
+                false
+            }
+        }
+    }
+
+    /// Appends every datagram already waiting (up to `MAX_RECV_BATCH`) to `out`, without
+    /// blocking. Returns how many were appended.
+    pub fn recv_all(&mut self, out: &mut Vec<(SocketAddr, Vec<u8>)>) -> Result<usize, NetError> {
+        let mut n = 0;
+        while n < MAX_RECV_BATCH {
+            match self.sock.recv_from(&mut self.buf) {
+                Ok((len, from)) => {
+                    self.stats.packets_received += 1;
+                    self.stats.bytes_received += len as u64;
+                    out.push((unmap(from), self.buf[..len].to_vec()));
+                    n += 1;
+                }
+                Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                // ICMP errors surfacing on some systems (e.g. Windows' WSAECONNRESET) concern
+                // one earlier send, not this socket: keep reading.
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        ErrorKind::ConnectionReset
+                            | ErrorKind::ConnectionRefused
+                            | ErrorKind::Interrupted
+                    ) => {}
+                Err(e) => return Err(NetError::Io(e)),
+            }
+        }
+        Ok(n)
+    }
+
+    /// Sleeps until a datagram is waiting or `timeout` passed; true if one is waiting.
+    /// Waits shorter than a millisecond sleep without watching the socket.
+    pub fn wait(&self, timeout: Duration) -> Result<bool, NetError> {
+        if timeout < Duration::from_millis(1) {
+            std::thread::sleep(timeout);
+            return Ok(false);
+        }
+        sys::wait_readable(&self.sock, timeout).map_err(NetError::Io)
+    }
+}
+
+/// v4-mapped IPv6 addresses (from a dual-stack socket) as plain IPv4, so that one peer has
+/// one address whichever socket saw it.
+pub fn unmap(addr: SocketAddr) -> SocketAddr {
+    match addr {
+        SocketAddr::V6(v6) => match v6.ip().to_ipv4_mapped() {
+            Some(v4) => SocketAddr::new(v4.into(), v6.port()),
+            None => addr,
+        },
+        v4 => v4,
+    }
+}
+
+#[cfg(unix)]
+mod sys {
+    use std::os::fd::AsRawFd;
+    use std::time::Duration;
+
+    #[repr(C)]
+    struct PollFd {
+        fd: i32,
+        events: i16,
+        revents: i16,
+    }
+    const POLLIN: i16 = 0x1;
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    type Nfds = std::ffi::c_ulong;
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    type Nfds = std::ffi::c_uint;
+
+    extern "C" {
+        // poll(2) from the C library std already links; socket2/std expose no readiness wait
+        // with sub-jiffy precision (SO_RCVTIMEO rounds to the kernel tick).
+        fn poll(fds: *mut PollFd, nfds: Nfds, timeout: i32) -> i32;
+    }
+
+    pub fn wait_readable(sock: &std::net::UdpSocket, timeout: Duration) -> std::io::Result<bool> {
+        let mut fd = PollFd {
+            fd: sock.as_raw_fd(),
+            events: POLLIN,
+            revents: 0,
+        };
+        let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
+        // SAFETY: `fd` is a valid, exclusively borrowed pollfd array of length 1 for the whole
+        // call, and the descriptor stays open because `sock` is borrowed.
+        let r = unsafe { poll(&mut fd, 1, ms) };
+        if r < 0 {
+            let e = std::io::Error::last_os_error();
+            return if e.kind() == std::io::ErrorKind::Interrupted {
+                Ok(false)
+            } else {
+                Err(e)
+            };
+        }
+        Ok(r > 0)
+    }
+}
+
+#[cfg(not(unix))]
+mod sys {
+    use std::io::ErrorKind;
+    use std::time::Duration;
+
+    /// Fallback: a blocking peek with a read timeout.
+    pub fn wait_readable(sock: &std::net::UdpSocket, timeout: Duration) -> std::io::Result<bool> {
+        sock.set_nonblocking(false)?;
+        sock.set_read_timeout(Some(timeout))?;
+        let mut byte = [0u8; 1];
+        let r = sock.peek_from(&mut byte);
+        sock.set_nonblocking(true)?;
+        match r {
+            Ok(_) => Ok(true),
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => Ok(false),
+            Err(_) => Ok(true),
+        }
+    }
+}

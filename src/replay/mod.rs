@@ -1,0 +1,358 @@
+//! Recorded input logs (`.flr`): everything needed to replay a session exactly, written while
+//! it runs and readable after a crash.
+//!
+//! A session is fully determined by its core, content, core options, start state and the inputs
+//! of every frame, so that is what a log holds, plus periodic state checksums (to verify a
+//! replay or find where peers diverged) and events (joins, leaves, desyncs, resyncs). No
+//! frontend types are stored: inputs are RetroPad bitmasks (`Pad`, bit i = libretro
+//! `RETRO_DEVICE_ID_JOYPAD` id i).
+//!
+//! API: [`Recorder`] writes (`create`, `record_frame`, `record_checksum`, `record_event`,
+//! `finish`); [`Replay`] reads (`open`, `header`, `next_item` until `Ok(None)`, `status`);
+//! [`default_recording_path`] names new files.
+//!
+//! # File format, version 1
+//!
+//! All integers are little endian. *varint* is unsigned LEB128 (at most 5 bytes for a u32).
+//! *str* is a varint byte length followed by UTF-8. xxh3 is XXH3-64 with seed 0.
+//!
+//! ## Header
+//!
+//! ```text
+//! offset size  field
+//!      0    8  magic        "FLR" 00 0D 0A 1A 0A
+//!      8    2  version      u16, format version (1); readers refuse newer versions
+//!     10    4  B            u32, header body length (at most 2^30)
+//!     14    B  body         fields below
+//!   14+B    8  check        u64, xxh3 of bytes 0 .. 14+B
+//! ```
+//! Magic and version never change place; the rest is read according to the version.
+//! Body fields, in order:
+//! ```text
+//!   str     core name
+//!   str     core version
+//!   str     content file name (no directories; empty if the core needs no content)
+//!   u8      1 if a content hash follows, 0 if not (built-in games)
+//!   [u64]   xxh3 of the content bytes
+//!   varint  number of core options, then that many (str key, str value)
+//!   u8      port mask: bit i set = RetroPad port i has a player
+//!   str...  one player name per set bit, lowest port first
+//!   f64     frame rate (finite, > 0)
+//!   varint  checksum interval N in frames (0 = no checksums)
+//!   i64     creation time, unix seconds (informational)
+//!   varint  start frame: index of the first recorded frame
+//!   u8      0 = started from power-on; 1 = started from a savestate, then:
+//!             varint uncompressed length (at most 2^30),
+//!             varint compressed length, compressed bytes (LZ4 block format,
+//!             as `lz4_flex::block` writes it)
+//! ```
+//! A newer compatible writer may append fields to the body; readers ignore bytes after the
+//! fields they know.
+//!
+//! ## Body: records
+//!
+//! ```text
+//!   u8      tag
+//!   varint  payload length L (at most 4 bytes, so L < 2^28)
+//!   L       payload
+//!   u32     check: low 32 bits of xxh3 over tag, length bytes and payload, seeded with the
+//!           previous record's check (for the first record: the header check's low 32 bits)
+//! ```
+//! Every record checks itself, so a file cut anywhere (crash, kill -9, full disk) is read up to
+//! its last complete record and never misread; the chained seed also catches records that were
+//! dropped, repeated or moved. A damaged record that is the last one in the
+//! file, or is followed only by zero bytes, is a torn tail (`Status::Truncated`); a damaged
+//! record followed by other data is corruption (`ReplayError::CorruptRecord`, with its byte
+//! offset and the number of intact frames before it). A damaged length that points past the end
+//! of the file cannot be told apart from a torn tail and reads as truncated.
+//!
+//! Tags (0x00 is never used, so zero-filled space never parses):
+//! ```text
+//!  0x01 Inputs    varint first frame, varint frame count C (1 ..= 65536), u8 port mask M,
+//!                 then a bit stream (LSB first in each byte, zero-padded to a whole byte):
+//!                 for each of the C frames, for each port in M (lowest first):
+//!                   0            = same pad value as in the previous frame
+//!                   1 + 16 bits  = new pad value (bit i = RetroPad id i)
+//!                 Ports not in M are neutral (0) in every frame of the block. "Previous frame"
+//!                 carries across blocks; before the first frame all ports are neutral. Blocks
+//!                 are consecutive: each starts where the last ended (the first at start frame).
+//!  0x02 Checksum  varint frame, u64 state checksum
+//!  0x03 Event     varint frame, u8 kind, then by kind:
+//!                   0x01 joined   u8 port, str name
+//!                   0x02 left     u8 port
+//!                   0x03 desync   u64 local checksum, u64 remote checksum
+//!                   0x04 resync   u8 0 = no state; 1 = state loaded at this frame, stored as
+//!                                 varint uncompressed length, varint length, LZ4 block
+//!                   other kinds are passed to the caller undecoded (`Event::Other`)
+//!  0x0F End       varint total frame count; written by a clean finish, last in the file
+//! ```
+//! Unknown tags below 0x80 are skipped (their length is known), so new optional record types do
+//! not need a new version. Unknown tags 0x80 and up must be understood: readers stop with
+//! `ReplayError::UnsupportedRecord`. Records appear in the order they happened: a checksum or
+//! event recorded after frame F's inputs follows the block holding frame F.
+//!
+//! ## Writing
+//!
+//! The writer appends to the final path. The header is fsynced at creation. Inputs are grouped
+//! into blocks that are written (write + flush) at least once per second of frames (60 at
+//! 60 fps, counted in frames so it is deterministic) and whenever an event is recorded; `finish`
+//! writes `End` and fsyncs. Periodic fsync is optional (`RecorderOptions::sync_every`).
+//! After a write error (e.g. a full disk) the writer stops; the file may end in a partial record,
+//! which readers report as truncated.
+//!
+//! Size: a 2-player minute (3600 frames, tapping and holding buttons, a checksum every 60
+//! frames) takes about 4 KB; see `tests/replay_format.rs`.
+
+mod format;
+mod reader;
+mod writer;
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+use thiserror::Error;
+
+pub use format::{Event, Header, Start, FORMAT_VERSION, MAGIC};
+pub use reader::{Item, Replay, Status};
+pub use writer::{Recorder, RecorderOptions, Sink, Summary};
+
+/// File name extension of input logs.
+pub const EXTENSION: &str = "flr";
+
+#[derive(Debug, Error)]
+pub enum ReplayError {
+    #[error("{} already exists (not overwriting it)", .path.display())]
+    Exists { path: PathBuf },
+    #[error("cannot create {}: {}", .path.display(), reason(.io))]
+    Create { path: PathBuf, io: io::Error },
+    #[error("cannot write {}: {}", .path.display(), reason(.io))]
+    Write { path: PathBuf, io: io::Error },
+    #[error("recording to {} stopped after an earlier error", .path.display())]
+    Stopped { path: PathBuf },
+    #[error("frame {got} recorded out of order (expected frame {expected})")]
+    FrameOrder { expected: u32, got: u32 },
+    #[error("cannot record: {0}")]
+    Invalid(&'static str),
+    #[error("cannot open {}: {}", .path.display(), reason(.io))]
+    Open { path: PathBuf, io: io::Error },
+    #[error("cannot read {}: {}", .path.display(), reason(.io))]
+    Read { path: PathBuf, io: io::Error },
+    #[error("{} is not a framelock input log", .path.display())]
+    NotALog { path: PathBuf },
+    #[error(
+        "{} was made by a newer framelock (format v{found}, this build reads up to v{})",
+        .path.display(), FORMAT_VERSION
+    )]
+    NewerVersion { path: PathBuf, found: u16 },
+    #[error("{} has a corrupt header ({reason})", .path.display())]
+    CorruptHeader { path: PathBuf, reason: &'static str },
+    #[error(
+        "{}: corrupt record at byte {at_byte} ({reason}); the {frames} frames before it are intact",
+        .path.display()
+    )]
+    CorruptRecord {
+        path: PathBuf,
+        at_byte: u64,
+        reason: &'static str,
+        /// Frames read intact before the corrupt record.
+        frames: u32,
+    },
+    #[error(
+        "{}: record type {tag:#04x} at byte {at_byte} needs a newer framelock",
+        .path.display()
+    )]
+    UnsupportedRecord {
+        path: PathBuf,
+        tag: u8,
+        at_byte: u64,
+    },
+}
+
+/// An I/O error in the lowercase style of our messages ("no space left on device (os error 28)").
+/// The `io` fields are not exposed as `source()` because the message already includes them.
+fn reason(e: &io::Error) -> String {
+    let s = e.to_string();
+    let mut c = s.chars();
+    match c.next() {
+        Some(first) => first.to_lowercase().chain(c).collect(),
+        None => s,
+    }
+}
+
+/// A fresh path in `dir` for a recording started at `now` by `role` (e.g. "host", "client"),
+/// like `2026-11-21_14-03-05_host.flr`, then `..._host-2.flr`, `-3`, ... if taken. Characters
+/// other than ASCII letters, digits, `-` and `_` in `role` become `_`.
+pub fn default_recording_path(
+    dir: &Path,
+    now: chrono::DateTime<chrono::Local>,
+    role: &str,
+) -> PathBuf {
+    let role: String = role
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    let stem = format!("{}_{role}", now.format("%Y-%m-%d_%H-%M-%S"));
+    let mut path = dir.join(format!("{stem}.{EXTENSION}"));
+    let mut n = 2;
+    // `Recorder::create` refuses to overwrite, so a race here fails loudly instead of clobbering.
+    while path.exists() {
+        path = dir.join(format!("{stem}-{n}.{EXTENSION}"));
+        n += 1;
+    }
+    path
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::input::{Inputs, Pad, MAX_PLAYERS};
+    use std::io::Cursor;
+
+    fn record(
+        header: &Header,
+        frames: u32,
+        extra: impl Fn(&mut Recorder<&mut Vec<u8>>, u32),
+    ) -> Vec<u8> {
+        let mut buf = Vec::new();
+        let mut rec =
+            Recorder::with_sink(&mut buf, "mem.flr", header, &RecorderOptions::default()).unwrap();
+        for f in 0..frames {
+            let mut inp: Inputs = [Pad::NEUTRAL; MAX_PLAYERS];
+            inp[0] = Pad((f / 7 % 3) as u16);
+            rec.record_frame(f, &inp).unwrap();
+            extra(&mut rec, f);
+        }
+        rec.finish().unwrap();
+        buf
+    }
+
+    fn read_all(bytes: &[u8]) -> Result<(Vec<Item>, Status), ReplayError> {
+        let mut r = Replay::from_reader(Cursor::new(bytes), "mem.flr")?;
+        let mut items = Vec::new();
+        while let Some(it) = r.next_item()? {
+            items.push(it);
+        }
+        Ok((items, r.status().unwrap()))
+    }
+
+    /// The check of the last record in `file` (the chain for a record appended to it).
+    fn last_check(file: &[u8]) -> u32 {
+        u32::from_le_bytes(file[file.len() - 4..].try_into().unwrap())
+    }
+
+    /// Splices a raw record in just before the `End` record (7 bytes for < 128 frames).
+    fn with_record_before_end(mut file: Vec<u8>, tag: u8, payload: &[u8]) -> Vec<u8> {
+        let end = file.split_off(file.len() - 7);
+        assert_eq!(end[0], format::TAG_END);
+        let prev = last_check(&file);
+        let chain = format::put_record(&mut file, prev, tag, payload).unwrap();
+        format::put_record(&mut file, chain, format::TAG_END, &end[2..3]).unwrap();
+        file
+    }
+
+    #[test]
+    fn unknown_optional_record_is_skipped() {
+        let base = record(&Header::default(), 100, |_, _| {});
+        let (want, _) = read_all(&base).unwrap();
+        let file = with_record_before_end(base, 0x42, b"from the future");
+        let (got, status) = read_all(&file).unwrap();
+        assert_eq!(got, want);
+        assert_eq!(status, Status::Complete { frames: 100 });
+    }
+
+    #[test]
+    fn unknown_required_record_is_refused() {
+        let file = with_record_before_end(record(&Header::default(), 100, |_, _| {}), 0x90, b"x");
+        let err = read_all(&file).unwrap_err();
+        assert!(
+            matches!(err, ReplayError::UnsupportedRecord { tag: 0x90, .. }),
+            "{err}"
+        );
+        assert!(err.to_string().contains("needs a newer framelock"));
+    }
+
+    #[test]
+    fn zero_filled_tail_reads_as_truncated_not_corrupt() {
+        let mut file = record(&Header::default(), 100, |_, _| {});
+        file.truncate(file.len() - 7); // drop End
+        let good = file.len() as u64;
+        file.extend_from_slice(&[0u8; 4096]);
+        let (items, status) = read_all(&file).unwrap();
+        assert_eq!(items.len(), 100);
+        assert_eq!(
+            status,
+            Status::Truncated {
+                frames: 100,
+                at_byte: good
+            }
+        );
+    }
+
+    #[test]
+    fn damaged_record_in_the_middle_is_an_error_with_offset() {
+        let mut file = record(&Header::default(), 300, |r, f| {
+            if f % 60 == 59 {
+                r.record_checksum(f + 1, u64::from(f)).unwrap();
+            }
+        });
+        let header_len = format::encode_header(&Header::default()).unwrap().len();
+        // The first record is the first input block (frames 0..60); damage its payload.
+        file[header_len + 5] ^= 0x01;
+        match read_all(&file) {
+            Err(ReplayError::CorruptRecord {
+                at_byte, frames, ..
+            }) => {
+                assert_eq!((at_byte, frames), (header_len as u64, 0));
+            }
+            other => panic!("expected corrupt record, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn end_must_match_frame_count() {
+        let mut file = record(&Header::default(), 10, |_, _| {});
+        file.truncate(file.len() - 7);
+        let end = format::encode_end(11);
+        let prev = last_check(&file);
+        format::put_record(&mut file, prev, format::TAG_END, &end).unwrap();
+        assert!(matches!(
+            read_all(&file),
+            Err(ReplayError::CorruptRecord { .. })
+        ));
+    }
+
+    #[test]
+    fn recording_path_is_dated_and_never_clobbers() {
+        use chrono::TimeZone;
+        let dir = tempfile::tempdir().unwrap();
+        let now = chrono::Local
+            .with_ymd_and_hms(2026, 11, 21, 14, 3, 5)
+            .unwrap();
+        let p1 = default_recording_path(dir.path(), now, "host");
+        assert_eq!(p1.file_name().unwrap(), "2026-11-21_14-03-05_host.flr");
+        std::fs::write(&p1, b"x").unwrap();
+        let p2 = default_recording_path(dir.path(), now, "host");
+        assert_eq!(p2.file_name().unwrap(), "2026-11-21_14-03-05_host-2.flr");
+        std::fs::write(&p2, b"x").unwrap();
+        let p3 = default_recording_path(dir.path(), now, "host");
+        assert_eq!(p3.file_name().unwrap(), "2026-11-21_14-03-05_host-3.flr");
+        let odd = default_recording_path(dir.path(), now, "a/b c");
+        assert_eq!(odd.file_name().unwrap(), "2026-11-21_14-03-05_a_b_c.flr");
+    }
+
+    #[test]
+    fn io_reasons_are_lowercase() {
+        let e = io::Error::from_raw_os_error(28);
+        assert!(
+            reason(&e).starts_with("no space left on device"),
+            "{}",
+            reason(&e)
+        );
+    }
+}

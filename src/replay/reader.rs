@@ -1,0 +1,428 @@
+//! `Replay`: reads an `.flr` file record by record, trusting nothing in it.
+
+use std::collections::VecDeque;
+use std::fs::File;
+use std::io::{self, BufReader, Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+
+use super::format::{self, Event, Header, Reason, CHECK_LEN, FORMAT_VERSION, MAGIC, PREFIX_LEN};
+use super::ReplayError;
+use crate::input::{Inputs, Pad, MAX_PLAYERS};
+
+/// One thing recorded in the body, in file order.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub enum Item {
+    /// Inputs of every port for this frame.
+    Frame(u32, Inputs),
+    /// A state checksum taken at `frame`.
+    Checksum {
+        frame: u32,
+        value: u64,
+    },
+    Event {
+        frame: u32,
+        event: Event,
+    },
+}
+
+/// How the body ended, known once `next_item` has returned `Ok(None)`.
+/// `frames` counts the frames read (from `header.start_frame`).
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub enum Status {
+    /// The writer finished cleanly (`End` record).
+    Complete { frames: u32 },
+    /// The file ends between two records without `End`: the writer is still going, or stopped
+    /// (crash, kill) right after a complete record.
+    Incomplete { frames: u32 },
+    /// The file ends inside a record starting at `at_byte` (torn write: crash, kill, full disk);
+    /// everything before it was read.
+    Truncated { frames: u32, at_byte: u64 },
+}
+
+impl Status {
+    pub fn frames(&self) -> u32 {
+        match *self {
+            Status::Complete { frames }
+            | Status::Incomplete { frames }
+            | Status::Truncated { frames, .. } => frames,
+        }
+    }
+}
+
+/// A corrupt record that `next_item` keeps reporting once found.
+#[derive(Copy, Clone)]
+struct Broken {
+    at_byte: u64,
+    reason: Reason,
+    tag: Option<u8>,
+}
+
+/// An open input log. Read it with `next_item` (or as an iterator) until `Ok(None)`, then look
+/// at `status`. Reading the tail of a file that is still being recorded is fine: after
+/// `Incomplete`/`Truncated`, calling `next_item` again picks up records written since.
+pub struct Replay<R = BufReader<File>> {
+    path: PathBuf,
+    header: Header,
+    inner: R,
+    /// Offset of the next unread record.
+    pos: u64,
+    /// Where `inner` is positioned, when known (saves a seek, which empties a `BufReader`).
+    inner_at: Option<u64>,
+    /// Check of the last record read (seed of the next one's check).
+    chain: u32,
+    next_frame: u32,
+    frames: u32,
+    prev: Inputs,
+    queue: VecDeque<Item>,
+    status: Option<Status>,
+    broken: Option<Broken>,
+    /// After an `Err`, the iterator stops.
+    fused: bool,
+}
+
+impl Replay {
+    /// Opens `path` and reads its header.
+    pub fn open(path: impl AsRef<Path>) -> Result<Replay, ReplayError> {
+        let path = path.as_ref();
+        let file = File::open(path).map_err(|io| ReplayError::Open {
+            path: path.to_path_buf(),
+            io,
+        })?;
+        Replay::from_reader(BufReader::new(file), path)
+    }
+}
+
+impl<R: Read + Seek> Replay<R> {
+    /// Reads the header from `inner` (positioned at the file's start). `path` names it in errors.
+    pub fn from_reader(mut inner: R, path: impl Into<PathBuf>) -> Result<Replay<R>, ReplayError> {
+        let path = path.into();
+        let (header, chain) = read_header(&mut inner, &path)?;
+        let pos = inner.stream_position().map_err(|io| ReplayError::Read {
+            path: path.clone(),
+            io,
+        })?;
+        Ok(Replay {
+            path,
+            next_frame: header.start_frame,
+            header,
+            inner,
+            pos,
+            inner_at: Some(pos),
+            chain,
+            frames: 0,
+            prev: [Pad::NEUTRAL; MAX_PLAYERS],
+            queue: VecDeque::new(),
+            status: None,
+            broken: None,
+            fused: false,
+        })
+    }
+
+    pub fn header(&self) -> &Header {
+        &self.header
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Frames decoded so far (some may still be queued for `next_item`).
+    pub fn frames_read(&self) -> u32 {
+        self.frames
+    }
+
+    /// How the body ended; `None` until `next_item` has returned `Ok(None)`.
+    pub fn status(&self) -> Option<Status> {
+        self.status
+    }
+
+    /// The next frame, checksum or event. `Ok(None)` at the end of what can be read (see
+    /// `status`). A corrupt record is an error naming its byte offset and the intact frames.
+    pub fn next_item(&mut self) -> Result<Option<Item>, ReplayError> {
+        loop {
+            if let Some(item) = self.queue.pop_front() {
+                return Ok(Some(item));
+            }
+            if let Some(b) = self.broken {
+                return Err(self.broken_error(b));
+            }
+            if matches!(self.status, Some(Status::Complete { .. })) {
+                return Ok(None);
+            }
+            self.status = None;
+            match self.read_record() {
+                Ok(Some(status)) => {
+                    self.status = Some(status);
+                    return Ok(None);
+                }
+                Ok(None) => {}
+                Err(Fault::Io(io)) => {
+                    return Err(ReplayError::Read {
+                        path: self.path.clone(),
+                        io,
+                    })
+                }
+                Err(Fault::Bad(b)) => self.broken = Some(b),
+            }
+        }
+    }
+
+    /// Reads every remaining item, keeping none; returns how the body ended.
+    pub fn skim(&mut self) -> Result<Status, ReplayError> {
+        while self.next_item()?.is_some() {}
+        Ok(self.status.expect("set when next_item returns None"))
+    }
+
+    fn broken_error(&self, b: Broken) -> ReplayError {
+        let path = self.path.clone();
+        match b.tag {
+            Some(tag) => ReplayError::UnsupportedRecord {
+                path,
+                tag,
+                at_byte: b.at_byte,
+            },
+            None => ReplayError::CorruptRecord {
+                path,
+                at_byte: b.at_byte,
+                reason: b.reason,
+                frames: self.frames,
+            },
+        }
+    }
+
+    /// Reads one record at `pos` into the queue. `Ok(Some)`: the body ends here.
+    fn read_record(&mut self) -> Result<Option<Status>, Fault> {
+        let at = self.pos;
+        if self.inner_at != Some(at) {
+            self.inner.seek(SeekFrom::Start(at))?;
+        }
+        // Until this record is fully read, where `inner` stands is not worth tracking.
+        self.inner_at = None;
+        let mut head = Vec::with_capacity(format::MAX_RECORD_HEAD);
+        (&mut self.inner)
+            .take(format::MAX_RECORD_HEAD as u64)
+            .read_to_end(&mut head)?;
+        if head.is_empty() {
+            return Ok(Some(Status::Incomplete {
+                frames: self.frames,
+            }));
+        }
+        let truncated = Status::Truncated {
+            frames: self.frames,
+            at_byte: at,
+        };
+        let (tag, len, head_len) = match format::parse_record_head(&head) {
+            Ok(Some(h)) => h,
+            Ok(None) => return Ok(Some(truncated)),
+            Err(reason) => return self.damaged(at, None, reason).map(|()| Some(truncated)),
+        };
+        // Read the record through a `take`, so a huge bogus length never allocates up front.
+        let total = head_len + len + CHECK_LEN;
+        let mut rec = head;
+        (&mut self.inner)
+            .take((total - rec.len()) as u64)
+            .read_to_end(&mut rec)?;
+        if rec.len() < total {
+            return Ok(Some(truncated));
+        }
+        let (body, check) = rec.split_at(total - CHECK_LEN);
+        let check = u32::from_le_bytes(check.try_into().expect("4 bytes"));
+        if format::record_check(self.chain, body) != check {
+            let end = at + total as u64;
+            return self
+                .damaged(at, Some(end), "bad checksum")
+                .map(|()| Some(truncated));
+        }
+        let payload = &body[head_len..];
+        let bad = |reason| {
+            Fault::Bad(Broken {
+                at_byte: at,
+                reason,
+                tag: None,
+            })
+        };
+        match tag {
+            format::TAG_INPUTS => {
+                let mut prev = self.prev;
+                let (first, frames) = format::decode_inputs(payload, &mut prev).map_err(bad)?;
+                if first != self.next_frame {
+                    return Err(bad("input block out of sequence"));
+                }
+                let n = frames.len() as u32;
+                let next = first.checked_add(n).ok_or(bad("frame number overflow"))?;
+                let count = self.frames.checked_add(n).ok_or(bad("too many frames"))?;
+                self.queue.extend(
+                    (first..next)
+                        .zip(frames)
+                        .map(|(f, inputs)| Item::Frame(f, inputs)),
+                );
+                self.prev = prev;
+                self.next_frame = next;
+                self.frames = count;
+            }
+            format::TAG_CHECKSUM => {
+                let (frame, value) = format::decode_checksum(payload).map_err(bad)?;
+                self.queue.push_back(Item::Checksum { frame, value });
+            }
+            format::TAG_EVENT => {
+                let (frame, event) = format::decode_event(payload).map_err(bad)?;
+                self.queue.push_back(Item::Event { frame, event });
+            }
+            format::TAG_END => {
+                let frames = format::decode_end(payload).map_err(bad)?;
+                if frames != self.frames {
+                    return Err(bad("end record disagrees with frame count"));
+                }
+                self.pos = at + total as u64;
+                self.chain = check;
+                let mut extra = [0u8; 1];
+                if self.inner.read(&mut extra)? > 0 {
+                    let path = self.path.display();
+                    tracing::warn!(%path, at = self.pos, "ignoring bytes after the end record");
+                }
+                return Ok(Some(Status::Complete { frames }));
+            }
+            t if t >= format::TAG_CRITICAL => {
+                return Err(Fault::Bad(Broken {
+                    at_byte: at,
+                    reason: "unknown required record",
+                    tag: Some(t),
+                }))
+            }
+            t => tracing::debug!(tag = t, at, "skipping unknown record"),
+        }
+        self.pos = at + total as u64;
+        self.inner_at = Some(self.pos);
+        self.chain = check;
+        Ok(None)
+    }
+
+    /// Decides whether a damaged record at `at` is a torn tail (`Ok`: report truncation) or
+    /// corruption in the middle (`Err`). A torn tail is the last record in the file, or is
+    /// followed only by zero bytes (space a crashed filesystem allocated but never wrote).
+    fn damaged(&mut self, at: u64, end: Option<u64>, reason: Reason) -> Result<(), Fault> {
+        let file_len = self.inner.seek(SeekFrom::End(0))?;
+        if end == Some(file_len) {
+            return Ok(());
+        }
+        self.inner.seek(SeekFrom::Start(at))?;
+        let mut buf = [0u8; 8192];
+        loop {
+            let n = self.inner.read(&mut buf)?;
+            if n == 0 {
+                return Ok(());
+            }
+            if buf[..n].iter().any(|&b| b != 0) {
+                return Err(Fault::Bad(Broken {
+                    at_byte: at,
+                    reason,
+                    tag: None,
+                }));
+            }
+        }
+    }
+}
+
+impl<R> std::fmt::Debug for Replay<R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Replay")
+            .field("path", &self.path)
+            .field("core", &self.header.core_name)
+            .field("pos", &self.pos)
+            .field("frames", &self.frames)
+            .field("status", &self.status)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<R: Read + Seek> Iterator for Replay<R> {
+    type Item = Result<Item, ReplayError>;
+
+    /// Yields items, then `None`; an error is yielded once and ends the iteration.
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.fused {
+            return None;
+        }
+        match self.next_item() {
+            Ok(item) => item.map(Ok),
+            Err(e) => {
+                self.fused = true;
+                Some(Err(e))
+            }
+        }
+    }
+}
+
+enum Fault {
+    Io(io::Error),
+    Bad(Broken),
+}
+
+impl From<io::Error> for Fault {
+    fn from(e: io::Error) -> Fault {
+        Fault::Io(e)
+    }
+}
+
+/// Reads and verifies the header; also returns the first record's chain value.
+fn read_header<R: Read>(r: &mut R, path: &Path) -> Result<(Header, u32), ReplayError> {
+    let corrupt = |reason: &'static str| ReplayError::CorruptHeader {
+        path: path.to_path_buf(),
+        reason,
+    };
+    let read_err = |io| ReplayError::Read {
+        path: path.to_path_buf(),
+        io,
+    };
+    let mut prefix = Vec::with_capacity(PREFIX_LEN);
+    r.take(PREFIX_LEN as u64)
+        .read_to_end(&mut prefix)
+        .map_err(read_err)?;
+    if prefix.is_empty() {
+        return Err(corrupt("file is empty"));
+    }
+    let magic_len = prefix.len().min(MAGIC.len());
+    if prefix[..magic_len] != MAGIC[..magic_len] {
+        return Err(ReplayError::NotALog {
+            path: path.to_path_buf(),
+        });
+    }
+    if prefix.len() < MAGIC.len() + 2 {
+        return Err(corrupt("cut short"));
+    }
+    // Magic and version are fixed for all versions; everything after depends on the version.
+    let version = u16::from_le_bytes([prefix[8], prefix[9]]);
+    if version > FORMAT_VERSION {
+        return Err(ReplayError::NewerVersion {
+            path: path.to_path_buf(),
+            found: version,
+        });
+    }
+    if version == 0 {
+        return Err(corrupt("format version 0"));
+    }
+    if prefix.len() < PREFIX_LEN {
+        return Err(corrupt("cut short"));
+    }
+    let body_len = u32::from_le_bytes(prefix[10..14].try_into().expect("4 bytes"));
+    if body_len > format::MAX_HEADER_LEN {
+        return Err(corrupt("header length is implausible"));
+    }
+    let mut rest = Vec::new();
+    r.take(u64::from(body_len) + 8)
+        .read_to_end(&mut rest)
+        .map_err(read_err)?;
+    if rest.len() < body_len as usize + 8 {
+        return Err(corrupt("cut short"));
+    }
+    let (body, check) = rest.split_at(body_len as usize);
+    let mut hasher = xxhash_rust::xxh3::Xxh3::new();
+    hasher.update(&prefix);
+    hasher.update(body);
+    let check = u64::from_le_bytes(check.try_into().expect("8 bytes"));
+    if hasher.digest() != check {
+        return Err(corrupt("bad checksum"));
+    }
+    let header = format::decode_header_body(body).map_err(corrupt)?;
+    Ok((header, format::header_chain(check)))
+}

@@ -1,0 +1,620 @@
+//! Host side of the session: admits joiners, hands out slots and sends the start payload.
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rand::{rngs::SmallRng, RngCore, SeedableRng};
+
+use super::msg::{foreign_version, Auth, Hello, Msg, StateAck, Welcome, CHUNK_SIZE, NONCE_LEN};
+use super::payload::{Packed, StartPayload};
+use super::transfer::{Rtt, Sender};
+use super::{
+    auth, Dropped, SessionError, SessionInfo, SessionStats, Transmit, HANDSHAKE_TIMEOUT,
+    HELLO_INTERVAL,
+};
+use crate::input::MAX_PLAYERS;
+use crate::wire::{Kind, WireError, PROTOCOL_VERSION};
+
+/// Unanswered password challenges kept at once (oldest evicted).
+const MAX_PENDING: usize = 64;
+/// Copies of a Bye sent (no ack; three copies survive 25% loss 98% of the time).
+const BYE_COPIES: usize = 3;
+
+#[derive(Clone, Debug)]
+pub struct HostConfig {
+    /// Random, non-zero (0 means "unassigned" on the wire and is replaced by 1).
+    pub session_id: u32,
+    /// Seeds the challenge nonces.
+    pub seed: u64,
+    /// Joiners must prove they know it; `None` or empty admits anyone.
+    pub password: Option<String>,
+    /// Players including the host's own (at most 8).
+    pub max_players: u8,
+    /// The host plays in slot 0; `false` for a dedicated host (joiners take slots 0..).
+    pub host_is_player: bool,
+    pub fps: f64,
+    /// Frame at which the start state was taken.
+    pub frame: u32,
+    pub handshake_timeout: Duration,
+}
+
+impl HostConfig {
+    pub fn new(session_id: u32, seed: u64, fps: f64) -> HostConfig {
+        HostConfig {
+            session_id,
+            seed,
+            password: None,
+            max_players: MAX_PLAYERS as u8,
+            host_is_player: true,
+            fps,
+            frame: 0,
+            handshake_timeout: HANDSHAKE_TIMEOUT,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LeftReason {
+    /// The joiner said goodbye, with its reason.
+    Bye(String),
+    /// Silent for too long before it was ready.
+    Timeout,
+    /// Removed by the host (`kick`), with the reason sent to it.
+    Kicked(String),
+}
+
+impl fmt::Display for LeftReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LeftReason::Bye(r) => write!(f, "left ({r})"),
+            LeftReason::Timeout => write!(f, "timed out during the handshake"),
+            LeftReason::Kicked(r) => write!(f, "removed by the host ({r})"),
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum HostEvent {
+    /// Admitted; the start state transfer follows.
+    Joined {
+        slot: u8,
+        name: String,
+        addr: SocketAddr,
+    },
+    /// The joiner has the whole start state and verified it.
+    Ready {
+        slot: u8,
+    },
+    Left {
+        slot: u8,
+        reason: LeftReason,
+    },
+    /// A join attempt was refused, with the reason the joiner was sent.
+    Refused {
+        addr: SocketAddr,
+        reason: String,
+    },
+}
+
+/// A player as the host sees it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Player {
+    pub slot: u8,
+    pub name: String,
+    /// `None` for the host's own player.
+    pub addr: Option<SocketAddr>,
+    pub ready: bool,
+}
+
+#[derive(Debug)]
+enum Phase {
+    /// Welcome sent, waiting for the first StateAck.
+    Welcomed {
+        sent_at: Instant,
+    },
+    Sending(Box<Sender>),
+    Ready,
+}
+
+#[derive(Debug)]
+struct Peer {
+    addr: SocketAddr,
+    slot: u8,
+    name: String,
+    last_heard: Instant,
+    welcome: Vec<u8>,
+    phase: Phase,
+}
+
+#[derive(Debug)]
+struct Pending {
+    addr: SocketAddr,
+    nonce: [u8; NONCE_LEN],
+    since: Instant,
+}
+
+/// The host's session. See the module docs for the calling order.
+#[derive(Debug)]
+pub struct HostSession {
+    cfg: HostConfig,
+    info: SessionInfo,
+    rng: SmallRng,
+    packed: Arc<[u8]>,
+    raw_len: u32,
+    hash: u64,
+    peers: Vec<Peer>,
+    pending: VecDeque<Pending>,
+    accepting: bool,
+    queue: VecDeque<Transmit>,
+    events: VecDeque<HostEvent>,
+    last_refusal: Option<(SocketAddr, String)>,
+    next_peer: usize,
+    stats: SessionStats,
+}
+
+impl HostSession {
+    /// `info.options` are the option values every joiner will apply.
+    pub fn new(
+        mut cfg: HostConfig,
+        info: SessionInfo,
+        state: Vec<u8>,
+        sram: Vec<u8>,
+    ) -> Result<HostSession, SessionError> {
+        cfg.session_id = cfg.session_id.max(1);
+        cfg.max_players = cfg.max_players.clamp(1, MAX_PLAYERS as u8);
+        if cfg.password.as_deref() == Some("") {
+            cfg.password = None;
+        }
+        let mut host = HostSession {
+            rng: SmallRng::seed_from_u64(cfg.seed),
+            cfg,
+            info,
+            packed: Arc::from(Vec::new()),
+            raw_len: 0,
+            hash: 0,
+            peers: Vec::new(),
+            pending: VecDeque::new(),
+            accepting: true,
+            queue: VecDeque::new(),
+            events: VecDeque::new(),
+            last_refusal: None,
+            next_peer: 0,
+            stats: SessionStats::default(),
+        };
+        host.set_start_state(state, sram)?;
+        Ok(host)
+    }
+
+    /// Replaces the state sent to joiners admitted from now on (ongoing transfers finish
+    /// with the old one).
+    pub fn set_start_state(&mut self, state: Vec<u8>, sram: Vec<u8>) -> Result<(), SessionError> {
+        let payload = StartPayload {
+            options: self.info.options.clone(),
+            state,
+            sram,
+        };
+        let Packed {
+            raw_len,
+            hash,
+            bytes,
+        } = payload.pack()?;
+        self.packed = bytes.into();
+        self.raw_len = raw_len;
+        self.hash = hash;
+        Ok(())
+    }
+
+    pub fn session_id(&self) -> u32 {
+        self.cfg.session_id
+    }
+
+    pub fn stats(&self) -> SessionStats {
+        self.stats
+    }
+
+    /// Size of the compressed start payload each joiner receives.
+    pub fn packed_len(&self) -> usize {
+        self.packed.len()
+    }
+
+    /// Stops admitting joiners (they are refused "the game has already started").
+    pub fn close_lobby(&mut self) {
+        self.accepting = false;
+    }
+
+    pub fn players(&self) -> Vec<Player> {
+        let mut out: Vec<Player> = self
+            .peers
+            .iter()
+            .map(|p| Player {
+                slot: p.slot,
+                name: p.name.clone(),
+                addr: Some(p.addr),
+                ready: matches!(p.phase, Phase::Ready),
+            })
+            .collect();
+        if self.cfg.host_is_player {
+            out.push(Player {
+                slot: 0,
+                name: self.info.player_name.clone(),
+                addr: None,
+                ready: true,
+            });
+        }
+        out.sort_by_key(|p| p.slot);
+        out
+    }
+
+    /// A joiner's start-state transfer as (chunks acked, chunks in all), once it has begun.
+    pub fn transfer_progress(&self, slot: u8) -> Option<(u32, u32)> {
+        match &self.peers.iter().find(|p| p.slot == slot)?.phase {
+            Phase::Sending(s) => Some((s.acked(), s.count())),
+            _ => None,
+        }
+    }
+
+    pub fn slot_of(&self, addr: SocketAddr) -> Option<u8> {
+        self.peers.iter().find(|p| p.addr == addr).map(|p| p.slot)
+    }
+
+    pub fn addr_of(&self, slot: u8) -> Option<SocketAddr> {
+        self.peers.iter().find(|p| p.slot == slot).map(|p| p.addr)
+    }
+
+    /// True when at least one joiner is in and every joiner is ready.
+    pub fn all_ready(&self) -> bool {
+        !self.peers.is_empty() && self.peers.iter().all(|p| matches!(p.phase, Phase::Ready))
+    }
+
+    pub fn handle_datagram(
+        &mut self,
+        now: Instant,
+        from: SocketAddr,
+        datagram: &[u8],
+    ) -> Result<(), Dropped> {
+        self.stats.datagrams_in += 1;
+        let result = self.dispatch(now, from, datagram);
+        if let Err(why) = &result {
+            tracing::trace!(%from, "session: dropped datagram: {why}");
+            self.stats.drop(why);
+        }
+        result
+    }
+
+    fn dispatch(&mut self, now: Instant, from: SocketAddr, datagram: &[u8]) -> Result<(), Dropped> {
+        let (header, msg) = match Msg::decode(datagram) {
+            Ok(ok) => ok,
+            Err(WireError::Version(v)) if foreign_version(datagram, Kind::Hello).is_some() => {
+                let reason = format!(
+                    "protocol version differs: host speaks {PROTOCOL_VERSION}, you speak {v}"
+                );
+                self.refuse(from, reason);
+                return Ok(());
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let id = self.cfg.session_id;
+        let pre_welcome = matches!(msg, Msg::Hello(_) | Msg::Bye(_));
+        if header.session != id && !(pre_welcome && header.session == 0) {
+            return Err(Dropped::WrongSession {
+                got: header.session,
+                want: id,
+            });
+        }
+        match msg {
+            Msg::Hello(hello) => {
+                self.handle_hello(now, from, hello);
+                Ok(())
+            }
+            Msg::StateAck(ack) => self.handle_ack(now, from, &ack),
+            Msg::Bye(reason) => {
+                if let Some(i) = self.pending.iter().position(|p| p.addr == from) {
+                    self.pending.remove(i);
+                    return Ok(());
+                }
+                let slot = self.slot_of(from).ok_or(Dropped::UnknownPeer(Kind::Bye))?;
+                self.drop_peer(slot, LeftReason::Bye(reason));
+                Ok(())
+            }
+            other => Err(Dropped::Unexpected(other.kind())),
+        }
+    }
+
+    fn handle_hello(&mut self, now: Instant, from: SocketAddr, hello: Hello) {
+        if let Some(peer) = self.peers.iter_mut().find(|p| p.addr == from) {
+            // A resent Hello: same slot, same Welcome, if it still needs one.
+            peer.last_heard = now;
+            if matches!(peer.phase, Phase::Welcomed { .. }) {
+                peer.phase = Phase::Welcomed { sent_at: now };
+                self.queue.push_back(Transmit {
+                    to: from,
+                    bytes: peer.welcome.clone(),
+                });
+            }
+            return;
+        }
+        if !self.accepting {
+            return self.refuse(from, "the game has already started".into());
+        }
+        let Some(slot) = self.free_slot() else {
+            let reason = format!("session is full ({} players)", self.cfg.max_players);
+            return self.refuse(from, reason);
+        };
+        if let Some(password) = self.cfg.password.clone() {
+            let pending = self.pending.iter().position(|p| p.addr == from);
+            match (&hello.auth, pending) {
+                (Auth::Proof { nonce, proof }, Some(i)) if *nonce == self.pending[i].nonce => {
+                    self.pending.remove(i);
+                    if !auth::verify(&password, nonce, proof) {
+                        return self.refuse(from, "wrong password".into());
+                    }
+                }
+                (Auth::NoPassword { nonce }, Some(i)) if *nonce == self.pending[i].nonce => {
+                    self.pending.remove(i);
+                    let reason = "wrong password: this session needs one and you gave none";
+                    return self.refuse(from, reason.into());
+                }
+                // First contact, a stale nonce, or an expired challenge: (re)challenge.
+                (_, Some(i)) => {
+                    let nonce = self.pending[i].nonce;
+                    self.pending[i].since = now;
+                    return self.send(from, &Msg::Challenge(nonce), 0);
+                }
+                (_, None) => {
+                    let mut nonce = [0u8; NONCE_LEN];
+                    self.rng.fill_bytes(&mut nonce);
+                    if self.pending.len() >= MAX_PENDING {
+                        self.pending.pop_front();
+                    }
+                    self.pending.push_back(Pending {
+                        addr: from,
+                        nonce,
+                        since: now,
+                    });
+                    return self.send(from, &Msg::Challenge(nonce), 0);
+                }
+            }
+        }
+        if let Some(reason) = incompatibility(&self.info, &hello) {
+            return self.refuse(from, reason);
+        }
+        let name = if hello.player_name.is_empty() {
+            format!("player {}", slot + 1)
+        } else {
+            hello.player_name.clone()
+        };
+        let mut players: Vec<(u8, String)> = self
+            .players()
+            .into_iter()
+            .map(|p| (p.slot, p.name))
+            .collect();
+        players.push((slot, name.clone()));
+        players.sort();
+        let welcome = Msg::Welcome(Welcome {
+            slot,
+            fps: self.cfg.fps,
+            frame: self.cfg.frame,
+            raw_len: self.raw_len,
+            packed_len: self.packed.len() as u32,
+            payload_hash: self.hash,
+            chunk_size: CHUNK_SIZE as u16,
+            players,
+        })
+        .encode(self.cfg.session_id);
+        tracing::info!(%from, slot, %name, "session: player joined");
+        self.queue.push_back(Transmit {
+            to: from,
+            bytes: welcome.clone(),
+        });
+        self.peers.push(Peer {
+            addr: from,
+            slot,
+            name: name.clone(),
+            last_heard: now,
+            welcome,
+            phase: Phase::Welcomed { sent_at: now },
+        });
+        self.events.push_back(HostEvent::Joined {
+            slot,
+            name,
+            addr: from,
+        });
+    }
+
+    fn free_slot(&self) -> Option<u8> {
+        let first = self.cfg.host_is_player as u8;
+        (first..self.cfg.max_players).find(|s| self.peers.iter().all(|p| p.slot != *s))
+    }
+
+    fn handle_ack(
+        &mut self,
+        now: Instant,
+        from: SocketAddr,
+        ack: &StateAck,
+    ) -> Result<(), Dropped> {
+        let peer = self
+            .peers
+            .iter_mut()
+            .find(|p| p.addr == from)
+            .ok_or(Dropped::UnknownPeer(Kind::StateAck))?;
+        peer.last_heard = now;
+        if let Phase::Welcomed { sent_at } = peer.phase {
+            let mut rtt = Rtt::default();
+            rtt.sample(now.saturating_duration_since(sent_at));
+            let chunk = CHUNK_SIZE;
+            peer.phase =
+                Phase::Sending(Box::new(Sender::new(self.packed.clone(), chunk, rtt, now)));
+        }
+        if let Phase::Sending(sender) = &mut peer.phase {
+            sender.handle_ack(now, ack);
+            if sender.is_complete() {
+                tracing::info!(slot = peer.slot, rtt = ?sender.rtt().smoothed(),
+                    sent = sender.sent, resent = sender.resent, "session: start state delivered");
+                self.stats.chunks_sent += sender.sent;
+                self.stats.chunks_resent += sender.resent;
+                peer.phase = Phase::Ready;
+                self.events.push_back(HostEvent::Ready { slot: peer.slot });
+            }
+        }
+        Ok(())
+    }
+
+    fn refuse(&mut self, to: SocketAddr, reason: String) {
+        self.send(to, &Msg::Refuse(reason.clone()), 0);
+        // One event per attempt, not one per resent Hello.
+        if self.last_refusal.as_ref() != Some(&(to, reason.clone())) {
+            tracing::info!(%to, %reason, "session: join refused");
+            self.last_refusal = Some((to, reason.clone()));
+            self.events
+                .push_back(HostEvent::Refused { addr: to, reason });
+        }
+    }
+
+    fn send(&mut self, to: SocketAddr, msg: &Msg, session: u32) {
+        self.queue.push_back(Transmit {
+            to,
+            bytes: msg.encode(session),
+        });
+    }
+
+    fn drop_peer(&mut self, slot: u8, reason: LeftReason) {
+        if let Some(i) = self.peers.iter().position(|p| p.slot == slot) {
+            let peer = self.peers.remove(i);
+            tracing::info!(slot, name = %peer.name, %reason, "session: player left");
+            self.events.push_back(HostEvent::Left { slot, reason });
+        }
+    }
+
+    /// Removes a joiner and tells it why.
+    pub fn kick(&mut self, slot: u8, reason: &str) {
+        if let Some(addr) = self.addr_of(slot) {
+            for _ in 0..BYE_COPIES {
+                self.send(addr, &Msg::Bye(reason.into()), self.cfg.session_id);
+            }
+            self.drop_peer(slot, LeftReason::Kicked(reason.into()));
+        }
+    }
+
+    /// Says goodbye to every joiner (call before quitting, then drain `poll_transmit`).
+    pub fn shutdown(&mut self, reason: &str) {
+        let slots: Vec<u8> = self.peers.iter().map(|p| p.slot).collect();
+        for slot in slots {
+            self.kick(slot, reason);
+        }
+    }
+
+    pub fn handle_timeout(&mut self, now: Instant) {
+        let timeout = self.cfg.handshake_timeout;
+        self.pending.retain(|p| now < p.since + timeout);
+        let silent: Vec<u8> = self
+            .peers
+            .iter()
+            .filter(|p| !matches!(p.phase, Phase::Ready) && now >= p.last_heard + timeout)
+            .map(|p| p.slot)
+            .collect();
+        for slot in silent {
+            self.drop_peer(slot, LeftReason::Timeout);
+        }
+        for peer in &mut self.peers {
+            match &mut peer.phase {
+                Phase::Welcomed { sent_at } if now >= *sent_at + HELLO_INTERVAL => {
+                    *sent_at = now;
+                    self.queue.push_back(Transmit {
+                        to: peer.addr,
+                        bytes: peer.welcome.clone(),
+                    });
+                }
+                Phase::Sending(sender) => sender.detect_losses(now),
+                _ => {}
+            }
+        }
+    }
+
+    pub fn poll_transmit(&mut self, now: Instant) -> Option<Transmit> {
+        let t = self.poll_transmit_inner(now)?;
+        self.stats.datagrams_out += 1;
+        Some(t)
+    }
+
+    fn poll_transmit_inner(&mut self, now: Instant) -> Option<Transmit> {
+        if let Some(t) = self.queue.pop_front() {
+            return Some(t);
+        }
+        // Round robin over the transfers so that one slow joiner does not starve the others.
+        let n = self.peers.len();
+        for k in 0..n {
+            let i = (self.next_peer + k) % n;
+            let peer = &mut self.peers[i];
+            if let Phase::Sending(sender) = &mut peer.phase {
+                if let Some((index, seq)) = sender.poll_chunk(now) {
+                    self.next_peer = i + 1;
+                    let msg = Msg::StateChunk {
+                        index,
+                        seq,
+                        data: sender.chunk(index),
+                    };
+                    return Some(Transmit {
+                        to: peer.addr,
+                        bytes: msg.encode(self.cfg.session_id),
+                    });
+                }
+            }
+        }
+        None
+    }
+
+    pub fn poll_event(&mut self) -> Option<HostEvent> {
+        self.events.pop_front()
+    }
+
+    /// The earliest time `handle_timeout` or `poll_transmit` has work to do.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        let timeout = self.cfg.handshake_timeout;
+        let pending = self.pending.iter().map(|p| p.since + timeout);
+        let peers = self.peers.iter().flat_map(|p| match &p.phase {
+            Phase::Welcomed { sent_at } => [
+                Some(*sent_at + HELLO_INTERVAL),
+                Some(p.last_heard + timeout),
+            ],
+            Phase::Sending(s) => [s.deadline(), Some(p.last_heard + timeout)],
+            Phase::Ready => [None, None],
+        });
+        pending.chain(peers.flatten()).min()
+    }
+}
+
+/// What differs between the host and a joiner, phrased for the joiner; `None` if compatible.
+fn incompatibility(host: &SessionInfo, j: &Hello) -> Option<String> {
+    let mut diffs = Vec::new();
+    if host.core_name != j.core_name {
+        diffs.push(format!(
+            "core differs: host runs {}, you run {}",
+            host.core_name, j.core_name
+        ));
+    } else if host.core_version != j.core_version {
+        diffs.push(format!(
+            "core version differs: host runs {} {}, you run {} {}",
+            host.core_name, host.core_version, j.core_name, j.core_version
+        ));
+    }
+    let names_differ = host.content_name != j.content_name;
+    if host.content_hash != j.content_hash || (host.content_hash.is_none() && names_differ) {
+        diffs.push(format!(
+            "content differs: host has {}, you have {}",
+            describe_content(&host.content_name, host.content_hash),
+            describe_content(&j.content_name, j.content_hash)
+        ));
+    }
+    (!diffs.is_empty()).then(|| diffs.join("; "))
+}
+
+fn describe_content(name: &str, hash: Option<u64>) -> String {
+    match (name.is_empty(), hash) {
+        (true, None) => "no content".into(),
+        (false, None) => format!("{name} (not hashed)"),
+        (_, Some(h)) => format!("{name} (xxh3 {h:016x})"),
+    }
+}

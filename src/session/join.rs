@@ -1,0 +1,402 @@
+//! Joiner side of the session: Hello until answered, the password challenge, the Welcome,
+//! then the start payload, verified before it is handed over.
+
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use super::msg::{foreign_version, refuse_text, Auth, Hello, Msg, StateAck, Welcome};
+use super::payload::{StartPayload, MAX_PAYLOAD};
+use super::transfer::{ChunkOutcome, Receiver};
+use super::{
+    auth, option_diffs, Dropped, OptionDiff, SessionError, SessionInfo, SessionStats, Transmit,
+    HANDSHAKE_TIMEOUT, HELLO_INTERVAL,
+};
+use crate::wire::{Kind, WireError, HEADER_LEN, MAX_DATAGRAM, PROTOCOL_VERSION};
+
+const BYE_COPIES: usize = 3;
+/// The final "verified" ack is sent this many times unprompted (and again whenever the host
+/// resends a chunk), since the host cannot start this player without it.
+const FINAL_ACK_COPIES: u8 = 3;
+const FINAL_ACK_SPACING: Duration = Duration::from_millis(15);
+
+#[derive(Clone, Debug)]
+pub struct JoinConfig {
+    pub host: SocketAddr,
+    pub info: SessionInfo,
+    pub password: Option<String>,
+    /// Silence after which the join fails.
+    pub timeout: Duration,
+}
+
+impl JoinConfig {
+    pub fn new(host: SocketAddr, info: SessionInfo) -> JoinConfig {
+        JoinConfig {
+            host,
+            info,
+            password: None,
+            timeout: HANDSHAKE_TIMEOUT,
+        }
+    }
+}
+
+/// Everything a joiner needs to start: load the options and the state, then play `slot`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StartState {
+    pub slot: u8,
+    pub session: u32,
+    pub players: Vec<(u8, String)>,
+    pub fps: f64,
+    pub frame: u32,
+    /// Host's options, state and SRAM; apply the options before loading the state.
+    pub payload: StartPayload,
+    /// Where the joiner's own option values differed (already replaced by the host's).
+    pub option_diffs: Vec<OptionDiff>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum JoinEvent {
+    /// Admitted; the start state is on its way.
+    Welcomed {
+        slot: u8,
+        session: u32,
+        players: Vec<(u8, String)>,
+        packed_len: usize,
+    },
+    /// The start state arrived and verified.
+    Ready(Box<StartState>),
+    /// The join failed (refused, no answer, corrupt state) or the host left.
+    Failed(SessionError),
+}
+
+#[derive(Debug)]
+enum Phase {
+    Hello,
+    Receiving {
+        welcome: Welcome,
+        rx: Box<Receiver>,
+    },
+    Ready {
+        count: u32,
+        highest_seq: u32,
+        ack_at: Option<Instant>,
+        /// Unprompted extra copies of the final ack still to send.
+        copies: u8,
+    },
+    Done,
+}
+
+/// The joiner's session. See the module docs for the calling order.
+#[derive(Debug)]
+pub struct JoinSession {
+    cfg: JoinConfig,
+    phase: Phase,
+    auth: Auth,
+    started: Instant,
+    last_heard: Option<Instant>,
+    next_hello: Instant,
+    session: u32,
+    queue: VecDeque<Vec<u8>>,
+    events: VecDeque<JoinEvent>,
+    stats: SessionStats,
+}
+
+impl JoinSession {
+    pub fn new(cfg: JoinConfig, now: Instant) -> JoinSession {
+        JoinSession {
+            cfg,
+            phase: Phase::Hello,
+            auth: Auth::None,
+            started: now,
+            last_heard: None,
+            next_hello: now,
+            session: 0,
+            queue: VecDeque::new(),
+            events: VecDeque::new(),
+            stats: SessionStats::default(),
+        }
+    }
+
+    pub fn host(&self) -> SocketAddr {
+        self.cfg.host
+    }
+
+    /// Session id, once welcomed (0 before).
+    pub fn session_id(&self) -> u32 {
+        self.session
+    }
+
+    pub fn stats(&self) -> SessionStats {
+        self.stats
+    }
+
+    /// Start-state bytes (compressed) received so far and in total; (0, 0) before Welcome.
+    pub fn progress(&self) -> (usize, usize) {
+        match &self.phase {
+            Phase::Receiving { rx, .. } => (rx.received_bytes(), rx.packed().len()),
+            _ => (0, 0),
+        }
+    }
+
+    pub fn is_ready(&self) -> bool {
+        matches!(self.phase, Phase::Ready { .. })
+    }
+
+    /// Says goodbye to the host (drain `poll_transmit` afterwards).
+    pub fn leave(&mut self, reason: &str) {
+        for _ in 0..BYE_COPIES {
+            self.queue
+                .push_back(Msg::Bye(reason.into()).encode(self.session));
+        }
+        self.phase = Phase::Done;
+    }
+
+    fn fail(&mut self, e: SessionError) {
+        tracing::warn!("session: join failed: {e}");
+        self.phase = Phase::Done;
+        self.events.push_back(JoinEvent::Failed(e));
+    }
+
+    pub(super) fn hello(&self) -> Vec<u8> {
+        let i = &self.cfg.info;
+        Msg::Hello(Hello {
+            core_name: i.core_name.clone(),
+            core_version: i.core_version.clone(),
+            content_name: i.content_name.clone(),
+            content_hash: i.content_hash,
+            player_name: i.player_name.clone(),
+            auth: self.auth.clone(),
+        })
+        .encode(0)
+    }
+
+    pub fn handle_datagram(
+        &mut self,
+        now: Instant,
+        from: SocketAddr,
+        datagram: &[u8],
+    ) -> Result<(), Dropped> {
+        self.stats.datagrams_in += 1;
+        let result = if from != self.cfg.host {
+            Err(Dropped::NotFromHost(from))
+        } else {
+            self.dispatch(now, datagram)
+        };
+        match &result {
+            Ok(()) => self.last_heard = Some(now),
+            Err(why) => {
+                tracing::trace!(%from, "session: dropped datagram: {why}");
+                self.stats.drop(why);
+            }
+        }
+        result
+    }
+
+    fn dispatch(&mut self, now: Instant, datagram: &[u8]) -> Result<(), Dropped> {
+        let (header, msg) = match Msg::decode(datagram) {
+            Ok(ok) => ok,
+            Err(WireError::Version(v)) if matches!(self.phase, Phase::Hello) => {
+                // A host of another version: its Refuse body is readable whatever the version.
+                let reason = foreign_version(datagram, Kind::Refuse)
+                    .and_then(|_| refuse_text(&datagram[HEADER_LEN..]));
+                self.fail(match reason {
+                    Some(text) => SessionError::Refused(text),
+                    None => SessionError::VersionMismatch {
+                        host: v,
+                        ours: PROTOCOL_VERSION,
+                    },
+                });
+                return Ok(());
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let welcomed = !matches!(self.phase, Phase::Hello);
+        if welcomed && header.session != self.session {
+            return Err(Dropped::WrongSession {
+                got: header.session,
+                want: self.session,
+            });
+        }
+        match (msg, &mut self.phase) {
+            (Msg::Challenge(nonce), Phase::Hello) => {
+                self.auth = match &self.cfg.password {
+                    Some(p) if !p.is_empty() => Auth::Proof {
+                        nonce,
+                        proof: auth::proof(p, &nonce),
+                    },
+                    _ => Auth::NoPassword { nonce },
+                };
+                self.queue.push_back(self.hello());
+                self.next_hello = now + HELLO_INTERVAL;
+            }
+            (Msg::Refuse(reason), Phase::Hello) => self.fail(SessionError::Refused(reason)),
+            (Msg::Welcome(w), Phase::Hello) => self.handle_welcome(now, header.session, w),
+            (Msg::Welcome(_), Phase::Receiving { rx, .. }) => rx.ack_soon(now),
+            (Msg::StateChunk { index, seq, data }, Phase::Receiving { rx, .. }) => {
+                match rx.handle_chunk(now, index, seq, data) {
+                    ChunkOutcome::Invalid => return Err(Dropped::BadChunk),
+                    ChunkOutcome::New if rx.is_full() => self.finish(now),
+                    _ => {}
+                }
+            }
+            // The host missed our final ack: send it again.
+            (
+                Msg::StateChunk { seq, .. },
+                Phase::Ready {
+                    ack_at,
+                    highest_seq,
+                    ..
+                },
+            ) => {
+                *highest_seq = (*highest_seq).max(seq);
+                *ack_at = Some(now);
+            }
+            (Msg::Welcome(_), Phase::Ready { ack_at, .. }) => *ack_at = Some(now),
+            (Msg::Bye(reason), Phase::Receiving { .. } | Phase::Ready { .. }) => {
+                self.fail(SessionError::HostLeft(reason))
+            }
+            // Late copies of handshake answers after we moved on are harmless.
+            (Msg::Challenge(_) | Msg::Refuse(_) | Msg::Welcome(_), _) if welcomed => {}
+            (msg, _) => return Err(Dropped::Unexpected(msg.kind())),
+        }
+        Ok(())
+    }
+
+    fn handle_welcome(&mut self, now: Instant, session: u32, w: Welcome) {
+        let packed_ok =
+            (w.packed_len as usize) <= lz4_flex::block::get_maximum_output_size(MAX_PAYLOAD);
+        if w.raw_len as usize > MAX_PAYLOAD || !packed_ok {
+            return self.fail(SessionError::PayloadTooBig);
+        }
+        if session == 0 || w.chunk_size as usize > MAX_DATAGRAM {
+            return self.fail(SessionError::BadState("malformed welcome".into()));
+        }
+        self.session = session;
+        tracing::info!(
+            slot = w.slot,
+            session = format_args!("{session:08x}"),
+            bytes = w.packed_len,
+            "session: welcomed"
+        );
+        self.events.push_back(JoinEvent::Welcomed {
+            slot: w.slot,
+            session,
+            players: w.players.clone(),
+            packed_len: w.packed_len as usize,
+        });
+        let mut rx = Box::new(Receiver::new(w.packed_len as usize, w.chunk_size as usize));
+        rx.ack_soon(now);
+        let empty = rx.is_full();
+        self.phase = Phase::Receiving { welcome: w, rx };
+        if empty {
+            self.finish(now);
+        }
+    }
+
+    fn finish(&mut self, now: Instant) {
+        let Phase::Receiving { welcome, rx } = &self.phase else {
+            return;
+        };
+        match StartPayload::unpack(rx.packed(), welcome.raw_len, welcome.payload_hash) {
+            Ok(payload) => {
+                let state = StartState {
+                    slot: welcome.slot,
+                    session: self.session,
+                    players: welcome.players.clone(),
+                    fps: welcome.fps,
+                    frame: welcome.frame,
+                    option_diffs: option_diffs(&payload.options, &self.cfg.info.options),
+                    payload,
+                };
+                let count = rx.count();
+                let highest_seq = rx.highest_seq();
+                self.phase = Phase::Ready {
+                    count,
+                    highest_seq,
+                    ack_at: Some(now),
+                    copies: FINAL_ACK_COPIES - 1,
+                };
+                self.events.push_back(JoinEvent::Ready(Box::new(state)));
+            }
+            Err(e) => {
+                self.leave("start state failed verification");
+                self.fail(e);
+            }
+        }
+    }
+
+    pub fn handle_timeout(&mut self, now: Instant) {
+        let timeout = self.cfg.timeout;
+        if matches!(self.phase, Phase::Hello | Phase::Receiving { .. }) {
+            match self.last_heard {
+                None if now >= self.started + timeout => {
+                    let e = SessionError::NoAnswer {
+                        addr: self.cfg.host,
+                        secs: timeout.as_secs_f64().round() as u64,
+                    };
+                    return self.fail(e);
+                }
+                Some(t) if now >= t + timeout => {
+                    let secs = timeout.as_secs_f64().round() as u64;
+                    return self.fail(SessionError::HostSilent { secs });
+                }
+                _ => {}
+            }
+        }
+        if matches!(self.phase, Phase::Hello) && now >= self.next_hello {
+            self.queue.push_back(self.hello());
+            self.next_hello = now + HELLO_INTERVAL;
+        }
+    }
+
+    pub fn poll_transmit(&mut self, now: Instant) -> Option<Transmit> {
+        let bytes = match self.queue.pop_front() {
+            Some(b) => Some(b),
+            None => match &mut self.phase {
+                Phase::Receiving { rx, .. } => rx
+                    .poll_ack(now, false)
+                    .map(|a| Msg::StateAck(a).encode(self.session)),
+                Phase::Ready {
+                    count,
+                    highest_seq,
+                    ack_at,
+                    copies,
+                } if ack_at.is_some_and(|t| t <= now) => {
+                    // Later copies go out spaced, so one burst of loss does not take them all.
+                    *ack_at = (*copies > 0).then(|| now + FINAL_ACK_SPACING);
+                    *copies = copies.saturating_sub(1);
+                    let ack = StateAck {
+                        cum: *count,
+                        highest_seq: *highest_seq,
+                        verified: true,
+                        bitmap: Vec::new(),
+                    };
+                    Some(Msg::StateAck(ack).encode(self.session))
+                }
+                _ => None,
+            },
+        }?;
+        self.stats.datagrams_out += 1;
+        Some(Transmit {
+            to: self.cfg.host,
+            bytes,
+        })
+    }
+
+    pub fn poll_event(&mut self) -> Option<JoinEvent> {
+        self.events.pop_front()
+    }
+
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        if !self.queue.is_empty() {
+            return Some(self.started); // already due
+        }
+        let silence = self.last_heard.unwrap_or(self.started) + self.cfg.timeout;
+        match &self.phase {
+            Phase::Hello => Some(self.next_hello.min(silence)),
+            Phase::Receiving { rx, .. } => Some(rx.deadline().map_or(silence, |d| d.min(silence))),
+            Phase::Ready { ack_at, .. } => *ack_at,
+            Phase::Done => None,
+        }
+    }
+}

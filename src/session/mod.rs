@@ -1,0 +1,170 @@
+//! The session layer: who may join, with what, and the start state every joiner begins from.
+//! Sans-IO like quinn-proto: no sockets, no clock reads; `now` is passed in and randomness
+//! comes from a caller-provided seed. `net` carries the datagrams; `lockstep` takes over once
+//! every player is ready.
+//!
+//! Handshake (host = H, joiner = J; every datagram starts with `wire::Header`):
+//! ```text
+//! J -> H  Hello      core, core version, content name + xxh3, player name   (resent every 250 ms)
+//! H -> J  Challenge  32-byte nonce                        (only if the host set a password)
+//! J -> H  Hello      ... + blake3 keyed hash of the nonce under a password-derived key
+//! H -> J  Welcome    slot, session id, fps, payload length + xxh3, player names
+//!      or Refuse     "content differs: host has a.md (xxh3 ..), you have b.md (xxh3 ..)"
+//! H -> J  StateChunk x N   lz4(options + state + SRAM) in 1152-byte chunks
+//! J -> H  StateAck   cumulative index + bitmap; the last one says "verified"
+//! ```
+//! Calling order for both `HostSession` and `JoinSession`: feed every session-layer datagram
+//! (`is_session_datagram`) to `handle_datagram`, then call `handle_timeout(now)`, drain
+//! `poll_transmit(now)` and `poll_event()`, and sleep until `poll_timeout()` or the next
+//! datagram. Keep doing so after the start: late chunks and Byes still arrive.
+
+mod auth;
+mod host;
+mod join;
+pub mod msg;
+mod payload;
+mod transfer;
+
+use std::fmt;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use thiserror::Error;
+
+use crate::wire::{Kind, WireError, HEADER_LEN, MAGIC};
+
+pub use host::{HostConfig, HostEvent, HostSession, LeftReason, Player};
+pub use join::{JoinConfig, JoinEvent, JoinSession, StartState};
+pub use payload::{StartPayload, MAX_PAYLOAD};
+
+/// Silence after which a handshake or start-state transfer is given up.
+pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
+/// Hello (and Welcome) retransmission interval until answered.
+pub const HELLO_INTERVAL: Duration = Duration::from_millis(250);
+
+/// What a peer runs; the host refuses joiners whose core, core version or content differ.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SessionInfo {
+    pub core_name: String,
+    pub core_version: String,
+    /// File name of the content, shown in messages only; the hash decides.
+    pub content_name: String,
+    /// xxh3 of the content file; `None` for cores that run without content.
+    pub content_hash: Option<u64>,
+    /// Core option values. The host's are sent to joiners, which apply them.
+    pub options: Vec<(String, String)>,
+    pub player_name: String,
+}
+
+/// A datagram to send.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Transmit {
+    pub to: SocketAddr,
+    pub bytes: Vec<u8>,
+}
+
+#[derive(Debug, Error, Clone, PartialEq, Eq)]
+pub enum SessionError {
+    #[error("refused by the host: {0}")]
+    Refused(String),
+    #[error("no answer from {addr} after {secs} s: is the host running and the port open?")]
+    NoAnswer { addr: SocketAddr, secs: u64 },
+    #[error("the host went silent during the handshake ({secs} s without a datagram)")]
+    HostSilent { secs: u64 },
+    #[error("the host speaks framelock protocol {host}, this build speaks {ours}")]
+    VersionMismatch { host: u8, ours: u8 },
+    #[error("the host left: {0}")]
+    HostLeft(String),
+    #[error("start state is bad: {0}")]
+    BadState(String),
+    #[error("start state is too big (limit {} MiB)", MAX_PAYLOAD >> 20)]
+    PayloadTooBig,
+    #[error("left the session")]
+    Left,
+}
+
+/// Why a datagram was dropped (also counted in `SessionStats::dropped_invalid`).
+#[derive(Debug, Error, PartialEq, Eq)]
+pub enum Dropped {
+    #[error(transparent)]
+    Wire(#[from] WireError),
+    #[error("wrong session id {got:#010x} (this session is {want:#010x})")]
+    WrongSession { got: u32, want: u32 },
+    #[error("{0:?} from an address that has not joined")]
+    UnknownPeer(Kind),
+    #[error("datagram from {0}, which is not the host")]
+    NotFromHost(SocketAddr),
+    #[error("unexpected {0:?} datagram")]
+    Unexpected(Kind),
+    #[error("state chunk out of range or of the wrong length")]
+    BadChunk,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SessionStats {
+    pub datagrams_in: u64,
+    pub datagrams_out: u64,
+    /// Malformed, truncated, unknown-sender, unexpected and wrong-session datagrams.
+    pub dropped_invalid: u64,
+    /// The subset of `dropped_invalid` that carried another session id.
+    pub dropped_wrong_session: u64,
+    pub chunks_sent: u64,
+    pub chunks_resent: u64,
+}
+
+impl SessionStats {
+    fn drop(&mut self, why: &Dropped) {
+        self.dropped_invalid += 1;
+        if matches!(why, Dropped::WrongSession { .. }) {
+            self.dropped_wrong_session += 1;
+        }
+    }
+}
+
+/// True for framelock datagrams of a session-layer kind (0x01..=0x0F), whatever their
+/// protocol version (a joiner of another version must still get a readable Refuse).
+pub fn is_session_datagram(datagram: &[u8]) -> bool {
+    datagram.len() >= HEADER_LEN && datagram[0..2] == MAGIC && (0x01..=0x0f).contains(&datagram[3])
+}
+
+/// A core option whose value the joiner had different from the host's (the host's wins).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OptionDiff {
+    pub key: String,
+    pub host: Option<String>,
+    pub local: Option<String>,
+}
+
+impl fmt::Display for OptionDiff {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let show = |v: &Option<String>| v.clone().unwrap_or_else(|| "(unset)".into());
+        write!(
+            f,
+            "core option {}: host has {}, you had {} (using the host's)",
+            self.key,
+            show(&self.host),
+            show(&self.local)
+        )
+    }
+}
+
+/// Options whose values differ between the host's and the local list, sorted by key.
+pub fn option_diffs(host: &[(String, String)], local: &[(String, String)]) -> Vec<OptionDiff> {
+    use std::collections::BTreeMap;
+    let h: BTreeMap<_, _> = host.iter().map(|(k, v)| (k, v)).collect();
+    let l: BTreeMap<_, _> = local.iter().map(|(k, v)| (k, v)).collect();
+    let mut keys: Vec<_> = h.keys().chain(l.keys()).copied().collect();
+    keys.sort();
+    keys.dedup();
+    keys.into_iter()
+        .filter(|k| h.get(k) != l.get(k))
+        .map(|k| OptionDiff {
+            key: k.clone(),
+            host: h.get(k).map(|v| v.to_string()),
+            local: l.get(k).map(|v| v.to_string()),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod sim_tests;

@@ -1,0 +1,541 @@
+//! Host and joiners over a simulated lossy network on simulated time: proves the handshake,
+//! the refusals and the start-state transfer without sockets, in milliseconds of real time.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use rand::{rngs::SmallRng, Rng, RngCore, SeedableRng};
+
+use super::*;
+use crate::net::conditioner::Conditioner;
+use crate::wire::PROTOCOL_VERSION;
+
+const LOSSY: &str = "delay=40ms,jitter=10ms,loss=25%,dup=2%,reorder=2%";
+
+fn info(player: &str) -> SessionInfo {
+    SessionInfo {
+        core_name: "Genesis Plus GX".into(),
+        core_version: "v1.7.4".into(),
+        content_name: "airstriker.md".into(),
+        content_hash: Some(0x1a2b_3c4d_5e6f_7081),
+        options: vec![
+            ("genesis_plus_gx_bram".into(), "per bios".into()),
+            ("genesis_plus_gx_region".into(), "auto".into()),
+        ],
+        player_name: player.into(),
+    }
+}
+
+fn addr(i: u16) -> SocketAddr {
+    SocketAddr::from(([127, 0, 0, 1], 40000 + i))
+}
+
+fn random_state(len: usize, seed: u64) -> Vec<u8> {
+    let mut v = vec![0u8; len];
+    SmallRng::seed_from_u64(seed).fill_bytes(&mut v);
+    v
+}
+
+struct Sim {
+    now: Instant,
+    start: Instant,
+    host: HostSession,
+    joiners: Vec<(SocketAddr, JoinSession)>,
+    links: HashMap<SocketAddr, Conditioner>,
+    netsim: String,
+    seed: u64,
+    host_events: Vec<HostEvent>,
+    join_events: Vec<(SocketAddr, JoinEvent)>,
+    /// Every datagram put on the network, as (from, to, bytes).
+    wire: Vec<(SocketAddr, SocketAddr, Vec<u8>)>,
+}
+
+impl Sim {
+    fn new(cfg: HostConfig, state: Vec<u8>, netsim: &str) -> Sim {
+        let now = Instant::now();
+        Sim {
+            now,
+            start: now,
+            host: HostSession::new(cfg, info("host"), state, vec![0xaa; 2048]).unwrap(),
+            joiners: Vec::new(),
+            links: HashMap::new(),
+            netsim: netsim.into(),
+            seed: 100,
+            host_events: Vec::new(),
+            join_events: Vec::new(),
+            wire: Vec::new(),
+        }
+    }
+
+    fn join(&mut self, i: u16, info: SessionInfo, password: Option<&str>) -> SocketAddr {
+        let mut cfg = JoinConfig::new(addr(0), info);
+        cfg.password = password.map(str::to_string);
+        self.joiners
+            .push((addr(i), JoinSession::new(cfg, self.now)));
+        addr(i)
+    }
+
+    fn send(&mut self, from: SocketAddr, t: Transmit) {
+        self.wire.push((from, t.to, t.bytes.clone()));
+        self.seed += 1;
+        let sim = format!("{},seed={}", self.netsim, self.seed);
+        self.links
+            .entry(from)
+            .or_insert_with(|| Conditioner::new(sim.parse().unwrap()))
+            .push(self.now, t.to, t.bytes);
+    }
+
+    fn deliver(&mut self, from: SocketAddr, to: SocketAddr, bytes: &[u8]) {
+        let now = self.now;
+        if to == addr(0) {
+            let _ = self.host.handle_datagram(now, from, bytes);
+        } else if let Some((_, j)) = self.joiners.iter_mut().find(|(a, _)| *a == to) {
+            let _ = j.handle_datagram(now, from, bytes);
+        }
+    }
+
+    /// Runs until `done` holds or `limit` of simulated time passed; false on the limit.
+    fn run_until(&mut self, limit: Duration, mut done: impl FnMut(&Sim) -> bool) -> bool {
+        for _ in 0..5_000_000 {
+            let now = self.now;
+            let mut due = Vec::new();
+            for (from, c) in &mut self.links {
+                while let Some((to, bytes)) = c.poll_due(now) {
+                    due.push((*from, to, bytes));
+                }
+            }
+            for (from, to, bytes) in due {
+                self.deliver(from, to, &bytes);
+            }
+            self.host.handle_timeout(now);
+            while let Some(t) = self.host.poll_transmit(now) {
+                self.send(addr(0), t);
+            }
+            while let Some(e) = self.host.poll_event() {
+                self.host_events.push(e);
+            }
+            for k in 0..self.joiners.len() {
+                let a = self.joiners[k].0;
+                self.joiners[k].1.handle_timeout(now);
+                while let Some(t) = self.joiners[k].1.poll_transmit(now) {
+                    self.send(a, t);
+                }
+                while let Some(e) = self.joiners[k].1.poll_event() {
+                    self.join_events.push((a, e));
+                }
+            }
+            if done(self) {
+                return true;
+            }
+            if now - self.start > limit {
+                return false;
+            }
+            let next = std::iter::once(self.host.poll_timeout())
+                .chain(self.joiners.iter().map(|(_, j)| j.poll_timeout()))
+                .chain(self.links.values().map(|c| c.next_due()))
+                .flatten()
+                .min()
+                .unwrap_or(now + Duration::from_millis(100));
+            self.now = next.max(now + Duration::from_micros(1));
+        }
+        false
+    }
+
+    fn ready(&self, a: SocketAddr) -> Option<&StartState> {
+        self.join_events.iter().find_map(|(x, e)| match e {
+            JoinEvent::Ready(s) if *x == a => Some(&**s),
+            _ => None,
+        })
+    }
+
+    fn failure(&self, a: SocketAddr) -> Option<&SessionError> {
+        self.join_events.iter().find_map(|(x, e)| match e {
+            JoinEvent::Failed(err) if *x == a => Some(err),
+            _ => None,
+        })
+    }
+
+    fn settled(&self, a: SocketAddr) -> bool {
+        self.ready(a).is_some() || self.failure(a).is_some()
+    }
+}
+
+fn cfg() -> HostConfig {
+    HostConfig::new(0xfeed_beef, 42, 59.92)
+}
+
+#[test]
+fn joiner_gets_welcome_and_exact_state_over_a_lossy_link() {
+    let state = random_state(1 << 20, 1);
+    let mut sim = Sim::new(cfg(), state.clone(), LOSSY);
+    let mut mine = info("ana");
+    mine.options[1].1 = "pal".into();
+    let a = sim.join(1, mine, None);
+    assert!(sim.run_until(Duration::from_secs(30), |s| s.settled(a)));
+    let took = sim.now - sim.start;
+    let got = sim.ready(a).expect("ready").clone();
+    assert_eq!(got.payload.state, state);
+    assert_eq!(got.payload.sram, vec![0xaa; 2048]);
+    assert_eq!(got.payload.options, info("host").options);
+    assert_eq!((got.slot, got.session, got.fps), (1, 0xfeed_beef, 59.92));
+    assert_eq!(
+        got.players,
+        vec![(0, "host".to_string()), (1, "ana".to_string())]
+    );
+    assert_eq!(
+        got.option_diffs
+            .iter()
+            .map(|d| d.to_string())
+            .collect::<Vec<_>>(),
+        vec!["core option genesis_plus_gx_region: host has auto, you had pal (using the host's)"]
+    );
+    // The host learns it too (the final ack may need a resend).
+    assert!(sim.run_until(Duration::from_secs(40), |s| s.host.all_ready()));
+    assert!(matches!(
+        sim.host_events[0],
+        HostEvent::Joined { slot: 1, .. }
+    ));
+    assert!(sim.host_events.contains(&HostEvent::Ready { slot: 1 }));
+    eprintln!("1 MiB over {LOSSY}: ready after {took:?} simulated");
+    assert!(took < Duration::from_secs(10), "{took:?}");
+}
+
+#[test]
+fn four_mib_with_quarter_loss_transfers_in_a_few_seconds() {
+    for (netsim, limit) in [("loss=25%", 3.0), ("delay=40ms,jitter=10ms,loss=25%", 8.0)] {
+        let state = random_state(4 << 20, 2);
+        let mut sim = Sim::new(cfg(), state.clone(), netsim);
+        let a = sim.join(1, info("ana"), None);
+        assert!(sim.run_until(Duration::from_secs(60), |s| s.settled(a)));
+        assert_eq!(sim.ready(a).expect("ready").payload.state, state);
+        let took = (sim.now - sim.start).as_secs_f64();
+        let stats = {
+            sim.run_until(Duration::from_secs(70), |s| s.host.all_ready());
+            sim.host.stats()
+        };
+        eprintln!(
+            "4 MiB over {netsim}: {took:.2} s simulated, {} chunks sent, {} resent",
+            stats.chunks_sent, stats.chunks_resent
+        );
+        assert!(took < limit, "{netsim}: {took} s");
+    }
+}
+
+#[test]
+fn each_mismatch_is_refused_naming_both_sides() {
+    type Edit = fn(&mut SessionInfo);
+    let cases: Vec<(Edit, &str)> = vec![
+        (
+            |i| {
+                i.content_name = "other.md".into();
+                i.content_hash = Some(0xdead);
+            },
+            "content differs: host has airstriker.md (xxh3 1a2b3c4d5e6f7081), you have other.md (xxh3 000000000000dead)",
+        ),
+        (
+            |i| i.core_name = "PicoDrive".into(),
+            "core differs: host runs Genesis Plus GX, you run PicoDrive",
+        ),
+        (
+            |i| i.core_version = "v1.7.3".into(),
+            "core version differs: host runs Genesis Plus GX v1.7.4, you run Genesis Plus GX v1.7.3",
+        ),
+    ];
+    for (edit, want) in cases {
+        let mut sim = Sim::new(cfg(), vec![1; 1000], LOSSY);
+        let mut mine = info("bob");
+        edit(&mut mine);
+        let a = sim.join(1, mine, None);
+        assert!(sim.run_until(Duration::from_secs(10), |s| s.settled(a)));
+        assert_eq!(sim.failure(a), Some(&SessionError::Refused(want.into())));
+        assert!(sim.host.players().len() == 1, "nobody admitted");
+        assert!(matches!(&sim.host_events[0], HostEvent::Refused { reason, .. } if reason == want));
+    }
+}
+
+#[test]
+fn option_values_differing_is_not_a_refusal() {
+    let mut sim = Sim::new(cfg(), vec![1; 1000], "");
+    let mut mine = info("bob");
+    mine.options.clear();
+    let a = sim.join(1, mine, None);
+    assert!(sim.run_until(Duration::from_secs(10), |s| s.settled(a)));
+    assert_eq!(sim.ready(a).unwrap().option_diffs.len(), 2);
+}
+
+#[test]
+fn password_is_checked_by_challenge_and_never_sent() {
+    let secret = "correct horse battery";
+    let mut c = cfg();
+    c.password = Some(secret.into());
+    let mut sim = Sim::new(c, vec![7; 5000], LOSSY);
+    let right = sim.join(1, info("ana"), Some(secret));
+    let wrong = sim.join(2, info("bob"), Some("incorrect horse"));
+    let none = sim.join(3, info("cy"), None);
+    assert!(sim.run_until(Duration::from_secs(20), |s| {
+        s.settled(right) && s.settled(wrong) && s.settled(none)
+    }));
+    assert_eq!(sim.ready(right).unwrap().payload.state, vec![7; 5000]);
+    assert_eq!(
+        sim.failure(wrong),
+        Some(&SessionError::Refused("wrong password".into()))
+    );
+    assert!(
+        matches!(sim.failure(none), Some(SessionError::Refused(r)) if r.starts_with("wrong password"))
+    );
+    let needle = secret.as_bytes();
+    assert!(
+        sim.wire.iter().any(|(_, _, b)| b[3] == 0x02),
+        "a challenge was sent"
+    );
+    for (_, _, bytes) in &sim.wire {
+        assert!(!bytes.windows(needle.len()).any(|w| w == needle));
+        assert!(!bytes.windows(9).any(|w| w == b"incorrect"));
+    }
+}
+
+#[test]
+fn lobby_fills_up_and_then_refuses() {
+    for host_is_player in [true, false] {
+        let mut c = cfg();
+        c.host_is_player = host_is_player;
+        let mut sim = Sim::new(c, vec![3; 3000], LOSSY);
+        let fits = if host_is_player { 7 } else { 8 };
+        let ins: Vec<_> = (1..=fits)
+            .map(|i| sim.join(i, info(&format!("p{i}")), None))
+            .collect();
+        assert!(sim.run_until(Duration::from_secs(20), |s| ins
+            .iter()
+            .all(|a| s.settled(*a))));
+        let mut slots: Vec<u8> = ins.iter().map(|a| sim.ready(*a).unwrap().slot).collect();
+        slots.sort();
+        let first = host_is_player as u8;
+        assert_eq!(slots, (first..8).collect::<Vec<_>>());
+        let late = sim.join(20, info("late"), None);
+        assert!(sim.run_until(Duration::from_secs(30), |s| s.settled(late)));
+        assert_eq!(
+            sim.failure(late),
+            Some(&SessionError::Refused("session is full (8 players)".into()))
+        );
+    }
+}
+
+#[test]
+fn resent_hellos_keep_their_slot() {
+    let mut sim = Sim::new(cfg(), vec![3; 3000], "dup=50%");
+    let a = sim.join(1, info("ana"), None);
+    let hello = sim.joiners[0].1.hello();
+    for _ in 0..5 {
+        let now = sim.now;
+        sim.host.handle_datagram(now, a, &hello).unwrap();
+    }
+    assert!(sim.run_until(Duration::from_secs(10), |s| s.settled(a)));
+    assert_eq!(sim.ready(a).unwrap().slot, 1);
+    assert_eq!(sim.host.players().len(), 2);
+    let joined = sim
+        .host_events
+        .iter()
+        .filter(|e| matches!(e, HostEvent::Joined { .. }))
+        .count();
+    assert_eq!(joined, 1);
+}
+
+#[test]
+fn other_protocol_versions_get_a_readable_refusal() {
+    let mut sim = Sim::new(cfg(), vec![3; 3000], "");
+    let mut hello = Msg::Hello(msg::Hello {
+        core_name: "x".into(),
+        core_version: "y".into(),
+        content_name: String::new(),
+        content_hash: None,
+        player_name: "old".into(),
+        auth: msg::Auth::None,
+    })
+    .encode(0);
+    hello[2] = PROTOCOL_VERSION + 1;
+    let now = sim.now;
+    sim.host.handle_datagram(now, addr(9), &hello).unwrap();
+    let t = sim.host.poll_transmit(now).unwrap();
+    assert_eq!(t.to, addr(9));
+    let text = msg::refuse_text(&t.bytes[8..]).unwrap();
+    assert_eq!(
+        text,
+        format!(
+            "protocol version differs: host speaks {PROTOCOL_VERSION}, you speak {}",
+            PROTOCOL_VERSION + 1
+        )
+    );
+
+    // And a joiner reads a Refuse from a host of another version.
+    let mut j = JoinSession::new(JoinConfig::new(addr(0), info("j")), now);
+    let mut refuse =
+        Msg::Refuse("protocol version differs: host speaks 9, you speak 1".into()).encode(0);
+    refuse[2] = 9;
+    j.handle_datagram(now, addr(0), &refuse).unwrap();
+    assert!(
+        matches!(j.poll_event(), Some(JoinEvent::Failed(SessionError::Refused(r))) if r.contains("host speaks 9"))
+    );
+}
+
+use super::msg::{self, Msg};
+
+#[test]
+fn hostile_datagrams_do_not_disturb_a_transfer_and_are_counted() {
+    let state = random_state(300_000, 4);
+    let mut sim = Sim::new(cfg(), state.clone(), "loss=10%,delay=5ms");
+    let a = sim.join(1, info("ana"), None);
+    let mut rng = SmallRng::seed_from_u64(5);
+    let mut sent = 0u64;
+    let wrong_session = |kind: u8, rng: &mut SmallRng| {
+        let mut d = vec![b'F', b'L', PROTOCOL_VERSION, kind];
+        d.extend_from_slice(&rng.gen_range(1u32..0xfeed_0000).to_le_bytes());
+        d.extend((0..rng.gen_range(0..40)).map(|_| rng.gen::<u8>()));
+        d
+    };
+    // Garbage between simulation steps until the joiner is ready.
+    for round in 0..2000 {
+        for _ in 0..20 {
+            let now = sim.now;
+            let mut junk = match rng.gen_range(0..4) {
+                0 => wrong_session(0x06, &mut rng),
+                1 => wrong_session(0x05, &mut rng),
+                2 => vec![b'F', b'L', PROTOCOL_VERSION, 0x06, 0, 0],
+                _ => (0..rng.gen_range(0..100))
+                    .map(|_| rng.gen::<u8>())
+                    .collect(),
+            };
+            if junk.len() >= 4 && junk[3] == 0x01 {
+                junk[3] = 0x06; // never a Hello: that would be a join attempt, not garbage
+            }
+            sim.host.handle_datagram(now, addr(66), &junk).ok();
+            // Garbage "from the host" to the joiner, wrong session or malformed.
+            sim.joiners[0]
+                .1
+                .handle_datagram(now, addr(0), &wrong_session(0x05, &mut rng))
+                .ok();
+            sent += 1;
+        }
+        if sim.run_until(Duration::from_millis(20 * (round + 1)), |s| s.settled(a)) {
+            break;
+        }
+    }
+    assert_eq!(sim.ready(a).expect("ready").payload.state, state);
+    assert!(
+        sim.host.stats().dropped_invalid >= sent,
+        "{:?}",
+        sim.host.stats()
+    );
+    assert_eq!(sim.joiners[0].1.stats().dropped_invalid, sent);
+}
+
+#[test]
+fn silence_times_out_on_both_sides() {
+    // No host at all.
+    let now = Instant::now();
+    let mut j = JoinSession::new(JoinConfig::new(addr(0), info("j")), now);
+    let mut t = now;
+    let mut hellos = 0;
+    while j.poll_event().is_none() && t < now + Duration::from_secs(10) {
+        j.handle_timeout(t);
+        while j.poll_transmit(t).is_some() {
+            hellos += 1;
+        }
+        t = j
+            .poll_timeout()
+            .unwrap_or(t + Duration::from_millis(10))
+            .max(t);
+        t += Duration::from_micros(1);
+    }
+    assert!(hellos >= 19, "hello resent every 250 ms: {hellos}");
+    let mut j2 = JoinSession::new(JoinConfig::new(addr(0), info("j")), now);
+    j2.handle_timeout(now + HANDSHAKE_TIMEOUT);
+    assert_eq!(
+        j2.poll_event(),
+        Some(JoinEvent::Failed(SessionError::NoAnswer {
+            addr: addr(0),
+            secs: 5
+        }))
+    );
+    assert_eq!(
+        SessionError::NoAnswer {
+            addr: addr(0),
+            secs: 5
+        }
+        .to_string(),
+        "no answer from 127.0.0.1:40000 after 5 s: is the host running and the port open?"
+    );
+
+    // A joiner that vanishes mid-transfer is dropped by the host.
+    let mut sim = Sim::new(cfg(), random_state(200_000, 3), "delay=10ms");
+    let a = sim.join(1, info("ana"), None);
+    assert!(sim.run_until(Duration::from_secs(5), |s| s
+        .host
+        .transfer_progress(1)
+        .is_some()));
+    sim.joiners.clear();
+    let left = HostEvent::Left {
+        slot: 1,
+        reason: LeftReason::Timeout,
+    };
+    assert!(sim.run_until(Duration::from_secs(20), |s| s.host_events.contains(&left)));
+    assert!(sim.host.slot_of(a).is_none());
+}
+
+#[test]
+fn bye_works_both_ways() {
+    let mut sim = Sim::new(cfg(), vec![5; 5000], "");
+    let a = sim.join(1, info("ana"), None);
+    let b = sim.join(2, info("bob"), None);
+    assert!(sim.run_until(Duration::from_secs(5), |s| s.settled(a) && s.settled(b)));
+    let slot = sim.ready(a).unwrap().slot;
+    sim.joiners[0].1.leave("quit");
+    assert!(
+        sim.run_until(Duration::from_secs(5), |s| s.host_events.contains(
+            &HostEvent::Left {
+                slot,
+                reason: LeftReason::Bye("quit".into())
+            }
+        ))
+    );
+    sim.host.shutdown("host closed the session");
+    assert!(sim.run_until(Duration::from_secs(5), |s| s.failure(b).is_some()));
+    assert_eq!(
+        sim.failure(b),
+        Some(&SessionError::HostLeft("host closed the session".into()))
+    );
+}
+
+#[test]
+fn closed_lobby_refuses_late_joiners() {
+    let mut sim = Sim::new(cfg(), vec![5; 5000], "");
+    sim.host.close_lobby();
+    let a = sim.join(1, info("ana"), None);
+    assert!(sim.run_until(Duration::from_secs(5), |s| s.settled(a)));
+    assert_eq!(
+        sim.failure(a),
+        Some(&SessionError::Refused(
+            "the game has already started".into()
+        ))
+    );
+}
+
+#[test]
+fn zz_trace_progress() {
+    let state = random_state(1 << 20, 1);
+    let mut sim = Sim::new(cfg(), state, LOSSY);
+    let a = sim.join(1, info("ana"), None);
+    let mut last = None;
+    let mut t_next = Duration::ZERO;
+    sim.run_until(Duration::from_secs(30), |s| {
+        let p = s.host.transfer_progress(1);
+        let t = s.now - s.start;
+        if t >= t_next && p != last {
+            eprintln!("{:>6.0} ms progress {:?}", t.as_secs_f64() * 1e3, p);
+            last = p;
+            t_next = t + Duration::from_millis(50);
+        }
+        s.settled(a)
+    });
+    eprintln!("ready at {:?}", sim.now - sim.start);
+}

@@ -1,0 +1,137 @@
+//! The datagram header every framelock packet starts with, shared by the session handshake
+//! (`session`) and the lockstep protocol (`lockstep`).
+//!
+//! ```text
+//! offset size field
+//!      0    2 magic  b"FL"
+//!      2    1 version PROTOCOL_VERSION
+//!      3    1 kind    (Kind)
+//!      4    4 session id, u32 little endian (0 until the host has assigned one)
+//!      8    . body, defined by the kind
+//! ```
+//! All multi-byte integers on the wire are little endian.
+
+use thiserror::Error;
+
+pub const MAGIC: [u8; 2] = *b"FL";
+/// Bumped on every incompatible wire change; peers with another version are refused by name.
+pub const PROTOCOL_VERSION: u8 = 1;
+pub const HEADER_LEN: usize = 8;
+/// Datagrams larger than this are never sent (fits a 1280-byte IPv6 MTU with headers to spare).
+pub const MAX_DATAGRAM: usize = 1200;
+
+/// What a datagram's body holds. Session-layer kinds are 0x01..=0x0F, lockstep kinds 0x10..=0x1F.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+#[repr(u8)]
+pub enum Kind {
+    /// client -> host: wants to join (version, names, hashes, options, password proof).
+    Hello = 0x01,
+    /// host -> client: password challenge nonce.
+    Challenge = 0x02,
+    /// host -> client: accepted; carries session id, player slot, host's options.
+    Welcome = 0x03,
+    /// host -> client: refused, with a reason.
+    Refuse = 0x04,
+    /// host -> client: a chunk of the start state.
+    StateChunk = 0x05,
+    /// client -> host: which state chunks arrived.
+    StateAck = 0x06,
+    /// either way: leaving on purpose.
+    Bye = 0x07,
+    /// client -> server lockstep control (inputs, acks, timestamps, checksums).
+    Ctrl = 0x10,
+    /// server -> client lockstep update (everyone's inputs, next keyframe).
+    Update = 0x11,
+}
+
+impl Kind {
+    pub fn from_u8(v: u8) -> Option<Kind> {
+        Some(match v {
+            0x01 => Kind::Hello,
+            0x02 => Kind::Challenge,
+            0x03 => Kind::Welcome,
+            0x04 => Kind::Refuse,
+            0x05 => Kind::StateChunk,
+            0x06 => Kind::StateAck,
+            0x07 => Kind::Bye,
+            0x10 => Kind::Ctrl,
+            0x11 => Kind::Update,
+            _ => return None,
+        })
+    }
+}
+
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub struct Header {
+    pub kind: Kind,
+    pub session: u32,
+}
+
+#[derive(Debug, Error, PartialEq, Eq)]
+pub enum WireError {
+    #[error("datagram too short ({0} bytes)")]
+    Truncated(usize),
+    #[error("not a framelock datagram (bad magic)")]
+    BadMagic,
+    #[error("protocol version {0} (this build speaks {PROTOCOL_VERSION})")]
+    Version(u8),
+    #[error("unknown datagram kind {0:#04x}")]
+    UnknownKind(u8),
+    #[error("malformed {0:?} body")]
+    Malformed(Kind),
+}
+
+impl Header {
+    pub fn write(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&MAGIC);
+        out.push(PROTOCOL_VERSION);
+        out.push(self.kind as u8);
+        out.extend_from_slice(&self.session.to_le_bytes());
+    }
+
+    /// Splits a datagram into its header and body.
+    pub fn parse(datagram: &[u8]) -> Result<(Header, &[u8]), WireError> {
+        if datagram.len() < HEADER_LEN {
+            return Err(WireError::Truncated(datagram.len()));
+        }
+        if datagram[0..2] != MAGIC {
+            return Err(WireError::BadMagic);
+        }
+        if datagram[2] != PROTOCOL_VERSION {
+            return Err(WireError::Version(datagram[2]));
+        }
+        let kind = Kind::from_u8(datagram[3]).ok_or(WireError::UnknownKind(datagram[3]))?;
+        let session = u32::from_le_bytes(datagram[4..8].try_into().expect("4 bytes"));
+        Ok((Header { kind, session }, &datagram[HEADER_LEN..]))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn header_round_trips_and_rejects_garbage() {
+        let mut buf = Vec::new();
+        Header {
+            kind: Kind::Update,
+            session: 0xdead_beef,
+        }
+        .write(&mut buf);
+        buf.extend_from_slice(b"body");
+        let (h, body) = Header::parse(&buf).unwrap();
+        assert_eq!(
+            (h.kind, h.session, body),
+            (Kind::Update, 0xdead_beef, &b"body"[..])
+        );
+        assert_eq!(Header::parse(&buf[..5]), Err(WireError::Truncated(5)));
+        let mut bad = buf.clone();
+        bad[2] = 9;
+        assert_eq!(Header::parse(&bad), Err(WireError::Version(9)));
+        bad = buf.clone();
+        bad[3] = 0x7f;
+        assert_eq!(Header::parse(&bad), Err(WireError::UnknownKind(0x7f)));
+        bad[0] = b'X';
+        assert_eq!(Header::parse(&bad), Err(WireError::BadMagic));
+    }
+}

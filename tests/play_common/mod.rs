@@ -1,0 +1,71 @@
+//! Helpers shared by the `play_*` and `window_*` tests: the binary, fixtures, stats files.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+pub const SETUP_HINT: &str = "run `bash .ci/setup` to install the test fixtures";
+
+/// Real cores and the Airstriker ROM fetched by `.ci/setup`.
+pub struct Fixtures {
+    pub gpgx: PathBuf,
+    pub fbneo: PathBuf,
+    pub airstriker: PathBuf,
+}
+
+pub fn fixtures() -> Fixtures {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/fixtures/stable-retro");
+    let f = Fixtures {
+        gpgx: root.join("stable_retro/cores/genesis_plus_gx_libretro.so"),
+        fbneo: root.join("stable_retro/cores/fbneo_libretro.so"),
+        airstriker: root.join("roms/airstriker.md"),
+    };
+    for p in [&f.gpgx, &f.fbneo, &f.airstriker] {
+        assert!(p.exists(), "missing fixture {}: {SETUP_HINT}", p.display());
+    }
+    f
+}
+
+/// The framelock binary with config and data directories inside `home`, so tests never
+/// read the user's config or write into their data directory.
+pub fn framelock(home: &Path) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_framelock"));
+    cmd.env("XDG_CONFIG_HOME", home.join("config"))
+        .env("XDG_DATA_HOME", home.join("data"))
+        .env_remove("RUST_LOG");
+    cmd
+}
+
+pub fn text(out: &Output) -> String {
+    format!(
+        "status {:?}\nstdout:\n{}\nstderr:\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// Runs `framelock play ARGS --headless --stats-json ...` and returns the stats.
+pub fn headless_stats(home: &Path, name: &str, args: &[&str]) -> Value {
+    let stats = home.join(format!("{name}.json"));
+    let out = framelock(home)
+        .arg("play")
+        .args(args)
+        .arg("--headless")
+        .arg("--stats-json")
+        .arg(&stats)
+        .output()
+        .expect("run framelock");
+    assert!(out.status.success(), "{}", text(&out));
+    let json = std::fs::read_to_string(&stats).expect("stats file written");
+    serde_json::from_str(&json).expect("stats file is JSON")
+}
+
+pub fn checksum(stats: &Value) -> &str {
+    let c = stats["checksum"].as_str().expect("checksum is a string");
+    assert_eq!(c.len(), 16, "checksum {c:?} is 16 hex digits");
+    assert!(c.chars().all(|ch| ch.is_ascii_hexdigit()));
+    c
+}
