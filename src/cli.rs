@@ -9,6 +9,9 @@ use crate::app::{PlayOptions, RunnerConfig};
 use crate::config::Config;
 use crate::frontend::audio::AudioSettings;
 use crate::host::{CoreSource, HostConfig};
+use crate::lockstep::DEFAULT_KEYFRAME_INTERVAL;
+use crate::net::NetSim;
+use crate::netplay::{HostOptions, JoinOptions, NetOptions, DEFAULT_PORT};
 
 const AFTER_HELP: &str = "\
 Examples:
@@ -36,6 +39,116 @@ pub enum Command {
     /// Play a game locally (the built-in game without CONTENT and --core).
     #[command(after_help = AFTER_HELP)]
     Play(PlayArgs),
+    /// Host a netplay session: you are player 1, friends join with `framelock join`.
+    #[command(after_help = HOST_HELP)]
+    Host(HostArgs),
+    /// Join a netplay session hosted with `framelock host`.
+    #[command(after_help = JOIN_HELP)]
+    Join(JoinArgs),
+}
+
+const HOST_HELP: &str = "\
+Examples:
+  framelock host                                   host the built-in game for 2 players
+  framelock host --players 4 --password secret     4 players, password protected
+  framelock host game.md --core genesis_plus_gx_libretro.so --port 7900
+  framelock host --netsim delay=50ms,jitter=10ms,loss=5%   rehearse a bad link
+
+Everyone needs the same core and content; the host's core options and machine state are
+sent to every joiner. The game starts when --players players are in. UDP port 7845 must be
+reachable (forward it on your router).";
+
+const JOIN_HELP: &str = "\
+Examples:
+  framelock join 192.0.2.10                        join the built-in game on port 7845
+  framelock join example.org:7900 game.md --core genesis_plus_gx_libretro.so
+  framelock join [2001:db8::1]:7845 --password secret --name ana";
+
+/// Options of both netplay ends.
+#[derive(Debug, Clone, Args)]
+pub struct NetArgs {
+    /// Session password (never sent in clear; checked by challenge-response).
+    #[arg(long, value_name = "P")]
+    pub password: Option<String>,
+    /// Your name as the other players see it (default: $USER).
+    #[arg(long, value_name = "NICK")]
+    pub name: Option<String>,
+    /// Impair this peer's outgoing packets, e.g. delay=50ms,jitter=10ms,loss=5%,dup=1%,reorder=2%,seed=7
+    #[arg(long, value_name = "SPEC")]
+    pub netsim: Option<NetSim>,
+    /// Frames between desync checks (each peer's machine checksum is compared).
+    #[arg(long, value_name = "N", default_value_t = 60, value_parser = clap::value_parser!(u32).range(1..=3600))]
+    pub checksum_interval: u32,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct HostArgs {
+    #[command(flatten)]
+    pub play: PlayArgs,
+    /// UDP port to listen on.
+    #[arg(long, default_value_t = DEFAULT_PORT)]
+    pub port: u16,
+    /// Players in the session, yours included; the game starts when all have joined.
+    #[arg(long, value_name = "N", default_value_t = 2, value_parser = clap::value_parser!(u8).range(1..=8))]
+    pub players: u8,
+    /// Keyframe interval K: frames between two input messages (CTRL) of each player.
+    #[arg(short = 'K', long = "keyframe-interval", value_name = "N", default_value_t = DEFAULT_KEYFRAME_INTERVAL, value_parser = clap::value_parser!(u32).range(1..=60))]
+    pub keyframe_interval: u32,
+    /// Give up if the players are not all in after this many seconds (default: wait).
+    #[arg(long, value_name = "SECS")]
+    pub lobby_timeout: Option<u64>,
+    #[command(flatten)]
+    pub net: NetArgs,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct JoinArgs {
+    /// The host: HOST, HOST:PORT or [IPV6]:PORT (default port 7845).
+    #[arg(value_name = "HOST[:PORT]")]
+    pub host: String,
+    #[command(flatten)]
+    pub play: PlayArgs,
+    #[command(flatten)]
+    pub net: NetArgs,
+}
+
+impl NetArgs {
+    fn to_options(&self, play: PlayOptions) -> NetOptions {
+        let name = self
+            .name
+            .clone()
+            .or_else(|| std::env::var("USER").ok())
+            .filter(|n| !n.trim().is_empty())
+            .unwrap_or_else(|| "player".into());
+        NetOptions {
+            play,
+            name,
+            password: self.password.clone(),
+            netsim: self.netsim.clone(),
+            checksum_interval: self.checksum_interval,
+        }
+    }
+}
+
+impl HostArgs {
+    pub fn to_options(&self, config: &Config) -> Result<HostOptions, CliError> {
+        Ok(HostOptions {
+            net: self.net.to_options(self.play.to_options(config)?),
+            port: self.port,
+            players: self.players,
+            keyframe_interval: self.keyframe_interval,
+            lobby_timeout: self.lobby_timeout.map(Duration::from_secs),
+        })
+    }
+}
+
+impl JoinArgs {
+    pub fn to_options(&self, config: &Config) -> Result<JoinOptions, CliError> {
+        Ok(JoinOptions {
+            net: self.net.to_options(self.play.to_options(config)?),
+            host: self.host.clone(),
+        })
+    }
 }
 
 #[derive(Debug, Clone, Args)]
@@ -175,6 +288,7 @@ mod tests {
         argv.extend_from_slice(args);
         match Cli::try_parse_from(argv).unwrap().command {
             Command::Play(p) => p,
+            other => panic!("parsed as {other:?}"),
         }
     }
 
@@ -235,6 +349,45 @@ mod tests {
         assert_eq!(o.runner.max_frames, Some(60));
         assert!(o.runner.fast && o.headless && !o.audio.enabled);
         assert_eq!(o.bot, Some(9));
+    }
+
+    #[test]
+    fn netplay_commands_take_play_flags_too() {
+        let cli = Cli::try_parse_from([
+            "framelock",
+            "join",
+            "127.0.0.1:9000",
+            "rom.md",
+            "--core",
+            "x.so",
+            "--headless",
+            "--bot",
+            "3",
+            "--name",
+            "ana",
+            "--netsim",
+            "loss=5%,delay=40ms",
+        ])
+        .unwrap();
+        let Command::Join(j) = cli.command else {
+            panic!("not join")
+        };
+        let o = j.to_options(&Config::default()).unwrap();
+        assert_eq!(o.host, "127.0.0.1:9000");
+        assert_eq!(o.net.play.content, Some(PathBuf::from("rom.md")));
+        assert!(o.net.play.headless && o.net.netsim.is_some());
+        assert_eq!((o.net.name.as_str(), o.net.play.bot), ("ana", Some(3)));
+        let cli = Cli::try_parse_from(["framelock", "host", "-K", "3", "--players", "8"]).unwrap();
+        let Command::Host(h) = cli.command else {
+            panic!("not host")
+        };
+        let o = h.to_options(&Config::default()).unwrap();
+        assert_eq!(
+            (o.players, o.keyframe_interval, o.port),
+            (8, 3, DEFAULT_PORT)
+        );
+        assert!(Cli::try_parse_from(["framelock", "host", "--players", "9"]).is_err());
+        assert!(Cli::try_parse_from(["framelock", "host", "--netsim", "loss=lots"]).is_err());
     }
 
     #[test]

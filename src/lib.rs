@@ -13,6 +13,7 @@ pub mod host;
 pub mod input;
 pub mod lockstep;
 pub mod net;
+pub mod netplay;
 pub mod replay;
 pub mod session;
 pub mod wire;

@@ -27,6 +27,12 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             let options = args.to_options(&config)?;
             framelock::app::play(&options)?;
         }
+        Command::Host(args) => {
+            framelock::netplay::host(&args.to_options(&config)?)?;
+        }
+        Command::Join(args) => {
+            framelock::netplay::join(&args.to_options(&config)?)?;
+        }
     }
     Ok(())
 }

@@ -23,5 +23,12 @@ fn bot_seed_decides_the_checksum() {
     assert_eq!(a["frames"], 1200);
     assert_eq!(a["content"], serde_json::Value::Null);
     assert_eq!(a["core_path"], "built-in core");
-    assert!(a["core"].as_str().unwrap().to_lowercase().contains("lightcycles"), "{a}");
+    assert!(
+        a["core"]
+            .as_str()
+            .unwrap()
+            .to_lowercase()
+            .contains("lightcycles"),
+        "{a}"
+    );
 }

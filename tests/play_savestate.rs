@@ -17,7 +17,12 @@ fn inputs(bots: &mut [Bot], frame: u64) -> Inputs {
 }
 
 /// Returns (checksum after the 100 frames, checksum after re-running them from the state).
-fn round_trip(source: CoreSource, content: Option<&Path>, players: usize, dir: &Path) -> (u64, u64) {
+fn round_trip(
+    source: CoreSource,
+    content: Option<&Path>,
+    players: usize,
+    dir: &Path,
+) -> (u64, u64) {
     let config = HostConfig {
         system_dir: dir.join("system"),
         save_dir: dir.join("saves"),
@@ -36,7 +41,10 @@ fn round_trip(source: CoreSource, content: Option<&Path>, players: usize, dir: &
         core.run_frame(i);
     }
     let first = core.checksum();
-    assert_ne!(first, at_snapshot, "100 frames changed nothing: the test would prove nothing");
+    assert_ne!(
+        first, at_snapshot,
+        "100 frames changed nothing: the test would prove nothing"
+    );
     // (The checksum covers the last video frame too, which a core only redraws when it
     // runs, so it is compared after re-running, not right after unserialize.)
     core.unserialize(&state).expect("unserialize");
@@ -55,5 +63,8 @@ fn serialize_run_unserialize_rerun_is_identical() {
 
     let f = play_common::fixtures();
     let (a, b) = round_trip(CoreSource::Path(f.gpgx), Some(&f.airstriker), 1, dir.path());
-    assert_eq!(a, b, "Genesis Plus GX diverged after a savestate round trip");
+    assert_eq!(
+        a, b,
+        "Genesis Plus GX diverged after a savestate round trip"
+    );
 }

@@ -5,65 +5,10 @@
 mod play_common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use play_common::{fixtures, framelock, SETUP_HINT};
-
-/// An Xvfb server on a free display, killed on drop.
-struct Xvfb {
-    child: Child,
-    display: String,
-}
-
-impl Drop for Xvfb {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn start_xvfb() -> Xvfb {
-    assert!(
-        Path::new("/usr/bin/Xvfb").exists(),
-        "Xvfb is not installed: {SETUP_HINT}"
-    );
-    for n in 90..200 {
-        let socket = PathBuf::from(format!("/tmp/.X11-unix/X{n}"));
-        if socket.exists() || Path::new(&format!("/tmp/.X{n}-lock")).exists() {
-            continue;
-        }
-        let display = format!(":{n}");
-        // -br: black root window, so every non-black pixel is ours.
-        let mut child = Command::new("Xvfb")
-            .args([
-                &display,
-                "-screen",
-                "0",
-                "1280x1024x24",
-                "-br",
-                "-nolisten",
-                "tcp",
-            ])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start Xvfb");
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while Instant::now() < deadline {
-            if socket.exists() {
-                return Xvfb { child, display };
-            }
-            if child.try_wait().unwrap().is_some() {
-                break; // lost a race for this display number; try the next
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        let _ = child.kill();
-        let _ = child.wait();
-    }
-    panic!("could not start Xvfb on any display :90..:199");
-}
+use play_common::{fixtures, framelock, start_xvfb, SETUP_HINT};
 
 /// Grabs the whole X screen with ImageMagick's `import` into `png`; returns the number of
 /// non-black pixels and the bounding box of them.
@@ -97,16 +42,23 @@ fn grab(display: &str, png: &Path) -> Option<(usize, (u32, u32, u32, u32))> {
     Some((count, (x0, y0, x1, y1)))
 }
 
-#[test]
-fn window_shows_the_game_under_xvfb() {
+/// Only one window test at a time: they share the screen-grab directory and Xvfb numbers.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Runs `framelock play ARGS --frames 300` in a window on a fresh Xvfb, grabbing the X screen
+/// every 250 ms. Checks the run and returns the stderr log.
+fn play_in_window(name: &str, args: &[&std::ffi::OsStr], window: (u32, u32)) -> String {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     assert!(
         Command::new("import").arg("-version").output().is_ok(),
         "ImageMagick `import` is missing: {SETUP_HINT}"
     );
-    let f = fixtures();
     let x = start_xvfb();
     let home = tempfile::tempdir().unwrap();
-    let shots = Path::new(env!("CARGO_TARGET_TMPDIR")).join("window_xvfb");
+    let shots = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("window_xvfb")
+        .join(name);
+    let _ = std::fs::remove_dir_all(&shots);
     std::fs::create_dir_all(&shots).unwrap();
     let stats = home.path().join("stats.json");
     let hook = shots.join("hook-frame-240.png");
@@ -115,11 +67,8 @@ fn window_shows_the_game_under_xvfb() {
     let mut child = framelock(home.path())
         .env("DISPLAY", &x.display)
         .env_remove("WAYLAND_DISPLAY")
-        .args([
-            "play", "--frames", "300", "--bot", "2", "--scale", "2", "--core",
-        ])
-        .arg(&f.gpgx)
-        .arg(&f.airstriker)
+        .args(["play", "--frames", "300", "--scale", "2"])
+        .args(args)
         .arg("--stats-json")
         .arg(&stats)
         .arg("--screenshot-at")
@@ -131,8 +80,9 @@ fn window_shows_the_game_under_xvfb() {
         .spawn()
         .unwrap();
 
-    // Grab the screen every 250 ms while the game runs; keep the brightest grab.
-    let mut best: Option<(usize, (u32, u32, u32, u32), PathBuf)> = None;
+    // Keep the grab with the most lit pixels: (count, bounding box, file).
+    type Grab = (usize, (u32, u32, u32, u32), PathBuf);
+    let mut best: Option<Grab> = None;
     let deadline = Instant::now() + Duration::from_secs(60);
     let mut n = 0;
     while child.try_wait().unwrap().is_none() && Instant::now() < deadline {
@@ -155,18 +105,16 @@ fn window_shows_the_game_under_xvfb() {
 
     let (count, (x0, y0, x1, y1), png) = best.expect("no screen grab succeeded");
     eprintln!(
-        "brightest grab {}: {count} lit pixels in ({x0},{y0})-({x1},{y1})",
+        "{name}: brightest grab {}: {count} lit pixels in ({x0},{y0})-({x1},{y1})",
         png.display()
     );
-    // The game's 320x224 frame at scale 2 fills a 640x448 window at the top-left corner
-    // (no window manager): lit pixels must be there, and plenty of them.
+    // Without a window manager the window sits at the top-left corner, sized to the game's
+    // frame at scale 2: lit pixels must be there, and plenty of them.
     assert!(count > 2000, "only {count} non-black pixels on screen");
     assert!(
-        x1 < 640 && y1 < 448,
-        "pixels outside the window: ({x1},{y1})"
+        x1 < window.0 && y1 < window.1,
+        "lit pixels outside the {window:?} window: ({x1},{y1})"
     );
-
-    // The frame the app saved itself is the same game.
     assert!(
         hook.exists(),
         "--screenshot-at did not write {}",
@@ -182,4 +130,26 @@ fn window_shows_the_game_under_xvfb() {
     if !Path::new("/dev/snd").exists() {
         assert_eq!(warnings, 1, "no sound card, but no warning:\n{stderr}");
     }
+    stderr
+}
+
+#[test]
+fn builtin_game_in_a_window() {
+    // `framelock play --frames 300`: the built-in game, 320x240.
+    play_in_window("builtin", &[], (640, 480));
+}
+
+#[test]
+fn genesis_game_in_a_window() {
+    let f = fixtures();
+    let args = [
+        "--bot".as_ref(),
+        "2".as_ref(),
+        "--core".as_ref(),
+        f.gpgx.as_os_str(),
+        f.airstriker.as_os_str(),
+    ];
+    // Airstriker's 320x224; the window opens at the core's initial 256x192 geometry and
+    // follows the first frame's size.
+    play_in_window("genesis", &args, (640, 448));
 }

@@ -23,6 +23,8 @@ pub trait Frontend<M> {
     fn present(&mut self, machine: &mut M, tick: &Tick, frame: u64) -> Result<(), RunError>;
     /// The game was paused or resumed.
     fn paused(&mut self, _paused: bool) {}
+    /// A status line to show over the game (netplay numbers); refreshed about once a second.
+    fn status(&mut self, _line: &str) {}
 }
 
 /// Ticks `runner` until the run ends; returns why it ended.
@@ -38,6 +40,7 @@ where
     FE: Frontend<M>,
 {
     let mut timeout = Duration::ZERO;
+    let mut shown_at = 0;
     loop {
         let requests = frontend.wait(timeout)?;
         if requests.quit {
@@ -51,6 +54,12 @@ where
         }
         let local = frontend.local_inputs();
         let tick = runner.tick(machine, &local)?;
+        if runner.frame() / 60 != shown_at / 60 {
+            shown_at = runner.frame();
+            if let Some(line) = runner.feed().status_line() {
+                frontend.status(&line);
+            }
+        }
         frontend.present(machine, &tick, runner.frame())?;
         if let Status::Ended(reason) = tick.status {
             return Ok(reason);

@@ -2,13 +2,13 @@
 
 use std::path::PathBuf;
 
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 
 use super::driver::run_loop;
 use super::headless::Headless;
 use super::local::LocalFeed;
 use super::machine::ShotAt;
-use super::runner::{EndReason, RunError, Runner, RunnerConfig};
+use super::runner::{EndReason, Feed, RunError, Runner, RunnerConfig};
 use super::stats::{self, checksum_hex, StatsError};
 use crate::frontend::audio::AudioSettings;
 use crate::frontend::window::{WindowError, WindowFrontend, WindowSettings};
@@ -97,15 +97,26 @@ pub fn play(opts: &PlayOptions) -> Result<PlaySummary, PlayError> {
         tracing::info!("bot (seed {seed}) plays player 1");
     }
     let mut runner = Runner::new(feed, opts.runner.clone());
+    run_session(opts, &mut core, &mut runner, Map::new())
+}
+
+/// Runs `runner` on a loaded `core` in a window or headless until it ends, saves SRAM and
+/// writes `--stats-json` (with `extra` merged in). Shared by play, netplay and replay.
+pub fn run_session<F: Feed>(
+    opts: &PlayOptions,
+    core: &mut Core,
+    runner: &mut Runner<Core, F>,
+    extra: Map<String, Value>,
+) -> Result<PlaySummary, PlayError> {
     let shot = opts
         .screenshot_at
         .as_ref()
         .map(|(f, p)| ShotAt::new(*f, p.clone()));
 
     let end = if opts.headless {
-        run_loop(&mut runner, &mut core, &mut Headless::new(shot))
+        run_loop(runner, core, &mut Headless::new(shot))
     } else {
-        let name = content_name(opts, &core);
+        let name = content_name(opts, core);
         let settings = WindowSettings {
             title: format!("framelock - {name}"),
             scale: opts.scale,
@@ -114,15 +125,25 @@ pub fn play(opts: &PlayOptions) -> Result<PlaySummary, PlayError> {
             screenshots_dir: opts.screenshots_dir.clone(),
             shot_name: name,
         };
-        let mut window = WindowFrontend::open(settings, &core, &opts.keymaps, &opts.audio, shot)?;
-        run_loop(&mut runner, &mut core, &mut window)
+        let mut window = WindowFrontend::open(settings, core, &opts.keymaps, &opts.audio, shot)?;
+        run_loop(runner, core, &mut window)
     };
     // Save RAM even if the loop failed: the player's progress matters more than the error.
     if let Err(e) = core.save_sram() {
         tracing::warn!("{e}");
     }
     let end = end?;
+    summarize(opts, core, runner, end, extra)
+}
 
+/// Final numbers of a run: logged, written to `--stats-json`, returned.
+fn summarize<F: Feed>(
+    opts: &PlayOptions,
+    core: &mut Core,
+    runner: &mut Runner<Core, F>,
+    end: EndReason,
+    extra: Map<String, Value>,
+) -> Result<PlaySummary, PlayError> {
     let checksum = core.checksum();
     let mut stats = runner.stats_json();
     let info = core.info();
@@ -140,6 +161,7 @@ pub fn play(opts: &PlayOptions) -> Result<PlaySummary, PlayError> {
     stats.insert("fast".into(), json!(opts.runner.fast));
     stats.insert("bot_seed".into(), json!(opts.bot));
     stats.insert("end".into(), json!(format!("{end:?}").to_lowercase()));
+    stats.extend(extra);
     let frames = runner.frame();
     let wall_s = stats["wall_s"].as_f64().unwrap_or(0.0);
     tracing::info!(

@@ -68,6 +68,10 @@ pub trait Feed {
     fn pace(&self) -> Option<f64> {
         None
     }
+    /// A short status line for the window (netplay: RTT, keyframe interval, lead, ...).
+    fn status_line(&self) -> Option<String> {
+        None
+    }
     /// Numbers for `--stats-json` (under `"feed"`).
     fn stats(&self) -> Map<String, Value> {
         Map::new()

@@ -70,6 +70,8 @@ struct App {
     screenshot: bool,
     redraw: bool,
     error: Option<WindowError>,
+    /// Netplay status drawn over the game (empty: nothing drawn).
+    status: String,
 }
 
 impl App {
@@ -175,6 +177,9 @@ impl App {
         }
         if let Some(pixels) = &mut self.pixels {
             copy_rotated(&image, rotation, pixels.frame_mut(), 4);
+            if !self.status.is_empty() {
+                draw_status(pixels.frame_mut(), self.buffer.0, &self.status);
+            }
         }
     }
 
@@ -291,6 +296,7 @@ impl WindowFrontend {
             screenshot: false,
             redraw: false,
             error: None,
+            status: String::new(),
         };
         let mut event_loop = event_loop;
         // The first pump delivers `resumed`, where the window is created.
@@ -377,6 +383,10 @@ impl Frontend<Core> for WindowFrontend {
         Ok(())
     }
 
+    fn status(&mut self, line: &str) {
+        line.clone_into(&mut self.app.status);
+    }
+
     fn paused(&mut self, paused: bool) {
         self.audio.set_paused(paused);
         if let Some(w) = &self.app.window {
@@ -385,6 +395,35 @@ impl Frontend<Core> for WindowFrontend {
                 w.set_title(&format!("{title} (paused)"));
             } else {
                 w.set_title(title);
+            }
+        }
+    }
+}
+
+/// Draws `line` (split at " | " into rows) in the top-left corner of an RGBA frame `width`
+/// pixels wide, white on a dark box, with the built-in game's 5x7 font.
+fn draw_status(frame: &mut [u8], width: u32, line: &str) {
+    use lightcycles::font::{glyph, ADVANCE, GLYPH_H, GLYPH_W};
+    let width = width as usize;
+    let height = frame.len() / 4 / width.max(1);
+    for (row, text) in line.split(" | ").enumerate() {
+        let y0 = 1 + row * (GLYPH_H + 2);
+        let box_w = (text.chars().count() * ADVANCE + 2).min(width);
+        for y in y0.saturating_sub(1)..(y0 + GLYPH_H + 1).min(height) {
+            for x in 0..box_w {
+                let px = &mut frame[(y * width + x) * 4..][..4];
+                px[..3].iter_mut().for_each(|c| *c /= 4);
+            }
+        }
+        for (i, c) in text.chars().enumerate() {
+            let g = glyph(c.to_ascii_uppercase());
+            for (gy, bits) in g.iter().enumerate() {
+                for gx in 0..GLYPH_W {
+                    let (x, y) = (1 + i * ADVANCE + gx, y0 + gy);
+                    if bits & (1 << (GLYPH_W - 1 - gx)) != 0 && x < width && y < height {
+                        frame[(y * width + x) * 4..][..4].copy_from_slice(&[255, 255, 255, 255]);
+                    }
+                }
             }
         }
     }

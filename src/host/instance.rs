@@ -366,6 +366,19 @@ impl Core {
         Some(unsafe { std::slice::from_raw_parts_mut(ptr.cast::<u8>(), len) })
     }
 
+    /// Overwrites save RAM with `bytes` (a netplay joiner takes the host's); a size mismatch
+    /// copies the common prefix. False when the core exposes no save RAM.
+    pub fn write_sram(&mut self, bytes: &[u8]) -> bool {
+        match self.memory_mut(MemoryRegion::SaveRam) {
+            Some(mem) => {
+                let n = mem.len().min(bytes.len());
+                mem[..n].copy_from_slice(&bytes[..n]);
+                true
+            }
+            None => false,
+        }
+    }
+
     /// Desync checksum of the emulated machine: equal in two processes that ran the same
     /// content with the same inputs. xxh3 over system/save/video RAM and the last frame
     /// (the serialized state replaces the RAM for cores that expose none).
@@ -520,8 +533,9 @@ fn last_problem() -> Option<String> {
     log::recent().pop()
 }
 
-/// xxh3-64 of a file, read in chunks.
-fn hash_file(path: &Path) -> std::io::Result<u64> {
+/// xxh3-64 of a file, read in chunks: the content hash [`Core::content_hash`] reports, so a
+/// netplay joiner can compare content before loading it.
+pub fn hash_file(path: &Path) -> std::io::Result<u64> {
     use std::io::Read;
     let mut file = std::fs::File::open(path)?;
     let mut hasher = xxhash_rust::xxh3::Xxh3::new();

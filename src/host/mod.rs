@@ -21,7 +21,7 @@ mod video;
 use std::path::PathBuf;
 
 pub use self::api::CoreSource;
-pub use self::instance::Core;
+pub use self::instance::{hash_file, Core};
 pub use self::options::OptionDef;
 pub use self::video::VideoFrame;
 

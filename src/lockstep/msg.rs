@@ -5,12 +5,15 @@
 //!
 //! ```text
 //! common head (9 bytes with an echo, 6 without)
-//!   u8  flags     0x01 ack, 0x02 echo, 0x04 run, 0x08 extras; other bits must be 0
+//!   u8  flags     0x01 ack, 0x02 echo, 0x04 run, 0x08 extras, 0x10 per kind (CTRL: irtt
+//!                 follows; UPDATE: "your CTRLs are being lost"); other bits must be 0
 //!   u16 seq       this datagram's 16-bit wrapping sequence number (per direction)
 //!   u16 ack       newest seq received from the other side                  [ack]
 //!   u16 ts        sender's clock, milliseconds, wrapping
 //!   u16 echo_ts   newest ts received from the other side                   [echo]
 //!   u8  hold_ms   how long ago that ts arrived (RTT = now - echo_ts - hold) [echo]
+//!   u16 irtt_ms   CTRL only: input round trip, the client's 99th percentile of the time
+//!                 from pushing a sample to receiving the frame that carries it     [0x10]
 //! CTRL
 //!   run:    rel16 first sample index, varint count, u8 age_ms of the newest sample,
 //!           bits: delta-coded pads (16 bits, then 0 | 1+16 per sample), byte padded
@@ -35,16 +38,20 @@ const F_ACK: u8 = 0x01;
 const F_ECHO: u8 = 0x02;
 const F_RUN: u8 = 0x04;
 const F_EXTRAS: u8 = 0x08;
+/// CTRL: carries the input round trip. UPDATE: the server sees this client's CTRLs lost.
+const F_KIND: u8 = 0x10;
 
 /// Most samples or frames one datagram carries; more would not fit 1200 bytes anyway
 /// except for long runs of unchanged input.
 pub const MAX_RUN: usize = 4096;
 pub const MAX_CHECKSUMS: usize = 16;
 pub const MAX_NOTICES: usize = 32;
-/// Bytes a CTRL needs besides its sample bits (header, head, run header, one checksum batch).
-pub const CTRL_OVERHEAD: usize = HEADER_LEN + 9 + 2 + 3 + 1 + 1 + MAX_CHECKSUMS * 12;
-/// Bytes an UPDATE needs besides its input bits.
-pub const UPDATE_OVERHEAD: usize = HEADER_LEN + 9 + 1 + 2 + 3 + 1 + 1 + 1 + MAX_NOTICES * 5;
+/// Bytes a CTRL needs besides its sample bits: header, head (12 with every field), run
+/// header (rel16 + varint + age), checksum list.
+pub const CTRL_OVERHEAD: usize = HEADER_LEN + 12 + 6 + 1 + MAX_CHECKSUMS * 12;
+/// Bytes an UPDATE needs besides its input bits: header, head (10), advance, run header
+/// (rel16 + varint + lead + mask), notice list.
+pub const UPDATE_OVERHEAD: usize = HEADER_LEN + 10 + 1 + 7 + 1 + MAX_NOTICES * 5;
 /// Input bits one datagram may carry.
 pub const CTRL_BIT_BUDGET: usize = (MAX_DATAGRAM - CTRL_OVERHEAD) * 8;
 pub const UPDATE_BIT_BUDGET: usize = (MAX_DATAGRAM - UPDATE_OVERHEAD) * 8;
@@ -75,6 +82,8 @@ pub struct SampleRun {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Ctrl {
     pub head: Head,
+    /// Input round trip in milliseconds (see the module doc).
+    pub input_rtt_ms: Option<u16>,
     pub samples: Option<SampleRun>,
     pub checksums: Vec<(Frame, u64)>,
 }
@@ -105,6 +114,8 @@ pub enum Notice {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Update {
     pub head: Head,
+    /// The server sees gaps in this client's CTRL sequence numbers.
+    pub up_lossy: bool,
     /// Receiver's phase advantage in 1/16 frames.
     pub advance: i8,
     pub frames: Option<FrameRun>,
@@ -119,8 +130,20 @@ fn malformed_update() -> WireError {
     WireError::Malformed(Kind::Update)
 }
 
-fn put_head(out: &mut Vec<u8>, head: &Head, run: bool, extras: bool) {
+/// Writes the head; `irtt` (CTRL) sets the per-kind flag and its field, `kind_flag`
+/// (UPDATE) only the flag.
+fn put_head(
+    out: &mut Vec<u8>,
+    head: &Head,
+    run: bool,
+    extras: bool,
+    irtt: Option<u16>,
+    kind_flag: bool,
+) {
     let mut flags = 0;
+    if irtt.is_some() || kind_flag {
+        flags |= F_KIND;
+    }
     if head.ack.is_some() {
         flags |= F_ACK;
     }
@@ -143,16 +166,23 @@ fn put_head(out: &mut Vec<u8>, head: &Head, run: bool, extras: bool) {
         put_u16(out, e.ts);
         out.push(e.hold_ms);
     }
+    if let Some(v) = irtt {
+        put_u16(out, v);
+    }
 }
 
-/// Reads the head; returns it with the run/extras flags.
-fn read_head(r: &mut Reader<'_>) -> Option<(Head, bool, bool)> {
+/// Reads the head; returns it with the flags and, for a CTRL (`ctrl`), the irtt field.
+fn read_head(r: &mut Reader<'_>, ctrl: bool) -> Option<(Head, u8, Option<u16>)> {
     let flags = r.u8()?;
-    if flags & !(F_ACK | F_ECHO | F_RUN | F_EXTRAS) != 0 {
+    if flags & !(F_ACK | F_ECHO | F_RUN | F_EXTRAS | F_KIND) != 0 {
         return None;
     }
     let seq = r.u16()?;
-    let ack = if flags & F_ACK != 0 { Some(r.u16()?) } else { None };
+    let ack = if flags & F_ACK != 0 {
+        Some(r.u16()?)
+    } else {
+        None
+    };
     let ts = r.u16()?;
     let echo = if flags & F_ECHO != 0 {
         Some(Echo {
@@ -162,8 +192,13 @@ fn read_head(r: &mut Reader<'_>) -> Option<(Head, bool, bool)> {
     } else {
         None
     };
+    let irtt = if ctrl && flags & F_KIND != 0 {
+        Some(r.u16()?)
+    } else {
+        None
+    };
     let head = Head { seq, ack, ts, echo };
-    Some((head, flags & F_RUN != 0, flags & F_EXTRAS != 0))
+    Some((head, flags, irtt))
 }
 
 /// Encodes a CTRL datagram (header included).
@@ -176,7 +211,14 @@ pub fn encode_ctrl(session: u32, c: &Ctrl) -> Vec<u8> {
     .write(&mut out);
     let run = c.samples.as_ref().filter(|s| !s.pads.is_empty());
     let checksums = &c.checksums[..c.checksums.len().min(MAX_CHECKSUMS)];
-    put_head(&mut out, &c.head, run.is_some(), !checksums.is_empty());
+    put_head(
+        &mut out,
+        &c.head,
+        run.is_some(),
+        !checksums.is_empty(),
+        c.input_rtt_ms,
+        false,
+    );
     if let Some(s) = run {
         put_u16(&mut out, s.first as u16);
         put_varint(&mut out, s.pads.len() as u32);
@@ -196,7 +238,8 @@ pub fn encode_ctrl(session: u32, c: &Ctrl) -> Vec<u8> {
 /// Decodes a CTRL body; `sample_ref` is the next sample index the server expects.
 pub fn decode_ctrl(body: &[u8], sample_ref: u32) -> Result<Ctrl, WireError> {
     let mut r = Reader::new(body);
-    let (head, has_run, has_extras) = read_head(&mut r).ok_or_else(malformed_ctrl)?;
+    let (head, flags, input_rtt_ms) = read_head(&mut r, true).ok_or_else(malformed_ctrl)?;
+    let (has_run, has_extras) = (flags & F_RUN != 0, flags & F_EXTRAS != 0);
     let samples = if has_run {
         let first = unwrap16(r.u16().ok_or_else(malformed_ctrl)?, sample_ref);
         let count = r.varint().ok_or_else(malformed_ctrl)? as usize;
@@ -234,6 +277,7 @@ pub fn decode_ctrl(body: &[u8], sample_ref: u32) -> Result<Ctrl, WireError> {
     }
     Ok(Ctrl {
         head,
+        input_rtt_ms,
         samples,
         checksums,
     })
@@ -259,7 +303,14 @@ pub fn encode_update(session: u32, u: &Update) -> Vec<u8> {
     .write(&mut out);
     let run = u.frames.as_ref().filter(|f| !f.frames.is_empty());
     let notices = &u.notices[..u.notices.len().min(MAX_NOTICES)];
-    put_head(&mut out, &u.head, run.is_some(), !notices.is_empty());
+    put_head(
+        &mut out,
+        &u.head,
+        run.is_some(),
+        !notices.is_empty(),
+        None,
+        u.up_lossy,
+    );
     out.push(u.advance as u8);
     if let Some(fr) = run {
         put_u16(&mut out, fr.from.0 as u16);
@@ -286,7 +337,8 @@ pub fn encode_update(session: u32, u: &Update) -> Vec<u8> {
 /// Decodes an UPDATE body; `frame_ref` is the next frame the client does not know yet.
 pub fn decode_update(body: &[u8], frame_ref: u32) -> Result<Update, WireError> {
     let mut r = Reader::new(body);
-    let (head, has_run, has_extras) = read_head(&mut r).ok_or_else(malformed_update)?;
+    let (head, flags, _) = read_head(&mut r, false).ok_or_else(malformed_update)?;
+    let (has_run, has_extras) = (flags & F_RUN != 0, flags & F_EXTRAS != 0);
     let advance = r.u8().ok_or_else(malformed_update)? as i8;
     let frames = if has_run {
         let from = unwrap16(r.u16().ok_or_else(malformed_update)?, frame_ref);
@@ -332,6 +384,7 @@ pub fn decode_update(body: &[u8], frame_ref: u32) -> Result<Update, WireError> {
     }
     Ok(Update {
         head,
+        up_lossy: flags & F_KIND != 0,
         advance,
         frames,
         notices,
@@ -377,4 +430,176 @@ pub fn pads_fitting(pads: impl IntoIterator<Item = Pad>, budget_bits: usize) -> 
         n += 1;
     }
     n
+}
+
+#[cfg(test)]
+mod tests {
+    use rand::rngs::SmallRng;
+    use rand::{Rng, SeedableRng};
+
+    use super::*;
+
+    fn ctrl() -> Ctrl {
+        Ctrl {
+            head: Head {
+                seq: 0xfffe,
+                ack: Some(7),
+                ts: 1234,
+                echo: Some(Echo {
+                    ts: 1200,
+                    hold_ms: 9,
+                }),
+            },
+            input_rtt_ms: Some(140),
+            samples: Some(SampleRun {
+                first: 70_000,
+                pads: [0u16, 0, 5, 5, 5, 0x8000, 0]
+                    .iter()
+                    .map(|&v| Pad(v))
+                    .collect(),
+                age_ms: 3,
+            }),
+            checksums: vec![(Frame(600), 0xdead_beef_0bad_f00d), (Frame(660), 1)],
+        }
+    }
+
+    fn update() -> Update {
+        let mut frames = vec![[Pad::NEUTRAL; MAX_PLAYERS]; 9];
+        frames[3][0] = Pad(1);
+        frames[4][7] = Pad(0xffff);
+        Update {
+            head: Head {
+                seq: 3,
+                ack: None,
+                ts: 65_000,
+                echo: None,
+            },
+            up_lossy: true,
+            advance: -17,
+            frames: Some(FrameRun {
+                from: Frame(131_070),
+                frames,
+                lead: 12,
+            }),
+            notices: vec![
+                Notice::Left {
+                    peer: PeerId(5),
+                    from: Frame(99),
+                },
+                Notice::Desync {
+                    peer: PeerId(1),
+                    frame: Frame(600),
+                },
+            ],
+        }
+    }
+
+    #[test]
+    fn ctrl_and_update_round_trip() {
+        let c = ctrl();
+        let bytes = encode_ctrl(42, &c);
+        let (h, body) = Header::parse(&bytes).unwrap();
+        assert_eq!((h.kind, h.session), (Kind::Ctrl, 42));
+        // The receiver expects sample 69_990: the 16-bit index expands to 70_000.
+        assert_eq!(decode_ctrl(body, 69_990), Ok(c));
+        let u = update();
+        let bytes = encode_update(42, &u);
+        let (h, body) = Header::parse(&bytes).unwrap();
+        assert_eq!(h.kind, Kind::Update);
+        assert_eq!(decode_update(body, 131_000), Ok(u));
+        // A bare keepalive: flags, seq, ts (+ advance for an UPDATE).
+        let bare = Ctrl {
+            head: Head {
+                seq: 1,
+                ack: None,
+                ts: 0,
+                echo: None,
+            },
+            input_rtt_ms: None,
+            samples: None,
+            checksums: Vec::new(),
+        };
+        assert_eq!(encode_ctrl(1, &bare).len(), HEADER_LEN + 5);
+    }
+
+    #[test]
+    fn typical_ctrl_is_small() {
+        // K = 2 on a 100 ms link: about 8 unacked samples, one change.
+        let mut c = ctrl();
+        c.checksums.clear();
+        c.samples.as_mut().unwrap().pads = [0u16, 0, 0, 0, 16, 16, 16, 16]
+            .iter()
+            .map(|&v| Pad(v))
+            .collect();
+        let n = encode_ctrl(1, &c).len();
+        assert_eq!(n, HEADER_LEN + 12 + 4 + 5, "{n}");
+    }
+
+    #[test]
+    fn every_truncation_and_trailing_byte_is_rejected() {
+        for bytes in [encode_ctrl(9, &ctrl()), encode_update(9, &update())] {
+            let kind = Header::parse(&bytes).unwrap().0.kind;
+            for len in HEADER_LEN..bytes.len() {
+                let body = &bytes[HEADER_LEN..len];
+                let r = match kind {
+                    Kind::Ctrl => decode_ctrl(body, 0).map(|_| ()),
+                    _ => decode_update(body, 0).map(|_| ()),
+                };
+                assert!(r.is_err(), "{kind:?} cut to {len} bytes was accepted");
+            }
+            let mut long = bytes[HEADER_LEN..].to_vec();
+            long.push(0);
+            let r = match kind {
+                Kind::Ctrl => decode_ctrl(&long, 70_000).map(|_| ()),
+                _ => decode_update(&long, 131_000).map(|_| ()),
+            };
+            assert!(r.is_err());
+        }
+    }
+
+    #[test]
+    fn random_and_mutated_bytes_never_panic() {
+        let mut rng = SmallRng::seed_from_u64(5);
+        let valid = [encode_ctrl(9, &ctrl()), encode_update(9, &update())];
+        for i in 0..200_000 {
+            let body: Vec<u8> = if i % 2 == 0 {
+                let len = rng.gen_range(0..64);
+                (0..len).map(|_| rng.gen()).collect()
+            } else {
+                let mut b = valid[i % 4 / 2][HEADER_LEN..].to_vec();
+                for _ in 0..rng.gen_range(1..4) {
+                    let at = rng.gen_range(0..b.len());
+                    b[at] ^= 1 << rng.gen_range(0..8);
+                }
+                b
+            };
+            let reference = rng.gen();
+            let _ = decode_ctrl(&body, reference);
+            let _ = decode_update(&body, reference);
+        }
+    }
+
+    #[test]
+    fn fitting_counts_exact_bits() {
+        let pads = vec![Pad(1); 100];
+        // 16 bits + 99 x 1 bit.
+        assert_eq!(pads_fitting(pads.iter().copied(), 115), 100);
+        assert_eq!(pads_fitting(pads.iter().copied(), 114), 99);
+        let mut frames = vec![[Pad::NEUTRAL; MAX_PLAYERS]; 10];
+        for (i, f) in frames.iter_mut().enumerate() {
+            f[2] = Pad(i as u16);
+        }
+        // Player 2 changes every frame: 16 + 9 x 17 = 169 bits.
+        assert_eq!(frames_fitting(&frames, 169), 10);
+        assert_eq!(frames_fitting(&frames, 168), 9);
+        assert_eq!(
+            encode_frames_len(&frames),
+            169usize.div_ceil(8),
+            "fitting and encoding agree"
+        );
+    }
+
+    fn encode_frames_len(frames: &[Inputs]) -> usize {
+        codec::encode_frames(frames, active_mask(frames)).len()
+    }
 }

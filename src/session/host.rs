@@ -36,6 +36,8 @@ pub struct HostConfig {
     /// The host plays in slot 0; `false` for a dedicated host (joiners take slots 0..).
     pub host_is_player: bool,
     pub fps: f64,
+    /// Lockstep keyframe interval K, told to joiners in Welcome.
+    pub keyframe_interval: u8,
     /// Frame at which the start state was taken.
     pub frame: u32,
     pub handshake_timeout: Duration,
@@ -50,6 +52,7 @@ impl HostConfig {
             max_players: MAX_PLAYERS as u8,
             host_is_player: true,
             fps,
+            keyframe_interval: crate::lockstep::DEFAULT_KEYFRAME_INTERVAL as u8,
             frame: 0,
             handshake_timeout: HANDSHAKE_TIMEOUT,
         }
@@ -401,6 +404,8 @@ impl HostSession {
             packed_len: self.packed.len() as u32,
             payload_hash: self.hash,
             chunk_size: CHUNK_SIZE as u16,
+            slots: self.cfg.max_players,
+            keyframe_interval: self.cfg.keyframe_interval,
             players,
         })
         .encode(self.cfg.session_id);

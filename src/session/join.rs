@@ -48,6 +48,9 @@ pub struct StartState {
     pub players: Vec<(u8, String)>,
     pub fps: f64,
     pub frame: u32,
+    /// Session size in player slots and the lockstep keyframe interval, as the host set them.
+    pub slots: u8,
+    pub keyframe_interval: u8,
     /// Host's options, state and SRAM; apply the options before loading the state.
     pub payload: StartPayload,
     /// Where the joiner's own option values differed (already replaced by the host's).
@@ -78,7 +81,7 @@ enum Phase {
     },
     Ready {
         count: u32,
-        highest_seq: u32,
+        latest_seq: u32,
         ack_at: Option<Instant>,
         /// Unprompted extra copies of the final ack still to send.
         copies: u8,
@@ -235,6 +238,7 @@ impl JoinSession {
             (Msg::StateChunk { index, seq, data }, Phase::Receiving { rx, .. }) => {
                 match rx.handle_chunk(now, index, seq, data) {
                     ChunkOutcome::Invalid => return Err(Dropped::BadChunk),
+                    ChunkOutcome::Duplicate => self.stats.chunks_duplicate += 1,
                     ChunkOutcome::New if rx.is_full() => self.finish(now),
                     _ => {}
                 }
@@ -243,12 +247,10 @@ impl JoinSession {
             (
                 Msg::StateChunk { seq, .. },
                 Phase::Ready {
-                    ack_at,
-                    highest_seq,
-                    ..
+                    ack_at, latest_seq, ..
                 },
             ) => {
-                *highest_seq = (*highest_seq).max(seq);
+                *latest_seq = seq;
                 *ack_at = Some(now);
             }
             (Msg::Welcome(_), Phase::Ready { ack_at, .. }) => *ack_at = Some(now),
@@ -305,14 +307,16 @@ impl JoinSession {
                     players: welcome.players.clone(),
                     fps: welcome.fps,
                     frame: welcome.frame,
+                    slots: welcome.slots,
+                    keyframe_interval: welcome.keyframe_interval,
                     option_diffs: option_diffs(&payload.options, &self.cfg.info.options),
                     payload,
                 };
                 let count = rx.count();
-                let highest_seq = rx.highest_seq();
+                let latest_seq = rx.latest_seq();
                 self.phase = Phase::Ready {
                     count,
-                    highest_seq,
+                    latest_seq,
                     ack_at: Some(now),
                     copies: FINAL_ACK_COPIES - 1,
                 };
@@ -358,7 +362,7 @@ impl JoinSession {
                     .map(|a| Msg::StateAck(a).encode(self.session)),
                 Phase::Ready {
                     count,
-                    highest_seq,
+                    latest_seq,
                     ack_at,
                     copies,
                 } if ack_at.is_some_and(|t| t <= now) => {
@@ -367,7 +371,7 @@ impl JoinSession {
                     *copies = copies.saturating_sub(1);
                     let ack = StateAck {
                         cum: *count,
-                        highest_seq: *highest_seq,
+                        latest_seq: *latest_seq,
                         verified: true,
                         bitmap: Vec::new(),
                     };

@@ -108,8 +108,11 @@ pub struct SessionStats {
     pub dropped_invalid: u64,
     /// The subset of `dropped_invalid` that carried another session id.
     pub dropped_wrong_session: u64,
+    /// Host: start-state chunks sent, and how many of those were resends.
     pub chunks_sent: u64,
     pub chunks_resent: u64,
+    /// Joiner: chunks that arrived again after they were already in (wasted resends).
+    pub chunks_duplicate: u64,
 }
 
 impl SessionStats {

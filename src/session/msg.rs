@@ -8,10 +8,11 @@
 //!            [32] nonce (auth 1, 2), [32] proof (auth 1)
 //! Challenge  [32] nonce
 //! Welcome    u8 slot, u64 fps (f64 bits), u32 frame, u32 raw_len, u32 packed_len,
-//!            u64 xxh3(raw payload), u16 chunk_size, u8 n, n x (u8 slot, str8 name)
+//!            u64 xxh3(raw payload), u16 chunk_size, u8 slots (session size), u8 keyframe
+//!            interval K, u8 n, n x (u8 slot, str8 name)
 //! Refuse     u16 len + UTF-8 reason           (frozen: the same in every protocol version)
 //! StateChunk u32 index, u32 seq, data (the rest; chunk_size bytes except the last chunk)
-//! StateAck   u32 cum (every chunk < cum arrived), u32 highest seq seen, u8 flags
+//! StateAck   u32 cum (every chunk < cum arrived), u32 seq of the latest arrival, u8 flags
 //!            (bit 0: whole state received and verified), bitmap (the rest;
 //!            bit i, LSB first, = chunk cum + i arrived)
 //! Bye        str8 reason
@@ -63,13 +64,17 @@ pub struct Welcome {
     pub packed_len: u32,
     pub payload_hash: u64,
     pub chunk_size: u16,
+    /// Player slots of the session and the lockstep keyframe interval: the joiner's lockstep
+    /// client must use the host's.
+    pub slots: u8,
+    pub keyframe_interval: u8,
     pub players: Vec<(u8, String)>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StateAck {
     pub cum: u32,
-    pub highest_seq: u32,
+    pub latest_seq: u32,
     pub verified: bool,
     pub bitmap: Vec<u8>,
 }
@@ -145,6 +150,8 @@ impl Msg<'_> {
                 out.extend_from_slice(&w.packed_len.to_le_bytes());
                 out.extend_from_slice(&w.payload_hash.to_le_bytes());
                 out.extend_from_slice(&w.chunk_size.to_le_bytes());
+                out.push(w.slots);
+                out.push(w.keyframe_interval);
                 let players = &w.players[..w.players.len().min(MAX_PLAYERS)];
                 out.push(players.len() as u8);
                 for (slot, name) in players {
@@ -164,7 +171,7 @@ impl Msg<'_> {
             }
             Msg::StateAck(a) => {
                 out.extend_from_slice(&a.cum.to_le_bytes());
-                out.extend_from_slice(&a.highest_seq.to_le_bytes());
+                out.extend_from_slice(&a.latest_seq.to_le_bytes());
                 out.push(a.verified as u8);
                 out.extend_from_slice(&a.bitmap[..a.bitmap.len().min(MAX_ACK_BITMAP)]);
             }
@@ -219,8 +226,15 @@ impl Msg<'_> {
                 let packed_len = r.u32().map_err(bad)?;
                 let payload_hash = r.u64().map_err(bad)?;
                 let chunk_size = r.u16().map_err(bad)?;
+                let slots = r.u8().map_err(bad)?;
+                let keyframe_interval = r.u8().map_err(bad)?;
                 let n = r.u8().map_err(bad)? as usize;
-                if n > MAX_PLAYERS || slot as usize >= MAX_PLAYERS || chunk_size == 0 {
+                if n > MAX_PLAYERS
+                    || slot >= slots
+                    || slots as usize > MAX_PLAYERS
+                    || keyframe_interval == 0
+                    || chunk_size == 0
+                {
                     return Err(WireError::Malformed(kind));
                 }
                 if !fps.is_finite() || fps <= 0.0 {
@@ -242,6 +256,8 @@ impl Msg<'_> {
                     packed_len,
                     payload_hash,
                     chunk_size,
+                    slots,
+                    keyframe_interval,
                     players,
                 })
             }
@@ -267,14 +283,14 @@ impl Msg<'_> {
             }
             Kind::StateAck => {
                 let cum = r.u32().map_err(bad)?;
-                let highest_seq = r.u32().map_err(bad)?;
+                let latest_seq = r.u32().map_err(bad)?;
                 let flags = r.u8().map_err(bad)?;
                 if flags > 1 || r.buf.len() > MAX_ACK_BITMAP {
                     return Err(WireError::Malformed(kind));
                 }
                 Msg::StateAck(StateAck {
                     cum,
-                    highest_seq,
+                    latest_seq,
                     verified: flags == 1,
                     bitmap: r.buf.to_vec(),
                 })
@@ -388,6 +404,8 @@ mod tests {
                 packed_len: 900,
                 payload_hash: 42,
                 chunk_size: CHUNK_SIZE as u16,
+                slots: 4,
+                keyframe_interval: 2,
                 players: vec![(0, "host".into()), (2, "ana".into())],
             })
             .encode(5),
@@ -400,7 +418,7 @@ mod tests {
             .encode(5),
             Msg::StateAck(StateAck {
                 cum: 4,
-                highest_seq: 10,
+                latest_seq: 10,
                 verified: false,
                 bitmap: vec![0b1010],
             })

@@ -519,23 +519,3 @@ fn closed_lobby_refuses_late_joiners() {
         ))
     );
 }
-
-#[test]
-fn zz_trace_progress() {
-    let state = random_state(1 << 20, 1);
-    let mut sim = Sim::new(cfg(), state, LOSSY);
-    let a = sim.join(1, info("ana"), None);
-    let mut last = None;
-    let mut t_next = Duration::ZERO;
-    sim.run_until(Duration::from_secs(30), |s| {
-        let p = s.host.transfer_progress(1);
-        let t = s.now - s.start;
-        if t >= t_next && p != last {
-            eprintln!("{:>6.0} ms progress {:?}", t.as_secs_f64() * 1e3, p);
-            last = p;
-            t_next = t + Duration::from_millis(50);
-        }
-        s.settled(a)
-    });
-    eprintln!("ready at {:?}", sim.now - sim.start);
-}

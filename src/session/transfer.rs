@@ -1,12 +1,13 @@
 //! Reliable transfer of the packed start payload over lossy datagrams.
 //!
 //! The sender numbers every transmission (`seq`) and keeps a log of what is in flight. The
-//! receiver acks the chunks it has (cumulative index + bitmap) and the highest `seq` it saw,
+//! receiver acks the chunks it has (cumulative index + bitmap) and the `seq` that came last,
 //! every `ACK_EVERY` chunks or after `ACK_DELAY`. A chunk counts as lost when a later
 //! transmission got through and it is older than an RTT-derived delay, or, when nothing later
-//! arrives, after a probe timeout that backs off. Only lost chunks are resent. A window that
-//! grows per acked chunk and halves when over half of a round is lost, plus pacing over the
-//! smoothed RTT, keep a burst from overflowing the receiver's socket buffer.
+//! arrives, after a probe timeout that backs off. Only lost chunks are resent (twice in the
+//! tail, where each loss costs a round). A window that grows per acked chunk, halves when over
+//! half of a round is lost and restarts small after repeated probe timeouts, plus pacing over
+//! the smoothed RTT, keeps a burst from overflowing the receiver's socket buffer.
 
 use std::collections::{BTreeSet, VecDeque};
 use std::sync::Arc;
@@ -101,7 +102,9 @@ pub struct Sender {
     /// (seq, index, sent at) in seq order; entries whose chunk moved on are skipped lazily.
     log: VecDeque<(u32, u32, Instant)>,
     next_seq: u32,
+    /// Highest seq known to have arrived.
     highest_seq: u32,
+    sampled_seq: u32,
     in_flight: u32,
     window: u32,
     backoff: u32,
@@ -130,6 +133,7 @@ impl Sender {
             log: VecDeque::new(),
             next_seq: 1,
             highest_seq: 0,
+            sampled_seq: 0,
             in_flight: 0,
             window: INITIAL_WINDOW,
             backoff: 0,
@@ -243,7 +247,7 @@ impl Sender {
 
     pub fn handle_ack(&mut self, now: Instant, ack: &StateAck) {
         let count = self.count();
-        if ack.cum > count || ack.highest_seq >= self.next_seq {
+        if ack.cum > count || ack.latest_seq >= self.next_seq {
             return;
         }
         let mut newly = 0;
@@ -264,18 +268,20 @@ impl Sender {
         {
             self.acked_below += 1;
         }
-        if ack.highest_seq > self.highest_seq {
-            self.highest_seq = ack.highest_seq;
-            if let Some(&(_, _, at)) = self.log_entry(ack.highest_seq) {
+        // The latest arrival is a fair RTT sample; the highest seq would favour datagrams
+        // that overtook others and bias the RTT low under jitter.
+        if ack.latest_seq != self.sampled_seq {
+            self.sampled_seq = ack.latest_seq;
+            if let Some(&(_, _, at)) = self.log_entry(ack.latest_seq) {
                 self.rtt.sample(now.saturating_duration_since(at));
             }
         }
+        self.highest_seq = self.highest_seq.max(ack.latest_seq);
         if newly > 0 {
             self.backoff = 0;
             self.round_acked += newly;
-            if self.round_lost == 0 {
-                self.window = (self.window + newly).min(MAX_WINDOW);
-            }
+            // Random loss is normal on the links this runs over: keep growing through it.
+            self.window = (self.window + newly).min(MAX_WINDOW);
         }
         self.verified |= ack.verified && self.acked == count;
         self.end_round(now);
@@ -344,9 +350,11 @@ impl Sender {
             self.round_lost += 1;
         }
         if probe {
-            // Nothing got through for a long while: back off and restart small.
+            // Nothing later got through: back off, and restart small if it happens again.
             self.backoff = (self.backoff + 1).min(MAX_BACKOFF);
-            self.window = MIN_WINDOW;
+            if self.backoff >= 2 {
+                self.window = MIN_WINDOW;
+            }
         }
         self.trim_log();
     }
@@ -376,7 +384,8 @@ pub struct Receiver {
     have_count: u32,
     cum: u32,
     top: u32,
-    highest_seq: u32,
+    /// Seq of the chunk that arrived last (echoed for RTT samples).
+    latest_seq: u32,
     unacked: u32,
     ack_at: Option<Instant>,
     pub duplicates: u64,
@@ -401,7 +410,7 @@ impl Receiver {
             have_count: 0,
             cum: 0,
             top: 0,
-            highest_seq: 0,
+            latest_seq: 0,
             unacked: 0,
             ack_at: None,
             duplicates: 0,
@@ -420,8 +429,8 @@ impl Receiver {
         self.have_count == self.count()
     }
 
-    pub fn highest_seq(&self) -> u32 {
-        self.highest_seq
+    pub fn latest_seq(&self) -> u32 {
+        self.latest_seq
     }
 
     pub fn handle_chunk(
@@ -440,7 +449,7 @@ impl Receiver {
         if data.len() != end - start {
             return ChunkOutcome::Invalid;
         }
-        self.highest_seq = self.highest_seq.max(seq);
+        self.latest_seq = seq;
         if self.have[i] {
             // The sender resent something we have: our ack may be lost, so ack at once.
             self.duplicates += 1;
@@ -498,7 +507,7 @@ impl Receiver {
         }
         Some(StateAck {
             cum,
-            highest_seq: self.highest_seq,
+            latest_seq: self.latest_seq,
             verified,
             bitmap,
         })
@@ -599,19 +608,19 @@ mod tests {
         let bogus = [
             StateAck {
                 cum: 9999,
-                highest_seq: 1,
+                latest_seq: 1,
                 verified: true,
                 bitmap: vec![],
             },
             StateAck {
                 cum: 0,
-                highest_seq: 77,
+                latest_seq: 77,
                 verified: false,
                 bitmap: vec![0xff],
             },
             StateAck {
                 cum: 3,
-                highest_seq: 1,
+                latest_seq: 1,
                 verified: true,
                 bitmap: vec![0xff; 1024],
             },

@@ -2,7 +2,8 @@
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
@@ -68,4 +69,59 @@ pub fn checksum(stats: &Value) -> &str {
     assert_eq!(c.len(), 16, "checksum {c:?} is 16 hex digits");
     assert!(c.chars().all(|ch| ch.is_ascii_hexdigit()));
     c
+}
+
+/// An Xvfb server on a free display, killed on drop.
+pub struct Xvfb {
+    child: Child,
+    pub display: String,
+}
+
+impl Drop for Xvfb {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+pub fn start_xvfb() -> Xvfb {
+    assert!(
+        Path::new("/usr/bin/Xvfb").exists(),
+        "Xvfb is not installed: {SETUP_HINT}"
+    );
+    for n in 90..200 {
+        let socket = PathBuf::from(format!("/tmp/.X11-unix/X{n}"));
+        if socket.exists() || Path::new(&format!("/tmp/.X{n}-lock")).exists() {
+            continue;
+        }
+        let display = format!(":{n}");
+        // -br: black root window, so every non-black pixel is ours.
+        let mut child = Command::new("Xvfb")
+            .args([
+                &display,
+                "-screen",
+                "0",
+                "1280x1024x24",
+                "-br",
+                "-nolisten",
+                "tcp",
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start Xvfb");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if socket.exists() {
+                return Xvfb { child, display };
+            }
+            if child.try_wait().unwrap().is_some() {
+                break; // lost a race for this display number; try the next
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    panic!("could not start Xvfb on any display :90..:199");
 }

@@ -47,7 +47,7 @@ fn main() {
             s ^= s << 13;
             s ^= s >> 17;
             s ^= s << 5;
-            if s % 16 == 0 {
+            if s.is_multiple_of(16) {
                 *bits = [pad::UP, pad::DOWN, pad::LEFT, pad::RIGHT][(s >> 8) as usize % 4];
             }
         }

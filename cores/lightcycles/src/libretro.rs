@@ -286,7 +286,7 @@ pub extern "C" fn retro_deinit() {
 
 #[no_mangle]
 pub extern "C" fn retro_api_version() -> c_uint {
-    API_VERSION
+    guard(API_VERSION, || API_VERSION)
 }
 
 /// # Safety
@@ -337,7 +337,9 @@ pub unsafe extern "C" fn retro_get_system_av_info(info: *mut SystemAvInfo) {
 
 /// Every port is a RetroPad; other devices are accepted and read as RetroPads.
 #[no_mangle]
-pub extern "C" fn retro_set_controller_port_device(_port: c_uint, _device: c_uint) {}
+pub extern "C" fn retro_set_controller_port_device(_port: c_uint, _device: c_uint) {
+    guard((), || ())
+}
 
 /// Power-cycles the machine: credits and the session high score are cleared.
 #[no_mangle]
@@ -438,7 +440,7 @@ fn send_audio(cb: &Callbacks, audio: &[i16]) {
 
 #[no_mangle]
 pub extern "C" fn retro_serialize_size() -> usize {
-    STATE_SIZE
+    guard(STATE_SIZE, || STATE_SIZE)
 }
 
 /// # Safety
@@ -484,14 +486,18 @@ pub unsafe extern "C" fn retro_unserialize(data: *const c_void, size: usize) -> 
 
 /// Cheats are not supported.
 #[no_mangle]
-pub extern "C" fn retro_cheat_reset() {}
+pub extern "C" fn retro_cheat_reset() {
+    guard((), || ())
+}
 
 /// Cheats are not supported; the code is ignored.
 ///
 /// # Safety
 /// No requirements: `code` is never read.
 #[no_mangle]
-pub unsafe extern "C" fn retro_cheat_set(_index: c_uint, _enabled: bool, _code: *const c_char) {}
+pub unsafe extern "C" fn retro_cheat_set(_index: c_uint, _enabled: bool, _code: *const c_char) {
+    guard((), || ())
+}
 
 /// Starts the game. Content is optional and ignored (the game is built in).
 ///
@@ -582,7 +588,7 @@ pub unsafe extern "C" fn retro_load_game_special(
     _info: *const GameInfo,
     _num_info: usize,
 ) -> bool {
-    false
+    guard(false, || false)
 }
 
 #[no_mangle]
@@ -592,7 +598,7 @@ pub extern "C" fn retro_unload_game() {
 
 #[no_mangle]
 pub extern "C" fn retro_get_region() -> c_uint {
-    REGION_NTSC
+    guard(REGION_NTSC, || REGION_NTSC)
 }
 
 /// System RAM is the trail grid: one byte per cell, row-major, 0 = empty, seat + 1 = trail.

@@ -1,0 +1,565 @@
+//! The lockstep client: one per player. Sends its local samples in CTRLs, receives
+//! everyone's inputs in UPDATEs and hands out frames in order, waiting at the keyframe.
+
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+
+use crate::input::{Inputs, Pad};
+use crate::wire::{Header, Kind};
+
+use super::frame::{seq_newer, Frame, PeerId};
+use super::msg::{self, Ctrl, Head, Notice, SampleRun};
+use super::rtt::{LossMeter, RttEstimator, WindowQuantile};
+use super::server::{echo, ms16, rtt_sample};
+use super::stats::{ClientStats, LatencyStats, Traffic};
+use super::timesync::pace_for;
+use super::{Config, LockstepError};
+
+/// Samples a client keeps beyond the next frame when the caller pushes changes without
+/// polling frames (during a stall); past this, the newest is overwritten.
+const MAX_AHEAD: u32 = 64;
+/// Unacknowledged checksums kept (the oldest go first).
+const MAX_CHECKSUMS: usize = 16;
+const MAX_SENT_RECORDS: usize = 1024;
+/// Notices remembered to raise each event once.
+const MAX_SEEN_NOTICES: usize = 256;
+/// Input round trips kept for the reported quantile (4 s at 60 fps).
+const INPUT_RTT_WINDOW: usize = 240;
+/// The quantile of the input round trip that sizes the lead.
+const INPUT_RTT_QUANTILE: f64 = 0.99;
+
+/// When and at which frame a local sample was pushed.
+#[derive(Clone, Copy, Debug)]
+struct SampleInfo {
+    pushed: Instant,
+    frame: u32,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ClientEvent {
+    /// Nothing heard from the server for `silent_for` (>= `warn_after`); once per silence.
+    ServerSilent { silent_for: Duration },
+    /// The server was silent past the timeout; the client stops sending.
+    ServerLost,
+    /// `peer` left; it has neutral input from `from_frame` on.
+    PlayerLeft { peer: PeerId, from_frame: Frame },
+    /// The server found `peer`'s checksum of `frame` different from the host player's.
+    Desync { frame: Frame, peer: PeerId },
+}
+
+#[derive(Clone, Copy, Debug)]
+struct SentCtrl {
+    seq: u16,
+    samples_end: u32,
+    checks_end: u32,
+}
+
+/// One player's end of a session.
+///
+/// Calling order, per displayed frame (the scheduler allows at most 4 frames per displayed
+/// frame, see [`ready_frames`](Self::ready_frames)):
+/// 1. [`push_local_input`](Self::push_local_input) with this player's pad (one sample per
+///    emulated frame; a frame polled without a new sample repeats the previous one);
+/// 2. [`poll_frame`](Self::poll_frame) up to the catch-up cap, emulating each frame returned;
+///    `None` means the keyframe is reached without its UPDATE: keep the window, audio and
+///    network alive and try again later;
+/// 3. drain [`poll_transmit`](Self::poll_transmit) (send each datagram to the server) and
+///    [`poll_event`](Self::poll_event).
+///
+/// Feed every datagram from the server to [`handle_datagram`](Self::handle_datagram), call
+/// [`handle_timeout`](Self::handle_timeout) when [`poll_timeout`](Self::poll_timeout) is
+/// reached, and run frames at [`pace`](Self::pace) times the nominal rate. Never reads a clock.
+#[derive(Debug)]
+pub struct Client {
+    cfg: Config,
+    me: PeerId,
+    epoch: Instant,
+    /// Unacknowledged local samples: indices `samples_base..samples_end`.
+    samples: VecDeque<Pad>,
+    samples_base: u32,
+    last_pad: Pad,
+    newest_pushed_at: Option<Instant>,
+    /// Push time and frame of samples `info_base..`, kept until both measurements below
+    /// have passed them.
+    info: VecDeque<SampleInfo>,
+    info_base: u32,
+    /// Next sample whose input round trip (arrival of its frame) is measured.
+    irtt_next: u32,
+    /// Next sample whose latency (frames until applied) is recorded.
+    lat_next: u32,
+    input_rtt: WindowQuantile,
+    /// Received frames not handed out yet, from `next_frame`, each with our lead on it.
+    frames: VecDeque<(Inputs, u8)>,
+    next_frame: Frame,
+    lead: Option<u32>,
+    send_seq: u16,
+    sent: VecDeque<SentCtrl>,
+    recv_seq: Option<u16>,
+    echo: Option<(u16, Instant)>,
+    rtt: RttEstimator,
+    /// Loss of UPDATEs (from their sequence numbers), and the server's word on our CTRLs.
+    down_loss: LossMeter,
+    up_lossy: bool,
+    last_heard: Instant,
+    warned: bool,
+    lost: bool,
+    last_send: Option<Instant>,
+    send_due: bool,
+    checksums: VecDeque<(u32, Frame, u64)>,
+    next_check: u32,
+    advance: f64,
+    seen: VecDeque<Notice>,
+    events: VecDeque<ClientEvent>,
+    /// The newest `now` the client was given (stamps stalls and auto-filled samples).
+    last_now: Instant,
+    stall_since: Option<Instant>,
+    stalls: u64,
+    stalled: Duration,
+    traffic: Traffic,
+    latency: LatencyStats,
+}
+
+impl Client {
+    pub fn new(cfg: Config, me: PeerId, now: Instant) -> Result<Client, LockstepError> {
+        cfg.validate()?;
+        if me.0 >= cfg.players {
+            return Err(LockstepError::NoSuchSlot(me));
+        }
+        Ok(Client {
+            cfg,
+            me,
+            epoch: now,
+            samples: VecDeque::new(),
+            samples_base: 0,
+            last_pad: Pad::NEUTRAL,
+            newest_pushed_at: None,
+            info: VecDeque::new(),
+            info_base: 0,
+            irtt_next: 0,
+            lat_next: 0,
+            input_rtt: WindowQuantile::new(INPUT_RTT_WINDOW),
+            frames: VecDeque::new(),
+            next_frame: Frame::ZERO,
+            lead: None,
+            send_seq: 0,
+            sent: VecDeque::new(),
+            recv_seq: None,
+            echo: None,
+            rtt: RttEstimator::default(),
+            down_loss: LossMeter::default(),
+            up_lossy: false,
+            last_heard: now,
+            warned: false,
+            lost: false,
+            last_send: None,
+            send_due: true,
+            checksums: VecDeque::new(),
+            next_check: 0,
+            advance: 0.0,
+            seen: VecDeque::new(),
+            events: VecDeque::new(),
+            last_now: now,
+            stall_since: None,
+            stalls: 0,
+            stalled: Duration::ZERO,
+            traffic: Traffic::default(),
+            latency: LatencyStats::default(),
+        })
+    }
+
+    pub fn me(&self) -> PeerId {
+        self.me
+    }
+
+    /// Index of the next sample to be pushed.
+    fn samples_end(&self) -> u32 {
+        self.samples_base + self.samples.len() as u32
+    }
+
+    /// True when the next frame has no local sample yet (call `push_local_input` first).
+    pub fn wants_input(&self) -> bool {
+        self.samples_end() <= self.next_frame.0
+    }
+
+    /// This player's pad for the next frame to emulate. Pushing again before that frame is
+    /// polled (during a stall) keeps only changes, as extra samples, so no press or release
+    /// is lost.
+    pub fn push_local_input(&mut self, now: Instant, pad: Pad) {
+        self.last_now = self.last_now.max(now);
+        if !self.wants_input() {
+            if pad == self.last_pad {
+                return;
+            }
+            if self.samples_end() - self.next_frame.0 >= MAX_AHEAD {
+                // Far more changes than frames: only a caller ignoring the calling order
+                // gets here; keep the newest state.
+                if let Some(last) = self.samples.back_mut() {
+                    *last = pad;
+                    self.last_pad = pad;
+                    return;
+                }
+            }
+        }
+        self.append_sample(pad, now);
+    }
+
+    fn append_sample(&mut self, pad: Pad, at: Instant) {
+        let index = self.samples_end();
+        self.samples.push_back(pad);
+        self.info.push_back(SampleInfo {
+            pushed: at,
+            frame: self.next_frame.0,
+        });
+        self.last_pad = pad;
+        self.newest_pushed_at = Some(at);
+        if (index + 1) % self.cfg.keyframe_interval == 0 || self.redundant() {
+            self.send_due = true;
+        }
+    }
+
+    /// The next frame to emulate and everyone's inputs for it, in order, each exactly once;
+    /// `None` at a keyframe whose UPDATE has not arrived (a stall).
+    pub fn poll_frame(&mut self) -> Option<(Frame, Inputs)> {
+        let Some((inputs, lead)) = self.frames.pop_front() else {
+            if self.stall_since.is_none() {
+                self.stall_since = Some(self.last_now);
+                self.stalls += 1;
+            }
+            return None;
+        };
+        let frame = self.next_frame;
+        if self.wants_input() {
+            // No sample pushed for this frame: the pad did not change.
+            self.append_sample(self.last_pad, self.last_now);
+        }
+        self.record_latency(frame, u32::from(lead));
+        self.next_frame = frame.next();
+        Some((frame, inputs))
+    }
+
+    /// Frames that [`poll_frame`](Self::poll_frame) can hand out right now.
+    pub fn ready_frames(&self) -> usize {
+        self.frames.len()
+    }
+
+    /// The next frame `poll_frame` returns.
+    pub fn frame(&self) -> Frame {
+        self.next_frame
+    }
+
+    fn info(&self, sample: u32) -> Option<SampleInfo> {
+        let i = sample.checked_sub(self.info_base)?;
+        self.info.get(i as usize).copied()
+    }
+
+    /// Forgets sample infos both measurements have passed.
+    fn trim_info(&mut self) {
+        let keep_from = self.irtt_next.min(self.lat_next);
+        while self.info_base < keep_from && self.info.pop_front().is_some() {
+            self.info_base += 1;
+        }
+    }
+
+    /// Frame `frame` (emulated now) applied the sample `frame - lead`: record its latency.
+    /// A sample repeated on several frames (lead growth) counts once.
+    fn record_latency(&mut self, frame: Frame, lead: u32) {
+        let Some(sample) = frame.0.checked_sub(lead).filter(|s| *s >= self.lat_next) else {
+            return;
+        };
+        if let Some(info) = self.info(sample) {
+            self.latency.record(frame.0.saturating_sub(info.frame));
+        }
+        self.lat_next = sample + 1;
+        self.trim_info();
+    }
+
+    /// Frames `from..to` just arrived: each carries sample `frame - lead`, pushed some time ago.
+    fn record_input_rtt(&mut self, now: Instant, from: u32, to: u32, lead: u32) {
+        for frame in from..to {
+            let Some(sample) = frame.checked_sub(lead).filter(|s| *s >= self.irtt_next) else {
+                continue;
+            };
+            if let Some(info) = self.info(sample) {
+                self.input_rtt
+                    .record(now.saturating_duration_since(info.pushed));
+            }
+            self.irtt_next = sample + 1;
+        }
+        self.trim_info();
+    }
+
+    /// Queues the checksum of `frame` (e.g. of the state after it) for the server, which
+    /// compares it with the other players'. Rides in CTRLs until acknowledged.
+    pub fn report_checksum(&mut self, frame: Frame, checksum: u64) {
+        if self.checksums.len() >= MAX_CHECKSUMS {
+            self.checksums.pop_front();
+        }
+        self.checksums.push_back((self.next_check, frame, checksum));
+        self.next_check += 1;
+    }
+
+    /// Feeds a datagram from the server. Malformed ones and other sessions are dropped and
+    /// counted.
+    pub fn handle_datagram(&mut self, now: Instant, datagram: &[u8]) {
+        self.last_now = self.last_now.max(now);
+        self.traffic.received(datagram.len());
+        let known_end = self.next_frame.0 + self.frames.len() as u32;
+        let update = match Header::parse(datagram) {
+            Ok((h, body)) if h.kind == Kind::Update && h.session == self.cfg.session => {
+                msg::decode_update(body, known_end)
+            }
+            Ok((h, _)) => {
+                tracing::debug!("dropped {:?} datagram of session {}", h.kind, h.session);
+                self.traffic.packets_dropped_invalid += 1;
+                return;
+            }
+            Err(e) => Err(e),
+        };
+        let update = match update {
+            Ok(u) => u,
+            Err(e) => {
+                tracing::debug!("dropped datagram: {e}");
+                self.traffic.packets_dropped_invalid += 1;
+                return;
+            }
+        };
+        if self.lost {
+            return;
+        }
+        self.last_heard = now;
+        self.warned = false;
+        if update.frames.as_ref().is_some_and(|r| r.from.0 > known_end) {
+            // A later segment whose predecessor is missing: ignore it all, so our ack
+            // never claims frames we lack; it comes again with the next round.
+            return;
+        }
+        if self.recv_seq.is_none_or(|r| seq_newer(update.head.seq, r)) {
+            if let Some(prev) = self.recv_seq {
+                self.down_loss.arrived(update.head.seq.wrapping_sub(prev));
+            }
+            self.up_lossy = update.up_lossy;
+            self.recv_seq = Some(update.head.seq);
+            self.echo = Some((update.head.ts, now));
+            if let Some(e) = update.head.echo {
+                if let Some(rtt) = rtt_sample(self.epoch, now, e) {
+                    self.rtt.update(rtt);
+                }
+            }
+            self.advance = f64::from(update.advance) / 16.0;
+        }
+        if let Some(ack) = update.head.ack {
+            self.handle_ack(ack);
+        }
+        if let Some(run) = update.frames {
+            if run.from.0 <= known_end && run.to().0 > known_end {
+                let skip = (known_end - run.from.0) as usize;
+                self.frames
+                    .extend(run.frames[skip..].iter().map(|f| (*f, run.lead)));
+                self.record_input_rtt(now, known_end, run.to().0, u32::from(run.lead));
+                self.lead = Some(u32::from(run.lead));
+                if let Some(since) = self.stall_since.take() {
+                    self.stalled += now.saturating_duration_since(since);
+                }
+            }
+        }
+        for n in update.notices {
+            if self.seen.contains(&n) {
+                continue;
+            }
+            if self.seen.len() >= MAX_SEEN_NOTICES {
+                self.seen.pop_front();
+            }
+            self.seen.push_back(n);
+            self.events.push_back(match n {
+                Notice::Left { peer, from } => ClientEvent::PlayerLeft {
+                    peer,
+                    from_frame: from,
+                },
+                Notice::Desync { peer, frame } => ClientEvent::Desync { frame, peer },
+            });
+        }
+    }
+
+    fn handle_ack(&mut self, ack: u16) {
+        while let Some(rec) = self.sent.front().copied() {
+            if rec.seq == ack {
+                while self.samples_base < rec.samples_end && self.samples.pop_front().is_some() {
+                    self.samples_base += 1;
+                }
+                while self.checksums.front().is_some_and(|c| c.0 < rec.checks_end) {
+                    self.checksums.pop_front();
+                }
+                self.sent.pop_front();
+                return;
+            }
+            if !seq_newer(ack, rec.seq) {
+                return;
+            }
+            self.sent.pop_front();
+        }
+    }
+
+    /// The next CTRL, when one is due: after every K-th sample, or a keyframe interval after
+    /// the previous one (retransmission and keepalive while stalled).
+    pub fn poll_transmit(&mut self, now: Instant) -> Option<Vec<u8>> {
+        self.last_now = self.last_now.max(now);
+        if self.lost {
+            return None;
+        }
+        let timer = self
+            .last_send
+            .is_none_or(|t| now >= t + self.cfg.resend_interval());
+        if !(self.send_due || timer) {
+            return None;
+        }
+        let seq = self.send_seq;
+        self.send_seq = self.send_seq.wrapping_add(1);
+        let n = msg::pads_fitting(self.samples.iter().copied(), msg::CTRL_BIT_BUDGET);
+        let samples = (n > 0).then(|| {
+            let age = if n == self.samples.len() {
+                self.newest_pushed_at.map_or(u8::MAX, |t| {
+                    now.saturating_duration_since(t)
+                        .as_millis()
+                        .min(u128::from(u8::MAX)) as u8
+                })
+            } else {
+                u8::MAX // the newest sample is not in this datagram
+            };
+            SampleRun {
+                first: self.samples_base,
+                pads: self.samples.iter().take(n).copied().collect(),
+                age_ms: age,
+            }
+        });
+        let checksums: Vec<(Frame, u64)> = self
+            .checksums
+            .iter()
+            .take(msg::MAX_CHECKSUMS)
+            .map(|c| (c.1, c.2))
+            .collect();
+        let checks_end = self
+            .checksums
+            .iter()
+            .take(msg::MAX_CHECKSUMS)
+            .last()
+            .map_or(self.next_check, |c| c.0 + 1);
+        let input_rtt_ms = self
+            .input_rtt
+            .quantile(INPUT_RTT_QUANTILE)
+            .map(|d| d.as_millis().min(u128::from(u16::MAX)) as u16);
+        let ctrl = Ctrl {
+            input_rtt_ms,
+            head: Head {
+                seq,
+                ack: self.recv_seq,
+                ts: ms16(self.epoch, now),
+                echo: self.echo.and_then(|(ts, at)| echo(ts, at, now)),
+            },
+            samples,
+            checksums,
+        };
+        self.sent.push_back(SentCtrl {
+            seq,
+            samples_end: self.samples_base + n as u32,
+            checks_end,
+        });
+        if self.sent.len() > MAX_SENT_RECORDS {
+            self.sent.pop_front();
+        }
+        self.send_due = false;
+        self.last_send = Some(now);
+        let bytes = msg::encode_ctrl(self.cfg.session, &ctrl);
+        self.traffic.sent(bytes.len());
+        Some(bytes)
+    }
+
+    pub fn poll_event(&mut self) -> Option<ClientEvent> {
+        self.events.pop_front()
+    }
+
+    /// When [`handle_timeout`](Self::handle_timeout) (and `poll_transmit`) should run next.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        if self.lost {
+            return None;
+        }
+        let send = if self.send_due {
+            self.last_now
+        } else {
+            self.last_send
+                .map_or(self.last_now, |t| t + self.cfg.resend_interval())
+        };
+        let warn = (!self.warned).then(|| self.last_heard + self.cfg.warn_after);
+        [Some(send), warn, Some(self.last_heard + self.cfg.timeout)]
+            .into_iter()
+            .flatten()
+            .min()
+    }
+
+    /// Raises `ServerSilent` and `ServerLost` when the server has been quiet too long.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        self.last_now = self.last_now.max(now);
+        if self.lost {
+            return;
+        }
+        let silent = now.saturating_duration_since(self.last_heard);
+        if silent >= self.cfg.timeout {
+            tracing::info!("server silent for {} ms: lost", silent.as_millis());
+            self.lost = true;
+            self.events.push_back(ClientEvent::ServerLost);
+        } else if silent >= self.cfg.warn_after && !self.warned {
+            self.warned = true;
+            self.events
+                .push_back(ClientEvent::ServerSilent { silent_for: silent });
+        }
+    }
+
+    /// True while a direction of the link loses datagrams: a CTRL then goes out with every
+    /// sample instead of every K-th, so a loss costs one frame instead of K.
+    pub fn redundant(&self) -> bool {
+        self.down_loss.lossy() || self.up_lossy
+    }
+
+    /// True once the server has been lost.
+    pub fn is_lost(&self) -> bool {
+        self.lost
+    }
+
+    /// Speed factor for the scheduler, about 0.98..=1.02: below 1 when this client runs
+    /// ahead of the others (drift correction).
+    pub fn pace(&self) -> f64 {
+        pace_for(self.advance)
+    }
+
+    /// Smoothed RTT to the server.
+    pub fn rtt(&self) -> Option<Duration> {
+        self.rtt.srtt()
+    }
+
+    pub fn stats(&self) -> ClientStats {
+        ClientStats {
+            rtt: self.rtt.srtt(),
+            rtt_var: self.rtt.rttvar(),
+            input_rtt: self.input_rtt.quantile(INPUT_RTT_QUANTILE),
+            keyframe_interval: self.cfg.keyframe_interval,
+            redundant: self.redundant(),
+            down_loss: self.down_loss.rate(),
+            lead: self.lead,
+            frame: self.next_frame,
+            ready_frames: self.frames.len(),
+            stalls: self.stalls,
+            stalled: self.stalled,
+            stalled_frames: self.stalled.as_secs_f64() * self.cfg.fps,
+            pace: self.pace(),
+            advance_frames: self.advance,
+            traffic: self.traffic,
+            latency: self.latency.clone(),
+        }
+    }
+
+    /// Forgets latency samples and stall counts (e.g. after a warm-up).
+    pub fn reset_measurements(&mut self) {
+        self.latency.clear();
+        self.stalls = 0;
+        self.stalled = Duration::ZERO;
+    }
+}

@@ -1,0 +1,121 @@
+//! The lead: how many frames after its sampling frame an input takes effect.
+//!
+//! The server sizes it by the worst *input round trip* among the clients: each client
+//! measures, for every one of its samples, the time from pushing it to receiving the frame
+//! that carries it, and reports the 99th percentile of the last 4 s in its CTRLs. That time
+//! contains everything that can make a client wait at a keyframe: up to K - 1 frames of
+//! batching before the CTRL leaves, the trip to the server, waiting for the other players'
+//! samples, retransmissions after losses, and the trip back. Until a client has reported
+//! one, its TCP-style `SRTT + 4 * RTTVAR` plus K - 1 frames stands in.
+//!
+//! `lead = ceil(worst / frame + MARGIN_FRAMES)`, clamped to `min_lead..=max_lead`. The
+//! keyframe interval K and the lead are separate numbers: with a small K the added latency
+//! is about one round trip rather than one or two keyframe intervals on top of it.
+//!
+//! It changes without oscillating: it rises at once when the target rises (a degraded link
+//! stalls everyone until it does), and falls at most every `STEP_DOWN`, by an eighth of the
+//! gap (at least one frame), only after `HOLD_AFTER_RISE` without a rise, and only while a
+//! target computed with half a frame of extra margin is still lower (hysteresis).
+
+use std::time::{Duration, Instant};
+
+/// Quiet time after a rise before the lead may fall again.
+pub const HOLD_AFTER_RISE: Duration = Duration::from_secs(2);
+/// Time between two one-frame decreases.
+pub const STEP_DOWN: Duration = Duration::from_millis(250);
+/// Extra room on top of the measured round trip, in frames.
+pub const MARGIN_FRAMES: f64 = 0.25;
+
+#[derive(Clone, Debug)]
+pub struct LeadController {
+    lead: u32,
+    min: u32,
+    max: u32,
+    frame: Duration,
+    last_rise: Option<Instant>,
+    last_step: Option<Instant>,
+}
+
+impl LeadController {
+    pub fn new(min: u32, max: u32, frame: Duration) -> Self {
+        LeadController {
+            lead: min,
+            min,
+            max,
+            frame,
+            last_rise: None,
+            last_step: None,
+        }
+    }
+
+    pub fn lead(&self) -> u32 {
+        self.lead
+    }
+
+    /// The lead that covers a round trip of `rtt` (with `extra` frames of margin).
+    pub fn target(&self, rtt: Option<Duration>, extra: f64) -> u32 {
+        let frames = rtt.map_or(0.0, |r| {
+            (r.as_secs_f64() / self.frame.as_secs_f64() + MARGIN_FRAMES + extra).ceil()
+        });
+        (frames.min(f64::from(self.max)) as u32).clamp(self.min, self.max)
+    }
+
+    /// Moves the lead toward the target for `rtt` (the worst round trip); returns it.
+    pub fn update(&mut self, now: Instant, rtt: Option<Duration>) -> u32 {
+        let up = self.target(rtt, 0.0);
+        if up > self.lead {
+            self.lead = up;
+            self.last_rise = Some(now);
+            self.last_step = Some(now);
+        } else if self.target(rtt, 0.5) < self.lead
+            && self
+                .last_rise
+                .is_none_or(|t| now.saturating_duration_since(t) >= HOLD_AFTER_RISE)
+            && self
+                .last_step
+                .is_none_or(|t| now.saturating_duration_since(t) >= STEP_DOWN)
+        {
+            // One frame per step, more when far off (after a 2 s round trip healed).
+            let gap = self.lead - self.target(rtt, 0.5);
+            self.lead -= gap.div_ceil(8);
+            self.last_step = Some(now);
+        }
+        self.lead
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rises_at_once_and_falls_slowly() {
+        let frame = Duration::from_micros(16_667);
+        let mut l = LeadController::new(2, 240, frame);
+        let t0 = Instant::now();
+        let ms = Duration::from_millis;
+        // 100 ms = 6 frames; + margin -> 7.
+        assert_eq!(l.update(t0, Some(ms(100))), 7);
+        assert_eq!(l.update(t0 + ms(10), Some(ms(300))), 19);
+        // Better link: nothing for 2 s, then an eighth of the gap (12 frames) per 250 ms.
+        assert_eq!(l.update(t0 + ms(1000), Some(ms(100))), 19);
+        assert_eq!(l.update(t0 + ms(2100), Some(ms(100))), 17);
+        assert_eq!(l.update(t0 + ms(2200), Some(ms(100))), 17);
+        assert_eq!(l.update(t0 + ms(2400), Some(ms(100))), 15);
+        let mut t = t0 + ms(2400);
+        let mut seen = vec![15];
+        for _ in 0..40 {
+            t += ms(250);
+            seen.push(l.update(t, Some(ms(100))));
+        }
+        assert_eq!(l.lead(), 7);
+        // Close to the target it moves one frame per step.
+        assert!(seen.windows(2).all(|w| w[0] - w[1] <= 2));
+        assert_eq!(&seen[seen.len() - 3..], &[7, 7, 7]);
+        // A target that wobbles within the hysteresis does not move it.
+        assert_eq!(l.update(t + ms(3000), Some(ms(95))), 7);
+        // No round trip known (host only): the minimum.
+        assert_eq!(l.target(None, 0.0), 2);
+        assert_eq!(l.target(Some(Duration::from_secs(60)), 0.0), 240);
+    }
+}

@@ -1,0 +1,696 @@
+//! The lockstep server: collects every client's samples, places them on frames, publishes
+//! frames once every player's input for them is known, and sends UPDATEs.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::time::{Duration, Instant};
+
+use crate::input::{Inputs, Pad, MAX_PLAYERS};
+use crate::wire::{Header, Kind};
+
+use super::frame::{seq_newer, Frame, PeerId};
+use super::lead::LeadController;
+use super::msg::{self, Echo, FrameRun, Head, Notice, Update};
+use super::rtt::{LossMeter, RttEstimator};
+use super::stats::{PeerStats, ServerStats, Traffic};
+use super::timesync::Phase;
+use super::{Config, LockstepError};
+
+/// Samples a peer may have buffered beyond the frame being published; more are ignored.
+const MAX_BUFFERED: usize = 8192;
+/// Sent-datagram records kept per peer while unacknowledged.
+const MAX_SENT_RECORDS: usize = 1024;
+/// Frames whose checksums are kept for comparison.
+const MAX_CHECKSUM_FRAMES: usize = 512;
+/// Desync notices queued per peer at most (the first ones matter).
+const MAX_DESYNC_NOTICES: usize = 8;
+/// Datagrams one UPDATE round may be split into when a peer lacks more frames than fit one
+/// (8 players whose input changes every frame fill one with about 60 frames).
+const MAX_SEGMENTS: usize = 4;
+
+/// Why a peer left.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LeaveReason {
+    /// [`Server::remove_peer`] was called.
+    Removed,
+    /// Silent for longer than [`Config::timeout`].
+    TimedOut,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ServerEvent {
+    /// Nothing heard from `peer` for `silent_for` (>= `warn_after`); raised once per silence.
+    PeerSilent { peer: PeerId, silent_for: Duration },
+    /// `peer` is out of the session; it gets neutral input from `from_frame` on.
+    PeerLeft {
+        peer: PeerId,
+        from_frame: Frame,
+        reason: LeaveReason,
+    },
+    /// `peer`'s checksum of `frame` differs from the reference player's (slot 0, the host's
+    /// player, or the lowest slot still in the session).
+    Desync {
+        frame: Frame,
+        peer: PeerId,
+        expected: u64,
+        got: u64,
+    },
+}
+
+#[derive(Clone, Copy, Debug)]
+struct SentUpdate {
+    seq: u16,
+    frames_end: Frame,
+    notices_end: u32,
+}
+
+/// One client as the server sees it: its input stream and its link.
+#[derive(Debug)]
+struct Peer {
+    id: PeerId,
+    /// Received samples not yet placed on a frame: indices `next..next + samples.len()`.
+    samples: VecDeque<Pad>,
+    next: u32,
+    /// The input this player had on the newest published frame.
+    last: Pad,
+    /// A sample was dropped since the last published frame.
+    dropped: bool,
+    rtt: RttEstimator,
+    /// The client's reported input round trip (see `lead`).
+    input_rtt: Option<Duration>,
+    /// Loss of its CTRLs, told to it so it sends redundantly.
+    up_loss: LossMeter,
+    phase: Phase,
+    last_heard: Instant,
+    warned: bool,
+    /// Newest CTRL seq received, and its timestamp with its arrival (echoed back).
+    recv_seq: Option<u16>,
+    echo: Option<(u16, Instant)>,
+    send_seq: u16,
+    sent: VecDeque<SentUpdate>,
+    /// The client holds every frame before this one.
+    acked: Frame,
+    notices: VecDeque<(u32, Notice)>,
+    next_notice: u32,
+    last_send: Option<Instant>,
+    /// Something new to tell it (frames, notices): send without waiting for the timer.
+    dirty: bool,
+    /// Further segments of the current round, sent before anything else.
+    queued: VecDeque<Vec<u8>>,
+    traffic: Traffic,
+}
+
+impl Peer {
+    fn new(id: PeerId, now: Instant) -> Peer {
+        Peer {
+            id,
+            samples: VecDeque::new(),
+            next: 0,
+            last: Pad::NEUTRAL,
+            dropped: false,
+            rtt: RttEstimator::default(),
+            input_rtt: None,
+            up_loss: LossMeter::default(),
+            phase: Phase::default(),
+            last_heard: now,
+            warned: false,
+            recv_seq: None,
+            echo: None,
+            send_seq: 0,
+            sent: VecDeque::new(),
+            acked: Frame::ZERO,
+            notices: VecDeque::new(),
+            next_notice: 0,
+            last_send: None,
+            dirty: true,
+            queued: VecDeque::new(),
+            traffic: Traffic::default(),
+        }
+    }
+
+    fn recv_end(&self) -> u32 {
+        self.next + self.samples.len() as u32
+    }
+
+    fn notify(&mut self, n: Notice) {
+        let desyncs = self
+            .notices
+            .iter()
+            .filter(|(_, n)| matches!(n, Notice::Desync { .. }))
+            .count();
+        if matches!(n, Notice::Desync { .. }) && desyncs >= MAX_DESYNC_NOTICES {
+            return;
+        }
+        self.notices.push_back((self.next_notice, n));
+        self.next_notice += 1;
+        self.dirty = true;
+    }
+
+    fn handle_ack(&mut self, ack: u16) {
+        while let Some(rec) = self.sent.front().copied() {
+            if rec.seq == ack {
+                self.acked = self.acked.max(rec.frames_end);
+                while self
+                    .notices
+                    .front()
+                    .is_some_and(|(id, _)| *id < rec.notices_end)
+                {
+                    self.notices.pop_front();
+                }
+                self.sent.pop_front();
+                return;
+            }
+            if !seq_newer(ack, rec.seq) {
+                return; // an old ack
+            }
+            self.sent.pop_front();
+        }
+    }
+}
+
+/// Checksums per frame and player, compared against the reference player's.
+#[derive(Debug, Default)]
+struct Checksums {
+    frames: BTreeMap<u32, [Option<u64>; MAX_PLAYERS]>,
+}
+
+impl Checksums {
+    /// Stores `peer`'s checksum; returns the `(peer, expected, got)` mismatches it reveals.
+    fn insert(
+        &mut self,
+        frame: Frame,
+        peer: PeerId,
+        value: u64,
+        reference: PeerId,
+    ) -> Vec<(PeerId, u64, u64)> {
+        if !self.frames.contains_key(&frame.0) && self.frames.len() >= MAX_CHECKSUM_FRAMES {
+            // Keep the newest frames; a frame older than all kept ones is not worth it.
+            match self.frames.keys().next() {
+                Some(&oldest) if oldest < frame.0 => {
+                    self.frames.remove(&oldest);
+                }
+                _ => return Vec::new(),
+            }
+        }
+        let entry = self.frames.entry(frame.0).or_default();
+        if entry[peer.index()].is_some() {
+            return Vec::new();
+        }
+        entry[peer.index()] = Some(value);
+        let Some(expected) = entry[reference.index()] else {
+            return Vec::new();
+        };
+        if peer == reference {
+            (0..MAX_PLAYERS)
+                .filter(|&p| p != reference.index())
+                .filter_map(|p| entry[p].map(|got| (PeerId(p as u8), got)))
+                .filter(|&(_, got)| got != expected)
+                .map(|(p, got)| (p, expected, got))
+                .collect()
+        } else if value != expected {
+            vec![(peer, expected, value)]
+        } else {
+            Vec::new()
+        }
+    }
+}
+
+/// The server side of a session. Lives in the hosting process.
+///
+/// Calling order (like quinn-proto): [`add_peer`](Self::add_peer) for every player before
+/// the session starts; then, in any order as things happen, feed each lockstep datagram
+/// to [`handle_datagram`](Self::handle_datagram) and call
+/// [`handle_timeout`](Self::handle_timeout) when [`poll_timeout`](Self::poll_timeout) is
+/// reached; after each of those drain [`poll_transmit`](Self::poll_transmit) (send every
+/// datagram to its peer) and [`poll_event`](Self::poll_event). Never reads a clock.
+#[derive(Debug)]
+pub struct Server {
+    cfg: Config,
+    epoch: Instant,
+    peers: [Option<Peer>; MAX_PLAYERS],
+    /// Published frames `hist_base..frontier` that some client still lacks.
+    history: VecDeque<Inputs>,
+    hist_base: Frame,
+    lead: LeadController,
+    /// A sample has been placed on a frame: no more joins.
+    started: bool,
+    checksums: Checksums,
+    events: VecDeque<ServerEvent>,
+    traffic: Traffic,
+    /// Where `poll_transmit` looks first, so no peer starves.
+    next_peer: usize,
+}
+
+impl Server {
+    pub fn new(cfg: Config, now: Instant) -> Result<Server, LockstepError> {
+        cfg.validate()?;
+        let lead = LeadController::new(cfg.min_lead, cfg.max_lead, cfg.frame_duration());
+        Ok(Server {
+            cfg,
+            epoch: now,
+            peers: Default::default(),
+            history: VecDeque::new(),
+            hist_base: Frame::ZERO,
+            lead,
+            started: false,
+            checksums: Checksums::default(),
+            events: VecDeque::new(),
+            traffic: Traffic::default(),
+            next_peer: 0,
+        })
+    }
+
+    /// Adds a player. Only before the session starts (before any sample was placed on a
+    /// frame): every client starts at frame 0.
+    pub fn add_peer(&mut self, peer: PeerId, now: Instant) -> Result<(), LockstepError> {
+        if peer.0 >= self.cfg.players {
+            return Err(LockstepError::NoSuchSlot(peer));
+        }
+        if self.peers[peer.index()].is_some() {
+            return Err(LockstepError::AlreadyPresent(peer));
+        }
+        if self.started || self.hist_base > Frame::ZERO {
+            return Err(LockstepError::Started);
+        }
+        self.peers[peer.index()] = Some(Peer::new(peer, now));
+        self.publish(now);
+        Ok(())
+    }
+
+    /// Takes a player out: it gets neutral input from the next unpublished frame on, which
+    /// every remaining client is told. Raises [`ServerEvent::PeerLeft`].
+    pub fn remove_peer(&mut self, peer: PeerId, now: Instant) -> Result<(), LockstepError> {
+        match self.peers.get(peer.index()) {
+            Some(Some(_)) => {
+                self.drop_peer(peer, now, LeaveReason::Removed);
+                Ok(())
+            }
+            _ => Err(LockstepError::NotPresent(peer)),
+        }
+    }
+
+    /// Feeds a datagram that arrived from `from`. Malformed ones, other sessions or kinds, and
+    /// unknown peers are dropped and counted.
+    pub fn handle_datagram(&mut self, now: Instant, from: PeerId, datagram: &[u8]) {
+        self.traffic.received(datagram.len());
+        let Some(peer) = self.peers.get_mut(from.index()).and_then(|p| p.as_mut()) else {
+            self.traffic.packets_dropped_invalid += 1;
+            return;
+        };
+        peer.traffic.received(datagram.len());
+        let ctrl = match Header::parse(datagram) {
+            Ok((h, body)) if h.kind == Kind::Ctrl && h.session == self.cfg.session => {
+                msg::decode_ctrl(body, peer.recv_end())
+            }
+            Ok((h, _)) => {
+                tracing::debug!(
+                    "{from}: dropped {:?} datagram of session {}",
+                    h.kind,
+                    h.session
+                );
+                self.traffic.packets_dropped_invalid += 1;
+                peer.traffic.packets_dropped_invalid += 1;
+                return;
+            }
+            Err(e) => Err(e),
+        };
+        let ctrl = match ctrl {
+            Ok(c) => c,
+            Err(e) => {
+                tracing::debug!("{from}: dropped datagram: {e}");
+                self.traffic.packets_dropped_invalid += 1;
+                peer.traffic.packets_dropped_invalid += 1;
+                return;
+            }
+        };
+        peer.last_heard = now;
+        peer.warned = false;
+        let newest = peer.recv_seq.is_none_or(|r| seq_newer(ctrl.head.seq, r));
+        if newest {
+            if let Some(prev) = peer.recv_seq {
+                peer.up_loss.arrived(ctrl.head.seq.wrapping_sub(prev));
+            }
+            peer.recv_seq = Some(ctrl.head.seq);
+            peer.echo = Some((ctrl.head.ts, now));
+            // Only the newest datagram gives an RTT sample: a late duplicate would inflate it.
+            if let Some(e) = ctrl.head.echo {
+                if let Some(rtt) = rtt_sample(self.epoch, now, e) {
+                    peer.rtt.update(rtt);
+                }
+            }
+        }
+        if let Some(ack) = ctrl.head.ack {
+            peer.handle_ack(ack);
+        }
+        if let Some(ms) = ctrl.input_rtt_ms.filter(|_| newest) {
+            peer.input_rtt = Some(Duration::from_millis(u64::from(ms)));
+        }
+        if let Some(run) = ctrl.samples {
+            let end = peer.recv_end();
+            if run.first <= end {
+                let skip = (end - run.first) as usize;
+                let room = MAX_BUFFERED.saturating_sub(peer.samples.len());
+                peer.samples
+                    .extend(run.pads.iter().skip(skip).take(room).copied());
+                let newest = run.first + run.pads.len() as u32 - 1;
+                if run.age_ms < u8::MAX {
+                    let one_way = peer.rtt.srtt().unwrap_or_default() / 2;
+                    let pushed = now.saturating_duration_since(self.epoch).as_secs_f64()
+                        - one_way.as_secs_f64()
+                        - f64::from(run.age_ms) / 1000.0;
+                    peer.phase
+                        .observe(newest, pushed, self.cfg.frame_duration().as_secs_f64());
+                }
+            }
+        }
+        for (frame, value) in ctrl.checksums {
+            self.record_checksum(frame, from, value);
+        }
+        self.publish(now);
+    }
+
+    /// Datagrams to send, one at a time, with the peer each goes to. Call until `None`.
+    pub fn poll_transmit(&mut self, now: Instant) -> Option<(PeerId, Vec<u8>)> {
+        let resend = self.cfg.resend_interval();
+        for i in 0..MAX_PLAYERS {
+            let idx = (self.next_peer + i) % MAX_PLAYERS;
+            let Some(p) = self.peers[idx].as_mut() else {
+                continue;
+            };
+            if let Some(bytes) = p.queued.pop_front() {
+                return Some((p.id, bytes));
+            }
+            if p.dirty || p.last_send.is_none_or(|t| now >= t + resend) {
+                self.next_peer = (idx + 1) % MAX_PLAYERS;
+                self.build_round(idx, now);
+                let p = self.peers[idx].as_mut()?;
+                return p.queued.pop_front().map(|b| (p.id, b));
+            }
+        }
+        None
+    }
+
+    pub fn poll_event(&mut self) -> Option<ServerEvent> {
+        self.events.pop_front()
+    }
+
+    /// When [`handle_timeout`](Self::handle_timeout) (and `poll_transmit`) should run next.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        let resend = self.cfg.resend_interval();
+        self.peers
+            .iter()
+            .flatten()
+            .flat_map(|p| {
+                let send = if p.dirty || !p.queued.is_empty() {
+                    Some(p.last_send.unwrap_or(p.last_heard))
+                } else {
+                    p.last_send.map(|t| t + resend)
+                };
+                let warn = (!p.warned).then(|| p.last_heard + self.cfg.warn_after);
+                [send, warn, Some(p.last_heard + self.cfg.timeout)]
+            })
+            .flatten()
+            .min()
+    }
+
+    /// Raises silence warnings, drops peers past the timeout, and lets the lead step down.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        for idx in 0..MAX_PLAYERS {
+            let Some(p) = self.peers[idx].as_mut() else {
+                continue;
+            };
+            let silent = now.saturating_duration_since(p.last_heard);
+            if silent >= self.cfg.timeout {
+                tracing::info!("{}: silent for {} ms, dropped", p.id, silent.as_millis());
+                let id = p.id;
+                self.drop_peer(id, now, LeaveReason::TimedOut);
+            } else if silent >= self.cfg.warn_after && !p.warned {
+                p.warned = true;
+                self.events.push_back(ServerEvent::PeerSilent {
+                    peer: p.id,
+                    silent_for: silent,
+                });
+            }
+        }
+        self.publish(now);
+    }
+
+    /// The current lead target in frames (each player's own offset converges to it).
+    pub fn lead(&self) -> u32 {
+        self.lead.lead()
+    }
+
+    /// The next keyframe: every frame before it is published.
+    pub fn frontier(&self) -> Frame {
+        self.hist_base.plus(self.history.len() as u32)
+    }
+
+    /// Smoothed RTT to `peer`.
+    pub fn rtt(&self, peer: PeerId) -> Option<Duration> {
+        self.peer(peer).and_then(|p| p.rtt.srtt())
+    }
+
+    /// Players currently in the session.
+    pub fn peers(&self) -> impl Iterator<Item = PeerId> + '_ {
+        self.peers.iter().flatten().map(|p| p.id)
+    }
+
+    pub fn stats(&self) -> ServerStats {
+        let advances = self.advances();
+        ServerStats {
+            lead: self.lead.lead(),
+            keyframe_interval: self.cfg.keyframe_interval,
+            frontier: self.frontier(),
+            traffic: self.traffic,
+            peers: self
+                .peers
+                .iter()
+                .flatten()
+                .map(|p| PeerStats {
+                    peer: p.id,
+                    rtt: p.rtt.srtt(),
+                    rtt_var: p.rtt.rttvar(),
+                    input_rtt: p.input_rtt,
+                    lead: self.frontier().0.saturating_sub(p.next),
+                    advance_frames: advances[p.id.index()],
+                    buffered_samples: p.samples.len(),
+                    traffic: p.traffic,
+                })
+                .collect(),
+        }
+    }
+
+    fn peer(&self, peer: PeerId) -> Option<&Peer> {
+        self.peers.get(peer.index()).and_then(|p| p.as_ref())
+    }
+
+    fn drop_peer(&mut self, peer: PeerId, now: Instant, reason: LeaveReason) {
+        if self.peers[peer.index()].take().is_none() {
+            return;
+        }
+        let from = self.frontier();
+        for p in self.peers.iter_mut().flatten() {
+            p.notify(Notice::Left { peer, from });
+        }
+        self.events.push_back(ServerEvent::PeerLeft {
+            peer,
+            from_frame: from,
+            reason,
+        });
+        self.publish(now);
+    }
+
+    fn record_checksum(&mut self, frame: Frame, from: PeerId, value: u64) {
+        let Some(reference) = self.peers().next() else {
+            return;
+        };
+        for (peer, expected, got) in self.checksums.insert(frame, from, value, reference) {
+            tracing::warn!("desync at {frame}: {peer} has {got:016x}, expected {expected:016x}");
+            self.events.push_back(ServerEvent::Desync {
+                frame,
+                peer,
+                expected,
+                got,
+            });
+            for p in self.peers.iter_mut().flatten() {
+                p.notify(Notice::Desync { peer, frame });
+            }
+        }
+    }
+
+    /// Each peer's phase advance in frames (> 0: ahead of the mean); 0 when unknown.
+    fn advances(&self) -> [f64; MAX_PLAYERS] {
+        let mut out = [0.0; MAX_PLAYERS];
+        let origins: Vec<(usize, f64)> = self
+            .peers
+            .iter()
+            .flatten()
+            .filter_map(|p| p.phase.origin().map(|o| (p.id.index(), o)))
+            .collect();
+        if origins.len() < 2 {
+            return out;
+        }
+        let mean = origins.iter().map(|(_, o)| o).sum::<f64>() / origins.len() as f64;
+        let frame = self.cfg.frame_duration().as_secs_f64();
+        for (i, o) in origins {
+            out[i] = (mean - o) / frame;
+        }
+        out
+    }
+
+    /// Updates the lead and publishes every frame whose inputs are all known.
+    fn publish(&mut self, now: Instant) {
+        let batching = self
+            .cfg
+            .frame_duration()
+            .mul_f64(f64::from(self.cfg.keyframe_interval - 1));
+        let worst = self
+            .peers
+            .iter()
+            .flatten()
+            .filter_map(|p| p.input_rtt.or(p.rtt.conservative().map(|r| r + batching)))
+            .max();
+        let lead = self.lead.update(now, worst);
+        if self.peers.iter().all(|p| p.is_none()) {
+            return;
+        }
+        let mut published = false;
+        loop {
+            let frame = self.frontier().0;
+            // Shrink: a player ahead of the lead drops one sample equal to the input before
+            // it (at most one per published frame), so its lead falls without losing a change.
+            for p in self.peers.iter_mut().flatten() {
+                if !p.dropped
+                    && frame.saturating_sub(p.next) > lead
+                    && p.samples.front() == Some(&p.last)
+                {
+                    p.samples.pop_front();
+                    p.next += 1;
+                    p.dropped = true;
+                }
+            }
+            // A player is ready if its lead must grow (repeat its input) or its next sample is here.
+            let ready = self
+                .peers
+                .iter()
+                .flatten()
+                .all(|p| frame.saturating_sub(p.next) < lead || !p.samples.is_empty());
+            if !ready {
+                break;
+            }
+            let mut inputs = [Pad::NEUTRAL; MAX_PLAYERS];
+            for p in self.peers.iter_mut().flatten() {
+                if frame.saturating_sub(p.next) >= lead {
+                    if let Some(s) = p.samples.pop_front() {
+                        p.next += 1;
+                        p.last = s;
+                        self.started = true;
+                    }
+                }
+                // else grow: this frame repeats the player's input, no sample consumed.
+                p.dropped = false;
+                inputs[p.id.index()] = p.last;
+            }
+            self.history.push_back(inputs);
+            published = true;
+        }
+        if published {
+            for p in self.peers.iter_mut().flatten() {
+                p.dirty = true;
+            }
+        }
+        // Forget frames every client holds.
+        if let Some(oldest) = self.peers.iter().flatten().map(|p| p.acked).min() {
+            while self.hist_base < oldest && !self.history.is_empty() {
+                self.history.pop_front();
+                self.hist_base = self.hist_base.next();
+            }
+        }
+    }
+
+    /// Queues this round's UPDATE for peer `idx`: every frame it lacks, in up to
+    /// `MAX_SEGMENTS` consecutive datagrams, each carrying the unacknowledged notices.
+    fn build_round(&mut self, idx: usize, now: Instant) {
+        let frontier = self.frontier();
+        let advance = self.advances()[idx];
+        let session = self.cfg.session;
+        let Some(p) = self.peers[idx].as_mut() else {
+            return;
+        };
+        let notices: Vec<Notice> = p
+            .notices
+            .iter()
+            .take(msg::MAX_NOTICES)
+            .map(|(_, n)| *n)
+            .collect();
+        let notices_end = p
+            .notices
+            .iter()
+            .take(msg::MAX_NOTICES)
+            .last()
+            .map_or(p.next_notice, |(id, _)| id + 1);
+        let mut from = p.acked.max(self.hist_base);
+        for _ in 0..MAX_SEGMENTS {
+            let start = (from.since(self.hist_base) as usize).min(self.history.len());
+            let avail: Vec<Inputs> = self.history.range(start..).copied().collect();
+            let n = msg::frames_fitting(&avail, msg::UPDATE_BIT_BUDGET);
+            let seq = p.send_seq;
+            p.send_seq = p.send_seq.wrapping_add(1);
+            let update = Update {
+                head: Head {
+                    seq,
+                    ack: p.recv_seq,
+                    ts: ms16(self.epoch, now),
+                    echo: p.echo.and_then(|(ts, at)| echo(ts, at, now)),
+                },
+                up_lossy: p.up_loss.lossy(),
+                advance: (advance * 16.0).round().clamp(-127.0, 127.0) as i8,
+                frames: (n > 0).then(|| FrameRun {
+                    from,
+                    frames: avail[..n].to_vec(),
+                    lead: frontier.0.saturating_sub(p.next).min(255) as u8,
+                }),
+                notices: notices.clone(),
+            };
+            from = from.plus(n as u32);
+            p.sent.push_back(SentUpdate {
+                seq,
+                frames_end: from,
+                notices_end,
+            });
+            if p.sent.len() > MAX_SENT_RECORDS {
+                p.sent.pop_front();
+            }
+            let bytes = msg::encode_update(session, &update);
+            p.traffic.sent(bytes.len());
+            self.traffic.sent(bytes.len());
+            p.queued.push_back(bytes);
+            if n == 0 || from >= frontier {
+                break;
+            }
+        }
+        p.last_send = Some(now);
+        p.dirty = false;
+    }
+}
+
+/// Milliseconds since `epoch`, wrapping at 16 bits (the wire timestamp).
+pub(crate) fn ms16(epoch: Instant, now: Instant) -> u16 {
+    now.saturating_duration_since(epoch).as_millis() as u16
+}
+
+/// The echo of a timestamp received at `at`, if it was held short enough to fit a byte.
+pub(crate) fn echo(ts: u16, at: Instant, now: Instant) -> Option<Echo> {
+    let hold = now.saturating_duration_since(at).as_millis();
+    u8::try_from(hold)
+        .ok()
+        .filter(|&h| h < u8::MAX)
+        .map(|hold_ms| Echo { ts, hold_ms })
+}
+
+/// The RTT an echo reveals: now - echoed timestamp - hold time. `None` if implausible.
+pub(crate) fn rtt_sample(epoch: Instant, now: Instant, e: Echo) -> Option<Duration> {
+    let ms = ms16(epoch, now)
+        .wrapping_sub(e.ts)
+        .wrapping_sub(u16::from(e.hold_ms));
+    (ms < 30_000).then(|| Duration::from_millis(u64::from(ms)))
+}

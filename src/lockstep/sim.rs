@@ -1,0 +1,661 @@
+//! A simulated network with simulated players, for the lockstep tests. Seeded and on
+//! simulated time: [`Sim::step`] delivers what is due and jumps the clock to the next
+//! deadline (datagram arrival, display slot, protocol timer), so minutes of play take
+//! milliseconds.
+//!
+//! Player 0 is the host's player: its datagrams go to the server in memory with zero delay.
+//! Every other player has its own up and down [`Link`] (delay, jitter, loss, bursts,
+//! duplication, reordering, delay steps over time) and its own clock rate (drift). Each
+//! player's scheduler works like `app::runner`: display slots at the nominal rate of its own
+//! clock, absolute frame deadlines scaled by `Client::pace`, at most 4 frames per slot, and
+//! a bot that presses random buttons (one-frame taps and holds).
+
+use std::cmp::{Ordering, Reverse};
+use std::collections::BinaryHeap;
+use std::time::{Duration, Instant};
+
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+
+use crate::input::{Inputs, Pad};
+
+use super::{Client, ClientEvent, Config, PeerId, Server, ServerEvent, Traffic};
+
+const CATCH_UP_CAP: u32 = 4;
+const MAX_LAG: f64 = 0.25;
+
+/// One direction of a simulated path.
+#[derive(Clone, Debug, Default)]
+pub struct Link {
+    /// One-way delay.
+    pub delay: Duration,
+    /// Each datagram's delay varies uniformly by up to this much either way.
+    pub jitter: Duration,
+    /// Chance that a datagram is lost.
+    pub loss: f64,
+    /// Gilbert-Elliott bursts: chance per datagram to enter a burst and to leave it; every
+    /// datagram in a burst is lost.
+    pub burst: Option<(f64, f64)>,
+    pub duplicate: f64,
+    /// Chance that a datagram is held back by an extra 0..30 ms (reordering beyond jitter).
+    pub reorder: f64,
+    /// From each time on, a new one-way delay.
+    pub delay_changes: Vec<(Duration, Duration)>,
+    /// Everything is lost from this time on.
+    pub dead_after: Option<Duration>,
+}
+
+impl Link {
+    /// A link with half of `rtt` as its one-way delay.
+    pub fn rtt_ms(rtt: u64) -> Link {
+        Link {
+            delay: Duration::from_millis(rtt) / 2,
+            ..Link::default()
+        }
+    }
+
+    /// The one-way jitter of a link whose round trip varies by `rtt_jitter` either way.
+    pub fn rtt_jitter_ms(mut self, rtt_jitter: u64) -> Link {
+        self.jitter = Duration::from_millis(rtt_jitter) / 2;
+        self
+    }
+
+    pub fn loss(mut self, p: f64) -> Link {
+        self.loss = p;
+        self
+    }
+
+    pub fn burst(mut self, enter: f64, leave: f64) -> Link {
+        self.burst = Some((enter, leave));
+        self
+    }
+
+    pub fn duplicate(mut self, p: f64) -> Link {
+        self.duplicate = p;
+        self
+    }
+
+    pub fn reorder(mut self, p: f64) -> Link {
+        self.reorder = p;
+        self
+    }
+
+    pub fn rtt_change(mut self, at: Duration, rtt_ms: u64) -> Link {
+        self.delay_changes
+            .push((at, Duration::from_millis(rtt_ms) / 2));
+        self
+    }
+
+    pub fn dead_after(mut self, at: Duration) -> Link {
+        self.dead_after = Some(at);
+        self
+    }
+}
+
+#[derive(Debug)]
+struct LinkState {
+    spec: Link,
+    in_burst: bool,
+}
+
+impl LinkState {
+    /// Arrival times of a datagram sent at `t` (none if lost, two if duplicated).
+    fn route(&mut self, rng: &mut SmallRng, t: Duration) -> Vec<Duration> {
+        let s = &self.spec;
+        if s.dead_after.is_some_and(|d| t >= d) {
+            return Vec::new();
+        }
+        if let Some((enter, leave)) = s.burst {
+            self.in_burst = if self.in_burst {
+                !rng.gen_bool(leave)
+            } else {
+                rng.gen_bool(enter)
+            };
+            if self.in_burst {
+                return Vec::new();
+            }
+        }
+        if s.loss > 0.0 && rng.gen_bool(s.loss) {
+            return Vec::new();
+        }
+        let delay = s
+            .delay_changes
+            .iter()
+            .rev()
+            .find(|(at, _)| t >= *at)
+            .map_or(s.delay, |(_, d)| *d);
+        let copies = if s.duplicate > 0.0 && rng.gen_bool(s.duplicate) {
+            2
+        } else {
+            1
+        };
+        (0..copies)
+            .map(|_| {
+                let j = s.jitter.as_secs_f64();
+                let mut d = delay.as_secs_f64() + if j > 0.0 { rng.gen_range(-j..=j) } else { 0.0 };
+                if s.reorder > 0.0 && rng.gen_bool(s.reorder) {
+                    d += rng.gen_range(0.0..0.030);
+                }
+                t + Duration::from_secs_f64(d.max(0.0))
+            })
+            .collect()
+    }
+}
+
+/// One simulated player's path and clock.
+#[derive(Clone, Debug)]
+pub struct PlayerSpec {
+    pub up: Link,
+    pub down: Link,
+    /// Its clock runs this much faster than the host's (1.005 = +0.5 %).
+    pub clock_rate: f64,
+}
+
+impl PlayerSpec {
+    pub fn symmetric(link: Link) -> PlayerSpec {
+        PlayerSpec {
+            up: link.clone(),
+            down: link,
+            clock_rate: 1.0,
+        }
+    }
+}
+
+/// Random but plausible input: holds of 1..60 frames, and one-frame taps.
+#[derive(Debug)]
+struct Bot {
+    rng: SmallRng,
+    pad: Pad,
+    hold_left: u32,
+    chaotic: bool,
+}
+
+impl Bot {
+    fn next(&mut self) -> Pad {
+        if self.chaotic {
+            self.pad = Pad(self.pad.0.wrapping_add(1 + self.rng.gen::<u16>() % 1000));
+            return self.pad;
+        }
+        if self.hold_left > 0 {
+            self.hold_left -= 1;
+        } else if self.rng.gen_bool(0.05) {
+            self.pad = match self.rng.gen_range(0..4) {
+                0 => Pad::NEUTRAL,
+                _ => Pad(self.rng.gen::<u16>() & self.rng.gen::<u16>() & self.rng.gen::<u16>()),
+            };
+            self.hold_left = self.rng.gen_range(0..60);
+        }
+        if self.rng.gen_bool(0.04) {
+            // A one-frame tap (or a one-frame release of a held button).
+            Pad(self.pad.0 ^ (1 << self.rng.gen_range(0..16)))
+        } else {
+            self.pad
+        }
+    }
+}
+
+/// A simulated player: its client, scheduler, bot and what it did.
+#[derive(Debug)]
+pub struct Player {
+    pub client: Client,
+    pub id: PeerId,
+    rate: f64,
+    base: Instant,
+    up: LinkState,
+    down: LinkState,
+    bot: Bot,
+    /// Inputs of every frame it emulated, in order.
+    pub applied: Vec<Inputs>,
+    /// Every sample it pushed, in order.
+    pub pushed: Vec<Pad>,
+    next_frame: Option<f64>,
+    slot: u64,
+    /// Display slots and stalled display slots after the warm-up.
+    pub slots: u64,
+    pub stalled_slots: u64,
+    pub lag_resets: u64,
+    pub events: Vec<(Duration, ClientEvent)>,
+    pub traffic_at_warmup: Option<Traffic>,
+    /// Rolling hash of the inputs applied so far (stands in for a state checksum).
+    checksum: u64,
+}
+
+impl Player {
+    fn local(&self, t: Duration) -> Instant {
+        self.base + t.mul_f64(self.rate)
+    }
+
+    /// The simulated time at which its clock shows `at` (rounded up, so that its clock
+    /// has reached `at` by then).
+    fn real(&self, at: Instant) -> Duration {
+        at.saturating_duration_since(self.base).div_f64(self.rate) + Duration::from_micros(1)
+    }
+
+    fn next_tick(&self, frame: f64) -> Duration {
+        Duration::from_secs_f64(self.slot as f64 * frame / self.rate)
+    }
+
+    /// True once it stopped taking part (lost the server).
+    pub fn gone(&self) -> bool {
+        self.client.is_lost()
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct SimConfig {
+    pub lockstep: Config,
+    /// One per player; `players[0]` is the host's player (its links are ignored: in memory).
+    pub players: Vec<PlayerSpec>,
+    pub seed: u64,
+    /// Chance per stalled slot that the bot changes its pad and pushes it anyway.
+    pub stall_push_chance: f64,
+    /// Stall, latency and traffic counts start after this.
+    pub warmup: Duration,
+    /// Run frames at `Client::pace` (false shows what drift does without time sync).
+    pub apply_pace: bool,
+    /// Every this many frames each player reports a checksum of the inputs it applied.
+    pub checksum_every: Option<u32>,
+    /// This player reports a wrong checksum for this frame.
+    pub corrupt_checksum: Option<(PeerId, u32)>,
+    /// Bots change their pad on every frame (worst case for the delta coding).
+    pub chaotic_bots: bool,
+}
+
+impl SimConfig {
+    pub fn new(lockstep: Config, players: Vec<PlayerSpec>, seed: u64) -> SimConfig {
+        SimConfig {
+            lockstep,
+            players,
+            seed,
+            stall_push_chance: 0.3,
+            warmup: Duration::from_secs(5),
+            apply_pace: true,
+            checksum_every: None,
+            corrupt_checksum: None,
+            chaotic_bots: false,
+        }
+    }
+}
+
+#[derive(Debug)]
+enum Dest {
+    Server(PeerId),
+    Player(usize),
+}
+
+#[derive(Debug)]
+struct InFlight {
+    at: Duration,
+    order: u64,
+    dest: Dest,
+    bytes: Vec<u8>,
+}
+
+impl PartialEq for InFlight {
+    fn eq(&self, o: &Self) -> bool {
+        (self.at, self.order) == (o.at, o.order)
+    }
+}
+impl Eq for InFlight {}
+impl PartialOrd for InFlight {
+    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for InFlight {
+    fn cmp(&self, o: &Self) -> Ordering {
+        (self.at, self.order).cmp(&(o.at, o.order))
+    }
+}
+
+/// A server and its players on a simulated network.
+#[derive(Debug)]
+pub struct Sim {
+    rng: SmallRng,
+    t: Duration,
+    base: Instant,
+    frame: f64,
+    warmup: Duration,
+    stall_push_chance: f64,
+    pub server: Server,
+    pub players: Vec<Player>,
+    queue: BinaryHeap<Reverse<InFlight>>,
+    order: u64,
+    pub server_events: Vec<(Duration, ServerEvent)>,
+    /// (time, lead) whenever the server's lead changed.
+    pub lead_log: Vec<(Duration, u32)>,
+    /// The server's traffic per peer when the warm-up ended.
+    pub server_traffic_at_warmup: Option<Vec<(PeerId, Traffic)>>,
+    /// Largest CTRL and UPDATE sent.
+    pub max_ctrl: usize,
+    pub max_update: usize,
+    apply_pace: bool,
+    checksum_every: Option<u32>,
+    corrupt_checksum: Option<(PeerId, u32)>,
+    stuck: u32,
+}
+
+impl Sim {
+    pub fn new(cfg: SimConfig) -> Sim {
+        let base = Instant::now();
+        let mut rng = SmallRng::seed_from_u64(cfg.seed);
+        let mut server = Server::new(cfg.lockstep.clone(), base).expect("valid config");
+        let mut players = Vec::new();
+        for (i, spec) in cfg.players.iter().enumerate() {
+            let id = PeerId(i as u8);
+            server.add_peer(id, base).expect("add peer");
+            let (up, down, rate) = if i == 0 {
+                (Link::default(), Link::default(), 1.0)
+            } else {
+                (spec.up.clone(), spec.down.clone(), spec.clock_rate)
+            };
+            players.push(Player {
+                client: Client::new(cfg.lockstep.clone(), id, base).expect("valid config"),
+                id,
+                rate,
+                base,
+                up: LinkState {
+                    spec: up,
+                    in_burst: false,
+                },
+                down: LinkState {
+                    spec: down,
+                    in_burst: false,
+                },
+                bot: Bot {
+                    rng: SmallRng::seed_from_u64(rng.gen()),
+                    pad: Pad::NEUTRAL,
+                    hold_left: 0,
+                    chaotic: cfg.chaotic_bots,
+                },
+                checksum: 0,
+                applied: Vec::new(),
+                pushed: Vec::new(),
+                next_frame: None,
+                slot: 0,
+                slots: 0,
+                stalled_slots: 0,
+                lag_resets: 0,
+                events: Vec::new(),
+                traffic_at_warmup: None,
+            });
+        }
+        Sim {
+            rng,
+            t: Duration::ZERO,
+            base,
+            frame: 1.0 / cfg.lockstep.fps,
+            warmup: cfg.warmup,
+            stall_push_chance: cfg.stall_push_chance,
+            server,
+            players,
+            queue: BinaryHeap::new(),
+            order: 0,
+            server_events: Vec::new(),
+            lead_log: Vec::new(),
+            server_traffic_at_warmup: None,
+            max_ctrl: 0,
+            max_update: 0,
+            apply_pace: cfg.apply_pace,
+            checksum_every: cfg.checksum_every,
+            corrupt_checksum: cfg.corrupt_checksum,
+            stuck: 0,
+        }
+    }
+
+    pub fn now(&self) -> Duration {
+        self.t
+    }
+
+    fn server_now(&self) -> Instant {
+        self.base + self.t
+    }
+
+    /// Runs until every player still in the game emulated `frames` frames, or `limit`.
+    pub fn run_frames(&mut self, frames: usize, limit: Duration) {
+        while self.t < limit
+            && self
+                .players
+                .iter()
+                .any(|p| !p.gone() && p.applied.len() < frames)
+        {
+            self.step();
+        }
+    }
+
+    pub fn run_until(&mut self, t: Duration) {
+        while self.t < t {
+            self.step();
+        }
+    }
+
+    /// The server's clock now.
+    pub fn server_instant(&self) -> Instant {
+        self.server_now()
+    }
+
+    /// The host takes `peer` out of the session now.
+    pub fn remove_peer(&mut self, peer: PeerId) {
+        let now = self.server_now();
+        self.server.remove_peer(peer, now).expect("peer in session");
+        self.process();
+    }
+
+    /// Hands `bytes` to the server as if `from` had sent them, now.
+    pub fn inject_to_server(&mut self, from: PeerId, bytes: &[u8]) {
+        let now = self.server_now();
+        self.server.handle_datagram(now, from, bytes);
+    }
+
+    /// Hands `bytes` to player `i` as if the server had sent them, now.
+    pub fn inject_to_player(&mut self, i: usize, bytes: &[u8]) {
+        let p = &mut self.players[i];
+        let now = p.local(self.t);
+        p.client.handle_datagram(now, bytes);
+    }
+
+    /// Jumps to the next deadline and processes everything due then.
+    pub fn step(&mut self) {
+        let mut next = self.queue.peek().map(|Reverse(p)| p.at);
+        let mut consider = |t: Duration| next = Some(next.map_or(t, |n: Duration| n.min(t)));
+        for p in &self.players {
+            if !p.gone() {
+                consider(p.next_tick(self.frame));
+            }
+            if let Some(at) = p.client.poll_timeout() {
+                consider(p.real(at));
+            }
+        }
+        if let Some(at) = self.server.poll_timeout() {
+            consider(at.saturating_duration_since(self.base));
+        }
+        let next = next.expect("something is always scheduled");
+        if next <= self.t {
+            self.stuck += 1;
+            assert!(
+                self.stuck < 10_000,
+                "simulation makes no progress at {:?}",
+                self.t
+            );
+        } else {
+            self.stuck = 0;
+            self.t = next;
+        }
+        self.process();
+    }
+
+    fn process(&mut self) {
+        let t = self.t;
+        if t >= self.warmup && self.server_traffic_at_warmup.is_none() {
+            let peers = self.server.stats().peers;
+            self.server_traffic_at_warmup =
+                Some(peers.iter().map(|p| (p.peer, p.traffic)).collect());
+            for p in &mut self.players {
+                p.traffic_at_warmup = Some(p.client.stats().traffic);
+                p.client.reset_measurements();
+            }
+        }
+        self.deliver_due();
+        for i in 0..self.players.len() {
+            if !self.players[i].gone() && self.players[i].next_tick(self.frame) <= t {
+                self.tick(i);
+            }
+        }
+        let now = self.server_now();
+        if self.server.poll_timeout().is_some_and(|at| at <= now) {
+            self.server.handle_timeout(now);
+        }
+        for p in &mut self.players {
+            let now = p.local(t);
+            if p.client.poll_timeout().is_some_and(|at| at <= now) {
+                p.client.handle_timeout(now);
+            }
+        }
+        self.flush();
+        while let Some(e) = self.server.poll_event() {
+            self.server_events.push((t, e));
+        }
+        for p in &mut self.players {
+            while let Some(e) = p.client.poll_event() {
+                p.events.push((t, e));
+            }
+        }
+        let lead = self.server.lead();
+        if self.lead_log.last().is_none_or(|(_, l)| *l != lead) {
+            self.lead_log.push((t, lead));
+        }
+    }
+
+    fn deliver_due(&mut self) -> bool {
+        let mut any = false;
+        while self.queue.peek().is_some_and(|Reverse(p)| p.at <= self.t) {
+            let Some(Reverse(p)) = self.queue.pop() else {
+                break;
+            };
+            any = true;
+            match p.dest {
+                Dest::Server(from) => {
+                    let now = self.server_now();
+                    self.server.handle_datagram(now, from, &p.bytes);
+                }
+                Dest::Player(i) => {
+                    let pl = &mut self.players[i];
+                    let now = pl.local(self.t);
+                    pl.client.handle_datagram(now, &p.bytes);
+                }
+            }
+        }
+        any
+    }
+
+    /// Moves every pending datagram onto its link; zero-delay ones arrive at once.
+    fn flush(&mut self) {
+        loop {
+            let t = self.t;
+            let now = self.server_now();
+            while let Some((to, bytes)) = self.server.poll_transmit(now) {
+                self.max_update = self.max_update.max(bytes.len());
+                let i = to.index();
+                let arrivals = self.players[i].down.route(&mut self.rng, t);
+                for at in arrivals {
+                    self.order += 1;
+                    self.queue.push(Reverse(InFlight {
+                        at,
+                        order: self.order,
+                        dest: Dest::Player(i),
+                        bytes: bytes.clone(),
+                    }));
+                }
+            }
+            for i in 0..self.players.len() {
+                let now = self.players[i].local(t);
+                while let Some(bytes) = self.players[i].client.poll_transmit(now) {
+                    self.max_ctrl = self.max_ctrl.max(bytes.len());
+                    let id = self.players[i].id;
+                    let arrivals = self.players[i].up.route(&mut self.rng, t);
+                    for at in arrivals {
+                        self.order += 1;
+                        self.queue.push(Reverse(InFlight {
+                            at,
+                            order: self.order,
+                            dest: Dest::Server(id),
+                            bytes: bytes.clone(),
+                        }));
+                    }
+                }
+            }
+            if !self.deliver_due() {
+                break;
+            }
+        }
+    }
+
+    /// One display slot of player `i`, like `app::runner`: push a sample per frame, run the
+    /// frames that are due (at most 4), count a stall if inputs were missing.
+    fn tick(&mut self, i: usize) {
+        let warm = self.t >= self.warmup;
+        let frame = self.frame;
+        let p = &mut self.players[i];
+        let now = p.local(self.t);
+        let local = p.slot as f64 * frame;
+        p.slot += 1;
+        let pace = if self.apply_pace {
+            p.client.pace()
+        } else {
+            1.0
+        };
+        let period = frame / pace;
+        let mut next_frame = *p.next_frame.get_or_insert(local);
+        let due = if next_frame > local + 1e-9 {
+            0
+        } else {
+            let behind = local - next_frame;
+            if behind > MAX_LAG {
+                p.lag_resets += 1;
+                next_frame = local;
+                1
+            } else {
+                ((behind / period) as u32 + 1).min(CATCH_UP_CAP)
+            }
+        };
+        let mut stalled = false;
+        for _ in 0..due {
+            if p.client.wants_input() {
+                let pad = p.bot.next();
+                p.client.push_local_input(now, pad);
+                p.pushed.push(pad);
+            }
+            match p.client.poll_frame() {
+                Some((f, inputs)) => {
+                    assert_eq!(f.0 as usize, p.applied.len(), "frames out of order");
+                    p.applied.push(inputs);
+                    next_frame += period;
+                    for pad in inputs {
+                        p.checksum = p.checksum.wrapping_mul(0x100_0000_01b3) ^ u64::from(pad.0);
+                    }
+                    if self.checksum_every.is_some_and(|n| f.0 % n == 0) {
+                        let wrong = self.corrupt_checksum == Some((p.id, f.0));
+                        p.client.report_checksum(f, p.checksum ^ u64::from(wrong));
+                    }
+                }
+                None => {
+                    stalled = true;
+                    break;
+                }
+            }
+        }
+        p.next_frame = Some(next_frame);
+        if warm {
+            p.slots += 1;
+            if stalled {
+                p.stalled_slots += 1;
+            }
+        }
+        if stalled && self.stall_push_chance > 0.0 && self.rng.gen_bool(self.stall_push_chance) {
+            // The player presses something while the game waits.
+            let pad = p.bot.next();
+            p.client.push_local_input(now, pad);
+            p.pushed.push(pad);
+        }
+    }
+}

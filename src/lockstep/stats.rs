@@ -1,0 +1,174 @@
+//! Counters and getters: traffic, RTT, lead, stalls, input latency.
+
+use std::time::Duration;
+
+use super::frame::{Frame, PeerId};
+
+/// Datagram counters of one endpoint (or one peer on the server).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Traffic {
+    pub bytes_in: u64,
+    pub bytes_out: u64,
+    pub packets_in: u64,
+    pub packets_out: u64,
+    /// Datagrams dropped as malformed, truncated, of another session or kind, or from an
+    /// unknown peer. Counted in `packets_in`/`bytes_in` too.
+    pub packets_dropped_invalid: u64,
+}
+
+impl Traffic {
+    pub(crate) fn received(&mut self, len: usize) {
+        self.bytes_in += len as u64;
+        self.packets_in += 1;
+    }
+
+    pub(crate) fn sent(&mut self, len: usize) {
+        self.bytes_out += len as u64;
+        self.packets_out += 1;
+    }
+}
+
+/// Histogram of input latencies in frames (0..=255; longer ones land in the last bucket).
+#[derive(Clone, Debug)]
+pub struct LatencyStats {
+    buckets: Box<[u64; 256]>,
+    count: u64,
+    sum: u64,
+}
+
+impl Default for LatencyStats {
+    fn default() -> Self {
+        LatencyStats {
+            buckets: Box::new([0; 256]),
+            count: 0,
+            sum: 0,
+        }
+    }
+}
+
+impl LatencyStats {
+    pub(crate) fn record(&mut self, frames: u32) {
+        self.buckets[frames.min(255) as usize] += 1;
+        self.count += 1;
+        self.sum += u64::from(frames);
+    }
+
+    /// Samples recorded.
+    pub fn count(&self) -> u64 {
+        self.count
+    }
+
+    pub fn mean(&self) -> Option<f64> {
+        (self.count > 0).then(|| self.sum as f64 / self.count as f64)
+    }
+
+    /// The `q` quantile (0..=1) in frames.
+    pub fn quantile(&self, q: f64) -> Option<u32> {
+        if self.count == 0 {
+            return None;
+        }
+        let rank = ((q.clamp(0.0, 1.0) * self.count as f64).ceil() as u64).max(1);
+        let mut seen = 0;
+        for (i, n) in self.buckets.iter().enumerate() {
+            seen += n;
+            if seen >= rank {
+                return Some(i as u32);
+            }
+        }
+        Some(255)
+    }
+
+    pub fn median(&self) -> Option<u32> {
+        self.quantile(0.5)
+    }
+
+    pub fn p95(&self) -> Option<u32> {
+        self.quantile(0.95)
+    }
+
+    /// Forgets what was recorded (e.g. after a warm-up).
+    pub fn clear(&mut self) {
+        *self = LatencyStats::default();
+    }
+}
+
+/// A client's numbers; see [`super::Client::stats`].
+#[derive(Clone, Debug)]
+pub struct ClientStats {
+    /// Smoothed RTT to the server and its mean deviation.
+    pub rtt: Option<Duration>,
+    pub rtt_var: Duration,
+    /// 99th percentile of the time from pushing a sample to receiving its frame.
+    pub input_rtt: Option<Duration>,
+    pub keyframe_interval: u32,
+    /// Sending a CTRL every frame because the link loses datagrams.
+    pub redundant: bool,
+    /// Smoothed share of UPDATEs lost (sequence gaps).
+    pub down_loss: f64,
+    /// Frames between sampling this client's input and applying it, as the server last said.
+    pub lead: Option<u32>,
+    /// Next frame `poll_frame` hands out (= frames emulated so far).
+    pub frame: Frame,
+    /// Frames received and not yet handed out.
+    pub ready_frames: usize,
+    /// Keyframes at which `poll_frame` found no inputs (counted once per keyframe).
+    pub stalls: u64,
+    /// Time from those misses to the UPDATE that ended them (the miss time is the latest
+    /// `now` the client was given, normally the `push_local_input` just before).
+    pub stalled: Duration,
+    /// `stalled` in frames at the configured fps.
+    pub stalled_frames: f64,
+    /// Speed factor for the scheduler (drift correction) and the advance it came from.
+    pub pace: f64,
+    pub advance_frames: f64,
+    pub traffic: Traffic,
+    /// Frames from sampling a local input to the frame it was applied on.
+    pub latency: LatencyStats,
+}
+
+/// One peer as the server sees it.
+#[derive(Clone, Debug)]
+pub struct PeerStats {
+    pub peer: PeerId,
+    pub rtt: Option<Duration>,
+    pub rtt_var: Duration,
+    /// The input round trip it reported (the lead is sized by the worst one).
+    pub input_rtt: Option<Duration>,
+    /// Its current sample-to-frame offset (its input latency in frames).
+    pub lead: u32,
+    /// Its phase relative to the other clients, in frames (> 0: ahead).
+    pub advance_frames: f64,
+    /// Samples received and not yet placed on a frame.
+    pub buffered_samples: usize,
+    pub traffic: Traffic,
+}
+
+/// The server's numbers; see [`super::Server::stats`].
+#[derive(Clone, Debug)]
+pub struct ServerStats {
+    pub lead: u32,
+    pub keyframe_interval: u32,
+    /// The next keyframe: frames before it are published.
+    pub frontier: Frame,
+    /// All traffic, including datagrams from unknown peers.
+    pub traffic: Traffic,
+    pub peers: Vec<PeerStats>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quantiles_come_from_the_histogram() {
+        let mut l = LatencyStats::default();
+        assert_eq!(l.median(), None);
+        for v in [3, 3, 4, 4, 4, 5, 9, 9, 9, 300] {
+            l.record(v);
+        }
+        assert_eq!(l.median(), Some(4));
+        assert_eq!(l.p95(), Some(255));
+        assert_eq!(l.quantile(0.0), Some(3));
+        assert_eq!(l.count(), 10);
+    }
+}

@@ -1,0 +1,466 @@
+//! Lockstep over the simulated network: every client applies the same inputs on every frame,
+//! no tap is lost, the lead adapts, and stalls, latency and bandwidth stay within bounds.
+
+use std::time::Duration;
+
+use crate::input::Pad;
+
+use super::sim::{Link, PlayerSpec, Sim, SimConfig};
+use super::{ClientEvent, Config, PeerId, ServerEvent};
+
+pub(super) const FPS: f64 = 60.0;
+/// UDP + IPv4 header bytes per datagram, counted in bandwidth figures.
+const UDP_IP: u64 = 28;
+/// Measurements start after this (the lead and the clocks settle first).
+const WARMUP: Duration = Duration::from_secs(5);
+
+pub(super) fn secs(v: u64) -> Duration {
+    Duration::from_secs(v)
+}
+
+pub(super) fn config(players: usize, k: u32) -> Config {
+    Config {
+        players: players as u8,
+        keyframe_interval: k,
+        min_lead: k,
+        session: 0x5eed_0001,
+        ..Config::default()
+    }
+}
+
+/// Remote players alternate between +0.5 % and -0.5 % clock rates.
+fn drifting(players: usize, link: Link) -> Vec<PlayerSpec> {
+    (0..players)
+        .map(|i| PlayerSpec {
+            clock_rate: if i % 2 == 0 { 0.995 } else { 1.005 },
+            ..PlayerSpec::symmetric(link.clone())
+        })
+        .collect()
+}
+
+/// A session where every remote player has the same symmetric link and the default K.
+pub(super) fn uniform(players: usize, link: Link, seed: u64) -> SimConfig {
+    SimConfig::new(
+        config(players, super::DEFAULT_KEYFRAME_INTERVAL),
+        (0..players)
+            .map(|_| PlayerSpec::symmetric(link.clone()))
+            .collect(),
+        seed,
+    )
+}
+
+/// Measurements of one run, over the time after the warm-up.
+#[derive(Debug)]
+pub(super) struct Outcome {
+    pub frames: usize,
+    /// Worst player's share of display slots that stalled, in percent.
+    pub stall_pct: f64,
+    /// Worst player's median and 95th percentile input latency, in ms.
+    pub latency_median_ms: f64,
+    pub latency_p95_ms: f64,
+    /// Mean over remote players, bytes per second incl. UDP/IP headers.
+    pub up_bps: f64,
+    pub down_bps: f64,
+    pub lead_min: u32,
+    pub lead_max: u32,
+}
+
+fn frames_ms(f: u32) -> f64 {
+    f64::from(f) * 1000.0 / FPS
+}
+
+pub(super) fn outcome(sim: &Sim) -> Outcome {
+    let elapsed = sim.now().saturating_sub(WARMUP).as_secs_f64().max(1e-9);
+    let mut stall_pct: f64 = 0.0;
+    let mut med: u32 = 0;
+    let mut p95: u32 = 0;
+    for p in sim.players.iter().filter(|p| !p.gone()) {
+        if p.slots > 0 {
+            stall_pct = stall_pct.max(100.0 * p.stalled_slots as f64 / p.slots as f64);
+        }
+        let lat = p.client.stats().latency;
+        med = med.max(lat.median().unwrap_or(0));
+        p95 = p95.max(lat.p95().unwrap_or(0));
+    }
+    let (mut up, mut down, mut n) = (0.0f64, 0.0f64, 0.0f64);
+    let server_peers = sim.server.stats().peers;
+    for p in sim.players.iter().skip(1) {
+        let (Some(t0), Some(s0)) = (p.traffic_at_warmup, sim.server_traffic_at_warmup.as_ref())
+        else {
+            continue;
+        };
+        let t1 = p.client.stats().traffic;
+        up += ((t1.bytes_out - t0.bytes_out) + UDP_IP * (t1.packets_out - t0.packets_out)) as f64;
+        let s0 = s0.iter().find(|(id, _)| *id == p.id).map(|(_, t)| *t);
+        let s1 = server_peers
+            .iter()
+            .find(|s| s.peer == p.id)
+            .map(|s| s.traffic);
+        if let (Some(s0), Some(s1)) = (s0, s1) {
+            down +=
+                ((s1.bytes_out - s0.bytes_out) + UDP_IP * (s1.packets_out - s0.packets_out)) as f64;
+        }
+        n += 1.0;
+    }
+    let leads = sim
+        .lead_log
+        .iter()
+        .filter(|(t, _)| *t >= WARMUP)
+        .map(|(_, l)| *l);
+    Outcome {
+        frames: sim
+            .players
+            .iter()
+            .map(|p| p.applied.len())
+            .min()
+            .unwrap_or(0),
+        stall_pct,
+        latency_median_ms: frames_ms(med),
+        latency_p95_ms: frames_ms(p95),
+        up_bps: up / n.max(1.0) / elapsed,
+        down_bps: down / n.max(1.0) / elapsed,
+        lead_min: leads.clone().min().unwrap_or(sim.server.lead()),
+        lead_max: leads.max().unwrap_or(sim.server.lead()),
+    }
+}
+
+/// Every player emulated the same inputs on every frame both emulated.
+pub(super) fn assert_in_sync(sim: &Sim) {
+    let reference = &sim.players[0].applied;
+    for p in &sim.players[1..] {
+        let n = p.applied.len().min(reference.len());
+        if let Some(f) = (0..n).find(|&f| p.applied[f] != reference[f]) {
+            panic!(
+                "{} diverged at frame {f}: {:?} vs {:?}",
+                p.id, p.applied[f], reference[f]
+            );
+        }
+    }
+}
+
+fn collapse(seq: impl IntoIterator<Item = Pad>) -> Vec<Pad> {
+    let mut out: Vec<Pad> = Vec::new();
+    for p in seq {
+        if out.last() != Some(&p) {
+            out.push(p);
+        }
+    }
+    out
+}
+
+/// No press or release was lost or merged: per player, the applied inputs with consecutive
+/// duplicates collapsed are a prefix of its samples collapsed the same way (after the
+/// neutral frames of the initial lead). Frames from `until(peer)` on are not checked (the
+/// player left); otherwise the applied changes must cover nearly all sampled ones.
+pub(super) fn assert_no_tap_lost(sim: &Sim, until: impl Fn(PeerId) -> Option<usize>) {
+    let frames = &sim.players[0].applied;
+    for p in &sim.players {
+        let end = until(p.id).unwrap_or(frames.len()).min(frames.len());
+        let applied = collapse(frames[..end].iter().map(|f| f[p.id.index()]));
+        let sampled = collapse(std::iter::once(Pad::NEUTRAL).chain(p.pushed.iter().copied()));
+        if let Some(i) = (0..applied.len()).find(|&i| sampled.get(i) != Some(&applied[i])) {
+            panic!(
+                "{}: input change {i} is {:?} on frames but {:?} in samples",
+                p.id,
+                applied[i],
+                sampled.get(i)
+            );
+        }
+        assert!(
+            applied.len() * 10 >= sampled.len() * 9 || until(p.id).is_some(),
+            "{}: only {} of {} input changes applied",
+            p.id,
+            applied.len(),
+            sampled.len()
+        );
+    }
+}
+
+/// Nobody left and nobody lost the server.
+fn assert_session_up(sim: &Sim) {
+    let left = sim
+        .server_events
+        .iter()
+        .find(|(_, e)| matches!(e, ServerEvent::PeerLeft { .. }));
+    assert!(left.is_none(), "server: {left:?}");
+    for p in &sim.players {
+        let bad = p
+            .events
+            .iter()
+            .find(|(_, e)| matches!(e, ClientEvent::ServerLost | ClientEvent::PlayerLeft { .. }));
+        assert!(bad.is_none(), "{}: {bad:?}", p.id);
+    }
+}
+
+pub(super) fn run(cfg: SimConfig, frames: usize) -> (Sim, Outcome) {
+    let mut sim = Sim::new(cfg);
+    sim.run_frames(
+        frames,
+        Duration::from_secs_f64(frames as f64 / FPS * 3.0 + 60.0),
+    );
+    let o = outcome(&sim);
+    (sim, o)
+}
+
+pub(super) fn print(name: &str, o: &Outcome) {
+    println!(
+        "{name:<30} frames {:>6}  stall {:>6.3}%  latency median {:>4.0} ms p95 {:>4.0} ms  \
+         up {:>5.0} B/s down {:>5.0} B/s  lead {}..{}",
+        o.frames,
+        o.stall_pct,
+        o.latency_median_ms,
+        o.latency_p95_ms,
+        o.up_bps,
+        o.down_bps,
+        o.lead_min,
+        o.lead_max
+    );
+}
+
+/// The network conditions every player count is tested under.
+fn conditions() -> Vec<(&'static str, Link)> {
+    let rtt = Link::rtt_ms;
+    vec![
+        ("loss 0%", rtt(60)),
+        ("loss 5%", rtt(80).loss(0.05)),
+        ("loss 25%", rtt(80).loss(0.25)),
+        ("loss 50%", rtt(80).loss(0.5)),
+        ("bursty loss", rtt(80).loss(0.01).burst(0.01, 0.25)),
+        ("jitter +-40 ms", rtt(100).rtt_jitter_ms(40)),
+        ("reordering 20%", rtt(80).rtt_jitter_ms(10).reorder(0.2)),
+        ("duplication 20%", rtt(80).duplicate(0.2)),
+        ("latency 2 s", rtt(2000)),
+        (
+            "rtt 20 -> 300 -> 20 ms",
+            rtt(20).rtt_change(secs(60), 300).rtt_change(secs(120), 20),
+        ),
+    ]
+}
+
+/// Runs every condition with `players` players (clocks drifting +-0.5 %) and checks sync,
+/// taps and that the session stays up.
+fn matrix(players: usize, frames: usize) {
+    for (i, (name, link)) in conditions().into_iter().enumerate() {
+        let cfg = SimConfig::new(
+            config(players, super::DEFAULT_KEYFRAME_INTERVAL),
+            drifting(players, link),
+            1000 + i as u64,
+        );
+        let (sim, o) = run(cfg, frames);
+        print(&format!("{players}p {name}"), &o);
+        assert_in_sync(&sim);
+        assert_no_tap_lost(&sim, |_| None);
+        assert_session_up(&sim);
+        assert!(o.frames >= frames, "{name}: only {} frames", o.frames);
+    }
+}
+
+#[test]
+fn two_players_stay_in_sync_under_every_condition() {
+    matrix(2, 20_000);
+}
+
+#[test]
+fn three_players_stay_in_sync_under_every_condition() {
+    matrix(3, 20_000);
+}
+
+#[test]
+fn eight_players_stay_in_sync_under_every_condition() {
+    matrix(8, 10_000);
+}
+
+#[test]
+fn stalls_and_latency_at_100ms_rtt_jitter_and_5pct_loss() {
+    let link = Link::rtt_ms(100).rtt_jitter_ms(20).loss(0.05);
+    let (sim, o) = run(uniform(2, link, 11), 30_000);
+    print("100 ms +-20 ms, 5% loss", &o);
+    assert_in_sync(&sim);
+    assert!(o.stall_pct <= 0.5, "stalled {:.3}% of frames", o.stall_pct);
+    assert!(
+        o.latency_median_ms <= 100.0 + 50.0,
+        "median latency {} ms",
+        o.latency_median_ms
+    );
+}
+
+#[test]
+fn stalls_at_250ms_rtt_and_25pct_loss() {
+    let (sim, o) = run(uniform(2, Link::rtt_ms(250).loss(0.25), 12), 30_000);
+    print("250 ms, 25% loss", &o);
+    assert_in_sync(&sim);
+    assert!(o.stall_pct <= 2.0, "stalled {:.3}% of frames", o.stall_pct);
+}
+
+#[test]
+fn survives_2s_rtt_and_25pct_loss() {
+    let (sim, o) = run(uniform(3, Link::rtt_ms(2000).loss(0.25), 13), 20_000);
+    print("2 s, 25% loss", &o);
+    assert_in_sync(&sim);
+    assert_no_tap_lost(&sim, |_| None);
+    assert_session_up(&sim);
+    assert!(o.frames >= 20_000);
+}
+
+#[test]
+fn lead_rises_fast_on_an_rtt_jump_and_falls_slowly_after() {
+    let link = Link::rtt_ms(20)
+        .rtt_change(secs(30), 300)
+        .rtt_change(secs(60), 20);
+    let mut sim = Sim::new(uniform(2, link, 14));
+    let lead_at = |sim: &Sim, t: Duration| {
+        sim.lead_log
+            .iter()
+            .rev()
+            .find(|(at, _)| *at <= t)
+            .map(|(_, l)| *l)
+            .unwrap()
+    };
+    sim.run_until(secs(30));
+    let before = sim.server.lead();
+    sim.run_until(secs(60));
+    let jump_end = sim.lead_log.iter().find(|(_, l)| *l >= 18).map(|(t, _)| *t);
+    let high = sim.server.lead();
+    sim.run_until(secs(100));
+    let after = sim.server.lead();
+    println!("lead {before} -> {high} -> {after}, rose at {jump_end:?}");
+    // 20 ms is about 1 frame of round trip, 300 ms is 18.
+    assert!(before <= 4, "lead {before} at 20 ms");
+    let rose = jump_end.expect("the lead never covered 300 ms");
+    assert!(rose < secs(31), "took until {rose:?} to cover 300 ms");
+    assert!((18..=26).contains(&high), "lead {high} at 300 ms");
+    // Down slowly: a second after the drop it is still high; 40 s later it is back.
+    assert!(lead_at(&sim, secs(61)) >= high - 1);
+    assert!(after <= before + 1, "lead {after} after the link recovered");
+    // Never oscillates: after the rise, only small steps down until the end.
+    let falls: Vec<_> = sim
+        .lead_log
+        .windows(2)
+        .filter(|w| w[0].0 >= secs(40))
+        .map(|w| i64::from(w[1].1) - i64::from(w[0].1))
+        .collect();
+    assert!(
+        falls.iter().all(|&d| (-3..0).contains(&d)),
+        "lead changes {falls:?}"
+    );
+    assert_in_sync(&sim);
+    assert_no_tap_lost(&sim, |_| None);
+}
+
+#[test]
+fn time_sync_prevents_recurring_stalls_from_clock_drift() {
+    let run_drift = |apply_pace: bool| {
+        let mut cfg = SimConfig::new(
+            config(3, super::DEFAULT_KEYFRAME_INTERVAL),
+            vec![
+                PlayerSpec::symmetric(Link::default()),
+                PlayerSpec {
+                    clock_rate: 1.005,
+                    ..PlayerSpec::symmetric(Link::rtt_ms(60))
+                },
+                PlayerSpec {
+                    clock_rate: 0.995,
+                    ..PlayerSpec::symmetric(Link::rtt_ms(60))
+                },
+            ],
+            15,
+        );
+        cfg.apply_pace = apply_pace;
+        run(cfg, 36_000)
+    };
+    let (sim, with) = run_drift(true);
+    let (_, without) = run_drift(false);
+    print("drift +-0.5%, time sync", &with);
+    print("drift +-0.5%, no time sync", &without);
+    assert_in_sync(&sim);
+    let paces: Vec<f64> = sim.players.iter().map(|p| p.client.pace()).collect();
+    println!("paces {paces:?}");
+    // The fast clock is slowed, the slow one sped up.
+    assert!(paces[1] < 0.999 && paces[2] > 1.001, "paces {paces:?}");
+    assert!(with.stall_pct <= 0.2, "stalled {:.3}%", with.stall_pct);
+    assert!(
+        without.stall_pct > 5.0 * with.stall_pct.max(0.01),
+        "without time sync {:.3}%",
+        without.stall_pct
+    );
+}
+
+#[test]
+fn bandwidth_at_two_players_stays_under_2_5_kb_per_second() {
+    let (sim, o) = run(uniform(2, Link::rtt_ms(100), 16), 20_000);
+    print("bandwidth, 2 players, 100 ms", &o);
+    assert_in_sync(&sim);
+    assert!(o.up_bps <= 2500.0, "up {:.0} B/s", o.up_bps);
+    assert!(o.down_bps <= 2500.0, "down {:.0} B/s", o.down_bps);
+}
+
+#[test]
+fn datagrams_stay_under_the_limit_with_2s_of_unacked_changing_input() {
+    let mut cfg = uniform(8, Link::rtt_ms(2000).loss(0.25), 17);
+    cfg.chaotic_bots = true;
+    let (sim, o) = run(cfg, 3_000);
+    print("8 players, input changes every frame", &o);
+    println!(
+        "largest CTRL {} B, UPDATE {} B",
+        sim.max_ctrl, sim.max_update
+    );
+    assert!(sim.max_ctrl <= crate::wire::MAX_DATAGRAM);
+    assert!(sim.max_update <= crate::wire::MAX_DATAGRAM);
+    // The worst case really needed segmenting: 8 players x 17 bits x 2 s > 1200 bytes.
+    assert!(
+        sim.max_update > 1000,
+        "largest UPDATE only {}",
+        sim.max_update
+    );
+    assert_in_sync(&sim);
+    assert_no_tap_lost(&sim, |_| None);
+}
+
+#[test]
+#[ignore = "prints the keyframe-interval table of the report"]
+fn keyframe_interval_table() {
+    for k in 1..=4 {
+        for (name, link) in [
+            ("rtt 100", Link::rtt_ms(100)),
+            (
+                "rtt 100 +-20 loss 5%",
+                Link::rtt_ms(100).rtt_jitter_ms(20).loss(0.05),
+            ),
+            ("rtt 250 loss 25%", Link::rtt_ms(250).loss(0.25)),
+        ] {
+            let mut cfg = uniform(2, link, 7);
+            cfg.lockstep = config(2, k);
+            let (sim, o) = run(cfg, 20_000);
+            assert_in_sync(&sim);
+            print(&format!("K={k} {name}"), &o);
+        }
+    }
+}
+
+#[test]
+#[ignore = "debug"]
+fn debug_2s() {
+    let cfg = SimConfig::new(config(2, 2), drifting(2, Link::rtt_ms(2000)), 1008);
+    let mut sim = Sim::new(cfg);
+    let mut last = [0u64; 2];
+    for s in (5..=340).step_by(5) {
+        sim.run_until(secs(s));
+        let st: Vec<_> = sim.players.iter().map(|p| p.stalled_slots).collect();
+        let ps = sim.server.stats();
+        println!(
+            "t={s:>3} lead {:>3} stalls +{} +{} irtt {:?} {:?} adv {:.2} {:.2} paces {:.4} {:.4} frames {} {}",
+            sim.server.lead(),
+            st[0] - last[0],
+            st[1] - last[1],
+            ps.peers[0].input_rtt,
+            ps.peers[1].input_rtt,
+            ps.peers[0].advance_frames,
+            ps.peers[1].advance_frames,
+            sim.players[0].client.pace(),
+            sim.players[1].client.pace(),
+            sim.players[0].applied.len(),
+            sim.players[1].applied.len(),
+        );
+        last = [st[0], st[1]];
+    }
+}

@@ -1,0 +1,357 @@
+//! `framelock host` and `framelock join`: the glue that carries the sans-IO session handshake
+//! (`session`) and lockstep protocol (`lockstep`) over UDP (`net`), and feeds the frames the
+//! lockstep client allows into the frame runner (`app`).
+//!
+//! Order of a session: load the core (and, on the host, the content) -> handshake (`lobby`)
+//! -> the joiner applies the host's options and state -> everyone runs frames from the
+//! lockstep client (`feed`) -> goodbye. The host's own player uses the same lockstep client
+//! as everybody else, talking to the in-process server in memory.
+
+mod feed;
+mod lobby;
+
+use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Map};
+use thiserror::Error;
+
+pub use feed::{ChecksumQueue, NetEnd, NetFeed, Role};
+
+use crate::app::play::{open_core, run_session};
+use crate::app::{Feed, PlayError, PlayOptions, PlaySummary, Runner};
+use crate::host::{hash_file, Core, HostError};
+use crate::input::Bot;
+use crate::lockstep::{self, Client, PeerId, Server};
+use crate::net::{random_seed, Endpoint, NetError, NetSim};
+use crate::session::{self, HostSession, JoinConfig, JoinSession, SessionError, SessionInfo};
+
+/// The UDP port `host` listens on and `join` connects to by default.
+pub const DEFAULT_PORT: u16 = 7845;
+/// How long the host keeps serving peers after its own last frame, so they can finish.
+const LINGER: Duration = Duration::from_secs(3);
+
+/// Settings common to both ends.
+#[derive(Clone, Debug)]
+pub struct NetOptions {
+    pub play: PlayOptions,
+    pub name: String,
+    pub password: Option<String>,
+    pub netsim: Option<NetSim>,
+    /// Frames between desync checksums.
+    pub checksum_interval: u32,
+}
+
+#[derive(Clone, Debug)]
+pub struct HostOptions {
+    pub net: NetOptions,
+    pub port: u16,
+    /// Players in the session, the host's included; the game starts when all are in.
+    pub players: u8,
+    pub keyframe_interval: u32,
+    /// Give up waiting for players after this long.
+    pub lobby_timeout: Option<Duration>,
+}
+
+#[derive(Clone, Debug)]
+pub struct JoinOptions {
+    pub net: NetOptions,
+    /// `HOST[:PORT]` as typed.
+    pub host: String,
+}
+
+#[derive(Debug, Error)]
+pub enum NetplayError {
+    #[error(transparent)]
+    Play(#[from] PlayError),
+    #[error(transparent)]
+    Net(#[from] NetError),
+    #[error("{0}")]
+    Join(SessionError),
+    #[error("starting the session: {0}")]
+    Session(SessionError),
+    #[error("lockstep: {0}")]
+    Lockstep(#[from] lockstep::LockstepError),
+    #[error("cannot resolve host {host:?}: {reason}")]
+    Resolve { host: String, reason: String },
+    #[error("reading content {path}: {source}")]
+    Content {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("core: {0}")]
+    Host(#[from] HostError),
+    #[error("nobody joined in time: {ready} of {want} players ready after {secs} s")]
+    LobbyTimeout { secs: u64, ready: usize, want: u8 },
+    #[error("the session ended: {0}")]
+    Ended(String),
+}
+
+/// What the handshake compares: the core, the content and the option values.
+fn session_info(core: &Core, opts: &NetOptions) -> Result<SessionInfo, NetplayError> {
+    let info = core.info();
+    let (content_name, content_hash) = match &opts.play.content {
+        Some(path) => (
+            path.file_name()
+                .map_or_else(String::new, |n| n.to_string_lossy().into_owned()),
+            Some(hash_file(path).map_err(|source| NetplayError::Content {
+                path: path.clone(),
+                source,
+            })?),
+        ),
+        None => (String::new(), None),
+    };
+    Ok(SessionInfo {
+        core_name: info.library_name.clone(),
+        core_version: info.library_version.clone(),
+        content_name,
+        content_hash,
+        options: opts.play.host.options.clone(),
+        player_name: opts.name.clone(),
+    })
+}
+
+fn lockstep_config(slots: u8, k: u32, session: u32, fps: f64) -> lockstep::Config {
+    lockstep::Config {
+        players: slots,
+        keyframe_interval: k,
+        min_lead: k.max(1),
+        session,
+        fps,
+        ..lockstep::Config::default()
+    }
+}
+
+/// Hosts a session: waits for the players, sends them the start state, then plays.
+pub fn host(opts: &HostOptions) -> Result<PlaySummary, NetplayError> {
+    let mut play = opts.net.play.clone();
+    play.host.netplay = true;
+    let mut core = open_core(&play)?;
+    let mut info = session_info(&core, &opts.net)?;
+    // Every option the core has, so joiners end up with exactly the host's values.
+    info.options = core.options();
+    let fps = core.av_info().fps;
+    let state = core.serialize()?;
+    let sram = core
+        .memory(crate::host::MemoryRegion::SaveRam)
+        .map(<[u8]>::to_vec)
+        .unwrap_or_default();
+
+    let mut endpoint = Endpoint::host(opts.port, opts.net.netsim.clone())?;
+    let seed = random_seed();
+    let mut cfg = session::HostConfig::new((seed >> 32) as u32, seed, fps);
+    cfg.password = opts.net.password.clone();
+    cfg.max_players = opts.players;
+    cfg.keyframe_interval = opts.keyframe_interval as u8;
+    let mut session = HostSession::new(cfg, info, state, sram).map_err(NetplayError::Session)?;
+    let ready = lobby::host_lobby(
+        &mut endpoint,
+        &mut session,
+        opts.players,
+        opts.lobby_timeout,
+    )?;
+
+    let now = Instant::now();
+    let lcfg = lockstep_config(
+        opts.players,
+        opts.keyframe_interval,
+        session.session_id(),
+        fps,
+    );
+    let mut server = Server::new(lcfg.clone(), now)?;
+    for slot in &ready {
+        server.add_peer(PeerId(*slot), now)?;
+    }
+    let client = Client::new(lcfg, PeerId(0), now)?;
+    let names = session
+        .players()
+        .into_iter()
+        .map(|p| (p.slot, p.name))
+        .collect();
+    let bot = opts.net.play.bot.map(|seed| Bot::for_port(seed, 0));
+    let role = Role::Host {
+        session: Box::new(session),
+        server: Box::new(server),
+    };
+    let feed = NetFeed::new(endpoint, role, client, bot).with_names(names);
+    run(&play, &mut core, feed, opts.net.checksum_interval)
+}
+
+/// Joins a session: handshake, the host's options and state, then play.
+pub fn join(opts: &JoinOptions) -> Result<PlaySummary, NetplayError> {
+    let addr = resolve(&opts.host)?;
+    let mut play = opts.net.play.clone();
+    play.host.netplay = true;
+    // The core is opened first (the handshake compares its name and version) but the
+    // content is loaded only once the host's option values are known.
+    let mut core = Core::open(&play.core, &play.host).map_err(|source| PlayError::OpenCore {
+        core: play.core.to_string(),
+        source,
+    })?;
+    let info = session_info(&core, &opts.net)?;
+    let mut endpoint = Endpoint::client(addr, opts.net.netsim.clone())?;
+    let mut jcfg = JoinConfig::new(addr, info);
+    jcfg.password = opts.net.password.clone();
+    let mut session = JoinSession::new(jcfg, Instant::now());
+    let start = lobby::join_lobby(&mut endpoint, &mut session)?;
+
+    for diff in &start.option_diffs {
+        tracing::info!(
+            "netplay: core option {} = {} (the host's; yours was {})",
+            diff.key,
+            diff.host.as_deref().unwrap_or("(unset)"),
+            diff.local.as_deref().unwrap_or("(unset)")
+        );
+    }
+    for (key, value) in &start.payload.options {
+        if let Err(e) = core.set_option(key, value) {
+            tracing::warn!("netplay: host option {key}={value}: {e}");
+        }
+    }
+    core.load_game(play.content.as_deref())
+        .map_err(|source| PlayError::LoadContent {
+            content: play
+                .content
+                .as_ref()
+                .map_or_else(|| "(no content)".into(), |p| p.display().to_string()),
+            source,
+        })?;
+    if !start.payload.sram.is_empty() {
+        core.write_sram(&start.payload.sram);
+    }
+    core.unserialize(&start.payload.state)?;
+    tracing::info!(
+        "netplay: in session {:08x} as player {} of {}",
+        start.session,
+        start.slot + 1,
+        start.slots
+    );
+
+    let lcfg = lockstep_config(
+        start.slots,
+        u32::from(start.keyframe_interval),
+        start.session,
+        start.fps,
+    );
+    let client = Client::new(lcfg, PeerId(start.slot), Instant::now())?;
+    let bot = opts
+        .net
+        .play
+        .bot
+        .map(|seed| Bot::for_port(seed, usize::from(start.slot)));
+    let role = Role::Join {
+        session: Box::new(session),
+        host: addr,
+    };
+    let feed = NetFeed::new(endpoint, role, client, bot).with_names(start.players.clone());
+    run(&play, &mut core, feed, opts.net.checksum_interval)
+}
+
+/// Plays frames from `feed` until the frame limit, a quit, or the session ends.
+fn run(
+    play: &PlayOptions,
+    core: &mut Core,
+    feed: NetFeed,
+    checksum_interval: u32,
+) -> Result<PlaySummary, NetplayError> {
+    let checks = feed.checksum_queue();
+    let mut runner_cfg = play.runner.clone();
+    // Netplay never drops a backlog: every frame must run, so catch up (capped) instead.
+    runner_cfg.max_lag = Duration::MAX;
+    runner_cfg.fast = false;
+    let mut runner = Runner::new(feed, runner_cfg);
+    let interval = u64::from(checksum_interval.max(1));
+    runner.observe(Box::new(
+        move |frame: u64, _: &crate::input::Inputs, core: &mut Core| {
+            if (frame + 1) % interval == 0 {
+                checks
+                    .borrow_mut()
+                    .push_back((frame as u32, core.checksum()));
+            }
+            Ok(())
+        },
+    ));
+    // Stats are written below, once the netplay numbers are in.
+    let quiet = PlayOptions {
+        stats_json: None,
+        ..play.clone()
+    };
+    let result = run_session(&quiet, core, &mut runner, Map::new());
+    let feed = runner.feed_mut();
+    let ended = feed.end().cloned();
+    match &ended {
+        Some(NetEnd::HostLeft(_)) => {}
+        None => {
+            if feed.server().is_some() {
+                feed.linger(LINGER);
+                feed.close("host quit");
+            } else {
+                feed.close("finished");
+            }
+        }
+    }
+    let mut summary = result?;
+    let mut extra = runner.feed().stats();
+    extra.remove("kind");
+    summary.stats.extend(extra.clone());
+    summary.stats.insert("netplay".into(), json!(true));
+    if let Some(path) = &play.stats_json {
+        crate::app::stats::write(path, &summary.stats).map_err(PlayError::from)?;
+    }
+    if let Some(NetEnd::HostLeft(why)) = ended {
+        return Err(NetplayError::Ended(format!(
+            "{why} (after {} frames)",
+            summary.frames
+        )));
+    }
+    Ok(summary)
+}
+
+/// `HOST`, `HOST:PORT`, `V6`, `[V6]:PORT` -> a socket address (the first one resolved).
+fn resolve(host: &str) -> Result<SocketAddr, NetplayError> {
+    if let Ok(addr) = host.parse::<SocketAddr>() {
+        return Ok(addr);
+    }
+    if let Ok(ip) = host.trim_matches(['[', ']']).parse::<IpAddr>() {
+        return Ok(SocketAddr::new(ip, DEFAULT_PORT));
+    }
+    let with_port = if host.contains(':') {
+        host.to_string()
+    } else {
+        format!("{host}:{DEFAULT_PORT}")
+    };
+    let err = |reason: String| NetplayError::Resolve {
+        host: host.to_string(),
+        reason,
+    };
+    with_port
+        .to_socket_addrs()
+        .map_err(|e| err(e.to_string()))?
+        .next()
+        .ok_or_else(|| err("no address found".into()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn host_addresses_get_the_default_port() {
+        assert_eq!(
+            resolve("127.0.0.1").unwrap(),
+            "127.0.0.1:7845".parse().unwrap()
+        );
+        assert_eq!(
+            resolve("127.0.0.1:9000").unwrap(),
+            "127.0.0.1:9000".parse().unwrap()
+        );
+        assert_eq!(resolve("::1").unwrap(), "[::1]:7845".parse().unwrap());
+        assert_eq!(resolve("[::1]:99").unwrap(), "[::1]:99".parse().unwrap());
+        assert_eq!(resolve("localhost:5").unwrap().port(), 5);
+        assert!(matches!(
+            resolve("no.such.host.invalid"),
+            Err(NetplayError::Resolve { .. })
+        ));
+    }
+}
