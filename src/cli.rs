@@ -79,6 +79,17 @@ pub struct NetArgs {
     /// Frames between desync checks (each peer's machine checksum is compared).
     #[arg(long, value_name = "N", default_value_t = 60, value_parser = clap::value_parser!(u32).range(1..=3600))]
     pub checksum_interval: u32,
+    /// Test hook: FRAME[:MASK] flips input bits (default: Select) of this peer's own player
+    /// at FRAME, on this peer only, to exercise desync detection and recovery.
+    #[arg(long, hide = true, value_name = "FRAME[:MASK]", value_parser = parse_inject)]
+    pub inject_desync: Option<(u32, u16)>,
+}
+
+fn parse_inject(s: &str) -> Result<(u32, u16), String> {
+    let (frame, mask) = s.split_once(':').unwrap_or((s, "4"));
+    let frame = frame.parse().map_err(|_| format!("bad frame {frame:?}"))?;
+    let mask = mask.parse().map_err(|_| format!("bad mask {mask:?}"))?;
+    Ok((frame, mask))
 }
 
 #[derive(Debug, Clone, Args)]
@@ -126,6 +137,7 @@ impl NetArgs {
             password: self.password.clone(),
             netsim: self.netsim.clone(),
             checksum_interval: self.checksum_interval,
+            inject_desync: self.inject_desync,
         }
     }
 }

@@ -38,6 +38,8 @@ pub enum Kind {
     StateAck = 0x06,
     /// either way: leaving on purpose.
     Bye = 0x07,
+    /// either way: desync recovery, the host's state for one joiner and its acks.
+    Resync = 0x08,
     /// client -> server lockstep control (inputs, acks, timestamps, checksums).
     Ctrl = 0x10,
     /// server -> client lockstep update (everyone's inputs, next keyframe).
@@ -54,6 +56,7 @@ impl Kind {
             0x05 => Kind::StateChunk,
             0x06 => Kind::StateAck,
             0x07 => Kind::Bye,
+            0x08 => Kind::Resync,
             0x10 => Kind::Ctrl,
             0x11 => Kind::Update,
             _ => return None,

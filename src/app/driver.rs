@@ -64,6 +64,9 @@ where
         if let Status::Ended(reason) = tick.status {
             return Ok(reason);
         }
-        timeout = tick.timeout;
+        timeout = match runner.feed().max_wait() {
+            Some(cap) => tick.timeout.min(cap),
+            None => tick.timeout,
+        };
     }
 }

@@ -6,12 +6,15 @@ pub mod headless;
 pub mod local;
 pub mod machine;
 pub mod play;
+pub mod record;
+pub mod replay;
 pub mod runner;
 pub mod stats;
 
 pub use driver::{run_loop, Frontend, Requests};
 pub use local::LocalFeed;
 pub use play::{play, PlayError, PlayOptions, PlaySummary};
+pub use record::{RecordMode, Recording};
 pub use runner::{
     Clock, EndReason, Feed, FeedPoll, FrameObserver, Machine, ObserverError, RunError, RunStats,
     Runner, RunnerConfig, Status, SystemClock, Tick,

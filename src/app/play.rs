@@ -8,6 +8,7 @@ use super::driver::run_loop;
 use super::headless::Headless;
 use super::local::LocalFeed;
 use super::machine::ShotAt;
+use super::record::{self, RecordError, RecordMode};
 use super::runner::{EndReason, Feed, RunError, Runner, RunnerConfig};
 use super::stats::{self, checksum_hex, StatsError};
 use crate::frontend::audio::AudioSettings;
@@ -34,6 +35,8 @@ pub struct PlayOptions {
     pub screenshots_dir: PathBuf,
     pub audio: AudioSettings,
     pub keymaps: Vec<KeyMap>,
+    /// Record the session to an input log (`--record`; netplay records by default).
+    pub record: RecordMode,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -48,6 +51,8 @@ pub enum PlayError {
     Run(#[from] RunError),
     #[error(transparent)]
     Stats(#[from] StatsError),
+    #[error(transparent)]
+    Record(#[from] RecordError),
 }
 
 /// How a run went.
@@ -97,7 +102,22 @@ pub fn play(opts: &PlayOptions) -> Result<PlaySummary, PlayError> {
         tracing::info!("bot (seed {seed}) plays player 1");
     }
     let mut runner = Runner::new(feed, opts.runner.clone());
-    run_session(opts, &mut core, &mut runner, Map::new())
+    let players = record::local_players(opts);
+    let recording = record::start(
+        opts,
+        &mut core,
+        "play",
+        &players,
+        record::DEFAULT_CHECKSUM_INTERVAL,
+    )?;
+    if let Some(r) = &recording {
+        runner.observe(r.observer());
+    }
+    let result = run_session(opts, &mut core, &mut runner, Map::new());
+    if let Some(r) = recording {
+        r.finish();
+    }
+    result
 }
 
 /// Runs `runner` on a loaded `core` in a window or headless until it ends, saves SRAM and

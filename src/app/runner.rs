@@ -68,6 +68,11 @@ pub trait Feed {
     fn pace(&self) -> Option<f64> {
         None
     }
+    /// Longest the run loop may wait before ticking again, even with no frame due: a
+    /// netplay feed must answer its peers' datagrams promptly, not once per frame.
+    fn max_wait(&self) -> Option<Duration> {
+        None
+    }
     /// A short status line for the window (netplay: RTT, keyframe interval, lead, ...).
     fn status_line(&self) -> Option<String> {
         None

@@ -10,7 +10,7 @@ use super::ffi::{self, env};
 use super::log;
 use super::options::OptionDef;
 use super::state::{self, HostState};
-use super::video::{self, PixelFormat};
+use super::video::PixelFormat;
 
 /// Runs `f`, turning a panic into `fallback` (unwinding into C would abort).
 fn guard<R>(fallback: R, f: impl FnOnce() -> R) -> R {
@@ -457,9 +457,8 @@ pub unsafe extern "C" fn video_refresh(
             // SAFETY: the core guarantees `height` rows of `pitch` bytes at `data`, the
             // last one at least `width` pixels long.
             let src = unsafe { std::slice::from_raw_parts(data.cast::<u8>(), len) };
-            if video::convert(s.pixel_format, src, w, h, pitch, &mut s.frame) {
-                s.frame_width = width;
-                s.frame_height = height;
+            // Copied as is: converting waits until someone looks (Core::video).
+            if s.frame.store(s.pixel_format, src, width, height, pitch) {
                 s.frame_fresh = true;
             }
         });
@@ -654,7 +653,11 @@ mod tests {
             video_refresh(null(), 2, 1, 4);
         }
         assert_eq!(
-            state::with(|s| s.frame.clone()),
+            state::with(|s| {
+                let mut out = Vec::new();
+                s.frame.to_xrgb8888(&mut out);
+                out
+            }),
             Some(vec![0x00ff_0000, 0x0000_00ff])
         );
 

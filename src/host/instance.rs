@@ -1,5 +1,6 @@
 //! [`Core`]: one loaded libretro core and its content.
 
+use std::cell::{Cell, OnceCell};
 use std::ffi::{c_char, CStr, CString};
 use std::path::{Path, PathBuf};
 
@@ -9,6 +10,7 @@ use super::environment as cb;
 use super::fbneo::{self, RomsetReport};
 use super::ffi::{self, GameInfo, SystemAvInfo, SystemInfo};
 use super::state::{self, HostState};
+use super::video::RawFrame;
 use super::{
     log, sram, AvInfo, CoreInfo, HostConfig, HostError, MemoryRegion, OptionDef, VideoFrame,
 };
@@ -39,9 +41,12 @@ pub struct Core {
     /// The content path handed to the core; some cores keep the pointer.
     _content_path: Option<CString>,
     sram_path: Option<PathBuf>,
-    frame: Vec<u32>,
-    frame_width: u32,
-    frame_height: u32,
+    /// The last frame the core presented, in its own pixel format.
+    frame: RawFrame,
+    /// `frame` as XRGB8888, converted on first demand after each new frame.
+    pixels: OnceCell<Vec<u32>>,
+    /// The allocation `pixels` held before the last new frame, reused by the next conversion.
+    spare_pixels: Cell<Vec<u32>>,
     frame_count: u64,
     // Last: dropped after `Drop::drop` has unloaded and deinitialised the core.
     api: CoreApi,
@@ -81,9 +86,9 @@ impl Core {
             _content_data: None,
             _content_path: None,
             sram_path: None,
-            frame: Vec::new(),
-            frame_width: 0,
-            frame_height: 0,
+            frame: RawFrame::default(),
+            pixels: OnceCell::new(),
+            spare_pixels: Cell::new(Vec::new()),
             frame_count: 0,
             api,
         };
@@ -254,21 +259,29 @@ impl Core {
                 s.audio.drain(..excess);
             }
             if s.frame_fresh {
+                // Swap, not copy: the callback's next frame reuses our old buffer.
                 std::mem::swap(&mut self.frame, &mut s.frame);
-                self.frame_width = s.frame_width;
-                self.frame_height = s.frame_height;
                 s.frame_fresh = false;
+                if let Some(old) = self.pixels.take() {
+                    self.spare_pixels.set(old);
+                }
             }
         });
         self.frame_count += 1;
     }
 
-    /// The last frame the core presented (kept when it reports a duplicate).
+    /// The last frame the core presented (kept when it reports a duplicate). Converted to
+    /// XRGB8888 on the first call after each new frame; runs that never look never convert.
     pub fn video(&self) -> VideoFrame<'_> {
+        let pixels = self.pixels.get_or_init(|| {
+            let mut out = self.spare_pixels.take();
+            self.frame.to_xrgb8888(&mut out);
+            out
+        });
         VideoFrame {
-            width: self.frame_width,
-            height: self.frame_height,
-            pixels: &self.frame,
+            width: self.frame.width(),
+            height: self.frame.height(),
+            pixels,
         }
     }
 

@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 use super::options::Options;
-use super::video::PixelFormat;
+use super::video::{PixelFormat, RawFrame};
 use super::{AvInfo, HostConfig};
 use crate::input::{Inputs, Pad};
 
@@ -26,10 +26,8 @@ pub struct HostState {
     pub libretro_path: Option<CString>,
     pub netplay: bool,
     pub pixel_format: PixelFormat,
-    /// The frame converted by the last `video_refresh`, waiting to be taken by `Core`.
-    pub frame: Vec<u32>,
-    pub frame_width: u32,
-    pub frame_height: u32,
+    /// The frame copied by the last `video_refresh`, waiting to be taken by `Core`.
+    pub frame: RawFrame,
     pub frame_fresh: bool,
     pub audio: Vec<i16>,
     pub inputs: Inputs,
@@ -53,9 +51,7 @@ impl HostState {
             libretro_path: libretro_path.map(c),
             netplay: config.netplay,
             pixel_format: PixelFormat::DEFAULT,
-            frame: Vec::new(),
-            frame_width: 0,
-            frame_height: 0,
+            frame: RawFrame::default(),
             frame_fresh: false,
             audio: Vec::new(),
             inputs: [Pad::NEUTRAL; crate::input::MAX_PLAYERS],

@@ -221,7 +221,7 @@ mod tests {
                 0x0008_0408
             ]
         );
-        assert_eq!(converted(PixelFormat::Rgb565, &[], 0, 0, 0), []);
+        assert_eq!(converted(PixelFormat::Rgb565, &[], 0, 0, 0), Vec::<u32>::new());
     }
 
     #[test]

@@ -69,6 +69,11 @@ struct SentCtrl {
 /// Feed every datagram from the server to [`handle_datagram`](Self::handle_datagram), call
 /// [`handle_timeout`](Self::handle_timeout) when [`poll_timeout`](Self::poll_timeout) is
 /// reached, and run frames at [`pace`](Self::pace) times the nominal rate. Never reads a clock.
+///
+/// As the runner's `Feed`: `sample(now, local)` keeps `local[me]`; `next(now)` pushes it if
+/// [`wants_input`](Self::wants_input), then maps `poll_frame` to `Run(inputs)`, `None` to
+/// `Wait(poll_timeout())`, and [`is_lost`](Self::is_lost) to `End`; `pace()` is
+/// `Some(client.pace())`. The runner's catch-up cap (4) bounds frames per displayed frame.
 #[derive(Debug)]
 pub struct Client {
     cfg: Config,
@@ -212,7 +217,7 @@ impl Client {
         });
         self.last_pad = pad;
         self.newest_pushed_at = Some(at);
-        if (index + 1) % self.cfg.keyframe_interval == 0 || self.redundant() {
+        if (index + 1).is_multiple_of(self.cfg.keyframe_interval) || self.redundant() {
             self.send_due = true;
         }
     }
@@ -437,12 +442,11 @@ impl Client {
             .take(msg::MAX_CHECKSUMS)
             .map(|c| (c.1, c.2))
             .collect();
-        let checks_end = self
-            .checksums
-            .iter()
-            .take(msg::MAX_CHECKSUMS)
-            .last()
-            .map_or(self.next_check, |c| c.0 + 1);
+        // Id after the last checksum carried: acknowledging this datagram covers those.
+        let checks_end = match self.checksums.len().min(msg::MAX_CHECKSUMS) {
+            0 => self.next_check,
+            n => self.checksums[n - 1].0 + 1,
+        };
         let input_rtt_ms = self
             .input_rtt
             .quantile(INPUT_RTT_QUANTILE)

@@ -8,7 +8,8 @@
 //! samples, retransmissions after losses, and the trip back. Until a client has reported
 //! one, its TCP-style `SRTT + 4 * RTTVAR` plus K - 1 frames stands in.
 //!
-//! `lead = ceil(worst / frame + MARGIN_FRAMES)`, clamped to `min_lead..=max_lead`. The
+//! `lead = ceil(worst * 1.02 / frame + MARGIN_FRAMES)` (a client catching up on drift runs up
+//! to 2 % fast and reaches its keyframe that much sooner), clamped to `min_lead..=max_lead`. The
 //! keyframe interval K and the lead are separate numbers: with a small K the added latency
 //! is about one round trip rather than one or two keyframe intervals on top of it.
 //!

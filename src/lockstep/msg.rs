@@ -4,7 +4,7 @@
 //! counter, expanded by the receiver to the value nearest to what it expects next.
 //!
 //! ```text
-//! common head (9 bytes with an echo, 6 without)
+//! common head (5 bytes, + 2 ack, + 3 echo, + 2 irtt)
 //!   u8  flags     0x01 ack, 0x02 echo, 0x04 run, 0x08 extras, 0x10 per kind (CTRL: irtt
 //!                 follows; UPDATE: "your CTRLs are being lost"); other bits must be 0
 //!   u16 seq       this datagram's 16-bit wrapping sequence number (per direction)
@@ -25,6 +25,16 @@
 //!           are neutral), bits: frame-major delta-coded pads of the masked players
 //!   extras: u8 n (1..=32), n x (u8 kind<<4 | peer, u32 frame); kind 1 = left, 2 = desync
 //! ```
+//! Typical sizes with the 8-byte header (2 players, 100 ms RTT, K = 2): CTRL about 28 bytes
+//! (about 8 unacknowledged samples), UPDATE about 31 bytes.
+//!
+//! Size cap: no datagram exceeds `wire::MAX_DATAGRAM` (1200). A CTRL holds one player's
+//! samples: even changing every frame (17 bits), more than 500 fit, far beyond 2 s. An UPDATE
+//! holds every player's: 2 s of 8 players changing every frame is 8 x 120 x 17 bits = 2 KB,
+//! so the server cuts the range into up to 4 consecutive datagrams per round (about 60 such
+//! frames each), each with its own sequence number. A client ignores a segment that does not
+//! continue the frames it holds, so its ack never claims frames it lacks; it comes again.
+//!
 //! Decoding never panics: every read is bounds-checked, counts are capped, trailing bytes
 //! and unknown flags are rejected.
 
@@ -581,7 +591,7 @@ mod tests {
 
     #[test]
     fn fitting_counts_exact_bits() {
-        let pads = vec![Pad(1); 100];
+        let pads = [Pad(1); 100];
         // 16 bits + 99 x 1 bit.
         assert_eq!(pads_fitting(pads.iter().copied(), 115), 100);
         assert_eq!(pads_fitting(pads.iter().copied(), 114), 99);

@@ -8,14 +8,10 @@ use std::time::Duration;
 pub struct RttEstimator {
     srtt: Option<Duration>,
     rttvar: Duration,
-    latest: Option<Duration>,
-    samples: u64,
 }
 
 impl RttEstimator {
     pub fn update(&mut self, sample: Duration) {
-        self.latest = Some(sample);
-        self.samples += 1;
         match self.srtt {
             None => {
                 self.srtt = Some(sample);
@@ -35,14 +31,6 @@ impl RttEstimator {
 
     pub fn rttvar(&self) -> Duration {
         self.rttvar
-    }
-
-    pub fn latest(&self) -> Option<Duration> {
-        self.latest
-    }
-
-    pub fn samples(&self) -> u64 {
-        self.samples
     }
 
     /// SRTT + 4 * RTTVAR: a round trip that is rarely exceeded.

@@ -5,14 +5,14 @@ use std::collections::{BTreeMap, VecDeque};
 use std::time::{Duration, Instant};
 
 use crate::input::{Inputs, Pad, MAX_PLAYERS};
-use crate::wire::{Header, Kind};
+use crate::wire::{Header, Kind, WireError};
 
 use super::frame::{seq_newer, Frame, PeerId};
 use super::lead::LeadController;
 use super::msg::{self, Echo, FrameRun, Head, Notice, Update};
 use super::rtt::{LossMeter, RttEstimator};
 use super::stats::{PeerStats, ServerStats, Traffic};
-use super::timesync::Phase;
+use super::timesync::{Phase, MAX_PACE};
 use super::{Config, LockstepError};
 
 /// Samples a peer may have buffered beyond the frame being published; more are ignored.
@@ -313,6 +313,20 @@ impl Server {
             }
             Err(e) => Err(e),
         };
+        // A run must continue the samples we hold and fit the buffer; otherwise acking
+        // this datagram would make the client forget samples we never stored.
+        let ctrl = ctrl.and_then(|c| {
+            let fits = c.samples.as_ref().is_none_or(|run| {
+                let end = peer.recv_end();
+                let new = (run.first + run.pads.len() as u32).saturating_sub(end) as usize;
+                run.first <= end && peer.samples.len() + new <= MAX_BUFFERED
+            });
+            if fits {
+                Ok(c)
+            } else {
+                Err(WireError::Malformed(Kind::Ctrl))
+            }
+        });
         let ctrl = match ctrl {
             Ok(c) => c,
             Err(e) => {
@@ -345,21 +359,17 @@ impl Server {
             peer.input_rtt = Some(Duration::from_millis(u64::from(ms)));
         }
         if let Some(run) = ctrl.samples {
-            let end = peer.recv_end();
-            if run.first <= end {
-                let skip = (end - run.first) as usize;
-                let room = MAX_BUFFERED.saturating_sub(peer.samples.len());
-                peer.samples
-                    .extend(run.pads.iter().skip(skip).take(room).copied());
+            let skip = (peer.recv_end() - run.first) as usize;
+            peer.samples.extend(run.pads.iter().skip(skip).copied());
+            if run.age_ms < u8::MAX {
+                // When the client pushed its newest sample, on our clock (see `timesync`).
+                let one_way = peer.rtt.srtt().unwrap_or_default() / 2;
+                let pushed = now.saturating_duration_since(self.epoch).as_secs_f64()
+                    - one_way.as_secs_f64()
+                    - f64::from(run.age_ms) / 1000.0;
                 let newest = run.first + run.pads.len() as u32 - 1;
-                if run.age_ms < u8::MAX {
-                    let one_way = peer.rtt.srtt().unwrap_or_default() / 2;
-                    let pushed = now.saturating_duration_since(self.epoch).as_secs_f64()
-                        - one_way.as_secs_f64()
-                        - f64::from(run.age_ms) / 1000.0;
-                    peer.phase
-                        .observe(newest, pushed, self.cfg.frame_duration().as_secs_f64());
-                }
+                peer.phase
+                    .observe(newest, pushed, self.cfg.frame_duration().as_secs_f64());
             }
         }
         for (frame, value) in ctrl.checksums {
@@ -548,7 +558,9 @@ impl Server {
             .iter()
             .flatten()
             .filter_map(|p| p.input_rtt.or(p.rtt.conservative().map(|r| r + batching)))
-            .max();
+            .max()
+            // A client may run up to MAX_PACE fast, and then reaches its keyframe sooner.
+            .map(|d| d.mul_f64(MAX_PACE));
         let lead = self.lead.update(now, worst);
         if self.peers.iter().all(|p| p.is_none()) {
             return;
@@ -622,12 +634,11 @@ impl Server {
             .take(msg::MAX_NOTICES)
             .map(|(_, n)| *n)
             .collect();
-        let notices_end = p
-            .notices
-            .iter()
-            .take(msg::MAX_NOTICES)
-            .last()
-            .map_or(p.next_notice, |(id, _)| id + 1);
+        // Id after the last notice carried: acknowledging a segment covers those.
+        let notices_end = match p.notices.len().min(msg::MAX_NOTICES) {
+            0 => p.next_notice,
+            n => p.notices[n - 1].0 + 1,
+        };
         let mut from = p.acked.max(self.hist_base);
         for _ in 0..MAX_SEGMENTS {
             let start = (from.since(self.hist_base) as usize).min(self.history.len());

@@ -436,31 +436,3 @@ fn keyframe_interval_table() {
         }
     }
 }
-
-#[test]
-#[ignore = "debug"]
-fn debug_2s() {
-    let cfg = SimConfig::new(config(2, 2), drifting(2, Link::rtt_ms(2000)), 1008);
-    let mut sim = Sim::new(cfg);
-    let mut last = [0u64; 2];
-    for s in (5..=340).step_by(5) {
-        sim.run_until(secs(s));
-        let st: Vec<_> = sim.players.iter().map(|p| p.stalled_slots).collect();
-        let ps = sim.server.stats();
-        println!(
-            "t={s:>3} lead {:>3} stalls +{} +{} irtt {:?} {:?} adv {:.2} {:.2} paces {:.4} {:.4} frames {} {}",
-            sim.server.lead(),
-            st[0] - last[0],
-            st[1] - last[1],
-            ps.peers[0].input_rtt,
-            ps.peers[1].input_rtt,
-            ps.peers[0].advance_frames,
-            ps.peers[1].advance_frames,
-            sim.players[0].client.pace(),
-            sim.players[1].client.pace(),
-            sim.players[0].applied.len(),
-            sim.players[1].applied.len(),
-        );
-        last = [st[0], st[1]];
-    }
-}

@@ -16,24 +16,67 @@ use crate::app::{Feed, FeedPoll};
 use crate::input::{Bot, Inputs, Pad};
 use crate::lockstep::{Client, ClientEvent, Frame, PeerId, Server, ServerEvent};
 use crate::net::Endpoint;
-use crate::session::{is_session_datagram, HostEvent, HostSession, JoinEvent, JoinSession};
+use crate::session::{
+    is_session_datagram, HostEvent, HostSession, JoinEvent, JoinSession, ResyncRecv, ResyncSend,
+};
+use crate::wire::{Header, Kind, HEADER_LEN};
 
 /// How often a stalled feed wants to be asked again (the network is polled on each call).
 const STALL_POLL: Duration = Duration::from_millis(1);
 
-/// Checksums the frame observer computed, waiting to be handed to the lockstep client.
-pub type ChecksumQueue = Rc<RefCell<VecDeque<(u32, u64)>>>;
+/// Longest the loop sleeps between network polls: the host's server answers CTRLs within
+/// this, instead of once per frame (which would add up to a frame to every RTT).
+const SERVICE_INTERVAL: Duration = Duration::from_millis(2);
+
+/// What the network side (this feed) and the core side (the frame observer in `netplay`)
+/// hand each other: only the observer can touch the core, only the feed the network.
+#[derive(Default)]
+pub struct Exchange {
+    /// observer -> feed: `(frame, checksum)` for the desync check.
+    pub checksums: VecDeque<(u32, u64)>,
+    /// feed -> observer (host): slots whose state to serialize at the next frame boundary.
+    pub serialize_for: Vec<u8>,
+    /// observer -> feed (host): `(slot, frame, state)`: the state as of the start of frame.
+    pub states: Vec<(u8, u32, Vec<u8>)>,
+    /// feed -> observer (joiner): the host's state as of the start of a frame, to load.
+    pub incoming: Option<(u32, Vec<u8>)>,
+    /// observer -> feed (joiner): frames at which a resync was loaded.
+    pub loaded: Vec<u32>,
+}
+
+pub type Shared = Rc<RefCell<Exchange>>;
 
 /// Which end of the session this process is.
 pub enum Role {
     Host {
         session: Box<HostSession>,
         server: Box<Server>,
+        /// Desync recoveries under way, by slot.
+        resyncs: Vec<(u8, ResyncSend)>,
     },
     Join {
         session: Box<JoinSession>,
         host: SocketAddr,
+        resync: ResyncRecv,
     },
+}
+
+impl Role {
+    pub fn host(session: HostSession, server: Server) -> Role {
+        Role::Host {
+            session: Box::new(session),
+            server: Box::new(server),
+            resyncs: Vec::new(),
+        }
+    }
+
+    pub fn join(session: JoinSession, host: SocketAddr) -> Role {
+        Role::Join {
+            session: Box::new(session),
+            host,
+            resync: ResyncRecv::default(),
+        }
+    }
 }
 
 /// Why a netplay session ended before the frame limit.
@@ -47,6 +90,16 @@ pub enum NetEnd {
 #[derive(Default)]
 struct Counters {
     desyncs: u64,
+    /// Frames of the desyncs this peer heard of.
+    desync_frames: Vec<u32>,
+    /// Recoveries completed (host: states delivered; joiner: states loaded).
+    resyncs: u64,
+    /// Joiner: ms from hearing of a desync to loading the host's state.
+    resync_ms: Vec<f64>,
+    desync_heard_at: Option<Instant>,
+    /// Host: frame from which a slot's checksums count again (its last resync).
+    resynced_from: [u32; crate::input::MAX_PLAYERS],
+    next_resync_id: u32,
     players_left: Vec<(u8, u32)>,
     /// RTT samples (ms, one per frame run), as a 1 ms histogram capped at 5 s.
     rtt_ms: Vec<u64>,
@@ -82,7 +135,9 @@ pub struct NetFeed {
     client: Client,
     bot: Option<Bot>,
     local: Pad,
-    checksums: ChecksumQueue,
+    shared: Shared,
+    /// Test hook: flip these bits of this player's input at this frame, on this peer only.
+    inject: Option<(u32, u16)>,
     end: Option<NetEnd>,
     counters: Counters,
     names: Vec<(u8, String)>,
@@ -98,7 +153,8 @@ impl NetFeed {
             client,
             bot,
             local: Pad::NEUTRAL,
-            checksums: Rc::default(),
+            shared: Rc::default(),
+            inject: None,
             end: None,
             counters: Counters::default(),
             names: Vec::new(),
@@ -112,9 +168,16 @@ impl NetFeed {
         self
     }
 
-    /// Where the frame observer puts `(frame, checksum)` pairs for the desync check.
-    pub fn checksum_queue(&self) -> ChecksumQueue {
-        self.checksums.clone()
+    /// Test hook for desync recovery: at `frame`, XOR this peer's own input with `mask`
+    /// (locally only), which makes this peer diverge.
+    pub fn with_injected_desync(mut self, frame: u32, mask: u16) -> NetFeed {
+        self.inject = Some((frame, mask));
+        self
+    }
+
+    /// The exchange with the frame observer (checksums, resync states).
+    pub fn shared(&self) -> Shared {
+        self.shared.clone()
     }
 
     pub fn end(&self) -> Option<&NetEnd> {
@@ -153,11 +216,22 @@ impl NetFeed {
             }
         };
         for (from, bytes) in datagrams {
+            let is_resync = matches!(Header::parse(&bytes), Ok((h, _)) if h.kind == Kind::Resync);
             let valid = match &mut self.role {
-                Role::Host { session, server } => {
-                    if is_session_datagram(&bytes) {
+                Role::Host {
+                    session,
+                    server,
+                    resyncs,
+                } => {
+                    let slot = session.slot_of(from);
+                    if is_resync {
+                        resyncs
+                            .iter_mut()
+                            .find(|(s, _)| Some(*s) == slot)
+                            .is_some_and(|(_, tx)| tx.handle_datagram(now, &bytes[HEADER_LEN..]))
+                    } else if is_session_datagram(&bytes) {
                         session.handle_datagram(now, from, &bytes).is_ok()
-                    } else if let Some(slot) = session.slot_of(from) {
+                    } else if let Some(slot) = slot {
                         // The server counts what it rejects itself.
                         server.handle_datagram(now, PeerId(slot), &bytes);
                         true
@@ -165,9 +239,26 @@ impl NetFeed {
                         false
                     }
                 }
-                Role::Join { session, host } => {
+                Role::Join {
+                    session,
+                    host,
+                    resync,
+                } => {
                     if from != *host {
                         false
+                    } else if is_resync {
+                        match resync.handle_datagram(now, &bytes[HEADER_LEN..]) {
+                            Ok(Some((frame, state))) => {
+                                tracing::info!(
+                                    "netplay: received the host's state for frame {frame} ({} KiB)",
+                                    state.len() / 1024
+                                );
+                                self.shared.borrow_mut().incoming = Some((frame, state));
+                                true
+                            }
+                            Ok(None) => true,
+                            Err(_) => false,
+                        }
                     } else if is_session_datagram(&bytes) {
                         session.handle_datagram(now, from, &bytes).is_ok()
                     } else {
@@ -181,7 +272,9 @@ impl NetFeed {
             }
         }
         match &mut self.role {
-            Role::Host { session, server } => {
+            Role::Host {
+                session, server, ..
+            } => {
                 session.handle_timeout(now);
                 server.handle_timeout(now);
             }
@@ -193,7 +286,10 @@ impl NetFeed {
 
     fn handle_events(&mut self, now: Instant) {
         let mut left = Vec::new();
-        if let Role::Host { session, server } = &mut self.role {
+        if let Role::Host {
+            session, server, ..
+        } = &mut self.role
+        {
             while let Some(ev) = session.poll_event() {
                 match ev {
                     HostEvent::Left { slot, reason } => left.push((slot, reason.to_string())),
@@ -231,11 +327,21 @@ impl NetFeed {
                         peer,
                         expected,
                         got,
-                    } => tracing::error!(
-                        "netplay: desync at frame {}: player {} has {got:016x}, host has {expected:016x}",
-                        frame.0,
-                        peer.0 + 1
-                    ),
+                    } => {
+                        let busy = self.shared.borrow().serialize_for.contains(&peer.0);
+                        let stale = frame.0 < self.counters.resynced_from[usize::from(peer.0)];
+                        tracing::error!(
+                            "netplay: desync at frame {}: player {} has {got:016x}, host has {expected:016x}{}",
+                            frame.0,
+                            peer.0 + 1,
+                            if stale || busy { " (recovery under way)" } else { "; sending the host's state" }
+                        );
+                        if !stale && !busy {
+                            self.shared.borrow_mut().serialize_for.push(peer.0);
+                            // Reports from before the coming state are stale.
+                            self.counters.resynced_from[usize::from(peer.0)] = u32::MAX;
+                        }
+                    }
                 }
             }
         }
@@ -271,6 +377,10 @@ impl NetFeed {
                 }
                 ClientEvent::Desync { frame, peer } => {
                     self.counters.desyncs += 1;
+                    self.counters.desync_frames.push(frame.0);
+                    if peer == self.client.me() {
+                        self.counters.desync_heard_at.get_or_insert(now);
+                    }
                     tracing::error!(
                         "netplay: desync detected at frame {}: {} differs from the host",
                         frame.0,
@@ -285,7 +395,11 @@ impl NetFeed {
     /// in memory.
     fn push(&mut self, now: Instant) {
         match &mut self.role {
-            Role::Host { session, server } => {
+            Role::Host {
+                session,
+                server,
+                resyncs,
+            } => {
                 let me = self.client.me();
                 // A handful of rounds settles it: a reply can only trigger acks.
                 for _ in 0..4 {
@@ -309,13 +423,42 @@ impl NetFeed {
                 while let Some(t) = session.poll_transmit(now) {
                     self.endpoint.send(now, t.to, t.bytes);
                 }
+                let id = session.session_id();
+                for (slot, tx) in resyncs.iter_mut() {
+                    let Some(addr) = session.addr_of(*slot) else {
+                        continue;
+                    };
+                    while let Some(bytes) = tx.poll_transmit(now, id) {
+                        self.endpoint.send(now, addr, bytes);
+                    }
+                }
+                resyncs.retain(|(slot, tx)| {
+                    if tx.is_complete() {
+                        tracing::info!(
+                            "netplay: player {} has the host's state for frame {}",
+                            slot + 1,
+                            tx.frame()
+                        );
+                        self.counters.resyncs += 1;
+                        self.counters.resynced_from[usize::from(*slot)] = tx.frame();
+                    }
+                    !tx.is_complete() && session.addr_of(*slot).is_some()
+                });
             }
-            Role::Join { session, host } => {
+            Role::Join {
+                session,
+                host,
+                resync,
+            } => {
                 while let Some(bytes) = self.client.poll_transmit(now) {
                     self.endpoint.send(now, *host, bytes);
                 }
                 while let Some(t) = session.poll_transmit(now) {
                     self.endpoint.send(now, t.to, t.bytes);
+                }
+                let id = session.session_id();
+                while let Some(bytes) = resync.poll_transmit(now, id) {
+                    self.endpoint.send(now, *host, bytes);
                 }
             }
         }
@@ -360,10 +503,33 @@ impl NetFeed {
         }
     }
 
-    fn take_checksums(&mut self) {
-        let mut queue = self.checksums.borrow_mut();
-        while let Some((frame, sum)) = queue.pop_front() {
+    /// Takes what the frame observer produced: checksums to report, states to send.
+    fn take_from_observer(&mut self, now: Instant) {
+        let mut shared = self.shared.borrow_mut();
+        while let Some((frame, sum)) = shared.checksums.pop_front() {
             self.client.report_checksum(Frame(frame), sum);
+        }
+        for frame in shared.loaded.drain(..) {
+            self.counters.resyncs += 1;
+            if let Some(heard) = self.counters.desync_heard_at.take() {
+                let ms = now.saturating_duration_since(heard).as_secs_f64() * 1000.0;
+                self.counters.resync_ms.push(ms);
+            }
+            tracing::info!("netplay: resynced: continuing from the host's frame {frame}");
+        }
+        if let Role::Host { resyncs, .. } = &mut self.role {
+            for (slot, frame, state) in shared.states.drain(..) {
+                self.counters.next_resync_id += 1;
+                match ResyncSend::new(self.counters.next_resync_id, frame, state, now) {
+                    Ok(tx) => {
+                        resyncs.retain(|(s, _)| *s != slot);
+                        resyncs.push((slot, tx));
+                    }
+                    Err(e) => {
+                        tracing::error!("netplay: cannot send state to player {}: {e}", slot + 1)
+                    }
+                }
+            }
         }
     }
 
@@ -419,11 +585,12 @@ impl Feed for NetFeed {
         }
         self.local = pad;
         self.pull(now);
+        self.push(now);
     }
 
     fn next(&mut self, now: Instant) -> FeedPoll {
         self.pull(now);
-        self.take_checksums();
+        self.take_from_observer(now);
         if self.end.is_some() {
             return FeedPoll::End;
         }
@@ -435,7 +602,14 @@ impl Feed for NetFeed {
         let frame = self.client.poll_frame();
         self.push(now);
         match frame {
-            Some((_, inputs)) => {
+            Some((frame, mut inputs)) => {
+                if let Some((at, mask)) = self.inject {
+                    if at == frame.0 {
+                        let me = usize::from(self.client.me().0);
+                        inputs[me].0 ^= mask;
+                        tracing::warn!("netplay: injected a desync at frame {at} (test hook)");
+                    }
+                }
                 if let Some(rtt) = self.rtt() {
                     self.counters.record_rtt(rtt);
                 }
@@ -451,6 +625,10 @@ impl Feed for NetFeed {
 
     fn status_line(&self) -> Option<String> {
         Some(self.status_line())
+    }
+
+    fn max_wait(&self) -> Option<Duration> {
+        Some(SERVICE_INTERVAL)
     }
 
     fn stats(&self) -> Map<String, Value> {
@@ -488,6 +666,9 @@ impl Feed for NetFeed {
         m.insert("packets_received".into(), json!(e.packets_received));
         m.insert("packets_dropped_invalid".into(), json!(dropped));
         m.insert("desyncs_detected".into(), json!(self.counters.desyncs));
+        m.insert("desync_frames".into(), json!(self.counters.desync_frames));
+        m.insert("resyncs".into(), json!(self.counters.resyncs));
+        m.insert("resync_ms".into(), json!(self.counters.resync_ms));
         m.insert(
             "players_left".into(),
             json!(self

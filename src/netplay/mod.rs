@@ -10,6 +10,7 @@
 mod feed;
 mod lobby;
 
+use std::collections::VecDeque;
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -17,12 +18,12 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Map};
 use thiserror::Error;
 
-pub use feed::{ChecksumQueue, NetEnd, NetFeed, Role};
+pub use feed::{Exchange, NetEnd, NetFeed, Role, Shared};
 
 use crate::app::play::{open_core, run_session};
-use crate::app::{Feed, PlayError, PlayOptions, PlaySummary, Runner};
+use crate::app::{Feed, FrameObserver, ObserverError, PlayError, PlayOptions, PlaySummary, Runner};
 use crate::host::{hash_file, Core, HostError};
-use crate::input::Bot;
+use crate::input::{Bot, Inputs};
 use crate::lockstep::{self, Client, PeerId, Server};
 use crate::net::{random_seed, Endpoint, NetError, NetSim};
 use crate::session::{self, HostSession, JoinConfig, JoinSession, SessionError, SessionInfo};
@@ -41,6 +42,8 @@ pub struct NetOptions {
     pub netsim: Option<NetSim>,
     /// Frames between desync checksums.
     pub checksum_interval: u32,
+    /// Test hook: `(frame, mask)` flips bits of this peer's own input at that frame.
+    pub inject_desync: Option<(u32, u16)>,
 }
 
 #[derive(Clone, Debug)]
@@ -170,12 +173,8 @@ pub fn host(opts: &HostOptions) -> Result<PlaySummary, NetplayError> {
         .map(|p| (p.slot, p.name))
         .collect();
     let bot = opts.net.play.bot.map(|seed| Bot::for_port(seed, 0));
-    let role = Role::Host {
-        session: Box::new(session),
-        server: Box::new(server),
-    };
-    let feed = NetFeed::new(endpoint, role, client, bot).with_names(names);
-    run(&play, &mut core, feed, opts.net.checksum_interval)
+    let feed = NetFeed::new(endpoint, Role::host(session, server), client, bot).with_names(names);
+    run(&play, &mut core, feed, &opts.net)
 }
 
 /// Joins a session: handshake, the host's options and state, then play.
@@ -240,38 +239,29 @@ pub fn join(opts: &JoinOptions) -> Result<PlaySummary, NetplayError> {
         .play
         .bot
         .map(|seed| Bot::for_port(seed, usize::from(start.slot)));
-    let role = Role::Join {
-        session: Box::new(session),
-        host: addr,
-    };
-    let feed = NetFeed::new(endpoint, role, client, bot).with_names(start.players.clone());
-    run(&play, &mut core, feed, opts.net.checksum_interval)
+    let feed = NetFeed::new(endpoint, Role::join(session, addr), client, bot)
+        .with_names(start.players.clone());
+    run(&play, &mut core, feed, &opts.net)
 }
 
 /// Plays frames from `feed` until the frame limit, a quit, or the session ends.
 fn run(
     play: &PlayOptions,
     core: &mut Core,
-    feed: NetFeed,
-    checksum_interval: u32,
+    mut feed: NetFeed,
+    net: &NetOptions,
 ) -> Result<PlaySummary, NetplayError> {
-    let checks = feed.checksum_queue();
+    if let Some((frame, mask)) = net.inject_desync {
+        feed = feed.with_injected_desync(frame, mask);
+    }
     let mut runner_cfg = play.runner.clone();
     // Netplay never drops a backlog: every frame must run, so catch up (capped) instead.
     runner_cfg.max_lag = Duration::MAX;
-    runner_cfg.fast = false;
     let mut runner = Runner::new(feed, runner_cfg);
-    let interval = u64::from(checksum_interval.max(1));
-    runner.observe(Box::new(
-        move |frame: u64, _: &crate::input::Inputs, core: &mut Core| {
-            if (frame + 1) % interval == 0 {
-                checks
-                    .borrow_mut()
-                    .push_back((frame as u32, core.checksum()));
-            }
-            Ok(())
-        },
-    ));
+    runner.observe(Box::new(CoreSide::new(
+        runner.feed().shared(),
+        net.checksum_interval,
+    )));
     // Stats are written below, once the netplay numbers are in.
     let quiet = PlayOptions {
         stats_json: None,
@@ -280,21 +270,18 @@ fn run(
     let result = run_session(&quiet, core, &mut runner, Map::new());
     let feed = runner.feed_mut();
     let ended = feed.end().cloned();
-    match &ended {
-        Some(NetEnd::HostLeft(_)) => {}
-        None => {
-            if feed.server().is_some() {
-                feed.linger(LINGER);
-                feed.close("host quit");
-            } else {
-                feed.close("finished");
-            }
+    if ended.is_none() {
+        if feed.server().is_some() {
+            feed.linger(LINGER);
+            feed.close("host quit");
+        } else {
+            feed.close("finished");
         }
     }
     let mut summary = result?;
     let mut extra = runner.feed().stats();
     extra.remove("kind");
-    summary.stats.extend(extra.clone());
+    summary.stats.extend(extra);
     summary.stats.insert("netplay".into(), json!(true));
     if let Some(path) = &play.stats_json {
         crate::app::stats::write(path, &summary.stats).map_err(PlayError::from)?;
@@ -306,6 +293,92 @@ fn run(
         )));
     }
     Ok(summary)
+}
+
+/// Frames kept to replay after loading an older state from the host (10 s at 60 fps).
+const HISTORY: usize = 600;
+
+/// The core side of netplay, run after every frame: desync checksums, and desync recovery
+/// (the host serializes its state for a diverged peer; that peer loads it and re-runs the
+/// frames it has already played past it).
+struct CoreSide {
+    shared: Shared,
+    interval: u64,
+    history: VecDeque<(u64, Inputs)>,
+}
+
+impl CoreSide {
+    fn new(shared: Shared, checksum_interval: u32) -> CoreSide {
+        CoreSide {
+            shared,
+            interval: u64::from(checksum_interval.max(1)),
+            history: VecDeque::with_capacity(HISTORY),
+        }
+    }
+
+    /// Loads the host's state as of the start of `frame` when this peer is at `next` (the
+    /// next frame to run), re-running `frame..next` from the input history.
+    fn load(&mut self, core: &mut Core, frame: u64, next: u64, state: &[u8]) -> bool {
+        let oldest = self.history.front().map_or(next, |(f, _)| *f);
+        if frame < oldest {
+            tracing::error!(
+                "netplay: the host's state for frame {frame} is older than this peer's input history (from {oldest}); waiting for a newer one"
+            );
+            return false;
+        }
+        if let Err(e) = core.unserialize(state) {
+            tracing::error!("netplay: cannot load the host's state: {e}");
+            return false;
+        }
+        for (_, inputs) in self.history.iter().filter(|(f, _)| *f >= frame) {
+            core.run_frame(inputs);
+        }
+        // What the re-run frames played was heard already.
+        core.drain_audio(&mut Vec::new());
+        true
+    }
+}
+
+impl FrameObserver<Core> for CoreSide {
+    fn after_frame(
+        &mut self,
+        frame: u64,
+        inputs: &Inputs,
+        core: &mut Core,
+    ) -> Result<(), ObserverError> {
+        if self.history.len() == HISTORY {
+            self.history.pop_front();
+        }
+        self.history.push_back((frame, *inputs));
+        let next = frame + 1;
+        let incoming = {
+            let mut shared = self.shared.borrow_mut();
+            match &shared.incoming {
+                Some((at, _)) if u64::from(*at) <= next => shared.incoming.take(),
+                _ => None,
+            }
+        };
+        if let Some((at, state)) = incoming {
+            if self.load(core, u64::from(at), next, &state) {
+                self.shared.borrow_mut().loaded.push(at);
+            }
+        }
+        let mut shared = self.shared.borrow_mut();
+        if next.is_multiple_of(self.interval) {
+            shared.checksums.push_back((frame as u32, core.checksum()));
+        }
+        if !shared.serialize_for.is_empty() {
+            match core.serialize() {
+                Ok(state) => {
+                    for slot in std::mem::take(&mut shared.serialize_for) {
+                        shared.states.push((slot, next as u32, state.clone()));
+                    }
+                }
+                Err(e) => tracing::error!("netplay: cannot serialize for a resync: {e}"),
+            }
+        }
+        Ok(())
+    }
 }
 
 /// `HOST`, `HOST:PORT`, `V6`, `[V6]:PORT` -> a socket address (the first one resolved).

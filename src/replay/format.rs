@@ -38,6 +38,12 @@ const EV_LEFT: u8 = 0x02;
 const EV_DESYNC: u8 = 0x03;
 const EV_RESYNC: u8 = 0x04;
 
+/// Optional header fields appended after the start state (tag, varint length, bytes).
+const HF_CORE_PATH: u8 = 0x01;
+const HF_CONTENT_PATH: u8 = 0x02;
+const HF_START_SRAM: u8 = 0x03;
+const HF_NETPLAY_CONTEXT: u8 = 0x04;
+
 /// How the recorded session started.
 #[derive(Clone, PartialEq, Eq, Debug, Default)]
 pub enum Start {
@@ -69,6 +75,15 @@ pub struct Header {
     pub checksum_interval: u32,
     /// Unix seconds when the recording began; informational only.
     pub created_unix: i64,
+    /// Where the core was loaded from (a hint for replaying on the same machine);
+    /// `Some("")` for framelock's built-in core, `None` if not recorded.
+    pub core_path: Option<String>,
+    /// Where the content was loaded from (a hint, like `core_path`).
+    pub content_path: Option<String>,
+    /// Save RAM in effect at the start (uncompressed), for cores whose savestates leave it out.
+    pub start_sram: Option<Vec<u8>>,
+    /// The core ran with the netplay savestate context (`HostConfig::netplay`).
+    pub netplay_context: bool,
 }
 
 impl Default for Header {
@@ -85,6 +100,10 @@ impl Default for Header {
             frame_rate: 60.0,
             checksum_interval: 60,
             created_unix: 0,
+            core_path: None,
+            content_path: None,
+            start_sram: None,
+            netplay_context: false,
         }
     }
 }
@@ -265,6 +284,7 @@ pub fn encode_header(h: &Header) -> Result<Vec<u8>, Reason> {
             compress_state(&mut body, s);
         }
     }
+    put_optional_fields(&mut body, h)?;
     if body.len() > MAX_HEADER_LEN as usize {
         return Err("header too large");
     }
@@ -319,7 +339,7 @@ pub fn decode_header_body(body: &[u8]) -> Result<Header, Reason> {
         1 => Start::State(decompress_state(&mut b)?),
         _ => return Err("bad start kind"),
     };
-    Ok(Header {
+    let mut h = Header {
         core_name,
         core_version,
         content_name,
@@ -331,7 +351,59 @@ pub fn decode_header_body(body: &[u8]) -> Result<Header, Reason> {
         frame_rate,
         checksum_interval,
         created_unix,
-    })
+        ..Header::default()
+    };
+    read_optional_fields(&mut b, &mut h)?;
+    Ok(h)
+}
+
+/// Appends the optional fields that are set, each as tag, varint length, bytes.
+fn put_optional_fields(body: &mut Vec<u8>, h: &Header) -> Result<(), Reason> {
+    let mut field = |tag: u8, data: &[u8]| {
+        body.push(tag);
+        put_bytes(body, data);
+    };
+    if let Some(p) = &h.core_path {
+        field(HF_CORE_PATH, p.as_bytes());
+    }
+    if let Some(p) = &h.content_path {
+        field(HF_CONTENT_PATH, p.as_bytes());
+    }
+    if let Some(sram) = &h.start_sram {
+        if sram.len() > MAX_STATE_LEN {
+            return Err("start save ram too large");
+        }
+        let mut packed = Vec::new();
+        compress_state(&mut packed, sram);
+        field(HF_START_SRAM, &packed);
+    }
+    if h.netplay_context {
+        field(HF_NETPLAY_CONTEXT, &[]);
+    }
+    Ok(())
+}
+
+/// Reads optional fields up to the end of the body; unknown tags are skipped.
+fn read_optional_fields(b: &mut Bytes, h: &mut Header) -> Result<(), Reason> {
+    while !b.remaining().is_empty() {
+        let tag = b.u8()?;
+        let data = b.bytes()?;
+        let text = || String::from_utf8(data.to_vec()).map_err(|_| "text is not UTF-8");
+        match tag {
+            HF_CORE_PATH => h.core_path = Some(text()?),
+            HF_CONTENT_PATH => h.content_path = Some(text()?),
+            HF_START_SRAM => {
+                let mut f = Bytes::new(data);
+                h.start_sram = Some(decompress_state(&mut f)?);
+                if !f.remaining().is_empty() {
+                    return Err("start save ram field too long");
+                }
+            }
+            HF_NETPLAY_CONTEXT => h.netplay_context = true,
+            _ => {}
+        }
+    }
+    Ok(())
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -657,6 +729,10 @@ mod tests {
             frame_rate: 59.92,
             checksum_interval: 30,
             created_unix: 1_790_000_000,
+            core_path: Some("/cores/genesis_plus_gx_libretro.so".into()),
+            content_path: Some("/roms/airstriker.md".into()),
+            start_sram: Some(vec![0; 65536]),
+            netplay_context: true,
             ..Header::default()
         };
         h.players[0] = Some("ana".into());
@@ -671,6 +747,12 @@ mod tests {
             decode_header_body(&bytes[PREFIX_LEN..bytes.len() - 8]).unwrap(),
             plain
         );
+        // A reader skips optional fields it does not know.
+        let mut body = bytes[PREFIX_LEN..bytes.len() - 8].to_vec();
+        body.extend_from_slice(&[0x7E, 3, b'n', b'e', b'w']);
+        assert_eq!(decode_header_body(&body).unwrap(), plain);
+        body.extend_from_slice(&[HF_CORE_PATH, 5, b'x']);
+        assert!(decode_header_body(&body).is_err(), "field runs past the body");
         h.frame_rate = f64::NAN;
         assert!(encode_header(&h).is_err());
     }

@@ -45,9 +45,19 @@
 //!             varint uncompressed length (at most 2^30),
 //!             varint compressed length, compressed bytes (LZ4 block format,
 //!             as `lz4_flex::block` writes it)
+//!   then optional fields up to the end of the body, each present at most once:
+//!   u8      field tag
+//!   varint  field length L, then L bytes:
+//!     0x01  core path as loaded when recording (UTF-8; empty = framelock's built-in core)
+//!     0x02  content path as loaded when recording (UTF-8)
+//!     0x03  save RAM at the start: varint uncompressed length, varint length, LZ4 block
+//!           (for cores whose savestates leave save RAM out; load it before the start state)
+//!     0x04  (empty) the core ran with the netplay savestate context
+//!     other tags are skipped
 //! ```
-//! A newer compatible writer may append fields to the body; readers ignore bytes after the
-//! fields they know.
+//! Readers ignore body bytes after the fields they know, so new header fields are added as
+//! new optional field tags without a new version; files from before optional fields existed
+//! end the body right after the start state.
 //!
 //! ## Body: records
 //!

@@ -23,6 +23,7 @@ mod host;
 mod join;
 pub mod msg;
 mod payload;
+mod resync;
 mod transfer;
 
 use std::fmt;
@@ -36,6 +37,7 @@ use crate::wire::{Kind, WireError, HEADER_LEN, MAGIC};
 pub use host::{HostConfig, HostEvent, HostSession, LeftReason, Player};
 pub use join::{JoinConfig, JoinEvent, JoinSession, StartState};
 pub use payload::{StartPayload, MAX_PAYLOAD};
+pub use resync::{ResyncRecv, ResyncSend};
 
 /// Silence after which a handshake or start-state transfer is given up.
 pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);

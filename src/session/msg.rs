@@ -296,7 +296,10 @@ impl Msg<'_> {
                 })
             }
             Kind::Bye => Msg::Bye(r.str8().map_err(bad)?),
-            Kind::Ctrl | Kind::Update => return Err(WireError::UnknownKind(kind as u8)),
+            // Carried by `resync` and `lockstep`, not by the handshake.
+            Kind::Resync | Kind::Ctrl | Kind::Update => {
+                return Err(WireError::UnknownKind(kind as u8))
+            }
         };
         if !r.buf.is_empty() && !matches!(msg, Msg::StateChunk { .. } | Msg::StateAck(_)) {
             return Err(WireError::Malformed(kind));

@@ -31,6 +31,7 @@ impl BitWriter {
         }
     }
 
+    #[cfg(test)]
     pub fn len_bits(&self) -> usize {
         match self.used {
             0 => self.bytes.len() * 8,

@@ -63,13 +63,6 @@ impl<'a> Reader<'a> {
         None
     }
 
-    /// Everything not read yet (consumes it).
-    pub fn rest(&mut self) -> &'a [u8] {
-        let s = &self.buf[self.pos.min(self.buf.len())..];
-        self.pos = self.buf.len();
-        s
-    }
-
     /// Skips `n` bytes that a sub-reader consumed.
     pub fn advance(&mut self, n: usize) -> Option<()> {
         self.bytes(n).map(|_| ())

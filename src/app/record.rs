@@ -1,0 +1,494 @@
+//! Recording a session to an input log (`.flr`, see [`crate::replay`]): a frame observer that
+//! writes every frame's inputs and a state checksum every N frames, for `play --record` and
+//! for netplay (which records on every peer by default).
+//!
+//! Checksum convention (the same as netplay's desync checks): the checksum recorded for frame
+//! `f` is the machine's checksum after frame `f` ran, taken when `(f + 1) % N == 0`.
+//!
+//! A recording never stops the game: after a write error (full disk) it logs one error naming
+//! the file, stops writing and the session goes on. The file then replays up to its last
+//! complete record.
+
+use std::cell::RefCell;
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use crate::host::{hash_file, Core, CoreSource, HostError, MemoryRegion};
+use crate::input::{Inputs, MAX_PLAYERS};
+use crate::replay::{self, Event, Header, Recorder, ReplayError, Sink, Start, Summary};
+
+use super::play::PlayOptions;
+use super::runner::{FrameObserver, ObserverError};
+
+/// Frames between checksum records unless the caller says otherwise (netplay's default too).
+pub const DEFAULT_CHECKSUM_INTERVAL: u32 = 60;
+
+/// Written data older than this is flushed even if the recorder's frame count says not yet
+/// (frames arriving slowly, e.g. a stalling netplay session).
+const FLUSH_AFTER: Duration = Duration::from_secs(1);
+
+/// Whether and where a session is recorded.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum RecordMode {
+    #[default]
+    Off,
+    /// Into this file (refusing to overwrite it).
+    File(PathBuf),
+    /// Into a new dated file in this directory (`replay::default_recording_path`).
+    Dir(PathBuf),
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RecordError {
+    #[error(transparent)]
+    Log(#[from] ReplayError),
+    #[error("cannot create recordings directory {}: {source}", .path.display())]
+    Dir {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot record: reading content {}: {source}", .path.display())]
+    Content {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot record: the core's start state: {0}")]
+    StartState(HostError),
+}
+
+/// What a recorder needs from the machine besides its inputs.
+pub trait StateChecksum {
+    fn state_checksum(&mut self) -> u64;
+}
+
+impl StateChecksum for Core {
+    fn state_checksum(&mut self) -> u64 {
+        self.checksum()
+    }
+}
+
+/// The path `mode` records to, for a session played as `role` ("play", "host", "client");
+/// `None` when off. Creates the recordings directory.
+pub fn resolve_path(mode: &RecordMode, role: &str) -> Result<Option<PathBuf>, RecordError> {
+    match mode {
+        RecordMode::Off => Ok(None),
+        RecordMode::File(p) => Ok(Some(p.clone())),
+        RecordMode::Dir(dir) => {
+            std::fs::create_dir_all(dir).map_err(|source| RecordError::Dir {
+                path: dir.clone(),
+                source,
+            })?;
+            Ok(Some(replay::default_recording_path(
+                dir,
+                chrono::Local::now(),
+                role,
+            )))
+        }
+    }
+}
+
+/// The header for a session about to start on `core` (content loaded, no frame run yet):
+/// core and content identity, every option value, the players, and the start state. The
+/// state is loaded straight back, so the recorded run starts exactly as its replays will.
+pub fn session_header(
+    core: &mut Core,
+    opts: &PlayOptions,
+    players: &[(u8, String)],
+    checksum_interval: u32,
+) -> Result<Header, RecordError> {
+    let info = core.info().clone();
+    let (content_name, content_hash, content_path) = match &opts.content {
+        Some(path) => {
+            let hash = match core.content_hash() {
+                Some(h) => h,
+                None => hash_file(path).map_err(|source| RecordError::Content {
+                    path: path.clone(),
+                    source,
+                })?,
+            };
+            let name = path
+                .file_name()
+                .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+            (name, Some(hash), path_hint(path))
+        }
+        None => (String::new(), None, None),
+    };
+    let core_path = match &opts.core {
+        CoreSource::Builtin => Some(String::new()),
+        CoreSource::Path(p) => path_hint(p),
+    };
+    let start = match core.serialize() {
+        Ok(state) => {
+            core.unserialize(&state).map_err(RecordError::StartState)?;
+            Start::State(state)
+        }
+        Err(HostError::SerializeUnsupported) => {
+            tracing::warn!(
+                "{} cannot save states: the recording starts from power-on",
+                info.library_name
+            );
+            Start::PowerOn
+        }
+        Err(e) => return Err(RecordError::StartState(e)),
+    };
+    let mut names: [Option<String>; MAX_PLAYERS] = Default::default();
+    for (slot, name) in players {
+        if let Some(n) = names.get_mut(usize::from(*slot)) {
+            *n = Some(name.clone());
+        }
+    }
+    Ok(Header {
+        core_name: info.library_name,
+        core_version: info.library_version,
+        content_name,
+        content_hash,
+        core_options: core.options(),
+        players: names,
+        start,
+        start_frame: 0,
+        frame_rate: core.av_info().fps,
+        checksum_interval,
+        created_unix: chrono::Utc::now().timestamp(),
+        core_path,
+        content_path,
+        start_sram: core.memory(MemoryRegion::SaveRam).map(<[u8]>::to_vec),
+        netplay_context: opts.host.netplay,
+    })
+}
+
+/// An absolute UTF-8 spelling of `path`, if it has one (the format stores text).
+fn path_hint(path: &Path) -> Option<String> {
+    let abs = std::fs::canonicalize(path)
+        .or_else(|_| std::path::absolute(path))
+        .ok()?;
+    abs.to_str().map(str::to_owned)
+}
+
+/// Starts recording `opts.record` for a session played as `role`, if it asks for one.
+/// `players` names the ports in use.
+pub fn start(
+    opts: &PlayOptions,
+    core: &mut Core,
+    role: &str,
+    players: &[(u8, String)],
+    checksum_interval: u32,
+) -> Result<Option<Recording>, RecordError> {
+    let Some(path) = resolve_path(&opts.record, role)? else {
+        return Ok(None);
+    };
+    let header = session_header(core, opts, players, checksum_interval)?;
+    let rec = Recording::create(&path, &header)?;
+    tracing::info!("recording to {}", path.display());
+    Ok(Some(rec))
+}
+
+/// The netplay hook: like [`start`], but a recording that cannot start is logged, not fatal
+/// (the session is already established). Call it before the first frame runs, register
+/// [`Recording::observer`] on the runner and [`Recording::finish`] it after the session.
+pub fn start_netplay(
+    opts: &PlayOptions,
+    core: &mut Core,
+    role: &str,
+    players: &[(u8, String)],
+    checksum_interval: u32,
+) -> Option<Recording> {
+    start(opts, core, role, players, checksum_interval)
+        .unwrap_or_else(|e| {
+            tracing::error!("not recording this session: {e}");
+            None
+        })
+}
+
+/// The local players of `play`: the keyboard players (at least one).
+pub fn local_players(opts: &PlayOptions) -> Vec<(u8, String)> {
+    (0..opts.keymaps.len().clamp(1, MAX_PLAYERS) as u8)
+        .map(|p| (p, format!("player {}", p + 1)))
+        .collect()
+}
+
+struct Shared<S: Sink> {
+    /// `None` once finished or stopped after an error.
+    recorder: Option<Recorder<S>>,
+    path: PathBuf,
+    start_frame: u32,
+    checksum_interval: u64,
+    /// When data last reached the file (or the recording began).
+    flushed_at: Instant,
+    flushed_bytes: u64,
+}
+
+impl<S: Sink> Shared<S> {
+    /// Logs `e` once and stops recording; the session goes on.
+    fn stop(&mut self, e: &ReplayError) {
+        if self.recorder.take().is_some() {
+            tracing::error!(
+                "recording stopped, the game goes on ({e}); {} keeps what was written before",
+                self.path.display()
+            );
+        }
+    }
+
+    fn after_frame(&mut self, frame: u64, inputs: &Inputs, machine: &mut dyn StateChecksum) {
+        let Some(rec) = self.recorder.as_mut() else {
+            return;
+        };
+        let Some(log_frame) = u32::try_from(frame)
+            .ok()
+            .and_then(|f| f.checked_add(self.start_frame))
+        else {
+            self.stop(&ReplayError::Invalid("frame number overflow"));
+            return;
+        };
+        let mut result = rec.record_frame(log_frame, inputs);
+        if result.is_ok() && (frame + 1) % self.checksum_interval == 0 {
+            result = rec.record_checksum(log_frame, machine.state_checksum());
+        }
+        if result.is_ok() {
+            if rec.bytes_written() != self.flushed_bytes {
+                self.flushed_bytes = rec.bytes_written();
+                self.flushed_at = Instant::now();
+            } else if self.flushed_at.elapsed() >= FLUSH_AFTER {
+                result = rec.flush();
+                self.flushed_bytes = rec.bytes_written();
+                self.flushed_at = Instant::now();
+            }
+        }
+        if let Err(e) = result {
+            self.stop(&e);
+        }
+    }
+}
+
+/// A session being recorded. The runner holds its [`Recording::observer`]; the session code
+/// keeps this handle to add events and to [`Recording::finish`] at the end.
+pub struct Recording<S: Sink + 'static = std::fs::File> {
+    shared: Rc<RefCell<Shared<S>>>,
+}
+
+impl Recording {
+    /// Creates `path` (never overwriting) and writes `header`.
+    pub fn create(path: &Path, header: &Header) -> Result<Recording, RecordError> {
+        let rec = Recorder::create(path, header)?;
+        Ok(Recording::from_recorder(rec, header))
+    }
+}
+
+impl<S: Sink + 'static> Recording<S> {
+    /// Wraps a recorder just created with `header`.
+    pub fn from_recorder(recorder: Recorder<S>, header: &Header) -> Recording<S> {
+        let shared = Shared {
+            path: recorder.path().to_path_buf(),
+            flushed_bytes: recorder.bytes_written(),
+            recorder: Some(recorder),
+            start_frame: header.start_frame,
+            checksum_interval: u64::from(header.checksum_interval).max(1),
+            flushed_at: Instant::now(),
+        };
+        Recording {
+            shared: Rc::new(RefCell::new(shared)),
+        }
+    }
+
+    pub fn path(&self) -> PathBuf {
+        self.shared.borrow().path.clone()
+    }
+
+    /// False once a write error stopped the recording.
+    pub fn is_recording(&self) -> bool {
+        self.shared.borrow().recorder.is_some()
+    }
+
+    /// The frame observer to register on the runner (`runner.observe(rec.observer())`).
+    pub fn observer<M: StateChecksum + 'static>(&self) -> Box<dyn FrameObserver<M>> {
+        Box::new(Observer {
+            shared: self.shared.clone(),
+        })
+    }
+
+    /// Records an event (desync, resync, ...) at runner frame `frame`.
+    pub fn event(&self, frame: u64, event: &Event) {
+        let mut s = self.shared.borrow_mut();
+        let at = u32::try_from(frame).ok().and_then(|f| f.checked_add(s.start_frame));
+        let result = match (s.recorder.as_mut(), at) {
+            (None, _) => return,
+            (Some(rec), Some(at)) => rec.record_event(at, event),
+            (Some(_), None) => Err(ReplayError::Invalid("frame number overflow")),
+        };
+        if let Err(e) = result {
+            s.stop(&e);
+        }
+    }
+
+    /// Ends the log cleanly and says where it went. `None` if the recording had stopped.
+    pub fn finish(self) -> Option<Summary> {
+        let mut s = self.shared.borrow_mut();
+        let rec = s.recorder.take()?;
+        match rec.finish() {
+            Ok(summary) => {
+                tracing::info!(
+                    "recording saved to {} ({} frames)",
+                    s.path.display(),
+                    summary.frames
+                );
+                Some(summary)
+            }
+            Err(e) => {
+                tracing::error!("recording {} is incomplete: {e}", s.path.display());
+                None
+            }
+        }
+    }
+}
+
+struct Observer<S: Sink> {
+    shared: Rc<RefCell<Shared<S>>>,
+}
+
+impl<M: StateChecksum, S: Sink> FrameObserver<M> for Observer<S> {
+    fn after_frame(
+        &mut self,
+        frame: u64,
+        inputs: &Inputs,
+        machine: &mut M,
+    ) -> Result<(), ObserverError> {
+        self.shared
+            .borrow_mut()
+            .after_frame(frame, inputs, machine);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::input::Pad;
+    use crate::replay::{Item, RecorderOptions, Replay, Status};
+    use std::io::{self, Cursor, Write};
+
+    /// A machine whose checksum is the number of frames it ran.
+    struct Counter(u64);
+
+    impl StateChecksum for Counter {
+        fn state_checksum(&mut self) -> u64 {
+            self.0 * 1000
+        }
+    }
+
+    /// A sink that accepts `room` bytes, then fails like a full disk.
+    struct Disk {
+        data: Rc<RefCell<Vec<u8>>>,
+        room: usize,
+    }
+
+    impl Write for Disk {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            let mut d = self.data.borrow_mut();
+            let n = buf.len().min(self.room.saturating_sub(d.len()));
+            if n == 0 && !buf.is_empty() {
+                return Err(io::Error::from_raw_os_error(28));
+            }
+            d.extend_from_slice(&buf[..n]);
+            Ok(n)
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl Sink for Disk {
+        fn sync(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    fn run(rec: &Recording<Disk>, frames: std::ops::Range<u64>) {
+        let mut obs = rec.observer::<Counter>();
+        for f in frames {
+            let mut inputs = [Pad::NEUTRAL; MAX_PLAYERS];
+            inputs[1] = Pad((f / 10) as u16);
+            let mut m = Counter(f + 1);
+            obs.after_frame(f, &inputs, &mut m).unwrap();
+        }
+    }
+
+    fn recording(room: usize) -> (Recording<Disk>, Rc<RefCell<Vec<u8>>>) {
+        let data = Rc::new(RefCell::new(Vec::new()));
+        let disk = Disk {
+            data: data.clone(),
+            room,
+        };
+        let header = Header::default();
+        let rec =
+            Recorder::with_sink(disk, "disk.flr", &header, &RecorderOptions::default()).unwrap();
+        (Recording::from_recorder(rec, &header), data)
+    }
+
+    #[test]
+    fn records_inputs_and_checksums_after_every_nth_frame() {
+        let (rec, data) = recording(usize::MAX);
+        run(&rec, 0..200);
+        rec.event(130, &Event::Left { slot: 1 });
+        assert_eq!(rec.finish().map(|s| s.frames), Some(200));
+        let bytes = data.borrow().clone();
+        let mut log = Replay::from_reader(Cursor::new(bytes), "disk.flr").unwrap();
+        let mut sums = Vec::new();
+        let mut frames = 0;
+        while let Some(item) = log.next_item().unwrap() {
+            match item {
+                Item::Frame(f, inputs) => {
+                    assert_eq!(inputs[1], Pad((f / 10) as u16));
+                    frames += 1;
+                }
+                Item::Checksum { frame, value } => sums.push((frame, value)),
+                Item::Event { frame, event } => {
+                    assert_eq!((frame, event), (130, Event::Left { slot: 1 }))
+                }
+            }
+        }
+        assert_eq!(frames, 200);
+        // State after frame 59 is the 60th frame's: (f + 1) % 60 == 0.
+        assert_eq!(sums, vec![(59, 60_000), (119, 120_000), (179, 180_000)]);
+        assert_eq!(log.status(), Some(Status::Complete { frames: 200 }));
+    }
+
+    #[test]
+    fn a_full_disk_stops_the_recording_not_the_game() {
+        let (rec, data) = recording(400);
+        run(&rec, 0..3000); // the observer never returns an error
+        assert!(!rec.is_recording());
+        assert_eq!(rec.finish(), None);
+        let bytes = data.borrow().clone();
+        assert_eq!(bytes.len(), 400);
+        let mut log = Replay::from_reader(Cursor::new(bytes), "disk.flr").unwrap();
+        let status = log.skim().unwrap();
+        assert!(
+            matches!(status, Status::Truncated { .. } | Status::Incomplete { .. }),
+            "{status:?}"
+        );
+        assert!(status.frames() > 0);
+    }
+
+    #[test]
+    fn stalled_frames_are_flushed_after_a_second() {
+        let (rec, data) = recording(usize::MAX);
+        run(&rec, 0..10);
+        let header_only = data.borrow().len();
+        rec.shared.borrow_mut().flushed_at = Instant::now() - FLUSH_AFTER;
+        run(&rec, 10..11);
+        assert!(data.borrow().len() > header_only, "buffered frames written");
+    }
+
+    #[test]
+    fn dir_mode_makes_a_dated_file_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let sub = dir.path().join("rec");
+        let p = resolve_path(&RecordMode::Dir(sub.clone()), "host")
+            .unwrap()
+            .unwrap();
+        assert!(sub.is_dir());
+        assert_eq!(p.parent(), Some(sub.as_path()));
+        assert!(p.to_str().unwrap().ends_with("_host.flr"), "{}", p.display());
+        assert_eq!(resolve_path(&RecordMode::Off, "host").unwrap(), None);
+    }
+}

@@ -1,0 +1,250 @@
+//! Desync recovery transfer: mid-session, the host sends its machine state as of a frame to
+//! one diverged joiner, which loads it and continues from that frame. Sans-IO like the rest
+//! of `session`; it reuses the start-state transfer (`transfer`: selective resends, pacing)
+//! and packing (`payload`: lz4 + xxh3).
+//!
+//! Every `Kind::Resync` datagram body starts with the transfer's identity, so a lost first
+//! datagram costs nothing and a newer transfer replaces an older one:
+//! ```text
+//! u32 id, u32 frame, u32 raw_len, u64 xxh3(raw), u32 packed_len, u8 type,
+//!   type 0 (host -> joiner): u32 index, u32 seq, data (CHUNK_SIZE bytes but the last)
+//!   type 1 (joiner -> host): u32 cum, u32 latest_seq, u8 flags (bit 0 verified), bitmap
+//! ```
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use super::msg::{StateAck, CHUNK_SIZE, MAX_ACK_BITMAP};
+use super::payload::StartPayload;
+use super::transfer::{ChunkOutcome, Receiver, Rtt, Sender};
+use super::SessionError;
+use crate::wire::{Header, Kind, MAX_DATAGRAM};
+
+const IDENT_LEN: usize = 4 + 4 + 4 + 8 + 4;
+const CHUNK: u8 = 0;
+const ACK: u8 = 1;
+/// Largest state a resync carries; the start state has the same bound in practice.
+const MAX_PACKED: u32 = 64 << 20;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Ident {
+    id: u32,
+    frame: u32,
+    raw_len: u32,
+    hash: u64,
+    packed_len: u32,
+}
+
+impl Ident {
+    fn write(&self, session: u32, kind_byte: u8) -> Vec<u8> {
+        let mut out = Vec::with_capacity(MAX_DATAGRAM);
+        Header {
+            kind: Kind::Resync,
+            session,
+        }
+        .write(&mut out);
+        out.extend_from_slice(&self.id.to_le_bytes());
+        out.extend_from_slice(&self.frame.to_le_bytes());
+        out.extend_from_slice(&self.raw_len.to_le_bytes());
+        out.extend_from_slice(&self.hash.to_le_bytes());
+        out.extend_from_slice(&self.packed_len.to_le_bytes());
+        out.push(kind_byte);
+        out
+    }
+
+    fn parse(body: &[u8]) -> Option<(Ident, u8, &[u8])> {
+        if body.len() < IDENT_LEN + 1 {
+            return None;
+        }
+        let u32_at = |i: usize| u32::from_le_bytes(body[i..i + 4].try_into().unwrap_or_default());
+        let ident = Ident {
+            id: u32_at(0),
+            frame: u32_at(4),
+            raw_len: u32_at(8),
+            hash: u64::from_le_bytes(body[12..20].try_into().unwrap_or_default()),
+            packed_len: u32_at(20),
+        };
+        (ident.packed_len <= MAX_PACKED).then_some((ident, body[IDENT_LEN], &body[IDENT_LEN + 1..]))
+    }
+}
+
+/// Host side: one state on its way to one joiner.
+#[derive(Debug)]
+pub struct ResyncSend {
+    ident: Ident,
+    sender: Sender,
+}
+
+impl ResyncSend {
+    /// Packs `state` (the machine as of the start of `frame`) for transfer `id`.
+    pub fn new(id: u32, frame: u32, state: Vec<u8>, now: Instant) -> Result<Self, SessionError> {
+        let packed = StartPayload {
+            options: Vec::new(),
+            state,
+            sram: Vec::new(),
+        }
+        .pack()?;
+        let ident = Ident {
+            id,
+            frame,
+            raw_len: packed.raw_len,
+            hash: packed.hash,
+            packed_len: packed.bytes.len() as u32,
+        };
+        let data: Arc<[u8]> = Arc::from(packed.bytes);
+        Ok(ResyncSend {
+            ident,
+            sender: Sender::new(data, CHUNK_SIZE, Rtt::default(), now),
+        })
+    }
+
+    pub fn frame(&self) -> u32 {
+        self.ident.frame
+    }
+
+    /// The joiner has the whole state and verified it.
+    pub fn is_complete(&self) -> bool {
+        self.sender.is_complete()
+    }
+
+    /// Feeds an ack body (after the wire header); other transfers' acks are ignored.
+    pub fn handle_datagram(&mut self, now: Instant, body: &[u8]) -> bool {
+        let Some((ident, ACK, rest)) = Ident::parse(body) else {
+            return false;
+        };
+        if ident != self.ident || rest.len() < 9 || rest.len() - 9 > MAX_ACK_BITMAP {
+            return false;
+        }
+        let ack = StateAck {
+            cum: u32::from_le_bytes(rest[0..4].try_into().unwrap_or_default()),
+            latest_seq: u32::from_le_bytes(rest[4..8].try_into().unwrap_or_default()),
+            verified: rest[8] & 1 != 0,
+            bitmap: rest[9..].to_vec(),
+        };
+        self.sender.handle_ack(now, &ack);
+        true
+    }
+
+    /// The next chunk datagram due, if any.
+    pub fn poll_transmit(&mut self, now: Instant, session: u32) -> Option<Vec<u8>> {
+        self.sender.detect_losses(now);
+        let (index, seq) = self.sender.poll_chunk(now)?;
+        let mut out = self.ident.write(session, CHUNK);
+        out.extend_from_slice(&index.to_le_bytes());
+        out.extend_from_slice(&seq.to_le_bytes());
+        out.extend_from_slice(self.sender.chunk(index));
+        Some(out)
+    }
+}
+
+/// Joiner side: assembles the newest transfer and acks it.
+#[derive(Debug, Default)]
+pub struct ResyncRecv {
+    current: Option<(Ident, Receiver, bool)>,
+}
+
+impl ResyncRecv {
+    /// Feeds a chunk body (after the wire header). Returns `(frame, state)` once a transfer
+    /// is complete and verified; `Err` for a malformed datagram.
+    pub fn handle_datagram(
+        &mut self,
+        now: Instant,
+        body: &[u8],
+    ) -> Result<Option<(u32, Vec<u8>)>, SessionError> {
+        let bad = || SessionError::BadState("malformed resync datagram".into());
+        let (ident, CHUNK, rest) = Ident::parse(body).ok_or_else(bad)? else {
+            return Err(bad());
+        };
+        if rest.len() < 8 {
+            return Err(bad());
+        }
+        let newer = match &self.current {
+            Some((cur, ..)) => ident.id > cur.id,
+            None => true,
+        };
+        if newer {
+            let rx = Receiver::new(ident.packed_len as usize, CHUNK_SIZE);
+            self.current = Some((ident, rx, false));
+        }
+        let Some((cur, rx, done)) = &mut self.current else {
+            return Ok(None);
+        };
+        if *cur != ident {
+            return Ok(None); // an older transfer's straggler
+        }
+        let index = u32::from_le_bytes(rest[0..4].try_into().unwrap_or_default());
+        let seq = u32::from_le_bytes(rest[4..8].try_into().unwrap_or_default());
+        match rx.handle_chunk(now, index, seq, &rest[8..]) {
+            ChunkOutcome::Invalid => Err(bad()),
+            ChunkOutcome::New if rx.is_full() && !*done => {
+                let payload = StartPayload::unpack(rx.packed(), cur.raw_len, cur.hash)?;
+                *done = true;
+                rx.ack_soon(now);
+                Ok(Some((cur.frame, payload.state)))
+            }
+            _ => Ok(None),
+        }
+    }
+
+    /// The next ack datagram due, if any.
+    pub fn poll_transmit(&mut self, now: Instant, session: u32) -> Option<Vec<u8>> {
+        let (ident, rx, done) = self.current.as_mut()?;
+        let ack = rx.poll_ack(now, *done)?;
+        let mut out = ident.write(session, ACK);
+        out.extend_from_slice(&ack.cum.to_le_bytes());
+        out.extend_from_slice(&ack.latest_seq.to_le_bytes());
+        out.push(ack.verified as u8);
+        out.extend_from_slice(&ack.bitmap);
+        Some(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::{Rng, SeedableRng};
+    use std::time::Duration;
+
+    /// Moves datagrams both ways over a lossy in-memory link until the joiner has the state.
+    #[test]
+    fn a_state_crosses_a_lossy_link_and_garbage_is_rejected() {
+        let mut rng = rand::rngs::SmallRng::seed_from_u64(7);
+        let state: Vec<u8> = (0..300_000).map(|_| rng.gen::<u8>() & 0x0f).collect();
+        let t0 = Instant::now();
+        let mut tx = ResyncSend::new(3, 1234, state.clone(), t0).unwrap();
+        let mut rx = ResyncRecv::default();
+        let mut got = None;
+        let mut now = t0;
+        for _ in 0..20_000 {
+            now += Duration::from_millis(1);
+            while let Some(d) = tx.poll_transmit(now, 9) {
+                if rng.gen_bool(0.25) {
+                    continue;
+                }
+                let (h, body) = Header::parse(&d).unwrap();
+                assert_eq!((h.kind, h.session), (Kind::Resync, 9));
+                if let Some(done) = rx.handle_datagram(now, body).unwrap() {
+                    got = Some(done);
+                }
+            }
+            while let Some(d) = rx.poll_transmit(now, 9) {
+                if !rng.gen_bool(0.25) {
+                    assert!(tx.handle_datagram(now, &d[crate::wire::HEADER_LEN..]));
+                }
+            }
+            if tx.is_complete() {
+                break;
+            }
+        }
+        assert!(tx.is_complete(), "transfer did not complete");
+        assert_eq!(got, Some((1234, state)));
+        assert!(rx.handle_datagram(now, &[1, 2, 3]).is_err());
+        assert!(!tx.handle_datagram(now, &[0; 40]));
+        for _ in 0..2000 {
+            let len = rng.gen_range(0..200);
+            let junk: Vec<u8> = (0..len).map(|_| rng.gen()).collect();
+            let _ = rx.handle_datagram(now, &junk);
+            let _ = tx.handle_datagram(now, &junk);
+        }
+    }
+}

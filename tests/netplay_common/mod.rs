@@ -1,0 +1,318 @@
+//! Helpers for the `netplay_*` tests: real `framelock host` / `framelock join` processes on
+//! 127.0.0.1, each with its log in a file and a hard deadline (killed, and the test failed,
+//! if it overruns), so that a hang fails instead of blocking CI.
+#![allow(dead_code)]
+
+use std::fs::File;
+use std::net::UdpSocket;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+pub const SETUP_HINT: &str = "run bash .ci/setup";
+
+/// No process of a test may live longer than this.
+pub const HARD_DEADLINE: Duration = Duration::from_secs(60);
+
+/// The `--netsim` impairment of the "bad link" runs, applied on every peer.
+pub const BAD_LINK: &str = "loss=20%,delay=40ms,jitter=10ms";
+
+/// Genesis Plus GX and the Airstriker ROM fetched by `.ci/setup`.
+pub struct Genesis {
+    pub core: PathBuf,
+    pub rom: PathBuf,
+}
+
+pub fn fixture_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("target/fixtures/stable-retro")
+}
+
+/// A fixture file; fails the test (never skips) when it is missing.
+pub fn fixture(relative: &str) -> PathBuf {
+    let p = fixture_root().join(relative);
+    assert!(p.exists(), "missing fixture {}: {SETUP_HINT}", p.display());
+    p
+}
+
+pub fn genesis() -> Genesis {
+    Genesis {
+        core: fixture("stable_retro/cores/genesis_plus_gx_libretro.so"),
+        rom: fixture("roms/airstriker.md"),
+    }
+}
+
+/// A UDP port on 127.0.0.1 that was free a moment ago (the kernel picks it).
+pub fn free_port() -> u16 {
+    UdpSocket::bind("127.0.0.1:0")
+        .and_then(|s| s.local_addr())
+        .expect("bind an ephemeral udp port")
+        .port()
+}
+
+/// One framelock process with its stderr (where the log goes) in a file.
+pub struct Peer {
+    pub label: String,
+    child: Child,
+    pub log: PathBuf,
+    pub stats: PathBuf,
+    started: Instant,
+    status: Option<ExitStatus>,
+}
+
+impl Peer {
+    /// Starts `framelock ARGS --stats-json DIR/LABEL.json` with config and data dirs in `dir`.
+    pub fn spawn(dir: &Path, label: &str, args: &[String]) -> Peer {
+        let log = dir.join(format!("{label}.log"));
+        let stats = dir.join(format!("{label}.json"));
+        let child = Command::new(env!("CARGO_BIN_EXE_framelock"))
+            .args(args)
+            .arg("--stats-json")
+            .arg(&stats)
+            .env("XDG_CONFIG_HOME", dir.join("config"))
+            .env("XDG_DATA_HOME", dir.join("data"))
+            .env("USER", label)
+            .env("RUST_LOG", "info")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(File::create(&log).expect("create log file"))
+            .spawn()
+            .expect("spawn framelock");
+        Peer {
+            label: label.into(),
+            child,
+            log,
+            stats,
+            started: Instant::now(),
+            status: None,
+        }
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// The log so far.
+    pub fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Polls the log until it contains `needle`; `None` on timeout or if the process ended.
+    pub fn wait_for_log(&mut self, needle: &str, timeout: Duration) -> Option<Instant> {
+        let end = Instant::now() + timeout;
+        loop {
+            if self.log_text().contains(needle) {
+                return Some(Instant::now());
+            }
+            if Instant::now() >= end || self.try_status().is_some() {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    pub fn try_status(&mut self) -> Option<ExitStatus> {
+        if self.status.is_none() {
+            self.status = self.child.try_wait().expect("poll child");
+        }
+        self.status
+    }
+
+    /// Waits for the exit, at most `timeout` and never past the hard deadline; on overrun
+    /// the process is killed and the test fails with its log.
+    pub fn wait(&mut self, timeout: Duration) -> ExitStatus {
+        let end = (Instant::now() + timeout).min(self.started + HARD_DEADLINE);
+        loop {
+            if let Some(s) = self.try_status() {
+                return s;
+            }
+            if Instant::now() >= end {
+                self.kill();
+                panic!(
+                    "{} did not exit in time ({:.1} s after start); killed\n{}",
+                    self.label,
+                    self.started.elapsed().as_secs_f64(),
+                    self.log_text()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Waits for the exit and fails the test unless it was a success.
+    pub fn wait_ok(&mut self, timeout: Duration) {
+        let s = self.wait(timeout);
+        assert!(
+            s.success(),
+            "{} exited with {s}\n{}",
+            self.label,
+            self.log_text()
+        );
+    }
+
+    /// SIGKILL (what `kill -9` sends) and reap.
+    pub fn kill(&mut self) {
+        if self.try_status().is_none() {
+            let _ = self.child.kill();
+            self.status = self.child.wait().ok();
+        }
+    }
+
+    /// The `--stats-json` file, which must exist.
+    pub fn read_stats(&self) -> Value {
+        let text = std::fs::read_to_string(&self.stats).unwrap_or_else(|e| {
+            panic!(
+                "{}: no stats file {}: {e}\n{}",
+                self.label,
+                self.stats.display(),
+                self.log_text()
+            )
+        });
+        serde_json::from_str(&text).expect("stats file is JSON")
+    }
+}
+
+impl Drop for Peer {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// `framelock host` on `port`; returns once it listens (its log says so).
+pub fn start_host(dir: &Path, port: u16, extra: &[String]) -> Peer {
+    let mut args: Vec<String> = ["host", "--headless", "--port", &port.to_string()]
+        .map(String::from)
+        .to_vec();
+    args.extend_from_slice(&["--lobby-timeout".into(), "30".into()]);
+    args.extend_from_slice(extra);
+    let mut host = Peer::spawn(dir, "host", &args);
+    assert!(
+        host.wait_for_log("hosting on udp port", Duration::from_secs(15))
+            .is_some(),
+        "host did not start listening\n{}",
+        host.log_text()
+    );
+    host
+}
+
+/// `framelock join 127.0.0.1:PORT` as `label`.
+pub fn start_join(dir: &Path, port: u16, label: &str, extra: &[String]) -> Peer {
+    let mut args = vec![
+        "join".to_string(),
+        format!("127.0.0.1:{port}"),
+        "--headless".into(),
+    ];
+    args.extend_from_slice(extra);
+    Peer::spawn(dir, label, &args)
+}
+
+/// Owned argument lists from string slices.
+pub fn args(a: &[&str]) -> Vec<String> {
+    a.iter().map(|s| s.to_string()).collect()
+}
+
+pub fn checksum(stats: &Value) -> String {
+    let c = stats["checksum"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no checksum in {stats}"));
+    assert_eq!(c.len(), 16, "checksum {c:?} is 16 hex digits");
+    c.to_string()
+}
+
+/// The netplay fields every peer's stats must have, with sane values for a run of `frames`.
+pub fn assert_sane_stats(label: &str, s: &Value, frames: u64) {
+    let ctx = format!("{label}: {s:#}");
+    assert_eq!(s["frames"].as_u64(), Some(frames), "{ctx}");
+    assert_eq!(s["netplay"], Value::Bool(true), "{ctx}");
+    for key in [
+        "stall_frames",
+        "bytes_sent",
+        "bytes_received",
+        "packets_sent",
+        "packets_received",
+        "packets_dropped_invalid",
+        "desyncs_detected",
+        "keyframe_interval",
+    ] {
+        assert!(s[key].is_u64(), "{key} missing or not a count in {ctx}");
+    }
+    for key in ["stall_ms"] {
+        assert!(s[key].as_f64().is_some_and(|v| v >= 0.0), "{key}: {ctx}");
+    }
+    assert!(s["input_latency_frames"]["median"].is_u64(), "{ctx}");
+    assert!(s["input_latency_frames"]["p95"].is_u64(), "{ctx}");
+    assert!(s["players_left"].is_array(), "{ctx}");
+    assert!(s["rtt_ms"].is_u64(), "rtt_ms: {ctx}");
+    assert!(s["lead"].is_u64(), "lead: {ctx}");
+    let sent = s["packets_sent"].as_u64().unwrap();
+    let recv = s["packets_received"].as_u64().unwrap();
+    assert!(sent > 0 && recv > 0, "no traffic: {ctx}");
+    // Every datagram costs at least the 28 bytes of UDP/IPv4 headers.
+    assert!(s["bytes_sent"].as_u64().unwrap() >= 28 * sent, "{ctx}");
+    assert!(s["bytes_received"].as_u64().unwrap() >= 28 * recv, "{ctx}");
+    assert!(s["stall_frames"].as_u64().unwrap() <= frames, "{ctx}");
+    assert_eq!(s["desyncs_detected"].as_u64(), Some(0), "{ctx}");
+    let median = s["input_latency_frames"]["median"].as_u64().unwrap();
+    let p95 = s["input_latency_frames"]["p95"].as_u64().unwrap();
+    assert!(median <= p95 && p95 <= 240, "{ctx}");
+}
+
+/// Runs a host and `players - 1` joiners with bots for `frames` frames; every process must
+/// exit 0 with the same checksum. Returns the stats, host first.
+pub fn run_session(
+    dir: &Path,
+    players: u8,
+    frames: u32,
+    common: &[String],
+    host_only: &[String],
+) -> Vec<Value> {
+    let port = free_port();
+    let frames_s = frames.to_string();
+    let mut host_args = args(&[
+        "--players",
+        &players.to_string(),
+        "--frames",
+        &frames_s,
+        "--bot",
+        "1",
+    ]);
+    host_args.extend_from_slice(common);
+    host_args.extend_from_slice(host_only);
+    let mut host = start_host(dir, port, &host_args);
+    let mut joiners: Vec<Peer> = (1..players)
+        .map(|i| {
+            let mut a = args(&["--frames", &frames_s, "--bot", &(i + 1).to_string()]);
+            a.extend_from_slice(common);
+            start_join(dir, port, &format!("join{i}"), &a)
+        })
+        .collect();
+    // 1200 frames are 20 s at 60 fps; the rest is start-up and the bad link's stalls.
+    let budget = Duration::from_secs_f64(f64::from(frames) / 60.0 + 25.0);
+    for j in &mut joiners {
+        j.wait_ok(budget);
+    }
+    host.wait_ok(budget);
+    let mut all = vec![host.read_stats()];
+    all.extend(joiners.iter().map(Peer::read_stats));
+    let want = checksum(&all[0]);
+    for (i, s) in all.iter().enumerate() {
+        let label = if i == 0 {
+            "host".to_string()
+        } else {
+            format!("join{i}")
+        };
+        assert_sane_stats(&label, s, u64::from(frames));
+        assert_eq!(
+            checksum(s),
+            want,
+            "{label} ended with another checksum than the host\n{}",
+            if i == 0 {
+                host.log_text()
+            } else {
+                joiners[i - 1].log_text()
+            }
+        );
+    }
+    all
+}
