@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::app::{PlayOptions, RunnerConfig};
+use crate::app::replay::ReplayOptions;
+use crate::app::{PlayOptions, RecordMode, RunnerConfig};
 use crate::config::Config;
 use crate::frontend::audio::AudioSettings;
 use crate::host::{CoreSource, HostConfig};
@@ -19,6 +20,7 @@ Examples:
   framelock play game.md --core genesis_plus_gx_libretro.so
   framelock play sf2.zip --core fbneo_libretro.so --option fbneo-hiscores=disabled
   framelock play --headless --fast --frames 6000 --bot 1 --stats-json stats.json
+  framelock play game.md --core genesis_plus_gx_libretro.so --record match.flr
 
 Keys: arrows/Z/X/A/S/Q/W/Enter/RShift = player 1, I/J/K/L/V/B/F/G/R/T/6/5 = player 2,
 P pause, F11 or Alt+Enter fullscreen, F12 screenshot, Esc quit.
@@ -45,7 +47,23 @@ pub enum Command {
     /// Join a netplay session hosted with `framelock host`.
     #[command(after_help = JOIN_HELP)]
     Join(JoinArgs),
+    /// Replay an input log (.flr) recorded by `play --record` or by netplay, and verify it.
+    #[command(after_help = REPLAY_HELP)]
+    Replay(ReplayArgs),
 }
+
+const REPLAY_HELP: &str = "\
+Examples:
+  framelock replay match.flr                       watch it (core and content from where
+                                                   they were recorded)
+  framelock replay match.flr game.md --core genesis_plus_gx_libretro.so
+  framelock replay match.flr --speed 2             double speed (0.5 to 2)
+  framelock replay match.flr --headless --fast --verify   check every recorded checksum
+
+The core (name and version) and the content (xxh3 hash) must be the ones the log was
+recorded with. --verify exits non-zero naming the first frame whose checksum differs, or
+if the log is truncated. Netplay sessions are recorded to ~/.local/share/framelock/recordings
+unless --no-record.";
 
 const HOST_HELP: &str = "\
 Examples:
@@ -56,7 +74,8 @@ Examples:
 
 Everyone needs the same core and content; the host's core options and machine state are
 sent to every joiner. The game starts when --players players are in. UDP port 7845 must be
-reachable (forward it on your router).";
+reachable (forward it on your router). Every peer records the session to
+~/.local/share/framelock/recordings (--no-record: don't, --record FILE: there instead).";
 
 const JOIN_HELP: &str = "\
 Examples:
@@ -145,7 +164,7 @@ impl NetArgs {
 impl HostArgs {
     pub fn to_options(&self, config: &Config) -> Result<HostOptions, CliError> {
         Ok(HostOptions {
-            net: self.net.to_options(self.play.to_options(config)?),
+            net: self.net.to_options(self.play.to_netplay_options(config)?),
             port: self.port,
             players: self.players,
             keyframe_interval: self.keyframe_interval,
@@ -157,7 +176,7 @@ impl HostArgs {
 impl JoinArgs {
     pub fn to_options(&self, config: &Config) -> Result<JoinOptions, CliError> {
         Ok(JoinOptions {
-            net: self.net.to_options(self.play.to_options(config)?),
+            net: self.net.to_options(self.play.to_netplay_options(config)?),
             host: self.host.clone(),
         })
     }
@@ -207,6 +226,100 @@ pub struct PlayArgs {
     /// Test hook: save the displayed frame as PNG once FRAME frames have run.
     #[arg(long, hide = true, num_args = 2, value_names = ["FRAME", "PATH"])]
     pub screenshot_at: Option<Vec<String>>,
+    /// Record the session's inputs to FILE (an input log; watch it with `framelock replay`).
+    #[arg(long, value_name = "FILE")]
+    pub record: Option<PathBuf>,
+    /// Don't record (netplay records every session into [paths] recordings_dir by default).
+    #[arg(long, conflicts_with = "record")]
+    pub no_record: bool,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ReplayArgs {
+    /// The input log (.flr) to replay.
+    #[arg(value_name = "LOG")]
+    pub log: PathBuf,
+    /// Game file, if it is no longer where the log was recorded.
+    #[arg(value_name = "CONTENT")]
+    pub content: Option<PathBuf>,
+    /// libretro core, if it is no longer where the log was recorded.
+    #[arg(long, value_name = "PATH")]
+    pub core: Option<PathBuf>,
+    /// No window, no audio device (tests, CI, servers).
+    #[arg(long)]
+    pub headless: bool,
+    /// Run as fast as possible.
+    #[arg(long, conflicts_with = "speed")]
+    pub fast: bool,
+    /// Playback speed relative to the recording, from 0.5 to 2.
+    #[arg(long, value_name = "X", default_value_t = 1.0, value_parser = parse_speed)]
+    pub speed: f64,
+    /// Stop before frame N.
+    #[arg(long, value_name = "N")]
+    pub to_frame: Option<u64>,
+    /// Check every recorded checksum: exit non-zero naming the first frame that differs, or
+    /// if the log is truncated.
+    #[arg(long)]
+    pub verify: bool,
+    /// Write run statistics (frames, checksum, fps, wall_s, verify results) as JSON at exit.
+    #[arg(long, value_name = "FILE")]
+    pub stats_json: Option<PathBuf>,
+    /// Directory for BIOS files and FBNeo support files.
+    #[arg(long, value_name = "DIR")]
+    pub system_dir: Option<PathBuf>,
+    /// Start fullscreen.
+    #[arg(long)]
+    pub fullscreen: bool,
+    /// Initial window size as a multiple of the game's resolution.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=16))]
+    pub scale: Option<u32>,
+    /// Replay without sound.
+    #[arg(long)]
+    pub no_audio: bool,
+    /// Test hook: save the displayed frame as PNG once FRAME frames have run.
+    #[arg(long, hide = true, num_args = 2, value_names = ["FRAME", "PATH"])]
+    pub screenshot_at: Option<Vec<String>>,
+}
+
+fn parse_speed(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        // The frame runner paces feeds between half and double speed.
+        Ok(x) if (0.5..=2.0).contains(&x) => Ok(x),
+        _ => Err(format!("expected a speed from 0.5 to 2, got {s:?}")),
+    }
+}
+
+impl ReplayArgs {
+    pub fn to_options(&self, config: &Config) -> Result<ReplayOptions, CliError> {
+        let play = PlayArgs {
+            content: None,
+            core: None,
+            headless: self.headless,
+            frames: None,
+            fast: self.fast,
+            bot: None,
+            stats_json: self.stats_json.clone(),
+            options: Vec::new(),
+            system_dir: self.system_dir.clone(),
+            save_dir: None,
+            fullscreen: self.fullscreen,
+            scale: self.scale,
+            no_audio: self.no_audio,
+            screenshot_at: self.screenshot_at.clone(),
+            record: None,
+            no_record: true,
+        }
+        .to_options(config)?;
+        Ok(ReplayOptions {
+            log: self.log.clone(),
+            core: self.core.clone(),
+            content: self.content.clone(),
+            play,
+            speed: self.speed,
+            verify: self.verify,
+            to_frame: self.to_frame,
+        })
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -225,6 +338,16 @@ fn parse_option(s: &str) -> Result<(String, String), String> {
 }
 
 impl PlayArgs {
+    /// `to_options` for host and join: they record into the recordings directory unless
+    /// told otherwise.
+    pub fn to_netplay_options(&self, config: &Config) -> Result<PlayOptions, CliError> {
+        let mut o = self.to_options(config)?;
+        if self.record.is_none() && !self.no_record {
+            o.record = RecordMode::Dir(config.resolved_paths().recordings_dir);
+        }
+        Ok(o)
+    }
+
     /// Merges flags over the config file (flags win).
     pub fn to_options(&self, config: &Config) -> Result<PlayOptions, CliError> {
         let core = match (&self.core, &self.content) {
@@ -286,6 +409,10 @@ impl PlayArgs {
                 latency_ms: config.audio.latency_ms,
             },
             keymaps: config.keymaps(),
+            record: self
+                .record
+                .clone()
+                .map_or(RecordMode::Off, RecordMode::File),
         })
     }
 }
@@ -400,6 +527,75 @@ mod tests {
         );
         assert!(Cli::try_parse_from(["framelock", "host", "--players", "9"]).is_err());
         assert!(Cli::try_parse_from(["framelock", "host", "--netsim", "loss=lots"]).is_err());
+    }
+
+    #[test]
+    fn recording_is_opt_in_for_play_and_opt_out_for_netplay() {
+        let config = Config::parse(
+            "[paths]\nrecordings_dir = \"/rec\"\n",
+            std::path::Path::new("c.toml"),
+        )
+        .unwrap();
+        let o = play(&[]).to_options(&config).unwrap();
+        assert_eq!(o.record, RecordMode::Off);
+        let o = play(&["--record", "a.flr"]).to_options(&config).unwrap();
+        assert_eq!(o.record, RecordMode::File("a.flr".into()));
+        let host = |extra: &[&str]| {
+            let mut argv = vec!["framelock", "host"];
+            argv.extend_from_slice(extra);
+            match Cli::try_parse_from(argv).unwrap().command {
+                Command::Host(h) => h.to_options(&config).unwrap().net.play.record,
+                other => panic!("parsed as {other:?}"),
+            }
+        };
+        assert_eq!(host(&[]), RecordMode::Dir("/rec".into()));
+        assert_eq!(host(&["--no-record"]), RecordMode::Off);
+        assert_eq!(
+            host(&["--record", "m.flr"]),
+            RecordMode::File("m.flr".into())
+        );
+        assert!(
+            Cli::try_parse_from(["framelock", "join", "h", "--record", "x", "--no-record"])
+                .is_err()
+        );
+    }
+
+    #[test]
+    fn replay_flags_parse() {
+        let cli = Cli::try_parse_from([
+            "framelock",
+            "replay",
+            "m.flr",
+            "rom.md",
+            "--core",
+            "x.so",
+            "--headless",
+            "--speed",
+            "0.5",
+            "--to-frame",
+            "99",
+            "--verify",
+        ])
+        .unwrap();
+        let Command::Replay(r) = cli.command else {
+            panic!("not replay")
+        };
+        let o = r.to_options(&Config::default()).unwrap();
+        assert_eq!(o.log, PathBuf::from("m.flr"));
+        assert_eq!(o.content, Some(PathBuf::from("rom.md")));
+        assert_eq!(o.core, Some(PathBuf::from("x.so")));
+        assert_eq!((o.speed, o.to_frame, o.verify), (0.5, Some(99), true));
+        assert!(o.play.headless && !o.play.audio.enabled && !o.play.runner.fast);
+        assert_eq!(o.play.record, RecordMode::Off);
+        for bad in [
+            &["--speed", "3"][..],
+            &["--speed", "x"],
+            &["--fast", "--speed", "2"],
+        ] {
+            let mut argv = vec!["framelock", "replay", "m.flr"];
+            argv.extend_from_slice(bad);
+            assert!(Cli::try_parse_from(argv).is_err(), "{bad:?}");
+        }
     }
 
     #[test]

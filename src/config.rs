@@ -22,7 +22,7 @@ pub const EXAMPLE: &str = r#"# framelock config: ~/.config/framelock/config.toml
 # system_dir = "/home/me/.local/share/framelock/system"         # BIOS files, fbneo/ romsets
 # save_dir = "/home/me/.local/share/framelock/saves"            # <game>.srm save RAM
 # screenshots_dir = "/home/me/.local/share/framelock/screenshots"
-# recordings_dir = "/home/me/.local/share/framelock/recordings"
+# recordings_dir = "/home/me/.local/share/framelock/recordings"   # netplay input logs (.flr)
 
 [video]
 scale = 3            # initial window size in multiples of the game's resolution

@@ -33,6 +33,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Join(args) => {
             framelock::netplay::join(&args.to_options(&config)?)?;
         }
+        Command::Replay(args) => {
+            framelock::app::replay::replay(&args.to_options(&config)?)?;
+        }
     }
     Ok(())
 }

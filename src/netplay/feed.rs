@@ -195,6 +195,10 @@ impl NetFeed {
         }
     }
 
+    pub fn names(&self) -> &[(u8, String)] {
+        &self.names
+    }
+
     pub fn endpoint(&self) -> &Endpoint {
         &self.endpoint
     }

@@ -257,17 +257,31 @@ fn run(
     let mut runner_cfg = play.runner.clone();
     // Netplay never drops a backlog: every frame must run, so catch up (capped) instead.
     runner_cfg.max_lag = Duration::MAX;
+    let role = if feed.server().is_some() {
+        "host"
+    } else {
+        "client"
+    };
+    let recording =
+        crate::app::record::start_netplay(play, core, role, feed.names(), net.checksum_interval);
     let mut runner = Runner::new(feed, runner_cfg);
     runner.observe(Box::new(CoreSide::new(
         runner.feed().shared(),
         net.checksum_interval,
+        recording.clone(),
     )));
+    if let Some(r) = &recording {
+        runner.observe(r.observer());
+    }
     // Stats are written below, once the netplay numbers are in.
     let quiet = PlayOptions {
         stats_json: None,
         ..play.clone()
     };
     let result = run_session(&quiet, core, &mut runner, Map::new());
+    if let Some(r) = recording {
+        r.finish();
+    }
     let feed = runner.feed_mut();
     let ended = feed.end().cloned();
     if ended.is_none() {
@@ -305,14 +319,20 @@ struct CoreSide {
     shared: Shared,
     interval: u64,
     history: VecDeque<(u64, Inputs)>,
+    recording: Option<crate::app::Recording>,
 }
 
 impl CoreSide {
-    fn new(shared: Shared, checksum_interval: u32) -> CoreSide {
+    fn new(
+        shared: Shared,
+        checksum_interval: u32,
+        recording: Option<crate::app::Recording>,
+    ) -> CoreSide {
         CoreSide {
             shared,
             interval: u64::from(checksum_interval.max(1)),
             history: VecDeque::with_capacity(HISTORY),
+            recording,
         }
     }
 
@@ -361,6 +381,9 @@ impl FrameObserver<Core> for CoreSide {
         if let Some((at, state)) = incoming {
             if self.load(core, u64::from(at), next, &state) {
                 self.shared.borrow_mut().loaded.push(at);
+                if let Some(r) = &self.recording {
+                    r.resync(next, core);
+                }
             }
         }
         let mut shared = self.shared.borrow_mut();

@@ -752,7 +752,10 @@ mod tests {
         body.extend_from_slice(&[0x7E, 3, b'n', b'e', b'w']);
         assert_eq!(decode_header_body(&body).unwrap(), plain);
         body.extend_from_slice(&[HF_CORE_PATH, 5, b'x']);
-        assert!(decode_header_body(&body).is_err(), "field runs past the body");
+        assert!(
+            decode_header_body(&body).is_err(),
+            "field runs past the body"
+        );
         h.frame_rate = f64::NAN;
         assert!(encode_header(&h).is_err());
     }

@@ -1,15 +1,25 @@
 //! Frontend benchmarks (numbers, not pass/fail): `cargo bench --bench frontend`.
 //!
 //! (a) Genesis Plus GX + Airstriker, 6000 frames unthrottled: `framelock play --headless
-//!     --fast` against `retroarch -L CORE ROM --max-frames=6000` with null drivers.
+//!     --fast` against `retroarch -L CORE ROM --max-frames=6000` with null drivers (no
+//!     vsync, audio off, runahead and rewind off). Both get the same core options; an untimed
+//!     run first checks that both end on the same picture, so they emulate the same thing.
+//!     Each program is also timed for 1 frame (process start, core and content load), and
+//!     the difference is the emulation loop alone.
 //! (b) The built-in game unthrottled headless: frames per second and peak RSS.
-//! Each run is a fresh process; the best of 3 wall times is reported (like hyperfine's min).
+//! Each run is a fresh process; the best of RUNS wall times is reported (like hyperfine's min).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-const RUNS: usize = 3;
+const RUNS: usize = 5;
+
+/// Core options for both frontends. Airstriker trips Genesis Plus GX's 68K address error
+/// emulation (a red error screen instead of the game) unless it is disabled.
+const GPGX_OPTIONS: &[(&str, &str)] = &[("genesis_plus_gx_addr_error", "disabled")];
+
+const FRAMES: u64 = 6000;
 
 #[repr(C)]
 #[derive(Default)]
@@ -75,8 +85,19 @@ fn framelock(home: &Path) -> Command {
     c
 }
 
+/// A RetroArch config with null drivers, no throttling, no runahead or rewind, and
+/// GPGX_OPTIONS as its (global) core options file.
 fn retroarch_config(home: &Path) -> PathBuf {
     let cfg = home.join("retroarch.cfg");
+    let options = home.join("ra-core-options.cfg");
+    let lines: String = GPGX_OPTIONS
+        .iter()
+        .map(|(k, v)| format!("{k} = \"{v}\"\n"))
+        .collect();
+    std::fs::write(&options, lines).unwrap();
+    for dir in ["ra-system", "ra-saves", "ra-states", "ra-shots"] {
+        std::fs::create_dir_all(home.join(dir)).unwrap();
+    }
     let d = home.display();
     std::fs::write(
         &cfg,
@@ -85,12 +106,98 @@ fn retroarch_config(home: &Path) -> PathBuf {
              input_joypad_driver = \"null\"\nmenu_driver = \"null\"\ncamera_driver = \"null\"\n\
              location_driver = \"null\"\nvideo_vsync = \"false\"\naudio_enable = \"false\"\n\
              audio_sync = \"false\"\ngamemode_enable = \"false\"\nconfig_save_on_exit = \"false\"\n\
-             system_directory = \"{d}/ra-system\"\nsavefile_directory = \"{d}/ra-saves\"\n\
-             savestate_directory = \"{d}/ra-states\"\n"
+             run_ahead_enabled = \"false\"\nrewind_enable = \"false\"\ncheevos_enable = \"false\"\n\
+             savestate_auto_load = \"false\"\nhistory_list_enable = \"false\"\n\
+             global_core_options = \"true\"\ngame_specific_options = \"false\"\n\
+             core_options_path = \"{}\"\nsystem_directory = \"{d}/ra-system\"\n\
+             savefile_directory = \"{d}/ra-saves\"\nsavestate_directory = \"{d}/ra-states\"\n\
+             screenshot_directory = \"{d}/ra-shots\"\n",
+            options.display()
         ),
     )
     .unwrap();
     cfg
+}
+
+/// `framelock play --headless --fast` on GPGX + content for `frames` frames.
+fn framelock_gpgx(home: &Path, core: &Path, rom: &Path, frames: u64) -> Command {
+    let mut c = framelock(home);
+    c.args([
+        "play",
+        "--headless",
+        "--fast",
+        "--frames",
+        &frames.to_string(),
+    ]);
+    for (k, v) in GPGX_OPTIONS {
+        c.arg("--option").arg(format!("{k}={v}"));
+    }
+    c.arg("--core").arg(core).arg(rom);
+    c
+}
+
+/// RetroArch on the same core and content for `frames` frames.
+fn retroarch(cfg: &Path, core: &Path, rom: &Path, frames: u64) -> Command {
+    let mut c = Command::new("retroarch");
+    // RetroArch's GameMode probe aborts in libdbus without a session bus.
+    c.env("DBUS_FATAL_WARNINGS", "0")
+        .arg("-c")
+        .arg(cfg)
+        .arg("-L")
+        .arg(core)
+        .arg(rom)
+        .arg(format!("--max-frames={frames}"));
+    c
+}
+
+/// A PNG's pixels as 8-bit RGB, with its size.
+fn png_rgb(path: &Path) -> Option<(u32, u32, Vec<u8>)> {
+    let mut decoder = png::Decoder::new(std::fs::File::open(path).ok()?);
+    decoder.set_transformations(png::Transformations::EXPAND | png::Transformations::STRIP_16);
+    let mut reader = decoder.read_info().ok()?;
+    let mut buf = vec![0; reader.output_buffer_size()];
+    let info = reader.next_frame(&mut buf).ok()?;
+    let channels = info.color_type.samples();
+    let rgb = buf[..info.buffer_size()]
+        .chunks_exact(channels)
+        .flat_map(|px| [px[0], px[1], px[2]])
+        .collect();
+    Some((info.width, info.height, rgb))
+}
+
+/// Untimed: both frontends run FRAMES frames and save the last picture; they must match.
+fn check_same_picture(home: &Path, cfg: &Path, core: &Path, rom: &Path) {
+    let fl_png = home.join("framelock-last.png");
+    let ra_png = home.join("ra-shots/retroarch-last.png");
+    let mut fl = framelock_gpgx(home, core, rom, FRAMES);
+    fl.arg("--screenshot-at")
+        .arg(FRAMES.to_string())
+        .arg(&fl_png);
+    measure(&mut fl);
+    let mut ra = retroarch(cfg, core, rom, FRAMES);
+    ra.arg("--max-frames-ss")
+        .arg(format!("--max-frames-ss-path={}", ra_png.display()));
+    measure(&mut ra);
+    match (png_rgb(&fl_png), png_rgb(&ra_png)) {
+        (Some(a), Some(b)) if a == b => {
+            println!(
+                "same picture after {FRAMES} frames in both ({}x{}): same game, same options",
+                a.0, a.1
+            )
+        }
+        (Some(a), Some(b)) => {
+            eprintln!(
+                "framelock ({}x{}) and retroarch ({}x{}) end on different pictures: \
+                 they do not emulate the same thing, the comparison would be meaningless",
+                a.0, a.1, b.0, b.1
+            );
+            std::process::exit(1);
+        }
+        (fl, _) => {
+            assert!(fl.is_some(), "framelock wrote no screenshot");
+            println!("(retroarch wrote no screenshot: pictures not compared)");
+        }
+    }
 }
 
 fn row(name: &str, frames: u64, s: &Sample) {
@@ -118,40 +225,35 @@ fn main() {
     let home = tempfile::tempdir().unwrap();
     let home = home.path();
 
+    let has_retroarch = Command::new("retroarch").arg("--version").output().is_ok();
+    let cfg = has_retroarch.then(|| retroarch_config(home));
+    if let Some(cfg) = &cfg {
+        check_same_picture(home, cfg, &gpgx, &rom);
+    }
     println!(
         "framelock frontend benchmarks, best of {RUNS} runs (wall time includes process start)"
     );
     println!("| run                                          |  wall s |      fps | peak RSS MB |");
     println!("|----------------------------------------------|---------|----------|-------------|");
 
-    let frames = 6000;
-    let fl = best_of(|| {
-        let mut c = framelock(home);
-        c.args(["play", "--headless", "--fast", "--frames", "6000", "--core"])
-            .arg(&gpgx)
-            .arg(&rom);
-        c
-    });
-    row("framelock play --headless --fast (GPGX)", frames, &fl);
+    let fl = best_of(|| framelock_gpgx(home, &gpgx, &rom, FRAMES));
+    let fl_start = best_of(|| framelock_gpgx(home, &gpgx, &rom, 1));
+    row("framelock play --headless --fast (GPGX)", FRAMES, &fl);
+    row("framelock, 1 frame (start + load)", 1, &fl_start);
 
-    if Command::new("retroarch").arg("--version").output().is_ok() {
-        let cfg = retroarch_config(home);
-        let ra = best_of(|| {
-            let mut c = Command::new("retroarch");
-            // RetroArch's GameMode probe aborts in libdbus without a session bus.
-            c.env("DBUS_FATAL_WARNINGS", "0")
-                .arg("-c")
-                .arg(&cfg)
-                .arg("-L")
-                .arg(&gpgx)
-                .arg(&rom)
-                .arg("--max-frames=6000");
-            c
-        });
-        row("retroarch --max-frames=6000, null drivers", frames, &ra);
+    if let Some(cfg) = &cfg {
+        let ra = best_of(|| retroarch(cfg, &gpgx, &rom, FRAMES));
+        let ra_start = best_of(|| retroarch(cfg, &gpgx, &rom, 1));
+        row("retroarch --max-frames=6000, null drivers", FRAMES, &ra);
+        row("retroarch, 1 frame (start + load)", 1, &ra_start);
+        let secs = |s: &Sample| s.wall.as_secs_f64();
+        let fl_loop = secs(&fl) - secs(&fl_start);
+        let ra_loop = secs(&ra) - secs(&ra_start);
         println!(
-            "framelock / retroarch wall time: {:.2}",
-            fl.wall.as_secs_f64() / ra.wall.as_secs_f64()
+            "framelock / retroarch wall time: {:.2} with process start, {:.2} without \
+             (emulation loop {fl_loop:.3} s vs {ra_loop:.3} s)",
+            secs(&fl) / secs(&ra),
+            fl_loop / ra_loop
         );
     } else {
         println!("(retroarch not installed: run `bash .ci/setup` for the comparison)");

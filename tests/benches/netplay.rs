@@ -1,0 +1,350 @@
+//! Netplay benchmark (numbers, not pass/fail): `cargo bench --bench netplay`.
+//!
+//! Real `framelock host` + `framelock join` processes with bots on the built-in game, over
+//! loopback through the real UDP code, each peer impairing its own outgoing datagrams with
+//! `--netsim delay=RTT/2,jitter=J,loss=L` (so the round trip is RTT, ±2J). The matrix is RTT
+//! 20/100/250 ms x jitter 0/20 ms x loss 0/5/25 %, plus one run at 2 s RTT and 25 % loss.
+//! Each run lasts `FRAMELOCK_BENCH_SECS` seconds of play (default 60); runs go
+//! `FRAMELOCK_BENCH_JOBS` at a time (default 2: a peer at 60 fps is mostly idle).
+//!
+//! Per run: stalled frames (display slots in which a frame was due but the lockstep client
+//! had none) as a share of frames, the added input latency (frames from sampling a pad to
+//! emulating it, median and 95th percentile, in ms), bytes per second per peer and direction
+//! with the 28 bytes of UDP/IPv4 headers, and whether both peers ended with the same checksum.
+
+use std::fs::File;
+use std::net::UdpSocket;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+#[derive(Clone, Copy)]
+struct Scenario {
+    rtt_ms: u32,
+    jitter_ms: u32,
+    loss_pct: u32,
+}
+
+impl Scenario {
+    fn netsim(&self, seed: u32) -> String {
+        format!(
+            "delay={}ms,jitter={}ms,loss={}%,seed={seed}",
+            self.rtt_ms / 2,
+            self.jitter_ms,
+            self.loss_pct
+        )
+    }
+}
+
+/// One peer's numbers.
+struct PeerRun {
+    stall_pct: f64,
+    lat_median_ms: f64,
+    lat_p95_ms: f64,
+    up_bps: f64,
+    down_bps: f64,
+    lead: u64,
+    rtt_ms: u64,
+    desyncs: u64,
+    frames: u64,
+    checksum: String,
+}
+
+struct Outcome {
+    scenario: Scenario,
+    /// Host first, then the joiner; `Err` with the reason if a process failed.
+    peers: Result<[PeerRun; 2], String>,
+}
+
+impl Outcome {
+    fn in_sync(&self) -> bool {
+        self.peers.as_ref().is_ok_and(|[h, j]| {
+            h.checksum == j.checksum && h.desyncs == 0 && j.desyncs == 0 && h.frames == j.frames
+        })
+    }
+}
+
+const FRAME_MS: f64 = 1000.0 / 60.0;
+
+fn free_port() -> u16 {
+    UdpSocket::bind("127.0.0.1:0")
+        .and_then(|s| s.local_addr())
+        .expect("bind an ephemeral udp port")
+        .port()
+}
+
+fn spawn(dir: &Path, label: &str, args: &[String]) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_framelock"))
+        .args(args)
+        .env("XDG_CONFIG_HOME", dir.join("config"))
+        .env("XDG_DATA_HOME", dir.join("data"))
+        .env("RUST_LOG", "info")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(File::create(dir.join(format!("{label}.log"))).expect("log file"))
+        .spawn()
+        .expect("spawn framelock")
+}
+
+/// Waits for `child` until `deadline`; kills it past that.
+fn wait(child: &mut Child, deadline: Instant) -> Result<(), String> {
+    loop {
+        match child.try_wait() {
+            Ok(Some(s)) if s.success() => return Ok(()),
+            Ok(Some(s)) => return Err(format!("exited with {s}")),
+            Ok(None) if Instant::now() >= deadline => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err("overran its deadline; killed".into());
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(50)),
+            Err(e) => return Err(e.to_string()),
+        }
+    }
+}
+
+fn peer_run(stats: &Value) -> Result<PeerRun, String> {
+    let u = |k: &str| stats[k].as_u64().ok_or(format!("no {k} in stats"));
+    let frames = u("frames")?;
+    let wall = stats["wall_s"].as_f64().ok_or("no wall_s")?.max(0.001);
+    let lat = &stats["input_latency_frames"];
+    let lat_ms = |q: &str| lat[q].as_u64().map_or(f64::NAN, |f| f as f64 * FRAME_MS);
+    Ok(PeerRun {
+        stall_pct: u("stall_frames")? as f64 * 100.0 / frames.max(1) as f64,
+        lat_median_ms: lat_ms("median"),
+        lat_p95_ms: lat_ms("p95"),
+        up_bps: u("bytes_sent")? as f64 / wall,
+        down_bps: u("bytes_received")? as f64 / wall,
+        lead: stats["lead"].as_u64().unwrap_or(0),
+        rtt_ms: stats["rtt_ms"].as_u64().unwrap_or(0),
+        desyncs: u("desyncs_detected")?,
+        frames,
+        checksum: stats["checksum"].as_str().unwrap_or("").to_string(),
+    })
+}
+
+fn read_stats(path: &Path) -> Result<Value, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    serde_json::from_str(&text).map_err(|e| e.to_string())
+}
+
+fn run(scenario: Scenario, secs: u64, dir: &Path) -> Outcome {
+    let frames = (secs * 60).to_string();
+    let port = free_port();
+    let host_args: Vec<String> = [
+        "host",
+        "--headless",
+        "--port",
+        &port.to_string(),
+        "--lobby-timeout",
+        "60",
+        "--frames",
+        &frames,
+        "--bot",
+        "1",
+        "--netsim",
+        &scenario.netsim(11),
+        "--stats-json",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .chain([dir.join("host.json").display().to_string()])
+    .collect();
+    let join_args: Vec<String> = [
+        "join",
+        &format!("127.0.0.1:{port}"),
+        "--headless",
+        "--frames",
+        &frames,
+        "--bot",
+        "2",
+        "--netsim",
+        &scenario.netsim(22),
+        "--stats-json",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .chain([dir.join("join.json").display().to_string()])
+    .collect();
+    let mut host = spawn(dir, "host", &host_args);
+    // The joiner retries its Hello; the host only has to be up within the handshake timeout.
+    std::thread::sleep(Duration::from_millis(300));
+    let mut joiner = spawn(dir, "join", &join_args);
+    // Stalls at a 2 s round trip and the start-state transfer take a while; a hang does not.
+    let deadline = Instant::now() + Duration::from_secs(secs * 2 + 60);
+    let j = wait(&mut joiner, deadline);
+    let h = wait(&mut host, deadline);
+    let peers = h
+        .map_err(|e| format!("host {e}"))
+        .and(j.map_err(|e| format!("joiner {e}")))
+        .and_then(|()| {
+            Ok([
+                peer_run(&read_stats(&dir.join("host.json"))?)?,
+                peer_run(&read_stats(&dir.join("join.json"))?)?,
+            ])
+        });
+    Outcome { scenario, peers }
+}
+
+fn row(o: &Outcome) -> String {
+    let s = o.scenario;
+    let head = format!("| {} | {} | {} |", s.rtt_ms, s.jitter_ms, s.loss_pct);
+    match &o.peers {
+        Err(e) => format!("{head} failed: {e} | | | | | |"),
+        Ok([h, j]) => format!(
+            "{head} {:.2} / {:.2} | {:.0} / {:.0} | {:.0} / {:.0} | {} / {} | {:.0} / {:.0} | {:.0} / {:.0} | {} |",
+            h.stall_pct,
+            j.stall_pct,
+            h.lat_median_ms,
+            j.lat_median_ms,
+            h.lat_p95_ms,
+            j.lat_p95_ms,
+            h.rtt_ms,
+            h.lead,
+            h.up_bps,
+            h.down_bps,
+            j.up_bps,
+            j.down_bps,
+            if o.in_sync() { "yes" } else { "NO" },
+        ),
+    }
+}
+
+fn find(outcomes: &[Outcome], rtt: u32, jitter: u32, loss: u32) -> Option<&Outcome> {
+    outcomes.iter().find(|o| {
+        o.scenario.rtt_ms == rtt && o.scenario.jitter_ms == jitter && o.scenario.loss_pct == loss
+    })
+}
+
+fn worst(o: &Outcome, f: impl Fn(&PeerRun) -> f64) -> f64 {
+    o.peers
+        .as_ref()
+        .map_or(f64::INFINITY, |[h, j]| f(h).max(f(j)))
+}
+
+fn verdict(ok: bool) -> &'static str {
+    if ok {
+        "met"
+    } else {
+        "MISSED"
+    }
+}
+
+fn main() {
+    // `cargo bench` passes `--bench`; nothing to parse.
+    let secs: u64 = std::env::var("FRAMELOCK_BENCH_SECS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(60);
+    let jobs: usize = std::env::var("FRAMELOCK_BENCH_JOBS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(2)
+        .max(1);
+    let mut queue = Vec::new();
+    for rtt_ms in [20, 100, 250] {
+        for jitter_ms in [0, 20] {
+            for loss_pct in [0, 5, 25] {
+                queue.push(Scenario {
+                    rtt_ms,
+                    jitter_ms,
+                    loss_pct,
+                });
+            }
+        }
+    }
+    queue.push(Scenario {
+        rtt_ms: 2000,
+        jitter_ms: 0,
+        loss_pct: 25,
+    });
+    let total = queue.len();
+    println!(
+        "netplay benchmark: {total} runs of {secs} s, {jobs} at a time (built-in game, 2 players, bots)"
+    );
+    queue.reverse(); // pop() from the front of the matrix
+    let queue = Arc::new(Mutex::new(queue));
+    let outcomes = Arc::new(Mutex::new(Vec::new()));
+    let root = tempfile::tempdir().expect("temp dir");
+    let t0 = Instant::now();
+    std::thread::scope(|scope| {
+        for _ in 0..jobs {
+            let (queue, outcomes, root) = (queue.clone(), outcomes.clone(), root.path());
+            scope.spawn(move || loop {
+                let Some(s) = queue.lock().unwrap().pop() else {
+                    return;
+                };
+                let dir = root.join(format!("rtt{}-j{}-l{}", s.rtt_ms, s.jitter_ms, s.loss_pct));
+                std::fs::create_dir_all(&dir).unwrap();
+                let o = run(s, secs, &dir);
+                eprintln!("[{:>5.0} s] {}", t0.elapsed().as_secs_f64(), row(&o));
+                if o.peers.is_err() || !o.in_sync() {
+                    for peer in ["host", "join"] {
+                        let log = std::fs::read_to_string(dir.join(format!("{peer}.log")))
+                            .unwrap_or_default();
+                        let tail: Vec<&str> = log.lines().rev().take(8).collect();
+                        eprintln!("  {peer} log tail:\n    {}", tail.join("\n    "));
+                    }
+                }
+                outcomes.lock().unwrap().push(o);
+            });
+        }
+    });
+    let mut outcomes = std::mem::take(&mut *outcomes.lock().unwrap());
+    outcomes.sort_by_key(|o| (o.scenario.rtt_ms, o.scenario.jitter_ms, o.scenario.loss_pct));
+
+    println!();
+    println!(
+        "| RTT ms | jitter ± ms (per direction) | loss % (per direction) | stalled frames % host / join | added latency median ms host / join | p95 ms host / join | measured RTT ms / lead frames | host B/s up / down | join B/s up / down | checksums match |"
+    );
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|:---:|");
+    for o in &outcomes {
+        println!("{}", row(o));
+    }
+
+    println!();
+    println!("Goals:");
+    if let Some(o) = find(&outcomes, 100, 20, 5) {
+        let stall = worst(o, |p| p.stall_pct);
+        let lat = worst(o, |p| p.lat_median_ms);
+        println!(
+            "- 100 ms RTT, ±20 ms jitter, 5% loss: stalled frames <= 0.5% (worst peer {stall:.2}%: {}), median added latency <= RTT + 50 = 150 ms (worst peer {lat:.0} ms: {})",
+            verdict(stall <= 0.5),
+            verdict(lat <= 150.0)
+        );
+    }
+    let at_250: Vec<&Outcome> = [0, 20]
+        .iter()
+        .filter_map(|j| find(&outcomes, 250, *j, 25))
+        .collect();
+    for o in at_250 {
+        let stall = worst(o, |p| p.stall_pct);
+        println!(
+            "- 250 ms RTT, ±{} ms jitter, 25% loss: stalled frames <= 2% (worst peer {stall:.2}%: {})",
+            o.scenario.jitter_ms,
+            verdict(stall <= 2.0)
+        );
+    }
+    if let Some(o) = find(&outcomes, 2000, 0, 25) {
+        let up = o.peers.is_ok();
+        println!(
+            "- 2 s RTT, 25% loss: session stays up ({}) with no desync ({})",
+            verdict(up),
+            verdict(o.in_sync())
+        );
+    }
+    let bw = outcomes
+        .iter()
+        .map(|o| worst(o, |p| p.up_bps.max(p.down_bps)))
+        .fold(0.0, f64::max);
+    println!(
+        "- bandwidth <= 2500 B/s per peer per direction (worst {bw:.0} B/s: {})",
+        verdict(bw <= 2500.0)
+    );
+    let synced = outcomes.iter().filter(|o| o.in_sync()).count();
+    println!("- checksums matched in {synced} of {total} runs");
+    println!("total wall time {:.0} s", t0.elapsed().as_secs_f64());
+}

@@ -1,0 +1,134 @@
+//! Helpers for the `replay_*` tests: the framelock binary in a sandboxed home, fixtures, and
+//! an independent walk over a log's record framing.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+pub const SETUP_HINT: &str = "run bash .ci/setup";
+
+/// Genesis Plus GX and the Airstriker ROM; fails (never skips) when they are missing.
+pub struct Genesis {
+    pub core: PathBuf,
+    pub rom: PathBuf,
+}
+
+pub fn genesis() -> Genesis {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/fixtures/stable-retro");
+    let g = Genesis {
+        core: root.join("stable_retro/cores/genesis_plus_gx_libretro.so"),
+        rom: root.join("roms/airstriker.md"),
+    };
+    for p in [&g.core, &g.rom] {
+        assert!(p.exists(), "missing fixture {}: {SETUP_HINT}", p.display());
+    }
+    g
+}
+
+/// The options every Genesis run uses (the core's address-error emulation trips on
+/// Airstriker).
+pub const GENESIS_OPTION: &str = "genesis_plus_gx_addr_error=disabled";
+
+/// The framelock binary with config and data directories inside `home`.
+pub fn framelock(home: &Path) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_framelock"));
+    cmd.current_dir(home)
+        .env("XDG_CONFIG_HOME", home.join("config"))
+        .env("XDG_DATA_HOME", home.join("data"))
+        .env_remove("RUST_LOG");
+    cmd
+}
+
+/// Runs framelock with `args` in `home`.
+pub fn run(home: &Path, args: &[&str]) -> Output {
+    framelock(home).args(args).output().expect("run framelock")
+}
+
+pub fn text(out: &Output) -> String {
+    format!(
+        "status {:?}\nstdout:\n{}\nstderr:\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+pub fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// Asserts a clean failure: non-zero exit, `needle` in stderr, no panic.
+pub fn assert_fails_with(out: &Output, needle: &str) {
+    let err = stderr(out);
+    assert!(!out.status.success(), "expected failure\n{}", text(out));
+    assert!(!err.contains("panicked"), "panicked\n{}", text(out));
+    assert!(err.contains(needle), "expected {needle:?}\n{}", text(out));
+}
+
+pub fn assert_ok(out: &Output) {
+    assert!(out.status.success(), "{}", text(out));
+    assert!(!stderr(out).contains("panicked"), "{}", text(out));
+}
+
+pub fn stats(path: &Path) -> Value {
+    let json = std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("stats {} not written: {e}", path.display()));
+    serde_json::from_str(&json).expect("stats file is JSON")
+}
+
+pub fn checksum(stats: &Value) -> String {
+    let c = stats["checksum"].as_str().expect("checksum is a string");
+    assert_eq!(c.len(), 16, "checksum {c:?} is 16 hex digits");
+    c.to_string()
+}
+
+fn varint(b: &[u8], pos: &mut usize) -> usize {
+    let mut v = 0usize;
+    for i in 0..5 {
+        let byte = b[*pos];
+        *pos += 1;
+        v |= usize::from(byte & 0x7F) << (7 * i);
+        if byte & 0x80 == 0 {
+            break;
+        }
+    }
+    v
+}
+
+/// One record of a log, found by walking the framing without the library's reader.
+#[derive(Clone, Copy, Debug)]
+pub struct RecordAt {
+    pub start: usize,
+    pub tag: u8,
+    /// Where the payload starts and how long it is.
+    pub payload: usize,
+    pub len: usize,
+    /// One past the record's 4-byte check.
+    pub end: usize,
+}
+
+/// The header length and every record of `file`.
+pub fn layout(file: &[u8]) -> (usize, Vec<RecordAt>) {
+    let body_len = u32::from_le_bytes(file[10..14].try_into().unwrap()) as usize;
+    let header_len = 14 + body_len + 8;
+    let mut pos = header_len;
+    let mut records = Vec::new();
+    while pos < file.len() {
+        let start = pos;
+        let tag = file[pos];
+        pos += 1;
+        let len = varint(file, &mut pos);
+        let payload = pos;
+        pos += len + 4;
+        records.push(RecordAt {
+            start,
+            tag,
+            payload,
+            len,
+            end: pos,
+        });
+    }
+    (header_len, records)
+}
