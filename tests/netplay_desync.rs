@@ -41,15 +41,13 @@ fn session(frames: u64, extra: &[String], join_extra: &[String]) -> (Value, Valu
 #[test]
 fn an_injected_divergence_is_detected_and_resynced() {
     let inject = 300;
-    let (h, j) = session(
-        1500,
-        &[],
-        &args(&["--inject-desync", &inject.to_string()]),
-    );
+    let (h, j) = session(1500, &[], &args(&["--inject-desync", &inject.to_string()]));
     let ctx = format!("host: {h:#}\njoiner: {j:#}");
     // Detected at the first checksum frame after the flip: within one interval.
     let frames = u64s(&h["desync_frames"]);
-    let first = *frames.first().unwrap_or_else(|| panic!("no desync seen\n{ctx}"));
+    let first = *frames
+        .first()
+        .unwrap_or_else(|| panic!("no desync seen\n{ctx}"));
     assert!(
         first >= inject && first < inject + INTERVAL,
         "desync at {first}, injected at {inject}\n{ctx}"
