@@ -71,3 +71,21 @@ fn airstriker_eight_players_clean_link() {
 fn airstriker_eight_players_bad_link() {
     airstriker(8, Some(BAD_LINK));
 }
+
+/// A 2 s round trip (1 s each way) with 25% loss: the host's first frames reach the joiner
+/// only a round trip after it started, which must not count as the host going silent.
+#[test]
+fn builtin_two_players_two_second_round_trip() {
+    let dir = tempfile::tempdir().unwrap();
+    let stats = run_session(
+        dir.path(),
+        2,
+        300,
+        &args(&["--netsim", "delay=1000ms,loss=25%"]),
+        &[],
+    );
+    // The lead covers the round trip: at least 2 s of frames.
+    for s in &stats {
+        assert!(s["lead"].as_u64().unwrap() >= 120, "{s:#}");
+    }
+}

@@ -67,18 +67,8 @@ pub struct PlaySummary {
 
 /// Loads `opts.core` and `opts.content`.
 pub fn open_core(opts: &PlayOptions) -> Result<Core, PlayError> {
-    let mut core = Core::open(&opts.core, &opts.host).map_err(|source| PlayError::OpenCore {
-        core: opts.core.to_string(),
-        source,
-    })?;
-    core.load_game(opts.content.as_deref())
-        .map_err(|source| PlayError::LoadContent {
-            content: opts
-                .content
-                .as_ref()
-                .map_or_else(|| "(no content)".into(), |p| p.display().to_string()),
-            source,
-        })?;
+    let mut core = open_core_only(opts)?;
+    load_content(&mut core, opts)?;
     let info = core.info();
     let av = core.av_info();
     tracing::info!(
@@ -91,6 +81,26 @@ pub fn open_core(opts: &PlayOptions) -> Result<Core, PlayError> {
         av.sample_rate
     );
     Ok(core)
+}
+
+/// Loads `opts.core` without content (netplay and replay set options first).
+pub fn open_core_only(opts: &PlayOptions) -> Result<Core, PlayError> {
+    Core::open(&opts.core, &opts.host).map_err(|source| PlayError::OpenCore {
+        core: opts.core.to_string(),
+        source,
+    })
+}
+
+/// Loads `opts.content` (or no content) into an opened core.
+pub fn load_content(core: &mut Core, opts: &PlayOptions) -> Result<(), PlayError> {
+    core.load_game(opts.content.as_deref())
+        .map_err(|source| PlayError::LoadContent {
+            content: opts
+                .content
+                .as_ref()
+                .map_or_else(|| "(no content)".into(), |p| p.display().to_string()),
+            source,
+        })
 }
 
 /// Runs a whole `play` session and writes the stats file if asked.

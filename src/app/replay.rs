@@ -16,7 +16,7 @@ use serde_json::{json, Map, Value};
 
 pub use feed::{Desync, LogObserver, LogState, ReplayFeed, ReplayMachine, Verification};
 
-use super::play::{run_session, PlayError, PlayOptions, PlaySummary};
+use super::play::{load_content, open_core_only, run_session, PlayError, PlayOptions, PlaySummary};
 use super::record::RecordMode;
 use super::runner::{FrameObserver, ObserverError, Runner};
 use super::stats::{self, checksum_hex, StatsError};
@@ -286,10 +286,7 @@ fn file_name(path: &Path) -> String {
 /// Opens the core, refuses it unless it is the log's, then loads the content (with the
 /// log's option values, which `play.host` carries).
 fn open_checked(play: &PlayOptions, h: &Header) -> Result<Core, ReplayRunError> {
-    let mut core = Core::open(&play.core, &play.host).map_err(|source| PlayError::OpenCore {
-        core: play.core.to_string(),
-        source,
-    })?;
+    let mut core = open_core_only(play)?;
     let info = core.info();
     if info.library_name != h.core_name || info.library_version != h.core_version {
         return Err(ReplayRunError::CoreDiffers {
@@ -301,14 +298,7 @@ fn open_checked(play: &PlayOptions, h: &Header) -> Result<Core, ReplayRunError> 
             ),
         });
     }
-    core.load_game(play.content.as_deref())
-        .map_err(|source| PlayError::LoadContent {
-            content: play
-                .content
-                .as_ref()
-                .map_or_else(|| "(no content)".into(), |p| p.display().to_string()),
-            source,
-        })?;
+    load_content(&mut core, play)?;
     Ok(core)
 }
 

@@ -28,6 +28,12 @@ const STALL_POLL: Duration = Duration::from_millis(1);
 /// this, instead of once per frame (which would add up to a frame to every RTT).
 const SERVICE_INTERVAL: Duration = Duration::from_millis(2);
 
+/// How long a joiner waits for the server's first frames. The host starts only once the
+/// joiner's acknowledgement of the start state reached it, so its first UPDATE arrives a full
+/// round trip after the joiner started: the lockstep silence timeout (2 s) alone would end
+/// every session over a link slower than that before its first frame.
+const FIRST_CONTACT: Duration = crate::session::HANDSHAKE_TIMEOUT;
+
 /// What the network side (this feed) and the core side (the frame observer in `netplay`)
 /// hand each other: only the observer can touch the core, only the feed the network.
 #[derive(Default)]
@@ -141,8 +147,11 @@ pub struct NetFeed {
     end: Option<NetEnd>,
     counters: Counters,
     names: Vec<(u8, String)>,
-    /// For the status line's average bandwidth only (the runner owns the frame clock).
+    /// For the status line's average bandwidth and `FIRST_CONTACT` (the runner owns the
+    /// frame clock).
     started: Instant,
+    /// The lockstep client has had frames from the server (the host's always has).
+    contact: bool,
 }
 
 impl NetFeed {
@@ -159,6 +168,7 @@ impl NetFeed {
             counters: Counters::default(),
             names: Vec::new(),
             started: Instant::now(),
+            contact: false,
         }
     }
 
@@ -284,7 +294,15 @@ impl NetFeed {
             }
             Role::Join { session, .. } => session.handle_timeout(now),
         }
-        self.client.handle_timeout(now);
+        if !self.contact {
+            self.contact = matches!(self.role, Role::Host { .. })
+                || self.client.ready_frames() > 0
+                || self.client.frame().0 > 0;
+        }
+        // Before the first frames the silence is the start-up round trip, not a lost host.
+        if self.contact || now.saturating_duration_since(self.started) >= FIRST_CONTACT {
+            self.client.handle_timeout(now);
+        }
         self.handle_events(now);
     }
 

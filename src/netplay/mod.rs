@@ -20,7 +20,7 @@ use thiserror::Error;
 
 pub use feed::{Exchange, NetEnd, NetFeed, Role, Shared};
 
-use crate::app::play::{open_core, run_session};
+use crate::app::play::{load_content, open_core, open_core_only, run_session};
 use crate::app::{Feed, FrameObserver, ObserverError, PlayError, PlayOptions, PlaySummary, Runner};
 use crate::host::{hash_file, Core, HostError};
 use crate::input::{Bot, Inputs};
@@ -184,10 +184,7 @@ pub fn join(opts: &JoinOptions) -> Result<PlaySummary, NetplayError> {
     play.host.netplay = true;
     // The core is opened first (the handshake compares its name and version) but the
     // content is loaded only once the host's option values are known.
-    let mut core = Core::open(&play.core, &play.host).map_err(|source| PlayError::OpenCore {
-        core: play.core.to_string(),
-        source,
-    })?;
+    let mut core = open_core_only(&play)?;
     let info = session_info(&core, &opts.net)?;
     let mut endpoint = Endpoint::client(addr, opts.net.netsim.clone())?;
     let mut jcfg = JoinConfig::new(addr, info);
@@ -208,14 +205,7 @@ pub fn join(opts: &JoinOptions) -> Result<PlaySummary, NetplayError> {
             tracing::warn!("netplay: host option {key}={value}: {e}");
         }
     }
-    core.load_game(play.content.as_deref())
-        .map_err(|source| PlayError::LoadContent {
-            content: play
-                .content
-                .as_ref()
-                .map_or_else(|| "(no content)".into(), |p| p.display().to_string()),
-            source,
-        })?;
+    load_content(&mut core, &play)?;
     if !start.payload.sram.is_empty() {
         core.write_sram(&start.payload.sram);
     }
