@@ -208,24 +208,11 @@ pub struct PlayArgs {
     /// Core option, repeatable; overrides [core_options] in the config file.
     #[arg(long = "option", value_name = "KEY=VALUE", value_parser = parse_option)]
     pub options: Vec<(String, String)>,
-    /// Directory for BIOS files and FBNeo support files.
-    #[arg(long, value_name = "DIR")]
-    pub system_dir: Option<PathBuf>,
     /// Directory for save RAM (.srm).
     #[arg(long, value_name = "DIR")]
     pub save_dir: Option<PathBuf>,
-    /// Start fullscreen.
-    #[arg(long)]
-    pub fullscreen: bool,
-    /// Initial window size as a multiple of the game's resolution.
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=16))]
-    pub scale: Option<u32>,
-    /// Play without sound.
-    #[arg(long)]
-    pub no_audio: bool,
-    /// Test hook: save the displayed frame as PNG once FRAME frames have run.
-    #[arg(long, hide = true, num_args = 2, value_names = ["FRAME", "PATH"])]
-    pub screenshot_at: Option<Vec<String>>,
+    #[command(flatten)]
+    pub view: ViewArgs,
     /// Record the session's inputs to FILE (an input log; watch it with `framelock replay`).
     #[arg(long, value_name = "FILE")]
     pub record: Option<PathBuf>,
@@ -264,6 +251,13 @@ pub struct ReplayArgs {
     /// Write run statistics (frames, checksum, fps, wall_s, verify results) as JSON at exit.
     #[arg(long, value_name = "FILE")]
     pub stats_json: Option<PathBuf>,
+    #[command(flatten)]
+    pub view: ViewArgs,
+}
+
+/// How a run is shown: flags shared by `play` (and so `host`/`join`) and `replay`.
+#[derive(Debug, Clone, Args)]
+pub struct ViewArgs {
     /// Directory for BIOS files and FBNeo support files.
     #[arg(long, value_name = "DIR")]
     pub system_dir: Option<PathBuf>,
@@ -273,7 +267,7 @@ pub struct ReplayArgs {
     /// Initial window size as a multiple of the game's resolution.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=16))]
     pub scale: Option<u32>,
-    /// Replay without sound.
+    /// Run without sound.
     #[arg(long)]
     pub no_audio: bool,
     /// Test hook: save the displayed frame as PNG once FRAME frames have run.
@@ -300,12 +294,8 @@ impl ReplayArgs {
             bot: None,
             stats_json: self.stats_json.clone(),
             options: Vec::new(),
-            system_dir: self.system_dir.clone(),
             save_dir: None,
-            fullscreen: self.fullscreen,
-            scale: self.scale,
-            no_audio: self.no_audio,
-            screenshot_at: self.screenshot_at.clone(),
+            view: self.view.clone(),
             record: None,
             no_record: true,
         }
@@ -366,7 +356,7 @@ impl PlayArgs {
             options.retain(|(key, _)| *key != k);
             options.push((k, v));
         }
-        let screenshot_at = match self.screenshot_at.as_deref() {
+        let screenshot_at = match self.view.screenshot_at.as_deref() {
             Some([frame, path]) => Some((
                 frame
                     .parse()
@@ -390,7 +380,7 @@ impl PlayArgs {
             core,
             content: self.content.clone(),
             host: HostConfig {
-                system_dir: self.system_dir.clone().unwrap_or(paths.system_dir),
+                system_dir: self.view.system_dir.clone().unwrap_or(paths.system_dir),
                 save_dir: self.save_dir.clone().unwrap_or(paths.save_dir),
                 options,
                 netplay: false,
@@ -400,12 +390,12 @@ impl PlayArgs {
             bot: self.bot,
             stats_json: self.stats_json.clone(),
             screenshot_at,
-            scale: self.scale.unwrap_or(config.video.scale).clamp(1, 16),
-            fullscreen: self.fullscreen || config.video.fullscreen,
+            scale: self.view.scale.unwrap_or(config.video.scale).clamp(1, 16),
+            fullscreen: self.view.fullscreen || config.video.fullscreen,
             vsync: config.video.vsync,
             screenshots_dir: paths.screenshots_dir,
             audio: AudioSettings {
-                enabled: config.audio.enabled && !self.no_audio && !self.headless,
+                enabled: config.audio.enabled && !self.view.no_audio && !self.headless,
                 latency_ms: config.audio.latency_ms,
             },
             keymaps: config.keymaps(),
