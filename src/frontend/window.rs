@@ -401,7 +401,7 @@ impl Frontend<Core> for WindowFrontend {
 }
 
 /// Draws `line` (split at " | " into rows) in the top-left corner of an RGBA frame `width`
-/// pixels wide, white on a dark box, with the built-in game's 5x7 font.
+/// pixels wide, white on a black box, with the built-in game's 5x7 font.
 fn draw_status(frame: &mut [u8], width: u32, line: &str) {
     use lightcycles::font::{glyph, ADVANCE, GLYPH_H, GLYPH_W};
     let width = width as usize;
@@ -412,7 +412,7 @@ fn draw_status(frame: &mut [u8], width: u32, line: &str) {
         for y in y0.saturating_sub(1)..(y0 + GLYPH_H + 1).min(height) {
             for x in 0..box_w {
                 let px = &mut frame[(y * width + x) * 4..][..4];
-                px[..3].iter_mut().for_each(|c| *c /= 4);
+                px[..3].fill(0);
             }
         }
         for (i, c) in text.chars().enumerate() {

@@ -252,11 +252,17 @@ pub fn assert_sane_stats(label: &str, s: &Value, frames: u64) {
     // Every datagram costs at least the 28 bytes of UDP/IPv4 headers.
     assert!(s["bytes_sent"].as_u64().unwrap() >= 28 * sent, "{ctx}");
     assert!(s["bytes_received"].as_u64().unwrap() >= 28 * recv, "{ctx}");
-    assert!(s["stall_frames"].as_u64().unwrap() <= frames, "{ctx}");
+    // Stalls are counted per display slot (one per 1/60 s), so bounded by the wall time.
+    let wall = s["wall_s"].as_f64().expect("wall_s");
+    assert!(
+        s["stall_frames"].as_f64().unwrap() <= wall * 61.0 + 1.0,
+        "{ctx}"
+    );
     assert_eq!(s["desyncs_detected"].as_u64(), Some(0), "{ctx}");
     let median = s["input_latency_frames"]["median"].as_u64().unwrap();
     let p95 = s["input_latency_frames"]["p95"].as_u64().unwrap();
-    assert!(median <= p95 && p95 <= 240, "{ctx}");
+    // The histogram tops out at 255 frames.
+    assert!(median <= p95 && p95 <= 255, "{ctx}");
 }
 
 /// Runs a host and `players - 1` joiners with bots for `frames` frames; every process must
