@@ -41,6 +41,17 @@ pub enum WindowError {
     Pixels(String),
 }
 
+/// Fails early, before anything slow (like waiting for netplay peers), when there is
+/// clearly no display to open a window on.
+pub fn check_display() -> Result<(), WindowError> {
+    let set = |v: &str| std::env::var_os(v).is_some_and(|x| !x.is_empty());
+    if set("DISPLAY") || set("WAYLAND_DISPLAY") {
+        Ok(())
+    } else {
+        Err(WindowError::EventLoop("no display".into()))
+    }
+}
+
 /// Window options from the config file and the command line.
 #[derive(Clone, Debug)]
 pub struct WindowSettings {

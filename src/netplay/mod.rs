@@ -128,6 +128,7 @@ fn lockstep_config(slots: u8, k: u32, session: u32, fps: f64) -> lockstep::Confi
 
 /// Hosts a session: waits for the players, sends them the start state, then plays.
 pub fn host(opts: &HostOptions) -> Result<PlaySummary, NetplayError> {
+    check_display(&opts.net.play)?;
     let mut play = opts.net.play.clone();
     play.host.netplay = true;
     let mut core = open_core(&play)?;
@@ -179,6 +180,7 @@ pub fn host(opts: &HostOptions) -> Result<PlaySummary, NetplayError> {
 
 /// Joins a session: handshake, the host's options and state, then play.
 pub fn join(opts: &JoinOptions) -> Result<PlaySummary, NetplayError> {
+    check_display(&opts.net.play)?;
     let addr = resolve(&opts.host)?;
     let mut play = opts.net.play.clone();
     play.host.netplay = true;
@@ -232,6 +234,14 @@ pub fn join(opts: &JoinOptions) -> Result<PlaySummary, NetplayError> {
     let feed = NetFeed::new(endpoint, Role::join(session, addr), client, bot)
         .with_names(start.players.clone());
     run(&play, &mut core, feed, &opts.net)
+}
+
+/// A window needs a display: say so before the players wait for us, not after.
+fn check_display(play: &PlayOptions) -> Result<(), NetplayError> {
+    if play.headless {
+        return Ok(());
+    }
+    crate::frontend::window::check_display().map_err(|e| PlayError::Window(e).into())
 }
 
 /// Plays frames from `feed` until the frame limit, a quit, or the session ends.
