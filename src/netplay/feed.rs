@@ -14,7 +14,7 @@ use serde_json::{json, Map, Value};
 
 use crate::app::{Feed, FeedPoll};
 use crate::input::{Bot, Inputs, Pad};
-use crate::lockstep::{Client, ClientEvent, Frame, PeerId, Server, ServerEvent};
+use crate::lockstep::{Client, ClientEvent, Frame, LeaveReason, PeerId, Server, ServerEvent};
 use crate::net::Endpoint;
 use crate::session::{
     is_session_datagram, HostEvent, HostSession, JoinEvent, JoinSession, ResyncRecv, ResyncSend,
@@ -337,12 +337,21 @@ impl NetFeed {
                         from_frame,
                         reason,
                     } => {
-                        tracing::warn!(
-                            "netplay: player {} is out ({reason:?}); neutral input from frame {}",
+                        let why = match reason {
+                            LeaveReason::Removed => "left",
+                            LeaveReason::TimedOut => "timed out",
+                        };
+                        let msg = format!(
+                            "netplay: player {} is out ({why}); neutral input from frame {}",
                             peer.0 + 1,
                             from_frame.0
                         );
-                        session.kick(peer.0, "timed out");
+                        if reason == LeaveReason::TimedOut {
+                            tracing::warn!("{msg}");
+                            session.kick(peer.0, "timed out");
+                        } else {
+                            tracing::info!("{msg}");
+                        }
                     }
                     ServerEvent::Desync {
                         frame,
