@@ -5,7 +5,8 @@
 //! `--netsim delay=RTT/2,jitter=J,loss=L` (so the round trip is RTT, ±2J). The matrix is RTT
 //! 20/100/250 ms x jitter 0/20 ms x loss 0/5/25 %, plus one run at 2 s RTT and 25 % loss.
 //! Each run lasts `FRAMELOCK_BENCH_SECS` seconds of play (default 60); runs go
-//! `FRAMELOCK_BENCH_JOBS` at a time (default 2: a peer at 60 fps is mostly idle).
+//! `FRAMELOCK_BENCH_JOBS` at a time (default 2: a peer at 60 fps is mostly idle);
+//! `FRAMELOCK_BENCH_ONLY=100/20/5,20/20/0` picks scenarios by RTT/jitter/loss.
 //!
 //! Per run: stalled frames (display slots in which a frame was due but the lockstep client
 //! had none) as a share of frames, the added input latency (frames from sampling a pad to
@@ -261,6 +262,13 @@ fn main() {
         jitter_ms: 0,
         loss_pct: 25,
     });
+    // `FRAMELOCK_BENCH_ONLY=100/20/5,20/20/0` (RTT/jitter/loss) runs only those scenarios.
+    if let Ok(only) = std::env::var("FRAMELOCK_BENCH_ONLY") {
+        let wanted: Vec<String> = only.split(',').map(|s| s.trim().to_string()).collect();
+        queue.retain(|s: &Scenario| {
+            wanted.contains(&format!("{}/{}/{}", s.rtt_ms, s.jitter_ms, s.loss_pct))
+        });
+    }
     let total = queue.len();
     println!(
         "netplay benchmark: {total} runs of {secs} s, {jobs} at a time (built-in game, 2 players, bots)"
