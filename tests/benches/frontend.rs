@@ -13,6 +13,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+#[path = "../fixtures/mod.rs"]
+mod fixtures;
+
 const RUNS: usize = 5;
 
 /// Core options for both frontends. Airstriker trips Genesis Plus GX's 68K address error
@@ -211,17 +214,9 @@ fn row(name: &str, frames: u64, s: &Sample) {
 
 fn main() {
     // `cargo bench` passes `--bench`; nothing to parse.
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let fx = root.join("target/fixtures/stable-retro");
-    let gpgx = fx.join("stable_retro/cores/genesis_plus_gx_libretro.so");
-    let rom = fx.join("roms/airstriker.md");
-    if !gpgx.exists() || !rom.exists() {
-        eprintln!(
-            "missing fixtures under {}: run `bash .ci/setup`",
-            fx.display()
-        );
-        std::process::exit(1);
-    }
+    // Panics with the setup hint when `.ci/setup` has not fetched them.
+    let gpgx = fixtures::core("genesis_plus_gx");
+    let rom = fixtures::airstriker();
     let home = tempfile::tempdir().unwrap();
     let home = home.path();
 

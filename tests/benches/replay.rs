@@ -17,6 +17,9 @@ use framelock::cli::{Cli, Command as Sub};
 use framelock::config::Config;
 use serde_json::Value;
 
+#[path = "../fixtures/mod.rs"]
+mod fixtures;
+
 const RUNS: usize = 3;
 
 fn framelock(home: &Path) -> Command {
@@ -122,17 +125,9 @@ fn two_player_minute(home: &Path) {
 
 fn main() {
     // `cargo bench` passes `--bench`; nothing to parse.
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let fx = root.join("target/fixtures/stable-retro");
-    let gpgx = fx.join("stable_retro/cores/genesis_plus_gx_libretro.so");
-    let rom = fx.join("roms/airstriker.md");
-    if !gpgx.exists() || !rom.exists() {
-        eprintln!(
-            "missing fixtures under {}: run bash .ci/setup",
-            fx.display()
-        );
-        std::process::exit(1);
-    }
+    // Panics with the setup hint when `.ci/setup` has not fetched them.
+    let gpgx = fixtures::core("genesis_plus_gx");
+    let rom = fixtures::airstriker();
     let home = tempfile::tempdir().unwrap();
     let home = home.path();
     println!("replay --fast --headless --verify vs play --fast --headless, best of {RUNS} runs");

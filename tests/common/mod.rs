@@ -2,7 +2,7 @@
 //! the current test binary in a fresh process (one libretro core per process).
 #![allow(dead_code)]
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use framelock::host::HostConfig;
@@ -10,27 +10,12 @@ use framelock::host::HostConfig;
 /// Set in a re-executed child; its value tells the child what to do.
 pub const CHILD_ENV: &str = "FRAMELOCK_TEST_CHILD";
 
-/// A fixture file; panics (never skips) if `bash .ci/setup` has not fetched it.
-pub fn fixture(relative: &str) -> PathBuf {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("target/fixtures/stable-retro")
-        .join(relative);
-    assert!(
-        path.exists(),
-        "fixture {} is missing: run `bash .ci/setup`",
-        path.display()
-    );
-    path
-}
-
-/// A real core from the fixtures, e.g. `core("genesis_plus_gx")`.
-pub fn core(name: &str) -> PathBuf {
-    fixture(&format!("stable_retro/cores/{name}_libretro.so"))
-}
-
-pub fn airstriker() -> PathBuf {
-    fixture("roms/airstriker.md")
-}
+// A test crate may use two harnesses, each with its own copy of this module.
+#[allow(clippy::duplicate_mod)]
+#[path = "../fixtures/mod.rs"]
+mod fixtures;
+#[allow(unused_imports)] // each test crate uses a different subset
+pub use fixtures::{airstriker, core, fixture};
 
 /// System and save directories inside `dir`.
 pub fn config(dir: &Path) -> HostConfig {

@@ -11,7 +11,12 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-pub const SETUP_HINT: &str = "run bash .ci/setup";
+// A test crate may use two harnesses, each with its own copy of this module.
+#[allow(clippy::duplicate_mod)]
+#[path = "../fixtures/mod.rs"]
+mod fixtures;
+#[allow(unused_imports)] // each test crate uses a different subset
+pub use fixtures::{fixture, SETUP_HINT};
 
 /// No process of a test may live longer than this.
 pub const HARD_DEADLINE: Duration = Duration::from_secs(60);
@@ -25,21 +30,10 @@ pub struct Genesis {
     pub rom: PathBuf,
 }
 
-pub fn fixture_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("target/fixtures/stable-retro")
-}
-
-/// A fixture file; fails the test (never skips) when it is missing.
-pub fn fixture(relative: &str) -> PathBuf {
-    let p = fixture_root().join(relative);
-    assert!(p.exists(), "missing fixture {}: {SETUP_HINT}", p.display());
-    p
-}
-
 pub fn genesis() -> Genesis {
     Genesis {
-        core: fixture("stable_retro/cores/genesis_plus_gx_libretro.so"),
-        rom: fixture("roms/airstriker.md"),
+        core: fixtures::core("genesis_plus_gx"),
+        rom: fixtures::airstriker(),
     }
 }
 

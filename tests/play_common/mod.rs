@@ -7,7 +7,12 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-pub const SETUP_HINT: &str = "run `bash .ci/setup` to install the test fixtures";
+// A test crate may use two harnesses, each with its own copy of this module.
+#[allow(clippy::duplicate_mod)]
+#[path = "../fixtures/mod.rs"]
+mod fixtures;
+#[allow(unused_imports)] // each test crate uses a different subset
+pub use fixtures::SETUP_HINT;
 
 /// Real cores and the Airstriker ROM fetched by `.ci/setup`.
 pub struct Fixtures {
@@ -17,16 +22,11 @@ pub struct Fixtures {
 }
 
 pub fn fixtures() -> Fixtures {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/fixtures/stable-retro");
-    let f = Fixtures {
-        gpgx: root.join("stable_retro/cores/genesis_plus_gx_libretro.so"),
-        fbneo: root.join("stable_retro/cores/fbneo_libretro.so"),
-        airstriker: root.join("roms/airstriker.md"),
-    };
-    for p in [&f.gpgx, &f.fbneo, &f.airstriker] {
-        assert!(p.exists(), "missing fixture {}: {SETUP_HINT}", p.display());
+    Fixtures {
+        gpgx: fixtures::core("genesis_plus_gx"),
+        fbneo: fixtures::core("fbneo"),
+        airstriker: fixtures::airstriker(),
     }
-    f
 }
 
 /// The framelock binary with config and data directories inside `home`, so tests never

@@ -7,7 +7,12 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 
-pub const SETUP_HINT: &str = "run bash .ci/setup";
+// A test crate may use two harnesses, each with its own copy of this module.
+#[allow(clippy::duplicate_mod)]
+#[path = "../fixtures/mod.rs"]
+mod fixtures;
+#[allow(unused_imports)] // each test crate uses a different subset
+pub use fixtures::SETUP_HINT;
 
 /// Genesis Plus GX and the Airstriker ROM; fails (never skips) when they are missing.
 pub struct Genesis {
@@ -16,15 +21,10 @@ pub struct Genesis {
 }
 
 pub fn genesis() -> Genesis {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/fixtures/stable-retro");
-    let g = Genesis {
-        core: root.join("stable_retro/cores/genesis_plus_gx_libretro.so"),
-        rom: root.join("roms/airstriker.md"),
-    };
-    for p in [&g.core, &g.rom] {
-        assert!(p.exists(), "missing fixture {}: {SETUP_HINT}", p.display());
+    Genesis {
+        core: fixtures::core("genesis_plus_gx"),
+        rom: fixtures::airstriker(),
     }
-    g
 }
 
 /// The options every Genesis run uses (the core's address-error emulation trips on
