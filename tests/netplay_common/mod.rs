@@ -16,26 +16,13 @@ use serde_json::Value;
 #[path = "../fixtures/mod.rs"]
 mod fixtures;
 #[allow(unused_imports)] // each test crate uses a different subset
-pub use fixtures::{fixture, SETUP_HINT};
+pub use fixtures::{fixture, genesis, Genesis, SETUP_HINT};
 
 /// No process of a test may live longer than this.
 pub const HARD_DEADLINE: Duration = Duration::from_secs(60);
 
 /// The `--netsim` impairment of the "bad link" runs, applied on every peer.
 pub const BAD_LINK: &str = "loss=20%,delay=40ms,jitter=10ms";
-
-/// Genesis Plus GX and the Airstriker ROM fetched by `.ci/setup`.
-pub struct Genesis {
-    pub core: PathBuf,
-    pub rom: PathBuf,
-}
-
-pub fn genesis() -> Genesis {
-    Genesis {
-        core: fixtures::core("genesis_plus_gx"),
-        rom: fixtures::airstriker(),
-    }
-}
 
 /// A UDP port on 127.0.0.1 that was free a moment ago (the kernel picks it).
 pub fn free_port() -> u16 {

@@ -2,7 +2,7 @@
 //! an independent walk over a log's record framing.
 #![allow(dead_code)]
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
 use serde_json::Value;
@@ -12,20 +12,7 @@ use serde_json::Value;
 #[path = "../fixtures/mod.rs"]
 mod fixtures;
 #[allow(unused_imports)] // each test crate uses a different subset
-pub use fixtures::SETUP_HINT;
-
-/// Genesis Plus GX and the Airstriker ROM; fails (never skips) when they are missing.
-pub struct Genesis {
-    pub core: PathBuf,
-    pub rom: PathBuf,
-}
-
-pub fn genesis() -> Genesis {
-    Genesis {
-        core: fixtures::core("genesis_plus_gx"),
-        rom: fixtures::airstriker(),
-    }
-}
+pub use fixtures::{genesis, Genesis, SETUP_HINT};
 
 /// The options every Genesis run uses (the core's address-error emulation trips on
 /// Airstriker).
