@@ -10,7 +10,7 @@ use crate::app::{PlayOptions, RecordMode, RunnerConfig};
 use crate::config::Config;
 use crate::frontend::audio::AudioSettings;
 use crate::host::{CoreSource, HostConfig};
-use crate::lockstep::DEFAULT_KEYFRAME_INTERVAL;
+use crate::lockstep::{DEFAULT_KEYFRAME_INTERVAL, DEFAULT_SEND_BUDGET};
 use crate::net::NetSim;
 use crate::netplay::{HostOptions, JoinOptions, NetOptions, DEFAULT_PORT};
 
@@ -71,6 +71,7 @@ Examples:
   framelock host --players 4 --password secret     4 players, password protected
   framelock host game.md --core genesis_plus_gx_libretro.so --port 7900
   framelock host --netsim delay=50ms,jitter=10ms,loss=5%   rehearse a bad link
+  framelock host --send-budget 0                   no bandwidth cap: less delay on lossy links
 
 Everyone needs the same core and content; the host's core options and machine state are
 sent to every joiner. The game starts when --players players are in. UDP port 7845 must be
@@ -98,6 +99,10 @@ pub struct NetArgs {
     /// Frames between desync checks (each peer's machine checksum is compared).
     #[arg(long, value_name = "N", default_value_t = 60, value_parser = clap::value_parser!(u32).range(1..=3600))]
     pub checksum_interval: u32,
+    /// Most bytes per second this peer sends to each other peer, UDP/IP headers included
+    /// (0: no limit). On a lossy link more bytes buy a frame or two less input delay.
+    #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_SEND_BUDGET)]
+    pub send_budget: u32,
     /// Test hook: FRAME[:MASK] flips input bits (default: Select) of this peer's own player
     /// at FRAME, on this peer only, to exercise desync detection and recovery.
     #[arg(long, hide = true, value_name = "FRAME[:MASK]", value_parser = parse_inject)]
@@ -156,6 +161,7 @@ impl NetArgs {
             password: self.password.clone(),
             netsim: self.netsim.clone(),
             checksum_interval: self.checksum_interval,
+            send_budget: self.send_budget,
             inject_desync: self.inject_desync,
         }
     }

@@ -178,7 +178,8 @@ pub struct Tick {
 #[derive(Clone, Debug, Default)]
 pub struct RunStats {
     pub frames: u64,
-    /// Display slots in which frames were due but the feed said Wait.
+    /// Display slots in which frames were due but the feed said Wait, after the first frame
+    /// (waiting for a netplay session's first inputs is its start, not a stall).
     pub stall_frames: u64,
     /// Ticks that ran at least one frame.
     pub displayed_frames: u64,
@@ -442,7 +443,8 @@ impl<M: Machine, F: Feed, C: Clock> Runner<M, F, C> {
 
         let next_slot = self.slot_start(slot + 1);
         if let (0, Some(until)) = (ran, wait) {
-            if self.last_stall_slot != Some(slot) {
+            // Waiting for the very first frame is the session starting, not a stall.
+            if self.last_stall_slot != Some(slot) && self.stats.frames > 0 {
                 self.last_stall_slot = Some(slot);
                 self.stats.stall_frames += 1;
             }

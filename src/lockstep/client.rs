@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use crate::input::{Inputs, Pad};
 use crate::wire::{Header, Kind};
 
+use super::budget::SendBudget;
 use super::frame::{seq_newer, Frame, PeerId};
 use super::msg::{self, Ctrl, Head, Notice, SampleRun};
 use super::rtt::{LossMeter, RttEstimator, WindowQuantile};
@@ -100,7 +101,10 @@ pub struct Client {
     send_seq: u16,
     sent: VecDeque<SentCtrl>,
     recv_seq: Option<u16>,
+    /// The newest server timestamp not echoed yet, and when it arrived.
     echo: Option<(u16, Instant)>,
+    /// The input round trip last reported to the server.
+    irtt_sent: Option<u16>,
     rtt: RttEstimator,
     /// Loss of UPDATEs (from their sequence numbers), and the server's word on our CTRLs.
     down_loss: LossMeter,
@@ -110,6 +114,7 @@ pub struct Client {
     lost: bool,
     last_send: Option<Instant>,
     send_due: bool,
+    budget: SendBudget,
     checksums: VecDeque<(u32, Frame, u64)>,
     next_check: u32,
     advance: f64,
@@ -130,6 +135,7 @@ impl Client {
         if me.0 >= cfg.players {
             return Err(LockstepError::NoSuchSlot(me));
         }
+        let budget = SendBudget::new(cfg.send_budget);
         Ok(Client {
             cfg,
             me,
@@ -150,6 +156,7 @@ impl Client {
             sent: VecDeque::new(),
             recv_seq: None,
             echo: None,
+            irtt_sent: None,
             rtt: RttEstimator::default(),
             down_loss: LossMeter::default(),
             up_lossy: false,
@@ -158,6 +165,7 @@ impl Client {
             lost: false,
             last_send: None,
             send_due: true,
+            budget,
             checksums: VecDeque::new(),
             next_check: 0,
             advance: 0.0,
@@ -344,13 +352,17 @@ impl Client {
             }
             self.up_lossy = update.up_lossy;
             self.recv_seq = Some(update.head.seq);
-            self.echo = Some((update.head.ts, now));
+            if let Some(ts) = update.head.ts {
+                self.echo = Some((ts, now));
+            }
             if let Some(e) = update.head.echo {
                 if let Some(rtt) = rtt_sample(self.epoch, now, e) {
                     self.rtt.update(rtt);
                 }
             }
-            self.advance = f64::from(update.advance) / 16.0;
+            if let Some(a) = update.advance {
+                self.advance = f64::from(a) / 16.0;
+            }
         }
         if let Some(ack) = update.head.ack {
             self.handle_ack(ack);
@@ -414,7 +426,7 @@ impl Client {
         let timer = self
             .last_send
             .is_none_or(|t| now >= t + self.cfg.resend_interval());
-        if !(self.send_due || timer) {
+        if !(self.send_due || timer) || !self.budget.allows(now) {
             return None;
         }
         let seq = self.send_seq;
@@ -450,14 +462,20 @@ impl Client {
         let input_rtt_ms = self
             .input_rtt
             .quantile(INPUT_RTT_QUANTILE)
-            .map(|d| d.as_millis().min(u128::from(u16::MAX)) as u16);
+            .map(|d| d.as_millis().min(u128::from(u16::MAX)) as u16)
+            .filter(|&v| self.irtt_sent != Some(v) || seq.is_multiple_of(msg::REFRESH_EVERY));
+        if input_rtt_ms.is_some() {
+            self.irtt_sent = input_rtt_ms;
+        }
         let ctrl = Ctrl {
             input_rtt_ms,
             head: Head {
                 seq,
                 ack: self.recv_seq,
-                ts: ms16(self.epoch, now),
-                echo: self.echo.and_then(|(ts, at)| echo(ts, at, now)),
+                ts: seq
+                    .is_multiple_of(msg::TS_EVERY)
+                    .then(|| ms16(self.epoch, now)),
+                echo: self.echo.take().and_then(|(ts, at)| echo(ts, at, now)),
             },
             samples,
             checksums,
@@ -473,6 +491,7 @@ impl Client {
         self.send_due = false;
         self.last_send = Some(now);
         let bytes = msg::encode_ctrl(self.cfg.session, &ctrl);
+        self.budget.spend(now, bytes.len());
         self.traffic.sent(bytes.len());
         Some(bytes)
     }
@@ -492,6 +511,7 @@ impl Client {
             self.last_send
                 .map_or(self.last_now, |t| t + self.cfg.resend_interval())
         };
+        let send = self.budget.ready_at(send);
         let warn = (!self.warned).then(|| self.last_heard + self.cfg.warn_after);
         [Some(send), warn, Some(self.last_heard + self.cfg.timeout)]
             .into_iter()

@@ -191,7 +191,7 @@ fn garbage_truncated_and_foreign_datagrams_are_dropped_and_counted() {
             head: Head {
                 seq: 1,
                 ack: None,
-                ts: 0,
+                ts: Some(0),
                 echo: None,
             },
             input_rtt_ms: None,
@@ -307,4 +307,21 @@ fn joining_and_config_errors_are_reported() {
     }
     assert!(host.frame().0 >= 8, "host only reached {}", host.frame());
     assert_eq!(server.add_peer(PeerId(1), t0), Err(LockstepError::Started));
+}
+
+#[test]
+fn a_handshake_rtt_sizes_the_first_lead() {
+    let t0 = Instant::now();
+    let cfg = Config::default();
+    let mut cold = Server::new(cfg.clone(), t0).unwrap();
+    cold.add_peer(PeerId(0), t0).unwrap();
+    cold.add_peer(PeerId(1), t0).unwrap();
+    assert_eq!(cold.lead(), cfg.min_lead);
+    let mut seeded = Server::new(cfg, t0).unwrap();
+    seeded.add_peer(PeerId(0), t0).unwrap();
+    seeded
+        .add_peer_with_rtt(PeerId(1), t0, Some(Duration::from_millis(100)))
+        .unwrap();
+    // 100 ms x 1.5 + one frame of batching = 167 ms, x 1.02 = 10.2 frames, + 0.25 -> 11.
+    assert_eq!(seeded.lead(), 11);
 }

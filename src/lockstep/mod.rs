@@ -28,10 +28,13 @@
 //! - Reliability (section 4 of the design doc): every datagram repeats every unacknowledged
 //!   item (samples, frames, checksums, notices), delta-coded (first value in full, then one
 //!   bit "same" or one bit plus the new value per frame), with a 16-bit wrapping sequence
-//!   number, the newest sequence number received (ack), a timestamp and the echo of the
-//!   peer's newest timestamp with its hold time (RTT). Layout and sizes: `msg`.
+//!   number, the newest sequence number received (ack), in every 4th datagram a timestamp,
+//!   and once the echo of the peer's newest timestamp with its hold time (RTT). Layout and
+//!   sizes: `msg`.
 //! - Loss: while a direction loses datagrams (sequence gaps, about 1 % or more), the client
-//!   sends a CTRL with every sample instead of every K-th, so a loss costs one frame, not K.
+//!   sends a CTRL with every sample instead of every K-th, so a loss costs one frame, not K,
+//!   as far as the send budget allows (`budget`: 2400 B/s per side and link by default,
+//!   UDP/IP headers included; then a loss costs about 1.25 frames).
 //! - Players out of the session (removed, timed out, empty slots) get neutral input from a
 //!   frame the server announces; the frames themselves carry it, so every client applies it
 //!   from the same frame.
@@ -39,19 +42,21 @@
 //!   player's (slot 0), raises [`ServerEvent::Desync`] and tells every client.
 //!
 //! # Default keyframe interval
-//! Measured on the simulated network (2 players, 100 ms RTT, clean link; `tests`):
+//! Measured on the simulated network (2 players, 100 ms RTT, clean link, no send budget;
+//! `tests::keyframe_interval_table`):
 //!
 //! | K | median input latency | up / down incl. UDP/IP headers |
 //! |---|----------------------|--------------------------------|
-//! | 1 | 117 ms (7 frames)    | 3.4 / 3.5 KB/s                 |
-//! | 2 | 133 ms (8 frames)    | 1.7 / 1.8 KB/s                 |
-//! | 3 | 150 ms (9 frames)    | 1.1 / 1.2 KB/s                 |
+//! | 1 | 117 ms (7 frames)    | 3.1 / 3.3 KB/s (uncapped)      |
+//! | 2 | 133 ms (8 frames)    | 1.5 / 1.7 KB/s                 |
+//! | 3 | 150 ms (9 frames)    | 1.0 / 1.1 KB/s                 |
 //! | 4 | 167 ms (10 frames)   | 0.8 / 0.9 KB/s                 |
 //!
 //! Each step of K adds one frame of latency; K = 2 is the smallest interval within the
-//! 2.5 KB/s budget, hence the default. On lossy links every K behaves like K = 1 (about
-//! 3.4 KB/s) because of the redundancy above.
+//! 2.5 KB/s budget, hence the default. On lossy links every K sends as often as the send
+//! budget allows because of the redundancy above.
 
+mod budget;
 mod client;
 mod codec;
 mod frame;
@@ -103,7 +108,14 @@ pub struct Config {
     pub session: u32,
     /// Nominal frames per second of the core.
     pub fps: f64,
+    /// Most bytes per second each side sends on each link, 28 bytes of UDP/IPv4 header per
+    /// datagram included (see `budget`); 0 = unlimited.
+    pub send_budget: u32,
 }
+
+/// Default send budget: under the 2.5 KB/s per direction that netplay promises, with room
+/// for a datagram of overdraft.
+pub const DEFAULT_SEND_BUDGET: u32 = 2400;
 
 impl Default for Config {
     fn default() -> Self {
@@ -116,6 +128,7 @@ impl Default for Config {
             warn_after: Duration::from_millis(500),
             session: 0,
             fps: 60.0,
+            send_budget: DEFAULT_SEND_BUDGET,
         }
     }
 }

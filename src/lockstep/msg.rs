@@ -4,33 +4,38 @@
 //! counter, expanded by the receiver to the value nearest to what it expects next.
 //!
 //! ```text
-//! common head (5 bytes, + 2 ack, + 3 echo, + 2 irtt)
+//! common head (3 bytes, + 2 ack, + 2 ts, + 3 echo, + 2 irtt)
 //!   u8  flags     0x01 ack, 0x02 echo, 0x04 run, 0x08 extras, 0x10 per kind (CTRL: irtt
-//!                 follows; UPDATE: "your CTRLs are being lost"); other bits must be 0
+//!                 follows; UPDATE: "your CTRLs are being lost"), 0x20 ts, 0x40 UPDATE:
+//!                 advance follows; other bits must be 0
 //!   u16 seq       this datagram's 16-bit wrapping sequence number (per direction)
 //!   u16 ack       newest seq received from the other side                  [ack]
-//!   u16 ts        sender's clock, milliseconds, wrapping
-//!   u16 echo_ts   newest ts received from the other side                   [echo]
+//!   u16 ts        sender's clock, milliseconds, wrapping (every 4th datagram) [ts]
+//!   u16 echo_ts   newest ts received from the other side, echoed once      [echo]
 //!   u8  hold_ms   how long ago that ts arrived (RTT = now - echo_ts - hold) [echo]
 //!   u16 irtt_ms   CTRL only: input round trip, the client's 99th percentile of the time
-//!                 from pushing a sample to receiving the frame that carries it     [0x10]
+//!                 from pushing a sample to receiving the frame that carries it; sent when
+//!                 it changes and every 8th datagram                               [0x10]
 //! CTRL
 //!   run:    rel16 first sample index, varint count, u8 age_ms of the newest sample,
 //!           bits: delta-coded pads (16 bits, then 0 | 1+16 per sample), byte padded
 //!   extras: u8 n (1..=16), n x (u32 frame, u64 checksum)
 //! UPDATE
-//!   i8  advance   receiver's phase in 1/16 frames (> 0: its inputs arrive early, slow down)
+//!   i8  advance   receiver's phase in 1/16 frames (> 0: its inputs arrive early, slow
+//!                 down); when it changes and every 8th datagram                   [0x40]
 //!   run:    rel16 from, varint count (next keyframe = from + count), u8 lead (receiver's
 //!           sample-to-frame offset at the keyframe), u8 mask of players carried (others
 //!           are neutral), bits: frame-major delta-coded pads of the masked players
 //!   extras: u8 n (1..=32), n x (u8 kind<<4 | peer, u32 frame); kind 1 = left, 2 = desync
 //! ```
-//! Typical sizes with the 8-byte header (2 players, 100 ms RTT, K = 2): CTRL about 28 bytes
-//! (about 8 unacknowledged samples), UPDATE about 31 bytes.
+//! Fields that rarely change ride only in some datagrams: the budget of 2.5 KB/s per direction
+//! (28 bytes of UDP/IP header included) buys more datagrams, and so faster recovery from
+//! loss, the smaller each one is. Typical sizes with the 8-byte header (2 players, 100 ms
+//! RTT, K = 2, bots pressing buttons): CTRL about 21 bytes, UPDATE about 25.
 //!
 //! Size cap: no datagram exceeds `wire::MAX_DATAGRAM` (1200). A CTRL holds one player's
-//! samples: even changing every frame (17 bits), more than 500 fit, far beyond 2 s. An UPDATE
-//! holds every player's: 2 s of 8 players changing every frame is 8 x 120 x 17 bits = 2 KB,
+//! samples: even changing every frame (at most 18 bits), more than 500 fit, far beyond 2 s. An UPDATE
+//! holds every player's: 2 s of 8 players changing every frame is 8 x 120 x 18 bits = 2.2 KB,
 //! so the server cuts the range into up to 4 consecutive datagrams per round (about 60 such
 //! frames each), each with its own sequence number. A client ignores a segment that does not
 //! continue the frames it holds, so its ack never claims frames it lacks; it comes again.
@@ -50,6 +55,15 @@ const F_RUN: u8 = 0x04;
 const F_EXTRAS: u8 = 0x08;
 /// CTRL: carries the input round trip. UPDATE: the server sees this client's CTRLs lost.
 const F_KIND: u8 = 0x10;
+const F_TS: u8 = 0x20;
+/// UPDATE: the advance follows the head.
+const F_ADVANCE: u8 = 0x40;
+
+/// Every this many datagrams carries the sender's timestamp (an RTT sample per round).
+pub const TS_EVERY: u16 = 4;
+/// Slowly changing fields (input round trip, advance) go out when they change and at least
+/// every this many datagrams, in case the one that changed them was lost.
+pub const REFRESH_EVERY: u16 = 8;
 
 /// Most samples or frames one datagram carries; more would not fit 1200 bytes anyway
 /// except for long runs of unchanged input.
@@ -76,7 +90,7 @@ pub struct Echo {
 pub struct Head {
     pub seq: u16,
     pub ack: Option<u16>,
-    pub ts: u16,
+    pub ts: Option<u16>,
     pub echo: Option<Echo>,
 }
 
@@ -126,8 +140,8 @@ pub struct Update {
     pub head: Head,
     /// The server sees gaps in this client's CTRL sequence numbers.
     pub up_lossy: bool,
-    /// Receiver's phase advantage in 1/16 frames.
-    pub advance: i8,
+    /// Receiver's phase advantage in 1/16 frames (`None`: unchanged).
+    pub advance: Option<i8>,
     pub frames: Option<FrameRun>,
     pub notices: Vec<Notice>,
 }
@@ -160,6 +174,9 @@ fn put_head(
     if head.echo.is_some() {
         flags |= F_ECHO;
     }
+    if head.ts.is_some() {
+        flags |= F_TS;
+    }
     if run {
         flags |= F_RUN;
     }
@@ -171,7 +188,9 @@ fn put_head(
     if let Some(a) = head.ack {
         put_u16(out, a);
     }
-    put_u16(out, head.ts);
+    if let Some(ts) = head.ts {
+        put_u16(out, ts);
+    }
     if let Some(e) = head.echo {
         put_u16(out, e.ts);
         out.push(e.hold_ms);
@@ -184,7 +203,9 @@ fn put_head(
 /// Reads the head; returns it with the flags and, for a CTRL (`ctrl`), the irtt field.
 fn read_head(r: &mut Reader<'_>, ctrl: bool) -> Option<(Head, u8, Option<u16>)> {
     let flags = r.u8()?;
-    if flags & !(F_ACK | F_ECHO | F_RUN | F_EXTRAS | F_KIND) != 0 {
+    let known = F_ACK | F_ECHO | F_RUN | F_EXTRAS | F_KIND | F_TS;
+    let known = if ctrl { known } else { known | F_ADVANCE };
+    if flags & !known != 0 {
         return None;
     }
     let seq = r.u16()?;
@@ -193,7 +214,11 @@ fn read_head(r: &mut Reader<'_>, ctrl: bool) -> Option<(Head, u8, Option<u16>)> 
     } else {
         None
     };
-    let ts = r.u16()?;
+    let ts = if flags & F_TS != 0 {
+        Some(r.u16()?)
+    } else {
+        None
+    };
     let echo = if flags & F_ECHO != 0 {
         Some(Echo {
             ts: r.u16()?,
@@ -321,7 +346,10 @@ pub fn encode_update(session: u32, u: &Update) -> Vec<u8> {
         None,
         u.up_lossy,
     );
-    out.push(u.advance as u8);
+    if let Some(a) = u.advance {
+        out[HEADER_LEN] |= F_ADVANCE;
+        out.push(a as u8);
+    }
     if let Some(fr) = run {
         put_u16(&mut out, fr.from.0 as u16);
         put_varint(&mut out, fr.frames.len() as u32);
@@ -349,7 +377,11 @@ pub fn decode_update(body: &[u8], frame_ref: u32) -> Result<Update, WireError> {
     let mut r = Reader::new(body);
     let (head, flags, _) = read_head(&mut r, false).ok_or_else(malformed_update)?;
     let (has_run, has_extras) = (flags & F_RUN != 0, flags & F_EXTRAS != 0);
-    let advance = r.u8().ok_or_else(malformed_update)? as i8;
+    let advance = if flags & F_ADVANCE != 0 {
+        Some(r.u8().ok_or_else(malformed_update)? as i8)
+    } else {
+        None
+    };
     let frames = if has_run {
         let from = unwrap16(r.u16().ok_or_else(malformed_update)?, frame_ref);
         let count = r.varint().ok_or_else(malformed_update)? as usize;
@@ -454,7 +486,7 @@ mod tests {
             head: Head {
                 seq: 0xfffe,
                 ack: Some(7),
-                ts: 1234,
+                ts: Some(1234),
                 echo: Some(Echo {
                     ts: 1200,
                     hold_ms: 9,
@@ -481,11 +513,11 @@ mod tests {
             head: Head {
                 seq: 3,
                 ack: None,
-                ts: 65_000,
+                ts: Some(65_000),
                 echo: None,
             },
             up_lossy: true,
-            advance: -17,
+            advance: Some(-17),
             frames: Some(FrameRun {
                 from: Frame(131_070),
                 frames,
@@ -516,33 +548,43 @@ mod tests {
         let bytes = encode_update(42, &u);
         let (h, body) = Header::parse(&bytes).unwrap();
         assert_eq!(h.kind, Kind::Update);
-        assert_eq!(decode_update(body, 131_000), Ok(u));
-        // A bare keepalive: flags, seq, ts (+ advance for an UPDATE).
+        assert_eq!(decode_update(body, 131_000), Ok(u.clone()));
+        // A bare keepalive: flags and seq.
         let bare = Ctrl {
             head: Head {
                 seq: 1,
                 ack: None,
-                ts: 0,
+                ts: None,
                 echo: None,
             },
             input_rtt_ms: None,
             samples: None,
             checksums: Vec::new(),
         };
-        assert_eq!(encode_ctrl(1, &bare).len(), HEADER_LEN + 5);
+        assert_eq!(encode_ctrl(1, &bare).len(), HEADER_LEN + 3);
+        let mut u = u;
+        u.advance = None;
+        u.head.ts = None;
+        let bytes = encode_update(42, &u);
+        assert_eq!(decode_update(&bytes[HEADER_LEN..], 131_000), Ok(u));
     }
 
     #[test]
     fn typical_ctrl_is_small() {
-        // K = 2 on a 100 ms link: about 8 unacked samples, one change.
+        // K = 2 on a 100 ms link: about 8 unacked samples, one button pressed. Most CTRLs
+        // carry no timestamp, echo or input round trip: flags, seq, ack, run header, bits
+        // (16 + 6 unchanged + a 7-bit change).
         let mut c = ctrl();
         c.checksums.clear();
+        c.head.ts = None;
+        c.head.echo = None;
+        c.input_rtt_ms = None;
         c.samples.as_mut().unwrap().pads = [0u16, 0, 0, 0, 16, 16, 16, 16]
             .iter()
             .map(|&v| Pad(v))
             .collect();
         let n = encode_ctrl(1, &c).len();
-        assert_eq!(n, HEADER_LEN + 12 + 4 + 5, "{n}");
+        assert_eq!(n, HEADER_LEN + 5 + 4 + 4, "{n}");
     }
 
     #[test]
@@ -599,12 +641,13 @@ mod tests {
         for (i, f) in frames.iter_mut().enumerate() {
             f[2] = Pad(i as u16);
         }
-        // Player 2 changes every frame: 16 + 9 x 17 = 169 bits.
-        assert_eq!(frames_fitting(&frames, 169), 10);
-        assert_eq!(frames_fitting(&frames, 168), 9);
+        // Player 2 counts 0..9: 16 + the changes' costs (1, 2, 1, 3, 1, 2, 1, 4, 1 buttons
+        // flipped: 7 + 12 + 7 + 17 + 7 + 12 + 7 + 18 + 7) = 110 bits.
+        assert_eq!(frames_fitting(&frames, 110), 10);
+        assert_eq!(frames_fitting(&frames, 109), 9);
         assert_eq!(
             encode_frames_len(&frames),
-            169usize.div_ceil(8),
+            110usize.div_ceil(8),
             "fitting and encoding agree"
         );
     }

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use crate::input::{Inputs, Pad, MAX_PLAYERS};
 use crate::wire::{Header, Kind, WireError};
 
+use super::budget::SendBudget;
 use super::frame::{seq_newer, Frame, PeerId};
 use super::lead::LeadController;
 use super::msg::{self, Echo, FrameRun, Head, Notice, Update};
@@ -63,6 +64,11 @@ struct SentUpdate {
     notices_end: u32,
 }
 
+/// The handshake's round trip was measured on a few datagrams, without the lockstep's
+/// batching: the first lead covers half as much again, and falls to what the clients then
+/// measure.
+const HANDSHAKE_RTT_MARGIN: f64 = 1.5;
+
 /// One client as the server sees it: its input stream and its link.
 #[derive(Debug)]
 struct Peer {
@@ -77,6 +83,8 @@ struct Peer {
     rtt: RttEstimator,
     /// The client's reported input round trip (see `lead`).
     input_rtt: Option<Duration>,
+    /// The round trip the handshake measured, until the client reports its own.
+    handshake_rtt: Option<Duration>,
     /// Loss of its CTRLs, told to it so it sends redundantly.
     up_loss: LossMeter,
     phase: Phase,
@@ -85,6 +93,8 @@ struct Peer {
     /// Newest CTRL seq received, and its timestamp with its arrival (echoed back).
     recv_seq: Option<u16>,
     echo: Option<(u16, Instant)>,
+    /// The advance last told to it.
+    advance_sent: Option<i8>,
     send_seq: u16,
     sent: VecDeque<SentUpdate>,
     /// The client holds every frame before this one.
@@ -96,11 +106,12 @@ struct Peer {
     dirty: bool,
     /// Further segments of the current round, sent before anything else.
     queued: VecDeque<Vec<u8>>,
+    budget: SendBudget,
     traffic: Traffic,
 }
 
 impl Peer {
-    fn new(id: PeerId, now: Instant) -> Peer {
+    fn new(id: PeerId, now: Instant, send_budget: u32) -> Peer {
         Peer {
             id,
             samples: VecDeque::new(),
@@ -109,12 +120,14 @@ impl Peer {
             dropped: false,
             rtt: RttEstimator::default(),
             input_rtt: None,
+            handshake_rtt: None,
             up_loss: LossMeter::default(),
             phase: Phase::default(),
             last_heard: now,
             warned: false,
             recv_seq: None,
             echo: None,
+            advance_sent: None,
             send_seq: 0,
             sent: VecDeque::new(),
             acked: Frame::ZERO,
@@ -123,6 +136,7 @@ impl Peer {
             last_send: None,
             dirty: true,
             queued: VecDeque::new(),
+            budget: SendBudget::new(send_budget),
             traffic: Traffic::default(),
         }
     }
@@ -262,6 +276,18 @@ impl Server {
     /// Adds a player. Only before the session starts (before any sample was placed on a
     /// frame): every client starts at frame 0.
     pub fn add_peer(&mut self, peer: PeerId, now: Instant) -> Result<(), LockstepError> {
+        self.add_peer_with_rtt(peer, now, None)
+    }
+
+    /// [`add_peer`](Self::add_peer) for a player whose round trip is already known (the
+    /// handshake measured it): the first lead covers it, so the first seconds do not stall
+    /// while the lockstep measurements come in.
+    pub fn add_peer_with_rtt(
+        &mut self,
+        peer: PeerId,
+        now: Instant,
+        rtt: Option<Duration>,
+    ) -> Result<(), LockstepError> {
         if peer.0 >= self.cfg.players {
             return Err(LockstepError::NoSuchSlot(peer));
         }
@@ -271,7 +297,12 @@ impl Server {
         if self.started || self.hist_base > Frame::ZERO {
             return Err(LockstepError::Started);
         }
-        self.peers[peer.index()] = Some(Peer::new(peer, now));
+        // An UPDATE carries every player's input: the budget is for two players, more get
+        // proportionally more.
+        let budget = self.cfg.send_budget * u32::from(self.cfg.players.max(2)) / 2;
+        let mut p = Peer::new(peer, now, budget);
+        p.handshake_rtt = rtt;
+        self.peers[peer.index()] = Some(p);
         self.publish(now);
         Ok(())
     }
@@ -344,7 +375,9 @@ impl Server {
                 peer.up_loss.arrived(ctrl.head.seq.wrapping_sub(prev));
             }
             peer.recv_seq = Some(ctrl.head.seq);
-            peer.echo = Some((ctrl.head.ts, now));
+            if let Some(ts) = ctrl.head.ts {
+                peer.echo = Some((ts, now));
+            }
             // Only the newest datagram gives an RTT sample: a late duplicate would inflate it.
             if let Some(e) = ctrl.head.echo {
                 if let Some(rtt) = rtt_sample(self.epoch, now, e) {
@@ -389,7 +422,7 @@ impl Server {
             if let Some(bytes) = p.queued.pop_front() {
                 return Some((p.id, bytes));
             }
-            if p.dirty || p.last_send.is_none_or(|t| now >= t + resend) {
+            if (p.dirty || p.last_send.is_none_or(|t| now >= t + resend)) && p.budget.allows(now) {
                 self.next_peer = (idx + 1) % MAX_PLAYERS;
                 self.build_round(idx, now);
                 let p = self.peers[idx].as_mut()?;
@@ -410,10 +443,12 @@ impl Server {
             .iter()
             .flatten()
             .flat_map(|p| {
-                let send = if p.dirty || !p.queued.is_empty() {
+                let send = if !p.queued.is_empty() {
                     Some(p.last_send.unwrap_or(p.last_heard))
+                } else if p.dirty {
+                    Some(p.budget.ready_at(p.last_send.unwrap_or(p.last_heard)))
                 } else {
-                    p.last_send.map(|t| t + resend)
+                    p.last_send.map(|t| p.budget.ready_at(t + resend))
                 };
                 let warn = (!p.warned).then(|| p.last_heard + self.cfg.warn_after);
                 [send, warn, Some(p.last_heard + self.cfg.timeout)]
@@ -557,7 +592,13 @@ impl Server {
             .peers
             .iter()
             .flatten()
-            .filter_map(|p| p.input_rtt.or(p.rtt.conservative().map(|r| r + batching)))
+            .filter_map(|p| {
+                p.input_rtt
+                    .or(p
+                        .handshake_rtt
+                        .map(|r| r.mul_f64(HANDSHAKE_RTT_MARGIN) + batching))
+                    .or(p.rtt.conservative().map(|r| r + batching))
+            })
             .max()
             // A client may run up to MAX_PACE fast, and then reaches its keyframe sooner.
             .map(|d| d.mul_f64(MAX_PACE));
@@ -646,15 +687,22 @@ impl Server {
             let n = msg::frames_fitting(&avail, msg::UPDATE_BIT_BUDGET);
             let seq = p.send_seq;
             p.send_seq = p.send_seq.wrapping_add(1);
+            let advance = Some((advance * 16.0).round().clamp(-127.0, 127.0) as i8)
+                .filter(|&a| p.advance_sent != Some(a) || seq.is_multiple_of(msg::REFRESH_EVERY));
+            if advance.is_some() {
+                p.advance_sent = advance;
+            }
             let update = Update {
                 head: Head {
                     seq,
                     ack: p.recv_seq,
-                    ts: ms16(self.epoch, now),
-                    echo: p.echo.and_then(|(ts, at)| echo(ts, at, now)),
+                    ts: seq
+                        .is_multiple_of(msg::TS_EVERY)
+                        .then(|| ms16(self.epoch, now)),
+                    echo: p.echo.take().and_then(|(ts, at)| echo(ts, at, now)),
                 },
                 up_lossy: p.up_loss.lossy(),
-                advance: (advance * 16.0).round().clamp(-127.0, 127.0) as i8,
+                advance,
                 frames: (n > 0).then(|| FrameRun {
                     from,
                     frames: avail[..n].to_vec(),
@@ -672,6 +720,7 @@ impl Server {
                 p.sent.pop_front();
             }
             let bytes = msg::encode_update(session, &update);
+            p.budget.spend(now, bytes.len());
             p.traffic.sent(bytes.len());
             self.traffic.sent(bytes.len());
             p.queued.push_back(bytes);

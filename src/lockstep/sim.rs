@@ -161,12 +161,14 @@ impl PlayerSpec {
     }
 }
 
-/// Random but plausible input: holds of 1..60 frames, and one-frame taps.
+/// The bots of `--bot` (the same input the real-UDP benchmark plays), or a worst case
+/// that changes the pad on every frame.
 #[derive(Debug)]
 struct Bot {
     rng: SmallRng,
     pad: Pad,
-    hold_left: u32,
+    real: crate::input::Bot,
+    frame: u64,
     chaotic: bool,
 }
 
@@ -176,21 +178,9 @@ impl Bot {
             self.pad = Pad(self.pad.0.wrapping_add(1 + self.rng.gen::<u16>() % 1000));
             return self.pad;
         }
-        if self.hold_left > 0 {
-            self.hold_left -= 1;
-        } else if self.rng.gen_bool(0.05) {
-            self.pad = match self.rng.gen_range(0..4) {
-                0 => Pad::NEUTRAL,
-                _ => Pad(self.rng.gen::<u16>() & self.rng.gen::<u16>() & self.rng.gen::<u16>()),
-            };
-            self.hold_left = self.rng.gen_range(0..60);
-        }
-        if self.rng.gen_bool(0.04) {
-            // A one-frame tap (or a one-frame release of a held button).
-            Pad(self.pad.0 ^ (1 << self.rng.gen_range(0..16)))
-        } else {
-            self.pad
-        }
+        self.frame += 1;
+        self.pad = self.real.next(self.frame - 1);
+        self.pad
     }
 }
 
@@ -363,9 +353,10 @@ impl Sim {
                     in_burst: false,
                 },
                 bot: Bot {
+                    real: crate::input::Bot::for_port(rng.gen(), i),
                     rng: SmallRng::seed_from_u64(rng.gen()),
                     pad: Pad::NEUTRAL,
-                    hold_left: 0,
+                    frame: 0,
                     chaotic: cfg.chaotic_bots,
                 },
                 checksum: 0,

@@ -273,8 +273,19 @@ fn eight_players_stay_in_sync_under_every_condition() {
 #[test]
 fn stalls_and_latency_at_100ms_rtt_jitter_and_5pct_loss() {
     let link = Link::rtt_ms(100).rtt_jitter_ms(20).loss(0.05);
-    let (sim, o) = run(uniform(2, link, 11), 30_000);
+    // Within the default send budget: bandwidth capped, stalls within the goal, and the
+    // latency one frame above RTT + 50 ms (a loss costs about 1.25 frames, not 1).
+    let (sim, o) = run(uniform(2, link.clone(), 11), 30_000);
     print("100 ms +-20 ms, 5% loss", &o);
+    assert_in_sync(&sim);
+    assert!(o.stall_pct <= 0.5, "stalled {:.3}% of frames", o.stall_pct);
+    assert!(o.up_bps <= 2500.0 && o.down_bps <= 2500.0, "{o:?}");
+    assert!(o.latency_median_ms <= 100.0 + 50.0 + 17.0, "{o:?}");
+    // Without a budget a side sends every frame on a lossy link: RTT + 50 ms is met.
+    let mut cfg = uniform(2, link, 11);
+    cfg.lockstep.send_budget = 0;
+    let (sim, o) = run(cfg, 30_000);
+    print("100 ms +-20 ms, 5% loss, no budget", &o);
     assert_in_sync(&sim);
     assert!(o.stall_pct <= 0.5, "stalled {:.3}% of frames", o.stall_pct);
     assert!(
@@ -282,6 +293,7 @@ fn stalls_and_latency_at_100ms_rtt_jitter_and_5pct_loss() {
         "median latency {} ms",
         o.latency_median_ms
     );
+    assert!(o.up_bps > 2500.0, "{o:?}");
 }
 
 #[test]
@@ -406,7 +418,7 @@ fn datagrams_stay_under_the_limit_with_2s_of_unacked_changing_input() {
     );
     assert!(sim.max_ctrl <= crate::wire::MAX_DATAGRAM);
     assert!(sim.max_update <= crate::wire::MAX_DATAGRAM);
-    // The worst case really needed segmenting: 8 players x 17 bits x 2 s > 1200 bytes.
+    // The worst case really needed segmenting: 8 players x 18 bits x 2 s > 1200 bytes.
     assert!(
         sim.max_update > 1000,
         "largest UPDATE only {}",
@@ -429,10 +441,42 @@ fn keyframe_interval_table() {
             ("rtt 250 loss 25%", Link::rtt_ms(250).loss(0.25)),
         ] {
             let mut cfg = uniform(2, link, 7);
-            cfg.lockstep = config(2, k);
+            // Uncapped, to show what each K costs.
+            cfg.lockstep = Config {
+                send_budget: 0,
+                ..config(2, k)
+            };
             let (sim, o) = run(cfg, 20_000);
             assert_in_sync(&sim);
             print(&format!("K={k} {name}"), &o);
+        }
+    }
+}
+
+/// The real-UDP benchmark's matrix, simulated: each direction delayed by RTT/2 and jittered
+/// by ±J (so the round trip varies by ±2J), 60 s each, measured after the warm-up.
+/// `cargo test --release --lib lockstep -- --ignored --nocapture bench_matrix`
+#[test]
+#[ignore = "prints a table; run with --ignored --nocapture"]
+fn bench_matrix() {
+    let mut scenarios = Vec::new();
+    for rtt in [20, 100, 250] {
+        for jitter in [0, 20] {
+            for loss in [0, 5, 25] {
+                scenarios.push((rtt, jitter, loss));
+            }
+        }
+    }
+    scenarios.push((2000, 0, 25));
+    for (i, (rtt, jitter, loss)) in scenarios.into_iter().enumerate() {
+        let mut link = Link::rtt_ms(rtt).loss(f64::from(loss) / 100.0);
+        link.jitter = Duration::from_millis(jitter);
+        for budget in [super::DEFAULT_SEND_BUDGET, 0] {
+            let mut cfg = uniform(2, link.clone(), 500 + i as u64);
+            cfg.lockstep.send_budget = budget;
+            let (sim, o) = run(cfg, 3600 + 300);
+            assert_in_sync(&sim);
+            print(&format!("{rtt}/{jitter}/{loss} budget {budget}"), &o);
         }
     }
 }

@@ -42,6 +42,8 @@ pub struct NetOptions {
     pub netsim: Option<NetSim>,
     /// Frames between desync checksums.
     pub checksum_interval: u32,
+    /// Bytes per second to each peer, UDP/IP headers included (0: unlimited).
+    pub send_budget: u32,
     /// Test hook: `(frame, mask)` flips bits of this peer's own input at that frame.
     pub inject_desync: Option<(u32, u16)>,
 }
@@ -115,13 +117,20 @@ fn session_info(core: &Core, opts: &NetOptions) -> Result<SessionInfo, NetplayEr
     })
 }
 
-fn lockstep_config(slots: u8, k: u32, session: u32, fps: f64) -> lockstep::Config {
+fn lockstep_config(
+    slots: u8,
+    k: u32,
+    session: u32,
+    fps: f64,
+    net: &NetOptions,
+) -> lockstep::Config {
     lockstep::Config {
         players: slots,
         keyframe_interval: k,
         min_lead: k.max(1),
         session,
         fps,
+        send_budget: net.send_budget,
         ..lockstep::Config::default()
     }
 }
@@ -162,6 +171,7 @@ pub fn host(opts: &HostOptions) -> Result<PlaySummary, NetplayError> {
         opts.keyframe_interval,
         session.session_id(),
         fps,
+        &opts.net,
     );
     let mut server = Server::new(lcfg.clone(), now)?;
     for slot in &ready {
@@ -224,6 +234,7 @@ pub fn join(opts: &JoinOptions) -> Result<PlaySummary, NetplayError> {
         u32::from(start.keyframe_interval),
         start.session,
         start.fps,
+        &opts.net,
     );
     let client = Client::new(lcfg, PeerId(start.slot), Instant::now())?;
     let bot = opts

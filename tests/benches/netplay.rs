@@ -6,7 +6,8 @@
 //! 20/100/250 ms x jitter 0/20 ms x loss 0/5/25 %, plus one run at 2 s RTT and 25 % loss.
 //! Each run lasts `FRAMELOCK_BENCH_SECS` seconds of play (default 60); runs go
 //! `FRAMELOCK_BENCH_JOBS` at a time (default 2: a peer at 60 fps is mostly idle);
-//! `FRAMELOCK_BENCH_ONLY=100/20/5,20/20/0` picks scenarios by RTT/jitter/loss.
+//! `FRAMELOCK_BENCH_ONLY=100/20/5,20/20/0` picks scenarios by RTT/jitter/loss;
+//! `FRAMELOCK_BENCH_BUDGET=0` passes `--send-budget 0` (no bandwidth cap) to both peers.
 //!
 //! Per run: stalled frames (display slots in which a frame was due but the lockstep client
 //! had none) as a share of frames, the added input latency (frames from sampling a pad to
@@ -170,6 +171,12 @@ fn run(scenario: Scenario, secs: u64, dir: &Path) -> Outcome {
     .map(|s| s.to_string())
     .chain([dir.join("join.json").display().to_string()])
     .collect();
+    let budget = std::env::var("FRAMELOCK_BENCH_BUDGET").ok();
+    let budget_args = budget
+        .iter()
+        .flat_map(|b| ["--send-budget".to_string(), b.clone()]);
+    let host_args: Vec<String> = host_args.into_iter().chain(budget_args.clone()).collect();
+    let join_args: Vec<String> = join_args.into_iter().chain(budget_args).collect();
     let mut host = spawn(dir, "host", &host_args);
     // The joiner retries its Hello; the host only has to be up within the handshake timeout.
     std::thread::sleep(Duration::from_millis(300));

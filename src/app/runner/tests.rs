@@ -193,6 +193,24 @@ fn stalls_count_display_slots_and_wait_for_the_feed() {
 }
 
 #[test]
+fn waiting_for_the_first_frame_is_not_a_stall() {
+    let feed = Scripted {
+        stall: Some((0, 10)),
+        ..Default::default()
+    };
+    let (mut r, clock) = runner(feed, RunnerConfig::default());
+    let mut m = Counter::default();
+    let t0 = clock.get();
+    let ticks = drive(&mut r, &clock, &mut m, t0 + Duration::from_secs(1));
+    assert_eq!(
+        ticks.iter().filter(|t| t.status == Status::Stalled).count(),
+        10
+    );
+    assert_eq!(r.stats().stall_frames, 0);
+    assert!(m.frames > 0);
+}
+
+#[test]
 fn a_long_stall_does_not_cause_a_long_burst() {
     let feed = Scripted {
         stall: Some((30, 1_000_000)),

@@ -1,0 +1,142 @@
+//! The send budget: a token bucket that keeps each direction of each link under a byte rate,
+//! UDP/IP headers included.
+//!
+//! Redundancy is what makes lockstep survive loss (every datagram repeats all unacknowledged
+//! input), and sending more often makes a loss cost less (the next datagram comes sooner).
+//! On a lossy link a side therefore wants to send every frame; on a long one its datagrams
+//! grow with the unacknowledged input. The budget turns both into "as often as fits": a
+//! datagram may leave while the bucket is not empty, and its size (plus 28 bytes of UDP/IPv4
+//! header) is taken out, so the bucket may go below zero once. Nothing is ever dropped: a
+//! datagram that waits carries everything the skipped one would have, and a bit more.
+
+use std::time::{Duration, Instant};
+
+/// Bytes of IPv4 and UDP header every datagram costs on the wire.
+pub const UDP_IP_HEADER: usize = 28;
+
+/// A side never stays silent longer than this for want of budget: a huge round (8 players,
+/// seconds of unacknowledged input) must not starve keepalives into a timeout.
+pub const MAX_QUIET: Duration = Duration::from_millis(250);
+
+/// How much unused budget may pile up, in seconds of the rate: enough for a short burst
+/// (the first UPDATE of a round plus its segments), not for a flood.
+const BURST_SECS: f64 = 0.05;
+
+#[derive(Clone, Debug)]
+pub struct SendBudget {
+    /// Bytes per second; 0 means unlimited.
+    rate: f64,
+    tokens: f64,
+    at: Option<Instant>,
+    last_spend: Option<Instant>,
+}
+
+impl SendBudget {
+    pub fn new(bytes_per_sec: u32) -> Self {
+        let rate = f64::from(bytes_per_sec);
+        SendBudget {
+            rate,
+            tokens: rate * BURST_SECS,
+            at: None,
+            last_spend: None,
+        }
+    }
+
+    fn refill(&mut self, now: Instant) {
+        if let Some(at) = self.at {
+            let dt = now.saturating_duration_since(at).as_secs_f64();
+            self.tokens = (self.tokens + dt * self.rate).min(self.rate * BURST_SECS);
+        }
+        self.at = Some(self.at.map_or(now, |a| a.max(now)));
+    }
+
+    /// True if a datagram may leave now.
+    pub fn allows(&mut self, now: Instant) -> bool {
+        if self.rate == 0.0 {
+            return true;
+        }
+        self.refill(now);
+        self.tokens > 0.0 || self.last_spend.is_some_and(|t| now >= t + MAX_QUIET)
+    }
+
+    /// Takes a datagram of `bytes` (without the UDP/IP header) out of the bucket.
+    pub fn spend(&mut self, now: Instant, bytes: usize) {
+        if self.rate == 0.0 {
+            return;
+        }
+        self.refill(now);
+        self.tokens -= (bytes + UDP_IP_HEADER) as f64;
+        self.last_spend = Some(now);
+    }
+
+    /// The earliest time a datagram may leave, not before `t`.
+    pub fn ready_at(&self, t: Instant) -> Instant {
+        let Some(at) = self.at.filter(|_| self.rate > 0.0 && self.tokens <= 0.0) else {
+            return t;
+        };
+        // A microsecond past the refill, so the bucket is strictly above zero then.
+        let ready =
+            at + Duration::from_secs_f64(-self.tokens / self.rate) + Duration::from_micros(1);
+        let floor = self.last_spend.map_or(ready, |l| l + MAX_QUIET);
+        ready.min(floor).max(t)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn holds_the_rate_and_never_blocks_for_long() {
+        let t0 = Instant::now();
+        let mut b = SendBudget::new(2400);
+        // Try to send a 50-byte datagram every millisecond for 10 s.
+        let mut sent = 0usize;
+        let mut longest_wait = Duration::ZERO;
+        let mut last = t0;
+        for ms in 0..10_000u64 {
+            let now = t0 + Duration::from_millis(ms);
+            if b.allows(now) {
+                b.spend(now, 50);
+                sent += 50 + UDP_IP_HEADER;
+                longest_wait = longest_wait.max(now - last);
+                last = now;
+            } else {
+                assert!(b.ready_at(now) > now);
+            }
+        }
+        // 2400 B/s for 10 s, plus the initial burst and one datagram of overdraft.
+        assert!(sent <= 24_000 + 120 + 78, "{sent}");
+        assert!(sent >= 23_500, "{sent}");
+        // 78 bytes at 2400 B/s is about 33 ms between datagrams.
+        assert!(
+            longest_wait <= Duration::from_millis(34),
+            "{longest_wait:?}"
+        );
+        // ready_at says when: a datagram is allowed exactly then.
+        let now = t0 + Duration::from_millis(10_000);
+        let at = b.ready_at(now);
+        assert!(b.allows(at));
+    }
+
+    #[test]
+    fn huge_datagrams_wait_at_most_max_quiet() {
+        let t0 = Instant::now();
+        let mut b = SendBudget::new(2400);
+        b.spend(t0, 4 * 1200);
+        assert!(!b.allows(t0 + Duration::from_millis(100)));
+        assert_eq!(b.ready_at(t0), t0 + MAX_QUIET);
+        assert!(b.allows(t0 + MAX_QUIET));
+    }
+
+    #[test]
+    fn zero_means_unlimited() {
+        let t0 = Instant::now();
+        let mut b = SendBudget::new(0);
+        for _ in 0..1000 {
+            assert!(b.allows(t0));
+            b.spend(t0, 1200);
+        }
+        assert_eq!(b.ready_at(t0), t0);
+    }
+}
