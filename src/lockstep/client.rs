@@ -9,9 +9,9 @@ use crate::wire::{Header, Kind};
 
 use super::budget::SendBudget;
 use super::frame::{seq_newer, Frame, PeerId};
-use super::msg::{self, Ctrl, Head, Notice, SampleRun};
+use super::msg::{self, Ctrl, Notice, SampleRun};
 use super::rtt::{LossMeter, RttEstimator, WindowQuantile};
-use super::server::{echo, ms16, rtt_sample};
+use super::server::{head, rtt_sample};
 use super::stats::{ClientStats, LatencyStats, Traffic};
 use super::timesync::pace_for;
 use super::{Config, LockstepError};
@@ -463,20 +463,10 @@ impl Client {
             .input_rtt
             .quantile(INPUT_RTT_QUANTILE)
             .map(|d| d.as_millis().min(u128::from(u16::MAX)) as u16)
-            .filter(|&v| self.irtt_sent != Some(v) || seq.is_multiple_of(msg::REFRESH_EVERY));
-        if input_rtt_ms.is_some() {
-            self.irtt_sent = input_rtt_ms;
-        }
+            .and_then(|v| msg::refresh(v, &mut self.irtt_sent, seq));
         let ctrl = Ctrl {
             input_rtt_ms,
-            head: Head {
-                seq,
-                ack: self.recv_seq,
-                ts: seq
-                    .is_multiple_of(msg::TS_EVERY)
-                    .then(|| ms16(self.epoch, now)),
-                echo: self.echo.take().and_then(|(ts, at)| echo(ts, at, now)),
-            },
+            head: head(seq, self.recv_seq, self.epoch, now, &mut self.echo),
             samples,
             checksums,
         };

@@ -308,20 +308,3 @@ fn joining_and_config_errors_are_reported() {
     assert!(host.frame().0 >= 8, "host only reached {}", host.frame());
     assert_eq!(server.add_peer(PeerId(1), t0), Err(LockstepError::Started));
 }
-
-#[test]
-fn a_handshake_rtt_sizes_the_first_lead() {
-    let t0 = Instant::now();
-    let cfg = Config::default();
-    let mut cold = Server::new(cfg.clone(), t0).unwrap();
-    cold.add_peer(PeerId(0), t0).unwrap();
-    cold.add_peer(PeerId(1), t0).unwrap();
-    assert_eq!(cold.lead(), cfg.min_lead);
-    let mut seeded = Server::new(cfg, t0).unwrap();
-    seeded.add_peer(PeerId(0), t0).unwrap();
-    seeded
-        .add_peer_with_rtt(PeerId(1), t0, Some(Duration::from_millis(100)))
-        .unwrap();
-    // 100 ms x 1.5 + one frame of batching = 167 ms, x 1.02 = 10.2 frames, + 0.25 -> 11.
-    assert_eq!(seeded.lead(), 11);
-}

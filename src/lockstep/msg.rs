@@ -18,7 +18,8 @@
 //!                 it changes and every 8th datagram                               [0x10]
 //! CTRL
 //!   run:    rel16 first sample index, varint count, u8 age_ms of the newest sample,
-//!           bits: delta-coded pads (16 bits, then 0 | 1+16 per sample), byte padded
+//!           bits: delta-coded pads (the first in full, then per sample as in `codec`),
+//!           byte padded
 //!   extras: u8 n (1..=16), n x (u32 frame, u64 checksum)
 //! UPDATE
 //!   i8  advance   receiver's phase in 1/16 frames (> 0: its inputs arrive early, slow
@@ -34,10 +35,10 @@
 //! RTT, K = 2, bots pressing buttons): CTRL about 21 bytes, UPDATE about 25.
 //!
 //! Size cap: no datagram exceeds `wire::MAX_DATAGRAM` (1200). A CTRL holds one player's
-//! samples: even changing every frame (at most 18 bits), more than 500 fit, far beyond 2 s. An UPDATE
-//! holds every player's: 2 s of 8 players changing every frame is 8 x 120 x 18 bits = 2.2 KB,
-//! so the server cuts the range into up to 4 consecutive datagrams per round (about 60 such
-//! frames each), each with its own sequence number. A client ignores a segment that does not
+//! samples: even changing every frame (at most 18 bits), more than 500 fit, far beyond 2 s.
+//! An UPDATE holds every player's: 2 s of 8 players changing every frame is 8 x 120 x 18
+//! bits = 2.2 KB, so the server cuts the range into up to 4 consecutive datagrams per round
+//! (about 60 such frames each), each with its own sequence number. A client ignores a segment that does not
 //! continue the frames it holds, so its ack never claims frames it lacks; it comes again.
 //!
 //! Decoding never panics: every read is bounds-checked, counts are capped, trailing bytes
@@ -64,6 +65,16 @@ pub const TS_EVERY: u16 = 4;
 /// Slowly changing fields (input round trip, advance) go out when they change and at least
 /// every this many datagrams, in case the one that changed them was lost.
 pub const REFRESH_EVERY: u16 = 8;
+
+/// `value` if datagram `seq` should carry it: it differs from `sent` (what went out last,
+/// updated here), or `seq` is a multiple of `REFRESH_EVERY`.
+pub fn refresh<T: Copy + PartialEq>(value: T, sent: &mut Option<T>, seq: u16) -> Option<T> {
+    if *sent == Some(value) && !seq.is_multiple_of(REFRESH_EVERY) {
+        return None;
+    }
+    *sent = Some(value);
+    Some(value)
+}
 
 /// Most samples or frames one datagram carries; more would not fit 1200 bytes anyway
 /// except for long runs of unchanged input.
@@ -155,7 +166,7 @@ fn malformed_update() -> WireError {
 }
 
 /// Writes the head; `irtt` (CTRL) sets the per-kind flag and its field, `kind_flag`
-/// (UPDATE) only the flag.
+/// (UPDATE) only the flag; `more` are flags of fields the caller writes after the head.
 fn put_head(
     out: &mut Vec<u8>,
     head: &Head,
@@ -163,8 +174,9 @@ fn put_head(
     extras: bool,
     irtt: Option<u16>,
     kind_flag: bool,
+    more: u8,
 ) {
-    let mut flags = 0;
+    let mut flags = more;
     if irtt.is_some() || kind_flag {
         flags |= F_KIND;
     }
@@ -253,6 +265,7 @@ pub fn encode_ctrl(session: u32, c: &Ctrl) -> Vec<u8> {
         !checksums.is_empty(),
         c.input_rtt_ms,
         false,
+        0,
     );
     if let Some(s) = run {
         put_u16(&mut out, s.first as u16);
@@ -345,9 +358,9 @@ pub fn encode_update(session: u32, u: &Update) -> Vec<u8> {
         !notices.is_empty(),
         None,
         u.up_lossy,
+        if u.advance.is_some() { F_ADVANCE } else { 0 },
     );
     if let Some(a) = u.advance {
-        out[HEADER_LEN] |= F_ADVANCE;
         out.push(a as u8);
     }
     if let Some(fr) = run {

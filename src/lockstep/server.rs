@@ -64,11 +64,6 @@ struct SentUpdate {
     notices_end: u32,
 }
 
-/// The handshake's round trip was measured on a few datagrams, without the lockstep's
-/// batching: the first lead covers half as much again, and falls to what the clients then
-/// measure.
-const HANDSHAKE_RTT_MARGIN: f64 = 1.5;
-
 /// One client as the server sees it: its input stream and its link.
 #[derive(Debug)]
 struct Peer {
@@ -83,8 +78,6 @@ struct Peer {
     rtt: RttEstimator,
     /// The client's reported input round trip (see `lead`).
     input_rtt: Option<Duration>,
-    /// The round trip the handshake measured, until the client reports its own.
-    handshake_rtt: Option<Duration>,
     /// Loss of its CTRLs, told to it so it sends redundantly.
     up_loss: LossMeter,
     phase: Phase,
@@ -120,7 +113,6 @@ impl Peer {
             dropped: false,
             rtt: RttEstimator::default(),
             input_rtt: None,
-            handshake_rtt: None,
             up_loss: LossMeter::default(),
             phase: Phase::default(),
             last_heard: now,
@@ -276,18 +268,6 @@ impl Server {
     /// Adds a player. Only before the session starts (before any sample was placed on a
     /// frame): every client starts at frame 0.
     pub fn add_peer(&mut self, peer: PeerId, now: Instant) -> Result<(), LockstepError> {
-        self.add_peer_with_rtt(peer, now, None)
-    }
-
-    /// [`add_peer`](Self::add_peer) for a player whose round trip is already known (the
-    /// handshake measured it): the first lead covers it, so the first seconds do not stall
-    /// while the lockstep measurements come in.
-    pub fn add_peer_with_rtt(
-        &mut self,
-        peer: PeerId,
-        now: Instant,
-        rtt: Option<Duration>,
-    ) -> Result<(), LockstepError> {
         if peer.0 >= self.cfg.players {
             return Err(LockstepError::NoSuchSlot(peer));
         }
@@ -300,9 +280,7 @@ impl Server {
         // An UPDATE carries every player's input: the budget is for two players, more get
         // proportionally more.
         let budget = self.cfg.send_budget * u32::from(self.cfg.players.max(2)) / 2;
-        let mut p = Peer::new(peer, now, budget);
-        p.handshake_rtt = rtt;
-        self.peers[peer.index()] = Some(p);
+        self.peers[peer.index()] = Some(Peer::new(peer, now, budget));
         self.publish(now);
         Ok(())
     }
@@ -592,13 +570,7 @@ impl Server {
             .peers
             .iter()
             .flatten()
-            .filter_map(|p| {
-                p.input_rtt
-                    .or(p
-                        .handshake_rtt
-                        .map(|r| r.mul_f64(HANDSHAKE_RTT_MARGIN) + batching))
-                    .or(p.rtt.conservative().map(|r| r + batching))
-            })
+            .filter_map(|p| p.input_rtt.or(p.rtt.conservative().map(|r| r + batching)))
             .max()
             // A client may run up to MAX_PACE fast, and then reaches its keyframe sooner.
             .map(|d| d.mul_f64(MAX_PACE));
@@ -687,20 +659,13 @@ impl Server {
             let n = msg::frames_fitting(&avail, msg::UPDATE_BIT_BUDGET);
             let seq = p.send_seq;
             p.send_seq = p.send_seq.wrapping_add(1);
-            let advance = Some((advance * 16.0).round().clamp(-127.0, 127.0) as i8)
-                .filter(|&a| p.advance_sent != Some(a) || seq.is_multiple_of(msg::REFRESH_EVERY));
-            if advance.is_some() {
-                p.advance_sent = advance;
-            }
+            let advance = msg::refresh(
+                (advance * 16.0).round().clamp(-127.0, 127.0) as i8,
+                &mut p.advance_sent,
+                seq,
+            );
             let update = Update {
-                head: Head {
-                    seq,
-                    ack: p.recv_seq,
-                    ts: seq
-                        .is_multiple_of(msg::TS_EVERY)
-                        .then(|| ms16(self.epoch, now)),
-                    echo: p.echo.take().and_then(|(ts, at)| echo(ts, at, now)),
-                },
+                head: head(seq, p.recv_seq, self.epoch, now, &mut p.echo),
                 up_lossy: p.up_loss.lossy(),
                 advance,
                 frames: (n > 0).then(|| FrameRun {
@@ -730,6 +695,23 @@ impl Server {
         }
         p.last_send = Some(now);
         p.dirty = false;
+    }
+}
+
+/// The head of datagram `seq`: the ack, a timestamp in every `TS_EVERY`-th datagram, and
+/// the echo of the newest timestamp received, which is taken (each is echoed once).
+pub(crate) fn head(
+    seq: u16,
+    ack: Option<u16>,
+    epoch: Instant,
+    now: Instant,
+    pending_echo: &mut Option<(u16, Instant)>,
+) -> Head {
+    Head {
+        seq,
+        ack,
+        ts: seq.is_multiple_of(msg::TS_EVERY).then(|| ms16(epoch, now)),
+        echo: pending_echo.take().and_then(|(ts, at)| echo(ts, at, now)),
     }
 }
 

@@ -10,7 +10,7 @@ use super::{ClientEvent, Config, PeerId, ServerEvent};
 
 pub(super) const FPS: f64 = 60.0;
 /// UDP + IPv4 header bytes per datagram, counted in bandwidth figures.
-const UDP_IP: u64 = 28;
+const UDP_IP: u64 = super::budget::UDP_IP_HEADER as u64;
 /// Measurements start after this (the lead and the clocks settle first).
 const WARMUP: Duration = Duration::from_secs(5);
 
