@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 
 #[path = "../fixtures/mod.rs"]
 mod fixtures;
+use fixtures::framelock;
 
 const RUNS: usize = 5;
 
@@ -78,14 +79,6 @@ fn best_of(mut make: impl FnMut() -> Command) -> Sample {
         }
     }
     best.unwrap()
-}
-
-fn framelock(home: &Path) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_framelock"));
-    c.env("XDG_CONFIG_HOME", home.join("config"))
-        .env("XDG_DATA_HOME", home.join("data"))
-        .env_remove("RUST_LOG");
-    c
 }
 
 /// A RetroArch config with null drivers, no throttling, no runahead or rewind, and

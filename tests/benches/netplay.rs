@@ -17,11 +17,14 @@
 use std::fs::File;
 use std::net::UdpSocket;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
+
+#[path = "../fixtures/mod.rs"]
+mod fixtures;
 
 #[derive(Clone, Copy)]
 struct Scenario {
@@ -79,10 +82,8 @@ fn free_port() -> u16 {
 }
 
 fn spawn(dir: &Path, label: &str, args: &[String]) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_framelock"))
+    fixtures::framelock(dir)
         .args(args)
-        .env("XDG_CONFIG_HOME", dir.join("config"))
-        .env("XDG_DATA_HOME", dir.join("data"))
         .env("RUST_LOG", "info")
         .stdin(Stdio::null())
         .stdout(Stdio::null())

@@ -22,12 +22,10 @@ mod fixtures;
 
 const RUNS: usize = 3;
 
+/// The sandboxed binary (see `fixtures::framelock`), run from `home`.
 fn framelock(home: &Path) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_framelock"));
-    c.current_dir(home)
-        .env("XDG_CONFIG_HOME", home.join("config"))
-        .env("XDG_DATA_HOME", home.join("data"))
-        .env_remove("RUST_LOG");
+    let mut c = fixtures::framelock(home);
+    c.current_dir(home);
     c
 }
 

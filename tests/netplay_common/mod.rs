@@ -6,7 +6,7 @@
 use std::fs::File;
 use std::net::UdpSocket;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Child, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -16,7 +16,7 @@ use serde_json::Value;
 #[path = "../fixtures/mod.rs"]
 mod fixtures;
 #[allow(unused_imports)] // each test crate uses a different subset
-pub use fixtures::{fixture, genesis, Genesis, SETUP_HINT};
+pub use fixtures::{checksum, fixture, genesis, Genesis, SETUP_HINT};
 
 /// No process of a test may live longer than this.
 pub const HARD_DEADLINE: Duration = Duration::from_secs(60);
@@ -47,12 +47,10 @@ impl Peer {
     pub fn spawn(dir: &Path, label: &str, args: &[String]) -> Peer {
         let log = dir.join(format!("{label}.log"));
         let stats = dir.join(format!("{label}.json"));
-        let child = Command::new(env!("CARGO_BIN_EXE_framelock"))
+        let child = fixtures::framelock(dir)
             .args(args)
             .arg("--stats-json")
             .arg(&stats)
-            .env("XDG_CONFIG_HOME", dir.join("config"))
-            .env("XDG_DATA_HOME", dir.join("data"))
             .env("USER", label)
             .env("RUST_LOG", "info")
             .stdin(Stdio::null())
@@ -191,14 +189,6 @@ pub fn start_join(dir: &Path, port: u16, label: &str, extra: &[String]) -> Peer 
 /// Owned argument lists from string slices.
 pub fn args(a: &[&str]) -> Vec<String> {
     a.iter().map(|s| s.to_string()).collect()
-}
-
-pub fn checksum(stats: &Value) -> String {
-    let c = stats["checksum"]
-        .as_str()
-        .unwrap_or_else(|| panic!("no checksum in {stats}"));
-    assert_eq!(c.len(), 16, "checksum {c:?} is 16 hex digits");
-    c.to_string()
 }
 
 /// The netplay fields every peer's stats must have, with sane values for a run of `frames`.

@@ -2,7 +2,7 @@
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -12,7 +12,7 @@ use serde_json::Value;
 #[path = "../fixtures/mod.rs"]
 mod fixtures;
 #[allow(unused_imports)] // each test crate uses a different subset
-pub use fixtures::SETUP_HINT;
+pub use fixtures::{checksum, framelock, text, SETUP_HINT};
 
 /// Real cores and the Airstriker ROM fetched by `.ci/setup`.
 pub struct Fixtures {
@@ -29,25 +29,6 @@ pub fn fixtures() -> Fixtures {
     }
 }
 
-/// The framelock binary with config and data directories inside `home`, so tests never
-/// read the user's config or write into their data directory.
-pub fn framelock(home: &Path) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_framelock"));
-    cmd.env("XDG_CONFIG_HOME", home.join("config"))
-        .env("XDG_DATA_HOME", home.join("data"))
-        .env_remove("RUST_LOG");
-    cmd
-}
-
-pub fn text(out: &Output) -> String {
-    format!(
-        "status {:?}\nstdout:\n{}\nstderr:\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
-
 /// Runs `framelock play ARGS --headless --stats-json ...` and returns the stats.
 pub fn headless_stats(home: &Path, name: &str, args: &[&str]) -> Value {
     let stats = home.join(format!("{name}.json"));
@@ -62,13 +43,6 @@ pub fn headless_stats(home: &Path, name: &str, args: &[&str]) -> Value {
     assert!(out.status.success(), "{}", text(&out));
     let json = std::fs::read_to_string(&stats).expect("stats file written");
     serde_json::from_str(&json).expect("stats file is JSON")
-}
-
-pub fn checksum(stats: &Value) -> &str {
-    let c = stats["checksum"].as_str().expect("checksum is a string");
-    assert_eq!(c.len(), 16, "checksum {c:?} is 16 hex digits");
-    assert!(c.chars().all(|ch| ch.is_ascii_hexdigit()));
-    c
 }
 
 /// An Xvfb server on a free display, killed on drop.

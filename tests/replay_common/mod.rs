@@ -12,34 +12,22 @@ use serde_json::Value;
 #[path = "../fixtures/mod.rs"]
 mod fixtures;
 #[allow(unused_imports)] // each test crate uses a different subset
-pub use fixtures::{genesis, Genesis, SETUP_HINT};
+pub use fixtures::{checksum, genesis, text, Genesis, SETUP_HINT};
 
 /// The options every Genesis run uses (the core's address-error emulation trips on
 /// Airstriker).
 pub const GENESIS_OPTION: &str = "genesis_plus_gx_addr_error=disabled";
 
-/// The framelock binary with config and data directories inside `home`.
+/// The framelock binary sandboxed in `home` (see `fixtures::framelock`), run from `home`.
 pub fn framelock(home: &Path) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_framelock"));
-    cmd.current_dir(home)
-        .env("XDG_CONFIG_HOME", home.join("config"))
-        .env("XDG_DATA_HOME", home.join("data"))
-        .env_remove("RUST_LOG");
+    let mut cmd = fixtures::framelock(home);
+    cmd.current_dir(home);
     cmd
 }
 
 /// Runs framelock with `args` in `home`.
 pub fn run(home: &Path, args: &[&str]) -> Output {
     framelock(home).args(args).output().expect("run framelock")
-}
-
-pub fn text(out: &Output) -> String {
-    format!(
-        "status {:?}\nstdout:\n{}\nstderr:\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
 }
 
 pub fn stderr(out: &Output) -> String {
@@ -63,12 +51,6 @@ pub fn stats(path: &Path) -> Value {
     let json = std::fs::read_to_string(path)
         .unwrap_or_else(|e| panic!("stats {} not written: {e}", path.display()));
     serde_json::from_str(&json).expect("stats file is JSON")
-}
-
-pub fn checksum(stats: &Value) -> String {
-    let c = stats["checksum"].as_str().expect("checksum is a string");
-    assert_eq!(c.len(), 16, "checksum {c:?} is 16 hex digits");
-    c.to_string()
 }
 
 fn varint(b: &[u8], pos: &mut usize) -> usize {
