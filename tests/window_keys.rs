@@ -5,7 +5,7 @@
 mod play_common;
 
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use play_common::{checksum, framelock, headless_stats, start_xvfb, SETUP_HINT};
@@ -20,7 +20,8 @@ fn xdotool(display: &str, args: &[&str]) -> String {
 }
 
 /// Waits for framelock's window and gives it the keyboard focus (there is no window manager).
-fn focus_window(display: &str) -> String {
+/// `log` is the process's stderr so far, for the failure message.
+fn focus_window(display: &str, child: &mut Child, log: impl Fn() -> String) -> String {
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
         let found = xdotool(display, &["search", "--name", "^framelock"]);
@@ -28,9 +29,16 @@ fn focus_window(display: &str) -> String {
             xdotool(display, &["windowfocus", "--sync", id]);
             return id.to_string();
         }
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!(
+                "framelock exited ({status}) before its window appeared\n{}",
+                log()
+            );
+        }
         assert!(
             Instant::now() < deadline,
-            "framelock's window never appeared"
+            "framelock's window never appeared\n{}",
+            log()
         );
         std::thread::sleep(Duration::from_millis(100));
     }
@@ -74,7 +82,7 @@ fn keys_drive_the_window() {
 
     // With keys; a generous frame limit only guards against a hang.
     let (mut child, s) = run_window("keys", "3600");
-    let id = focus_window(d);
+    let id = focus_window(d, &mut child, || log_of("keys"));
     std::thread::sleep(Duration::from_millis(300));
     xdotool(d, &["key", "F12"]);
     xdotool(d, &["key", "p"]);
