@@ -285,6 +285,28 @@ impl Server {
         Ok(())
     }
 
+    /// Gives the server a round trip to `peer` measured before the session (the handshake's
+    /// start-state transfer), so the first lead covers it already: without one the lead
+    /// starts at `min_lead` and every client stalls for about a round trip right after
+    /// frame 0. Ignored once the peer's own timestamps gave a sample.
+    pub fn seed_rtt(
+        &mut self,
+        now: Instant,
+        peer: PeerId,
+        rtt: Duration,
+    ) -> Result<(), LockstepError> {
+        let p = self
+            .peers
+            .get_mut(peer.index())
+            .and_then(Option::as_mut)
+            .ok_or(LockstepError::NotPresent(peer))?;
+        if p.rtt.srtt().is_none() {
+            p.rtt.update(rtt);
+        }
+        self.publish(now);
+        Ok(())
+    }
+
     /// Takes a player out: it gets neutral input from the next unpublished frame on, which
     /// every remaining client is told. Raises [`ServerEvent::PeerLeft`].
     pub fn remove_peer(&mut self, peer: PeerId, now: Instant) -> Result<(), LockstepError> {

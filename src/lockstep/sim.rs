@@ -249,6 +249,9 @@ pub struct SimConfig {
     pub corrupt_checksum: Option<(PeerId, u32)>,
     /// Bots change their pad on every frame (worst case for the delta coding).
     pub chaotic_bots: bool,
+    /// Seed the server with each player's base round trip before frame 0, as `netplay`
+    /// does with the one the handshake measured.
+    pub handshake_rtt: bool,
 }
 
 impl SimConfig {
@@ -263,6 +266,7 @@ impl SimConfig {
             checksum_every: None,
             corrupt_checksum: None,
             chaotic_bots: false,
+            handshake_rtt: true,
         }
     }
 }
@@ -339,6 +343,10 @@ impl Sim {
             } else {
                 (spec.up.clone(), spec.down.clone(), spec.clock_rate)
             };
+            if cfg.handshake_rtt && i > 0 {
+                let rtt = up.delay + down.delay;
+                server.seed_rtt(base, id, rtt).expect("seed rtt");
+            }
             players.push(Player {
                 client: Client::new(cfg.lockstep.clone(), id, base).expect("valid config"),
                 id,
@@ -396,6 +404,11 @@ impl Sim {
 
     pub fn now(&self) -> Duration {
         self.t
+    }
+
+    /// When the measured part of the run began.
+    pub fn warmup(&self) -> Duration {
+        self.warmup
     }
 
     fn server_now(&self) -> Instant {
@@ -630,7 +643,8 @@ impl Sim {
                     }
                 }
                 None => {
-                    stalled = true;
+                    // Waiting for the session's first frame is no stall (as in `app::runner`).
+                    stalled = !p.applied.is_empty();
                     break;
                 }
             }

@@ -11,8 +11,6 @@ use super::{ClientEvent, Config, PeerId, ServerEvent};
 pub(super) const FPS: f64 = 60.0;
 /// UDP + IPv4 header bytes per datagram, counted in bandwidth figures.
 const UDP_IP: u64 = super::budget::UDP_IP_HEADER as u64;
-/// Measurements start after this (the lead and the clocks settle first).
-const WARMUP: Duration = Duration::from_secs(5);
 
 pub(super) fn secs(v: u64) -> Duration {
     Duration::from_secs(v)
@@ -70,7 +68,11 @@ fn frames_ms(f: u32) -> f64 {
 }
 
 pub(super) fn outcome(sim: &Sim) -> Outcome {
-    let elapsed = sim.now().saturating_sub(WARMUP).as_secs_f64().max(1e-9);
+    let elapsed = sim
+        .now()
+        .saturating_sub(sim.warmup())
+        .as_secs_f64()
+        .max(1e-9);
     let mut stall_pct: f64 = 0.0;
     let mut med: u32 = 0;
     let mut p95: u32 = 0;
@@ -105,7 +107,7 @@ pub(super) fn outcome(sim: &Sim) -> Outcome {
     let leads = sim
         .lead_log
         .iter()
-        .filter(|(t, _)| *t >= WARMUP)
+        .filter(|(t, _)| *t >= sim.warmup())
         .map(|(_, l)| *l);
     Outcome {
         frames: sim
@@ -302,6 +304,39 @@ fn stalls_at_250ms_rtt_and_25pct_loss() {
     print("250 ms, 25% loss", &o);
     assert_in_sync(&sim);
     assert!(o.stall_pct <= 2.0, "stalled {:.3}% of frames", o.stall_pct);
+}
+
+#[test]
+fn a_round_trip_from_the_handshake_spares_the_start_its_stalls() {
+    // Without a round trip before frame 0 the lead starts at its minimum: every client waits
+    // about a round trip (plus repairs) for its first inputs. Counted from frame 0 on.
+    for (rtt, loss) in [(100, 0.0), (250, 0.0), (250, 0.25)] {
+        let stalls = |seeded: bool| {
+            let mut cfg = uniform(2, Link::rtt_ms(rtt).loss(loss), 21);
+            cfg.warmup = Duration::ZERO;
+            cfg.handshake_rtt = seeded;
+            let (sim, o) = run(cfg, 600);
+            assert_in_sync(&sim);
+            let slots: u64 = sim.players.iter().map(|p| p.stalled_slots).sum();
+            print(&format!("{rtt} ms {loss} seeded {seeded}"), &o);
+            slots
+        };
+        let (with, without) = (stalls(true), stalls(false));
+        // Unseeded, both players wait a good part of a round trip.
+        let round_trip_slots = rtt * 60 / 1000;
+        assert!(
+            without >= round_trip_slots / 2,
+            "{rtt} ms: only {without} stalled slots without a seed"
+        );
+        if loss == 0.0 {
+            assert_eq!(with, 0, "{rtt} ms: {with} stalled slots seeded");
+        } else {
+            assert!(
+                with * 3 <= without,
+                "{rtt} ms, {loss} loss: {with} stalled slots seeded, {without} without"
+            );
+        }
+    }
 }
 
 #[test]

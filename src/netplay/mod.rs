@@ -177,6 +177,17 @@ pub fn host(opts: &HostOptions) -> Result<PlaySummary, NetplayError> {
     for slot in &ready {
         server.add_peer(PeerId(*slot), now)?;
     }
+    // The first lead then covers the round trip from frame 0 on.
+    for p in session.players() {
+        if let (Some(rtt), true) = (p.rtt, ready.contains(&p.slot)) {
+            tracing::debug!(
+                slot = p.slot,
+                ?rtt,
+                "netplay: round trip from the handshake"
+            );
+            server.seed_rtt(now, PeerId(p.slot), rtt)?;
+        }
+    }
     let client = Client::new(lcfg, PeerId(0), now)?;
     let names = session
         .players()

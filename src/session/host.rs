@@ -110,6 +110,9 @@ pub struct Player {
     /// `None` for the host's own player.
     pub addr: Option<SocketAddr>,
     pub ready: bool,
+    /// Round trip to the host measured during the start-state transfer (`None` for the
+    /// host's own player, or before any unambiguous sample).
+    pub rtt: Option<Duration>,
 }
 
 #[derive(Debug)]
@@ -117,9 +120,15 @@ enum Phase {
     /// Welcome sent, waiting for the first StateAck.
     Welcomed {
         sent_at: Instant,
+        /// Sent more than once: the first StateAck may answer any copy, so its delay is
+        /// no RTT sample (Karn's rule; the chunks' own sequence numbers give clean ones).
+        resent: bool,
     },
     Sending(Box<Sender>),
-    Ready,
+    /// Has the whole start state; `rtt` as the transfer measured it.
+    Ready {
+        rtt: Option<Duration>,
+    },
 }
 
 #[derive(Debug)]
@@ -236,7 +245,11 @@ impl HostSession {
                 slot: p.slot,
                 name: p.name.clone(),
                 addr: Some(p.addr),
-                ready: matches!(p.phase, Phase::Ready),
+                ready: matches!(p.phase, Phase::Ready { .. }),
+                rtt: match p.phase {
+                    Phase::Ready { rtt } => rtt,
+                    _ => None,
+                },
             })
             .collect();
         if self.cfg.host_is_player {
@@ -245,6 +258,7 @@ impl HostSession {
                 name: self.info.player_name.clone(),
                 addr: None,
                 ready: true,
+                rtt: None,
             });
         }
         out.sort_by_key(|p| p.slot);
@@ -269,7 +283,11 @@ impl HostSession {
 
     /// True when at least one joiner is in and every joiner is ready.
     pub fn all_ready(&self) -> bool {
-        !self.peers.is_empty() && self.peers.iter().all(|p| matches!(p.phase, Phase::Ready))
+        !self.peers.is_empty()
+            && self
+                .peers
+                .iter()
+                .all(|p| matches!(p.phase, Phase::Ready { .. }))
     }
 
     pub fn handle_datagram(
@@ -331,7 +349,10 @@ impl HostSession {
             // A resent Hello: same slot, same Welcome, if it still needs one.
             peer.last_heard = now;
             if matches!(peer.phase, Phase::Welcomed { .. }) {
-                peer.phase = Phase::Welcomed { sent_at: now };
+                peer.phase = Phase::Welcomed {
+                    sent_at: now,
+                    resent: true,
+                };
                 self.queue.push_back(Transmit {
                     to: from,
                     bytes: peer.welcome.clone(),
@@ -420,7 +441,10 @@ impl HostSession {
             name: name.clone(),
             last_heard: now,
             welcome,
-            phase: Phase::Welcomed { sent_at: now },
+            phase: Phase::Welcomed {
+                sent_at: now,
+                resent: false,
+            },
         });
         self.events.push_back(HostEvent::Joined {
             slot,
@@ -446,9 +470,11 @@ impl HostSession {
             .find(|p| p.addr == from)
             .ok_or(Dropped::UnknownPeer(Kind::StateAck))?;
         peer.last_heard = now;
-        if let Phase::Welcomed { sent_at } = peer.phase {
+        if let Phase::Welcomed { sent_at, resent } = peer.phase {
             let mut rtt = Rtt::default();
-            rtt.sample(now.saturating_duration_since(sent_at));
+            if !resent {
+                rtt.sample(now.saturating_duration_since(sent_at));
+            }
             let chunk = CHUNK_SIZE;
             peer.phase =
                 Phase::Sending(Box::new(Sender::new(self.packed.clone(), chunk, rtt, now)));
@@ -460,7 +486,9 @@ impl HostSession {
                     sent = sender.sent, resent = sender.resent, "session: start state delivered");
                 self.stats.chunks_sent += sender.sent;
                 self.stats.chunks_resent += sender.resent;
-                peer.phase = Phase::Ready;
+                peer.phase = Phase::Ready {
+                    rtt: sender.rtt().measured(),
+                };
                 self.events.push_back(HostEvent::Ready { slot: peer.slot });
             }
         }
@@ -517,7 +545,7 @@ impl HostSession {
         let silent: Vec<u8> = self
             .peers
             .iter()
-            .filter(|p| !matches!(p.phase, Phase::Ready) && now >= p.last_heard + timeout)
+            .filter(|p| !matches!(p.phase, Phase::Ready { .. }) && now >= p.last_heard + timeout)
             .map(|p| p.slot)
             .collect();
         for slot in silent {
@@ -525,8 +553,9 @@ impl HostSession {
         }
         for peer in &mut self.peers {
             match &mut peer.phase {
-                Phase::Welcomed { sent_at } if now >= *sent_at + HELLO_INTERVAL => {
+                Phase::Welcomed { sent_at, resent } if now >= *sent_at + HELLO_INTERVAL => {
                     *sent_at = now;
+                    *resent = true;
                     self.queue.push_back(Transmit {
                         to: peer.addr,
                         bytes: peer.welcome.clone(),
@@ -580,12 +609,12 @@ impl HostSession {
         let timeout = self.cfg.handshake_timeout;
         let pending = self.pending.iter().map(|p| p.since + timeout);
         let peers = self.peers.iter().flat_map(|p| match &p.phase {
-            Phase::Welcomed { sent_at } => [
+            Phase::Welcomed { sent_at, .. } => [
                 Some(*sent_at + HELLO_INTERVAL),
                 Some(p.last_heard + timeout),
             ],
             Phase::Sending(s) => [s.deadline(), Some(p.last_heard + timeout)],
-            Phase::Ready => [None, None],
+            Phase::Ready { .. } => [None, None],
         });
         pending.chain(peers.flatten()).min()
     }

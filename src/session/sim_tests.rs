@@ -519,3 +519,34 @@ fn closed_lobby_refuses_late_joiners() {
         ))
     );
 }
+
+#[test]
+fn the_host_measures_each_joiners_round_trip_despite_resent_welcomes() {
+    // At 250 ms the joiner resends its Hello (every 250 ms) before the Welcome arrives, so
+    // the host sends the Welcome twice: the first StateAck must not count as a round trip
+    // from the second copy (it used to read about 0 ms). 1 KiB (one chunk) like the
+    // built-in game, and 100 KiB.
+    for (len, netsim) in [
+        (1024, "delay=125ms"),
+        (100_000, "delay=125ms"),
+        (1024, "delay=125ms,jitter=20ms,loss=25%"),
+        (1024, "delay=10ms"),
+    ] {
+        let want = if netsim.starts_with("delay=10ms") {
+            20.0
+        } else {
+            250.0
+        };
+        let mut sim = Sim::new(cfg(), random_state(len, 7), netsim);
+        sim.join(1, info("ana"), None);
+        assert!(sim.run_until(Duration::from_secs(30), |s| s.host.all_ready()));
+        let players = sim.host.players();
+        assert_eq!(players[0].rtt, None, "the host's own player");
+        let rtt = players[1].rtt.expect("a measured round trip").as_secs_f64() * 1000.0;
+        eprintln!("{len} bytes over {netsim}: host measured {rtt:.1} ms");
+        assert!(
+            rtt >= want * 0.8 && rtt <= want + 50.0,
+            "{len} bytes over {netsim}: {rtt:.1} ms, want about {want}"
+        );
+    }
+}

@@ -71,6 +71,11 @@ impl Rtt {
         self.srtt
     }
 
+    /// The smoothed RTT once a real sample came in (not the initial guess).
+    pub fn measured(&self) -> Option<Duration> {
+        self.sampled.then_some(self.srtt)
+    }
+
     /// How long a transmission may stay unacked once a later one got through.
     fn loss_delay(&self) -> Duration {
         let base = (self.srtt.max(self.latest) * 9 / 8).max(self.srtt + self.rttvar * 3);
