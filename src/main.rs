@@ -11,6 +11,7 @@ use tracing_subscriber::EnvFilter;
 fn main() -> ExitCode {
     init_logging();
     let cli = Cli::parse();
+    framelock::app::interrupt::install();
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

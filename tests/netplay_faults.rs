@@ -1,5 +1,6 @@
 //! Real processes on 127.0.0.1 when things go wrong: garbage datagrams at the host's port,
-//! a joiner killed with SIGKILL, the host killed with SIGKILL, and nobody listening.
+//! a joiner killed with SIGKILL, the host killed with SIGKILL, nobody listening, and Ctrl-C
+//! (SIGINT) on the host, on a joiner and in the lobby.
 
 mod netplay_common;
 
@@ -193,6 +194,184 @@ fn killed_host_ends_the_joiner_with_an_error() {
     eprintln!("joiner gave up {after:?} after the host was killed: {last}");
     let j = joiner.read_stats();
     assert!(j["frames"].as_u64().unwrap() < 1800, "{j:#}");
+}
+
+/// `framelock replay LOG --headless --fast --verify` passes.
+fn assert_log_verifies(dir: &std::path::Path, log: &std::path::Path) {
+    let out = netplay_common::framelock(dir)
+        .args(["replay", "--headless", "--fast", "--verify"])
+        .arg(log)
+        .output()
+        .expect("run framelock replay");
+    assert!(
+        out.status.success(),
+        "{} does not verify:\n{}",
+        log.display(),
+        netplay_common::text(&out)
+    );
+}
+
+#[test]
+fn ctrl_c_on_the_host_ends_the_session_cleanly_for_everyone() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let host_log = dir.path().join("host.flr");
+    let record = host_log.display().to_string();
+    let mut host = start_host(
+        dir.path(),
+        port,
+        &args(&["--bot", "1", "--record", &record]),
+    );
+    let mut joiner = start_join(
+        dir.path(),
+        port,
+        "join",
+        &args(&["--frames", "3600", "--bot", "2"]),
+    );
+    assert!(joiner
+        .wait_for_log("in session", Duration::from_secs(10))
+        .is_some());
+    std::thread::sleep(Duration::from_secs(3));
+    let pressed = Instant::now();
+    host.interrupt();
+    // The host stops at once (no lingering for joiners that are not finishing) and exits 0
+    // with its numbers written.
+    host.wait_ok(Duration::from_secs(5));
+    let host_took = pressed.elapsed();
+    let h = host.read_stats();
+    assert_eq!(h["end"], "quit", "{h:#}");
+    assert!(h["frames"].as_u64().unwrap() >= 120, "{h:#}");
+    // The joiner hears a goodbye: it ends well before the 2 s silence timeout, with an
+    // error that says the host quit.
+    let status = joiner.wait(Duration::from_secs(10));
+    let joiner_took = pressed.elapsed();
+    let log = joiner.log_text();
+    assert!(!status.success(), "{log}");
+    let last = log.lines().last().unwrap_or_default();
+    assert!(
+        last.starts_with("error:") && last.contains("host quit"),
+        "{last:?}\n{log}"
+    );
+    assert!(
+        joiner_took < Duration::from_millis(1500),
+        "the joiner took {joiner_took:?}: a timeout, not a goodbye\n{log}"
+    );
+    eprintln!("host exited {host_took:?} after Ctrl-C, the joiner {joiner_took:?}: {last}");
+    // The recording is complete up to the last frame and replays.
+    assert_log_verifies(dir.path(), &host_log);
+}
+
+#[test]
+fn ctrl_c_on_a_joiner_is_a_goodbye_not_a_timeout() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let mut host = start_host(dir.path(), port, &args(&["--frames", "900", "--bot", "1"]));
+    let join_log = dir.path().join("join.flr");
+    let record = join_log.display().to_string();
+    let mut joiner = start_join(
+        dir.path(),
+        port,
+        "join",
+        &args(&["--bot", "2", "--record", &record]),
+    );
+    assert!(joiner
+        .wait_for_log("in session", Duration::from_secs(10))
+        .is_some());
+    std::thread::sleep(Duration::from_secs(3));
+    let pressed = Instant::now();
+    joiner.interrupt();
+    joiner.wait_ok(Duration::from_secs(5));
+    let j = joiner.read_stats();
+    assert_eq!(j["end"], "quit", "{j:#}");
+    let out = host
+        .wait_for_log("player 2 is out (left)", Duration::from_secs(5))
+        .unwrap_or_else(|| panic!("the host never heard player 2 leave\n{}", host.log_text()));
+    let after = out.duration_since(pressed);
+    assert!(
+        after < Duration::from_millis(1500),
+        "{after:?}: a timeout, not a goodbye\n{}",
+        host.log_text()
+    );
+    assert!(
+        !host.log_text().contains("timed out"),
+        "{}",
+        host.log_text()
+    );
+    eprintln!("the host heard the joiner leave {after:?} after its Ctrl-C");
+    // The host plays on to its frame limit.
+    host.wait_ok(Duration::from_secs(30));
+    let h = host.read_stats();
+    assert_eq!(h["frames"], 900, "{h:#}");
+    assert_eq!(h["end"], "framelimit", "{h:#}");
+    assert_log_verifies(dir.path(), &join_log);
+}
+
+#[test]
+fn ctrl_c_before_the_game_starts() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    // A host waiting for 3 players, with one joiner in, which has the start state and waits
+    // for the first frame: Ctrl-C there is a goodbye the host's lobby hears.
+    let mut host = start_host(dir.path(), port, &args(&["--players", "3"]));
+    let mut joiner = start_join(dir.path(), port, "join", &args(&[]));
+    assert!(
+        host.wait_for_log("2/3 players ready", Duration::from_secs(10))
+            .is_some(),
+        "{}",
+        host.log_text()
+    );
+    joiner.interrupt();
+    joiner.wait_ok(Duration::from_secs(5));
+    let j = joiner.read_stats();
+    assert_eq!(
+        (j["frames"].as_u64(), j["end"].as_str()),
+        (Some(0), Some("quit")),
+        "{j:#}"
+    );
+    assert!(
+        host.wait_for_log("player 2 left (quit)", Duration::from_secs(3))
+            .is_some(),
+        "{}",
+        host.log_text()
+    );
+
+    // A joiner still in its handshake (nobody answers at this port) stops at once.
+    let mut lost = start_join(dir.path(), free_port(), "lost", &args(&[]));
+    assert!(lost
+        .wait_for_log("joining 127.0.0.1", Duration::from_secs(10))
+        .is_some());
+    let pressed = Instant::now();
+    lost.interrupt();
+    let status = lost.wait(Duration::from_secs(5));
+    let log = lost.log_text();
+    assert!(!status.success(), "{log}");
+    assert_eq!(
+        log.lines().last().unwrap_or_default(),
+        "error: interrupted before the game started",
+        "{log}"
+    );
+    assert!(
+        pressed.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        pressed.elapsed()
+    );
+
+    // So does the host in its lobby.
+    let pressed = Instant::now();
+    host.interrupt();
+    let status = host.wait(Duration::from_secs(5));
+    let log = host.log_text();
+    assert!(!status.success(), "{log}");
+    assert_eq!(
+        log.lines().last().unwrap_or_default(),
+        "error: interrupted before the game started",
+        "{log}"
+    );
+    assert!(
+        pressed.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        pressed.elapsed()
+    );
 }
 
 #[test]

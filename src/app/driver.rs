@@ -43,7 +43,7 @@ where
     let mut shown_at = 0;
     loop {
         let requests = frontend.wait(timeout)?;
-        if requests.quit {
+        if requests.quit || super::interrupt::requested() {
             runner.stop(EndReason::Quit);
         }
         if requests.toggle_pause {

@@ -3,6 +3,7 @@
 
 pub mod driver;
 pub mod headless;
+pub mod interrupt;
 pub mod local;
 pub mod machine;
 pub mod play;

@@ -131,4 +131,14 @@ impl Endpoint {
     pub fn queued(&self) -> usize {
         self.netsim.as_ref().map_or(0, |c| c.len())
     }
+
+    /// Before closing: lets the conditioner send what it still holds (a goodbye), for up
+    /// to `limit`.
+    pub fn drain(&mut self, limit: Duration) {
+        let deadline = Instant::now() + limit;
+        while self.queued() > 0 && Instant::now() < deadline {
+            self.flush_due(Instant::now());
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
 }

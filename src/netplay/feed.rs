@@ -526,12 +526,7 @@ impl NetFeed {
             Role::Join { session, .. } => session.leave(reason),
         }
         self.push(now);
-        let deadline = now + Duration::from_millis(500);
-        while self.endpoint.queued() > 0 && Instant::now() < deadline {
-            let now = Instant::now();
-            self.endpoint.flush_due(now);
-            std::thread::sleep(Duration::from_millis(1));
-        }
+        self.endpoint.drain(super::GOODBYE_DRAIN);
     }
 
     /// Takes what the frame observer produced: checksums to report, states to send.

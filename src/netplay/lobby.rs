@@ -4,9 +4,19 @@
 use std::time::{Duration, Instant};
 
 use crate::net::Endpoint;
-use crate::session::{HostEvent, HostSession, JoinEvent, JoinSession, StartState};
+use crate::session::{HostEvent, HostSession, JoinEvent, JoinSession, StartState, Transmit};
 
 use super::NetplayError;
+
+/// Sends what the session queued (its goodbyes) and lets it leave the conditioner.
+fn goodbye(endpoint: &mut Endpoint, mut poll: impl FnMut(Instant) -> Option<Transmit>) {
+    let now = Instant::now();
+    while let Some(t) = poll(now) {
+        endpoint.send(now, t.to, t.bytes);
+    }
+    endpoint.flush_due(now);
+    endpoint.drain(super::GOODBYE_DRAIN);
+}
 
 /// Waits until `want` players (the host's included) are in and ready, or `limit` passes.
 /// Returns the slots that are ready (the host's own slot 0 included).
@@ -57,6 +67,11 @@ pub fn host_lobby(
             .filter(|p| p.ready)
             .map(|p| p.slot)
             .collect();
+        if crate::app::interrupt::requested() {
+            session.shutdown("the host stopped before the game started");
+            goodbye(endpoint, |now| session.poll_transmit(now));
+            return Err(NetplayError::Interrupted);
+        }
         if ready.len() >= usize::from(want) && session.all_ready() {
             session.close_lobby();
             return Ok(ready);
@@ -114,6 +129,11 @@ pub fn join_lobby(
                 JoinEvent::Ready(state) => return Ok(*state),
                 JoinEvent::Failed(e) => return Err(NetplayError::Join(e)),
             }
+        }
+        if crate::app::interrupt::requested() {
+            session.leave("quit");
+            goodbye(endpoint, |now| session.poll_transmit(now));
+            return Err(NetplayError::Interrupted);
         }
         let wake = session
             .poll_timeout()

@@ -21,7 +21,9 @@ use thiserror::Error;
 pub use feed::{Exchange, NetEnd, NetFeed, Role, Shared};
 
 use crate::app::play::{load_content, open_core, open_core_only, run_session};
-use crate::app::{Feed, FrameObserver, ObserverError, PlayError, PlayOptions, PlaySummary, Runner};
+use crate::app::{
+    EndReason, Feed, FrameObserver, ObserverError, PlayError, PlayOptions, PlaySummary, Runner,
+};
 use crate::host::{hash_file, Core, HostError};
 use crate::input::{Bot, Inputs};
 use crate::lockstep::{self, Client, PeerId, Server};
@@ -91,7 +93,12 @@ pub enum NetplayError {
     LobbyTimeout { secs: u64, ready: usize, want: u8 },
     #[error("the session ended: {0}")]
     Ended(String),
+    #[error("interrupted before the game started")]
+    Interrupted,
 }
+
+/// Time a goodbye gets to leave the network conditioner before the process exits.
+const GOODBYE_DRAIN: Duration = Duration::from_millis(500);
 
 /// What the handshake compares: the core, the content and the option values.
 fn session_info(core: &Core, opts: &NetOptions) -> Result<SessionInfo, NetplayError> {
@@ -304,14 +311,25 @@ fn run(
     if let Some(r) = recording {
         r.finish();
     }
+    let quit = matches!(
+        result,
+        Ok(PlaySummary {
+            end: EndReason::Quit,
+            ..
+        })
+    );
     let feed = runner.feed_mut();
     let ended = feed.end().cloned();
     if ended.is_none() {
-        if feed.server().is_some() {
-            feed.linger(LINGER);
-            feed.close("host quit");
-        } else {
-            feed.close("finished");
+        match (feed.server().is_some(), quit) {
+            (true, false) => {
+                // Reached --frames: the joiners are about to, let them finish.
+                feed.linger(LINGER);
+                feed.close("host finished");
+            }
+            (true, true) => feed.close("host quit"),
+            (false, false) => feed.close("finished"),
+            (false, true) => feed.close("quit"),
         }
     }
     let mut summary = result?;

@@ -16,7 +16,7 @@ use serde_json::Value;
 #[path = "../fixtures/mod.rs"]
 mod fixtures;
 #[allow(unused_imports)] // each test crate uses a different subset
-pub use fixtures::{checksum, fixture, genesis, Genesis, SETUP_HINT};
+pub use fixtures::{checksum, fixture, framelock, genesis, text, Genesis, SETUP_HINT};
 
 /// No process of a test may live longer than this.
 pub const HARD_DEADLINE: Duration = Duration::from_secs(60);
@@ -128,6 +128,15 @@ impl Peer {
             self.label,
             self.log_text()
         );
+    }
+
+    /// SIGINT, what Ctrl-C in a terminal sends.
+    pub fn interrupt(&mut self) {
+        let sent = std::process::Command::new("kill")
+            .args(["-INT", &self.pid().to_string()])
+            .status()
+            .expect("run kill");
+        assert!(sent.success(), "kill -INT {} failed", self.pid());
     }
 
     /// SIGKILL (what `kill -9` sends) and reap.
