@@ -1,6 +1,8 @@
 //! Before the first frame: the host waits for its players to join and receive the start
-//! state; a joiner runs the handshake until it has the host's state.
+//! state; a joiner runs the handshake until it has the host's state. Both drive a sans-IO
+//! session (`session`) over the endpoint the same way: [`exchange`], react, [`sleep`].
 
+use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use crate::net::Endpoint;
@@ -8,13 +10,82 @@ use crate::session::{HostEvent, HostSession, JoinEvent, JoinSession, StartState,
 
 use super::NetplayError;
 
-/// Sends what the session queued (its goodbyes) and lets it leave the conditioner.
-fn goodbye(endpoint: &mut Endpoint, mut poll: impl FnMut(Instant) -> Option<Transmit>) {
+/// Longest a lobby sleeps between looks at the session (and at Ctrl-C).
+const POLL: Duration = Duration::from_millis(50);
+
+/// The part of a handshake session a lobby loop drives.
+trait Handshake {
+    /// False if the datagram was rejected.
+    fn datagram(&mut self, now: Instant, from: SocketAddr, bytes: &[u8]) -> bool;
+    fn timers(&mut self, now: Instant);
+    fn transmit(&mut self, now: Instant) -> Option<Transmit>;
+    fn deadline(&self) -> Option<Instant>;
+}
+
+impl Handshake for HostSession {
+    fn datagram(&mut self, now: Instant, from: SocketAddr, bytes: &[u8]) -> bool {
+        self.handle_datagram(now, from, bytes).is_ok()
+    }
+    fn timers(&mut self, now: Instant) {
+        self.handle_timeout(now)
+    }
+    fn transmit(&mut self, now: Instant) -> Option<Transmit> {
+        self.poll_transmit(now)
+    }
+    fn deadline(&self) -> Option<Instant> {
+        self.poll_timeout()
+    }
+}
+
+impl Handshake for JoinSession {
+    fn datagram(&mut self, now: Instant, from: SocketAddr, bytes: &[u8]) -> bool {
+        // Only the host talks to a joiner.
+        from == self.host() && self.handle_datagram(now, from, bytes).is_ok()
+    }
+    fn timers(&mut self, now: Instant) {
+        self.handle_timeout(now)
+    }
+    fn transmit(&mut self, now: Instant) -> Option<Transmit> {
+        self.poll_transmit(now)
+    }
+    fn deadline(&self) -> Option<Instant> {
+        self.poll_timeout()
+    }
+}
+
+/// One turn: takes in what arrived (counting rejects), runs the timers, sends what is due.
+fn exchange(
+    endpoint: &mut Endpoint,
+    session: &mut impl Handshake,
+) -> Result<Instant, NetplayError> {
     let now = Instant::now();
-    while let Some(t) = poll(now) {
+    for (from, bytes) in endpoint.recv(now)? {
+        if !session.datagram(now, from, &bytes) {
+            endpoint.note_invalid();
+        }
+    }
+    session.timers(now);
+    send_queued(endpoint, session, now);
+    Ok(now)
+}
+
+fn send_queued(endpoint: &mut Endpoint, session: &mut impl Handshake, now: Instant) {
+    while let Some(t) = session.transmit(now) {
         endpoint.send(now, t.to, t.bytes);
     }
     endpoint.flush_due(now);
+}
+
+/// Until a datagram arrives, the session's next timer, or `POLL`.
+fn sleep(endpoint: &Endpoint, session: &impl Handshake, now: Instant) -> Result<(), NetplayError> {
+    let wake = session.deadline().map_or(now + POLL, |t| t.min(now + POLL));
+    endpoint.wait_until(now, Some(wake))?;
+    Ok(())
+}
+
+/// Sends the goodbyes the session queued and lets them leave the conditioner.
+fn goodbye(endpoint: &mut Endpoint, session: &mut impl Handshake) {
+    send_queued(endpoint, session, Instant::now());
     endpoint.drain(super::GOODBYE_DRAIN);
 }
 
@@ -34,17 +105,7 @@ pub fn host_lobby(
         want.saturating_sub(1)
     );
     loop {
-        let now = Instant::now();
-        for (from, bytes) in endpoint.recv(now)? {
-            if session.handle_datagram(now, from, &bytes).is_err() {
-                endpoint.note_invalid();
-            }
-        }
-        session.handle_timeout(now);
-        while let Some(t) = session.poll_transmit(now) {
-            endpoint.send(now, t.to, t.bytes);
-        }
-        endpoint.flush_due(now);
+        let now = exchange(endpoint, session)?;
         while let Some(ev) = session.poll_event() {
             match ev {
                 HostEvent::Joined { slot, name, addr } => {
@@ -69,7 +130,7 @@ pub fn host_lobby(
             .collect();
         if crate::app::interrupt::requested() {
             session.shutdown("the host stopped before the game started");
-            goodbye(endpoint, |now| session.poll_transmit(now));
+            goodbye(endpoint, session);
             return Err(NetplayError::Interrupted);
         }
         if ready.len() >= usize::from(want) && session.all_ready() {
@@ -89,12 +150,7 @@ pub fn host_lobby(
                 });
             }
         }
-        let wake = session
-            .poll_timeout()
-            .map_or(now + Duration::from_millis(50), |t| {
-                t.min(now + Duration::from_millis(50))
-            });
-        endpoint.wait_until(now, Some(wake))?;
+        sleep(endpoint, session, now)?;
     }
 }
 
@@ -106,17 +162,7 @@ pub fn join_lobby(
     let host = session.host();
     tracing::info!("netplay: joining {host}");
     loop {
-        let now = Instant::now();
-        for (from, bytes) in endpoint.recv(now)? {
-            if from != host || session.handle_datagram(now, from, &bytes).is_err() {
-                endpoint.note_invalid();
-            }
-        }
-        session.handle_timeout(now);
-        while let Some(t) = session.poll_transmit(now) {
-            endpoint.send(now, t.to, t.bytes);
-        }
-        endpoint.flush_due(now);
+        let now = exchange(endpoint, session)?;
         while let Some(ev) = session.poll_event() {
             match ev {
                 JoinEvent::Welcomed {
@@ -132,14 +178,9 @@ pub fn join_lobby(
         }
         if crate::app::interrupt::requested() {
             session.leave("quit");
-            goodbye(endpoint, |now| session.poll_transmit(now));
+            goodbye(endpoint, session);
             return Err(NetplayError::Interrupted);
         }
-        let wake = session
-            .poll_timeout()
-            .map_or(now + Duration::from_millis(50), |t| {
-                t.min(now + Duration::from_millis(50))
-            });
-        endpoint.wait_until(now, Some(wake))?;
+        sleep(endpoint, session, now)?;
     }
 }
