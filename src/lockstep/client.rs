@@ -375,7 +375,14 @@ impl Client {
                 self.record_input_rtt(now, known_end, run.to().0, u32::from(run.lead));
                 self.lead = Some(u32::from(run.lead));
                 if let Some(since) = self.stall_since.take() {
-                    self.stalled += now.saturating_duration_since(since);
+                    let waited = now.saturating_duration_since(since);
+                    self.stalled += waited;
+                    tracing::debug!(
+                        frame = self.next_frame.0,
+                        lead = run.lead,
+                        ms = waited.as_millis() as u64,
+                        "lockstep: waited at a keyframe"
+                    );
                 }
             }
         }

@@ -531,11 +531,13 @@ fn the_host_measures_each_joiners_round_trip_despite_resent_welcomes() {
         (100_000, "delay=125ms"),
         (1024, "delay=125ms,jitter=20ms,loss=25%"),
         (1024, "delay=10ms"),
+        (1024, "delay=1000ms"),
+        (100_000, "delay=1000ms,loss=25%"),
     ] {
-        let want = if netsim.starts_with("delay=10ms") {
-            20.0
-        } else {
-            250.0
+        let want = match netsim.split(',').next() {
+            Some("delay=10ms") => 20.0,
+            Some("delay=1000ms") => 2000.0,
+            _ => 250.0,
         };
         let mut sim = Sim::new(cfg(), random_state(len, 7), netsim);
         sim.join(1, info("ana"), None);

@@ -316,11 +316,12 @@ impl Sender {
         self.state[index as usize] == ChunkState::InFlight(seq)
     }
 
-    /// Drops acked or superseded entries from the front of the log, keeping enough history
-    /// behind `highest_seq` for RTT samples.
+    /// Drops acked or superseded entries from the front of the log, keeping every entry past
+    /// `highest_seq`: a superseded copy may still be the one that arrives, and its ack is an
+    /// RTT sample (on a 2 s round trip the only one: every chunk is resent before its ack).
     fn trim_log(&mut self) {
         while let Some(&(seq, index, _)) = self.log.front() {
-            if self.is_live(seq, index) || (seq > self.highest_seq && self.in_flight > 0) {
+            if self.is_live(seq, index) || seq > self.highest_seq {
                 break;
             }
             self.log.pop_front();
