@@ -306,6 +306,22 @@ fn ctrl_c_on_a_joiner_is_a_goodbye_not_a_timeout() {
     assert_log_verifies(dir.path(), &join_log);
 }
 
+/// Ctrl-C to a peer that has not started playing: it exits non-zero at once, saying so.
+fn interrupt_before_the_start(peer: &mut netplay_common::Peer) {
+    let pressed = Instant::now();
+    peer.interrupt();
+    let status = peer.wait(Duration::from_secs(5));
+    let log = peer.log_text();
+    assert!(!status.success(), "{log}");
+    assert_eq!(
+        log.lines().last().unwrap_or_default(),
+        "error: interrupted before the game started",
+        "{log}"
+    );
+    let took = pressed.elapsed();
+    assert!(took < Duration::from_secs(2), "{}: {took:?}", peer.label);
+}
+
 #[test]
 fn ctrl_c_before_the_game_starts() {
     let dir = tempfile::tempdir().unwrap();
@@ -340,38 +356,9 @@ fn ctrl_c_before_the_game_starts() {
     assert!(lost
         .wait_for_log("joining 127.0.0.1", Duration::from_secs(10))
         .is_some());
-    let pressed = Instant::now();
-    lost.interrupt();
-    let status = lost.wait(Duration::from_secs(5));
-    let log = lost.log_text();
-    assert!(!status.success(), "{log}");
-    assert_eq!(
-        log.lines().last().unwrap_or_default(),
-        "error: interrupted before the game started",
-        "{log}"
-    );
-    assert!(
-        pressed.elapsed() < Duration::from_secs(2),
-        "{:?}",
-        pressed.elapsed()
-    );
-
+    interrupt_before_the_start(&mut lost);
     // So does the host in its lobby.
-    let pressed = Instant::now();
-    host.interrupt();
-    let status = host.wait(Duration::from_secs(5));
-    let log = host.log_text();
-    assert!(!status.success(), "{log}");
-    assert_eq!(
-        log.lines().last().unwrap_or_default(),
-        "error: interrupted before the game started",
-        "{log}"
-    );
-    assert!(
-        pressed.elapsed() < Duration::from_secs(2),
-        "{:?}",
-        pressed.elapsed()
-    );
+    interrupt_before_the_start(&mut host);
 }
 
 #[test]

@@ -152,11 +152,16 @@ pub struct NetFeed {
     started: Instant,
     /// The lockstep client has had frames from the server (the host's always has).
     contact: bool,
+    /// Wire bytes (sent, received) of the handshake and start state, before play began:
+    /// a one-time cost, kept apart from the rates.
+    lobby_bytes: (u64, u64),
 }
 
 impl NetFeed {
     pub fn new(endpoint: Endpoint, role: Role, client: Client, bot: Option<Bot>) -> NetFeed {
+        let e = endpoint.stats();
         NetFeed {
+            lobby_bytes: (e.wire_bytes_sent, e.wire_bytes_received),
             endpoint,
             role,
             client,
@@ -582,8 +587,8 @@ impl NetFeed {
             s.keyframe_interval,
             s.lead.map_or("-".into(), |l| l.to_string()),
             s.stalls,
-            e.wire_bytes_sent as f64 * 8.0 / 1000.0 / secs,
-            e.wire_bytes_received as f64 * 8.0 / 1000.0 / secs,
+            (e.wire_bytes_sent - self.lobby_bytes.0) as f64 * 8.0 / 1000.0 / secs,
+            (e.wire_bytes_received - self.lobby_bytes.1) as f64 * 8.0 / 1000.0 / secs,
         );
         match &self.role {
             Role::Host { server, .. } => {
@@ -686,6 +691,14 @@ impl Feed for NetFeed {
                 .map_or(0, |srv| srv.stats().traffic.packets_dropped_invalid);
         m.insert("bytes_sent".into(), json!(e.wire_bytes_sent));
         m.insert("bytes_received".into(), json!(e.wire_bytes_received));
+        // The span the bytes after the lobby were counted over: play, the wait for the first
+        // frames and the goodbye (wall_s covers play only).
+        m.insert(
+            "session_s".into(),
+            json!(self.started.elapsed().as_secs_f64()),
+        );
+        m.insert("lobby_bytes_sent".into(), json!(self.lobby_bytes.0));
+        m.insert("lobby_bytes_received".into(), json!(self.lobby_bytes.1));
         m.insert("payload_bytes_sent".into(), json!(e.bytes_sent));
         m.insert("payload_bytes_received".into(), json!(e.bytes_received));
         m.insert("packets_sent".into(), json!(e.packets_sent));

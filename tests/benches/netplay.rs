@@ -12,7 +12,9 @@
 //! Per run: stalled frames (display slots in which a frame was due but the lockstep client
 //! had none) as a share of frames, the added input latency (frames from sampling a pad to
 //! emulating it, median and 95th percentile, in ms), bytes per second per peer and direction
-//! with the 28 bytes of UDP/IPv4 headers, and whether both peers ended with the same checksum.
+//! during play with the 28 bytes of UDP/IPv4 headers (the handshake and start state before
+//! the first frame are left out: a one-time cost), and whether both peers ended with the
+//! same checksum.
 
 use std::fs::File;
 use std::net::UdpSocket;
@@ -111,16 +113,21 @@ fn wait(child: &mut Child, deadline: Instant) -> Result<(), String> {
 
 fn peer_run(stats: &Value) -> Result<PeerRun, String> {
     let u = |k: &str| stats[k].as_u64().ok_or(format!("no {k} in stats"));
+    let session_s = stats["session_s"]
+        .as_f64()
+        .ok_or("no session_s")?
+        .max(0.001);
     let frames = u("frames")?;
-    let wall = stats["wall_s"].as_f64().ok_or("no wall_s")?.max(0.001);
     let lat = &stats["input_latency_frames"];
     let lat_ms = |q: &str| lat[q].as_u64().map_or(f64::NAN, |f| f as f64 * FRAME_MS);
     Ok(PeerRun {
         stall_pct: u("stall_frames")? as f64 * 100.0 / frames.max(1) as f64,
         lat_median_ms: lat_ms("median"),
         lat_p95_ms: lat_ms("p95"),
-        up_bps: u("bytes_sent")? as f64 / wall,
-        down_bps: u("bytes_received")? as f64 / wall,
+        // After the lobby (the handshake and start state are a one-time cost), over the time
+        // they were counted in (play plus the host's wait for its joiners to finish).
+        up_bps: (u("bytes_sent")? - u("lobby_bytes_sent")?) as f64 / session_s,
+        down_bps: (u("bytes_received")? - u("lobby_bytes_received")?) as f64 / session_s,
         lead: stats["lead"].as_u64().unwrap_or(0),
         rtt_ms: stats["rtt_ms"].as_u64().unwrap_or(0),
         desyncs: u("desyncs_detected")?,
@@ -322,7 +329,7 @@ fn main() {
     }
     println!();
     println!(
-        "Stalled frames: display slots in which a frame was due and the lockstep had none, as a share of all frames. Latency: frames from sampling a pad to emulating it x 1000/60. B/s include 28 bytes of UDP/IPv4 headers per datagram; \"up\" counts what left the socket after the simulated loss (the sender emits up / (1 - loss))."
+        "Stalled frames: display slots in which a frame was due and the lockstep had none, as a share of all frames. Latency: frames from sampling a pad to emulating it x 1000/60. B/s are during play (the handshake and start state before it are left out) and include 28 bytes of UDP/IPv4 headers per datagram; \"up\" counts what left the socket after the simulated loss (the sender emits up / (1 - loss))."
     );
 
     println!();

@@ -232,6 +232,15 @@ pub fn assert_sane_stats(label: &str, s: &Value, frames: u64) {
     // Every datagram costs at least the 28 bytes of UDP/IPv4 headers.
     assert!(s["bytes_sent"].as_u64().unwrap() >= 28 * sent, "{ctx}");
     assert!(s["bytes_received"].as_u64().unwrap() >= 28 * recv, "{ctx}");
+    // The handshake and start state (before the first frame) are part of the totals; a
+    // joiner receives at least the start state's chunks, the host sends them.
+    let lobby_sent = s["lobby_bytes_sent"].as_u64().expect("lobby_bytes_sent");
+    let lobby_recv = s["lobby_bytes_received"]
+        .as_u64()
+        .expect("lobby_bytes_received");
+    assert!(lobby_sent > 0 && lobby_recv > 0, "{ctx}");
+    assert!(lobby_sent < s["bytes_sent"].as_u64().unwrap(), "{ctx}");
+    assert!(lobby_recv < s["bytes_received"].as_u64().unwrap(), "{ctx}");
     // Stalls are counted per display slot (one per 1/60 s), so bounded by the wall time.
     let wall = s["wall_s"].as_f64().expect("wall_s");
     assert!(
