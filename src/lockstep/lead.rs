@@ -6,7 +6,9 @@
 //! contains everything that can make a client wait at a keyframe: up to K - 1 frames of
 //! batching before the CTRL leaves, the trip to the server, waiting for the other players'
 //! samples, retransmissions after losses, and the trip back. Until a client has reported
-//! one, its TCP-style `SRTT + 4 * RTTVAR` plus K - 1 frames stands in.
+//! one, its TCP-style `SRTT + 4 * RTTVAR` plus K - 1 frames stands in; before its first
+//! timestamp came back, the round trip the handshake measured (`Server::seed_rtt`), so the
+//! lead covers the link from frame 0.
 //!
 //! `lead = ceil(worst * 1.02 / frame + MARGIN_FRAMES)` (a client catching up on drift runs up
 //! to 2 % fast and reaches its keyframe that much sooner), clamped to `min_lead..=max_lead`. The
