@@ -285,6 +285,22 @@ impl Server {
         Ok(())
     }
 
+    /// Sets the send budget toward `peer` (bytes per second, UDP/IP headers included; 0 = no
+    /// limit). The host's own client lives in the same process: no wire, so no budget.
+    pub fn set_send_budget(
+        &mut self,
+        peer: PeerId,
+        bytes_per_sec: u32,
+    ) -> Result<(), LockstepError> {
+        let p = self
+            .peers
+            .get_mut(peer.index())
+            .and_then(Option::as_mut)
+            .ok_or(LockstepError::NotPresent(peer))?;
+        p.budget = SendBudget::new(bytes_per_sec);
+        Ok(())
+    }
+
     /// Gives the server a round trip to `peer` measured before the session (the handshake's
     /// start-state transfer), so the first lead covers it already: without one the lead
     /// starts at `min_lead` and every client stalls for about a round trip right after

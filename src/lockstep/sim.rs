@@ -343,12 +343,18 @@ impl Sim {
             } else {
                 (spec.up.clone(), spec.down.clone(), spec.clock_rate)
             };
+            let mut lockstep = cfg.lockstep.clone();
+            if i == 0 {
+                // In memory, as in `netplay`: no wire, no send budget.
+                server.set_send_budget(id, 0).expect("present");
+                lockstep.send_budget = 0;
+            }
             if cfg.handshake_rtt && i > 0 {
                 let rtt = up.delay + down.delay;
                 server.seed_rtt(base, id, rtt).expect("seed rtt");
             }
             players.push(Player {
-                client: Client::new(cfg.lockstep.clone(), id, base).expect("valid config"),
+                client: Client::new(lockstep, id, base).expect("valid config"),
                 id,
                 rate,
                 base,

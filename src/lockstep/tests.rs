@@ -1,12 +1,12 @@
 //! Lockstep over the simulated network: every client applies the same inputs on every frame,
 //! no tap is lost, the lead adapts, and stalls, latency and bandwidth stay within bounds.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::input::Pad;
 
 use super::sim::{Link, PlayerSpec, Sim, SimConfig};
-use super::{ClientEvent, Config, PeerId, ServerEvent};
+use super::{Client, ClientEvent, Config, PeerId, Server, ServerEvent};
 
 pub(super) const FPS: f64 = 60.0;
 /// UDP + IPv4 header bytes per datagram, counted in bandwidth figures.
@@ -439,6 +439,57 @@ fn bandwidth_at_two_players_stays_under_2_5_kb_per_second() {
     assert_in_sync(&sim);
     assert!(o.up_bps <= 2500.0, "up {:.0} B/s", o.up_bps);
     assert!(o.down_bps <= 2500.0, "down {:.0} B/s", o.down_bps);
+}
+
+#[test]
+fn a_peer_without_send_budget_gets_every_round() {
+    // Two clients wired to the server in memory, a sample per millisecond when they have a
+    // frame for it (as fast as a catching-up peer): every publication is a round for each
+    // client. Peer 0 (the host's own client in `netplay`) has no budget, peer 1 keeps the
+    // 2400 B/s one.
+    let cfg = config(2, 1);
+    let t0 = Instant::now();
+    let mut server = Server::new(cfg.clone(), t0).unwrap();
+    let mut clients = Vec::new();
+    for i in 0..2u8 {
+        server.add_peer(PeerId(i), t0).unwrap();
+        // The clients send every sample at once, so the server publishes every millisecond.
+        let unlimited = Config {
+            send_budget: 0,
+            ..cfg.clone()
+        };
+        clients.push(Client::new(unlimited, PeerId(i), t0).unwrap());
+    }
+    server.set_send_budget(PeerId(0), 0).unwrap();
+    assert_eq!(
+        server.set_send_budget(PeerId(5), 0),
+        Err(super::LockstepError::NotPresent(PeerId(5)))
+    );
+    let mut received = [0u64; 2];
+    for ms in 0..1000u64 {
+        let now = t0 + Duration::from_millis(ms);
+        for c in clients.iter_mut() {
+            c.push_local_input(now, crate::input::Pad::NEUTRAL);
+            while c.poll_frame().is_some() {}
+            while let Some(d) = c.poll_transmit(now) {
+                server.handle_datagram(now, c.me(), &d);
+            }
+        }
+        server.handle_timeout(now);
+        while let Some((to, d)) = server.poll_transmit(now) {
+            received[to.index()] += 1;
+            clients[to.index()].handle_datagram(now, &d);
+        }
+    }
+    eprintln!(
+        "UPDATEs in 1 s: {} without a budget, {} with",
+        received[0], received[1]
+    );
+    // 2400 B/s buys about 50 of these (about 20 bytes + 28 of headers each). Peer 1 then
+    // runs out of frames and samples between its UPDATEs, which bounds the publications;
+    // peer 0 still gets a round for each (with the budget too, both got 51).
+    assert!(received[1] <= 60, "{received:?}");
+    assert!(received[0] >= 2 * received[1] - 5, "{received:?}");
 }
 
 #[test]

@@ -195,7 +195,13 @@ pub fn host(opts: &HostOptions) -> Result<PlaySummary, NetplayError> {
             server.seed_rtt(now, PeerId(p.slot), rtt)?;
         }
     }
-    let client = Client::new(lcfg, PeerId(0), now)?;
+    // The host's own player talks to the server in memory: no wire, no send budget.
+    server.set_send_budget(PeerId(0), 0)?;
+    let in_memory = lockstep::Config {
+        send_budget: 0,
+        ..lcfg
+    };
+    let client = Client::new(in_memory, PeerId(0), now)?;
     let names = session
         .players()
         .into_iter()
