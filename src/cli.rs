@@ -1,4 +1,7 @@
 //! Command-line interface (clap derive) and its layering over the config file.
+// The field docs are `--help` texts: `[IPV6]:PORT` or `[paths]` there are what the user
+// types, not links to items.
+#![allow(rustdoc::broken_intra_doc_links)]
 
 use std::path::PathBuf;
 use std::time::Duration;
