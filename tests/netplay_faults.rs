@@ -66,24 +66,35 @@ fn session_id(log: &str) -> u32 {
     u32::from_str_radix(&log[at..at + 8], 16).expect("hex session id")
 }
 
-#[test]
-fn garbage_datagrams_change_nothing() {
-    let dir = tempfile::tempdir().unwrap();
-    let port = free_port();
-    let frames = "720";
-    let mut host = start_host(dir.path(), port, &args(&["--frames", frames, "--bot", "1"]));
-    let mut joiner = start_join(
-        dir.path(),
-        port,
-        "join",
-        &args(&["--frames", frames, "--bot", "2"]),
-    );
+/// `host` and `join` on `port` with these extra arguments, once the joiner is in the session.
+fn start_session(
+    dir: &std::path::Path,
+    port: u16,
+    host_args: &[&str],
+    join_args: &[&str],
+) -> (netplay_common::Peer, netplay_common::Peer) {
+    let host = start_host(dir, port, &args(host_args));
+    let mut joiner = start_join(dir, port, "join", &args(join_args));
     assert!(
         joiner
             .wait_for_log("in session", Duration::from_secs(10))
             .is_some(),
         "{}",
         joiner.log_text()
+    );
+    (host, joiner)
+}
+
+#[test]
+fn garbage_datagrams_change_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let frames = "720";
+    let (mut host, mut joiner) = start_session(
+        dir.path(),
+        port,
+        &["--frames", frames, "--bot", "1"],
+        &["--frames", frames, "--bot", "2"],
     );
     let session = session_id(&joiner.log_text());
 
@@ -131,11 +142,12 @@ fn garbage_datagrams_change_nothing() {
 fn killed_joiner_is_dropped_and_the_host_plays_on() {
     let dir = tempfile::tempdir().unwrap();
     let port = free_port();
-    let mut host = start_host(dir.path(), port, &args(&["--frames", "900", "--bot", "1"]));
-    let mut joiner = start_join(dir.path(), port, "join", &args(&["--bot", "2"]));
-    assert!(joiner
-        .wait_for_log("in session", Duration::from_secs(10))
-        .is_some());
+    let (mut host, mut joiner) = start_session(
+        dir.path(),
+        port,
+        &["--frames", "900", "--bot", "1"],
+        &["--bot", "2"],
+    );
     std::thread::sleep(Duration::from_secs(4));
     assert!(host.try_status().is_none(), "{}", host.log_text());
     let killed = Instant::now();
@@ -162,16 +174,12 @@ fn killed_joiner_is_dropped_and_the_host_plays_on() {
 fn killed_host_ends_the_joiner_with_an_error() {
     let dir = tempfile::tempdir().unwrap();
     let port = free_port();
-    let mut host = start_host(dir.path(), port, &args(&["--bot", "1"]));
-    let mut joiner = start_join(
+    let (mut host, mut joiner) = start_session(
         dir.path(),
         port,
-        "join",
-        &args(&["--frames", "1800", "--bot", "2"]),
+        &["--bot", "1"],
+        &["--frames", "1800", "--bot", "2"],
     );
-    assert!(joiner
-        .wait_for_log("in session", Duration::from_secs(10))
-        .is_some());
     std::thread::sleep(Duration::from_secs(3));
     let killed = Instant::now();
     host.kill();
@@ -217,20 +225,12 @@ fn ctrl_c_on_the_host_ends_the_session_cleanly_for_everyone() {
     let port = free_port();
     let host_log = dir.path().join("host.flr");
     let record = host_log.display().to_string();
-    let mut host = start_host(
+    let (mut host, mut joiner) = start_session(
         dir.path(),
         port,
-        &args(&["--bot", "1", "--record", &record]),
+        &["--bot", "1", "--record", &record],
+        &["--frames", "3600", "--bot", "2"],
     );
-    let mut joiner = start_join(
-        dir.path(),
-        port,
-        "join",
-        &args(&["--frames", "3600", "--bot", "2"]),
-    );
-    assert!(joiner
-        .wait_for_log("in session", Duration::from_secs(10))
-        .is_some());
     std::thread::sleep(Duration::from_secs(3));
     let pressed = Instant::now();
     host.interrupt();
@@ -265,18 +265,14 @@ fn ctrl_c_on_the_host_ends_the_session_cleanly_for_everyone() {
 fn ctrl_c_on_a_joiner_is_a_goodbye_not_a_timeout() {
     let dir = tempfile::tempdir().unwrap();
     let port = free_port();
-    let mut host = start_host(dir.path(), port, &args(&["--frames", "900", "--bot", "1"]));
     let join_log = dir.path().join("join.flr");
     let record = join_log.display().to_string();
-    let mut joiner = start_join(
+    let (mut host, mut joiner) = start_session(
         dir.path(),
         port,
-        "join",
-        &args(&["--bot", "2", "--record", &record]),
+        &["--frames", "900", "--bot", "1"],
+        &["--bot", "2", "--record", &record],
     );
-    assert!(joiner
-        .wait_for_log("in session", Duration::from_secs(10))
-        .is_some());
     std::thread::sleep(Duration::from_secs(3));
     let pressed = Instant::now();
     joiner.interrupt();

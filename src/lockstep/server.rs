@@ -292,11 +292,7 @@ impl Server {
         peer: PeerId,
         bytes_per_sec: u32,
     ) -> Result<(), LockstepError> {
-        let p = self
-            .peers
-            .get_mut(peer.index())
-            .and_then(Option::as_mut)
-            .ok_or(LockstepError::NotPresent(peer))?;
+        let p = self.peer_mut(peer)?;
         p.budget = SendBudget::new(bytes_per_sec);
         Ok(())
     }
@@ -311,11 +307,7 @@ impl Server {
         peer: PeerId,
         rtt: Duration,
     ) -> Result<(), LockstepError> {
-        let p = self
-            .peers
-            .get_mut(peer.index())
-            .and_then(Option::as_mut)
-            .ok_or(LockstepError::NotPresent(peer))?;
+        let p = self.peer_mut(peer)?;
         if p.rtt.srtt().is_none() {
             p.rtt.update(rtt);
         }
@@ -326,13 +318,9 @@ impl Server {
     /// Takes a player out: it gets neutral input from the next unpublished frame on, which
     /// every remaining client is told. Raises [`ServerEvent::PeerLeft`].
     pub fn remove_peer(&mut self, peer: PeerId, now: Instant) -> Result<(), LockstepError> {
-        match self.peers.get(peer.index()) {
-            Some(Some(_)) => {
-                self.drop_peer(peer, now, LeaveReason::Removed);
-                Ok(())
-            }
-            _ => Err(LockstepError::NotPresent(peer)),
-        }
+        self.peer_mut(peer)?;
+        self.drop_peer(peer, now, LeaveReason::Removed);
+        Ok(())
     }
 
     /// Feeds a datagram that arrived from `from`. Malformed ones, other sessions or kinds, and
@@ -542,6 +530,13 @@ impl Server {
 
     fn peer(&self, peer: PeerId) -> Option<&Peer> {
         self.peers.get(peer.index()).and_then(|p| p.as_ref())
+    }
+
+    fn peer_mut(&mut self, peer: PeerId) -> Result<&mut Peer, LockstepError> {
+        self.peers
+            .get_mut(peer.index())
+            .and_then(Option::as_mut)
+            .ok_or(LockstepError::NotPresent(peer))
     }
 
     fn drop_peer(&mut self, peer: PeerId, now: Instant, reason: LeaveReason) {

@@ -121,6 +121,27 @@ fn drive(
     ticks
 }
 
+/// A runner whose feed refuses `polls` polls from frame `from` on, driven for one second.
+fn stalled_second(
+    from: u64,
+    polls: u32,
+) -> (
+    Runner<Counter, Scripted, ManualClock>,
+    ManualClock,
+    Counter,
+    Vec<Tick>,
+) {
+    let feed = Scripted {
+        stall: Some((from, polls)),
+        ..Default::default()
+    };
+    let (mut r, clock) = runner(feed, RunnerConfig::default());
+    let mut m = Counter::default();
+    let t0 = clock.get();
+    let ticks = drive(&mut r, &clock, &mut m, t0 + Duration::from_secs(1));
+    (r, clock, m, ticks)
+}
+
 #[test]
 fn paces_at_the_machine_fps_one_frame_per_display() {
     let (mut r, clock) = runner(Scripted::default(), RunnerConfig::default());
@@ -170,14 +191,7 @@ fn a_long_hitch_drops_the_backlog() {
 #[test]
 fn stalls_count_display_slots_and_wait_for_the_feed() {
     // The feed refuses 10 polls from frame 30 on; each refusal waits for the next slot.
-    let feed = Scripted {
-        stall: Some((30, 10)),
-        ..Default::default()
-    };
-    let (mut r, clock) = runner(feed, RunnerConfig::default());
-    let mut m = Counter::default();
-    let t0 = clock.get();
-    let ticks = drive(&mut r, &clock, &mut m, t0 + Duration::from_secs(1));
+    let (mut r, _, m, ticks) = stalled_second(30, 10);
     assert_eq!(r.stats().stall_frames, 10);
     let stalled: Vec<_> = ticks
         .iter()
@@ -194,14 +208,7 @@ fn stalls_count_display_slots_and_wait_for_the_feed() {
 
 #[test]
 fn waiting_for_the_first_frame_is_not_a_stall() {
-    let feed = Scripted {
-        stall: Some((0, 10)),
-        ..Default::default()
-    };
-    let (mut r, clock) = runner(feed, RunnerConfig::default());
-    let mut m = Counter::default();
-    let t0 = clock.get();
-    let ticks = drive(&mut r, &clock, &mut m, t0 + Duration::from_secs(1));
+    let (mut r, _, m, ticks) = stalled_second(0, 10);
     assert_eq!(
         ticks.iter().filter(|t| t.status == Status::Stalled).count(),
         10
@@ -212,14 +219,7 @@ fn waiting_for_the_first_frame_is_not_a_stall() {
 
 #[test]
 fn a_long_stall_does_not_cause_a_long_burst() {
-    let feed = Scripted {
-        stall: Some((30, 1_000_000)),
-        ..Default::default()
-    };
-    let (mut r, clock) = runner(feed, RunnerConfig::default());
-    let mut m = Counter::default();
-    let t0 = clock.get();
-    drive(&mut r, &clock, &mut m, t0 + Duration::from_secs(1));
+    let (mut r, clock, mut m, _) = stalled_second(30, 1_000_000);
     assert_eq!(m.frames, 30);
     let stalls = r.stats().stall_frames;
     assert!((29..=31).contains(&stalls), "{stalls} stall frames");
