@@ -279,8 +279,8 @@ impl Game {
         winner(self.match_winner)
     }
 
-    /// The trail grid as raw bytes (libretro system RAM). Writing to it changes the arena.
-    pub fn ram_mut(&mut self) -> &mut [u8] {
+    /// The trail grid as raw bytes. Writing to it changes the arena.
+    pub fn grid_mut(&mut self) -> &mut [u8] {
         self.grid.as_mut_bytes()
     }
 

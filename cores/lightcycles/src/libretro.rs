@@ -14,8 +14,9 @@ use libretro_sys::{
 };
 
 use crate::game::{pad, Game, Settings, MAX_PLAYERS, SCREEN_H, SCREEN_W};
+use crate::grid::GRID_CELLS;
 use crate::sound::{AUDIO_FRAMES, AUDIO_SAMPLES, SAMPLE_RATE};
-use crate::state::STATE_SIZE;
+use crate::state::{RAM_SIZE, STATE_SIZE};
 
 const API_VERSION: c_uint = 1;
 const DEVICE_JOYPAD: c_uint = 1;
@@ -84,14 +85,24 @@ enum Format {
     Rgb1555,
 }
 
-/// A loaded game and its output buffers. Boxed so the grid (system RAM) never moves.
+/// A loaded game and its output buffers. Boxed so `ram` never moves.
 struct Core {
     game: Game,
+    /// System RAM as the frontend sees it (`Game::ram_image`). The game keeps its state in
+    /// its own fields; this image is refreshed whenever that state changes, and the grid
+    /// part is read back before each frame so a frontend's writes change the arena.
+    ram: [u8; RAM_SIZE],
     xrgb: Vec<u32>,
     packed: Vec<u16>,
     audio: Vec<i16>,
     format: Format,
     bitmasks: bool,
+}
+
+impl Core {
+    fn refresh_ram(&mut self) {
+        self.game.ram_image(&mut self.ram);
+    }
 }
 
 static CORE: Mutex<Option<Box<Core>>> = Mutex::new(None);
@@ -347,6 +358,7 @@ pub extern "C" fn retro_reset() {
     guard((), || {
         if let Some(core) = lock(&CORE).as_mut() {
             core.game.reset();
+            core.refresh_ram();
         }
     })
 }
@@ -374,7 +386,11 @@ pub extern "C" fn retro_run() {
             if let Some(s) = settings {
                 core.game.set_settings(s);
             }
+            core.game
+                .grid_mut()
+                .copy_from_slice(&core.ram[..GRID_CELLS]);
             core.game.step(pads);
+            core.refresh_ram();
             core.game.render(&mut core.xrgb);
             core.game.audio(&mut core.audio);
             match core.format {
@@ -471,7 +487,7 @@ pub unsafe extern "C" fn retro_unserialize(data: *const c_void, size: usize) -> 
         // SAFETY: non-null with `size` readable bytes per the contract.
         let bytes = unsafe { std::slice::from_raw_parts(data.cast::<u8>(), STATE_SIZE) };
         let result = match lock(&CORE).as_mut() {
-            Some(core) => core.game.load(bytes),
+            Some(core) => core.game.load(bytes).inspect(|_| core.refresh_ram()),
             None => return false,
         };
         match result {
@@ -511,15 +527,17 @@ pub unsafe extern "C" fn retro_load_game(_info: *const GameInfo) -> bool {
         let bitmasks = unsafe { env(ENV_GET_INPUT_BITMASKS, std::ptr::null_mut()) };
         announce_inputs();
         let settings = read_settings();
-        let core = Core {
+        let mut core = Box::new(Core {
             game: Game::new(settings),
+            ram: [0; RAM_SIZE],
             xrgb: vec![0; SCREEN_W * SCREEN_H],
             packed: vec![0; SCREEN_W * SCREEN_H],
             audio: vec![0; AUDIO_SAMPLES],
             format,
             bitmasks,
-        };
-        *lock(&CORE) = Some(Box::new(core));
+        });
+        core.refresh_ram();
+        *lock(&CORE) = Some(core);
         log(
             LOG_INFO,
             &format!(
@@ -601,7 +619,9 @@ pub extern "C" fn retro_get_region() -> c_uint {
     guard(REGION_NTSC, || REGION_NTSC)
 }
 
-/// System RAM is the trail grid: one byte per cell, row-major, 0 = empty, seat + 1 = trail.
+/// System RAM is the whole machine: the trail grid (one byte per cell, row-major, 0 = empty,
+/// seat + 1 = trail; writable), then the other registers (read-only: rewritten every
+/// frame). Netplay frontends checksum this RAM to catch desyncs, so it must hold all the state.
 /// The pointer stays valid until `retro_unload_game`.
 #[no_mangle]
 pub extern "C" fn retro_get_memory_data(id: c_uint) -> *mut c_void {
@@ -610,7 +630,7 @@ pub extern "C" fn retro_get_memory_data(id: c_uint) -> *mut c_void {
             return std::ptr::null_mut();
         }
         match lock(&CORE).as_mut() {
-            Some(core) => core.game.ram_mut().as_mut_ptr().cast(),
+            Some(core) => core.ram.as_mut_ptr().cast(),
             None => std::ptr::null_mut(),
         }
     })
@@ -623,7 +643,7 @@ pub extern "C" fn retro_get_memory_size(id: c_uint) -> usize {
             return 0;
         }
         match lock(&CORE).as_mut() {
-            Some(core) => core.game.ram_mut().len(),
+            Some(core) => core.ram.len(),
             None => 0,
         }
     })

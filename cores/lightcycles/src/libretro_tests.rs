@@ -13,7 +13,7 @@ use crate::game::{
 use crate::grid::GRID_CELLS;
 use crate::libretro::*;
 use crate::sound::AUDIO_FRAMES;
-use crate::state::STATE_SIZE;
+use crate::state::{RAM_SIZE, STATE_SIZE};
 
 static PIXEL_FORMAT: AtomicU32 = AtomicU32::new(u32::MAX);
 static NO_GAME: AtomicBool = AtomicBool::new(false);
@@ -259,9 +259,41 @@ fn fake_frontend_drives_the_c_api() {
     // SAFETY: a writable buffer, too small for a state.
     assert!(!unsafe { retro_serialize(small.as_mut_ptr().cast(), small.len()) });
 
-    // System RAM is the trail grid.
-    assert_eq!(retro_get_memory_size(2), GRID_CELLS);
-    assert!(!retro_get_memory_data(2).is_null());
+    // System RAM is the whole machine: the grid, then the other registers.
+    assert_eq!(retro_get_memory_size(2), RAM_SIZE);
+    let ram = || {
+        // SAFETY: the core's RAM, RAM_SIZE bytes, valid while the game is loaded.
+        unsafe { std::slice::from_raw_parts(retro_get_memory_data(2).cast::<u8>(), RAM_SIZE) }
+    };
+    let mut game = Game::default();
+    game.load(&serialize()).unwrap();
+    let mut image = [0u8; RAM_SIZE];
+    game.ram_image(&mut image);
+    assert!(ram() == image, "RAM mirrors the loaded state");
+    // A coin changes the RAM even in a match, where credits are not drawn.
+    PORT2.store(u32::from(pad::SELECT), SeqCst);
+    run(1);
+    PORT2.store(0, SeqCst);
+    game.load(&serialize()).unwrap();
+    game.ram_image(&mut image);
+    assert!(ram() == image, "RAM follows every frame");
+    assert_eq!(game.mode(), Mode::Match);
+    game.credits -= 1;
+    let mut one_coin_less = [0u8; RAM_SIZE];
+    game.ram_image(&mut one_coin_less);
+    assert!(ram() != one_coin_less);
+    // A frontend's write to the grid part changes the arena from the next frame on.
+    let corner = GRID_CELLS - 1;
+    assert_eq!(ram()[corner], 0);
+    // SAFETY: as above, writable.
+    unsafe { *retro_get_memory_data(2).cast::<u8>().add(corner) = 3 };
+    run(1);
+    assert_eq!(
+        serialize()[STATE_SIZE - 1],
+        3,
+        "the written cell is in the state"
+    );
+    assert_eq!(ram()[corner], 3);
     assert!(retro_get_memory_data(0).is_null());
     assert_eq!(retro_get_memory_size(0), 0);
 

@@ -20,14 +20,13 @@ const SEAT: usize = 1 + 1 + 4;
 const RIDER: usize = 5;
 const SPARK: usize = 3;
 const VOICE: usize = 3 + 4 + 4 + 4 + 2 * 7;
+/// Bytes of machine state besides the grid.
+const REGISTERS: usize =
+    SCALARS + PADS + (SEAT + RIDER + SPARK) * MAX_PLAYERS + VOICE * VOICES + 4 * HUMS;
 /// Exact size of every savestate.
-pub const STATE_SIZE: usize = HEADER
-    + SCALARS
-    + PADS
-    + (SEAT + RIDER + SPARK) * MAX_PLAYERS
-    + VOICE * VOICES
-    + 4 * HUMS
-    + GRID_CELLS;
+pub const STATE_SIZE: usize = HEADER + REGISTERS + GRID_CELLS;
+/// Size of the libretro system RAM image: the grid, then the registers.
+pub const RAM_SIZE: usize = GRID_CELLS + REGISTERS;
 
 /// Why a savestate was refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -166,6 +165,27 @@ impl Game {
         w.bytes(&MAGIC);
         w.u16(VERSION);
         w.u16(0);
+        self.write_registers(&mut w);
+        w.bytes(self.grid.as_bytes());
+        debug_assert_eq!(w.pos, STATE_SIZE);
+        Ok(())
+    }
+
+    /// The machine as libretro system RAM: the trail grid first (cell `y * GRID_W + x` at
+    /// offset `y * GRID_W + x`), then every other register in savestate order. A frontend
+    /// that checksums this RAM sees all of the machine, credits and riders included.
+    pub fn ram_image(&self, out: &mut [u8; RAM_SIZE]) {
+        out[..GRID_CELLS].copy_from_slice(self.grid.as_bytes());
+        let mut w = Writer {
+            buf: &mut out[GRID_CELLS..],
+            pos: 0,
+        };
+        self.write_registers(&mut w);
+        debug_assert_eq!(w.pos, REGISTERS);
+    }
+
+    /// Everything but the header and the grid, in savestate order.
+    fn write_registers(&self, w: &mut Writer) {
         w.u8(self.mode as u8);
         w.u8(self.phase as u8);
         w.u16(self.timer);
@@ -215,9 +235,6 @@ impl Game {
         for &h in &self.synth.hum_phase {
             w.u32(h);
         }
-        w.bytes(self.grid.as_bytes());
-        debug_assert_eq!(w.pos, STATE_SIZE);
-        Ok(())
     }
 
     /// Restores a savestate. On error the game is left unchanged. Settings are kept.
@@ -326,7 +343,6 @@ impl Game {
             return Err(StateError::Invalid("grid cell"));
         }
         g.grid.as_mut_bytes().copy_from_slice(cells);
-        // Assigning in place keeps the grid at the same address (exposed as system RAM).
         *self = g;
         Ok(())
     }
@@ -367,5 +383,25 @@ mod tests {
         *bad.last_mut().unwrap() = 200; // grid cell
         assert_eq!(g.load(&bad), Err(StateError::Invalid("grid cell")));
         assert!(g.save() == before);
+    }
+
+    #[test]
+    fn ram_image_is_the_grid_then_every_register() {
+        let mut g = Game::default();
+        for f in 0..200 {
+            g.step([if f == 3 { crate::game::pad::SELECT } else { 0 }; MAX_PLAYERS]);
+        }
+        let state = g.save();
+        let mut ram = [0u8; RAM_SIZE];
+        g.ram_image(&mut ram);
+        assert!(ram[..GRID_CELLS] == state[STATE_SIZE - GRID_CELLS..]);
+        assert!(ram[GRID_CELLS..] == state[HEADER..STATE_SIZE - GRID_CELLS]);
+        // A register that is not drawn everywhere (the credit count) is in RAM: two machines
+        // one coin apart never show the same RAM.
+        let mut other = g.clone();
+        other.credits -= 1;
+        let mut other_ram = [0u8; RAM_SIZE];
+        other.ram_image(&mut other_ram);
+        assert!(ram != other_ram);
     }
 }
