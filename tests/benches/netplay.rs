@@ -6,7 +6,7 @@
 //! 20/100/250 ms x jitter 0/20 ms x loss 0/5/25 %, plus one run at 2 s RTT and 25 % loss.
 //! Each run lasts `FRAMELOCK_BENCH_SECS` seconds of play (default 60); runs go
 //! `FRAMELOCK_BENCH_JOBS` at a time (default 2: a peer at 60 fps is mostly idle);
-//! `FRAMELOCK_BENCH_ONLY=100/20/5,20/20/0` picks scenarios by RTT/jitter/loss;
+//! `FRAMELOCK_BENCH_ONLY=100/20/5,100/10/5` runs only these RTT/jitter/loss scenarios;
 //! `FRAMELOCK_BENCH_BUDGET=0` passes `--send-budget 0` (no bandwidth cap) to both peers.
 //!
 //! Per run: stalled frames (display slots in which a frame was due but the lockstep client
@@ -277,12 +277,23 @@ fn main() {
         jitter_ms: 0,
         loss_pct: 25,
     });
-    // `FRAMELOCK_BENCH_ONLY=100/20/5,20/20/0` (RTT/jitter/loss) runs only those scenarios.
+    // `FRAMELOCK_BENCH_ONLY=100/20/5,100/10/5` (RTT/jitter/loss) runs just those scenarios,
+    // in or outside the matrix.
     if let Ok(only) = std::env::var("FRAMELOCK_BENCH_ONLY") {
-        let wanted: Vec<String> = only.split(',').map(|s| s.trim().to_string()).collect();
-        queue.retain(|s: &Scenario| {
-            wanted.contains(&format!("{}/{}/{}", s.rtt_ms, s.jitter_ms, s.loss_pct))
-        });
+        queue = only
+            .split(',')
+            .map(|s| {
+                let n: Vec<u32> = s.trim().split('/').filter_map(|n| n.parse().ok()).collect();
+                match n[..] {
+                    [rtt_ms, jitter_ms, loss_pct] => Scenario {
+                        rtt_ms,
+                        jitter_ms,
+                        loss_pct,
+                    },
+                    _ => panic!("FRAMELOCK_BENCH_ONLY: {s:?} is not RTT/jitter/loss in ms, ms, %"),
+                }
+            })
+            .collect();
     }
     let total = queue.len();
     println!(
