@@ -28,6 +28,9 @@ const MAX_SEEN_NOTICES: usize = 256;
 const INPUT_RTT_WINDOW: usize = 240;
 /// The quantile of the input round trip that sizes the lead.
 const INPUT_RTT_QUANTILE: f64 = 0.99;
+/// Samples measured before the input round trip is reported: the server trusts the first
+/// reports over its handshake estimate at once, so they must be more than a lucky few.
+const INPUT_RTT_MIN_SAMPLES: usize = 60;
 
 /// When and at which frame a local sample was pushed.
 #[derive(Clone, Copy, Debug)]
@@ -466,9 +469,9 @@ impl Client {
             0 => self.next_check,
             n => self.checksums[n - 1].0 + 1,
         };
-        let input_rtt_ms = self
-            .input_rtt
-            .quantile(INPUT_RTT_QUANTILE)
+        let input_rtt_ms = Some(&self.input_rtt)
+            .filter(|w| w.len() >= INPUT_RTT_MIN_SAMPLES)
+            .and_then(|w| w.quantile(INPUT_RTT_QUANTILE))
             .map(|d| d.as_millis().min(u128::from(u16::MAX)) as u16)
             .and_then(|v| msg::refresh(v, &mut self.irtt_sent, seq));
         let ctrl = Ctrl {

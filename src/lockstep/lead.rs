@@ -19,6 +19,12 @@
 //! stalls everyone until it does), and falls at most every `STEP_DOWN`, by an eighth of the
 //! gap (at least one frame), only after `HOLD_AFTER_RISE` without a rise, and only while a
 //! target computed with half a frame of extra margin is still lower (hysteresis).
+//!
+//! One exception: until every client has reported its input round trip (a client reports
+//! once it has measured 60 samples), the lead rests on estimates (the handshake's single
+//! sample gives `SRTT + 4 * RTTVAR` = 3 round trips). The first complete set of measurements
+//! replaces that at once, down as well as up, instead of spending the first seconds of
+//! every session coming down from it.
 
 use std::time::{Duration, Instant};
 
@@ -37,6 +43,8 @@ pub struct LeadController {
     frame: Duration,
     last_rise: Option<Instant>,
     last_step: Option<Instant>,
+    /// The lead has followed measured input round trips (not estimates) at least once.
+    measured: bool,
 }
 
 impl LeadController {
@@ -48,6 +56,7 @@ impl LeadController {
             frame,
             last_rise: None,
             last_step: None,
+            measured: false,
         }
     }
 
@@ -63,10 +72,16 @@ impl LeadController {
         (frames.min(f64::from(self.max)) as u32).clamp(self.min, self.max)
     }
 
-    /// Moves the lead toward the target for `rtt` (the worst round trip); returns it.
-    pub fn update(&mut self, now: Instant, rtt: Option<Duration>) -> u32 {
+    /// Moves the lead toward the target for `rtt` (the worst round trip; `measured`: every
+    /// client's own report, not an estimate); returns it.
+    pub fn update(&mut self, now: Instant, rtt: Option<Duration>, measured: bool) -> u32 {
         let up = self.target(rtt, 0.0);
-        if up > self.lead {
+        if measured && !self.measured {
+            self.measured = true;
+            self.lead = up;
+            self.last_rise = Some(now);
+            self.last_step = Some(now);
+        } else if up > self.lead {
             self.lead = up;
             self.last_rise = Some(now);
             self.last_step = Some(now);
@@ -98,27 +113,47 @@ mod tests {
         let t0 = Instant::now();
         let ms = Duration::from_millis;
         // 100 ms = 6 frames; + margin -> 7.
-        assert_eq!(l.update(t0, Some(ms(100))), 7);
-        assert_eq!(l.update(t0 + ms(10), Some(ms(300))), 19);
+        assert_eq!(l.update(t0, Some(ms(100)), true), 7);
+        assert_eq!(l.update(t0 + ms(10), Some(ms(300)), true), 19);
         // Better link: nothing for 2 s, then an eighth of the gap (12 frames) per 250 ms.
-        assert_eq!(l.update(t0 + ms(1000), Some(ms(100))), 19);
-        assert_eq!(l.update(t0 + ms(2100), Some(ms(100))), 17);
-        assert_eq!(l.update(t0 + ms(2200), Some(ms(100))), 17);
-        assert_eq!(l.update(t0 + ms(2400), Some(ms(100))), 15);
+        assert_eq!(l.update(t0 + ms(1000), Some(ms(100)), true), 19);
+        assert_eq!(l.update(t0 + ms(2100), Some(ms(100)), true), 17);
+        assert_eq!(l.update(t0 + ms(2200), Some(ms(100)), true), 17);
+        assert_eq!(l.update(t0 + ms(2400), Some(ms(100)), true), 15);
         let mut t = t0 + ms(2400);
         let mut seen = vec![15];
         for _ in 0..40 {
             t += ms(250);
-            seen.push(l.update(t, Some(ms(100))));
+            seen.push(l.update(t, Some(ms(100)), true));
         }
         assert_eq!(l.lead(), 7);
         // Close to the target it moves one frame per step.
         assert!(seen.windows(2).all(|w| w[0] - w[1] <= 2));
         assert_eq!(&seen[seen.len() - 3..], &[7, 7, 7]);
         // A target that wobbles within the hysteresis does not move it.
-        assert_eq!(l.update(t + ms(3000), Some(ms(95))), 7);
+        assert_eq!(l.update(t + ms(3000), Some(ms(95)), true), 7);
         // No round trip known (host only): the minimum.
         assert_eq!(l.target(None, 0.0), 2);
         assert_eq!(l.target(Some(Duration::from_secs(60)), 0.0), 240);
+    }
+
+    #[test]
+    fn the_first_measurements_replace_the_handshake_estimate_at_once() {
+        let frame = Duration::from_micros(16_667);
+        let mut l = LeadController::new(2, 240, frame);
+        let t0 = Instant::now();
+        let ms = Duration::from_millis;
+        // The handshake's 250 ms sample, as SRTT + 4 * RTTVAR: 750 ms.
+        assert_eq!(l.update(t0, Some(ms(750)), false), 46);
+        assert_eq!(l.update(t0 + ms(300), Some(ms(700)), false), 46);
+        // Every client measured about 300 ms: down at once, no hold.
+        assert_eq!(l.update(t0 + ms(400), Some(ms(300)), true), 19);
+        // From then on the usual rules: up at once, down only after the hold.
+        assert_eq!(l.update(t0 + ms(500), Some(ms(400)), true), 25);
+        assert_eq!(l.update(t0 + ms(900), Some(ms(300)), true), 25);
+        // A measurement that starts higher than the estimate also takes over at once.
+        let mut l = LeadController::new(2, 240, frame);
+        assert_eq!(l.update(t0, Some(ms(100)), false), 7);
+        assert_eq!(l.update(t0 + ms(100), Some(ms(200)), true), 13);
     }
 }

@@ -18,8 +18,10 @@
 //! - The lead follows the worst *input round trip* (sample pushed -> its frame received,
 //!   99th percentile over 4 s, reported by each client; see `lead`): up at once, down slowly
 //!   with hysteresis; from frame 0 it covers the round trip the handshake measured
-//!   ([`Server::seed_rtt`]). K and the lead are separate numbers, so the added latency is one
-//!   round trip plus K - 1 frames, not one or two keyframe intervals on top.
+//!   ([`Server::seed_rtt`]), generously, until every client has reported its own (after 60
+//!   samples), which replaces that estimate at once. K and the lead are separate numbers, so
+//!   the added latency is one round trip plus K - 1 frames, not one or two keyframe
+//!   intervals on top.
 //! - Lead changes never lose a tap: the lead grows by repeating a player's last applied input
 //!   for one more frame, and shrinks by dropping a sample equal to the input before it. The
 //!   sequence of distinct inputs (every press and release, one-frame taps included) is kept.

@@ -79,6 +79,10 @@ impl WindowQuantile {
     }
 
     /// The `q` quantile (0..=1) of the window.
+    pub fn len(&self) -> usize {
+        self.samples.len()
+    }
+
     pub fn quantile(&self, q: f64) -> Option<Duration> {
         if self.samples.is_empty() {
             return None;

@@ -607,7 +607,18 @@ impl Server {
             .max()
             // A client may run up to MAX_PACE fast, and then reaches its keyframe sooner.
             .map(|d| d.mul_f64(MAX_PACE));
-        let lead = self.lead.update(now, worst);
+        let mut peers = self.peers.iter().flatten().peekable();
+        let measured = peers.peek().is_some() && peers.all(|p| p.input_rtt.is_some());
+        let before = self.lead.lead();
+        let lead = self.lead.update(now, worst, measured);
+        if lead != before {
+            tracing::debug!(
+                "lockstep: lead {before} -> {lead} frames at {} (worst input round trip {:?}, {})",
+                self.frontier(),
+                worst.unwrap_or_default(),
+                if measured { "measured" } else { "estimated" }
+            );
+        }
         if self.peers.iter().all(|p| p.is_none()) {
             return;
         }
