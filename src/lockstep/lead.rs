@@ -76,12 +76,10 @@ impl LeadController {
     /// client's own report, not an estimate); returns it.
     pub fn update(&mut self, now: Instant, rtt: Option<Duration>, measured: bool) -> u32 {
         let up = self.target(rtt, 0.0);
-        if measured && !self.measured {
-            self.measured = true;
-            self.lead = up;
-            self.last_rise = Some(now);
-            self.last_step = Some(now);
-        } else if up > self.lead {
+        // The first measurements replace the estimate even when lower.
+        let first_measured = measured && !self.measured;
+        self.measured |= measured;
+        if up > self.lead || first_measured {
             self.lead = up;
             self.last_rise = Some(now);
             self.last_step = Some(now);

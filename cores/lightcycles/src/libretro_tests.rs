@@ -270,7 +270,7 @@ fn fake_frontend_drives_the_c_api() {
     let mut image = [0u8; RAM_SIZE];
     game.ram_image(&mut image);
     assert!(ram() == image, "RAM mirrors the loaded state");
-    // A coin changes the RAM even in a match, where credits are not drawn.
+    // The registers are in RAM, not only the grid: a coin during a match changes it.
     PORT2.store(u32::from(pad::SELECT), SeqCst);
     run(1);
     PORT2.store(0, SeqCst);

@@ -396,8 +396,8 @@ mod tests {
         g.ram_image(&mut ram);
         assert!(ram[..GRID_CELLS] == state[STATE_SIZE - GRID_CELLS..]);
         assert!(ram[GRID_CELLS..] == state[HEADER..STATE_SIZE - GRID_CELLS]);
-        // A register that is not drawn everywhere (the credit count) is in RAM: two machines
-        // one coin apart never show the same RAM.
+        // The registers are in RAM, not only the grid: two machines one coin apart never
+        // show the same RAM.
         let mut other = g.clone();
         other.credits -= 1;
         let mut other_ram = [0u8; RAM_SIZE];
