@@ -42,7 +42,7 @@ fn grab(display: &str, png: &Path) -> Option<(usize, (u32, u32, u32, u32))> {
     Some((count, (x0, y0, x1, y1)))
 }
 
-/// Only one window test at a time: they share the screen-grab directory and Xvfb numbers.
+/// Only one window test at a time: they share the screen-grab directory.
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// Runs `framelock play ARGS --frames 300` in a window on a fresh Xvfb, grabbing the X screen

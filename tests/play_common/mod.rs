@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::Value;
 
@@ -58,44 +58,46 @@ impl Drop for Xvfb {
     }
 }
 
+/// Starts Xvfb on a display of its own choosing and returns once it accepts connections:
+/// with `-displayfd 1` it prints the display number on stdout only when ready. Its socket
+/// file appears earlier, and a client that connects then can be refused.
 pub fn start_xvfb() -> Xvfb {
     assert!(
         Path::new("/usr/bin/Xvfb").exists(),
         "Xvfb is not installed: {SETUP_HINT}"
     );
-    for n in 90..200 {
-        let socket = PathBuf::from(format!("/tmp/.X11-unix/X{n}"));
-        if socket.exists() || Path::new(&format!("/tmp/.X{n}-lock")).exists() {
-            continue;
+    // -br: black root window, so every non-black pixel is ours.
+    let mut child = Command::new("Xvfb")
+        .args([
+            "-displayfd",
+            "1",
+            "-screen",
+            "0",
+            "1280x1024x24",
+            "-br",
+            "-nolisten",
+            "tcp",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start Xvfb");
+    let stdout = child.stdout.take().expect("piped stdout");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let _ = std::io::BufRead::read_line(&mut std::io::BufReader::new(stdout), &mut line);
+        let _ = tx.send(line);
+    });
+    match rx.recv_timeout(Duration::from_secs(10)) {
+        Ok(line) if line.trim().parse::<u32>().is_ok() => Xvfb {
+            child,
+            display: format!(":{}", line.trim()),
+        },
+        outcome => {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("Xvfb did not become ready within 10 s: {outcome:?}");
         }
-        let display = format!(":{n}");
-        // -br: black root window, so every non-black pixel is ours.
-        let mut child = Command::new("Xvfb")
-            .args([
-                &display,
-                "-screen",
-                "0",
-                "1280x1024x24",
-                "-br",
-                "-nolisten",
-                "tcp",
-            ])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start Xvfb");
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while Instant::now() < deadline {
-            if socket.exists() {
-                return Xvfb { child, display };
-            }
-            if child.try_wait().unwrap().is_some() {
-                break; // lost a race for this display number; try the next
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        let _ = child.kill();
-        let _ = child.wait();
     }
-    panic!("could not start Xvfb on any display :90..:199");
 }
