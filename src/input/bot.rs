@@ -54,8 +54,9 @@ struct Temperament {
 pub struct Bot {
     rng: SmallRng,
     style: Temperament,
-    /// Frame of the last `next` call, to tell how many frames elapsed.
-    frame: Option<u64>,
+    /// Frame of the last `next` call and its pad: tells how many frames elapsed, and
+    /// answers a repeated call for the same frame without drawing again.
+    frame: Option<(u64, Pad)>,
     direction: Option<usize>,
     direction_until: u64,
     /// For each of `ACTIONS`: the first frame at which it is released again.
@@ -100,21 +101,23 @@ impl Bot {
         }
     }
 
-    /// The pad for `frame`. Call it once per emulated frame with increasing frame numbers;
-    /// the result depends only on the seed, the port and the sequence of frames.
+    /// The pad for `frame`. Call it with non-decreasing frame numbers; the result depends
+    /// only on the seed, the port and the frame, not on how often or how late it is asked
+    /// (a netplay loop asks again while it waits for a frame).
     pub fn next(&mut self, frame: u64) -> Pad {
         // Frames skipped since the last call still advance the state, one step each, so a
         // caller that jumps ahead stays deterministic too.
         let first = match self.frame {
-            Some(last) if frame > last => last + 1,
-            Some(_) => frame,
-            None => frame,
+            Some((last, pad)) if frame == last => return pad,
+            Some((last, _)) if frame > last => last + 1,
+            _ => frame,
         };
         for f in first..frame {
             self.step(f);
         }
-        self.frame = Some(frame);
-        self.step(frame)
+        let pad = self.step(frame);
+        self.frame = Some((frame, pad));
+        pad
     }
 
     fn hold_length(&mut self, tap_chance: f64) -> u64 {
@@ -210,6 +213,20 @@ mod tests {
                 assert_ne!(runs[a], runs[b], "ports {a} and {b} played identically");
             }
         }
+    }
+
+    #[test]
+    fn asking_again_for_a_frame_changes_nothing() {
+        let once = run(Bot::new(9), 3000);
+        let mut bot = Bot::new(9);
+        let asked_thrice: Vec<Pad> = (0..3000)
+            .map(|f| {
+                let pad = bot.next(f);
+                assert_eq!(bot.next(f), pad, "frame {f} asked again");
+                bot.next(f)
+            })
+            .collect();
+        assert_eq!(asked_thrice, once);
     }
 
     #[test]

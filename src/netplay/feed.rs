@@ -140,7 +140,9 @@ pub struct NetFeed {
     role: Role,
     client: Client,
     bot: Option<Bot>,
-    local: Pad,
+    /// The local players' pad as last sampled (keyboard, gamepads); the bot's pad is added
+    /// to it per frame.
+    keys: Pad,
     shared: Shared,
     /// Test hook: flip these bits of this player's input at this frame, on this peer only.
     inject: Option<(u32, u16)>,
@@ -166,7 +168,7 @@ impl NetFeed {
             role,
             client,
             bot,
-            local: Pad::NEUTRAL,
+            keys: Pad::NEUTRAL,
             shared: Rc::default(),
             inject: None,
             end: None,
@@ -216,6 +218,16 @@ impl NetFeed {
 
     pub fn endpoint(&self) -> &Endpoint {
         &self.endpoint
+    }
+
+    /// The sampled keys plus the bot's pad for the client's current frame (the bot answers
+    /// a repeated frame with the same pad).
+    fn local_pad(&mut self) -> Pad {
+        let mut pad = self.keys;
+        if let Some(bot) = &mut self.bot {
+            pad.0 |= bot.next(u64::from(self.client.frame().0)).0;
+        }
+        pad
     }
 
     fn name(&self, slot: u8) -> String {
@@ -610,11 +622,7 @@ impl NetFeed {
 
 impl Feed for NetFeed {
     fn sample(&mut self, now: Instant, local: &Inputs) {
-        let mut pad = local[0];
-        if let Some(bot) = &mut self.bot {
-            pad.0 |= bot.next(u64::from(self.client.frame().0)).0;
-        }
-        self.local = pad;
+        self.keys = local[0];
         self.pull(now);
         self.push(now);
     }
@@ -625,11 +633,9 @@ impl Feed for NetFeed {
         if self.end.is_some() {
             return FeedPoll::End;
         }
-        if let Some(bot) = &mut self.bot {
-            // A bot decides per frame, even when several frames run in one tick.
-            self.local.0 = bot.next(u64::from(self.client.frame().0)).0;
-        }
-        self.client.push_local_input(now, self.local);
+        // A bot decides per frame, even when several frames run in one tick.
+        let pad = self.local_pad();
+        self.client.push_local_input(now, pad);
         let frame = self.client.poll_frame();
         self.push(now);
         match frame {
