@@ -97,6 +97,9 @@ pub struct Client {
     /// Next sample whose latency (frames until applied) is recorded.
     lat_next: u32,
     input_rtt: WindowQuantile,
+    /// When the first frames arrived. Samples pushed before (the sample for frame 0, taps
+    /// while waiting) also waited for the session to start, so they do not measure the link.
+    first_frames_at: Option<Instant>,
     /// Received frames not handed out yet, from `next_frame`, each with our lead on it.
     frames: VecDeque<(Inputs, u8)>,
     next_frame: Frame,
@@ -152,6 +155,7 @@ impl Client {
             irtt_next: 0,
             lat_next: 0,
             input_rtt: WindowQuantile::new(INPUT_RTT_WINDOW),
+            first_frames_at: None,
             frames: VecDeque::new(),
             next_frame: Frame::ZERO,
             lead: None,
@@ -295,7 +299,8 @@ impl Client {
             let Some(sample) = frame.checked_sub(lead).filter(|s| *s >= self.irtt_next) else {
                 continue;
             };
-            if let Some(info) = self.info(sample) {
+            let started = self.first_frames_at.unwrap_or(now);
+            if let Some(info) = self.info(sample).filter(|i| i.pushed >= started) {
                 self.input_rtt
                     .record(now.saturating_duration_since(info.pushed));
             }
@@ -375,6 +380,7 @@ impl Client {
                 let skip = (known_end - run.from.0) as usize;
                 self.frames
                     .extend(run.frames[skip..].iter().map(|f| (*f, run.lead)));
+                self.first_frames_at.get_or_insert(now);
                 self.record_input_rtt(now, known_end, run.to().0, u32::from(run.lead));
                 self.lead = Some(u32::from(run.lead));
                 if let Some(since) = self.stall_since.take() {

@@ -2,7 +2,9 @@
 //!
 //! The server sizes it by the worst *input round trip* among the clients: each client
 //! measures, for every one of its samples, the time from pushing it to receiving the frame
-//! that carries it, and reports the 99th percentile of the last 4 s in its CTRLs. That time
+//! that carries it, and reports the 99th percentile of the last 4 s in its CTRLs (samples
+//! pushed before the first frames arrived waited for the session to start, not for the
+//! link, and are left out). That time
 //! contains everything that can make a client wait at a keyframe: up to K - 1 frames of
 //! batching before the CTRL leaves, the trip to the server, waiting for the other players'
 //! samples, retransmissions after losses, and the trip back. Until a client has reported

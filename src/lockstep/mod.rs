@@ -23,8 +23,10 @@
 //!   the added latency is one round trip plus K - 1 frames, not one or two keyframe
 //!   intervals on top.
 //! - Lead changes never lose a tap: the lead grows by repeating a player's last applied input
-//!   for one more frame, and shrinks by dropping a sample equal to the input before it. The
-//!   sequence of distinct inputs (every press and release, one-frame taps included) is kept.
+//!   for one more frame, and shrinks by dropping a sample equal to the input before it (only
+//!   the players furthest ahead drop, so no player's samples wait for another's newer ones).
+//!   The sequence of distinct inputs (every press and release, one-frame taps included) is
+//!   kept.
 //! - Clock drift: the server estimates each client's phase from when its samples were pushed
 //!   and sends its advance in every UPDATE; [`Client::pace`] (0.98..=1.02) slows a client that
 //!   runs ahead (see `timesync`).

@@ -627,9 +627,20 @@ impl Server {
             let frame = self.frontier().0;
             // Shrink: a player ahead of the lead drops one sample equal to the input before
             // it (at most one per published frame), so its lead falls without losing a change.
+            // Only players with the largest offset drop: a frame waits for the newest sample
+            // it carries, so a player whose offset fell below another's would hold the
+            // other's samples back, and their measured round trips (and so the lead) with them.
+            let largest = self
+                .peers
+                .iter()
+                .flatten()
+                .map(|p| frame.saturating_sub(p.next))
+                .max()
+                .unwrap_or(0);
             for p in self.peers.iter_mut().flatten() {
                 if !p.dropped
                     && frame.saturating_sub(p.next) > lead
+                    && frame.saturating_sub(p.next) == largest
                     && p.samples.front() == Some(&p.last)
                 {
                     p.samples.pop_front();

@@ -566,3 +566,86 @@ fn bench_matrix() {
         }
     }
 }
+
+#[test]
+fn the_wait_for_the_first_frames_is_not_an_input_round_trip() {
+    // A joiner pushes its frame-0 sample and then waits for the host to start (a one-way
+    // trip for the start-state ack, then the host's first UPDATE). That wait is the session
+    // starting, not the link; counted, it is the largest of the first report's 60 samples,
+    // which the server adopts at once (10 instead of 8 frames on a clean 100 ms link).
+    let cfg = config(1, 1);
+    let t0 = Instant::now();
+    let mut server = Server::new(cfg.clone(), t0).unwrap();
+    server.add_peer(PeerId(0), t0).unwrap();
+    let mut client = Client::new(cfg, PeerId(0), t0).unwrap();
+    let start = Duration::from_millis(500);
+    let one_way = Duration::from_millis(10);
+    // Datagrams in flight: (arrival, to the server?, bytes).
+    let mut flight: Vec<(Instant, bool, Vec<u8>)> = Vec::new();
+    let mut frames = 0;
+    let mut t = t0;
+    let first_report = loop {
+        if let Some(rtt) = server.stats().peers[0].input_rtt {
+            break rtt;
+        }
+        assert!(frames < 600, "no input round trip reported");
+        // The host's server runs from `start` on; what the client sent before waits for it.
+        let host_up = t >= t0 + start;
+        flight.sort_by_key(|(at, ..)| *at);
+        while host_up && flight.first().is_some_and(|(at, ..)| *at <= t) {
+            let (_, to_server, bytes) = flight.remove(0);
+            if to_server {
+                server.handle_datagram(t, PeerId(0), &bytes);
+            } else {
+                client.handle_datagram(t, &bytes);
+            }
+        }
+        if host_up {
+            server.handle_timeout(t);
+            while let Some((_, bytes)) = server.poll_transmit(t) {
+                flight.push((t + one_way, false, bytes));
+            }
+        }
+        client.push_local_input(t, Pad(frames as u16 & 1));
+        if client.poll_frame().is_some() {
+            frames += 1;
+        }
+        while let Some(bytes) = client.poll_transmit(t) {
+            flight.push((t + one_way, true, bytes));
+        }
+        t += Duration::from_millis(1);
+    };
+    assert!(
+        first_report < Duration::from_millis(100),
+        "first input round trip {first_report:?}: the start's 500 ms wait was counted"
+    );
+}
+
+#[test]
+fn a_falling_lead_does_not_raise_itself_again() {
+    // The host's player has no link, the joiner a clean 100 ms one. The lead starts from the
+    // handshake's estimate (3 round trips) and falls to the first measurement at once; both
+    // players then shed samples. If the host's player shed faster, frames waited for its
+    // newer samples, the joiner measured those waits as round trips, and the lead rose
+    // again and stuck a frame above what the link needs (9 instead of 8 over real UDP).
+    let specs = vec![
+        PlayerSpec::symmetric(Link::default()),
+        PlayerSpec::symmetric(Link::rtt_ms(100)),
+    ];
+    let mut cfg = SimConfig::new(config(2, 2), specs, 5);
+    cfg.warmup = Duration::ZERO;
+    cfg.handshake_rtt = true;
+    let (sim, o) = run(cfg, 1800);
+    print("host + 100 ms joiner from frame 0", &o);
+    assert_in_sync(&sim);
+    let leads: Vec<u32> = sim.lead_log.iter().map(|(_, l)| *l).collect();
+    let low = leads
+        .iter()
+        .position(|&l| l <= 10)
+        .expect("the lead never fell");
+    assert!(
+        leads[low..].windows(2).all(|w| w[1] <= w[0]),
+        "the lead rose again after falling: {leads:?}"
+    );
+    assert_eq!(sim.server.lead(), 8, "leads {leads:?}");
+}
