@@ -295,11 +295,11 @@ impl Client {
 
     /// Frames `from..to` just arrived: each carries sample `frame - lead`, pushed some time ago.
     fn record_input_rtt(&mut self, now: Instant, from: u32, to: u32, lead: u32) {
+        let started = self.first_frames_at.unwrap_or(now);
         for frame in from..to {
             let Some(sample) = frame.checked_sub(lead).filter(|s| *s >= self.irtt_next) else {
                 continue;
             };
-            let started = self.first_frames_at.unwrap_or(now);
             if let Some(info) = self.info(sample).filter(|i| i.pushed >= started) {
                 self.input_rtt
                     .record(now.saturating_duration_since(info.pushed));
