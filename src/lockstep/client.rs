@@ -232,7 +232,7 @@ impl Client {
         });
         self.last_pad = pad;
         self.newest_pushed_at = Some(at);
-        if (index + 1).is_multiple_of(self.cfg.keyframe_interval) || self.redundant() {
+        if self.every_sample() || (index + 1).is_multiple_of(self.cfg.keyframe_interval) {
             self.send_due = true;
         }
     }
@@ -432,17 +432,39 @@ impl Client {
         }
     }
 
-    /// The next CTRL, when one is due: after every K-th sample, or a keyframe interval after
-    /// the previous one (retransmission and keepalive while stalled).
+    /// True when every sample asks for a CTRL (K = 1, or a lossy link), not every K-th.
+    fn every_sample(&self) -> bool {
+        self.cfg.keyframe_interval == 1 || self.redundant()
+    }
+
+    /// When a CTRL goes out without a new sample (retransmission and keepalive while
+    /// stalled): a keyframe interval after the last one and after the newest sample. While
+    /// samples flow they trigger the CTRLs, at the moment each is pushed.
+    fn resend_at(&self) -> Option<Instant> {
+        let last = self.last_send?;
+        Some(last.max(self.newest_pushed_at.unwrap_or(last)) + self.cfg.resend_interval())
+    }
+
+    /// The next CTRL, when one is due: after every K-th sample (every sample on a lossy
+    /// link), or at the resend timer (see `resend_at`). Call right after pushing a sample.
     pub fn poll_transmit(&mut self, now: Instant) -> Option<Vec<u8>> {
         self.last_now = self.last_now.max(now);
         if self.lost {
             return None;
         }
-        let timer = self
-            .last_send
-            .is_none_or(|t| now >= t + self.cfg.resend_interval());
-        if !(self.send_due || timer) || !self.budget.allows(now) {
+        let timer = self.resend_at().is_none_or(|t| now >= t);
+        if !(self.send_due || timer) {
+            return None;
+        }
+        if !self.budget.allows(now) {
+            if !timer && self.every_sample() {
+                // A CTRL is worth most right after the sample it carries. Out of budget now, it
+                // waits for the next sample instead of leaving as soon as the bucket refills:
+                // mid-frame sends keep the bucket empty at every push, so every sample would
+                // wait for tokens (12 ms on average over real UDP at 2.4 KB/s) instead of
+                // one in four waiting a frame (4 ms on average).
+                self.send_due = false;
+            }
             return None;
         }
         let seq = self.send_seq;
@@ -514,8 +536,7 @@ impl Client {
         let send = if self.send_due {
             self.last_now
         } else {
-            self.last_send
-                .map_or(self.last_now, |t| t + self.cfg.resend_interval())
+            self.resend_at().unwrap_or(self.last_now)
         };
         let send = self.budget.ready_at(send);
         let warn = (!self.warned).then(|| self.last_heard + self.cfg.warn_after);

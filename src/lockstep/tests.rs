@@ -493,6 +493,67 @@ fn a_peer_without_send_budget_gets_every_round() {
 }
 
 #[test]
+fn a_ctrl_short_of_budget_waits_for_the_next_sample_not_for_tokens() {
+    // K = 1: every sample asks for a CTRL, but 2400 B/s buys about 50 a second, so some
+    // samples must wait. The feed polls the network every 2 ms, like `netplay`'s loop. If a
+    // CTRL left as soon as the bucket refilled, mid-frame, the bucket would be empty at the
+    // next push and every sample would wait for tokens; held for the next sample, most
+    // samples leave the moment they are pushed.
+    let cfg = config(1, 1);
+    let t0 = Instant::now();
+    let mut server = Server::new(cfg.clone(), t0).unwrap();
+    server.add_peer(PeerId(0), t0).unwrap();
+    server.set_send_budget(PeerId(0), 0).unwrap();
+    let mut client = Client::new(cfg, PeerId(0), t0).unwrap();
+    let frame = Duration::from_micros(16_667);
+    // CTRLs sent, and those of them sent in the same call as a push.
+    let mut sent = 0usize;
+    let mut sent_as_pushed = 0usize;
+    let mut pushes = 0u32;
+    let mut bytes = 0usize;
+    for step in 0..5_000u32 {
+        // Frame ticks fall between the 2 ms service polls; both are visited in time order.
+        let service = t0 + Duration::from_millis(2 * u64::from(step));
+        let tick = t0 + frame * pushes;
+        let now = if tick <= service {
+            pushes += 1;
+            client.push_local_input(tick, Pad(u16::from(pushes.is_multiple_of(7))));
+            while client.poll_frame().is_some() {}
+            tick
+        } else {
+            service
+        };
+        while let Some(d) = client.poll_transmit(now) {
+            bytes += d.len() + UDP_IP as usize;
+            sent += 1;
+            sent_as_pushed += usize::from(now == tick);
+            server.handle_datagram(now, PeerId(0), &d);
+        }
+        server.handle_timeout(now);
+        while let Some((_, d)) = server.poll_transmit(now) {
+            client.handle_datagram(now, &d);
+        }
+    }
+    let secs = (frame * pushes).as_secs_f64();
+    let rate = sent as f64 / secs;
+    let at_push = sent_as_pushed as f64 / f64::from(pushes);
+    eprintln!(
+        "{pushes} samples, {sent} CTRLs ({rate:.0}/s, {:.0} B/s), {:.0}% sent as pushed",
+        bytes as f64 / secs,
+        100.0 * at_push
+    );
+    // The budget binds (fewer CTRLs than samples) and is kept ...
+    assert!(rate < 57.0 && bytes as f64 / secs <= 2450.0, "{rate:.1}/s");
+    // ... and the CTRLs leave with a sample: mid-frame sends would leave almost none.
+    assert_eq!(sent_as_pushed, sent, "some CTRLs left mid-frame");
+    assert!(
+        at_push > 0.75,
+        "{:.0}% of samples sent at once",
+        100.0 * at_push
+    );
+}
+
+#[test]
 fn datagrams_stay_under_the_limit_with_2s_of_unacked_changing_input() {
     let mut cfg = uniform(8, Link::rtt_ms(2000).loss(0.25), 17);
     cfg.chaotic_bots = true;
