@@ -1,6 +1,6 @@
 //! Real processes on 127.0.0.1 when things go wrong: garbage datagrams at the host's port,
 //! a joiner killed with SIGKILL, the host killed with SIGKILL, nobody listening, and Ctrl-C
-//! (SIGINT) on the host, on a joiner and in the lobby.
+//! (SIGINT) on the host, on a joiner and in the lobby, and a second Ctrl-C.
 
 mod netplay_common;
 
@@ -300,6 +300,48 @@ fn ctrl_c_on_a_joiner_is_a_goodbye_not_a_timeout() {
     assert_eq!(h["frames"], 900, "{h:#}");
     assert_eq!(h["end"], "framelimit", "{h:#}");
     assert_log_verifies(dir.path(), &join_log);
+}
+
+#[test]
+fn a_second_ctrl_c_exits_at_once() {
+    // The joiner's conditioner holds its datagrams for 700 ms, so after the first Ctrl-C its
+    // clean exit waits out the goodbye drain (0.5 s): the second Ctrl-C lands in that wait.
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let join_log = dir.path().join("join.flr");
+    let record = join_log.display().to_string();
+    let (mut host, mut joiner) = start_session(
+        dir.path(),
+        port,
+        &["--frames", "3600", "--bot", "1"],
+        &["--bot", "2", "--record", &record, "--netsim", "delay=700ms"],
+    );
+    std::thread::sleep(Duration::from_secs(2));
+    joiner.interrupt();
+    assert!(
+        joiner
+            .wait_for_log("Ctrl-C again to exit at once", Duration::from_secs(5))
+            .is_some(),
+        "{}",
+        joiner.log_text()
+    );
+    let pressed = Instant::now();
+    joiner.interrupt();
+    let status = joiner.wait(Duration::from_secs(5));
+    let took = pressed.elapsed();
+    let log = joiner.log_text();
+    // 130 is what a shell reports for a SIGINT death; the clean exit would have been 0.
+    assert_eq!(status.code(), Some(130), "{log}");
+    assert!(log.contains("interrupted again: exiting now"), "{log}");
+    eprintln!("the second Ctrl-C ended the joiner in {took:?}");
+    // The recording was finished before the goodbye: it still replays.
+    let out = netplay_common::framelock(dir.path())
+        .args(["replay", "--headless", "--fast"])
+        .arg(&join_log)
+        .output()
+        .expect("run framelock replay");
+    assert!(out.status.success(), "{}", netplay_common::text(&out));
+    host.kill();
 }
 
 /// Ctrl-C to a peer that has not started playing: it exits non-zero at once, saying so.
