@@ -261,17 +261,31 @@ fn ctrl_c_on_the_host_ends_the_session_cleanly_for_everyone() {
     assert_log_verifies(dir.path(), &host_log);
 }
 
+/// A session (on a free port) whose joiner records to `dir/join.flr`, once it is in.
+fn joiner_records(
+    dir: &std::path::Path,
+    host_args: &[&str],
+    join_args: &[&str],
+) -> (
+    netplay_common::Peer,
+    netplay_common::Peer,
+    std::path::PathBuf,
+) {
+    let log = dir.join("join.flr");
+    let record = log.display().to_string();
+    let mut join_args = join_args.to_vec();
+    join_args.extend(["--record", &record]);
+    let (host, joiner) = start_session(dir, free_port(), host_args, &join_args);
+    (host, joiner, log)
+}
+
 #[test]
 fn ctrl_c_on_a_joiner_is_a_goodbye_not_a_timeout() {
     let dir = tempfile::tempdir().unwrap();
-    let port = free_port();
-    let join_log = dir.path().join("join.flr");
-    let record = join_log.display().to_string();
-    let (mut host, mut joiner) = start_session(
+    let (mut host, mut joiner, join_log) = joiner_records(
         dir.path(),
-        port,
         &["--frames", "900", "--bot", "1"],
-        &["--bot", "2", "--record", &record],
+        &["--bot", "2"],
     );
     std::thread::sleep(Duration::from_secs(3));
     let pressed = Instant::now();
@@ -307,14 +321,10 @@ fn a_second_ctrl_c_exits_at_once() {
     // The joiner's conditioner holds its datagrams for 700 ms, so after the first Ctrl-C its
     // clean exit waits out the goodbye drain (0.5 s): the second Ctrl-C lands in that wait.
     let dir = tempfile::tempdir().unwrap();
-    let port = free_port();
-    let join_log = dir.path().join("join.flr");
-    let record = join_log.display().to_string();
-    let (mut host, mut joiner) = start_session(
+    let (mut host, mut joiner, join_log) = joiner_records(
         dir.path(),
-        port,
         &["--frames", "3600", "--bot", "1"],
-        &["--bot", "2", "--record", &record, "--netsim", "delay=700ms"],
+        &["--bot", "2", "--netsim", "delay=700ms"],
     );
     std::thread::sleep(Duration::from_secs(2));
     joiner.interrupt();

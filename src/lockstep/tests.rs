@@ -492,6 +492,16 @@ fn a_peer_without_send_budget_gets_every_round() {
     assert!(received[0] >= 2 * received[1] - 5, "{received:?}");
 }
 
+/// A server and its only client (K = 1, default budget), wired by the test itself.
+fn one_player_in_memory() -> (Instant, Server, Client) {
+    let cfg = config(1, 1);
+    let t0 = Instant::now();
+    let mut server = Server::new(cfg.clone(), t0).unwrap();
+    server.add_peer(PeerId(0), t0).unwrap();
+    let client = Client::new(cfg, PeerId(0), t0).unwrap();
+    (t0, server, client)
+}
+
 #[test]
 fn a_ctrl_short_of_budget_waits_for_the_next_sample_not_for_tokens() {
     // K = 1: every sample asks for a CTRL, but 2400 B/s buys about 50 a second, so some
@@ -499,12 +509,8 @@ fn a_ctrl_short_of_budget_waits_for_the_next_sample_not_for_tokens() {
     // CTRL left as soon as the bucket refilled, mid-frame, the bucket would be empty at the
     // next push and every sample would wait for tokens; held for the next sample, most
     // samples leave the moment they are pushed.
-    let cfg = config(1, 1);
-    let t0 = Instant::now();
-    let mut server = Server::new(cfg.clone(), t0).unwrap();
-    server.add_peer(PeerId(0), t0).unwrap();
+    let (t0, mut server, mut client) = one_player_in_memory();
     server.set_send_budget(PeerId(0), 0).unwrap();
-    let mut client = Client::new(cfg, PeerId(0), t0).unwrap();
     let frame = Duration::from_micros(16_667);
     // CTRLs sent, and those of them sent in the same call as a push.
     let mut sent = 0usize;
@@ -634,11 +640,7 @@ fn the_wait_for_the_first_frames_is_not_an_input_round_trip() {
     // trip for the start-state ack, then the host's first UPDATE). That wait is the session
     // starting, not the link; counted, it is the largest of the first report's 60 samples,
     // which the server adopts at once (10 instead of 8 frames on a clean 100 ms link).
-    let cfg = config(1, 1);
-    let t0 = Instant::now();
-    let mut server = Server::new(cfg.clone(), t0).unwrap();
-    server.add_peer(PeerId(0), t0).unwrap();
-    let mut client = Client::new(cfg, PeerId(0), t0).unwrap();
+    let (t0, mut server, mut client) = one_player_in_memory();
     let start = Duration::from_millis(500);
     let one_way = Duration::from_millis(10);
     // Datagrams in flight: (arrival, to the server?, bytes).
