@@ -103,7 +103,7 @@ pub struct NetArgs {
     #[arg(long, value_name = "N", default_value_t = 60, value_parser = clap::value_parser!(u32).range(1..=3600))]
     pub checksum_interval: u32,
     /// Most bytes per second this peer sends to each other peer, UDP/IP headers included
-    /// (0: no limit). On a lossy link more bytes buy a frame or two less input delay.
+    /// (0: no limit). On a lossy link more bytes buy up to a frame less input delay.
     #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_SEND_BUDGET)]
     pub send_budget: u32,
     /// Test hook: FRAME[:MASK] flips input bits (default: Select) of this peer's own player

@@ -15,7 +15,7 @@ use thiserror::Error;
 
 pub const MAGIC: [u8; 2] = *b"FL";
 /// Bumped on every incompatible wire change; peers with another version are refused by name.
-pub const PROTOCOL_VERSION: u8 = 1;
+pub const PROTOCOL_VERSION: u8 = 2;
 pub const HEADER_LEN: usize = 8;
 /// Datagrams larger than this are never sent (fits a 1280-byte IPv6 MTU with headers to spare).
 pub const MAX_DATAGRAM: usize = 1200;
@@ -82,6 +82,8 @@ pub enum WireError {
     UnknownKind(u8),
     #[error("malformed {0:?} body")]
     Malformed(Kind),
+    #[error("UPDATE coded against frame {0}, which this peer does not hold")]
+    MissingBase(u32),
 }
 
 impl Header {

@@ -5,7 +5,7 @@ use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 use crate::input::{Inputs, Pad};
-use crate::wire::{Header, Kind};
+use crate::wire::{Header, Kind, WireError};
 
 use super::budget::SendBudget;
 use super::frame::{seq_newer, Frame, PeerId};
@@ -24,6 +24,9 @@ const MAX_CHECKSUMS: usize = 16;
 const MAX_SENT_RECORDS: usize = 1024;
 /// Notices remembered to raise each event once.
 const MAX_SEEN_NOTICES: usize = 256;
+/// Received frames kept as bases for delta coding (68 s at 60 fps): the server codes against
+/// the frame before the oldest one we have not acknowledged, at most a few round trips back.
+const HELD_FRAMES: usize = 4096;
 /// Input round trips kept for the reported quantile (4 s at 60 fps).
 const INPUT_RTT_WINDOW: usize = 240;
 /// The quantile of the input round trip that sizes the lead.
@@ -102,6 +105,10 @@ pub struct Client {
     first_frames_at: Option<Instant>,
     /// Received frames not handed out yet, from `next_frame`, each with our lead on it.
     frames: VecDeque<(Inputs, u8)>,
+    /// The newest received frames, handed out or not, from frame `held_base`: an UPDATE's
+    /// first frame is delta-coded against the frame before it, which we acknowledged.
+    held: VecDeque<Inputs>,
+    held_base: u32,
     next_frame: Frame,
     lead: Option<u32>,
     send_seq: u16,
@@ -156,6 +163,8 @@ impl Client {
             lat_next: 0,
             input_rtt: WindowQuantile::new(INPUT_RTT_WINDOW),
             first_frames_at: None,
+            held: VecDeque::new(),
+            held_base: 0,
             frames: VecDeque::new(),
             next_frame: Frame::ZERO,
             lead: None,
@@ -325,9 +334,12 @@ impl Client {
         self.last_now = self.last_now.max(now);
         self.traffic.received(datagram.len());
         let known_end = self.next_frame.0 + self.frames.len() as u32;
+        let (held, held_base) = (&self.held, self.held_base);
         let update = match Header::parse(datagram) {
             Ok((h, body)) if h.kind == Kind::Update && h.session == self.cfg.session => {
-                msg::decode_update(body, known_end)
+                msg::decode_update(body, known_end, |f| {
+                    held.get(f.0.checked_sub(held_base)? as usize).copied()
+                })
             }
             Ok((h, _)) => {
                 tracing::debug!("dropped {:?} datagram of session {}", h.kind, h.session);
@@ -338,6 +350,10 @@ impl Client {
         };
         let update = match update {
             Ok(u) => u,
+            Err(WireError::MissingBase(f)) if f >= known_end => {
+                // A later segment whose predecessor is missing (see below): it comes again.
+                return;
+            }
             Err(e) => {
                 tracing::debug!("dropped datagram: {e}");
                 self.traffic.packets_dropped_invalid += 1;
@@ -380,6 +396,10 @@ impl Client {
                 let skip = (known_end - run.from.0) as usize;
                 self.frames
                     .extend(run.frames[skip..].iter().map(|f| (*f, run.lead)));
+                self.held.extend(&run.frames[skip..]);
+                let excess = self.held.len().saturating_sub(HELD_FRAMES);
+                self.held.drain(..excess);
+                self.held_base += excess as u32;
                 self.first_frames_at.get_or_insert(now);
                 self.record_input_rtt(now, known_end, run.to().0, u32::from(run.lead));
                 self.lead = Some(u32::from(run.lead));

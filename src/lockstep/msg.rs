@@ -7,7 +7,9 @@
 //! common head (3 bytes, + 2 ack, + 2 ts, + 3 echo, + 2 irtt)
 //!   u8  flags     0x01 ack, 0x02 echo, 0x04 run, 0x08 extras, 0x10 per kind (CTRL: irtt
 //!                 follows; UPDATE: "your CTRLs are being lost"), 0x20 ts, 0x40 UPDATE:
-//!                 advance follows; other bits must be 0
+//!                 advance follows, 0x80 UPDATE: the run's first frame is delta-coded
+//!                 against frame `from - 1` (which the receiver holds: it acknowledged
+//!                 it); other bits must be 0
 //!   u16 seq       this datagram's 16-bit wrapping sequence number (per direction)
 //!   u16 ack       newest seq received from the other side                  [ack]
 //!   u16 ts        sender's clock, milliseconds, wrapping (every 4th datagram) [ts]
@@ -26,13 +28,16 @@
 //!                 down); when it changes and every 8th datagram                   [0x40]
 //!   run:    rel16 from, varint count (next keyframe = from + count), u8 lead (receiver's
 //!           sample-to-frame offset at the keyframe), u8 mask of players carried (others
-//!           are neutral), bits: frame-major delta-coded pads of the masked players
+//!           are neutral), bits: frame-major delta-coded pads of the masked players (the
+//!           first frame in full, or with 0x80 against frame `from - 1`)
 //!   extras: u8 n (1..=32), n x (u8 kind<<4 | peer, u32 frame); kind 1 = left, 2 = desync
 //! ```
 //! Fields that rarely change ride only in some datagrams: the budget of 2.5 KB/s per direction
 //! (28 bytes of UDP/IP header included) buys more datagrams, and so faster recovery from
 //! loss, the smaller each one is. Typical sizes with the 8-byte header (2 players, 100 ms
-//! RTT, K = 2, bots pressing buttons): CTRL about 21 bytes, UPDATE about 25.
+//! RTT, K = 2, bots pressing buttons): CTRL about 21 bytes, UPDATE about 25 before its first
+//! frame was delta-coded. Measured over real UDP at 100 ms, ±20 ms, 5% loss (more
+//! unacknowledged input): CTRL 25, UPDATE 26 (29.5 with the first frame in full).
 //!
 //! Size cap: no datagram exceeds `wire::MAX_DATAGRAM` (1200). A CTRL holds one player's
 //! samples: even changing every frame (at most 18 bits), more than 500 fit, far beyond 2 s.
@@ -59,6 +64,8 @@ const F_KIND: u8 = 0x10;
 const F_TS: u8 = 0x20;
 /// UPDATE: the advance follows the head.
 const F_ADVANCE: u8 = 0x40;
+/// UPDATE: the run's first frame is delta-coded against the frame before it.
+const F_BASE: u8 = 0x80;
 
 /// Every this many datagrams carries the sender's timestamp (an RTT sample per round).
 pub const TS_EVERY: u16 = 4;
@@ -126,6 +133,9 @@ pub struct Ctrl {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FrameRun {
     pub from: Frame,
+    /// The inputs of frame `from - 1`, which the receiver holds: the first frame is
+    /// delta-coded against them. `None`: the first frame is written in full.
+    pub base: Option<Inputs>,
     pub frames: Vec<Inputs>,
     /// The receiver's own lead at the end of the run, in frames.
     pub lead: u8,
@@ -216,7 +226,11 @@ fn put_head(
 fn read_head(r: &mut Reader<'_>, ctrl: bool) -> Option<(Head, u8, Option<u16>)> {
     let flags = r.u8()?;
     let known = F_ACK | F_ECHO | F_RUN | F_EXTRAS | F_KIND | F_TS;
-    let known = if ctrl { known } else { known | F_ADVANCE };
+    let known = if ctrl {
+        known
+    } else {
+        known | F_ADVANCE | F_BASE
+    };
     if flags & !known != 0 {
         return None;
     }
@@ -358,7 +372,12 @@ pub fn encode_update(session: u32, u: &Update) -> Vec<u8> {
         !notices.is_empty(),
         None,
         u.up_lossy,
-        if u.advance.is_some() { F_ADVANCE } else { 0 },
+        if u.advance.is_some() { F_ADVANCE } else { 0 }
+            | if run.is_some_and(|r| r.base.is_some()) {
+                F_BASE
+            } else {
+                0
+            },
     );
     if let Some(a) = u.advance {
         out.push(a as u8);
@@ -369,7 +388,7 @@ pub fn encode_update(session: u32, u: &Update) -> Vec<u8> {
         out.push(fr.lead);
         let mask = active_mask(&fr.frames);
         out.push(mask);
-        out.extend(codec::encode_frames(&fr.frames, mask));
+        out.extend(codec::encode_frames(&fr.frames, mask, fr.base.as_ref()));
     }
     if !notices.is_empty() {
         out.push(notices.len() as u8);
@@ -385,8 +404,13 @@ pub fn encode_update(session: u32, u: &Update) -> Vec<u8> {
     out
 }
 
-/// Decodes an UPDATE body; `frame_ref` is the next frame the client does not know yet.
-pub fn decode_update(body: &[u8], frame_ref: u32) -> Result<Update, WireError> {
+/// Decodes an UPDATE body; `frame_ref` is the next frame the client does not know yet, and
+/// `held` gives the inputs of a frame it holds (the base of a delta-coded first frame).
+pub fn decode_update(
+    body: &[u8],
+    frame_ref: u32,
+    held: impl Fn(Frame) -> Option<Inputs>,
+) -> Result<Update, WireError> {
     let mut r = Reader::new(body);
     let (head, flags, _) = read_head(&mut r, false).ok_or_else(malformed_update)?;
     let (has_run, has_extras) = (flags & F_RUN != 0, flags & F_EXTRAS != 0);
@@ -403,14 +427,21 @@ pub fn decode_update(body: &[u8], frame_ref: u32) -> Result<Update, WireError> {
         if count == 0 || count > 2 * MAX_RUN {
             return Err(malformed_update());
         }
-        let (frames, used) =
-            codec::decode_frames(r.remaining(), count, mask).ok_or_else(malformed_update)?;
-        r.advance(used).ok_or_else(malformed_update)?;
         let from = from
             .filter(|f| f.checked_add(count as u32).is_some())
             .ok_or_else(malformed_update)?;
+        let base = if flags & F_BASE != 0 {
+            let before = from.checked_sub(1).ok_or_else(malformed_update)?;
+            Some(held(Frame(before)).ok_or(WireError::MissingBase(before))?)
+        } else {
+            None
+        };
+        let (frames, used) = codec::decode_frames(r.remaining(), count, mask, base.as_ref())
+            .ok_or_else(malformed_update)?;
+        r.advance(used).ok_or_else(malformed_update)?;
         Some(FrameRun {
             from: Frame(from),
+            base,
             frames,
             lead,
         })
@@ -518,6 +549,19 @@ mod tests {
         }
     }
 
+    /// The frame before `update()`'s run, which its first frame is delta-coded against.
+    fn base() -> Inputs {
+        let mut b = [Pad::NEUTRAL; MAX_PLAYERS];
+        b[0] = Pad(1);
+        b[7] = Pad(0x0300);
+        b
+    }
+
+    /// What a client holding frames up to 131_069 answers for the base.
+    fn held(f: Frame) -> Option<Inputs> {
+        (f.0 == 131_069).then(base)
+    }
+
     fn update() -> Update {
         let mut frames = vec![[Pad::NEUTRAL; MAX_PLAYERS]; 9];
         frames[3][0] = Pad(1);
@@ -533,6 +577,7 @@ mod tests {
             advance: Some(-17),
             frames: Some(FrameRun {
                 from: Frame(131_070),
+                base: Some(base()),
                 frames,
                 lead: 12,
             }),
@@ -561,7 +606,12 @@ mod tests {
         let bytes = encode_update(42, &u);
         let (h, body) = Header::parse(&bytes).unwrap();
         assert_eq!(h.kind, Kind::Update);
-        assert_eq!(decode_update(body, 131_000), Ok(u.clone()));
+        assert_eq!(decode_update(body, 131_000, held), Ok(u.clone()));
+        // Without the base frame the client cannot read the run; it says which it lacks.
+        assert_eq!(
+            decode_update(body, 131_000, |_| None),
+            Err(WireError::MissingBase(131_069))
+        );
         // A bare keepalive: flags and seq.
         let bare = Ctrl {
             head: Head {
@@ -578,8 +628,18 @@ mod tests {
         let mut u = u;
         u.advance = None;
         u.head.ts = None;
+        let full = u.clone();
         let bytes = encode_update(42, &u);
-        assert_eq!(decode_update(&bytes[HEADER_LEN..], 131_000), Ok(u));
+        assert_eq!(decode_update(&bytes[HEADER_LEN..], 131_000, held), Ok(u));
+        // The first frame in full (no base): needs nothing held, costs the 2 x 16 bits.
+        let mut full = full;
+        full.frames.as_mut().unwrap().base = None;
+        let full_bytes = encode_update(42, &full);
+        assert_eq!(
+            decode_update(&full_bytes[HEADER_LEN..], 131_000, |_| None),
+            Ok(full)
+        );
+        assert!(full_bytes.len() > bytes.len());
     }
 
     #[test]
@@ -608,7 +668,7 @@ mod tests {
                 let body = &bytes[HEADER_LEN..len];
                 let r = match kind {
                     Kind::Ctrl => decode_ctrl(body, 0).map(|_| ()),
-                    _ => decode_update(body, 0).map(|_| ()),
+                    _ => decode_update(body, 131_000, held).map(|_| ()),
                 };
                 assert!(r.is_err(), "{kind:?} cut to {len} bytes was accepted");
             }
@@ -616,7 +676,7 @@ mod tests {
             long.push(0);
             let r = match kind {
                 Kind::Ctrl => decode_ctrl(&long, 70_000).map(|_| ()),
-                _ => decode_update(&long, 131_000).map(|_| ()),
+                _ => decode_update(&long, 131_000, held).map(|_| ()),
             };
             assert!(r.is_err());
         }
@@ -640,7 +700,7 @@ mod tests {
             };
             let reference = rng.gen();
             let _ = decode_ctrl(&body, reference);
-            let _ = decode_update(&body, reference);
+            let _ = decode_update(&body, reference, |_| Some([Pad(0x0f0f); MAX_PLAYERS]));
         }
     }
 
@@ -666,6 +726,6 @@ mod tests {
     }
 
     fn encode_frames_len(frames: &[Inputs]) -> usize {
-        codec::encode_frames(frames, active_mask(frames)).len()
+        codec::encode_frames(frames, active_mask(frames), None).len()
     }
 }

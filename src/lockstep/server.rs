@@ -233,7 +233,8 @@ pub struct Server {
     cfg: Config,
     epoch: Instant,
     peers: [Option<Peer>; MAX_PLAYERS],
-    /// Published frames `hist_base..frontier` that some client still lacks.
+    /// Published frames `hist_base..frontier` that some client still lacks, and the one
+    /// before them (the base their delta coding starts from).
     history: VecDeque<Inputs>,
     hist_base: Frame,
     lead: LeadController,
@@ -678,9 +679,10 @@ impl Server {
                 p.dirty = true;
             }
         }
-        // Forget frames every client holds.
+        // Forget frames every client holds, but the newest of them: the next UPDATE's first
+        // frame is delta-coded against it.
         if let Some(oldest) = self.peers.iter().flatten().map(|p| p.acked).min() {
-            while self.hist_base < oldest && !self.history.is_empty() {
+            while self.hist_base.next() < oldest && !self.history.is_empty() {
                 self.history.pop_front();
                 self.hist_base = self.hist_base.next();
             }
@@ -711,6 +713,9 @@ impl Server {
         for _ in 0..MAX_SEGMENTS {
             let start = (from.since(self.hist_base) as usize).min(self.history.len());
             let avail: Vec<Inputs> = self.history.range(start..).copied().collect();
+            // The client holds frame `from - 1` (it acknowledged it, or it is the end of
+            // the previous segment, which it must take before this one).
+            let base = start.checked_sub(1).map(|i| self.history[i]);
             let n = msg::frames_fitting(&avail, msg::UPDATE_BIT_BUDGET);
             let seq = p.send_seq;
             p.send_seq = p.send_seq.wrapping_add(1);
@@ -725,6 +730,7 @@ impl Server {
                 advance,
                 frames: (n > 0).then(|| FrameRun {
                     from,
+                    base,
                     frames: avail[..n].to_vec(),
                     lead: frontier.0.saturating_sub(p.next).min(255) as u8,
                 }),

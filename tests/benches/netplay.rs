@@ -17,7 +17,6 @@
 //! same checksum.
 
 use std::fs::File;
-use std::net::UdpSocket;
 use std::path::Path;
 use std::process::{Child, Stdio};
 use std::sync::{Arc, Mutex};
@@ -75,13 +74,6 @@ impl Outcome {
 }
 
 const FRAME_MS: f64 = 1000.0 / 60.0;
-
-fn free_port() -> u16 {
-    UdpSocket::bind("127.0.0.1:0")
-        .and_then(|s| s.local_addr())
-        .expect("bind an ephemeral udp port")
-        .port()
-}
 
 fn spawn(dir: &Path, label: &str, args: &[String]) -> Child {
     fixtures::framelock(dir)
@@ -143,7 +135,7 @@ fn read_stats(path: &Path) -> Result<Value, String> {
 
 fn run(scenario: Scenario, secs: u64, dir: &Path) -> Outcome {
     let frames = (secs * 60).to_string();
-    let port = free_port();
+    let port = fixtures::free_port();
     let host_args: Vec<String> = [
         "host",
         "--headless",

@@ -4,7 +4,6 @@
 #![allow(dead_code)]
 
 use std::fs::File;
-use std::net::UdpSocket;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
@@ -24,13 +23,7 @@ pub const HARD_DEADLINE: Duration = Duration::from_secs(60);
 /// The `--netsim` impairment of the "bad link" runs, applied on every peer.
 pub const BAD_LINK: &str = "loss=20%,delay=40ms,jitter=10ms";
 
-/// A UDP port on 127.0.0.1 that was free a moment ago (the kernel picks it).
-pub fn free_port() -> u16 {
-    UdpSocket::bind("127.0.0.1:0")
-        .and_then(|s| s.local_addr())
-        .expect("bind an ephemeral udp port")
-        .port()
-}
+pub use fixtures::free_port;
 
 /// One framelock process with its stderr (where the log goes) in a file.
 pub struct Peer {

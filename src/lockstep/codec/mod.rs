@@ -160,10 +160,12 @@ fn read_delta(r: &mut BitReader<'_>, prev: Pad) -> Option<Pad> {
     None
 }
 
-/// Encodes the `mask`ed players of `frames`, frame-major (see the module doc).
-pub fn encode_frames(frames: &[Inputs], mask: u8) -> Vec<u8> {
+/// Encodes the `mask`ed players of `frames`, frame-major (see the module doc). With a
+/// `base` (the frame before the first, which the receiver holds) the first frame is
+/// delta-coded against it too, instead of written in full.
+pub fn encode_frames(frames: &[Inputs], mask: u8, base: Option<&Inputs>) -> Vec<u8> {
     let mut w = BitWriter::new();
-    let mut prev: Option<&Inputs> = None;
+    let mut prev: Option<&Inputs> = base;
     for f in frames {
         for p in (0..MAX_PLAYERS).filter(|p| mask & (1 << p) != 0) {
             match prev {
@@ -176,9 +178,14 @@ pub fn encode_frames(frames: &[Inputs], mask: u8) -> Vec<u8> {
     w.into_bytes()
 }
 
-/// Decodes `count` frames written by [`encode_frames`]; players outside `mask` are neutral.
-/// Returns the frames and the bytes consumed.
-pub fn decode_frames(data: &[u8], count: usize, mask: u8) -> Option<(Vec<Inputs>, usize)> {
+/// Decodes `count` frames written by [`encode_frames`] (with the same `base`); players
+/// outside `mask` are neutral. Returns the frames and the bytes consumed.
+pub fn decode_frames(
+    data: &[u8],
+    count: usize,
+    mask: u8,
+    base: Option<&Inputs>,
+) -> Option<(Vec<Inputs>, usize)> {
     let mut r = BitReader::new(data);
     // Every frame costs at least one bit per masked player: reject impossible counts early.
     let per_frame = mask.count_ones() as usize;
@@ -189,8 +196,9 @@ pub fn decode_frames(data: &[u8], count: usize, mask: u8) -> Option<(Vec<Inputs>
     for i in 0..count {
         let mut f = [Pad::NEUTRAL; MAX_PLAYERS];
         for p in (0..MAX_PLAYERS).filter(|p| mask & (1 << p) != 0) {
-            f[p] = match i {
-                0 => Pad(r.bits(16)? as u16),
+            f[p] = match (i, base) {
+                (0, None) => Pad(r.bits(16)? as u16),
+                (0, Some(b)) => read_delta(&mut r, b[p])?,
                 _ => read_delta(&mut r, out[i - 1][p])?,
             };
         }
@@ -300,10 +308,33 @@ mod tests {
         frames[2][5] = Pad(0x8001);
         frames[4][0] = Pad(4);
         let mask = 0b10_0001;
-        let b = encode_frames(&frames, mask);
-        let (back, used) = decode_frames(&b, 5, mask).unwrap();
+        let b = encode_frames(&frames, mask, None);
+        let (back, used) = decode_frames(&b, 5, mask, None).unwrap();
         assert_eq!(back, frames);
         assert_eq!(used, b.len());
-        assert!(decode_frames(&b[..2], 5, mask).is_none());
+        assert!(decode_frames(&b[..2], 5, mask, None).is_none());
+    }
+
+    #[test]
+    fn a_first_frame_coded_against_the_one_before_costs_a_bit_when_unchanged() {
+        let mut base = [Pad::NEUTRAL; MAX_PLAYERS];
+        base[0] = Pad(0x0030);
+        base[1] = Pad(0x0101);
+        let mut frames = vec![base; 4];
+        frames[2][1] = Pad(0x0100);
+        let mask = 0b11;
+        let full = encode_frames(&frames, mask, None);
+        let delta = encode_frames(&frames, mask, Some(&base));
+        // 2 x 16 bits in full against 2 x 1 bit.
+        assert_eq!(full.len() - delta.len(), 4);
+        assert_eq!(
+            decode_frames(&delta, 4, mask, Some(&base)),
+            Some((frames.clone(), delta.len()))
+        );
+        // Another base decodes to other inputs: the receiver must use the sender's.
+        let mut other = base;
+        other[0] = Pad(0x0031);
+        let (wrong, _) = decode_frames(&delta, 4, mask, Some(&other)).unwrap();
+        assert_ne!(wrong, frames);
     }
 }
