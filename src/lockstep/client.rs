@@ -105,10 +105,9 @@ pub struct Client {
     first_frames_at: Option<Instant>,
     /// Received frames not handed out yet, from `next_frame`, each with our lead on it.
     frames: VecDeque<(Inputs, u8)>,
-    /// The newest received frames, handed out or not, from frame `held_base`: an UPDATE's
-    /// first frame is delta-coded against the frame before it, which we acknowledged.
+    /// The newest received frames, handed out or not, up to the last one received: an
+    /// UPDATE's first frame is delta-coded against the frame before it, which we acknowledged.
     held: VecDeque<Inputs>,
-    held_base: u32,
     next_frame: Frame,
     lead: Option<u32>,
     send_seq: u16,
@@ -164,7 +163,6 @@ impl Client {
             input_rtt: WindowQuantile::new(INPUT_RTT_WINDOW),
             first_frames_at: None,
             held: VecDeque::new(),
-            held_base: 0,
             frames: VecDeque::new(),
             next_frame: Frame::ZERO,
             lead: None,
@@ -334,11 +332,12 @@ impl Client {
         self.last_now = self.last_now.max(now);
         self.traffic.received(datagram.len());
         let known_end = self.next_frame.0 + self.frames.len() as u32;
-        let (held, held_base) = (&self.held, self.held_base);
+        // `held` ends where the received frames end.
+        let (held, held_from) = (&self.held, known_end - self.held.len() as u32);
         let update = match Header::parse(datagram) {
             Ok((h, body)) if h.kind == Kind::Update && h.session == self.cfg.session => {
                 msg::decode_update(body, known_end, |f| {
-                    held.get(f.0.checked_sub(held_base)? as usize).copied()
+                    held.get(f.0.checked_sub(held_from)? as usize).copied()
                 })
             }
             Ok((h, _)) => {
@@ -399,7 +398,6 @@ impl Client {
                 self.held.extend(&run.frames[skip..]);
                 let excess = self.held.len().saturating_sub(HELD_FRAMES);
                 self.held.drain(..excess);
-                self.held_base += excess as u32;
                 self.first_frames_at.get_or_insert(now);
                 self.record_input_rtt(now, known_end, run.to().0, u32::from(run.lead));
                 self.lead = Some(u32::from(run.lead));

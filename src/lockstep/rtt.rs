@@ -78,11 +78,12 @@ impl WindowQuantile {
         self.samples.push_back(d);
     }
 
-    /// The `q` quantile (0..=1) of the window.
+    /// Samples in the window.
     pub fn len(&self) -> usize {
         self.samples.len()
     }
 
+    /// The `q` quantile (0..=1) of the window.
     pub fn quantile(&self, q: f64) -> Option<Duration> {
         if self.samples.is_empty() {
             return None;

@@ -639,9 +639,10 @@ impl Server {
                 .max()
                 .unwrap_or(0);
             for p in self.peers.iter_mut().flatten() {
+                let offset = frame.saturating_sub(p.next);
                 if !p.dropped
-                    && frame.saturating_sub(p.next) > lead
-                    && frame.saturating_sub(p.next) == largest
+                    && offset > lead
+                    && offset == largest
                     && p.samples.front() == Some(&p.last)
                 {
                     p.samples.pop_front();
