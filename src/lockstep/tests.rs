@@ -712,3 +712,38 @@ fn a_falling_lead_does_not_raise_itself_again() {
     );
     assert_eq!(sim.server.lead(), 8, "leads {leads:?}");
 }
+
+/// The stall price of one frame less lead at 100 ms RTT, ±20 ms jitter each way and 5% loss
+/// (the scenario of the latency goal), by send budget: the lead is pinned, not adapted.
+/// `cargo test --release --lib lockstep -- --ignored --nocapture bench_fixed_lead`
+#[test]
+#[ignore]
+fn bench_fixed_lead() {
+    let mut link = Link::rtt_ms(100).loss(0.05);
+    link.jitter = Duration::from_millis(20);
+    for budget in [super::DEFAULT_SEND_BUDGET, 2800, 3000, 0] {
+        for lead in [9, 10] {
+            let mut stalls = Vec::new();
+            let (mut up, mut down) = (0.0, 0.0);
+            for seed in 0..6 {
+                let mut cfg = uniform(2, link.clone(), 900 + seed);
+                cfg.lockstep.send_budget = budget;
+                (cfg.lockstep.min_lead, cfg.lockstep.max_lead) = (lead, lead);
+                let (sim, o) = run(cfg, 3600 + 300);
+                assert_in_sync(&sim);
+                stalls.push(o.stall_pct);
+                up += o.up_bps / 6.0;
+                down += o.down_bps / 6.0;
+            }
+            stalls.sort_by(f64::total_cmp);
+            let mean = stalls.iter().sum::<f64>() / stalls.len() as f64;
+            println!(
+                "budget {budget:>4} B/s  lead {lead:>2} ({:>3.0} ms)  stall mean {mean:.2}% \
+                 ({:.2}..{:.2}% over 6 seeds)  up {up:>4.0} B/s down {down:>4.0} B/s",
+                f64::from(lead) * 1000.0 / FPS,
+                stalls[0],
+                stalls[stalls.len() - 1],
+            );
+        }
+    }
+}
