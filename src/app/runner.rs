@@ -443,8 +443,13 @@ impl<M: Machine, F: Feed, C: Clock> Runner<M, F, C> {
 
         let next_slot = self.slot_start(slot + 1);
         if let (0, Some(until)) = (ran, wait) {
-            // Waiting for the very first frame is the session starting, not a stall.
-            if self.last_stall_slot != Some(slot) && self.stats.frames > 0 {
+            if self.stats.frames == 0 {
+                // Waiting for the very first frame is the session starting, not a stall, and
+                // not a backlog either: the clock starts with frame 0. Catching up the wait
+                // would put a netplay joiner that many frames ahead of the host, its inputs
+                // waiting at the server for the host's until time sync (2%) undoes it.
+                self.next_frame = None;
+            } else if self.last_stall_slot != Some(slot) {
                 self.last_stall_slot = Some(slot);
                 self.stats.stall_frames += 1;
             }

@@ -218,6 +218,19 @@ fn waiting_for_the_first_frame_is_not_a_stall() {
 }
 
 #[test]
+fn the_clock_starts_with_the_first_frame_not_while_waiting_for_it() {
+    // The feed has nothing for the first 10 display slots (a joiner waiting for the host's
+    // first UPDATE). Then frames are paced from frame 0 on: no burst to make up the wait.
+    let (mut r, _, m, ticks) = stalled_second(0, 10);
+    assert!(
+        ticks.iter().all(|t| t.frames <= 1),
+        "a burst after the wait"
+    );
+    assert_eq!(r.stats().catch_up_frames, 0);
+    assert!((49..=51).contains(&m.frames), "{} frames", m.frames);
+}
+
+#[test]
 fn a_long_stall_does_not_cause_a_long_burst() {
     let (mut r, clock, mut m, _) = stalled_second(30, 1_000_000);
     assert_eq!(m.frames, 30);
