@@ -68,6 +68,13 @@ pub trait Feed {
     fn pace(&self) -> Option<f64> {
         None
     }
+    /// Time the runner's clock is behind the feed's, learnt after frames began (netplay: a
+    /// joiner's frame 0 arrived a one-way trip after the host ran it). The runner moves its
+    /// deadlines back by it and catches up, `catch_up_cap` frames per displayed frame (past
+    /// `max_lag` the backlog is dropped as usual). Asked every tick once frames ran.
+    fn take_behind(&mut self) -> Option<Duration> {
+        None
+    }
     /// Longest the run loop may wait before ticking again, even with no frame due: a
     /// netplay feed must answer its peers' datagrams promptly, not once per frame.
     fn max_wait(&self) -> Option<Duration> {
@@ -363,6 +370,15 @@ impl<M: Machine, F: Feed, C: Clock> Runner<M, F, C> {
         let period = self.period.div_f64(pace);
         let slot = self.slot(now);
         let mut next_frame = *self.next_frame.get_or_insert(now);
+        if self.stats.frames > 0 {
+            if let Some(behind) = self.feed.take_behind().filter(|d| !d.is_zero()) {
+                tracing::debug!(
+                    "{} ms behind the feed's clock: catching up",
+                    behind.as_millis()
+                );
+                next_frame = next_frame.checked_sub(behind).unwrap_or(next_frame);
+            }
+        }
 
         let due = if self.config.fast {
             u32::MAX

@@ -103,6 +103,8 @@ pub struct Client {
     /// When the first frames arrived. Samples pushed before (the sample for frame 0, taps
     /// while waiting) also waited for the session to start, so they do not measure the link.
     first_frames_at: Option<Instant>,
+    /// `take_start_delay` answered.
+    start_delay_taken: bool,
     /// Received frames not handed out yet, from `next_frame`, each with our lead on it.
     frames: VecDeque<(Inputs, u8)>,
     /// The newest received frames, handed out or not, up to the last one received: an
@@ -162,6 +164,7 @@ impl Client {
             lat_next: 0,
             input_rtt: WindowQuantile::new(INPUT_RTT_WINDOW),
             first_frames_at: None,
+            start_delay_taken: false,
             held: VecDeque::new(),
             frames: VecDeque::new(),
             next_frame: Frame::ZERO,
@@ -602,6 +605,22 @@ impl Client {
     /// Smoothed RTT to the server.
     pub fn rtt(&self) -> Option<Duration> {
         self.rtt.srtt()
+    }
+
+    /// How far this client's frame clock is behind the host's, to catch up once: its first
+    /// frames left the server as the host ran frame 0 and took a one-way trip (half the
+    /// smoothed round trip) to arrive. `Some` once, when both the first frames and a round
+    /// trip are known (the first CTRL's echo comes back a round trip after the client
+    /// started, some frames into the session). A scheduler that starts frame 0 on arrival
+    /// and never catches this up runs a one-way trip behind the host, which time sync, at
+    /// 2 %, takes 25 s to undo at 2 s RTT, stalling meanwhile.
+    pub fn take_start_delay(&mut self) -> Option<Duration> {
+        if self.start_delay_taken || self.first_frames_at.is_none() {
+            return None;
+        }
+        let one_way = self.rtt.srtt()? / 2;
+        self.start_delay_taken = true;
+        Some(one_way)
     }
 
     pub fn stats(&self) -> ClientStats {

@@ -6,9 +6,10 @@
 //! Player 0 is the host's player: its datagrams go to the server in memory with zero delay.
 //! Every other player has its own up and down [`Link`] (delay, jitter, loss, bursts,
 //! duplication, reordering, delay steps over time) and its own clock rate (drift). Each
-//! player's scheduler works like `app::runner`: display slots at the nominal rate of its own
-//! clock, absolute frame deadlines scaled by `Client::pace`, at most 4 frames per slot, and
-//! a bot that presses random buttons (one-frame taps and holds).
+//! player's scheduler works like `app::runner` under `netplay`: display slots at the nominal
+//! rate of its own clock, absolute frame deadlines scaled by `Client::pace` from frame 0 on,
+//! moved back once by `Client::take_start_delay`, at most 4 frames per slot and no backlog
+//! ever dropped; and a bot that presses random buttons (one-frame taps and holds).
 
 use std::cmp::{Ordering, Reverse};
 use std::collections::BinaryHeap;
@@ -22,7 +23,6 @@ use crate::input::{Inputs, Pad};
 use super::{Client, ClientEvent, Config, PeerId, Server, ServerEvent, Traffic};
 
 const CATCH_UP_CAP: u32 = 4;
-const MAX_LAG: f64 = 0.25;
 
 /// One direction of a simulated path.
 #[derive(Clone, Debug, Default)]
@@ -203,7 +203,6 @@ pub struct Player {
     /// Display slots and stalled display slots after the warm-up.
     pub slots: u64,
     pub stalled_slots: u64,
-    pub lag_resets: u64,
     pub events: Vec<(Duration, ClientEvent)>,
     pub traffic_at_warmup: Option<Traffic>,
     /// Rolling hash of the inputs applied so far (stands in for a state checksum).
@@ -380,7 +379,6 @@ impl Sim {
                 slot: 0,
                 slots: 0,
                 stalled_slots: 0,
-                lag_resets: 0,
                 events: Vec::new(),
                 traffic_at_warmup: None,
             });
@@ -616,17 +614,16 @@ impl Sim {
         };
         let period = frame / pace;
         let mut next_frame = *p.next_frame.get_or_insert(local);
+        if !p.applied.is_empty() {
+            if let Some(behind) = p.client.take_start_delay() {
+                next_frame -= behind.as_secs_f64();
+            }
+        }
+        // Netplay never drops a backlog (`max_lag` is unbounded there): it catches up.
         let due = if next_frame > local + 1e-9 {
             0
         } else {
-            let behind = local - next_frame;
-            if behind > MAX_LAG {
-                p.lag_resets += 1;
-                next_frame = local;
-                1
-            } else {
-                ((behind / period) as u32 + 1).min(CATCH_UP_CAP)
-            }
+            (((local - next_frame) / period) as u32 + 1).min(CATCH_UP_CAP)
         };
         let mut stalled = false;
         for _ in 0..due {
@@ -655,7 +652,8 @@ impl Sim {
                 }
             }
         }
-        p.next_frame = Some(next_frame);
+        // As in `app::runner`, the clock starts with frame 0, not while waiting for it.
+        p.next_frame = (!p.applied.is_empty()).then_some(next_frame);
         if warm {
             p.slots += 1;
             if stalled {

@@ -560,6 +560,41 @@ fn a_ctrl_short_of_budget_waits_for_the_next_sample_not_for_tokens() {
 }
 
 #[test]
+fn a_client_learns_once_how_far_behind_the_host_it_started() {
+    // 50 ms each way. The server's first UPDATE leaves before any CTRL reached it: frames
+    // but no round trip yet, so no answer. The next one echoes a CTRL: half the round trip.
+    let (t0, mut server, mut client) = one_player_in_memory();
+    let ms = Duration::from_millis;
+    server.handle_timeout(t0);
+    let first: Vec<_> = std::iter::from_fn(|| server.poll_transmit(t0)).collect();
+    assert!(!first.is_empty(), "no first UPDATE");
+    assert_eq!(client.take_start_delay(), None, "before any frames");
+    client.push_local_input(t0, Pad::NEUTRAL);
+    let ctrls: Vec<_> = std::iter::from_fn(|| client.poll_transmit(t0)).collect();
+    for (_, d) in &first {
+        client.handle_datagram(t0 + ms(50), d);
+    }
+    assert!(client.poll_frame().is_some(), "the first frames arrived");
+    assert_eq!(
+        client.take_start_delay(),
+        None,
+        "no round trip measured yet"
+    );
+    for d in &ctrls {
+        server.handle_datagram(t0 + ms(50), PeerId(0), d);
+    }
+    let mut replies = 0;
+    while let Some((_, d)) = server.poll_transmit(t0 + ms(50)) {
+        client.handle_datagram(t0 + ms(100), &d);
+        replies += 1;
+    }
+    assert!(replies > 0, "no UPDATE echoed the CTRL");
+    let behind = client.take_start_delay().expect("half the round trip");
+    assert!(behind >= ms(49) && behind <= ms(51), "{behind:?}");
+    assert_eq!(client.take_start_delay(), None, "said once");
+}
+
+#[test]
 fn datagrams_stay_under_the_limit_with_2s_of_unacked_changing_input() {
     let mut cfg = uniform(8, Link::rtt_ms(2000).loss(0.25), 17);
     cfg.chaotic_bots = true;
@@ -745,5 +780,25 @@ fn bench_fixed_lead() {
                 stalls[stalls.len() - 1],
             );
         }
+    }
+}
+
+#[test]
+fn a_joiner_runs_in_phase_with_the_host_from_the_start() {
+    // The joiner gets frame 0 a one-way trip (1 s) after the host ran it. Catching that up
+    // once it knows the round trip puts it in phase within 3 s; left to time sync (2 %) it
+    // would still be about 40 frames behind after 10 s. (Between, time sync still acts on
+    // origins measured before the catch-up, for a round trip: about 6 frames of overshoot.)
+    for seed in 0..3 {
+        let mut sim = Sim::new(uniform(2, Link::rtt_ms(2000).loss(0.25), 40 + seed));
+        for t in [3, 10, 20] {
+            sim.run_until(secs(t));
+            let (host, joiner) = (sim.players[0].applied.len(), sim.players[1].applied.len());
+            assert!(
+                host.abs_diff(joiner) <= 3,
+                "seed {seed}, {t} s: host at frame {host}, joiner at {joiner}"
+            );
+        }
+        assert_in_sync(&sim);
     }
 }

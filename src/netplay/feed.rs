@@ -664,6 +664,10 @@ impl Feed for NetFeed {
         Some(self.status_line())
     }
 
+    fn take_behind(&mut self) -> Option<Duration> {
+        self.client.take_start_delay()
+    }
+
     fn max_wait(&self) -> Option<Duration> {
         Some(SERVICE_INTERVAL)
     }

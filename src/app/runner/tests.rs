@@ -68,6 +68,8 @@ struct Scripted {
     stall: Option<(u64, u32)>, // (from frame, number of polls to refuse)
     end_after: Option<u64>,
     pace: Option<f64>,
+    /// Said once by `take_behind` after this many frames ran.
+    behind: Option<(u64, Duration)>,
 }
 
 impl Feed for Scripted {
@@ -89,6 +91,15 @@ impl Feed for Scripted {
     }
     fn pace(&self) -> Option<f64> {
         self.pace
+    }
+    fn take_behind(&mut self) -> Option<Duration> {
+        match self.behind {
+            Some((after, d)) if self.given >= after => {
+                self.behind = None;
+                Some(d)
+            }
+            _ => None,
+        }
     }
 }
 
@@ -228,6 +239,26 @@ fn the_clock_starts_with_the_first_frame_not_while_waiting_for_it() {
     );
     assert_eq!(r.stats().catch_up_frames, 0);
     assert!((49..=51).contains(&m.frames), "{} frames", m.frames);
+}
+
+#[test]
+fn a_clock_found_behind_catches_up_within_the_cap() {
+    // A joiner learns two frames in that its frame 0 came 200 ms (12 frames) after the host
+    // ran it: it catches those frames up, at most 4 per displayed frame, and stays there.
+    let feed = Scripted {
+        behind: Some((2, P * 12)),
+        ..Default::default()
+    };
+    let (mut r, clock) = runner(feed, RunnerConfig::default());
+    let mut m = Counter::default();
+    let t0 = clock.get();
+    let ticks = drive(&mut r, &clock, &mut m, t0 + P * 10 + P / 2);
+    assert!(ticks.iter().all(|t| t.frames <= 4), "over the cap");
+    assert_eq!(m.frames, 11 + 12, "10 slots plus the 12 frames behind");
+    assert_eq!(r.stats().catch_up_frames, 12);
+    drive(&mut r, &clock, &mut m, t0 + P * 60 + P / 2);
+    assert_eq!(m.frames, 61 + 12, "no more catching up: in phase");
+    assert_eq!(r.stats().stall_frames, 0);
 }
 
 #[test]
