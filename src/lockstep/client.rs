@@ -18,7 +18,11 @@ use super::{Config, LockstepError};
 
 /// Samples a client keeps beyond the next frame when the caller pushes changes without
 /// polling frames (during a stall); past this, the newest is overwritten.
-const MAX_AHEAD: u32 = 64;
+const MAX_AHEAD: u32 = 256;
+/// Samples taken ahead for frame periods spent waiting, at most (2 s at 60 fps, the default
+/// timeout after which a silent peer is dropped and the others go on); leaves room under
+/// `MAX_AHEAD` for the changes of a long stall.
+const MAX_WAITED: u32 = 120;
 /// Unacknowledged checksums kept (the oldest go first).
 const MAX_CHECKSUMS: usize = 16;
 const MAX_SENT_RECORDS: usize = 1024;
@@ -35,7 +39,7 @@ const INPUT_RTT_QUANTILE: f64 = 0.99;
 /// reports over its handshake estimate at once, so they must be more than a lucky few.
 const INPUT_RTT_MIN_SAMPLES: usize = 60;
 
-/// When and at which frame a local sample was pushed.
+/// When a local sample was pushed, and the frame of the player's clock it was taken on.
 #[derive(Clone, Copy, Debug)]
 struct SampleInfo {
     pushed: Instant,
@@ -137,6 +141,8 @@ pub struct Client {
     /// The newest `now` the client was given (stamps stalls and auto-filled samples).
     last_now: Instant,
     stall_since: Option<Instant>,
+    /// Samples pushed during the current stall for frame periods that passed in it.
+    waited_samples: u32,
     stalls: u64,
     stalled: Duration,
     traffic: Traffic,
@@ -190,6 +196,7 @@ impl Client {
             events: VecDeque::new(),
             last_now: now,
             stall_since: None,
+            waited_samples: 0,
             stalls: 0,
             stalled: Duration::ZERO,
             traffic: Traffic::default(),
@@ -213,9 +220,11 @@ impl Client {
 
     /// This player's pad for the next frame to emulate. Pushing again before that frame is
     /// polled (during a stall) keeps only changes, as extra samples, so no press or release
-    /// is lost.
+    /// is lost; and while the stall lasts, one sample per frame period that passed in it
+    /// (see `sample_while_waiting`).
     pub fn push_local_input(&mut self, now: Instant, pad: Pad) {
         self.last_now = self.last_now.max(now);
+        self.sample_while_waiting(pad);
         if !self.wants_input() {
             if pad == self.last_pad {
                 return;
@@ -233,13 +242,37 @@ impl Client {
         self.append_sample(pad, now);
     }
 
+    /// A stalled player's frame clock runs on (the runner catches the frames up afterwards),
+    /// so its pad is sampled on that clock, not on the frames it manages to run: one sample
+    /// per frame period spent waiting. Pushed only when the frames are caught up, those
+    /// samples would reach the server late and stall the game again, every peer's at once
+    /// after a common stall (a round trip that jumps), the frames they go on being due
+    /// already. The session's start is no stall: nothing is sampled ahead before the first
+    /// frames.
+    fn sample_while_waiting(&mut self, pad: Pad) {
+        let Some(since) = self.stall_since.filter(|_| self.first_frames_at.is_some()) else {
+            return;
+        };
+        let waited = self.last_now.saturating_duration_since(since);
+        let periods = (waited.as_secs_f64() * self.cfg.fps) as u32;
+        while self.waited_samples < periods.min(MAX_WAITED) {
+            self.waited_samples += 1;
+            // The period after the newest sample's (ahead already if caught up on before).
+            let newest = self.info.back().map_or(0, |i| i.frame);
+            let frame = newest.max(self.next_frame.0) + 1;
+            self.append_sample_for(pad, self.last_now, frame);
+        }
+    }
+
     fn append_sample(&mut self, pad: Pad, at: Instant) {
+        self.append_sample_for(pad, at, self.next_frame.0);
+    }
+
+    /// Appends a sample taken at `at` on the frame clock's `frame`.
+    fn append_sample_for(&mut self, pad: Pad, at: Instant, frame: u32) {
         let index = self.samples_end();
         self.samples.push_back(pad);
-        self.info.push_back(SampleInfo {
-            pushed: at,
-            frame: self.next_frame.0,
-        });
+        self.info.push_back(SampleInfo { pushed: at, frame });
         self.last_pad = pad;
         self.newest_pushed_at = Some(at);
         if self.every_sample() || (index + 1).is_multiple_of(self.cfg.keyframe_interval) {
@@ -253,6 +286,7 @@ impl Client {
         let Some((inputs, lead)) = self.frames.pop_front() else {
             if self.stall_since.is_none() {
                 self.stall_since = Some(self.last_now);
+                self.waited_samples = 0;
                 self.stalls += 1;
             }
             return None;

@@ -9,6 +9,9 @@
 //!
 //! - Each client pushes one local pad sample per frame and sends a CTRL every K frames (the
 //!   *keyframe interval*) carrying all its samples the server has not acknowledged yet.
+//!   While it waits at a keyframe its frame clock runs on (the runner catches the frames up
+//!   afterwards), so it samples one per frame period waited: the input for the frames it
+//!   will catch up on reaches the server during the wait, not late after it.
 //! - The server places sample `i` of player `p` on frame `i + lead_p`. Once it holds every
 //!   player's input for a frame, the frame is *published*; the first unpublished frame is the
 //!   *next keyframe*. An UPDATE carries the next keyframe, every player's per-frame input from

@@ -627,10 +627,14 @@ impl Sim {
         };
         let mut stalled = false;
         for _ in 0..due {
+            // As `netplay`'s feed: the pad before every frame asked for (during a stall too,
+            // so the client samples on the clock); the bot decides per frame.
             if p.client.wants_input() {
                 let pad = p.bot.next();
                 p.client.push_local_input(now, pad);
                 p.pushed.push(pad);
+            } else {
+                p.client.push_local_input(now, p.bot.pad);
             }
             match p.client.poll_frame() {
                 Some((f, inputs)) => {

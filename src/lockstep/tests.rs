@@ -595,6 +595,95 @@ fn a_client_learns_once_how_far_behind_the_host_it_started() {
 }
 
 #[test]
+fn a_waiting_player_samples_its_pad_on_its_frame_clock() {
+    // Player 0's CTRLs are held up for 10 frame periods, so both players wait at the same
+    // keyframe (a common stall), their feeds pushing the pad every 2 ms as `netplay`'s does.
+    // Each samples once per period waited: when player 0's CTRLs get through, the server
+    // holds both players' input for the frames they will catch up on and publishes them at
+    // once. Sampled only as those frames ran, the input would arrive in a burst after the
+    // stall, late for its frames, and stall every player again.
+    // The lead is pinned: the held CTRLs' round trip would otherwise raise it meanwhile.
+    let cfg = Config {
+        min_lead: 2,
+        max_lead: 2,
+        ..config(2, 1)
+    };
+    let t0 = Instant::now();
+    let mut server = Server::new(cfg.clone(), t0).unwrap();
+    let mut clients = [0u8, 1].map(|p| {
+        server.add_peer(PeerId(p), t0).unwrap();
+        Client::new(cfg.clone(), PeerId(p), t0).unwrap()
+    });
+    let frame = cfg.frame_duration();
+    let mut held: Vec<Vec<u8>> = Vec::new();
+    // Moves every datagram at `now` with no delay, holding player 0's while `hold`.
+    let mut exchange = |server: &mut Server, clients: &mut [Client; 2], now, hold: bool| {
+        for _ in 0..4 {
+            server.handle_timeout(now);
+            while let Some((to, d)) = server.poll_transmit(now) {
+                clients[to.index()].handle_datagram(now, &d);
+            }
+            for (i, c) in clients.iter_mut().enumerate() {
+                c.handle_timeout(now);
+                while let Some(d) = c.poll_transmit(now) {
+                    if i == 0 && hold {
+                        held.push(d);
+                    } else {
+                        server.handle_datagram(now, PeerId(i as u8), &d);
+                    }
+                }
+            }
+        }
+    };
+    // 60 frame periods in step: push, exchange, run, exchange.
+    let mut ran = [0u32; 2];
+    for tick in 0..60u32 {
+        let now = t0 + frame * tick;
+        for c in &mut clients {
+            c.push_local_input(now, Pad(u16::from(tick % 8 < 4)));
+        }
+        exchange(&mut server, &mut clients, now, false);
+        for (c, ran) in clients.iter_mut().zip(&mut ran) {
+            *ran += u32::from(c.poll_frame().is_some());
+        }
+        exchange(&mut server, &mut clients, now, false);
+    }
+    assert!(
+        ran[0] == ran[1] && ran[0] >= 50,
+        "ran {ran:?} frames in step"
+    );
+    // From the next tick on, player 0's CTRLs are held for 10 frame periods; the feeds push
+    // every 2 ms meanwhile (the pad as it is) and ask for the next frame.
+    let start = t0 + frame * 60;
+    let stalled_at = server.frontier();
+    for ms in (0..167).step_by(2) {
+        let now = start + Duration::from_millis(ms);
+        for c in &mut clients {
+            c.push_local_input(now, Pad(0));
+        }
+        exchange(&mut server, &mut clients, now, true);
+        for (c, ran) in clients.iter_mut().zip(&mut ran) {
+            *ran += u32::from(c.poll_frame().is_some());
+        }
+    }
+    assert_eq!(
+        server.frontier(),
+        stalled_at,
+        "published without player 0's input"
+    );
+    // Player 0's CTRLs get through. The two frames published before the hold ran at once
+    // (this loop polls without pacing), so both waited from 4 ms in: 162 ms, 9 periods. The
+    // server now holds both players' samples for the 3 frames sampled before the wait and
+    // one per period waited: 12 frames published at once (3 if sampled only as frames ran).
+    let end = start + Duration::from_millis(168);
+    for d in std::mem::take(&mut held) {
+        server.handle_datagram(end, PeerId(0), &d);
+    }
+    let gained = server.frontier().0 - stalled_at.0;
+    assert_eq!(gained, 12, "frames published at once after the wait");
+}
+
+#[test]
 fn datagrams_stay_under_the_limit_with_2s_of_unacked_changing_input() {
     let mut cfg = uniform(8, Link::rtt_ms(2000).loss(0.25), 17);
     cfg.chaotic_bots = true;

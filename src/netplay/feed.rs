@@ -140,6 +140,8 @@ pub struct NetFeed {
     role: Role,
     client: Client,
     bot: Option<Bot>,
+    /// The frame the bot last decided for.
+    bot_frame: u64,
     /// The local players' pad as last sampled (keyboard, gamepads); the bot's pad is added
     /// to it per frame.
     keys: Pad,
@@ -168,6 +170,7 @@ impl NetFeed {
             role,
             client,
             bot,
+            bot_frame: 0,
             keys: Pad::NEUTRAL,
             shared: Rc::default(),
             inject: None,
@@ -221,11 +224,17 @@ impl NetFeed {
     }
 
     /// The sampled keys plus the bot's pad for the client's current frame (the bot answers
-    /// a repeated frame with the same pad).
+    /// a repeated frame with the same pad). While the client holds samples ahead of its
+    /// frames (taken while it waited, see `Client::push_local_input`), the bot keeps its pad,
+    /// as a held key does: deciding anew for each frame caught up would add a change sample
+    /// per decision and put this player's input further ahead of its frames.
     fn local_pad(&mut self) -> Pad {
         let mut pad = self.keys;
         if let Some(bot) = &mut self.bot {
-            pad.0 |= bot.next(u64::from(self.client.frame().0)).0;
+            if self.client.wants_input() {
+                self.bot_frame = u64::from(self.client.frame().0);
+            }
+            pad.0 |= bot.next(self.bot_frame).0;
         }
         pad
     }
