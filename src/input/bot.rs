@@ -101,6 +101,11 @@ impl Bot {
         }
     }
 
+    /// The pad of the newest frame asked for, if any.
+    pub fn last(&self) -> Option<Pad> {
+        self.frame.map(|(_, pad)| pad)
+    }
+
     /// The pad for `frame`. Call it with non-decreasing frame numbers; the result depends
     /// only on the seed, the port and the frame, not on how often or how late it is asked
     /// (a netplay loop asks again while it waits for a frame).

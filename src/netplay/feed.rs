@@ -140,8 +140,6 @@ pub struct NetFeed {
     role: Role,
     client: Client,
     bot: Option<Bot>,
-    /// The frame the bot last decided for.
-    bot_frame: u64,
     /// The local players' pad as last sampled (keyboard, gamepads); the bot's pad is added
     /// to it per frame.
     keys: Pad,
@@ -170,7 +168,6 @@ impl NetFeed {
             role,
             client,
             bot,
-            bot_frame: 0,
             keys: Pad::NEUTRAL,
             shared: Rc::default(),
             inject: None,
@@ -231,10 +228,10 @@ impl NetFeed {
     fn local_pad(&mut self) -> Pad {
         let mut pad = self.keys;
         if let Some(bot) = &mut self.bot {
-            if self.client.wants_input() {
-                self.bot_frame = u64::from(self.client.frame().0);
-            }
-            pad.0 |= bot.next(self.bot_frame).0;
+            let held = bot.last().filter(|_| !self.client.wants_input());
+            pad.0 |= held
+                .unwrap_or_else(|| bot.next(u64::from(self.client.frame().0)))
+                .0;
         }
         pad
     }
