@@ -1,22 +1,36 @@
 //! The datagram header every framelock packet starts with, shared by the session handshake
-//! (`session`) and the lockstep protocol (`lockstep`).
+//! (`session`) and the lockstep protocol (`lockstep`). Two layouts, told apart by the first
+//! byte:
 //!
 //! ```text
+//! session kinds (handshake, state transfer; frozen across versions, so that a peer of
+//! another version is still told why it is refused)
 //! offset size field
 //!      0    2 magic  b"FL"
 //!      2    1 version PROTOCOL_VERSION
-//!      3    1 kind    (Kind)
+//!      3    1 kind    (Kind, 0x01..=0x0F)
 //!      4    4 session id, u32 little endian (0 until the host has assigned one)
 //!      8    . body, defined by the kind
+//!
+//! lockstep kinds (CTRL, UPDATE: up to 60 a second each way, so every byte is budget)
+//!      0    1 version << 4 | kind & 0x0F  (CTRL 0x0, UPDATE 0x1; never b'F', 0x46)
+//!      1    4 session id, u32 little endian
+//!      5    . body
 //! ```
-//! All multi-byte integers on the wire are little endian.
+//! Lockstep datagrams flow only between peers whose handshake agreed on the version, so
+//! they carry it in 4 bits and need no magic: the session id (and the sender's address)
+//! already tells them apart from strays. All multi-byte integers on the wire are little
+//! endian.
 
 use thiserror::Error;
 
 pub const MAGIC: [u8; 2] = *b"FL";
 /// Bumped on every incompatible wire change; peers with another version are refused by name.
-pub const PROTOCOL_VERSION: u8 = 2;
+pub const PROTOCOL_VERSION: u8 = 3;
+/// Header length of session-layer datagrams.
 pub const HEADER_LEN: usize = 8;
+/// Header length of lockstep datagrams (CTRL, UPDATE).
+pub const LOCKSTEP_HEADER_LEN: usize = 5;
 /// Datagrams larger than this are never sent (fits a 1280-byte IPv6 MTU with headers to spare).
 pub const MAX_DATAGRAM: usize = 1200;
 
@@ -82,20 +96,40 @@ pub enum WireError {
     UnknownKind(u8),
     #[error("malformed {0:?} body")]
     Malformed(Kind),
-    #[error("UPDATE coded against frame {0}, which this peer does not hold")]
-    MissingBase(u32),
+    /// The run is delta-coded against an item (UPDATE: frame, CTRL: sample) this peer no
+    /// longer or not yet holds: a late or early datagram, not a corrupt one.
+    #[error("{0:?} coded against item {1}, which this peer does not hold")]
+    MissingBase(Kind, u32),
+}
+
+impl Kind {
+    /// The low nibble of a lockstep datagram's first byte, for the lockstep kinds.
+    fn lockstep_code(self) -> Option<u8> {
+        match self {
+            Kind::Ctrl => Some(0x0),
+            Kind::Update => Some(0x1),
+            _ => None,
+        }
+    }
 }
 
 impl Header {
     pub fn write(&self, out: &mut Vec<u8>) {
-        out.extend_from_slice(&MAGIC);
-        out.push(PROTOCOL_VERSION);
-        out.push(self.kind as u8);
+        if let Some(code) = self.kind.lockstep_code() {
+            out.push(PROTOCOL_VERSION << 4 | code);
+        } else {
+            out.extend_from_slice(&MAGIC);
+            out.push(PROTOCOL_VERSION);
+            out.push(self.kind as u8);
+        }
         out.extend_from_slice(&self.session.to_le_bytes());
     }
 
     /// Splits a datagram into its header and body.
     pub fn parse(datagram: &[u8]) -> Result<(Header, &[u8]), WireError> {
+        if datagram.first() != Some(&MAGIC[0]) {
+            return Self::parse_lockstep(datagram);
+        }
         if datagram.len() < HEADER_LEN {
             return Err(WireError::Truncated(datagram.len()));
         }
@@ -106,8 +140,28 @@ impl Header {
             return Err(WireError::Version(datagram[2]));
         }
         let kind = Kind::from_u8(datagram[3]).ok_or(WireError::UnknownKind(datagram[3]))?;
+        if kind.lockstep_code().is_some() {
+            // Lockstep kinds never take the long header.
+            return Err(WireError::UnknownKind(datagram[3]));
+        }
         let session = u32::from_le_bytes(datagram[4..8].try_into().expect("4 bytes"));
         Ok((Header { kind, session }, &datagram[HEADER_LEN..]))
+    }
+
+    fn parse_lockstep(datagram: &[u8]) -> Result<(Header, &[u8]), WireError> {
+        if datagram.len() < LOCKSTEP_HEADER_LEN {
+            return Err(WireError::Truncated(datagram.len()));
+        }
+        let kind = match datagram[0] & 0x0f {
+            0x0 => Kind::Ctrl,
+            0x1 => Kind::Update,
+            _ => return Err(WireError::BadMagic),
+        };
+        if datagram[0] >> 4 != PROTOCOL_VERSION {
+            return Err(WireError::Version(datagram[0] >> 4));
+        }
+        let session = u32::from_le_bytes(datagram[1..5].try_into().expect("4 bytes"));
+        Ok((Header { kind, session }, &datagram[LOCKSTEP_HEADER_LEN..]))
     }
 }
 
@@ -119,15 +173,16 @@ mod tests {
     fn header_round_trips_and_rejects_garbage() {
         let mut buf = Vec::new();
         Header {
-            kind: Kind::Update,
+            kind: Kind::StateAck,
             session: 0xdead_beef,
         }
         .write(&mut buf);
         buf.extend_from_slice(b"body");
+        assert_eq!(&buf[..4], &[b'F', b'L', PROTOCOL_VERSION, 0x06]);
         let (h, body) = Header::parse(&buf).unwrap();
         assert_eq!(
             (h.kind, h.session, body),
-            (Kind::Update, 0xdead_beef, &b"body"[..])
+            (Kind::StateAck, 0xdead_beef, &b"body"[..])
         );
         assert_eq!(Header::parse(&buf[..5]), Err(WireError::Truncated(5)));
         let mut bad = buf.clone();
@@ -136,7 +191,31 @@ mod tests {
         bad = buf.clone();
         bad[3] = 0x7f;
         assert_eq!(Header::parse(&bad), Err(WireError::UnknownKind(0x7f)));
-        bad[0] = b'X';
+        bad[1] = b'X';
         assert_eq!(Header::parse(&bad), Err(WireError::BadMagic));
+    }
+
+    #[test]
+    fn lockstep_header_is_five_bytes_with_version_and_session() {
+        let mut buf = Vec::new();
+        Header {
+            kind: Kind::Ctrl,
+            session: 7,
+        }
+        .write(&mut buf);
+        assert_eq!(buf, [PROTOCOL_VERSION << 4, 7, 0, 0, 0]);
+        assert_eq!(Header::parse(&buf[..4]), Err(WireError::Truncated(4)));
+        // Another version's CTRL, and the old 8-byte layout of lockstep kinds, are refused.
+        buf[0] = (PROTOCOL_VERSION + 1) << 4;
+        assert_eq!(
+            Header::parse(&buf),
+            Err(WireError::Version(PROTOCOL_VERSION + 1))
+        );
+        let old = [b'F', b'L', 2, 0x10, 7, 0, 0, 0];
+        assert_eq!(Header::parse(&old), Err(WireError::Version(2)));
+        let old_kind = [b'F', b'L', PROTOCOL_VERSION, 0x11, 7, 0, 0, 0];
+        assert_eq!(Header::parse(&old_kind), Err(WireError::UnknownKind(0x11)));
+        // Neither a lockstep kind nor the magic: not ours.
+        assert_eq!(Header::parse(&[0x35, 7, 0, 0, 0]), Err(WireError::BadMagic));
     }
 }

@@ -93,6 +93,11 @@ pub struct Client {
     /// Unacknowledged local samples: indices `samples_base..samples_end`.
     samples: VecDeque<Pad>,
     samples_base: u32,
+    /// Sample `samples_base - 1` (acknowledged, so the server holds it): the next CTRL's
+    /// first sample is delta-coded against it.
+    acked_pad: Option<Pad>,
+    /// End of the samples sent so far: the server holds at most these.
+    sent_end: u32,
     last_pad: Pad,
     newest_pushed_at: Option<Instant>,
     /// Push time and frame of samples `info_base..`, kept until both measurements below
@@ -162,6 +167,8 @@ impl Client {
             epoch: now,
             samples: VecDeque::new(),
             samples_base: 0,
+            acked_pad: None,
+            sent_end: 0,
             last_pad: Pad::NEUTRAL,
             newest_pushed_at: None,
             info: VecDeque::new(),
@@ -373,7 +380,7 @@ impl Client {
         let (held, held_from) = (&self.held, known_end - self.held.len() as u32);
         let update = match Header::parse(datagram) {
             Ok((h, body)) if h.kind == Kind::Update && h.session == self.cfg.session => {
-                msg::decode_update(body, known_end, |f| {
+                msg::decode_update(body, known_end, self.cfg.players, |f| {
                     held.get(f.0.checked_sub(held_from)? as usize).copied()
                 })
             }
@@ -386,7 +393,7 @@ impl Client {
         };
         let update = match update {
             Ok(u) => u,
-            Err(WireError::MissingBase(f)) if f >= known_end => {
+            Err(WireError::MissingBase(_, f)) if f >= known_end => {
                 // A later segment whose predecessor is missing (see below): it comes again.
                 return;
             }
@@ -406,6 +413,13 @@ impl Client {
             // never claims frames we lack; it comes again with the next round.
             return;
         }
+        if self.lead.is_none() && update.frames.as_ref().is_some_and(|r| r.lead.is_none()) {
+            // The server names our lead until we acknowledge it: frames without one before
+            // we know it are not from a server that follows the protocol.
+            tracing::debug!("dropped an UPDATE without the lead we have not learnt yet");
+            self.traffic.packets_dropped_invalid += 1;
+            return;
+        }
         if self.recv_seq.is_none_or(|r| seq_newer(update.head.seq, r)) {
             if let Some(prev) = self.recv_seq {
                 self.down_loss.arrived(update.head.seq.wrapping_sub(prev));
@@ -423,27 +437,32 @@ impl Client {
             if let Some(a) = update.advance {
                 self.advance = f64::from(a) / 16.0;
             }
+            // The lead rides only until we acknowledge it: keep the newest.
+            if let Some(lead) = update.frames.as_ref().and_then(|r| r.lead) {
+                self.lead = Some(u32::from(lead));
+            }
         }
         if let Some(ack) = update.head.ack {
             self.handle_ack(ack);
         }
         if let Some(run) = update.frames {
+            // A late datagram's own lead, else the newest (checked above: known by now).
+            let lead = run.lead.map(u32::from).or(self.lead).unwrap_or(0);
             if run.from.0 <= known_end && run.to().0 > known_end {
                 let skip = (known_end - run.from.0) as usize;
                 self.frames
-                    .extend(run.frames[skip..].iter().map(|f| (*f, run.lead)));
+                    .extend(run.frames[skip..].iter().map(|f| (*f, lead as u8)));
                 self.held.extend(&run.frames[skip..]);
                 let excess = self.held.len().saturating_sub(HELD_FRAMES);
                 self.held.drain(..excess);
                 self.first_frames_at.get_or_insert(now);
-                self.record_input_rtt(now, known_end, run.to().0, u32::from(run.lead));
-                self.lead = Some(u32::from(run.lead));
+                self.record_input_rtt(now, known_end, run.to().0, lead);
                 if let Some(since) = self.stall_since.take() {
                     let waited = now.saturating_duration_since(since);
                     self.stalled += waited;
                     tracing::debug!(
                         frame = self.next_frame.0,
-                        lead = run.lead,
+                        lead,
                         ms = waited.as_millis() as u64,
                         "lockstep: waited at a keyframe"
                     );
@@ -471,7 +490,11 @@ impl Client {
     fn handle_ack(&mut self, ack: u16) {
         while let Some(rec) = self.sent.front().copied() {
             if rec.seq == ack {
-                while self.samples_base < rec.samples_end && self.samples.pop_front().is_some() {
+                while self.samples_base < rec.samples_end {
+                    let Some(pad) = self.samples.pop_front() else {
+                        break;
+                    };
+                    self.acked_pad = Some(pad);
                     self.samples_base += 1;
                 }
                 while self.checksums.front().is_some_and(|c| c.0 < rec.checks_end) {
@@ -525,18 +548,16 @@ impl Client {
         let seq = self.send_seq;
         self.send_seq = self.send_seq.wrapping_add(1);
         let n = msg::pads_fitting(self.samples.iter().copied(), msg::CTRL_BIT_BUDGET);
+        let head = head(seq, self.recv_seq, self.epoch, now, &mut self.echo);
         let samples = (n > 0).then(|| {
-            let age = if n == self.samples.len() {
-                self.newest_pushed_at.map_or(u8::MAX, |t| {
-                    now.saturating_duration_since(t)
-                        .as_millis()
-                        .min(u128::from(u8::MAX)) as u8
-                })
-            } else {
-                u8::MAX // the newest sample is not in this datagram
-            };
+            let age = self
+                .newest_pushed_at
+                .filter(|_| n == self.samples.len())
+                // Older than a u8 holds: no use for the phase estimate, left out.
+                .and_then(|t| u8::try_from(now.saturating_duration_since(t).as_millis()).ok());
             SampleRun {
                 first: self.samples_base,
+                base: self.acked_pad,
                 pads: self.samples.iter().take(n).copied().collect(),
                 age_ms: age,
             }
@@ -559,7 +580,7 @@ impl Client {
             .and_then(|v| msg::refresh(v, &mut self.irtt_sent, seq));
         let ctrl = Ctrl {
             input_rtt_ms,
-            head: head(seq, self.recv_seq, self.epoch, now, &mut self.echo),
+            head,
             samples,
             checksums,
         };
@@ -573,7 +594,11 @@ impl Client {
         }
         self.send_due = false;
         self.last_send = Some(now);
-        let bytes = msg::encode_ctrl(self.cfg.session, &ctrl);
+        // The server holds samples up to somewhere between our first unacknowledged one and
+        // the end of all we sent.
+        let refs = self.samples_base..=self.sent_end.max(self.samples_base);
+        self.sent_end = self.sent_end.max(self.samples_base + n as u32);
+        let bytes = msg::encode_ctrl(self.cfg.session, &ctrl, refs);
         self.budget.spend(now, bytes.len());
         self.traffic.sent(bytes.len());
         Some(bytes)

@@ -57,10 +57,15 @@ pub(crate) fn seq_newer(a: u16, b: u16) -> bool {
     a != b && a.wrapping_sub(b) < 0x8000
 }
 
-/// Expands the low 16 bits of a counter to the full value nearest to `reference`.
-/// `None` if that would fall below 0 (a corrupt or hostile value).
-pub(crate) fn unwrap16(low: u16, reference: u32) -> Option<u32> {
-    let diff = i64::from(low.wrapping_sub(reference as u16) as i16);
+/// Expands the low `bits` bits of a counter to the full value nearest to `reference`: within
+/// `-2^(bits-1)..2^(bits-1)` of it. `None` if that would fall below 0 (a corrupt or hostile
+/// value).
+pub(crate) fn unwrap_low(low: u32, bits: u32, reference: u32) -> Option<u32> {
+    let m = 1i64 << bits;
+    let mut diff = (i64::from(low) - i64::from(reference)).rem_euclid(m);
+    if diff >= m / 2 {
+        diff -= m;
+    }
     u32::try_from(i64::from(reference) + diff).ok()
 }
 
@@ -79,12 +84,18 @@ mod tests {
     }
 
     #[test]
-    fn unwrap16_picks_the_nearest_value() {
-        assert_eq!(unwrap16(5, 3), Some(5));
-        assert_eq!(unwrap16(0xfffe, 3), None);
-        assert_eq!(unwrap16(0xfffe, 0x1_0003), Some(0xfffe));
-        assert_eq!(unwrap16(2, 0x1_fff0), Some(0x2_0002));
-        assert_eq!(unwrap16(0x10, 0x5_0000), Some(0x5_0010));
+    fn unwrap_low_picks_the_nearest_value() {
+        assert_eq!(unwrap_low(5, 16, 3), Some(5));
+        assert_eq!(unwrap_low(0xfffe, 16, 3), None);
+        assert_eq!(unwrap_low(0xfffe, 16, 0x1_0003), Some(0xfffe));
+        assert_eq!(unwrap_low(2, 16, 0x1_fff0), Some(0x2_0002));
+        assert_eq!(unwrap_low(0x10, 16, 0x5_0000), Some(0x5_0010));
+        // 7 bits: -64..=63 around the reference.
+        assert_eq!(unwrap_low(100, 7, 163), Some(100));
+        assert_eq!(unwrap_low(99, 7, 163), Some(99));
+        assert_eq!(unwrap_low(226 % 128, 7, 163), Some(226));
+        assert_eq!(unwrap_low(227 % 128, 7, 163), Some(99));
+        assert_eq!(unwrap_low(127, 7, 0), None);
         assert_eq!(PeerId::new(8), None);
         assert_eq!(PeerId::new(7), Some(PeerId(7)));
     }

@@ -42,7 +42,7 @@
 //! - Loss: while a direction loses datagrams (sequence gaps, about 1 % or more), the client
 //!   sends a CTRL with every sample instead of every K-th, so a loss costs one frame, not K,
 //!   as far as the send budget allows (`budget`: 2400 B/s per side and link by default,
-//!   UDP/IP headers included; then a loss costs about 1.25 frames).
+//!   UDP/IP headers included; then a loss costs about 1.15 frames).
 //! - Players out of the session (removed, timed out, empty slots) get neutral input from a
 //!   frame the server announces; the frames themselves carry it, so every client applies it
 //!   from the same frame.
@@ -55,10 +55,10 @@
 //!
 //! | K | median input latency | up / down incl. UDP/IP headers |
 //! |---|----------------------|--------------------------------|
-//! | 1 | 117 ms (7 frames)    | 3.1 / 3.3 KB/s (uncapped)      |
-//! | 2 | 133 ms (8 frames)    | 1.5 / 1.7 KB/s                 |
-//! | 3 | 150 ms (9 frames)    | 1.0 / 1.1 KB/s                 |
-//! | 4 | 167 ms (10 frames)   | 0.8 / 0.9 KB/s                 |
+//! | 1 | 117 ms (7 frames)    | 2.7 / 2.8 KB/s (uncapped)      |
+//! | 2 | 133 ms (8 frames)    | 1.4 / 1.4 KB/s                 |
+//! | 3 | 150 ms (9 frames)    | 0.9 / 0.9 KB/s                 |
+//! | 4 | 167 ms (10 frames)   | 0.7 / 0.7 KB/s                 |
 //!
 //! Each step of K adds one frame of latency; K = 2 is the smallest interval within the
 //! 2.5 KB/s budget, hence the default. On lossy links every K sends as often as the send

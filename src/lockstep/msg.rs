@@ -1,15 +1,16 @@
 //! The CTRL (client -> server) and UPDATE (server -> client) bodies.
 //!
-//! Both follow the 8-byte `wire::Header`. Little endian; `rel16` = the low 16 bits of a
-//! counter, expanded by the receiver to the value nearest to what it expects next.
+//! Both follow the 5-byte lockstep `wire::Header`. Little endian; `rel` = the low 7 bits of a
+//! counter in one byte, or its low 15 bits in two (`codec::put_rel`), expanded by the
+//! receiver to the value nearest to what it expects next.
 //!
 //! ```text
 //! common head (3 bytes, + 2 ack, + 2 ts, + 3 echo, + 2 irtt)
 //!   u8  flags     0x01 ack, 0x02 echo, 0x04 run, 0x08 extras, 0x10 per kind (CTRL: irtt
-//!                 follows; UPDATE: "your CTRLs are being lost"), 0x20 ts, 0x40 UPDATE:
-//!                 advance follows, 0x80 UPDATE: the run's first frame is delta-coded
-//!                 against frame `from - 1` (which the receiver holds: it acknowledged
-//!                 it); other bits must be 0
+//!                 follows; UPDATE: "your CTRLs are being lost"), 0x20 ts, 0x40 CTRL: age
+//!                 follows, UPDATE: advance follows, 0x80 the run's first item is delta-coded against the
+//!                 one before it (which the receiver holds: it acknowledged it); other
+//!                 bits must be 0
 //!   u16 seq       this datagram's 16-bit wrapping sequence number (per direction)
 //!   u16 ack       newest seq received from the other side                  [ack]
 //!   u16 ts        sender's clock, milliseconds, wrapping (every 4th datagram) [ts]
@@ -19,25 +20,32 @@
 //!                 from pushing a sample to receiving the frame that carries it; sent when
 //!                 it changes and every 8th datagram                               [0x10]
 //! CTRL
-//!   run:    rel16 first sample index, varint count, u8 age_ms of the newest sample,
-//!           bits: delta-coded pads (the first in full, then per sample as in `codec`),
-//!           byte padded
+//!   run:    rel first sample index, varint count, u8 age_ms of the newest sample [0x40,
+//!           when the newest sample is in this datagram], bits: delta-coded pads (the first
+//!           against sample `first - 1` with 0x80, else in full; then per sample as in
+//!           `codec`), byte padded
 //!   extras: u8 n (1..=16), n x (u32 frame, u64 checksum)
 //! UPDATE
 //!   i8  advance   receiver's phase in 1/16 frames (> 0: its inputs arrive early, slow
 //!                 down); when it changes and every 8th datagram                   [0x40]
-//!   run:    rel16 from, varint count (next keyframe = from + count), u8 lead (receiver's
-//!           sample-to-frame offset at the keyframe), u8 mask of players carried (others
-//!           are neutral), bits: frame-major delta-coded pads of the masked players (the
-//!           first frame in full, or with 0x80 against frame `from - 1`)
-//!   extras: u8 n (1..=32), n x (u8 kind<<4 | peer, u32 frame); kind 1 = left, 2 = desync
+//!   u8  extras    bits 0-5: notices after the run (0..=32), 0x40 lead follows, 0x80 mask
+//!                 follows; never 0                                               [0x08]
+//!   u8  lead      receiver's sample-to-frame offset at the end of the run; sent until a
+//!                 datagram carrying its current value is acknowledged          [extras]
+//!   u8  mask      players carried (others are neutral); without it, every slot of the
+//!                 session. Sent when it makes the datagram smaller             [extras]
+//!   run:    rel from, varint count (next keyframe = from + count), bits: frame-major
+//!           delta-coded pads of the carried players (the first frame against frame
+//!           `from - 1` with 0x80, else in full)
+//!   notices: n x (u8 kind<<4 | peer, u32 frame); kind 1 = left, 2 = desync
 //! ```
 //! Fields that rarely change ride only in some datagrams: the budget of 2.5 KB/s per direction
 //! (28 bytes of UDP/IP header included) buys more datagrams, and so faster recovery from
-//! loss, the smaller each one is. Typical sizes with the 8-byte header (2 players, 100 ms
-//! RTT, K = 2, bots pressing buttons): CTRL about 21 bytes, UPDATE about 25 before its first
-//! frame was delta-coded. Measured over real UDP at 100 ms, ±20 ms, 5% loss (more
-//! unacknowledged input): CTRL 25, UPDATE 26 (29.5 with the first frame in full).
+//! loss, the smaller each one is; on a lossy link each side would send every frame if the
+//! budget allowed. Mean sizes, 2 players, 100 ms RTT, ±20 ms each way, 5% loss, K = 2, bots
+//! pressing buttons (the simulator): CTRL 16.7 bytes, UPDATE 18.8, so about 13% more of each
+//! fit the budget than with protocol version 2 (8-byte header, 16-bit run offsets, the first
+//! CTRL sample in full, the lead and mask in every UPDATE: 22.5 and 24.9).
 //!
 //! Size cap: no datagram exceeds `wire::MAX_DATAGRAM` (1200). A CTRL holds one player's
 //! samples: even changing every frame (at most 18 bits), more than 500 fit, far beyond 2 s.
@@ -50,10 +58,12 @@
 //! and unknown flags are rejected.
 
 use crate::input::{Inputs, Pad, MAX_PLAYERS};
-use crate::wire::{Header, Kind, WireError, HEADER_LEN, MAX_DATAGRAM};
+use std::ops::RangeInclusive;
 
-use super::codec::{self, put_u16, put_u32, put_u64, put_varint, Reader};
-use super::frame::{unwrap16, Frame, PeerId};
+use crate::wire::{Header, Kind, WireError, LOCKSTEP_HEADER_LEN, MAX_DATAGRAM};
+
+use super::codec::{self, put_rel, put_u16, put_u32, put_u64, put_varint, Reader};
+use super::frame::{Frame, PeerId};
 
 const F_ACK: u8 = 0x01;
 const F_ECHO: u8 = 0x02;
@@ -64,8 +74,14 @@ const F_KIND: u8 = 0x10;
 const F_TS: u8 = 0x20;
 /// UPDATE: the advance follows the head.
 const F_ADVANCE: u8 = 0x40;
-/// UPDATE: the run's first frame is delta-coded against the frame before it.
+/// CTRL: the newest sample's age follows the run's count.
+const F_AGE: u8 = 0x40;
+/// The run's first item is delta-coded against the one before it.
 const F_BASE: u8 = 0x80;
+/// UPDATE extras byte: the notice count, and which fields follow it.
+const X_NOTICES: u8 = 0x3f;
+const X_LEAD: u8 = 0x40;
+const X_MASK: u8 = 0x80;
 
 /// Every this many datagrams carries the sender's timestamp (an RTT sample per round).
 pub const TS_EVERY: u16 = 4;
@@ -89,11 +105,11 @@ pub const MAX_RUN: usize = 4096;
 pub const MAX_CHECKSUMS: usize = 16;
 pub const MAX_NOTICES: usize = 32;
 /// Bytes a CTRL needs besides its sample bits: header, head (12 with every field), run
-/// header (rel16 + varint + age), checksum list.
-pub const CTRL_OVERHEAD: usize = HEADER_LEN + 12 + 6 + 1 + MAX_CHECKSUMS * 12;
-/// Bytes an UPDATE needs besides its input bits: header, head (10), advance, run header
-/// (rel16 + varint + lead + mask), notice list.
-pub const UPDATE_OVERHEAD: usize = HEADER_LEN + 10 + 1 + 7 + 1 + MAX_NOTICES * 5;
+/// header (rel + varint + age), checksum list.
+pub const CTRL_OVERHEAD: usize = LOCKSTEP_HEADER_LEN + 12 + 6 + 1 + MAX_CHECKSUMS * 12;
+/// Bytes an UPDATE needs besides its input bits: header, head (10), advance, extras byte,
+/// lead, mask, run header (rel + varint), notice list.
+pub const UPDATE_OVERHEAD: usize = LOCKSTEP_HEADER_LEN + 10 + 1 + 3 + 5 + MAX_NOTICES * 5;
 /// Input bits one datagram may carry.
 pub const CTRL_BIT_BUDGET: usize = (MAX_DATAGRAM - CTRL_OVERHEAD) * 8;
 pub const UPDATE_BIT_BUDGET: usize = (MAX_DATAGRAM - UPDATE_OVERHEAD) * 8;
@@ -116,9 +132,13 @@ pub struct Head {
 pub struct SampleRun {
     /// Index of `pads[0]` in the client's sample stream.
     pub first: u32,
+    /// Sample `first - 1`, which the server holds (it was acknowledged): `pads[0]` is
+    /// delta-coded against it. `None`: written in full.
+    pub base: Option<Pad>,
     pub pads: Vec<Pad>,
-    /// Milliseconds between pushing the newest sample and sending this datagram.
-    pub age_ms: u8,
+    /// Milliseconds between pushing the newest sample and sending this datagram; `None` if
+    /// the newest sample is not in this datagram.
+    pub age_ms: Option<u8>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -137,8 +157,9 @@ pub struct FrameRun {
     /// delta-coded against them. `None`: the first frame is written in full.
     pub base: Option<Inputs>,
     pub frames: Vec<Inputs>,
-    /// The receiver's own lead at the end of the run, in frames.
-    pub lead: u8,
+    /// The receiver's own lead at the end of the run, in frames (`None`: as in the last
+    /// run that carried it).
+    pub lead: Option<u8>,
 }
 
 impl FrameRun {
@@ -225,12 +246,8 @@ fn put_head(
 /// Reads the head; returns it with the flags and, for a CTRL (`ctrl`), the irtt field.
 fn read_head(r: &mut Reader<'_>, ctrl: bool) -> Option<(Head, u8, Option<u16>)> {
     let flags = r.u8()?;
-    let known = F_ACK | F_ECHO | F_RUN | F_EXTRAS | F_KIND | F_TS;
-    let known = if ctrl {
-        known
-    } else {
-        known | F_ADVANCE | F_BASE
-    };
+    let known = F_ACK | F_ECHO | F_RUN | F_EXTRAS | F_KIND | F_TS | F_BASE;
+    let known = known | if ctrl { F_AGE } else { F_ADVANCE };
     if flags & !known != 0 {
         return None;
     }
@@ -262,8 +279,10 @@ fn read_head(r: &mut Reader<'_>, ctrl: bool) -> Option<(Head, u8, Option<u16>)> 
     Some((head, flags, irtt))
 }
 
-/// Encodes a CTRL datagram (header included).
-pub fn encode_ctrl(session: u32, c: &Ctrl) -> Vec<u8> {
+/// Encodes a CTRL datagram (header included). `refs`: the sample indices the server may
+/// expect next (from the first unacknowledged to the end of everything sent so far), which
+/// decide how short the run's first index can be written.
+pub fn encode_ctrl(session: u32, c: &Ctrl, refs: RangeInclusive<u32>) -> Vec<u8> {
     let mut out = Vec::with_capacity(64);
     Header {
         kind: Kind::Ctrl,
@@ -279,13 +298,15 @@ pub fn encode_ctrl(session: u32, c: &Ctrl) -> Vec<u8> {
         !checksums.is_empty(),
         c.input_rtt_ms,
         false,
-        0,
+        run.map_or(0, |r| {
+            (if r.base.is_some() { F_BASE } else { 0 }) | if r.age_ms.is_some() { F_AGE } else { 0 }
+        }),
     );
     if let Some(s) = run {
-        put_u16(&mut out, s.first as u16);
+        put_rel(&mut out, s.first, refs);
         put_varint(&mut out, s.pads.len() as u32);
-        out.push(s.age_ms);
-        out.extend(codec::encode_pads(s.pads.iter().copied()));
+        out.extend(s.age_ms);
+        out.extend(codec::encode_pads(s.pads.iter().copied(), s.base));
     }
     if !checksums.is_empty() {
         out.push(checksums.len() as u8);
@@ -297,25 +318,42 @@ pub fn encode_ctrl(session: u32, c: &Ctrl) -> Vec<u8> {
     out
 }
 
-/// Decodes a CTRL body; `sample_ref` is the next sample index the server expects.
-pub fn decode_ctrl(body: &[u8], sample_ref: u32) -> Result<Ctrl, WireError> {
+/// Decodes a CTRL body; `sample_ref` is the next sample index the server expects, and
+/// `held` gives a sample it holds (the base of a delta-coded first sample).
+pub fn decode_ctrl(
+    body: &[u8],
+    sample_ref: u32,
+    held: impl Fn(u32) -> Option<Pad>,
+) -> Result<Ctrl, WireError> {
     let mut r = Reader::new(body);
     let (head, flags, input_rtt_ms) = read_head(&mut r, true).ok_or_else(malformed_ctrl)?;
     let (has_run, has_extras) = (flags & F_RUN != 0, flags & F_EXTRAS != 0);
+    if flags & (F_BASE | F_AGE) != 0 && !has_run {
+        return Err(malformed_ctrl());
+    }
     let samples = if has_run {
-        let first = unwrap16(r.u16().ok_or_else(malformed_ctrl)?, sample_ref);
+        let first = r.rel(sample_ref).ok_or_else(malformed_ctrl)?;
         let count = r.varint().ok_or_else(malformed_ctrl)? as usize;
-        let age_ms = r.u8().ok_or_else(malformed_ctrl)?;
-        if count == 0 || count > 2 * MAX_RUN {
+        let age_ms = if flags & F_AGE != 0 {
+            Some(r.u8().ok_or_else(malformed_ctrl)?)
+        } else {
+            None
+        };
+        if count == 0 || count > 2 * MAX_RUN || first.checked_add(count as u32).is_none() {
             return Err(malformed_ctrl());
         }
-        let (pads, used) = codec::decode_pads(r.remaining(), count).ok_or_else(malformed_ctrl)?;
+        let base = if flags & F_BASE != 0 {
+            let before = first.checked_sub(1).ok_or_else(malformed_ctrl)?;
+            Some(held(before).ok_or(WireError::MissingBase(Kind::Ctrl, before))?)
+        } else {
+            None
+        };
+        let (pads, used) =
+            codec::decode_pads(r.remaining(), count, base).ok_or_else(malformed_ctrl)?;
         r.advance(used).ok_or_else(malformed_ctrl)?;
-        let first = first
-            .filter(|f| f.checked_add(count as u32).is_some())
-            .ok_or_else(malformed_ctrl)?;
         Some(SampleRun {
             first,
+            base,
             pads,
             age_ms,
         })
@@ -355,8 +393,15 @@ pub fn active_mask(frames: &[Inputs]) -> u8 {
     })
 }
 
-/// Encodes an UPDATE datagram (header included).
-pub fn encode_update(session: u32, u: &Update) -> Vec<u8> {
+/// Every slot of a session of `players`: the players an UPDATE carries unless it says.
+pub fn session_mask(players: u8) -> u8 {
+    ((1u16 << players.min(8)) - 1) as u8
+}
+
+/// Encodes an UPDATE datagram (header included) for a session of `players`. `refs`: the
+/// frames the client may expect next (from the first it has not acknowledged to the end of
+/// everything sent to it so far), which decide how short the run's start can be written.
+pub fn encode_update(session: u32, players: u8, u: &Update, refs: RangeInclusive<u32>) -> Vec<u8> {
     let mut out = Vec::with_capacity(64);
     Header {
         kind: Kind::Update,
@@ -365,11 +410,31 @@ pub fn encode_update(session: u32, u: &Update) -> Vec<u8> {
     .write(&mut out);
     let run = u.frames.as_ref().filter(|f| !f.frames.is_empty());
     let notices = &u.notices[..u.notices.len().min(MAX_NOTICES)];
+    // The session's players, unless naming only the active ones is smaller (an idle or
+    // departed player costs a bit per frame; naming the mask costs a byte).
+    let (mask, bits) = match run {
+        Some(fr) => {
+            let all = session_mask(players);
+            let bits = codec::encode_frames(&fr.frames, all, fr.base.as_ref());
+            let active = active_mask(&fr.frames) & all;
+            let fewer = codec::encode_frames(&fr.frames, active, fr.base.as_ref());
+            if fewer.len() + 1 < bits.len() {
+                (Some(active), fewer)
+            } else {
+                (None, bits)
+            }
+        }
+        None => (None, Vec::new()),
+    };
+    let lead = run.and_then(|r| r.lead);
+    let extras = notices.len() as u8
+        | if lead.is_some() { X_LEAD } else { 0 }
+        | if mask.is_some() { X_MASK } else { 0 };
     put_head(
         &mut out,
         &u.head,
         run.is_some(),
-        !notices.is_empty(),
+        extras != 0,
         None,
         u.up_lossy,
         if u.advance.is_some() { F_ADVANCE } else { 0 }
@@ -382,57 +447,84 @@ pub fn encode_update(session: u32, u: &Update) -> Vec<u8> {
     if let Some(a) = u.advance {
         out.push(a as u8);
     }
-    if let Some(fr) = run {
-        put_u16(&mut out, fr.from.0 as u16);
-        put_varint(&mut out, fr.frames.len() as u32);
-        out.push(fr.lead);
-        let mask = active_mask(&fr.frames);
-        out.push(mask);
-        out.extend(codec::encode_frames(&fr.frames, mask, fr.base.as_ref()));
+    if extras != 0 {
+        out.push(extras);
+        out.extend(lead);
+        out.extend(mask);
     }
-    if !notices.is_empty() {
-        out.push(notices.len() as u8);
-        for n in notices {
-            let (kind, peer, frame) = match *n {
-                Notice::Left { peer, from } => (1u8, peer, from),
-                Notice::Desync { peer, frame } => (2u8, peer, frame),
-            };
-            out.push(kind << 4 | peer.0);
-            put_u32(&mut out, frame.0);
-        }
+    if let Some(fr) = run {
+        put_rel(&mut out, fr.from.0, refs);
+        put_varint(&mut out, fr.frames.len() as u32);
+        out.extend(bits);
+    }
+    for n in notices {
+        let (kind, peer, frame) = match *n {
+            Notice::Left { peer, from } => (1u8, peer, from),
+            Notice::Desync { peer, frame } => (2u8, peer, frame),
+        };
+        out.push(kind << 4 | peer.0);
+        put_u32(&mut out, frame.0);
     }
     out
 }
 
-/// Decodes an UPDATE body; `frame_ref` is the next frame the client does not know yet, and
-/// `held` gives the inputs of a frame it holds (the base of a delta-coded first frame).
+/// Decodes an UPDATE body for a session of `players`; `frame_ref` is the next frame the
+/// client does not know yet, and `held` gives the inputs of a frame it holds (the base of a
+/// delta-coded first frame).
 pub fn decode_update(
     body: &[u8],
     frame_ref: u32,
+    players: u8,
     held: impl Fn(Frame) -> Option<Inputs>,
 ) -> Result<Update, WireError> {
     let mut r = Reader::new(body);
     let (head, flags, _) = read_head(&mut r, false).ok_or_else(malformed_update)?;
-    let (has_run, has_extras) = (flags & F_RUN != 0, flags & F_EXTRAS != 0);
+    let has_run = flags & F_RUN != 0;
+    if flags & F_BASE != 0 && !has_run {
+        return Err(malformed_update());
+    }
     let advance = if flags & F_ADVANCE != 0 {
         Some(r.u8().ok_or_else(malformed_update)? as i8)
     } else {
         None
     };
-    let frames = if has_run {
-        let from = unwrap16(r.u16().ok_or_else(malformed_update)?, frame_ref);
-        let count = r.varint().ok_or_else(malformed_update)? as usize;
-        let lead = r.u8().ok_or_else(malformed_update)?;
-        let mask = r.u8().ok_or_else(malformed_update)?;
-        if count == 0 || count > 2 * MAX_RUN {
+    let extras = if flags & F_EXTRAS != 0 {
+        Some(r.u8().ok_or_else(malformed_update)?).filter(|x| *x != 0)
+    } else {
+        Some(0)
+    }
+    .ok_or_else(malformed_update)?;
+    let n_notices = usize::from(extras & X_NOTICES);
+    if n_notices > MAX_NOTICES {
+        return Err(malformed_update());
+    }
+    let lead = if extras & X_LEAD != 0 {
+        Some(r.u8().ok_or_else(malformed_update)?)
+    } else {
+        None
+    };
+    let all = session_mask(players);
+    let mask = if extras & X_MASK != 0 {
+        let m = r.u8().ok_or_else(malformed_update)?;
+        if m & !all != 0 {
             return Err(malformed_update());
         }
-        let from = from
-            .filter(|f| f.checked_add(count as u32).is_some())
-            .ok_or_else(malformed_update)?;
+        m
+    } else {
+        all
+    };
+    if (lead.is_some() || extras & X_MASK != 0) && !has_run {
+        return Err(malformed_update());
+    }
+    let frames = if has_run {
+        let from = r.rel(frame_ref).ok_or_else(malformed_update)?;
+        let count = r.varint().ok_or_else(malformed_update)? as usize;
+        if count == 0 || count > 2 * MAX_RUN || from.checked_add(count as u32).is_none() {
+            return Err(malformed_update());
+        }
         let base = if flags & F_BASE != 0 {
             let before = from.checked_sub(1).ok_or_else(malformed_update)?;
-            Some(held(Frame(before)).ok_or(WireError::MissingBase(before))?)
+            Some(held(Frame(before)).ok_or(WireError::MissingBase(Kind::Update, before))?)
         } else {
             None
         };
@@ -449,21 +541,15 @@ pub fn decode_update(
         None
     };
     let mut notices = Vec::new();
-    if has_extras {
-        let n = usize::from(r.u8().ok_or_else(malformed_update)?);
-        if n == 0 || n > MAX_NOTICES {
-            return Err(malformed_update());
-        }
-        for _ in 0..n {
-            let tag = r.u8().ok_or_else(malformed_update)?;
-            let frame = Frame(r.u32().ok_or_else(malformed_update)?);
-            let peer = PeerId::new(tag & 0x0f).ok_or_else(malformed_update)?;
-            notices.push(match tag >> 4 {
-                1 => Notice::Left { peer, from: frame },
-                2 => Notice::Desync { peer, frame },
-                _ => return Err(malformed_update()),
-            });
-        }
+    for _ in 0..n_notices {
+        let tag = r.u8().ok_or_else(malformed_update)?;
+        let frame = Frame(r.u32().ok_or_else(malformed_update)?);
+        let peer = PeerId::new(tag & 0x0f).ok_or_else(malformed_update)?;
+        notices.push(match tag >> 4 {
+            1 => Notice::Left { peer, from: frame },
+            2 => Notice::Desync { peer, frame },
+            _ => return Err(malformed_update()),
+        });
     }
     if !r.is_empty() {
         return Err(malformed_update());
@@ -525,6 +611,13 @@ mod tests {
 
     use super::*;
 
+    const H: usize = LOCKSTEP_HEADER_LEN;
+
+    /// What a server holding samples up to 69_999 answers for a base.
+    fn held_sample(i: u32) -> Option<Pad> {
+        (i == 69_999).then_some(Pad(0x40))
+    }
+
     fn ctrl() -> Ctrl {
         Ctrl {
             head: Head {
@@ -539,11 +632,12 @@ mod tests {
             input_rtt_ms: Some(140),
             samples: Some(SampleRun {
                 first: 70_000,
+                base: Some(Pad(0x40)),
                 pads: [0u16, 0, 5, 5, 5, 0x8000, 0]
                     .iter()
                     .map(|&v| Pad(v))
                     .collect(),
-                age_ms: 3,
+                age_ms: Some(3),
             }),
             checksums: vec![(Frame(600), 0xdead_beef_0bad_f00d), (Frame(660), 1)],
         }
@@ -579,7 +673,7 @@ mod tests {
                 from: Frame(131_070),
                 base: Some(base()),
                 frames,
-                lead: 12,
+                lead: Some(12),
             }),
             notices: vec![
                 Notice::Left {
@@ -597,20 +691,27 @@ mod tests {
     #[test]
     fn ctrl_and_update_round_trip() {
         let c = ctrl();
-        let bytes = encode_ctrl(42, &c);
+        let bytes = encode_ctrl(42, &c, 70_000..=70_010);
         let (h, body) = Header::parse(&bytes).unwrap();
         assert_eq!((h.kind, h.session), (Kind::Ctrl, 42));
-        // The receiver expects sample 69_990: the 16-bit index expands to 70_000.
-        assert_eq!(decode_ctrl(body, 69_990), Ok(c));
+        // The server expects a sample in 70_000..=70_010: the 7-bit index expands to 70_000.
+        for reference in [70_000, 70_010] {
+            assert_eq!(decode_ctrl(body, reference, held_sample), Ok(c.clone()));
+        }
+        // Without the base sample the server cannot read the run; it says which it lacks.
+        assert_eq!(
+            decode_ctrl(body, 70_000, |_| None),
+            Err(WireError::MissingBase(Kind::Ctrl, 69_999))
+        );
         let u = update();
-        let bytes = encode_update(42, &u);
+        let bytes = encode_update(42, 8, &u, 131_070..=131_070);
         let (h, body) = Header::parse(&bytes).unwrap();
         assert_eq!(h.kind, Kind::Update);
-        assert_eq!(decode_update(body, 131_000, held), Ok(u.clone()));
+        assert_eq!(decode_update(body, 131_070, 8, held), Ok(u.clone()));
         // Without the base frame the client cannot read the run; it says which it lacks.
         assert_eq!(
-            decode_update(body, 131_000, |_| None),
-            Err(WireError::MissingBase(131_069))
+            decode_update(body, 131_070, 8, |_| None),
+            Err(WireError::MissingBase(Kind::Update, 131_069))
         );
         // A bare keepalive: flags and seq.
         let bare = Ctrl {
@@ -624,29 +725,79 @@ mod tests {
             samples: None,
             checksums: Vec::new(),
         };
-        assert_eq!(encode_ctrl(1, &bare).len(), HEADER_LEN + 3);
+        assert_eq!(encode_ctrl(1, &bare, 0..=0).len(), H + 3);
+        // Far from what the client may hold, the start takes two bytes and still expands.
         let mut u = u;
         u.advance = None;
         u.head.ts = None;
         let full = u.clone();
-        let bytes = encode_update(42, &u);
-        assert_eq!(decode_update(&bytes[HEADER_LEN..], 131_000, held), Ok(u));
+        let bytes = encode_update(42, 8, &u, 131_000..=131_070);
+        assert_eq!(decode_update(&bytes[H..], 131_000, 8, held), Ok(u.clone()));
+        let near = encode_update(42, 8, &u, 131_070..=131_070);
+        assert_eq!(bytes.len(), near.len() + 1);
         // The first frame in full (no base): needs nothing held, costs the 2 x 16 bits.
         let mut full = full;
         full.frames.as_mut().unwrap().base = None;
-        let full_bytes = encode_update(42, &full);
+        let full_bytes = encode_update(42, 8, &full, 131_000..=131_070);
         assert_eq!(
-            decode_update(&full_bytes[HEADER_LEN..], 131_000, |_| None),
+            decode_update(&full_bytes[H..], 131_000, 8, |_| None),
             Ok(full)
         );
         assert!(full_bytes.len() > bytes.len());
     }
 
     #[test]
+    fn a_ctrl_carries_its_newest_samples_age_only_with_that_sample() {
+        let mut c = ctrl();
+        let with_age = encode_ctrl(1, &c, 70_000..=70_000);
+        c.samples.as_mut().unwrap().age_ms = None;
+        let without = encode_ctrl(1, &c, 70_000..=70_000);
+        assert_eq!(with_age.len() - without.len(), 1);
+        assert_eq!(decode_ctrl(&without[H..], 70_000, held_sample), Ok(c));
+    }
+
+    #[test]
+    fn an_update_names_the_lead_when_asked_and_the_mask_when_that_is_smaller() {
+        let mut u = update();
+        u.notices.clear();
+        u.advance = None;
+        let with_lead = encode_update(1, 8, &u, 131_070..=131_070);
+        u.frames.as_mut().unwrap().lead = None;
+        let without = encode_update(1, 8, &u, 131_070..=131_070);
+        // The lead's byte.
+        assert_eq!(with_lead.len() - without.len(), 1);
+        assert_eq!(
+            decode_update(&without[H..], 131_070, 8, held),
+            Ok(u.clone())
+        );
+        // Players 0 and 7 of 8 press buttons: naming them (a byte) saves 6 players x 9
+        // frames of "unchanged" bits, so the mask goes out, and a session that has no
+        // slot 7 refuses it.
+        assert_eq!(without[H] & F_EXTRAS, F_EXTRAS);
+        assert!(decode_update(&without[H..], 131_070, 2, held).is_err());
+        // The same inputs on players 0 and 1 of a session of 2: every slot, so no mask and
+        // no extras byte at all.
+        let to_slot_1 = |mut i: Inputs| {
+            i.swap(1, 7);
+            i
+        };
+        let mut two = u.clone();
+        let run = two.frames.as_mut().unwrap();
+        run.base = run.base.map(to_slot_1);
+        run.frames.iter_mut().for_each(|f| *f = to_slot_1(*f));
+        let b = encode_update(1, 2, &two, 131_070..=131_070);
+        assert_eq!(b[H] & F_EXTRAS, 0);
+        assert_eq!(b.len(), without.len() - 2);
+        let held2 = |f: Frame| held(f).map(to_slot_1);
+        assert_eq!(decode_update(&b[H..], 131_070, 2, held2), Ok(two));
+    }
+
+    #[test]
     fn typical_ctrl_is_small() {
         // K = 2 on a 100 ms link: about 8 unacked samples, one button pressed. Most CTRLs
-        // carry no timestamp, echo or input round trip: flags, seq, ack, run header, bits
-        // (16 + 6 unchanged + a 7-bit change).
+        // carry no timestamp, echo or input round trip: flags, seq, ack, run header (first
+        // in one byte, count, age), bits (the first sample against the acknowledged one before
+        // it, a 7-bit change, 3 unchanged, a 7-bit change, 3 unchanged: 20 bits).
         let mut c = ctrl();
         c.checksums.clear();
         c.head.ts = None;
@@ -656,27 +807,32 @@ mod tests {
             .iter()
             .map(|&v| Pad(v))
             .collect();
-        let n = encode_ctrl(1, &c).len();
-        assert_eq!(n, HEADER_LEN + 5 + 4 + 4, "{n}");
+        let n = encode_ctrl(1, &c, 70_000..=70_008).len();
+        assert_eq!(n, H + 5 + 3 + 3, "{n}");
+        // Protocol version 2 spent 21 bytes on this: an 8-byte header, a 16-bit first
+        // index, and the first sample in full.
     }
 
     #[test]
     fn every_truncation_and_trailing_byte_is_rejected() {
-        for bytes in [encode_ctrl(9, &ctrl()), encode_update(9, &update())] {
+        for bytes in [
+            encode_ctrl(9, &ctrl(), 70_000..=70_000),
+            encode_update(9, 8, &update(), 131_070..=131_070),
+        ] {
             let kind = Header::parse(&bytes).unwrap().0.kind;
-            for len in HEADER_LEN..bytes.len() {
-                let body = &bytes[HEADER_LEN..len];
+            for len in H..bytes.len() {
+                let body = &bytes[H..len];
                 let r = match kind {
-                    Kind::Ctrl => decode_ctrl(body, 0).map(|_| ()),
-                    _ => decode_update(body, 131_000, held).map(|_| ()),
+                    Kind::Ctrl => decode_ctrl(body, 70_000, held_sample).map(|_| ()),
+                    _ => decode_update(body, 131_070, 8, held).map(|_| ()),
                 };
                 assert!(r.is_err(), "{kind:?} cut to {len} bytes was accepted");
             }
-            let mut long = bytes[HEADER_LEN..].to_vec();
+            let mut long = bytes[H..].to_vec();
             long.push(0);
             let r = match kind {
-                Kind::Ctrl => decode_ctrl(&long, 70_000).map(|_| ()),
-                _ => decode_update(&long, 131_000, held).map(|_| ()),
+                Kind::Ctrl => decode_ctrl(&long, 70_000, held_sample).map(|_| ()),
+                _ => decode_update(&long, 131_070, 8, held).map(|_| ()),
             };
             assert!(r.is_err());
         }
@@ -685,13 +841,16 @@ mod tests {
     #[test]
     fn random_and_mutated_bytes_never_panic() {
         let mut rng = SmallRng::seed_from_u64(5);
-        let valid = [encode_ctrl(9, &ctrl()), encode_update(9, &update())];
+        let valid = [
+            encode_ctrl(9, &ctrl(), 70_000..=70_000),
+            encode_update(9, 8, &update(), 131_070..=131_070),
+        ];
         for i in 0..200_000 {
             let body: Vec<u8> = if i % 2 == 0 {
                 let len = rng.gen_range(0..64);
                 (0..len).map(|_| rng.gen()).collect()
             } else {
-                let mut b = valid[i % 4 / 2][HEADER_LEN..].to_vec();
+                let mut b = valid[i % 4 / 2][H..].to_vec();
                 for _ in 0..rng.gen_range(1..4) {
                     let at = rng.gen_range(0..b.len());
                     b[at] ^= 1 << rng.gen_range(0..8);
@@ -699,8 +858,10 @@ mod tests {
                 b
             };
             let reference = rng.gen();
-            let _ = decode_ctrl(&body, reference);
-            let _ = decode_update(&body, reference, |_| Some([Pad(0x0f0f); MAX_PLAYERS]));
+            let _ = decode_ctrl(&body, reference, |_| Some(Pad(0x0f0f)));
+            let _ = decode_update(&body, reference, rng.gen_range(1..=8), |_| {
+                Some([Pad(0x0f0f); MAX_PLAYERS])
+            });
         }
     }
 

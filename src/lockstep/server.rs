@@ -62,6 +62,8 @@ struct SentUpdate {
     seq: u16,
     frames_end: Frame,
     notices_end: u32,
+    /// The lead it named, if any.
+    lead: Option<u8>,
 }
 
 /// One client as the server sees it: its input stream and its link.
@@ -71,6 +73,11 @@ struct Peer {
     /// Received samples not yet placed on a frame: indices `next..next + samples.len()`.
     samples: VecDeque<Pad>,
     next: u32,
+    /// Samples `used_base..next`, placed on frames already but kept: a CTRL's first sample
+    /// is delta-coded against the one before it, and the client's oldest unacknowledged
+    /// sample trails what we placed by up to a round trip.
+    used: VecDeque<Pad>,
+    used_base: u32,
     /// The input this player had on the newest published frame.
     last: Pad,
     /// A sample was dropped since the last published frame.
@@ -92,6 +99,10 @@ struct Peer {
     sent: VecDeque<SentUpdate>,
     /// The client holds every frame before this one.
     acked: Frame,
+    /// End of the frames sent to it so far: it holds at most these.
+    sent_end: Frame,
+    /// The lead named in the newest UPDATE it acknowledged (it knows that one).
+    lead_acked: Option<u8>,
     notices: VecDeque<(u32, Notice)>,
     next_notice: u32,
     last_send: Option<Instant>,
@@ -109,6 +120,8 @@ impl Peer {
             id,
             samples: VecDeque::new(),
             next: 0,
+            used: VecDeque::new(),
+            used_base: 0,
             last: Pad::NEUTRAL,
             dropped: false,
             rtt: RttEstimator::default(),
@@ -123,6 +136,8 @@ impl Peer {
             send_seq: 0,
             sent: VecDeque::new(),
             acked: Frame::ZERO,
+            sent_end: Frame::ZERO,
+            lead_acked: None,
             notices: VecDeque::new(),
             next_notice: 0,
             last_send: None,
@@ -135,6 +150,30 @@ impl Peer {
 
     fn recv_end(&self) -> u32 {
         self.next + self.samples.len() as u32
+    }
+
+    /// Sample `i`, if still held.
+    fn sample(&self, i: u32) -> Option<Pad> {
+        match i.checked_sub(self.next) {
+            Some(k) => self.samples.get(k as usize).copied(),
+            None => self
+                .used
+                .get(i.checked_sub(self.used_base)? as usize)
+                .copied(),
+        }
+    }
+
+    /// Takes the next sample off the queue to place it on a frame (or drop it).
+    fn take_sample(&mut self) -> Option<Pad> {
+        let s = self.samples.pop_front()?;
+        self.next += 1;
+        self.used.push_back(s);
+        // The client never asks for more than a buffer's worth back (see `MAX_BUFFERED`).
+        if self.used.len() > MAX_BUFFERED {
+            self.used.pop_front();
+            self.used_base += 1;
+        }
+        Some(s)
     }
 
     fn notify(&mut self, n: Notice) {
@@ -155,6 +194,9 @@ impl Peer {
         while let Some(rec) = self.sent.front().copied() {
             if rec.seq == ack {
                 self.acked = self.acked.max(rec.frames_end);
+                if rec.lead.is_some() {
+                    self.lead_acked = rec.lead;
+                }
                 while self
                     .notices
                     .front()
@@ -335,7 +377,7 @@ impl Server {
         peer.traffic.received(datagram.len());
         let ctrl = match Header::parse(datagram) {
             Ok((h, body)) if h.kind == Kind::Ctrl && h.session == self.cfg.session => {
-                msg::decode_ctrl(body, peer.recv_end())
+                msg::decode_ctrl(body, peer.recv_end(), |i| peer.sample(i))
             }
             Ok((h, _)) => {
                 tracing::debug!(
@@ -365,6 +407,12 @@ impl Server {
         });
         let ctrl = match ctrl {
             Ok(c) => c,
+            Err(WireError::MissingBase(_, i)) if i < peer.used_base => {
+                // Coded against a sample we let go of after a newer CTRL: this one is late
+                // and carries nothing new.
+                tracing::trace!("{from}: dropped a late CTRL");
+                return;
+            }
             Err(e) => {
                 tracing::debug!("{from}: dropped datagram: {e}");
                 self.traffic.packets_dropped_invalid += 1;
@@ -399,12 +447,17 @@ impl Server {
         if let Some(run) = ctrl.samples {
             let skip = (peer.recv_end() - run.first) as usize;
             peer.samples.extend(run.pads.iter().skip(skip).copied());
-            if run.age_ms < u8::MAX {
+            // The client holds everything before `first` acknowledged: later CTRLs start
+            // there or later, so older samples are no base any more.
+            while peer.used_base + 1 < run.first && peer.used.pop_front().is_some() {
+                peer.used_base += 1;
+            }
+            if let Some(age_ms) = run.age_ms {
                 // When the client pushed its newest sample, on our clock (see `timesync`).
                 let one_way = peer.rtt.srtt().unwrap_or_default() / 2;
                 let pushed = now.saturating_duration_since(self.epoch).as_secs_f64()
                     - one_way.as_secs_f64()
-                    - f64::from(run.age_ms) / 1000.0;
+                    - f64::from(age_ms) / 1000.0;
                 let newest = run.first + run.pads.len() as u32 - 1;
                 peer.phase
                     .observe(newest, pushed, self.cfg.frame_duration().as_secs_f64());
@@ -645,8 +698,7 @@ impl Server {
                     && offset == largest
                     && p.samples.front() == Some(&p.last)
                 {
-                    p.samples.pop_front();
-                    p.next += 1;
+                    p.take_sample();
                     p.dropped = true;
                 }
             }
@@ -662,8 +714,7 @@ impl Server {
             let mut inputs = [Pad::NEUTRAL; MAX_PLAYERS];
             for p in self.peers.iter_mut().flatten() {
                 if frame.saturating_sub(p.next) >= lead {
-                    if let Some(s) = p.samples.pop_front() {
-                        p.next += 1;
+                    if let Some(s) = p.take_sample() {
                         p.last = s;
                         self.started = true;
                     }
@@ -695,7 +746,7 @@ impl Server {
     fn build_round(&mut self, idx: usize, now: Instant) {
         let frontier = self.frontier();
         let advance = self.advances()[idx];
-        let session = self.cfg.session;
+        let (session, players) = (self.cfg.session, self.cfg.players);
         let Some(p) = self.peers[idx].as_mut() else {
             return;
         };
@@ -725,6 +776,9 @@ impl Server {
                 &mut p.advance_sent,
                 seq,
             );
+            // The lead rides until the client acknowledges a datagram that names it.
+            let lead = frontier.0.saturating_sub(p.next).min(255) as u8;
+            let lead = (n > 0 && p.lead_acked != Some(lead)).then_some(lead);
             let update = Update {
                 head: head(seq, p.recv_seq, self.epoch, now, &mut p.echo),
                 up_lossy: p.up_loss.lossy(),
@@ -733,20 +787,25 @@ impl Server {
                     from,
                     base,
                     frames: avail[..n].to_vec(),
-                    lead: frontier.0.saturating_sub(p.next).min(255) as u8,
+                    lead,
                 }),
                 notices: notices.clone(),
             };
+            // The client holds frames up to somewhere between what it acknowledged and the
+            // end of all we sent (this round's earlier segments included).
+            let refs = p.acked.0..=p.sent_end.0.max(from.0);
             from = from.plus(n as u32);
+            p.sent_end = p.sent_end.max(from);
             p.sent.push_back(SentUpdate {
                 seq,
                 frames_end: from,
                 notices_end,
+                lead,
             });
             if p.sent.len() > MAX_SENT_RECORDS {
                 p.sent.pop_front();
             }
-            let bytes = msg::encode_update(session, &update);
+            let bytes = msg::encode_update(session, players, &update, refs);
             p.budget.spend(now, bytes.len());
             p.traffic.sent(bytes.len());
             self.traffic.sent(bytes.len());

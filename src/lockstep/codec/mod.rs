@@ -1,7 +1,8 @@
 //! Byte and bit level encoding shared by the CTRL and UPDATE bodies.
 //!
 //! Inputs are delta-coded as in section 4 of the keyframe-lockstep doc: the first (oldest
-//! unacknowledged) pad in full (16 bits), then per following frame one bit `0` = same as the
+//! unacknowledged) pad against the one before it, which the receiver holds (in full, 16 bits,
+//! when there is none), then per following frame one bit `0` = same as the
 //! previous frame, or `1` and the change. A change is written whichever way is shorter:
 //! `0` and the flipped buttons (per button its 4-bit index, then `1` if another follows), or
 //! `1` and the new 16-bit value. A press or release flips one button: 7 bits instead of 17,
@@ -14,6 +15,8 @@ pub mod bits;
 use crate::input::{Inputs, Pad, MAX_PLAYERS};
 
 use bits::{BitReader, BitWriter};
+
+use super::frame::unwrap_low;
 
 /// Bounds-checked little-endian reader over a datagram body; every getter returns `None` past
 /// the end instead of panicking.
@@ -67,6 +70,16 @@ impl<'a> Reader<'a> {
         None
     }
 
+    /// A counter written by [`put_rel`], expanded to the value nearest to `reference`.
+    pub fn rel(&mut self, reference: u32) -> Option<u32> {
+        let b = self.u8()?;
+        if b & 0x80 == 0 {
+            return unwrap_low(u32::from(b), 7, reference);
+        }
+        let low = u32::from(b & 0x7f) << 8 | u32::from(self.u8()?);
+        unwrap_low(low, 15, reference)
+    }
+
     /// Skips `n` bytes that a sub-reader consumed.
     pub fn advance(&mut self, n: usize) -> Option<()> {
         self.bytes(n).map(|_| ())
@@ -102,6 +115,22 @@ pub fn put_varint(out: &mut Vec<u8>, mut v: u32) {
             return;
         }
         out.push(b | 0x80);
+    }
+}
+
+/// Writes counter `value` for a receiver that expands it around a reference of its own
+/// (`Reader::rel`), known to lie in `refs`: its low 7 bits in one byte (`0xxxxxxx`) when
+/// it is within -64..=63 of every such reference, else its low 15 bits in two
+/// (`1xxxxxxx xxxxxxxx`, within -16384..=16383). Sequence-like fields cost one byte instead
+/// of two while little is in flight.
+pub fn put_rel(out: &mut Vec<u8>, value: u32, refs: std::ops::RangeInclusive<u32>) {
+    let (lo, hi) = (i64::from(*refs.start()), i64::from(*refs.end()));
+    let v = i64::from(value);
+    if v - lo <= 63 && hi - v <= 64 {
+        out.push((value & 0x7f) as u8);
+    } else {
+        out.push(0x80 | ((value >> 8) & 0x7f) as u8);
+        out.push(value as u8);
     }
 }
 
@@ -208,9 +237,11 @@ pub fn decode_frames(
 }
 
 /// Encodes one player's run of pads (the CTRL sample run).
-pub fn encode_pads(pads: impl IntoIterator<Item = Pad>) -> Vec<u8> {
+/// Encodes `pads`, the first delta-coded against `base` (the pad before it, which the
+/// receiver holds) or, without one, in full.
+pub fn encode_pads(pads: impl IntoIterator<Item = Pad>, base: Option<Pad>) -> Vec<u8> {
     let mut w = BitWriter::new();
-    let mut prev: Option<Pad> = None;
+    let mut prev: Option<Pad> = base;
     for p in pads {
         match prev {
             None => w.bits(u32::from(p.0), 16),
@@ -221,16 +252,18 @@ pub fn encode_pads(pads: impl IntoIterator<Item = Pad>) -> Vec<u8> {
     w.into_bytes()
 }
 
-/// Decodes `count` pads written by [`encode_pads`]; returns them and the bytes consumed.
-pub fn decode_pads(data: &[u8], count: usize) -> Option<(Vec<Pad>, usize)> {
+/// Decodes `count` pads written by [`encode_pads`] (with the same `base`); returns them and
+/// the bytes consumed.
+pub fn decode_pads(data: &[u8], count: usize, base: Option<Pad>) -> Option<(Vec<Pad>, usize)> {
     if count > data.len() * 8 + 16 {
         return None;
     }
     let mut r = BitReader::new(data);
     let mut out: Vec<Pad> = Vec::with_capacity(count);
     for i in 0..count {
-        let p = match i {
-            0 => Pad(r.bits(16)? as u16),
+        let p = match (i, base) {
+            (0, None) => Pad(r.bits(16)? as u16),
+            (0, Some(b)) => read_delta(&mut r, b)?,
             _ => read_delta(&mut r, out[i - 1])?,
         };
         out.push(p);
@@ -262,11 +295,51 @@ mod tests {
             .iter()
             .map(|&v| Pad(v))
             .collect();
-        let b = encode_pads(pads.iter().copied());
+        let b = encode_pads(pads.iter().copied(), None);
         // 16 + 7 unchanged bits + a 1-button change (7) + a 2-button change (12) = 42 bits.
         assert_eq!(b.len(), 6);
-        assert_eq!(decode_pads(&b, pads.len()), Some((pads, 6)));
-        assert_eq!(decode_pads(&b[..3], 10), None);
+        assert_eq!(decode_pads(&b, pads.len(), None), Some((pads.clone(), 6)));
+        assert_eq!(decode_pads(&b[..3], 10, None), None);
+        // Against the pad before the run (the receiver holds it) the first costs 1 bit, not
+        // 16: 27 bits.
+        let b = encode_pads(pads.iter().copied(), Some(Pad(1)));
+        assert_eq!(b.len(), 4);
+        assert_eq!(
+            decode_pads(&b, pads.len(), Some(Pad(1))),
+            Some((pads.clone(), 4))
+        );
+        let (wrong, _) = decode_pads(&b, pads.len(), Some(Pad(2))).unwrap();
+        assert_ne!(wrong, pads, "the receiver must use the sender's base");
+    }
+
+    #[test]
+    fn rel_counters_take_one_byte_while_every_reference_is_near() {
+        let rel = |value: u32, lo: u32, hi: u32| {
+            let mut b = Vec::new();
+            put_rel(&mut b, value, lo..=hi);
+            b
+        };
+        // Every reference the receiver may hold (`lo..=hi`) expands the value right.
+        for (value, lo, hi, len) in [
+            (1000, 1000, 1064, 1),
+            (1000, 937, 1000, 1),
+            (1000, 936, 1000, 2),
+            (1000, 1000, 1065, 2),
+            (0, 0, 0, 1),
+            (70_000, 70_000, 70_000 + 16_383, 2),
+            (5, 0, 300, 2),
+        ] {
+            let b = rel(value, lo, hi);
+            assert_eq!(b.len(), len, "{value} for {lo}..={hi}");
+            for reference in [lo, (lo + hi) / 2, hi] {
+                let mut r = Reader::new(&b);
+                assert_eq!(r.rel(reference), Some(value), "{value} around {reference}");
+                assert!(r.is_empty());
+            }
+        }
+        // Below zero is corrupt, and a cut two-byte form is rejected.
+        assert_eq!(Reader::new(&[0x7f]).rel(0), None);
+        assert_eq!(Reader::new(&[0x80]).rel(0), None);
     }
 
     #[test]
@@ -295,9 +368,9 @@ mod tests {
                     .windows(2)
                     .map(|w| delta_bits(w[0], w[1]))
                     .sum::<usize>();
-            let b = encode_pads(pads.iter().copied());
+            let b = encode_pads(pads.iter().copied(), None);
             assert_eq!(b.len(), bits.div_ceil(8));
-            assert_eq!(decode_pads(&b, n), Some((pads, b.len())));
+            assert_eq!(decode_pads(&b, n, None), Some((pads, b.len())));
         }
     }
 
