@@ -417,11 +417,13 @@ pub fn encode_update(session: u32, players: u8, u: &Update, refs: RangeInclusive
             let all = session_mask(players);
             let bits = codec::encode_frames(&fr.frames, all, fr.base.as_ref());
             let active = active_mask(&fr.frames) & all;
-            let fewer = codec::encode_frames(&fr.frames, active, fr.base.as_ref());
-            if fewer.len() + 1 < bits.len() {
-                (Some(active), fewer)
-            } else {
-                (None, bits)
+            // Every player active (the usual case): one encoding, no choice to make.
+            let fewer = (active != all)
+                .then(|| codec::encode_frames(&fr.frames, active, fr.base.as_ref()))
+                .filter(|fewer| fewer.len() + 1 < bits.len());
+            match fewer {
+                Some(fewer) => (Some(active), fewer),
+                None => (None, bits),
             }
         }
         None => (None, Vec::new()),
