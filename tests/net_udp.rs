@@ -65,6 +65,22 @@ fn wait_returns_at_the_deadline_or_when_a_datagram_arrives() {
     assert!(sock.wait(Duration::from_secs(5)).unwrap());
     assert!(t.elapsed() < Duration::from_secs(2), "woke on the datagram");
     sender.join().unwrap();
+
+    // Waits shorter than a millisecond watch the socket too (netplay waits until a
+    // conditioned datagram falls due, often less than a millisecond away), and last as long
+    // as asked, not a whole millisecond or nothing.
+    assert!(
+        sock.wait(Duration::from_micros(300)).unwrap(),
+        "the datagram still waits"
+    );
+    let mut got = Vec::new();
+    let mut sock = sock;
+    sock.recv_all(&mut got).unwrap();
+    assert_eq!(got.len(), 1);
+    let t = Instant::now();
+    assert!(!sock.wait(Duration::from_micros(300)).unwrap());
+    let waited = t.elapsed();
+    assert!(waited >= Duration::from_micros(300), "{waited:?}");
 }
 
 #[test]

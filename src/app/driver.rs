@@ -14,7 +14,8 @@ pub struct Requests {
 
 /// The outputs and local inputs of one mode (window, headless).
 pub trait Frontend<M> {
-    /// Waits up to `timeout` (the runner's) while handling events; returns requests.
+    /// Waits up to `timeout` (the runner's) while handling events; returns requests. With a
+    /// zero timeout it only handles the events that are waiting.
     fn wait(&mut self, timeout: Duration) -> Result<Requests, RunError>;
     /// The local players' pads now.
     fn local_inputs(&mut self) -> Inputs;
@@ -42,7 +43,13 @@ where
     let mut timeout = Duration::ZERO;
     let mut shown_at = 0;
     loop {
-        let requests = frontend.wait(timeout)?;
+        // A feed with I/O of its own (netplay) waits on it; the frontend then only takes the
+        // events that came meanwhile (the feed's `max_wait` bounds that delay).
+        let requests = if !timeout.is_zero() && runner.feed_mut().wait_io(timeout) {
+            frontend.wait(Duration::ZERO)?
+        } else {
+            frontend.wait(timeout)?
+        };
         if requests.quit || super::interrupt::requested() {
             runner.stop(EndReason::Quit);
         }
@@ -68,5 +75,96 @@ where
             Some(cap) => tick.timeout.min(cap),
             None => tick.timeout,
         };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Instant;
+
+    use super::*;
+    use crate::app::runner::{FeedPoll, RunnerConfig};
+    use crate::input::{Pad, MAX_PLAYERS};
+
+    struct Frames(u64);
+
+    impl Machine for Frames {
+        fn run_frame(&mut self, _inputs: &Inputs) {
+            self.0 += 1;
+        }
+        fn fps(&self) -> f64 {
+            60.0
+        }
+        fn shutdown_requested(&self) -> bool {
+            false
+        }
+    }
+
+    /// Gives neutral frames; `io` says whether it has I/O of its own to wait on.
+    struct Net {
+        io: bool,
+        waits: Vec<Duration>,
+    }
+
+    impl Feed for Net {
+        fn sample(&mut self, _now: Instant, _local: &Inputs) {}
+        fn next(&mut self, _now: Instant) -> FeedPoll {
+            FeedPoll::Run([Pad::NEUTRAL; MAX_PLAYERS])
+        }
+        fn wait_io(&mut self, timeout: Duration) -> bool {
+            self.waits.push(timeout);
+            if self.io {
+                std::thread::sleep(timeout);
+            }
+            self.io
+        }
+    }
+
+    #[derive(Default)]
+    struct Recorder {
+        waits: Vec<Duration>,
+    }
+
+    impl Frontend<Frames> for Recorder {
+        fn wait(&mut self, timeout: Duration) -> Result<Requests, RunError> {
+            self.waits.push(timeout);
+            std::thread::sleep(timeout);
+            Ok(Requests::default())
+        }
+        fn local_inputs(&mut self) -> Inputs {
+            [Pad::NEUTRAL; MAX_PLAYERS]
+        }
+        fn present(&mut self, _: &mut Frames, _: &Tick, _: u64) -> Result<(), RunError> {
+            Ok(())
+        }
+    }
+
+    fn run(io: bool) -> (Vec<Duration>, Vec<Duration>) {
+        let config = RunnerConfig {
+            max_frames: Some(5),
+            ..RunnerConfig::default()
+        };
+        let mut runner = Runner::new(Net { io, waits: vec![] }, config);
+        let mut frontend = Recorder::default();
+        let end = run_loop(&mut runner, &mut Frames(0), &mut frontend).unwrap();
+        assert_eq!(end, EndReason::FrameLimit);
+        (runner.feed().waits.clone(), frontend.waits)
+    }
+
+    #[test]
+    fn a_feed_with_io_of_its_own_does_the_waiting() {
+        // Netplay: the loop waits on the socket, the frontend only takes pending events.
+        let (feed, frontend) = run(true);
+        assert!(
+            feed.iter().any(|w| *w > Duration::from_millis(10)),
+            "{feed:?}"
+        );
+        assert!(frontend.iter().all(|w| w.is_zero()), "{frontend:?}");
+        // Local play: the frontend waits between frames.
+        let (_, frontend) = run(false);
+        assert!(
+            frontend.iter().any(|w| *w > Duration::from_millis(10)),
+            "{frontend:?}"
+        );
     }
 }

@@ -80,6 +80,13 @@ pub trait Feed {
     fn max_wait(&self) -> Option<Duration> {
         None
     }
+    /// Waits up to `timeout` for the feed's own events (netplay: a datagram arriving, or one
+    /// the network conditioner holds falling due), returning as soon as one happens; false
+    /// if the feed has nothing to wait on (the frontend waits instead). Sleeping instead
+    /// would answer a peer's datagram up to `max_wait` late, on every hop of a round trip.
+    fn wait_io(&mut self, _timeout: Duration) -> bool {
+        false
+    }
     /// A short status line for the window (netplay: RTT, keyframe interval, lead, ...).
     fn status_line(&self) -> Option<String> {
         None

@@ -154,10 +154,8 @@ impl UdpSocket {
     }
 
     /// Sleeps until a datagram is waiting or `timeout` passed; true if one is waiting.
-    /// Waits shorter than a millisecond sleep without watching the socket.
     pub fn wait(&self, timeout: Duration) -> Result<bool, NetError> {
-        if timeout < Duration::from_millis(1) {
-            std::thread::sleep(timeout);
+        if timeout.is_zero() {
             return Ok(false);
         }
         sys::wait_readable(&self.sock, timeout).map_err(NetError::Io)
@@ -193,10 +191,47 @@ mod sys {
     #[cfg(not(any(target_os = "linux", target_os = "android")))]
     type Nfds = std::ffi::c_uint;
 
+    /// `struct timespec` (64-bit `time_t` and `long` on the 64-bit Linux targets).
+    #[cfg(all(target_os = "linux", target_pointer_width = "64"))]
+    #[repr(C)]
+    struct Timespec {
+        tv_sec: i64,
+        tv_nsec: i64,
+    }
+
     extern "C" {
-        // poll(2) from the C library std already links; socket2/std expose no readiness wait
-        // with sub-jiffy precision (SO_RCVTIMEO rounds to the kernel tick).
+        // From the C library std already links; socket2/std expose no readiness wait with
+        // sub-jiffy precision (SO_RCVTIMEO rounds to the kernel tick).
+        #[cfg(all(target_os = "linux", target_pointer_width = "64"))]
+        fn ppoll(
+            fds: *mut PollFd,
+            nfds: Nfds,
+            timeout: *const Timespec,
+            sigmask: *const std::ffi::c_void,
+        ) -> i32;
+        #[cfg(not(all(target_os = "linux", target_pointer_width = "64")))]
         fn poll(fds: *mut PollFd, nfds: Nfds, timeout: i32) -> i32;
+    }
+
+    /// Waits for `fd` with nanosecond precision: a conditioned datagram falls due, or a
+    /// netplay peer's datagram is answered, when it should, not up to a millisecond later.
+    #[cfg(all(target_os = "linux", target_pointer_width = "64"))]
+    fn poll_one(fd: &mut PollFd, timeout: Duration) -> i32 {
+        let ts = Timespec {
+            tv_sec: timeout.as_secs().min(i64::MAX as u64) as i64,
+            tv_nsec: i64::from(timeout.subsec_nanos()),
+        };
+        // SAFETY: `fd` is one valid, exclusively borrowed pollfd and `ts` a valid timespec for
+        // the whole call; a null sigmask leaves the signal mask alone.
+        unsafe { ppoll(fd, 1, &ts, std::ptr::null()) }
+    }
+
+    /// Elsewhere: poll(2), rounding the timeout up to whole milliseconds.
+    #[cfg(not(all(target_os = "linux", target_pointer_width = "64")))]
+    fn poll_one(fd: &mut PollFd, timeout: Duration) -> i32 {
+        let ms = timeout.as_micros().div_ceil(1000).min(i32::MAX as u128) as i32;
+        // SAFETY: `fd` is one valid, exclusively borrowed pollfd for the whole call.
+        unsafe { poll(fd, 1, ms) }
     }
 
     pub fn wait_readable(sock: &std::net::UdpSocket, timeout: Duration) -> std::io::Result<bool> {
@@ -205,10 +240,8 @@ mod sys {
             events: POLLIN,
             revents: 0,
         };
-        let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
-        // SAFETY: `fd` is a valid, exclusively borrowed pollfd array of length 1 for the whole
-        // call, and the descriptor stays open because `sock` is borrowed.
-        let r = unsafe { poll(&mut fd, 1, ms) };
+        // The descriptor stays open for the call: `sock` is borrowed.
+        let r = poll_one(&mut fd, timeout);
         if r < 0 {
             let e = std::io::Error::last_os_error();
             return if e.kind() == std::io::ErrorKind::Interrupted {

@@ -24,8 +24,8 @@ use crate::wire::{Header, Kind, HEADER_LEN};
 /// How often a stalled feed wants to be asked again (the network is polled on each call).
 const STALL_POLL: Duration = Duration::from_millis(1);
 
-/// Longest the loop sleeps between network polls: the host's server answers CTRLs within
-/// this, instead of once per frame (which would add up to a frame to every RTT).
+/// Longest the loop waits between network polls when no datagram arrives (a datagram ends the
+/// wait at once: `wait_io`): lockstep timers and window events are served within this.
 const SERVICE_INTERVAL: Duration = Duration::from_millis(2);
 
 /// How long a joiner waits for the server's first frames. The host starts only once the
@@ -676,6 +676,18 @@ impl Feed for NetFeed {
 
     fn max_wait(&self) -> Option<Duration> {
         Some(SERVICE_INTERVAL)
+    }
+
+    fn wait_io(&mut self, timeout: Duration) -> bool {
+        let now = Instant::now();
+        match self.endpoint.wait_until(now, Some(now + timeout)) {
+            Ok(_) => true,
+            Err(e) => {
+                // The next receive reports it; until then the frontend sleeps instead.
+                tracing::debug!("netplay: waiting on the socket failed: {e}");
+                false
+            }
+        }
     }
 
     fn stats(&self) -> Map<String, Value> {
