@@ -20,11 +20,12 @@
 //!                 from pushing a sample to receiving the frame that carries it; sent when
 //!                 it changes and every 8th datagram                               [0x10]
 //! CTRL
-//!   run:    rel first sample index, varint count, u8 age_ms of the newest sample [0x40,
-//!           when the newest sample is in this datagram], bits: delta-coded pads (the first
-//!           against sample `first - 1` with 0x80, else in full; then per sample as in
-//!           `codec`), byte padded
-//!   extras: u8 n (1..=16), n x (u32 frame, u64 checksum)
+//!   run:    rel first sample index, varint count, u8 age_ms: milliseconds since the newest
+//!           sample was pushed, 0xff if not known (not in this datagram, or too old) [0x40;
+//!           without it the age is 0: a CTRL leaves as its newest sample is pushed],
+//!           bits: delta-coded pads (the first against sample `first - 1` with 0x80, else in
+//!           full; then per sample as in `codec`), byte padded
+//!   extras: u8 n (1..=16), n x (varint frame, u32 low half of the machine checksum)
 //! UPDATE
 //!   i8  advance   receiver's phase in 1/16 frames (> 0: its inputs arrive early, slow
 //!                 down); when it changes and every 8th datagram                   [0x40]
@@ -42,10 +43,12 @@
 //! Fields that rarely change ride only in some datagrams: the budget of 2.5 KB/s per direction
 //! (28 bytes of UDP/IP header included) buys more datagrams, and so faster recovery from
 //! loss, the smaller each one is; on a lossy link each side would send every frame if the
-//! budget allowed. Mean sizes, 2 players, 100 ms RTT, ±20 ms each way, 5% loss, K = 2, bots
-//! pressing buttons (the simulator): CTRL 16.7 bytes, UPDATE 18.8, so about 13% more of each
-//! fit the budget than with protocol version 2 (8-byte header, 16-bit run offsets, the first
-//! CTRL sample in full, the lead and mask in every UPDATE: 22.5 and 24.9).
+//! budget allowed. Mean sizes a joiner sends and receives, 2 players, 100 ms RTT, ±20 ms
+//! each way, 5% loss, K = 2, bots pressing buttons, a checksum every 60 frames (the
+//! simulator, `tests::bench_datagram_sizes`): CTRL 17.1 bytes, UPDATE 19.5. Version 3 sent
+//! 18.7-byte CTRLs (an age byte in every CTRL, checksums as u32 frame and u64 value);
+//! version 2's datagrams were about 35% larger than version 3's (8-byte header, 16-bit run
+//! offsets, the first CTRL sample in full, the lead and mask in every UPDATE).
 //!
 //! Size cap: no datagram exceeds `wire::MAX_DATAGRAM` (1200). A CTRL holds one player's
 //! samples: even changing every frame (at most 18 bits), more than 500 fit, far beyond 2 s.
@@ -62,7 +65,7 @@ use std::ops::RangeInclusive;
 
 use crate::wire::{Header, Kind, WireError, LOCKSTEP_HEADER_LEN, MAX_DATAGRAM};
 
-use super::codec::{self, put_rel, put_u16, put_u32, put_u64, put_varint, Reader};
+use super::codec::{self, put_rel, put_u16, put_u32, put_varint, Reader};
 use super::frame::{Frame, PeerId};
 
 const F_ACK: u8 = 0x01;
@@ -78,6 +81,9 @@ const F_ADVANCE: u8 = 0x40;
 const F_AGE: u8 = 0x40;
 /// The run's first item is delta-coded against the one before it.
 const F_BASE: u8 = 0x80;
+/// CTRL age byte: the newest sample's age is not known (not in this datagram, or 255 ms or
+/// more old).
+const AGE_UNKNOWN: u8 = 0xff;
 /// UPDATE extras byte: the notice count, and which fields follow it.
 const X_NOTICES: u8 = 0x3f;
 const X_LEAD: u8 = 0x40;
@@ -106,7 +112,7 @@ pub const MAX_CHECKSUMS: usize = 16;
 pub const MAX_NOTICES: usize = 32;
 /// Bytes a CTRL needs besides its sample bits: header, head (12 with every field), run
 /// header (rel + varint + age), checksum list.
-pub const CTRL_OVERHEAD: usize = LOCKSTEP_HEADER_LEN + 12 + 6 + 1 + MAX_CHECKSUMS * 12;
+pub const CTRL_OVERHEAD: usize = LOCKSTEP_HEADER_LEN + 12 + 6 + 1 + MAX_CHECKSUMS * 9;
 /// Bytes an UPDATE needs besides its input bits: header, head (10), advance, extras byte,
 /// lead, mask, run header (rel + varint), notice list.
 pub const UPDATE_OVERHEAD: usize = LOCKSTEP_HEADER_LEN + 10 + 1 + 3 + 5 + MAX_NOTICES * 5;
@@ -279,6 +285,16 @@ fn read_head(r: &mut Reader<'_>, ctrl: bool) -> Option<(Head, u8, Option<u16>)> 
     Some((head, flags, irtt))
 }
 
+/// The age byte a CTRL's run carries: none for 0 ms (a CTRL usually leaves the moment its
+/// newest sample is pushed), `AGE_UNKNOWN` when the age is not known or does not fit.
+fn age_byte(age_ms: Option<u8>) -> Option<u8> {
+    match age_ms {
+        Some(0) => None,
+        Some(a) if a != AGE_UNKNOWN => Some(a),
+        _ => Some(AGE_UNKNOWN),
+    }
+}
+
 /// Encodes a CTRL datagram (header included). `refs`: the sample indices the server may
 /// expect next (from the first unacknowledged to the end of everything sent so far), which
 /// decide how short the run's first index can be written.
@@ -299,20 +315,27 @@ pub fn encode_ctrl(session: u32, c: &Ctrl, refs: RangeInclusive<u32>) -> Vec<u8>
         c.input_rtt_ms,
         false,
         run.map_or(0, |r| {
-            (if r.base.is_some() { F_BASE } else { 0 }) | if r.age_ms.is_some() { F_AGE } else { 0 }
+            (if r.base.is_some() { F_BASE } else { 0 })
+                | if age_byte(r.age_ms).is_some() {
+                    F_AGE
+                } else {
+                    0
+                }
         }),
     );
     if let Some(s) = run {
         put_rel(&mut out, s.first, refs);
         put_varint(&mut out, s.pads.len() as u32);
-        out.extend(s.age_ms);
+        out.extend(age_byte(s.age_ms));
         out.extend(codec::encode_pads(s.pads.iter().copied(), s.base));
     }
     if !checksums.is_empty() {
         out.push(checksums.len() as u8);
         for (f, v) in checksums {
-            put_u32(&mut out, f.0);
-            put_u64(&mut out, *v);
+            put_varint(&mut out, f.0);
+            // The low half: a desync still shows at the first check with odds of 1 in 4e9
+            // against, and a checksum rides in every CTRL until acknowledged.
+            put_u32(&mut out, *v as u32);
         }
     }
     out
@@ -335,9 +358,9 @@ pub fn decode_ctrl(
         let first = r.rel(sample_ref).ok_or_else(malformed_ctrl)?;
         let count = r.varint().ok_or_else(malformed_ctrl)? as usize;
         let age_ms = if flags & F_AGE != 0 {
-            Some(r.u8().ok_or_else(malformed_ctrl)?)
+            Some(r.u8().ok_or_else(malformed_ctrl)?).filter(|&a| a != AGE_UNKNOWN)
         } else {
-            None
+            Some(0)
         };
         if count == 0 || count > 2 * MAX_RUN || first.checked_add(count as u32).is_none() {
             return Err(malformed_ctrl());
@@ -367,9 +390,9 @@ pub fn decode_ctrl(
             return Err(malformed_ctrl());
         }
         for _ in 0..n {
-            let f = r.u32().ok_or_else(malformed_ctrl)?;
-            let v = r.u64().ok_or_else(malformed_ctrl)?;
-            checksums.push((Frame(f), v));
+            let f = r.varint().ok_or_else(malformed_ctrl)?;
+            let v = r.u32().ok_or_else(malformed_ctrl)?;
+            checksums.push((Frame(f), u64::from(v)));
         }
     }
     if !r.is_empty() {
@@ -641,7 +664,7 @@ mod tests {
                     .collect(),
                 age_ms: Some(3),
             }),
-            checksums: vec![(Frame(600), 0xdead_beef_0bad_f00d), (Frame(660), 1)],
+            checksums: vec![(Frame(600), 0x0bad_f00d), (Frame(660), 1)],
         }
     }
 
@@ -749,13 +772,52 @@ mod tests {
     }
 
     #[test]
-    fn a_ctrl_carries_its_newest_samples_age_only_with_that_sample() {
+    fn a_ctrl_spends_a_byte_on_its_newest_samples_age_only_when_it_is_not_zero() {
         let mut c = ctrl();
-        let with_age = encode_ctrl(1, &c, 70_000..=70_000);
-        c.samples.as_mut().unwrap().age_ms = None;
-        let without = encode_ctrl(1, &c, 70_000..=70_000);
-        assert_eq!(with_age.len() - without.len(), 1);
-        assert_eq!(decode_ctrl(&without[H..], 70_000, held_sample), Ok(c));
+        let sized = |c: &Ctrl, age: Option<u8>| {
+            let mut c = c.clone();
+            c.samples.as_mut().unwrap().age_ms = age;
+            let bytes = encode_ctrl(1, &c, 70_000..=70_000);
+            let back = decode_ctrl(&bytes[H..], 70_000, held_sample).unwrap();
+            (bytes.len(), back.samples.unwrap().age_ms)
+        };
+        let (zero, back) = sized(&c, Some(0));
+        assert_eq!(back, Some(0));
+        assert_eq!(sized(&c, Some(3)), (zero + 1, Some(3)));
+        assert_eq!(sized(&c, Some(254)), (zero + 1, Some(254)));
+        // Not known (the newest sample is not in this datagram), or too old to be of use.
+        assert_eq!(sized(&c, None), (zero + 1, None));
+        assert_eq!(sized(&c, Some(255)), (zero + 1, None));
+        // Only with a run: an age flag on a CTRL without samples is malformed.
+        c.samples = None;
+        let mut bytes = encode_ctrl(1, &c, 70_000..=70_000);
+        bytes[H] |= F_AGE;
+        assert_eq!(
+            decode_ctrl(&bytes[H..], 70_000, held_sample),
+            Err(WireError::Malformed(Kind::Ctrl))
+        );
+    }
+
+    #[test]
+    fn a_checksum_travels_as_its_frame_and_low_half_in_seven_bytes() {
+        let mut c = ctrl();
+        c.checksums = Vec::new();
+        let none = encode_ctrl(1, &c, 70_000..=70_000).len();
+        c.checksums = vec![(Frame(600), 0xdead_beef_0bad_f00d)];
+        let one = encode_ctrl(1, &c, 70_000..=70_000);
+        // The count byte, a 2-byte varint frame and 4 bytes of checksum.
+        assert_eq!(one.len(), none + 1 + 6);
+        let back = decode_ctrl(&one[H..], 70_000, held_sample).unwrap();
+        assert_eq!(back.checksums, vec![(Frame(600), 0x0bad_f00d)]);
+        // Frames past 2^28 still fit (5-byte varint), and the overhead allows for it.
+        c.checksums = vec![(Frame(u32::MAX), u64::MAX); MAX_CHECKSUMS];
+        let big = encode_ctrl(1, &c, 70_000..=70_000);
+        let back = decode_ctrl(&big[H..], 70_000, held_sample).unwrap();
+        assert_eq!(
+            back.checksums,
+            vec![(Frame(u32::MAX), 0xffff_ffff); MAX_CHECKSUMS]
+        );
+        assert_eq!(big.len() - none, 1 + MAX_CHECKSUMS * 9);
     }
 
     #[test]

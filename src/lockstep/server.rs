@@ -614,7 +614,7 @@ impl Server {
             return;
         };
         for (peer, expected, got) in self.checksums.insert(frame, from, value, reference) {
-            tracing::warn!("desync at {frame}: {peer} has {got:016x}, expected {expected:016x}");
+            tracing::warn!("desync at {frame}: {peer} has {got:08x}, expected {expected:08x}");
             self.events.push_back(ServerEvent::Desync {
                 frame,
                 peer,

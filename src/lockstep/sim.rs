@@ -242,7 +242,8 @@ pub struct SimConfig {
     pub warmup: Duration,
     /// Run frames at `Client::pace` (false shows what drift does without time sync).
     pub apply_pace: bool,
-    /// Every this many frames each player reports a checksum of the inputs it applied.
+    /// Every this many frames each player reports a checksum of the inputs it applied (by
+    /// default 60, as `netplay`'s `--checksum-interval`: they ride in the CTRLs).
     pub checksum_every: Option<u32>,
     /// This player reports a wrong checksum for this frame.
     pub corrupt_checksum: Option<(PeerId, u32)>,
@@ -262,7 +263,7 @@ impl SimConfig {
             stall_push_chance: 0.3,
             warmup: Duration::from_secs(5),
             apply_pace: true,
-            checksum_every: None,
+            checksum_every: Some(60),
             corrupt_checksum: None,
             chaotic_bots: false,
             handshake_rtt: true,

@@ -923,3 +923,27 @@ fn a_joiner_runs_in_phase_with_the_host_from_the_start() {
         assert_in_sync(&sim);
     }
 }
+
+/// Mean CTRL and UPDATE sizes (without the 28 bytes of UDP/IP header) a joiner sends and
+/// receives at 100 ms RTT, ±20 ms each way, 5% loss, with a checksum every 60 frames (the
+/// figures in `msg`'s doc).
+#[test]
+#[ignore]
+fn bench_datagram_sizes() {
+    let mut link = Link::rtt_ms(100).loss(0.05);
+    link.jitter = Duration::from_millis(20);
+    let mut t = super::Traffic::default();
+    for seed in 0..6 {
+        let (sim, _) = run(uniform(2, link.clone(), 900 + seed), 3900);
+        let s = sim.players[1].client.stats().traffic;
+        t.bytes_out += s.bytes_out;
+        t.packets_out += s.packets_out;
+        t.bytes_in += s.bytes_in;
+        t.packets_in += s.packets_in;
+    }
+    println!(
+        "CTRL {:.2} bytes, UPDATE {:.2} bytes (means over 6 seeds x 65 s)",
+        t.bytes_out as f64 / t.packets_out as f64,
+        t.bytes_in as f64 / t.packets_in as f64
+    );
+}

@@ -50,10 +50,6 @@ impl<'a> Reader<'a> {
         Some(u32::from_le_bytes(self.bytes(4)?.try_into().ok()?))
     }
 
-    pub fn u64(&mut self) -> Option<u64> {
-        Some(u64::from_le_bytes(self.bytes(8)?.try_into().ok()?))
-    }
-
     /// LEB128, at most 5 bytes, no overlong or overflowing encodings.
     pub fn varint(&mut self) -> Option<u32> {
         let mut v: u64 = 0;
@@ -99,10 +95,6 @@ pub fn put_u16(out: &mut Vec<u8>, v: u16) {
 }
 
 pub fn put_u32(out: &mut Vec<u8>, v: u32) {
-    out.extend_from_slice(&v.to_le_bytes());
-}
-
-pub fn put_u64(out: &mut Vec<u8>, v: u64) {
     out.extend_from_slice(&v.to_le_bytes());
 }
 
