@@ -22,13 +22,6 @@ pub trait Frontend<M> {
     /// After each tick: show the frames that ran, queue their audio. `frame` is the number
     /// of frames emulated so far.
     fn present(&mut self, machine: &mut M, tick: &Tick, frame: u64) -> Result<(), RunError>;
-    /// Whether its `wait` is only a sleep, so a feed with I/O of its own (netplay) may wait
-    /// on that instead and wake the moment a datagram comes. Headless only: a window's
-    /// waits also pace its events and vsync'd redraws, and with netplay's socket wait there
-    /// a windowed host on loopback stalled its joiner more (see README, Netplay).
-    fn lets_feed_wait(&self) -> bool {
-        false
-    }
     /// The game was paused or resumed.
     fn paused(&mut self, _paused: bool) {}
     /// A status line to show over the game (netplay numbers); refreshed about once a second.
@@ -50,12 +43,9 @@ where
     let mut timeout = Duration::ZERO;
     let mut shown_at = 0;
     loop {
-        // A feed with I/O of its own (netplay) waits on it when the frontend only sleeps; the
-        // frontend then only takes the events that came meanwhile.
-        let requests = if !timeout.is_zero()
-            && frontend.lets_feed_wait()
-            && runner.feed_mut().wait_io(timeout)
-        {
+        // A feed with I/O of its own (netplay) waits on it; the frontend then only takes the
+        // events that came meanwhile (the feed's `max_wait` bounds that delay).
+        let requests = if !timeout.is_zero() && runner.feed_mut().wait_io(timeout) {
             frontend.wait(Duration::ZERO)?
         } else {
             frontend.wait(timeout)?
@@ -132,14 +122,10 @@ mod tests {
 
     #[derive(Default)]
     struct Recorder {
-        sleeps_only: bool,
         waits: Vec<Duration>,
     }
 
     impl Frontend<Frames> for Recorder {
-        fn lets_feed_wait(&self) -> bool {
-            self.sleeps_only
-        }
         fn wait(&mut self, timeout: Duration) -> Result<Requests, RunError> {
             self.waits.push(timeout);
             std::thread::sleep(timeout);
@@ -153,39 +139,29 @@ mod tests {
         }
     }
 
-    fn run(io: bool, sleeps_only: bool) -> (Vec<Duration>, Vec<Duration>) {
+    fn run(io: bool) -> (Vec<Duration>, Vec<Duration>) {
         let config = RunnerConfig {
             max_frames: Some(5),
             ..RunnerConfig::default()
         };
         let mut runner = Runner::new(Net { io, waits: vec![] }, config);
-        let mut frontend = Recorder {
-            sleeps_only,
-            waits: Vec::new(),
-        };
+        let mut frontend = Recorder::default();
         let end = run_loop(&mut runner, &mut Frames(0), &mut frontend).unwrap();
         assert_eq!(end, EndReason::FrameLimit);
         (runner.feed().waits.clone(), frontend.waits)
     }
 
     #[test]
-    fn a_feed_with_io_of_its_own_does_the_waiting_when_the_frontend_only_sleeps() {
-        // Netplay, headless: the loop waits on the socket, the frontend only takes pending
-        // events.
-        let (feed, frontend) = run(true, true);
+    fn a_feed_with_io_of_its_own_does_the_waiting() {
+        // Netplay: the loop waits on the socket, the frontend only takes pending events.
+        let (feed, frontend) = run(true);
         assert!(
             feed.iter().any(|w| *w > Duration::from_millis(10)),
             "{feed:?}"
         );
         assert!(frontend.iter().all(|w| w.is_zero()), "{frontend:?}");
-        // Netplay in a window, and local play: the frontend waits between frames.
-        let (feed, frontend) = run(true, false);
-        assert!(feed.is_empty(), "{feed:?}");
-        assert!(
-            frontend.iter().any(|w| *w > Duration::from_millis(10)),
-            "{frontend:?}"
-        );
-        let (_, frontend) = run(false, true);
+        // Local play: the frontend waits between frames.
+        let (_, frontend) = run(false);
         assert!(
             frontend.iter().any(|w| *w > Duration::from_millis(10)),
             "{frontend:?}"

@@ -25,10 +25,6 @@ impl Headless {
 }
 
 impl Frontend<Core> for Headless {
-    fn lets_feed_wait(&self) -> bool {
-        true
-    }
-
     fn wait(&mut self, timeout: Duration) -> Result<Requests, RunError> {
         if !timeout.is_zero() {
             std::thread::sleep(timeout);

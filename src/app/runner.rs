@@ -84,7 +84,6 @@ pub trait Feed {
     /// the network conditioner holds falling due), returning as soon as one happens; false
     /// if the feed has nothing to wait on (the frontend waits instead). Sleeping instead
     /// would answer a peer's datagram up to `max_wait` late, on every hop of a round trip.
-    /// Asked only when the frontend's wait is a plain sleep (`Frontend::lets_feed_wait`).
     fn wait_io(&mut self, _timeout: Duration) -> bool {
         false
     }

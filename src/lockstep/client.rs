@@ -11,7 +11,7 @@ use super::budget::SendBudget;
 use super::frame::{seq_newer, Frame, PeerId};
 use super::msg::{self, Ctrl, Notice, SampleRun};
 use super::rtt::{LossMeter, RttEstimator, WindowQuantile};
-use super::server::{head, rtt_sample};
+use super::server::{head, rtt_sample, MAX_UNWATCHED};
 use super::stats::{ClientStats, LatencyStats, Traffic};
 use super::timesync::pace_for;
 use super::{Config, LockstepError};
@@ -373,6 +373,7 @@ impl Client {
     /// Feeds a datagram from the server. Malformed ones and other sessions are dropped and
     /// counted.
     pub fn handle_datagram(&mut self, now: Instant, datagram: &[u8]) {
+        let watched = now.saturating_duration_since(self.last_now) <= MAX_UNWATCHED;
         self.last_now = self.last_now.max(now);
         self.traffic.received(datagram.len());
         let known_end = self.next_frame.0 + self.frames.len() as u32;
@@ -426,7 +427,7 @@ impl Client {
             }
             self.up_lossy = update.up_lossy;
             self.recv_seq = Some(update.head.seq);
-            if let Some(ts) = update.head.ts {
+            if let Some(ts) = update.head.ts.filter(|_| watched) {
                 self.echo = Some((ts, now));
             }
             if let Some(e) = update.head.echo {

@@ -274,6 +274,8 @@ impl Checksums {
 pub struct Server {
     cfg: Config,
     epoch: Instant,
+    /// The latest `now` any entry point was given (see `MAX_UNWATCHED`).
+    last_call: Instant,
     peers: [Option<Peer>; MAX_PLAYERS],
     /// Published frames `hist_base..frontier` that some client still lacks, and the one
     /// before them (the base their delta coding starts from).
@@ -296,6 +298,7 @@ impl Server {
         Ok(Server {
             cfg,
             epoch: now,
+            last_call: now,
             peers: Default::default(),
             history: VecDeque::new(),
             hist_base: Frame::ZERO,
@@ -369,6 +372,8 @@ impl Server {
     /// Feeds a datagram that arrived from `from`. Malformed ones, other sessions or kinds, and
     /// unknown peers are dropped and counted.
     pub fn handle_datagram(&mut self, now: Instant, from: PeerId, datagram: &[u8]) {
+        let watched = now.saturating_duration_since(self.last_call) <= MAX_UNWATCHED;
+        self.last_call = self.last_call.max(now);
         self.traffic.received(datagram.len());
         let Some(peer) = self.peers.get_mut(from.index()).and_then(|p| p.as_mut()) else {
             self.traffic.packets_dropped_invalid += 1;
@@ -428,7 +433,7 @@ impl Server {
                 peer.up_loss.arrived(ctrl.head.seq.wrapping_sub(prev));
             }
             peer.recv_seq = Some(ctrl.head.seq);
-            if let Some(ts) = ctrl.head.ts {
+            if let Some(ts) = ctrl.head.ts.filter(|_| watched) {
                 peer.echo = Some((ts, now));
             }
             // Only the newest datagram gives an RTT sample: a late duplicate would inflate it.
@@ -471,6 +476,7 @@ impl Server {
 
     /// Datagrams to send, one at a time, with the peer each goes to. Call until `None`.
     pub fn poll_transmit(&mut self, now: Instant) -> Option<(PeerId, Vec<u8>)> {
+        self.last_call = self.last_call.max(now);
         let resend = self.cfg.resend_interval();
         for i in 0..MAX_PLAYERS {
             let idx = (self.next_peer + i) % MAX_PLAYERS;
@@ -517,6 +523,7 @@ impl Server {
 
     /// Raises silence warnings, drops peers past the timeout, and lets the lead step down.
     pub fn handle_timeout(&mut self, now: Instant) {
+        self.last_call = self.last_call.max(now);
         for idx in 0..MAX_PLAYERS {
             let Some(p) = self.peers[idx].as_mut() else {
                 continue;
@@ -835,6 +842,15 @@ pub(crate) fn head(
         echo: pending_echo.take().and_then(|(ts, at)| echo(ts, at, now)),
     }
 }
+
+/// Longest a side may go without being called before the timestamps it then reads are not
+/// echoed: a datagram read after such a gap may have waited in the socket for all of it,
+/// and the echo's hold time, counted from the read, would leave that wait in the peer's
+/// round trip. `netplay` calls every 2 ms (about 17 in a window with vsync); a host opening
+/// its window after the lobby does not for about 120 ms, and its joiner took the round trips
+/// of that time (80-120 ms on loopback) for the link, caught half of it up as its start
+/// delay and ran that far ahead of the host, stalling at every keyframe for a second.
+pub(crate) const MAX_UNWATCHED: Duration = Duration::from_millis(50);
 
 /// Milliseconds since `epoch`, wrapping at 16 bits (the wire timestamp).
 pub(crate) fn ms16(epoch: Instant, now: Instant) -> u16 {

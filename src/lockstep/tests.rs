@@ -947,3 +947,44 @@ fn bench_datagram_sizes() {
         t.bytes_in as f64 / t.packets_in as f64
     );
 }
+
+#[test]
+fn a_timestamp_read_after_a_long_gap_is_not_echoed() {
+    // The host opens its window after the lobby and reads nothing for about 120 ms; the
+    // joiner's first CTRLs wait in its socket meanwhile. Echoed, their timestamps made the
+    // joiner's first round trip 120 ms on loopback; it caught half of that up as its start
+    // delay and ran 60 ms ahead of the host. Both sides now skip such timestamps.
+    let (t0, mut server, mut client) = one_player_in_memory();
+    let ms = Duration::from_millis;
+    let one_way = Duration::from_micros(500);
+    let mut t = t0;
+    let mut first_rtt = None;
+    for frame in 0..120u32 {
+        client.push_local_input(t, Pad(frame as u16 & 1));
+        let ctrls: Vec<_> = std::iter::from_fn(|| client.poll_transmit(t)).collect();
+        // The server is not called at all for the first 120 ms.
+        let at = if t < t0 + ms(120) {
+            t0 + ms(120)
+        } else {
+            t + one_way
+        };
+        for c in &ctrls {
+            server.handle_datagram(at, PeerId(0), c);
+        }
+        server.handle_timeout(at);
+        while let Some((_, u)) = server.poll_transmit(at) {
+            client.handle_datagram(at + one_way, &u);
+        }
+        while client.poll_frame().is_some() {}
+        if first_rtt.is_none() {
+            first_rtt = client.rtt();
+        }
+        t = (t + ms(16)).max(at + one_way);
+    }
+    let first = first_rtt.expect("an RTT sample");
+    assert!(
+        first < ms(10),
+        "first RTT {first:?} carries the server's gap"
+    );
+    assert!(client.rtt().unwrap() < ms(10), "{:?}", client.rtt());
+}
