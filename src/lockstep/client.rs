@@ -554,9 +554,9 @@ impl Client {
             let age = self
                 .newest_pushed_at
                 .filter(|_| n == self.samples.len())
-                // 255 ms or older: no use for the phase estimate, left out.
-                .and_then(|t| u8::try_from(now.saturating_duration_since(t).as_millis()).ok())
-                .filter(|&a| a < u8::MAX);
+                // Older than a u8 holds: no use for the phase estimate, left out (255 goes
+                // out as "not known" too: `msg`).
+                .and_then(|t| u8::try_from(now.saturating_duration_since(t).as_millis()).ok());
             SampleRun {
                 first: self.samples_base,
                 base: self.acked_pad,

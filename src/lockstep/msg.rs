@@ -307,6 +307,7 @@ pub fn encode_ctrl(session: u32, c: &Ctrl, refs: RangeInclusive<u32>) -> Vec<u8>
     .write(&mut out);
     let run = c.samples.as_ref().filter(|s| !s.pads.is_empty());
     let checksums = &c.checksums[..c.checksums.len().min(MAX_CHECKSUMS)];
+    let age = run.and_then(|r| age_byte(r.age_ms));
     put_head(
         &mut out,
         &c.head,
@@ -315,18 +316,13 @@ pub fn encode_ctrl(session: u32, c: &Ctrl, refs: RangeInclusive<u32>) -> Vec<u8>
         c.input_rtt_ms,
         false,
         run.map_or(0, |r| {
-            (if r.base.is_some() { F_BASE } else { 0 })
-                | if age_byte(r.age_ms).is_some() {
-                    F_AGE
-                } else {
-                    0
-                }
+            (if r.base.is_some() { F_BASE } else { 0 }) | if age.is_some() { F_AGE } else { 0 }
         }),
     );
     if let Some(s) = run {
         put_rel(&mut out, s.first, refs);
         put_varint(&mut out, s.pads.len() as u32);
-        out.extend(age_byte(s.age_ms));
+        out.extend(age);
         out.extend(codec::encode_pads(s.pads.iter().copied(), s.base));
     }
     if !checksums.is_empty() {
