@@ -9,7 +9,7 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use pixels::{Pixels, PixelsBuilder, ScalingMode, SurfaceTexture};
 use winit::application::ApplicationHandler;
@@ -318,6 +318,12 @@ impl WindowFrontend {
         if app.window.is_none() {
             return Err(WindowError::Window("the event loop did not resume".into()));
         }
+        // Draw once now: the first frame drawn is the slowest (13-31 ms under lavapipe, 5-10
+        // after), and in netplay it fell on the session's first frames, where it put this
+        // peer that far behind the others.
+        let t = Instant::now();
+        app.render();
+        tracing::debug!("first draw took {} ms", t.elapsed().as_millis());
         Ok(WindowFrontend {
             event_loop,
             gamepads: Gamepads::new(keymaps.len()),

@@ -257,7 +257,7 @@ impl Client {
     /// already. The session's start is no stall: nothing is sampled ahead before the first
     /// frames.
     fn sample_while_waiting(&mut self, pad: Pad) {
-        let Some(since) = self.stall_since.filter(|_| self.first_frames_at.is_some()) else {
+        let Some(since) = self.stall_since else {
             return;
         };
         let waited = self.last_now.saturating_duration_since(since);
@@ -291,7 +291,9 @@ impl Client {
     /// `None` at a keyframe whose UPDATE has not arrived (a stall).
     pub fn poll_frame(&mut self) -> Option<(Frame, Inputs)> {
         let Some((inputs, lead)) = self.frames.pop_front() else {
-            if self.stall_since.is_none() {
+            // Waiting for the first frames is the session starting (every player getting
+            // ready: see the server's `publish`), not a stall, as in `app::runner`.
+            if self.stall_since.is_none() && self.first_frames_at.is_some() {
                 self.stall_since = Some(self.last_now);
                 self.waited_samples = 0;
                 self.stalls += 1;
@@ -430,7 +432,7 @@ impl Client {
             if let Some(ts) = update.head.ts.filter(|_| watched) {
                 self.echo = Some((ts, now));
             }
-            if let Some(e) = update.head.echo {
+            if let Some(e) = update.head.echo.filter(|_| watched) {
                 if let Some(rtt) = rtt_sample(self.epoch, now, e) {
                     self.rtt.update(rtt);
                 }
@@ -554,6 +556,9 @@ impl Client {
             let age = self
                 .newest_pushed_at
                 .filter(|_| n == self.samples.len())
+                // Pushed before the first frames, it waited for the session to start, not on
+                // the frame clock the server's phase estimate reads from it.
+                .filter(|t| self.first_frames_at.is_some_and(|f| *t >= f))
                 // Older than a u8 holds: no use for the phase estimate, left out (255 goes
                 // out as "not known" too: `msg`).
                 .and_then(|t| u8::try_from(now.saturating_duration_since(t).as_millis()).ok());

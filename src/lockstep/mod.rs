@@ -15,7 +15,8 @@
 //! - The server places sample `i` of player `p` on frame `i + lead_p`. Once it holds every
 //!   player's input for a frame, the frame is *published*; the first unpublished frame is the
 //!   *next keyframe*. An UPDATE carries the next keyframe, every player's per-frame input from
-//!   the first frame that client lacks up to it, and that start frame.
+//!   the first frame that client lacks up to it, and that start frame. Frame 0 waits until
+//!   every player's first CTRL has arrived: each is running then, so none starts behind.
 //! - A client emulates every frame before its newest keyframe; at the keyframe without a newer
 //!   UPDATE it waits ([`Client::poll_frame`] returns `None`).
 //! - The lead follows the worst *input round trip* (sample pushed -> its frame received,

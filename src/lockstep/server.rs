@@ -89,6 +89,8 @@ struct Peer {
     up_loss: LossMeter,
     phase: Phase,
     last_heard: Instant,
+    /// A valid CTRL came from it: it is running (see `publish`).
+    heard: bool,
     warned: bool,
     /// Newest CTRL seq received, and its timestamp with its arrival (echoed back).
     recv_seq: Option<u16>,
@@ -129,6 +131,7 @@ impl Peer {
             up_loss: LossMeter::default(),
             phase: Phase::default(),
             last_heard: now,
+            heard: false,
             warned: false,
             recv_seq: None,
             echo: None,
@@ -426,6 +429,7 @@ impl Server {
             }
         };
         peer.last_heard = now;
+        peer.heard = true;
         peer.warned = false;
         let newest = peer.recv_seq.is_none_or(|r| seq_newer(ctrl.head.seq, r));
         if newest {
@@ -437,7 +441,7 @@ impl Server {
                 peer.echo = Some((ts, now));
             }
             // Only the newest datagram gives an RTT sample: a late duplicate would inflate it.
-            if let Some(e) = ctrl.head.echo {
+            if let Some(e) = ctrl.head.echo.filter(|_| watched) {
                 if let Some(rtt) = rtt_sample(self.epoch, now, e) {
                     peer.rtt.update(rtt);
                 }
@@ -683,6 +687,13 @@ impl Server {
         if self.peers.iter().all(|p| p.is_none()) {
             return;
         }
+        // Frame 0 waits for every player's first CTRL: each is running then (state loaded,
+        // window open). Started at once, a peer that took longer to get there (a window
+        // opening after the lobby) ran behind the others by that much, and they waited for
+        // its inputs at every keyframe until time sync (2%) had caught it up.
+        if self.frontier() == Frame::ZERO && self.peers.iter().flatten().any(|p| !p.heard) {
+            return;
+        }
         let mut published = false;
         loop {
             let frame = self.frontier().0;
@@ -844,9 +855,11 @@ pub(crate) fn head(
 }
 
 /// Longest a side may go without being called before the timestamps it then reads are not
-/// echoed: a datagram read after such a gap may have waited in the socket for all of it,
-/// and the echo's hold time, counted from the read, would leave that wait in the peer's
-/// round trip. `netplay` calls every 2 ms (about 17 in a window with vsync); a host opening
+/// echoed, nor the echoes it then reads taken as round trips: a datagram read after such a
+/// gap may have waited in the socket for all of it, and the echo's hold time, counted from
+/// the read, would leave that wait in the peer's round trip, as an echo read then would in
+/// our own (a joiner whose first frames in a new window took 100 ms caught half of that up
+/// as its start delay, on loopback). `netplay` calls every 2 ms (about 17 in a window with vsync); a host opening
 /// its window after the lobby does not for about 120 ms, and its joiner took the round trips
 /// of that time (80-120 ms on loopback) for the link, caught half of it up as its start
 /// delay and ran that far ahead of the host, stalling at every keyframe for a second.

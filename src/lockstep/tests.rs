@@ -590,37 +590,146 @@ fn a_ctrl_short_of_budget_waits_for_the_next_sample_not_for_tokens() {
 
 #[test]
 fn a_client_learns_once_how_far_behind_the_host_it_started() {
-    // 50 ms each way. The server's first UPDATE leaves before any CTRL reached it: frames
-    // but no round trip yet, so no answer. The next one echoes a CTRL: half the round trip.
+    // 50 ms each way. Frame 0 waits for the client's first CTRL; here that one (the one with
+    // a timestamp) is lost, so the first frames come without a round trip: no answer yet.
+    // The next timestamp's echo gives it: half the round trip, said once.
     let (t0, mut server, mut client) = one_player_in_memory();
     let ms = Duration::from_millis;
-    server.handle_timeout(t0);
-    let first: Vec<_> = std::iter::from_fn(|| server.poll_transmit(t0)).collect();
-    assert!(!first.is_empty(), "no first UPDATE");
-    assert_eq!(client.take_start_delay(), None, "before any frames");
-    client.push_local_input(t0, Pad::NEUTRAL);
-    let ctrls: Vec<_> = std::iter::from_fn(|| client.poll_transmit(t0)).collect();
-    for (_, d) in &first {
-        client.handle_datagram(t0 + ms(50), d);
-    }
-    assert!(client.poll_frame().is_some(), "the first frames arrived");
-    assert_eq!(
-        client.take_start_delay(),
-        None,
-        "no round trip measured yet"
+    let frame = Duration::from_micros(16_667);
+    let mut t = t0;
+    let mut pushes = 0u32;
+    let behind = loop {
+        assert!(pushes < 20, "no start delay after {pushes} frames");
+        client.push_local_input(t, Pad(pushes as u16 & 1));
+        pushes += 1;
+        let ctrls: Vec<_> = std::iter::from_fn(|| client.poll_transmit(t)).collect();
+        for d in ctrls.iter().filter(|_| pushes > 1) {
+            server.handle_datagram(t + ms(50), PeerId(0), d);
+        }
+        while let Some((_, d)) = server.poll_transmit(t + ms(50)) {
+            client.handle_datagram(t + ms(100), &d);
+        }
+        while client.poll_frame().is_some() {}
+        if let Some(b) = client.take_start_delay() {
+            break b;
+        }
+        if pushes == 2 {
+            assert!(client.rtt().is_none(), "a round trip from a lost CTRL");
+        }
+        t += frame;
+    };
+    assert!(
+        pushes > 2,
+        "the first frames came with a round trip after all"
     );
-    for d in &ctrls {
-        server.handle_datagram(t0 + ms(50), PeerId(0), d);
-    }
-    let mut replies = 0;
-    while let Some((_, d)) = server.poll_transmit(t0 + ms(50)) {
-        client.handle_datagram(t0 + ms(100), &d);
-        replies += 1;
-    }
-    assert!(replies > 0, "no UPDATE echoed the CTRL");
-    let behind = client.take_start_delay().expect("half the round trip");
     assert!(behind >= ms(49) && behind <= ms(51), "{behind:?}");
     assert_eq!(client.take_start_delay(), None, "said once");
+}
+
+#[test]
+fn frame_zero_waits_for_every_players_first_ctrl() {
+    // A joiner whose window opens 120 ms after the lobby starts that much after the host.
+    // Had the host's frames started without it, they would wait for its inputs at every
+    // keyframe until time sync caught it up (a headless host stalled 63-67 of 600 frames
+    // behind a joiner in a window under Xvfb); so nothing is published until everyone runs.
+    let cfg = config(2, 2);
+    let t0 = Instant::now();
+    let mut server = Server::new(cfg.clone(), t0).unwrap();
+    let mut clients = [0u8, 1].map(|p| {
+        server.add_peer(PeerId(p), t0).unwrap();
+        Client::new(cfg.clone(), PeerId(p), t0).unwrap()
+    });
+    let ms = Duration::from_millis;
+    clients[0].push_local_input(t0, Pad::NEUTRAL);
+    while let Some(d) = clients[0].poll_transmit(t0) {
+        server.handle_datagram(t0, PeerId(0), &d);
+    }
+    // The 2 s timeout stays the limit for a player that never starts.
+    server.handle_timeout(t0 + ms(1500));
+    assert_eq!(
+        server.frontier(),
+        super::frame::Frame::ZERO,
+        "published before player 2 ran"
+    );
+    assert!(clients[0].poll_frame().is_none());
+    let late = t0 + ms(1500);
+    clients[1].push_local_input(late, Pad::NEUTRAL);
+    while let Some(d) = clients[1].poll_transmit(late) {
+        server.handle_datagram(late, PeerId(1), &d);
+    }
+    assert!(
+        server.frontier() > super::frame::Frame::ZERO,
+        "nothing published once both ran"
+    );
+    while let Some((to, d)) = server.poll_transmit(late) {
+        clients[to.index()].handle_datagram(late, &d);
+    }
+    assert!(
+        clients[0].poll_frame().is_some(),
+        "frame 0 did not reach player 1"
+    );
+    // That wait was the session starting, not a stall.
+    let s = clients[0].stats();
+    assert_eq!((s.stalls, s.stalled), (0, Duration::ZERO));
+
+    // A player that never starts is dropped at the timeout, and the others play on.
+    let mut server = Server::new(cfg.clone(), t0).unwrap();
+    server.add_peer(PeerId(0), t0).unwrap();
+    server.add_peer(PeerId(1), t0).unwrap();
+    let mut host = Client::new(cfg.clone(), PeerId(0), t0).unwrap();
+    host.push_local_input(t0, Pad::NEUTRAL);
+    while let Some(d) = host.poll_transmit(t0) {
+        server.handle_datagram(t0, PeerId(0), &d);
+    }
+    for at in [t0 + ms(1000), t0 + ms(1900)] {
+        host.handle_timeout(at);
+        while let Some(d) = host.poll_transmit(at) {
+            server.handle_datagram(at, PeerId(0), &d);
+        }
+    }
+    server.handle_timeout(t0 + ms(1900));
+    assert_eq!(server.frontier(), super::frame::Frame::ZERO);
+    server.handle_timeout(t0 + ms(2100));
+    assert!(std::iter::from_fn(|| server.poll_event()).any(|e| matches!(
+        e,
+        ServerEvent::PeerLeft {
+            peer: PeerId(1),
+            ..
+        }
+    )));
+    assert!(
+        server.frontier() > super::frame::Frame::ZERO,
+        "the host waits on"
+    );
+}
+
+#[test]
+fn samples_taken_before_the_first_frames_carry_no_age() {
+    // The frame-0 sample waits for the session to start; its age would tell the server's
+    // time sync that the client's frame clock started that much earlier than it did.
+    let (t0, mut server, mut client) = one_player_in_memory();
+    let ms = Duration::from_millis;
+    let age_of = |d: &[u8]| {
+        let (_, body) = crate::wire::Header::parse(d).unwrap();
+        let c = super::msg::decode_ctrl(body, 0, |_| Some(Pad::NEUTRAL)).unwrap();
+        c.samples.expect("a run").age_ms
+    };
+    client.push_local_input(t0, Pad::NEUTRAL);
+    let first = client.poll_transmit(t0 + ms(5)).expect("a CTRL");
+    assert_eq!(
+        age_of(&first),
+        None,
+        "the frame-0 sample's wait went out as its age"
+    );
+    server.handle_datagram(t0 + ms(5), PeerId(0), &first);
+    while let Some((_, d)) = server.poll_transmit(t0 + ms(5)) {
+        client.handle_datagram(t0 + ms(5), &d);
+    }
+    assert!(client.poll_frame().is_some(), "the first frames arrived");
+    let now = t0 + ms(20);
+    client.push_local_input(now, Pad(1));
+    let next = client.poll_transmit(now + ms(3)).expect("a CTRL");
+    assert_eq!(age_of(&next), Some(3));
 }
 
 #[test]
@@ -946,6 +1055,43 @@ fn bench_datagram_sizes() {
         t.bytes_out as f64 / t.packets_out as f64,
         t.bytes_in as f64 / t.packets_in as f64
     );
+}
+
+#[test]
+fn an_echo_read_after_a_long_gap_is_no_round_trip() {
+    // The client sends its first CTRL, then is not called for 120 ms (a new window's first
+    // frames); the server answers at once. Read then, the echo would make the round trip
+    // 120 ms on a 1 ms link, and the start delay half of that.
+    let (t0, mut server, mut client) = one_player_in_memory();
+    let ms = Duration::from_millis;
+    client.push_local_input(t0, Pad::NEUTRAL);
+    let ctrls: Vec<_> = std::iter::from_fn(|| client.poll_transmit(t0)).collect();
+    let at = t0 + Duration::from_micros(500);
+    for c in &ctrls {
+        server.handle_datagram(at, PeerId(0), c);
+    }
+    let updates: Vec<_> = std::iter::from_fn(|| server.poll_transmit(at)).collect();
+    assert!(!updates.is_empty());
+    for (_, u) in &updates {
+        client.handle_datagram(t0 + ms(120), u);
+    }
+    assert!(client.poll_frame().is_some(), "the first frames arrived");
+    assert_eq!(client.rtt(), None, "a round trip from an echo read late");
+    // Called on time again, the next echo gives the link's round trip.
+    let mut t = t0 + ms(120);
+    while client.rtt().is_none() {
+        assert!(t < t0 + ms(400), "no round trip");
+        t += ms(16);
+        client.push_local_input(t, Pad::NEUTRAL);
+        while let Some(c) = client.poll_transmit(t) {
+            server.handle_datagram(t, PeerId(0), &c);
+        }
+        while let Some((_, u)) = server.poll_transmit(t) {
+            client.handle_datagram(t + ms(1), &u);
+        }
+    }
+    assert!(client.rtt().unwrap() < ms(10), "{:?}", client.rtt());
+    assert!(client.take_start_delay().unwrap() < ms(5));
 }
 
 #[test]
