@@ -418,20 +418,25 @@ impl Frontend<Core> for WindowFrontend {
 }
 
 /// Draws `line` (split at " | " into rows) in the top-left corner of an RGBA frame `width`
-/// pixels wide, white on a black box, with the built-in game's 5x7 font.
+/// pixels wide, white on one black box as wide as the longest row plus a glyph: a box per
+/// row, each just as wide as its text, let the game's own text run on from the shorter row
+/// ("RTT 7 MS" read "RTT 7 MSERS" over the built-in game's title), in the built-in game's
+/// 5x7 font.
 fn draw_status(frame: &mut [u8], width: u32, line: &str) {
     use lightcycles::font::{glyph, ADVANCE, GLYPH_H, GLYPH_W};
     let width = width as usize;
     let height = frame.len() / 4 / width.max(1);
-    for (row, text) in line.split(" | ").enumerate() {
-        let y0 = 1 + row * (GLYPH_H + 2);
-        let box_w = (text.chars().count() * ADVANCE + 2).min(width);
-        for y in y0.saturating_sub(1)..(y0 + GLYPH_H + 1).min(height) {
-            for x in 0..box_w {
-                let px = &mut frame[(y * width + x) * 4..][..4];
-                px[..3].fill(0);
-            }
+    let rows: Vec<&str> = line.split(" | ").collect();
+    let longest = rows.iter().map(|r| r.chars().count()).max().unwrap_or(0);
+    let box_w = ((longest + 1) * ADVANCE + 2).min(width);
+    let box_h = (rows.len() * (GLYPH_H + 2) + 1).min(height);
+    for y in 0..box_h {
+        for x in 0..box_w {
+            frame[(y * width + x) * 4..][..3].fill(0);
         }
+    }
+    for (row, text) in rows.iter().enumerate() {
+        let y0 = 1 + row * (GLYPH_H + 2);
         for (i, c) in text.chars().enumerate() {
             let g = glyph(c.to_ascii_uppercase());
             for (gy, bits) in g.iter().enumerate() {
@@ -443,5 +448,35 @@ fn draw_status(frame: &mut [u8], width: u32, line: &str) {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::draw_status;
+    use lightcycles::font::{ADVANCE, GLYPH_H};
+
+    #[test]
+    fn the_status_box_covers_every_row_to_the_longest_and_nothing_more() {
+        let (w, h) = (200usize, 40usize);
+        // A white frame stands for the game's own text.
+        let mut frame = vec![255u8; w * h * 4];
+        draw_status(&mut frame, w as u32, "LONGER ROW HERE | RTT");
+        let rgb = |x: usize, y: usize| frame[(y * w + x) * 4..][..3].to_vec();
+        let box_w = 16 * ADVANCE + 2;
+        let second_row = 1 + GLYPH_H + 2;
+        // Right of the short row's text, inside the box: black, not the game.
+        assert_eq!(rgb(5 * ADVANCE, second_row + 3), [0, 0, 0]);
+        assert_eq!(rgb(box_w - 1, second_row + 3), [0, 0, 0]);
+        // Between the rows too.
+        assert_eq!(rgb(box_w - 1, second_row - 1), [0, 0, 0]);
+        // Outside the box the game shows.
+        assert_eq!(rgb(box_w, 3), [255, 255, 255]);
+        assert_eq!(rgb(3, 2 * (GLYPH_H + 2) + 2), [255, 255, 255]);
+        // The text itself is drawn: some pixel of "L" (a full left column) is white.
+        assert_eq!(rgb(1, 3), [255, 255, 255]);
+        // Narrow frames clip instead of panicking.
+        let mut small = vec![255u8; 10 * 3 * 4];
+        draw_status(&mut small, 10, "A WIDE LINE | AND ANOTHER | AND A THIRD");
     }
 }
