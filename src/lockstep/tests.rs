@@ -5,6 +5,7 @@ use std::time::{Duration, Instant};
 
 use crate::input::Pad;
 
+use super::frame::Frame;
 use super::sim::{Link, PlayerSpec, Sim, SimConfig};
 use super::{Client, ClientEvent, Config, PeerId, Server, ServerEvent};
 
@@ -648,7 +649,7 @@ fn frame_zero_waits_for_every_players_first_ctrl() {
     server.handle_timeout(t0 + ms(1500));
     assert_eq!(
         server.frontier(),
-        super::frame::Frame::ZERO,
+        Frame::ZERO,
         "published before player 2 ran"
     );
     assert!(clients[0].poll_frame().is_none());
@@ -658,7 +659,7 @@ fn frame_zero_waits_for_every_players_first_ctrl() {
         server.handle_datagram(late, PeerId(1), &d);
     }
     assert!(
-        server.frontier() > super::frame::Frame::ZERO,
+        server.frontier() > Frame::ZERO,
         "nothing published once both ran"
     );
     while let Some((to, d)) = server.poll_transmit(late) {
@@ -688,7 +689,7 @@ fn frame_zero_waits_for_every_players_first_ctrl() {
         }
     }
     server.handle_timeout(t0 + ms(1900));
-    assert_eq!(server.frontier(), super::frame::Frame::ZERO);
+    assert_eq!(server.frontier(), Frame::ZERO);
     server.handle_timeout(t0 + ms(2100));
     assert!(std::iter::from_fn(|| server.poll_event()).any(|e| matches!(
         e,
@@ -698,8 +699,8 @@ fn frame_zero_waits_for_every_players_first_ctrl() {
         }
     )));
     assert!(
-        server.frontier() > super::frame::Frame::ZERO,
-        "the host waits on"
+        server.frontier() > Frame::ZERO,
+        "nothing published after the silent player was dropped"
     );
 }
 
