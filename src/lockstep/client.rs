@@ -346,14 +346,23 @@ impl Client {
         self.trim_info();
     }
 
+    /// A sample pushed at `at` was taken on the running frame clock: samples pushed before
+    /// the first frames arrived (the frame-0 sample, taps while waiting) waited for the
+    /// session to start, so they measure neither the link nor the client's phase.
+    fn pushed_in_session(&self, at: Instant) -> bool {
+        self.first_frames_at.is_some_and(|f| at >= f)
+    }
+
     /// Frames `from..to` just arrived: each carries sample `frame - lead`, pushed some time ago.
     fn record_input_rtt(&mut self, now: Instant, from: u32, to: u32, lead: u32) {
-        let started = self.first_frames_at.unwrap_or(now);
         for frame in from..to {
             let Some(sample) = frame.checked_sub(lead).filter(|s| *s >= self.irtt_next) else {
                 continue;
             };
-            if let Some(info) = self.info(sample).filter(|i| i.pushed >= started) {
+            if let Some(info) = self
+                .info(sample)
+                .filter(|i| self.pushed_in_session(i.pushed))
+            {
                 self.input_rtt
                     .record(now.saturating_duration_since(info.pushed));
             }
@@ -558,7 +567,7 @@ impl Client {
                 .filter(|_| n == self.samples.len())
                 // Pushed before the first frames, it waited for the session to start, not on
                 // the frame clock the server's phase estimate reads from it.
-                .filter(|t| self.first_frames_at.is_some_and(|f| *t >= f))
+                .filter(|t| self.pushed_in_session(*t))
                 // Older than a u8 holds: no use for the phase estimate, left out (255 goes
                 // out as "not known" too: `msg`).
                 .and_then(|t| u8::try_from(now.saturating_duration_since(t).as_millis()).ok());

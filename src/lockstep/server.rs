@@ -89,10 +89,9 @@ struct Peer {
     up_loss: LossMeter,
     phase: Phase,
     last_heard: Instant,
-    /// A valid CTRL came from it: it is running (see `publish`).
-    heard: bool,
     warned: bool,
-    /// Newest CTRL seq received, and its timestamp with its arrival (echoed back).
+    /// Newest CTRL seq received (`None` until a valid CTRL came: the peer is not running
+    /// yet, see `publish`), and its timestamp with its arrival (echoed back).
     recv_seq: Option<u16>,
     echo: Option<(u16, Instant)>,
     /// The advance last told to it.
@@ -131,7 +130,6 @@ impl Peer {
             up_loss: LossMeter::default(),
             phase: Phase::default(),
             last_heard: now,
-            heard: false,
             warned: false,
             recv_seq: None,
             echo: None,
@@ -429,7 +427,6 @@ impl Server {
             }
         };
         peer.last_heard = now;
-        peer.heard = true;
         peer.warned = false;
         let newest = peer.recv_seq.is_none_or(|r| seq_newer(ctrl.head.seq, r));
         if newest {
@@ -691,7 +688,9 @@ impl Server {
         // window open). Started at once, a peer that took longer to get there (a window
         // opening after the lobby) ran behind the others by that much, and they waited for
         // its inputs at every keyframe until time sync (2%) had caught it up.
-        if self.frontier() == Frame::ZERO && self.peers.iter().flatten().any(|p| !p.heard) {
+        if self.frontier() == Frame::ZERO
+            && self.peers.iter().flatten().any(|p| p.recv_seq.is_none())
+        {
             return;
         }
         let mut published = false;
