@@ -194,7 +194,7 @@ impl Client {
             warned: false,
             lost: false,
             last_send: None,
-            send_due: true,
+            send_due: false,
             budget,
             checksums: VecDeque::new(),
             next_check: 0,
@@ -527,6 +527,13 @@ impl Client {
         self.cfg.keyframe_interval == 1 || self.redundant()
     }
 
+    /// The first CTRL leaves with the first sample, not before: the server reads a player's
+    /// first CTRL as that player running (frame 0 waits for it), and a network thread would
+    /// otherwise send one while the window is still opening.
+    fn first_send_due(&self) -> bool {
+        self.last_send.is_none() && !self.samples.is_empty()
+    }
+
     /// When a CTRL goes out without a new sample (retransmission and keepalive while
     /// stalled): a keyframe interval after the last one and after the newest sample. While
     /// samples flow they trigger the CTRLs, at the moment each is pushed.
@@ -542,7 +549,7 @@ impl Client {
         if self.lost {
             return None;
         }
-        let timer = self.resend_at().is_none_or(|t| now >= t);
+        let timer = self.first_send_due() || self.resend_at().is_some_and(|t| now >= t);
         if !(self.send_due || timer) {
             return None;
         }
@@ -629,14 +636,14 @@ impl Client {
         if self.lost {
             return None;
         }
-        let send = if self.send_due {
-            self.last_now
+        let send = if self.send_due || self.first_send_due() {
+            Some(self.last_now)
         } else {
-            self.resend_at().unwrap_or(self.last_now)
+            self.resend_at()
         };
-        let send = self.budget.ready_at(send);
+        let send = send.map(|t| self.budget.ready_at(t));
         let warn = (!self.warned).then(|| self.last_heard + self.cfg.warn_after);
-        [Some(send), warn, Some(self.last_heard + self.cfg.timeout)]
+        [send, warn, Some(self.last_heard + self.cfg.timeout)]
             .into_iter()
             .flatten()
             .min()

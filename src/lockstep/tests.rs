@@ -645,6 +645,15 @@ fn frame_zero_waits_for_every_players_first_ctrl() {
     while let Some(d) = clients[0].poll_transmit(t0) {
         server.handle_datagram(t0, PeerId(0), &d);
     }
+    // Called before its first sample (by a network thread while its window opens), player 2
+    // has nothing to send: its first CTRL would tell the server it runs.
+    let early = t0 + ms(1000);
+    clients[1].handle_timeout(early);
+    assert!(
+        clients[1].poll_transmit(early).is_none(),
+        "a CTRL before any sample"
+    );
+    assert!(clients[1].poll_timeout().is_some_and(|t| t > early));
     // The 2 s timeout stays the limit for a player that never starts.
     server.handle_timeout(t0 + ms(1500));
     assert_eq!(
