@@ -282,6 +282,10 @@ pub struct ViewArgs {
     /// Test hook: save the displayed frame as PNG once FRAME frames have run.
     #[arg(long, hide = true, num_args = 2, value_names = ["FRAME", "PATH"])]
     pub screenshot_at: Option<Vec<String>>,
+    /// Test hook: headless, stay busy MS milliseconds after each displayed frame, as a
+    /// window's drawing and vsync wait keep the frame loop busy.
+    #[arg(long, hide = true, value_name = "MS", value_parser = clap::value_parser!(u64).range(0..=10_000))]
+    pub busy_frame_ms: Option<u64>,
 }
 
 fn parse_speed(s: &str) -> Result<f64, String> {
@@ -399,6 +403,7 @@ impl PlayArgs {
             bot: self.bot,
             stats_json: self.stats_json.clone(),
             screenshot_at,
+            busy_frame: self.view.busy_frame_ms.map(Duration::from_millis),
             scale: self.view.scale.unwrap_or(config.video.scale).clamp(1, 16),
             fullscreen: self.view.fullscreen || config.video.fullscreen,
             vsync: config.video.vsync,

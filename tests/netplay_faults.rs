@@ -1,5 +1,5 @@
 //! Real processes on 127.0.0.1 when things go wrong: garbage datagrams at the host's port,
-//! a joiner killed with SIGKILL, the host killed with SIGKILL, nobody listening, and Ctrl-C
+//! a joiner killed with SIGKILL, a joiner whose frame loop hangs, the host killed with SIGKILL, nobody listening, and Ctrl-C
 //! (SIGINT) on the host, on a joiner and in the lobby, and a second Ctrl-C.
 
 mod netplay_common;
@@ -168,6 +168,28 @@ fn killed_joiner_is_dropped_and_the_host_plays_on() {
     let left = h["players_left"].as_array().unwrap();
     assert_eq!(left.len(), 1, "{h:#}");
     assert_eq!(left[0]["slot"], 1, "{h:#}");
+}
+
+/// A joiner whose frame loop hangs (`--busy-frame-ms 5000`: 5 s after its first frame)
+/// while its network thread lives on is dropped like a dead process: the network thread
+/// falls silent with it, instead of keeping a player alive that sends no inputs.
+#[test]
+fn a_joiner_whose_frame_loop_hangs_is_dropped() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let (mut host, _joiner) = start_session(
+        dir.path(),
+        port,
+        &["--frames", "300", "--bot", "1"],
+        &["--bot", "2", "--busy-frame-ms", "5000"],
+    );
+    host.wait_for_log("player 2 is out (timed out)", Duration::from_secs(10))
+        .unwrap_or_else(|| panic!("the host never dropped player 2\n{}", host.log_text()));
+    host.wait_ok(Duration::from_secs(30));
+    let h = host.read_stats();
+    assert_eq!(h["frames"], 300, "{h:#}");
+    let left = h["players_left"].as_array().unwrap();
+    assert_eq!(left.len(), 1, "{h:#}");
 }
 
 #[test]

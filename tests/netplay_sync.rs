@@ -89,3 +89,18 @@ fn builtin_two_players_two_second_round_trip() {
         assert!(s["lead"].as_u64().unwrap() >= 120, "{s:#}");
     }
 }
+
+/// A frame loop busy for most of each frame, as a window's is while it draws and waits for
+/// vsync (`--busy-frame-ms`, 14 of every 16.7 ms on both peers): datagrams are still answered
+/// as they arrive, on the network thread, so each side's round trip stays the link's
+/// (loopback: under a millisecond) and does not grow the lead. Read by the frame loop
+/// between its frames, every round trip came out 14-16 ms and the lead a frame longer.
+#[test]
+fn a_busy_frame_loop_does_not_lengthen_the_round_trip() {
+    let dir = tempfile::tempdir().unwrap();
+    let stats = run_session(dir.path(), 2, 600, &args(&["--busy-frame-ms", "14"]), &[]);
+    for s in &stats {
+        let rtt = s["rtt_ms"].as_u64().unwrap();
+        assert!(rtt < 7, "median RTT {rtt} ms on loopback: {s:#}");
+    }
+}

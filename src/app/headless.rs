@@ -13,13 +13,16 @@ use crate::input::{Inputs, Pad, MAX_PLAYERS};
 pub struct Headless {
     audio: Vec<i16>,
     shot: Option<ShotAt>,
+    /// Test hook: time to stay busy after each displayed frame (a window's draw).
+    busy: Option<Duration>,
 }
 
 impl Headless {
-    pub fn new(shot: Option<ShotAt>) -> Headless {
+    pub fn new(shot: Option<ShotAt>, busy: Option<Duration>) -> Headless {
         Headless {
             audio: Vec::new(),
             shot,
+            busy,
         }
     }
 }
@@ -44,6 +47,9 @@ impl Frontend<Core> for Headless {
             if let Some(shot) = &mut self.shot {
                 shot.check(frame, core)
                     .map_err(|e| RunError::Frontend(e.to_string()))?;
+            }
+            if let Some(busy) = self.busy {
+                std::thread::sleep(busy);
             }
         }
         Ok(())

@@ -1,6 +1,7 @@
 //! `framelock play`: load a core and content, then run it in a window or headless.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use serde_json::{json, Map, Value};
 
@@ -29,6 +30,9 @@ pub struct PlayOptions {
     pub bot: Option<u64>,
     pub stats_json: Option<PathBuf>,
     pub screenshot_at: Option<(u64, PathBuf)>,
+    /// Test hook (`--busy-frame-ms`): headless, the loop stays busy this long after each
+    /// displayed frame, as it does in a window while drawing.
+    pub busy_frame: Option<Duration>,
     pub scale: u32,
     pub fullscreen: bool,
     pub vsync: bool,
@@ -144,7 +148,7 @@ pub fn run_session<F: Feed>(
         .map(|(f, p)| ShotAt::new(*f, p.clone()));
 
     let end = if opts.headless {
-        run_loop(runner, core, &mut Headless::new(shot))
+        run_loop(runner, core, &mut Headless::new(shot, opts.busy_frame))
     } else {
         let name = content_name(opts, core);
         let settings = WindowSettings {

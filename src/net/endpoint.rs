@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use super::conditioner::{Conditioner, ConditionerStats, NetSim};
-use super::udp::{header_overhead, UdpSocket};
+use super::udp::{header_overhead, SocketWaiter, UdpSocket};
 use super::NetError;
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -113,6 +113,11 @@ impl Endpoint {
             return Ok(false);
         }
         self.socket.wait(timeout)
+    }
+
+    /// A handle for waiting on this endpoint's socket from another thread.
+    pub fn waiter(&self) -> Result<SocketWaiter, NetError> {
+        self.socket.waiter()
     }
 
     /// Counts a datagram the protocol rejected (malformed, unknown sender, wrong session).

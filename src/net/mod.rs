@@ -13,7 +13,7 @@ use thiserror::Error;
 
 pub use conditioner::{Conditioner, ConditionerStats, NetSim, NetSimError};
 pub use endpoint::{Endpoint, EndpointStats};
-pub use udp::UdpSocket;
+pub use udp::{SocketWaiter, UdpSocket};
 
 #[derive(Debug, Error)]
 pub enum NetError {

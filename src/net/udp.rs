@@ -160,6 +160,30 @@ impl UdpSocket {
         }
         sys::wait_readable(&self.sock, timeout).map_err(NetError::Io)
     }
+
+    /// A handle that waits for this socket to become readable without borrowing it, so one
+    /// thread can wait while another holds the socket (see `netplay::feed`).
+    pub fn waiter(&self) -> Result<SocketWaiter, NetError> {
+        Ok(SocketWaiter {
+            sock: self.sock.try_clone()?,
+        })
+    }
+}
+
+/// Waits for a socket's datagrams; receiving stays with the [`UdpSocket`].
+#[derive(Debug)]
+pub struct SocketWaiter {
+    sock: std::net::UdpSocket,
+}
+
+impl SocketWaiter {
+    /// Sleeps until a datagram is waiting or `timeout` passed; true if one is waiting.
+    pub fn wait(&self, timeout: Duration) -> Result<bool, NetError> {
+        if timeout.is_zero() {
+            return Ok(false);
+        }
+        sys::wait_readable(&self.sock, timeout).map_err(NetError::Io)
+    }
 }
 
 /// v4-mapped IPv6 addresses (from a dual-stack socket) as plain IPv4, so that one peer has

@@ -1,13 +1,20 @@
-//! [`NetFeed`]: the frame runner's input feed for netplay. Each call moves datagrams between
-//! the UDP endpoint and the sans-IO state machines (session handshake, lockstep server and
-//! client), hands the local pad to the lockstep client, and returns the next frame the client
-//! may run. The host's own player goes through the same lockstep client, with its datagrams
-//! passed to the in-process server in memory.
+//! [`NetFeed`]: the frame runner's input feed for netplay. It moves datagrams between the UDP
+//! endpoint and the sans-IO state machines (session handshake, lockstep server and client),
+//! hands the local pad to the lockstep client, and returns the next frame the client may run.
+//! The host's own player goes through the same lockstep client, with its datagrams passed to
+//! the in-process server in memory.
+//!
+//! Two threads share that state behind one mutex. The frame loop's thread pushes samples and
+//! takes frames; a network thread of its own answers datagrams the moment they arrive. The
+//! frame loop is busy for most of each frame in a window (drawing, waiting for vsync), and a
+//! datagram read only after that comes late twice over: a host's server publishes its
+//! joiners' frames that much later, and a client's round trip reads that much longer, so the
+//! lead grows by it.
 
-use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::net::SocketAddr;
-use std::rc::Rc;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Map, Value};
@@ -15,7 +22,7 @@ use serde_json::{json, Map, Value};
 use crate::app::{Feed, FeedPoll};
 use crate::input::{Bot, Inputs, Pad};
 use crate::lockstep::{Client, ClientEvent, Frame, LeaveReason, PeerId, Server, ServerEvent};
-use crate::net::Endpoint;
+use crate::net::{Endpoint, SocketWaiter};
 use crate::session::{
     is_session_datagram, HostEvent, HostSession, JoinEvent, JoinSession, ResyncRecv, ResyncSend,
 };
@@ -24,8 +31,9 @@ use crate::wire::{Header, Kind, HEADER_LEN};
 /// How often a stalled feed wants to be asked again (the network is polled on each call).
 const STALL_POLL: Duration = Duration::from_millis(1);
 
-/// Longest the loop waits between network polls when no datagram arrives (a datagram ends the
-/// wait at once: `wait_io`): lockstep timers and window events are served within this.
+/// Longest the network thread and the frame loop wait between network polls when no datagram
+/// arrives (a datagram ends the wait at once): lockstep timers and window events are served
+/// within this.
 const SERVICE_INTERVAL: Duration = Duration::from_millis(2);
 
 /// How long a joiner waits for the server's first frames. The host starts only once the
@@ -33,6 +41,12 @@ const SERVICE_INTERVAL: Duration = Duration::from_millis(2);
 /// round trip after the joiner started: the lockstep silence timeout (2 s) alone would end
 /// every session over a link slower than that before its first frame.
 const FIRST_CONTACT: Duration = crate::session::HANDSHAKE_TIMEOUT;
+
+/// The network thread speaks for the frame loop only while it runs: after this long without
+/// a call from it (hung, or stopped in a debugger) the thread falls silent too, so the other
+/// peers time this one out as they would a dead process, instead of waiting for its inputs
+/// forever. Longer than any draw, shorter than the silence warning (500 ms).
+const FRAME_LOOP_AWAY: Duration = Duration::from_millis(250);
 
 /// What the network side (this feed) and the core side (the frame observer in `netplay`)
 /// hand each other: only the observer can touch the core, only the feed the network.
@@ -50,7 +64,14 @@ pub struct Exchange {
     pub loaded: Vec<u32>,
 }
 
-pub type Shared = Rc<RefCell<Exchange>>;
+/// Shared by the frame observer (frame loop thread) and the feed (both threads).
+pub type Shared = Arc<Mutex<Exchange>>;
+
+/// Locks `m`. A thread that panicked holding it left data that is still whole (every update
+/// is a push or a field write), so the other goes on with it.
+pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
 
 /// Which end of the session this process is.
 pub enum Role {
@@ -135,7 +156,8 @@ impl Counters {
     }
 }
 
-pub struct NetFeed {
+/// Everything the feed works on, behind [`Net`]'s mutex.
+struct NetState {
     endpoint: Endpoint,
     role: Role,
     client: Client,
@@ -157,67 +179,36 @@ pub struct NetFeed {
     /// Wire bytes (sent, received) of the handshake and start state, before play began:
     /// a one-time cost, kept apart from the rates.
     lobby_bytes: (u64, u64),
+    /// The latest `now` the state machines were given. The threads read their clocks before
+    /// taking the lock, so a call can come with an earlier `now` than the one before it.
+    latest: Instant,
+    /// Calls of the network thread that received datagrams (see `NetFeed::wait_io`).
+    arrivals: u64,
+    /// The frame loop's latest call (see `FRAME_LOOP_AWAY`).
+    loop_at: Instant,
+    /// Tells the network thread to end.
+    stop: bool,
 }
 
-impl NetFeed {
-    pub fn new(endpoint: Endpoint, role: Role, client: Client, bot: Option<Bot>) -> NetFeed {
-        let e = endpoint.stats();
-        NetFeed {
-            lobby_bytes: (e.wire_bytes_sent, e.wire_bytes_received),
-            endpoint,
-            role,
-            client,
-            bot,
-            keys: Pad::NEUTRAL,
-            shared: Rc::default(),
-            inject: None,
-            end: None,
-            counters: Counters::default(),
-            names: Vec::new(),
-            started: Instant::now(),
-            contact: false,
-        }
-    }
+/// The state and the signal the frame loop waits on.
+struct Net {
+    state: Mutex<NetState>,
+    /// Notified when the network thread received datagrams.
+    arrived: Condvar,
+}
 
-    /// Player names by slot, for log lines.
-    pub fn with_names(mut self, names: Vec<(u8, String)>) -> NetFeed {
-        self.names = names;
-        self
-    }
+pub struct NetFeed {
+    net: Arc<Net>,
+    worker: Option<JoinHandle<()>>,
+    /// `arrivals` when the frame loop last looked at the state.
+    seen: u64,
+}
 
-    /// Test hook for desync recovery: at `frame`, XOR this peer's own input with `mask`
-    /// (locally only), which makes this peer diverge.
-    pub fn with_injected_desync(mut self, frame: u32, mask: u16) -> NetFeed {
-        self.inject = Some((frame, mask));
-        self
-    }
-
-    /// The exchange with the frame observer (checksums, resync states).
-    pub fn shared(&self) -> Shared {
-        self.shared.clone()
-    }
-
-    pub fn end(&self) -> Option<&NetEnd> {
-        self.end.as_ref()
-    }
-
-    pub fn client(&self) -> &Client {
-        &self.client
-    }
-
-    pub fn server(&self) -> Option<&Server> {
-        match &self.role {
-            Role::Host { server, .. } => Some(server),
-            Role::Join { .. } => None,
-        }
-    }
-
-    pub fn names(&self) -> &[(u8, String)] {
-        &self.names
-    }
-
-    pub fn endpoint(&self) -> &Endpoint {
-        &self.endpoint
+impl NetState {
+    /// `now`, or the latest time already given to the state machines if that is later.
+    fn clock(&mut self, now: Instant) -> Instant {
+        self.latest = self.latest.max(now);
+        self.latest
     }
 
     /// The sampled keys plus the bot's pad for the client's current frame (the bot answers
@@ -243,8 +234,9 @@ impl NetFeed {
             .map_or_else(|| format!("player {}", slot + 1), |(_, n)| n.clone())
     }
 
-    /// Receives and dispatches every waiting datagram, runs timers and handles events.
-    fn pull(&mut self, now: Instant) {
+    /// Receives and dispatches every waiting datagram, runs timers and handles events; true
+    /// if any datagram came.
+    fn pull(&mut self, now: Instant) -> bool {
         let datagrams = match self.endpoint.recv(now) {
             Ok(d) => d,
             Err(e) => {
@@ -252,6 +244,7 @@ impl NetFeed {
                 Vec::new()
             }
         };
+        let came = !datagrams.is_empty();
         for (from, bytes) in datagrams {
             let is_resync = matches!(Header::parse(&bytes), Ok((h, _)) if h.kind == Kind::Resync);
             let valid = match &mut self.role {
@@ -290,7 +283,7 @@ impl NetFeed {
                                     "netplay: received the host's state for frame {frame} ({} KiB)",
                                     state.len() / 1024
                                 );
-                                self.shared.borrow_mut().incoming = Some((frame, state));
+                                lock(&self.shared).incoming = Some((frame, state));
                                 true
                             }
                             Ok(None) => true,
@@ -327,6 +320,7 @@ impl NetFeed {
             self.client.handle_timeout(now);
         }
         self.handle_events(now);
+        came
     }
 
     fn handle_events(&mut self, now: Instant) {
@@ -382,7 +376,7 @@ impl NetFeed {
                         expected,
                         got,
                     } => {
-                        let busy = self.shared.borrow().serialize_for.contains(&peer.0);
+                        let busy = lock(&self.shared).serialize_for.contains(&peer.0);
                         let stale = frame.0 < self.counters.resynced_from[usize::from(peer.0)];
                         tracing::error!(
                             "netplay: desync at frame {}: player {} has {got:016x}, host has {expected:016x}{}",
@@ -391,7 +385,7 @@ impl NetFeed {
                             if stale || busy { " (recovery under way)" } else { "; sending the host's state" }
                         );
                         if !stale && !busy {
-                            self.shared.borrow_mut().serialize_for.push(peer.0);
+                            lock(&self.shared).serialize_for.push(peer.0);
                             // Reports from before the coming state are stale.
                             self.counters.resynced_from[usize::from(peer.0)] = u32::MAX;
                         }
@@ -521,10 +515,10 @@ impl NetFeed {
 
     /// Keeps the network going without running frames: the host serves its peers until they
     /// have left (or `grace` ran out), so that they can finish the frames already published.
-    pub fn linger(&mut self, grace: Duration) {
+    fn linger(&mut self, grace: Duration) {
         let start = Instant::now();
         loop {
-            let now = Instant::now();
+            let now = self.clock(Instant::now());
             self.pull(now);
             self.push(now);
             let remaining = match &self.role {
@@ -542,8 +536,8 @@ impl NetFeed {
 
     /// Says goodbye (the host to everyone, a joiner to the host) and flushes it out,
     /// including datagrams the network conditioner still holds.
-    pub fn close(&mut self, reason: &str) {
-        let now = Instant::now();
+    fn close(&mut self, reason: &str) {
+        let now = self.clock(Instant::now());
         match &mut self.role {
             Role::Host { session, .. } => session.shutdown(reason),
             Role::Join { session, .. } => session.leave(reason),
@@ -554,7 +548,7 @@ impl NetFeed {
 
     /// Takes what the frame observer produced: checksums to report, states to send.
     fn take_from_observer(&mut self, now: Instant) {
-        let mut shared = self.shared.borrow_mut();
+        let mut shared = lock(&self.shared);
         while let Some((frame, sum)) = shared.checksums.pop_front() {
             self.client.report_checksum(Frame(frame), sum);
         }
@@ -596,7 +590,7 @@ impl NetFeed {
     }
 
     /// One line for the window: RTT per peer, keyframe interval and lead, stalls, kbit/s.
-    pub fn status_line(&self) -> String {
+    fn status_line(&self) -> String {
         let s = self.client.stats();
         let e = self.endpoint.stats();
         let secs = self.started.elapsed().as_secs_f64().max(0.001);
@@ -624,16 +618,10 @@ impl NetFeed {
         }
         line
     }
-}
 
-impl Feed for NetFeed {
-    fn sample(&mut self, now: Instant, local: &Inputs) {
-        self.keys = local[0];
-        self.pull(now);
-        self.push(now);
-    }
-
+    /// The frame loop asks for the next frame: see [`Feed::next`].
     fn next(&mut self, now: Instant) -> FeedPoll {
+        let now = self.clock(now);
         self.pull(now);
         self.take_from_observer(now);
         if self.end.is_some() {
@@ -662,35 +650,7 @@ impl Feed for NetFeed {
         }
     }
 
-    fn pace(&self) -> Option<f64> {
-        Some(self.client.pace())
-    }
-
-    fn status_line(&self) -> Option<String> {
-        Some(self.status_line())
-    }
-
-    fn take_behind(&mut self) -> Option<Duration> {
-        self.client.take_start_delay()
-    }
-
-    fn max_wait(&self) -> Option<Duration> {
-        Some(SERVICE_INTERVAL)
-    }
-
-    fn wait_io(&mut self, timeout: Duration) -> bool {
-        let now = Instant::now();
-        match self.endpoint.wait_until(now, Some(now + timeout)) {
-            Ok(_) => true,
-            Err(e) => {
-                // The next receive reports it; until then the frontend sleeps instead.
-                tracing::debug!("netplay: waiting on the socket failed: {e}");
-                false
-            }
-        }
-    }
-
-    fn stats(&self) -> Map<String, Value> {
+    fn stats_map(&self) -> Map<String, Value> {
         let s = self.client.stats();
         let e = self.endpoint.stats();
         let mut m = Map::new();
@@ -714,9 +674,10 @@ impl Feed for NetFeed {
         m.insert("pace".into(), json!(s.pace));
         let dropped = e.packets_dropped_invalid
             + s.traffic.packets_dropped_invalid
-            + self
-                .server()
-                .map_or(0, |srv| srv.stats().traffic.packets_dropped_invalid);
+            + match &self.role {
+                Role::Host { server, .. } => server.stats().traffic.packets_dropped_invalid,
+                Role::Join { .. } => 0,
+            };
         m.insert("bytes_sent".into(), json!(e.wire_bytes_sent));
         m.insert("bytes_received".into(), json!(e.wire_bytes_received));
         // The span the bytes after the lobby were counted over: play, the wait for the first
@@ -746,5 +707,220 @@ impl Feed for NetFeed {
                 .collect::<Vec<_>>()),
         );
         m
+    }
+}
+
+/// The network thread: receives and answers datagrams as they come, while the frame loop's
+/// thread runs, draws and waits.
+fn serve(net: Arc<Net>, waiter: SocketWaiter) {
+    loop {
+        let until = {
+            let mut s = lock(&net.state);
+            if s.stop {
+                return;
+            }
+            let now = s.clock(Instant::now());
+            if now.saturating_duration_since(s.loop_at) <= FRAME_LOOP_AWAY {
+                if s.pull(now) {
+                    s.arrivals += 1;
+                    net.arrived.notify_all();
+                }
+                s.push(now);
+            }
+            let poll = now + SERVICE_INTERVAL;
+            s.endpoint.next_deadline().map_or(poll, |d| d.min(poll))
+        };
+        let timeout = until.saturating_duration_since(Instant::now());
+        if let Err(e) = waiter.wait(timeout) {
+            // The next receive reports it; until then poll at the service interval.
+            tracing::debug!("netplay: waiting on the socket failed: {e}");
+            std::thread::sleep(timeout);
+        }
+    }
+}
+
+impl NetFeed {
+    pub fn new(endpoint: Endpoint, role: Role, client: Client, bot: Option<Bot>) -> NetFeed {
+        let e = endpoint.stats();
+        let waiter = endpoint.waiter();
+        let now = Instant::now();
+        let net = Arc::new(Net {
+            state: Mutex::new(NetState {
+                lobby_bytes: (e.wire_bytes_sent, e.wire_bytes_received),
+                endpoint,
+                role,
+                client,
+                bot,
+                keys: Pad::NEUTRAL,
+                shared: Shared::default(),
+                inject: None,
+                end: None,
+                counters: Counters::default(),
+                names: Vec::new(),
+                started: now,
+                contact: false,
+                latest: now,
+                arrivals: 0,
+                loop_at: now,
+                stop: false,
+            }),
+            arrived: Condvar::new(),
+        });
+        let worker = match waiter {
+            Ok(waiter) => {
+                let net = net.clone();
+                std::thread::Builder::new()
+                    .name("netplay".into())
+                    .spawn(move || serve(net, waiter))
+                    .map_err(|e| tracing::warn!("netplay: no network thread: {e}"))
+                    .ok()
+            }
+            Err(e) => {
+                tracing::warn!("netplay: no network thread (cannot clone the socket: {e})");
+                None
+            }
+        };
+        if worker.is_none() {
+            tracing::warn!("netplay: the frame loop serves the network between frames");
+        }
+        NetFeed {
+            net,
+            worker,
+            seen: 0,
+        }
+    }
+
+    fn state(&self) -> MutexGuard<'_, NetState> {
+        lock(&self.net.state)
+    }
+
+    /// Player names by slot, for log lines.
+    pub fn with_names(self, names: Vec<(u8, String)>) -> NetFeed {
+        self.state().names = names;
+        self
+    }
+
+    /// Test hook for desync recovery: at `frame`, XOR this peer's own input with `mask`
+    /// (locally only), which makes this peer diverge.
+    pub fn with_injected_desync(self, frame: u32, mask: u16) -> NetFeed {
+        self.state().inject = Some((frame, mask));
+        self
+    }
+
+    /// The exchange with the frame observer (checksums, resync states).
+    pub fn shared(&self) -> Shared {
+        self.state().shared.clone()
+    }
+
+    pub fn end(&self) -> Option<NetEnd> {
+        self.state().end.clone()
+    }
+
+    pub fn is_host(&self) -> bool {
+        matches!(self.state().role, Role::Host { .. })
+    }
+
+    pub fn names(&self) -> Vec<(u8, String)> {
+        self.state().names.clone()
+    }
+
+    /// Ends the network thread; the caller's thread serves the network from then on.
+    fn stop_worker(&mut self) {
+        let Some(worker) = self.worker.take() else {
+            return;
+        };
+        self.state().stop = true;
+        if worker.join().is_err() {
+            tracing::error!("netplay: the network thread panicked");
+        }
+    }
+
+    /// Keeps the network going without running frames: the host serves its peers until they
+    /// have left (or `grace` ran out), so that they can finish the frames already published.
+    pub fn linger(&mut self, grace: Duration) {
+        self.stop_worker();
+        self.state().linger(grace);
+    }
+
+    /// Says goodbye (the host to everyone, a joiner to the host) and flushes it out,
+    /// including datagrams the network conditioner still holds.
+    pub fn close(&mut self, reason: &str) {
+        self.stop_worker();
+        self.state().close(reason);
+    }
+
+    /// One line for the window: RTT per peer, keyframe interval and lead, stalls, kbit/s.
+    pub fn status_line(&self) -> String {
+        self.state().status_line()
+    }
+}
+
+impl Drop for NetFeed {
+    fn drop(&mut self) {
+        self.stop_worker();
+    }
+}
+
+impl Feed for NetFeed {
+    fn sample(&mut self, now: Instant, local: &Inputs) {
+        let mut s = lock(&self.net.state);
+        let now = s.clock(now);
+        s.loop_at = now;
+        s.keys = local[0];
+        s.pull(now);
+        s.push(now);
+        self.seen = s.arrivals;
+    }
+
+    fn next(&mut self, now: Instant) -> FeedPoll {
+        let mut s = lock(&self.net.state);
+        self.seen = s.arrivals;
+        s.loop_at = s.clock(now);
+        s.next(now)
+    }
+
+    fn pace(&self) -> Option<f64> {
+        Some(self.state().client.pace())
+    }
+
+    fn status_line(&self) -> Option<String> {
+        Some(self.status_line())
+    }
+
+    fn take_behind(&mut self) -> Option<Duration> {
+        self.state().client.take_start_delay()
+    }
+
+    fn max_wait(&self) -> Option<Duration> {
+        Some(SERVICE_INTERVAL)
+    }
+
+    /// Waits until the network thread received datagrams (a frame may have come) or
+    /// `timeout` passed; without that thread, on the socket.
+    fn wait_io(&mut self, timeout: Duration) -> bool {
+        let s = lock(&self.net.state);
+        if self.worker.is_some() {
+            let seen = self.seen;
+            let (s, _) = self
+                .net
+                .arrived
+                .wait_timeout_while(s, timeout, |s| s.arrivals == seen)
+                .unwrap_or_else(PoisonError::into_inner);
+            self.seen = s.arrivals;
+            return true;
+        }
+        let now = Instant::now();
+        match s.endpoint.wait_until(now, Some(now + timeout)) {
+            Ok(_) => true,
+            Err(e) => {
+                // The next receive reports it; until then the frontend sleeps instead.
+                tracing::debug!("netplay: waiting on the socket failed: {e}");
+                false
+            }
+        }
+    }
+
+    fn stats(&self) -> Map<String, Value> {
+        self.state().stats_map()
     }
 }

@@ -292,13 +292,9 @@ fn run(
     let mut runner_cfg = play.runner.clone();
     // Netplay never drops a backlog: every frame must run, so catch up (capped) instead.
     runner_cfg.max_lag = Duration::MAX;
-    let role = if feed.server().is_some() {
-        "host"
-    } else {
-        "client"
-    };
+    let role = if feed.is_host() { "host" } else { "client" };
     let recording =
-        crate::app::record::start_netplay(play, core, role, feed.names(), net.checksum_interval);
+        crate::app::record::start_netplay(play, core, role, &feed.names(), net.checksum_interval);
     let mut runner = Runner::new(feed, runner_cfg);
     runner.observe(Box::new(CoreSide::new(
         runner.feed().shared(),
@@ -325,9 +321,9 @@ fn run(
         })
     );
     let feed = runner.feed_mut();
-    let ended = feed.end().cloned();
+    let ended = feed.end();
     if ended.is_none() {
-        match (feed.server().is_some(), quit) {
+        match (feed.is_host(), quit) {
             (true, false) => {
                 // Reached --frames: the joiners are about to, let them finish.
                 feed.linger(LINGER);
@@ -418,7 +414,7 @@ impl FrameObserver<Core> for CoreSide {
         self.history.push_back((frame, *inputs));
         let next = frame + 1;
         let incoming = {
-            let mut shared = self.shared.borrow_mut();
+            let mut shared = feed::lock(&self.shared);
             match &shared.incoming {
                 Some((at, _)) if u64::from(*at) <= next => shared.incoming.take(),
                 _ => None,
@@ -426,13 +422,13 @@ impl FrameObserver<Core> for CoreSide {
         };
         if let Some((at, state)) = incoming {
             if self.load(core, u64::from(at), next, &state) {
-                self.shared.borrow_mut().loaded.push(at);
+                feed::lock(&self.shared).loaded.push(at);
                 if let Some(r) = &self.recording {
                     r.resync(next, core);
                 }
             }
         }
-        let mut shared = self.shared.borrow_mut();
+        let mut shared = feed::lock(&self.shared);
         if next.is_multiple_of(self.interval) {
             shared.checksums.push_back((frame as u32, core.checksum()));
         }
