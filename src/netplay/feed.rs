@@ -31,10 +31,13 @@ use crate::wire::{Header, Kind, HEADER_LEN};
 /// How often a stalled feed wants to be asked again (the network is polled on each call).
 const STALL_POLL: Duration = Duration::from_millis(1);
 
-/// Longest the network thread and the frame loop wait between network polls when no datagram
-/// arrives (a datagram ends the wait at once): lockstep timers and window events are served
-/// within this.
+/// Longest the frame loop waits between network polls when no datagram arrives (a datagram
+/// ends the wait at once): window events are served within this. The network thread waits
+/// for its timers instead (`NetState::next_timer`), and this long when one is overdue.
 const SERVICE_INTERVAL: Duration = Duration::from_millis(2);
+
+/// Longest the network thread sleeps with no timer due and no datagram.
+const IDLE_WAKE: Duration = Duration::from_millis(50);
 
 /// How long a joiner waits for the server's first frames. The host starts only once the
 /// joiner's acknowledgement of the start state reached it, so its first UPDATE arrives a full
@@ -209,6 +212,32 @@ impl NetState {
     fn clock(&mut self, now: Instant) -> Instant {
         self.latest = self.latest.max(now);
         self.latest
+    }
+
+    /// When the network thread must act without a datagram: the earliest timer of the state
+    /// machines and the conditioner. One still due after a service (a send the budget holds
+    /// back, a client's timers before its first frames) is retried after `SERVICE_INTERVAL`,
+    /// not at once.
+    fn next_timer(&self, now: Instant) -> Instant {
+        let mut timers = vec![self.endpoint.next_deadline(), self.client.poll_timeout()];
+        match &self.role {
+            Role::Host {
+                session,
+                server,
+                resyncs,
+            } => {
+                timers.extend([session.poll_timeout(), server.poll_timeout()]);
+                timers.extend(resyncs.iter().map(|(_, tx)| tx.deadline()));
+            }
+            Role::Join {
+                session, resync, ..
+            } => timers.extend([session.poll_timeout(), resync.deadline()]),
+        }
+        match timers.into_iter().flatten().min() {
+            Some(t) if t <= now => now + SERVICE_INTERVAL,
+            Some(t) => t.min(now + IDLE_WAKE),
+            None => now + IDLE_WAKE,
+        }
     }
 
     /// The sampled keys plus the bot's pad for the client's current frame (the bot answers
@@ -727,8 +756,7 @@ fn serve(net: Arc<Net>, waiter: SocketWaiter) {
                 }
                 s.push(now);
             }
-            let poll = now + SERVICE_INTERVAL;
-            s.endpoint.next_deadline().map_or(poll, |d| d.min(poll))
+            s.next_timer(now)
         };
         let timeout = until.saturating_duration_since(Instant::now());
         if let Err(e) = waiter.wait(timeout) {

@@ -107,6 +107,11 @@ impl ResyncSend {
         self.sender.is_complete()
     }
 
+    /// When `poll_transmit` has a chunk (a new one, or one presumed lost) to send next.
+    pub fn deadline(&self) -> Option<Instant> {
+        self.sender.deadline()
+    }
+
     /// Feeds an ack body (after the wire header); other transfers' acks are ignored.
     pub fn handle_datagram(&mut self, now: Instant, body: &[u8]) -> bool {
         let Some((ident, ACK, rest)) = Ident::parse(body) else {
@@ -184,6 +189,11 @@ impl ResyncRecv {
             }
             _ => Ok(None),
         }
+    }
+
+    /// When `poll_transmit` has an ack to send next.
+    pub fn deadline(&self) -> Option<Instant> {
+        self.current.as_ref().and_then(|(_, rx, _)| rx.deadline())
     }
 
     /// The next ack datagram due, if any.
