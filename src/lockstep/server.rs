@@ -857,8 +857,9 @@ pub(crate) fn head(
 /// echoed, nor the echoes it then reads taken as round trips: a datagram read after such a
 /// gap may have waited in the socket for all of it, and the hold time of an echo, counted
 /// from the read, would leave that wait in the peer's round trip, as an echo read then
-/// would in our own. `netplay` calls every 2 ms (about 17 in a window with vsync); a host
-/// opening its window after the lobby does not for about 120 ms, and its joiner took the
+/// would in our own. `netplay`'s network thread calls as datagrams arrive and at every timer
+/// (before it, the frame loop called every 2 ms, about 17 in a window with vsync); a host
+/// opening its window after the lobby did not for about 120 ms, and its joiner took the
 /// round trips of that time (80-120 ms on loopback) for the link, caught half of it up as
 /// its start delay and ran that far ahead of the host, stalling at every keyframe for a
 /// second; a joiner whose new window drew its first frames slowly read the host's echo late

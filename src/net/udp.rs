@@ -155,10 +155,7 @@ impl UdpSocket {
 
     /// Sleeps until a datagram is waiting or `timeout` passed; true if one is waiting.
     pub fn wait(&self, timeout: Duration) -> Result<bool, NetError> {
-        if timeout.is_zero() {
-            return Ok(false);
-        }
-        sys::wait_readable(&self.sock, timeout).map_err(NetError::Io)
+        wait(&self.sock, timeout)
     }
 
     /// A handle that waits for this socket to become readable without borrowing it, so one
@@ -179,11 +176,16 @@ pub struct SocketWaiter {
 impl SocketWaiter {
     /// Sleeps until a datagram is waiting or `timeout` passed; true if one is waiting.
     pub fn wait(&self, timeout: Duration) -> Result<bool, NetError> {
-        if timeout.is_zero() {
-            return Ok(false);
-        }
-        sys::wait_readable(&self.sock, timeout).map_err(NetError::Io)
+        wait(&self.sock, timeout)
     }
+}
+
+/// `sock` is readable within `timeout` (no wait at all for a zero timeout).
+fn wait(sock: &std::net::UdpSocket, timeout: Duration) -> Result<bool, NetError> {
+    if timeout.is_zero() {
+        return Ok(false);
+    }
+    sys::wait_readable(sock, timeout).map_err(NetError::Io)
 }
 
 /// v4-mapped IPv6 addresses (from a dual-stack socket) as plain IPv4, so that one peer has

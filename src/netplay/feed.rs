@@ -214,6 +214,13 @@ impl NetState {
         self.latest
     }
 
+    /// A call from the frame loop at `now`: it is alive (see `FRAME_LOOP_AWAY`). Returns
+    /// `now` as the state machines get it.
+    fn frame_loop_call(&mut self, now: Instant) -> Instant {
+        self.loop_at = self.clock(now);
+        self.loop_at
+    }
+
     /// When the network thread must act without a datagram: the earliest timer of the state
     /// machines and the conditioner. One still due after a service (a send the budget holds
     /// back, a client's timers before its first frames) is retried after `SERVICE_INTERVAL`,
@@ -650,7 +657,7 @@ impl NetState {
 
     /// The frame loop asks for the next frame: see [`Feed::next`].
     fn next(&mut self, now: Instant) -> FeedPoll {
-        let now = self.clock(now);
+        let now = self.frame_loop_call(now);
         self.pull(now);
         self.take_from_observer(now);
         if self.end.is_some() {
@@ -760,7 +767,8 @@ fn serve(net: Arc<Net>, waiter: SocketWaiter) {
         };
         let timeout = until.saturating_duration_since(Instant::now());
         if let Err(e) = waiter.wait(timeout) {
-            // The next receive reports it; until then poll at the service interval.
+            // The next receive reports it; until then sleep to the next timer (the frame
+            // loop still reads the socket at each of its calls).
             tracing::debug!("netplay: waiting on the socket failed: {e}");
             std::thread::sleep(timeout);
         }
@@ -892,8 +900,7 @@ impl Drop for NetFeed {
 impl Feed for NetFeed {
     fn sample(&mut self, now: Instant, local: &Inputs) {
         let mut s = lock(&self.net.state);
-        let now = s.clock(now);
-        s.loop_at = now;
+        let now = s.frame_loop_call(now);
         s.keys = local[0];
         s.pull(now);
         s.push(now);
@@ -903,7 +910,6 @@ impl Feed for NetFeed {
     fn next(&mut self, now: Instant) -> FeedPoll {
         let mut s = lock(&self.net.state);
         self.seen = s.arrivals;
-        s.loop_at = s.clock(now);
         s.next(now)
     }
 
