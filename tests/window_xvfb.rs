@@ -8,11 +8,34 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use play_common::{fixtures, framelock, start_xvfb, SETUP_HINT};
+use play_common::{fixtures, framelock, free_port, start_xvfb, SETUP_HINT};
 
-/// Grabs the whole X screen with ImageMagick's `import` into `png`; returns the number of
-/// non-black pixels and the bounding box of them.
-fn grab(display: &str, png: &Path) -> Option<(usize, (u32, u32, u32, u32))> {
+/// An RGB screen grab.
+struct Screen {
+    width: u32,
+    rgb: Vec<[u8; 3]>,
+}
+
+impl Screen {
+    /// Pixels in the rectangle `x0..x1`, `y0..y1` for which `test` holds.
+    fn count(
+        &self,
+        (x0, y0, x1, y1): (u32, u32, u32, u32),
+        test: impl Fn([u8; 3]) -> bool,
+    ) -> usize {
+        self.rgb
+            .iter()
+            .enumerate()
+            .filter(|(i, px)| {
+                let (x, y) = ((*i as u32) % self.width, (*i as u32) / self.width);
+                (x0..x1).contains(&x) && (y0..y1).contains(&y) && test(**px)
+            })
+            .count()
+    }
+}
+
+/// Grabs the whole X screen with ImageMagick's `import` into `png`.
+fn grab_screen(display: &str, png: &Path) -> Option<Screen> {
     let ok = Command::new("import")
         .args(["-display", display, "-window", "root"])
         .arg(png)
@@ -29,13 +52,34 @@ fn grab(display: &str, png: &Path) -> Option<(usize, (u32, u32, u32, u32))> {
     let mut buf = vec![0; reader.output_buffer_size()];
     let info = reader.next_frame(&mut buf).ok()?;
     let channels = info.color_type.samples();
+    let rgb = buf[..info.buffer_size()]
+        .chunks(channels)
+        .map(|px| match px {
+            [r, g, b, ..] => [*r, *g, *b],
+            [l, ..] => [*l; 3],
+            [] => [0; 3],
+        })
+        .collect();
+    Some(Screen {
+        width: info.width,
+        rgb,
+    })
+}
+
+/// Lit: brighter than the black background anywhere.
+fn lit(px: [u8; 3]) -> bool {
+    px.iter().any(|&c| c > 24)
+}
+
+/// Grabs the X screen into `png`; returns the number of lit pixels and their bounding box.
+fn grab(display: &str, png: &Path) -> Option<(usize, (u32, u32, u32, u32))> {
+    let screen = grab_screen(display, png)?;
     let mut count = 0;
     let (mut x0, mut y0, mut x1, mut y1) = (u32::MAX, u32::MAX, 0, 0);
-    for (i, px) in buf[..info.buffer_size()].chunks(channels).enumerate() {
-        let lit = px.iter().take(3.min(channels)).any(|&c| c > 24);
-        if lit {
+    for (i, px) in screen.rgb.iter().enumerate() {
+        if lit(*px) {
             count += 1;
-            let (x, y) = ((i as u32) % info.width, (i as u32) / info.width);
+            let (x, y) = ((i as u32) % screen.width, (i as u32) / screen.width);
             (x0, y0, x1, y1) = (x0.min(x), y0.min(y), x1.max(x), y1.max(y));
         }
     }
@@ -152,4 +196,73 @@ fn genesis_game_in_a_window() {
     // Airstriker's 320x224; the window opens at the core's initial 256x192 geometry and
     // follows the first frame's size.
     play_in_window("genesis", &args, (640, 448));
+}
+
+#[test]
+fn a_netplay_window_shows_its_status_bar_below_the_game() {
+    // A host in a window (scale 2) with a headless joiner: the game's 320x240 takes the
+    // window's top 640x480 and the status bar (2 rows of the 5x7 font: 20 pixel rows,
+    // doubled) the 40 rows below; the status is white text, drawn from frame 60 on.
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let x = start_xvfb();
+    let dir = tempfile::tempdir().unwrap();
+    let shots = Path::new(env!("CARGO_TARGET_TMPDIR")).join("window_xvfb/netplay");
+    let _ = std::fs::remove_dir_all(&shots);
+    std::fs::create_dir_all(&shots).unwrap();
+    let port = free_port().to_string();
+    let spawn = |label: &str, args: &[&str]| {
+        framelock(&dir.path().join(label))
+            .env("DISPLAY", &x.display)
+            .env_remove("WAYLAND_DISPLAY")
+            .args(args)
+            .args(["--frames", "420", "--bot", "1"])
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(dir.path().join(format!("{label}.log"))).unwrap())
+            .spawn()
+            .unwrap()
+    };
+    let mut host = spawn("host", &["host", "--port", &port, "--scale", "2"]);
+    std::thread::sleep(Duration::from_millis(300));
+    let joiner_addr = format!("127.0.0.1:{port}");
+    let mut join = spawn("join", &["join", &joiner_addr, "--headless"]);
+
+    let (game, bar) = ((0, 0, 640, 480), (0, 480, 640, 520));
+    // Most white pixels seen in the bar, and lit pixels ever seen outside the window.
+    let (mut text, mut outside) = (0, 0);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut n = 0;
+    while host.try_wait().unwrap().is_none() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(250));
+        let png = shots.join(format!("screen-{n:02}.png"));
+        n += 1;
+        if let Some(screen) = grab_screen(&x.display, &png) {
+            if screen.count(game, lit) > 2000 {
+                text = text.max(screen.count(bar, |px| px.iter().all(|&c| c >= 250)));
+            }
+            outside = outside.max(screen.count((0, 520, 1280, 1024), lit));
+            outside = outside.max(screen.count((640, 0, 1280, 520), lit));
+        }
+    }
+    for child in [&mut host, &mut join] {
+        if child.try_wait().unwrap().is_none() {
+            let _ = child.kill();
+        }
+    }
+    let log = |label: &str| std::fs::read_to_string(dir.path().join(format!("{label}.log")));
+    let host_log = log("host").unwrap_or_default();
+    assert!(host.wait().unwrap().success(), "{host_log}");
+    assert!(
+        join.wait().unwrap().success(),
+        "{}",
+        log("join").unwrap_or_default()
+    );
+    // A 640x520 window: the game's 640x480 plus the bar's 2 x 20 rows.
+    assert!(host_log.contains("window 640x520"), "{host_log}");
+    // "K 2 LEAD 2 STALLS 0 ..." in white, doubled: hundreds of pixels.
+    assert!(
+        text > 300,
+        "only {text} white pixels in the status bar ({})",
+        shots.display()
+    );
+    assert_eq!(outside, 0, "lit pixels outside the 640x520 window");
 }

@@ -24,7 +24,7 @@ pub trait Frontend<M> {
     fn present(&mut self, machine: &mut M, tick: &Tick, frame: u64) -> Result<(), RunError>;
     /// The game was paused or resumed.
     fn paused(&mut self, _paused: bool) {}
-    /// A status line to show over the game (netplay numbers); refreshed about once a second.
+    /// A status line to show with the game (netplay numbers); refreshed about once a second.
     fn status(&mut self, _line: &str) {}
 }
 

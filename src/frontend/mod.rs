@@ -6,4 +6,5 @@ pub mod gamepads;
 pub mod image;
 pub mod keyboard;
 pub mod screenshot;
+pub mod status_bar;
 pub mod window;

@@ -5,7 +5,8 @@
 //! timeout, so the same loop can poll a network socket between frames. The image keeps
 //! its aspect ratio (square pixels), scaled by the largest integer that fits the window,
 //! or scaled down smoothly if the window is smaller than the image. Rotation requested by
-//! the core (SET_ROTATION) is applied while copying into the pixels buffer.
+//! the core (SET_ROTATION) is applied while copying into the pixels buffer. In netplay the
+//! buffer is taller by a status bar below the image (`status_bar`).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -25,6 +26,7 @@ use super::gamepads::Gamepads;
 use super::image::{copy_rotated, rotated_size};
 use super::keyboard::{hotkey, Hotkey, Keyboard};
 use super::screenshot::{save_png, screenshot_path};
+use super::status_bar;
 use crate::app::driver::{Frontend, Requests};
 use crate::app::machine::{core_image, ShotAt};
 use crate::app::runner::{RunError, Tick};
@@ -62,6 +64,8 @@ pub struct WindowSettings {
     pub screenshots_dir: PathBuf,
     /// File name stem for screenshots (the content's name).
     pub shot_name: String,
+    /// Reserve a status bar below the game from the start (netplay).
+    pub status_bar: bool,
 }
 
 /// Window state touched from winit callbacks.
@@ -71,7 +75,10 @@ struct App {
     initial: PhysicalSize<u32>,
     window: Option<Arc<Window>>,
     pixels: Option<Pixels<'static>>,
+    /// The pixels buffer: the game's image with the status bar below it.
     buffer: (u32, u32),
+    /// Text rows the status bar holds (0: no bar).
+    bar_rows: u32,
     /// Size the drawing surface was configured for.
     surface: PhysicalSize<u32>,
     keyboard: Keyboard,
@@ -81,8 +88,8 @@ struct App {
     screenshot: bool,
     redraw: bool,
     error: Option<WindowError>,
-    /// Netplay status drawn over the game (empty: nothing drawn).
-    status: String,
+    /// Netplay status rows for the bar (see `status_bar::layout`).
+    status: Vec<String>,
 }
 
 impl App {
@@ -169,7 +176,8 @@ impl App {
             return;
         }
         let rotation = core.rotation();
-        let size = image.rotated_size(rotation);
+        let (w, h) = image.rotated_size(rotation);
+        let size = (w, h + status_bar::height(self.bar_rows));
         let Some(pixels) = &mut self.pixels else {
             return;
         };
@@ -188,8 +196,8 @@ impl App {
         }
         if let Some(pixels) = &mut self.pixels {
             copy_rotated(&image, rotation, pixels.frame_mut(), 4);
-            if !self.status.is_empty() {
-                draw_status(pixels.frame_mut(), self.buffer.0, &self.status);
+            if self.bar_rows > 0 {
+                status_bar::draw(pixels.frame_mut(), w, h, &self.status);
             }
         }
     }
@@ -292,6 +300,12 @@ impl WindowFrontend {
         let event_loop = EventLoop::new().map_err(|e| WindowError::EventLoop(e.to_string()))?;
         let av = core.av_info();
         let (bw, bh) = rotated_size(av.base_width.max(1), av.base_height.max(1), core.rotation());
+        let bar_rows = if settings.status_bar {
+            status_bar::DEFAULT_ROWS
+        } else {
+            0
+        };
+        let bh = bh + status_bar::height(bar_rows);
         let scale = settings.scale.clamp(1, 16);
         let mut app = App {
             initial: PhysicalSize::new(bw * scale, bh * scale),
@@ -300,6 +314,7 @@ impl WindowFrontend {
             window: None,
             pixels: None,
             buffer: (bw, bh),
+            bar_rows,
             surface: PhysicalSize::new(0, 0),
             keyboard: Keyboard::new(keymaps),
             alt: false,
@@ -307,7 +322,7 @@ impl WindowFrontend {
             screenshot: false,
             redraw: false,
             error: None,
-            status: String::new(),
+            status: Vec::new(),
         };
         let mut event_loop = event_loop;
         // The first pump delivers `resumed`, where the window is created.
@@ -401,7 +416,10 @@ impl Frontend<Core> for WindowFrontend {
     }
 
     fn status(&mut self, line: &str) {
-        line.clone_into(&mut self.app.status);
+        // Wrapped to the game's width (the buffer's); a bar too short for the rows grows at
+        // the next frame, and the window with it unless the player resized it.
+        self.app.status = status_bar::layout(line, self.app.buffer.0);
+        self.app.bar_rows = self.app.bar_rows.max(self.app.status.len() as u32);
     }
 
     fn paused(&mut self, paused: bool) {
@@ -414,69 +432,5 @@ impl Frontend<Core> for WindowFrontend {
                 w.set_title(title);
             }
         }
-    }
-}
-
-/// Draws `line` (split at " | " into rows) in the top-left corner of an RGBA frame `width`
-/// pixels wide, white on one black box as wide as the longest row plus a glyph: a box per
-/// row, each just as wide as its text, let the game's own text run on from the shorter row
-/// ("RTT 7 MS" read "RTT 7 MSERS" over the built-in game's title), in the built-in game's
-/// 5x7 font.
-fn draw_status(frame: &mut [u8], width: u32, line: &str) {
-    use lightcycles::font::{glyph, ADVANCE, GLYPH_H, GLYPH_W};
-    let width = width as usize;
-    let height = frame.len() / 4 / width.max(1);
-    let rows: Vec<&str> = line.split(" | ").collect();
-    let longest = rows.iter().map(|r| r.chars().count()).max().unwrap_or(0);
-    let box_w = ((longest + 1) * ADVANCE + 2).min(width);
-    let box_h = (rows.len() * (GLYPH_H + 2) + 1).min(height);
-    for y in 0..box_h {
-        for x in 0..box_w {
-            frame[(y * width + x) * 4..][..3].fill(0);
-        }
-    }
-    for (row, text) in rows.iter().enumerate() {
-        let y0 = 1 + row * (GLYPH_H + 2);
-        for (i, c) in text.chars().enumerate() {
-            let g = glyph(c.to_ascii_uppercase());
-            for (gy, bits) in g.iter().enumerate() {
-                for gx in 0..GLYPH_W {
-                    let (x, y) = (1 + i * ADVANCE + gx, y0 + gy);
-                    if bits & (1 << (GLYPH_W - 1 - gx)) != 0 && x < width && y < height {
-                        frame[(y * width + x) * 4..][..4].copy_from_slice(&[255, 255, 255, 255]);
-                    }
-                }
-            }
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::draw_status;
-    use lightcycles::font::{ADVANCE, GLYPH_H};
-
-    #[test]
-    fn the_status_box_covers_every_row_to_the_longest_and_nothing_more() {
-        let (w, h) = (200usize, 40usize);
-        // A white frame stands for the game's own text.
-        let mut frame = vec![255u8; w * h * 4];
-        draw_status(&mut frame, w as u32, "LONGER ROW HERE | RTT");
-        let rgb = |x: usize, y: usize| frame[(y * w + x) * 4..][..3].to_vec();
-        let box_w = 16 * ADVANCE + 2;
-        let second_row = 1 + GLYPH_H + 2;
-        // Right of the short row's text, inside the box: black, not the game.
-        assert_eq!(rgb(5 * ADVANCE, second_row + 3), [0, 0, 0]);
-        assert_eq!(rgb(box_w - 1, second_row + 3), [0, 0, 0]);
-        // Between the rows too.
-        assert_eq!(rgb(box_w - 1, second_row - 1), [0, 0, 0]);
-        // Outside the box the game shows.
-        assert_eq!(rgb(box_w, 3), [255, 255, 255]);
-        assert_eq!(rgb(3, 2 * (GLYPH_H + 2) + 2), [255, 255, 255]);
-        // The text itself is drawn: some pixel of "L" (a full left column) is white.
-        assert_eq!(rgb(1, 3), [255, 255, 255]);
-        // Narrow frames clip instead of panicking.
-        let mut small = vec![255u8; 10 * 3 * 4];
-        draw_status(&mut small, 10, "A WIDE LINE | AND ANOTHER | AND A THIRD");
     }
 }

@@ -12,7 +12,7 @@ use serde_json::Value;
 #[path = "../fixtures/mod.rs"]
 mod fixtures;
 #[allow(unused_imports)] // each test crate uses a different subset
-pub use fixtures::{checksum, framelock, text, SETUP_HINT};
+pub use fixtures::{checksum, framelock, free_port, text, SETUP_HINT};
 
 /// Real cores and the Airstriker ROM fetched by `.ci/setup`.
 pub struct Fixtures {
