@@ -7,7 +7,7 @@ pub mod endpoint;
 pub mod udp;
 
 use std::hash::{BuildHasher, Hasher};
-use std::net::SocketAddr;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
 use thiserror::Error;
 
@@ -24,6 +24,29 @@ pub enum NetError {
     },
     #[error("udp socket error: {0}")]
     Io(#[from] std::io::Error),
+}
+
+/// This machine's address on its default route, the one a player on the same network
+/// dials: connecting a UDP socket sends nothing, the kernel only picks the route and the
+/// source address (192.0.2.1 and 2001:db8::1 are documentation addresses, never dialled).
+/// None offline.
+pub fn lan_address() -> Option<IpAddr> {
+    let probe = |bind: SocketAddr, to: SocketAddr| -> Option<IpAddr> {
+        let socket = std::net::UdpSocket::bind(bind).ok()?;
+        socket.connect(to).ok()?;
+        let ip = socket.local_addr().ok()?.ip();
+        (!ip.is_unspecified() && !ip.is_loopback()).then_some(ip)
+    };
+    let v4 = probe(
+        (Ipv4Addr::UNSPECIFIED, 0).into(),
+        (Ipv4Addr::new(192, 0, 2, 1), 9).into(),
+    );
+    v4.or_else(|| {
+        probe(
+            (Ipv6Addr::UNSPECIFIED, 0).into(),
+            (Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 1), 9).into(),
+        )
+    })
 }
 
 /// 64 random bits from the OS (std seeds `RandomState` from it), for session ids and nonce

@@ -99,10 +99,18 @@ pub fn host_lobby(
 ) -> Result<Vec<u8>, NetplayError> {
     let start = Instant::now();
     let mut announced = 0;
+    let port = endpoint.local_addr().port();
     tracing::info!(
-        "netplay: hosting on udp port {}; waiting for {} more player(s)",
-        endpoint.local_addr().port(),
+        "netplay: hosting on udp port {port}; waiting for {} more player(s)",
         want.saturating_sub(1)
+    );
+    let here = crate::net::lan_address().map_or("THIS-MACHINE".into(), |ip| {
+        std::net::SocketAddr::new(ip, port).to_string()
+    });
+    tracing::info!(
+        "netplay: on this network, players join with `framelock join {here}` and the same \
+         game; over the internet, with your public address and udp port {port} forwarded to \
+         this machine"
     );
     loop {
         let now = exchange(endpoint, session)?;

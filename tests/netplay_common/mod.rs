@@ -174,6 +174,14 @@ pub fn start_host(dir: &Path, port: u16, extra: &[String]) -> Peer {
         "host did not start listening\n{}",
         host.log_text()
     );
+    // It tells its players what to run: its address on this network (THIS-MACHINE when it
+    // has no route) and the port.
+    let hint = format!(":{port}` and the same game");
+    assert!(
+        host.wait_for_log(&hint, Duration::from_secs(5)).is_some(),
+        "host did not say how to join ({hint})\n{}",
+        host.log_text()
+    );
     host
 }
 
