@@ -8,7 +8,8 @@
 use lightcycles::font::{glyph, ADVANCE, GLYPH_H, GLYPH_W};
 
 /// Rows a netplay window reserves from the start: the player's own numbers and the
-/// peers' round trips (two players fit on two rows from 256 pixels wide).
+/// peers' round trips (a 2-player session's fit on two rows down to 224 pixels wide, a
+/// vertical game's; more players' may grow the bar once).
 pub const DEFAULT_ROWS: u32 = 2;
 
 /// Grey level of the rule between the game and the bar.
