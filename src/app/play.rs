@@ -158,7 +158,7 @@ pub fn run_session<F: Feed>(
             vsync: opts.vsync,
             screenshots_dir: opts.screenshots_dir.clone(),
             shot_name: name,
-            status_bar: runner.feed().status_line().is_some(),
+            status: runner.feed().status_line(),
         };
         let mut window = WindowFrontend::open(settings, core, &opts.keymaps, &opts.audio, shot)?;
         run_loop(runner, core, &mut window)

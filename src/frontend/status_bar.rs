@@ -7,9 +7,8 @@
 
 use lightcycles::font::{glyph, ADVANCE, GLYPH_H, GLYPH_W};
 
-/// Rows a netplay window reserves from the start: the player's own numbers and the
-/// peers' round trips (a 2-player session's fit on two rows down to 224 pixels wide, a
-/// vertical game's; more players' may grow the bar once).
+/// Rows a netplay window reserves at least: the player's own numbers and the peers' (a
+/// 2-player session's fit on two rows down to 224 pixels wide, a vertical game's).
 pub const DEFAULT_ROWS: u32 = 2;
 
 /// Grey level of the rule between the game and the bar.
@@ -111,21 +110,29 @@ mod tests {
 
     #[test]
     fn segments_pack_onto_rows_and_long_ones_wrap_at_spaces() {
-        let line = "K 2 lead 9 stalls 0 up 19.2 down 19.4 kbit/s | P2 98 ms | P3 120 ms";
+        let line = "K 2 lead 9 stalls 0 up 19.2 down 19.4 kbit/s | P2 98 ms 9.6/9.7 | P3 120 ms \
+                    9.6/9.7";
         // 320 pixels: 53 columns. The first segment is 44; the peers share the second row.
         assert_eq!(
             layout(line, 320),
             [
                 "K 2 lead 9 stalls 0 up 19.2 down 19.4 kbit/s",
-                "P2 98 ms  P3 120 ms"
+                "P2 98 ms 9.6/9.7  P3 120 ms 9.6/9.7"
             ]
         );
         // A wide image takes everything on one row.
         assert_eq!(layout(line, 640).len(), 1);
-        // 224 pixels (a vertical arcade game): 37 columns, the first segment wraps at a space.
+        // 224 pixels (a vertical arcade game): 37 columns, the first segment wraps at a space
+        // and its tail shares a row with the first peer.
         let rows = layout(line, 224);
-        assert_eq!(rows[0], "K 2 lead 9 stalls 0 up 19.2 down 19.4");
-        assert_eq!(rows[1], "kbit/s  P2 98 ms  P3 120 ms");
+        assert_eq!(
+            rows,
+            [
+                "K 2 lead 9 stalls 0 up 19.2 down 19.4",
+                "kbit/s  P2 98 ms 9.6/9.7",
+                "P3 120 ms 9.6/9.7"
+            ]
+        );
         assert!(rows.iter().all(|r| r.chars().count() <= 37));
         // A word longer than a row is cut, never overflows; a frame too narrow for a
         // glyph gets no rows.

@@ -64,8 +64,9 @@ pub struct WindowSettings {
     pub screenshots_dir: PathBuf,
     /// File name stem for screenshots (the content's name).
     pub shot_name: String,
-    /// Reserve a status bar below the game from the start (netplay).
-    pub status_bar: bool,
+    /// Netplay: the status line as the game starts; the window reserves a status bar below
+    /// the game for it (and at least `status_bar::DEFAULT_ROWS` rows) from the start.
+    pub status: Option<String>,
 }
 
 /// Window state touched from winit callbacks.
@@ -300,11 +301,10 @@ impl WindowFrontend {
         let event_loop = EventLoop::new().map_err(|e| WindowError::EventLoop(e.to_string()))?;
         let av = core.av_info();
         let (bw, bh) = rotated_size(av.base_width.max(1), av.base_height.max(1), core.rotation());
-        let bar_rows = if settings.status_bar {
-            status_bar::DEFAULT_ROWS
-        } else {
-            0
-        };
+        let bar_rows = settings.status.as_ref().map_or(0, |line| {
+            let rows = status_bar::layout(line, bw).len() as u32;
+            rows.max(status_bar::DEFAULT_ROWS)
+        });
         let bh = bh + status_bar::height(bar_rows);
         let scale = settings.scale.clamp(1, 16);
         let mut app = App {

@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use super::budget::UDP_IP_HEADER;
 use super::frame::{Frame, PeerId};
 
 /// Datagram counters of one endpoint (or one peer on the server).
@@ -25,6 +26,16 @@ impl Traffic {
     pub(crate) fn sent(&mut self, len: usize) {
         self.bytes_out += len as u64;
         self.packets_out += 1;
+    }
+
+    /// Bytes sent as they go on the wire: every datagram's UDP/IPv4 header included.
+    pub fn wire_out(&self) -> u64 {
+        self.bytes_out + self.packets_out * UDP_IP_HEADER as u64
+    }
+
+    /// Bytes received as they came on the wire, headers included.
+    pub fn wire_in(&self) -> u64 {
+        self.bytes_in + self.packets_in * UDP_IP_HEADER as u64
     }
 }
 

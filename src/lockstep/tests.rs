@@ -93,15 +93,14 @@ pub(super) fn outcome(sim: &Sim) -> Outcome {
             continue;
         };
         let t1 = p.client.stats().traffic;
-        up += ((t1.bytes_out - t0.bytes_out) + UDP_IP * (t1.packets_out - t0.packets_out)) as f64;
+        up += (t1.wire_out() - t0.wire_out()) as f64;
         let s0 = s0.iter().find(|(id, _)| *id == p.id).map(|(_, t)| *t);
         let s1 = server_peers
             .iter()
             .find(|s| s.peer == p.id)
             .map(|s| s.traffic);
         if let (Some(s0), Some(s1)) = (s0, s1) {
-            down +=
-                ((s1.bytes_out - s0.bytes_out) + UDP_IP * (s1.packets_out - s0.packets_out)) as f64;
+            down += (s1.wire_out() - s0.wire_out()) as f64;
         }
         n += 1.0;
     }

@@ -28,6 +28,8 @@ use crate::session::{
 };
 use crate::wire::{Header, Kind, HEADER_LEN};
 
+use super::status::{PeerStatus, Status};
+
 /// How often a stalled feed wants to be asked again (the network is polled on each call).
 const STALL_POLL: Duration = Duration::from_millis(1);
 
@@ -625,34 +627,37 @@ impl NetState {
         }
     }
 
-    /// One line for the window: RTT per peer, keyframe interval and lead, stalls, kbit/s.
-    fn status_line(&self) -> String {
+    /// What the window's status bar shows (see `super::status`).
+    fn status(&self) -> Status {
         let s = self.client.stats();
         let e = self.endpoint.stats();
-        let secs = self.started.elapsed().as_secs_f64().max(0.001);
-        let mut line = format!(
-            "K {} lead {} stalls {} up {:.1} down {:.1} kbit/s",
-            s.keyframe_interval,
-            s.lead.map_or("-".into(), |l| l.to_string()),
-            s.stalls,
-            (e.wire_bytes_sent - self.lobby_bytes.0) as f64 * 8.0 / 1000.0 / secs,
-            (e.wire_bytes_received - self.lobby_bytes.1) as f64 * 8.0 / 1000.0 / secs,
-        );
-        match &self.role {
-            Role::Host { server, .. } => {
-                for p in server.peers().filter(|p| *p != self.client.me()) {
-                    let rtt = server
-                        .rtt(p)
-                        .map_or("-".into(), |r| r.as_millis().to_string());
-                    line.push_str(&format!(" | P{} {} ms", p.0 + 1, rtt));
-                }
-            }
-            Role::Join { .. } => {
-                let rtt = s.rtt.map_or("-".into(), |r| r.as_millis().to_string());
-                line.push_str(&format!(" | rtt {rtt} ms"));
-            }
+        let peers = match &self.role {
+            Role::Host { server, .. } => server
+                .stats()
+                .peers
+                .into_iter()
+                .filter(|p| p.peer != self.client.me())
+                .map(|p| PeerStatus {
+                    player: Some(p.peer.0 + 1),
+                    rtt: p.rtt,
+                    traffic: Some(p.traffic),
+                })
+                .collect(),
+            Role::Join { .. } => vec![PeerStatus {
+                player: None,
+                rtt: s.rtt,
+                traffic: None,
+            }],
+        };
+        Status {
+            keyframe_interval: s.keyframe_interval,
+            lead: s.lead,
+            stalls: s.stalls,
+            wire_out: e.wire_bytes_sent - self.lobby_bytes.0,
+            wire_in: e.wire_bytes_received - self.lobby_bytes.1,
+            secs: self.started.elapsed().as_secs_f64(),
+            peers,
         }
-        line
     }
 
     /// The frame loop asks for the next frame: see [`Feed::next`].
@@ -887,7 +892,7 @@ impl NetFeed {
 
     /// One line for the window: RTT per peer, keyframe interval and lead, stalls, kbit/s.
     pub fn status_line(&self) -> String {
-        self.state().status_line()
+        self.state().status().to_string()
     }
 }
 

@@ -9,6 +9,7 @@
 
 mod feed;
 mod lobby;
+mod status;
 
 use std::collections::VecDeque;
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};

@@ -1,0 +1,117 @@
+//! The status line a netplay window shows (`Feed::status_line`), once a second: this
+//! player's keyframe interval, lead, stalls and traffic, then per peer its round trip (a
+//! host: every joiner's, with the traffic to and from it; a joiner: the host's). Segments
+//! are " | "-separated so the window can wrap them (`frontend::status_bar`).
+
+use std::fmt;
+use std::time::Duration;
+
+use crate::lockstep::Traffic;
+
+/// What the line shows, gathered from the feed's state.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Status {
+    pub keyframe_interval: u32,
+    pub lead: Option<u32>,
+    pub stalls: u64,
+    /// Bytes this peer sent and received in play, headers included, over `secs`.
+    pub wire_out: u64,
+    pub wire_in: u64,
+    pub secs: f64,
+    pub peers: Vec<PeerStatus>,
+}
+
+/// One other peer as this one sees it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PeerStatus {
+    /// 1-based player number; `None` for a joiner's host.
+    pub player: Option<u8>,
+    pub rtt: Option<Duration>,
+    /// Lockstep traffic to and from it (a host knows it per peer; a joiner's is its total).
+    pub traffic: Option<Traffic>,
+}
+
+fn kbit(bytes: u64, secs: f64) -> f64 {
+    bytes as f64 * 8.0 / 1000.0 / secs.max(0.001)
+}
+
+impl fmt::Display for Status {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let lead = self.lead.map_or("-".into(), |l| l.to_string());
+        write!(
+            f,
+            "K {} lead {lead} stalls {} up {:.1} down {:.1} kbit/s",
+            self.keyframe_interval,
+            self.stalls,
+            kbit(self.wire_out, self.secs),
+            kbit(self.wire_in, self.secs),
+        )?;
+        for p in &self.peers {
+            let rtt = p.rtt.map_or("-".into(), |r| r.as_millis().to_string());
+            match p.player {
+                Some(n) => write!(f, " | P{n} {rtt} ms")?,
+                None => write!(f, " | rtt {rtt} ms")?,
+            }
+            if let Some(t) = p.traffic {
+                let (to, from) = (kbit(t.wire_out(), self.secs), kbit(t.wire_in(), self.secs));
+                write!(f, " {to:.1}/{from:.1}")?;
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_host_shows_each_peers_round_trip_and_traffic_a_joiner_the_hosts_round_trip() {
+        let ms = Duration::from_millis;
+        // 10 s: 30 000 bytes out in 600 datagrams is (30 000 + 600 x 28) x 8 / 10 s.
+        let to_p2 = Traffic {
+            bytes_out: 30_000,
+            packets_out: 600,
+            bytes_in: 20_000,
+            packets_in: 500,
+            packets_dropped_invalid: 0,
+        };
+        let host = Status {
+            keyframe_interval: 2,
+            lead: Some(9),
+            stalls: 3,
+            wire_out: 48_000,
+            wire_in: 24_500,
+            secs: 10.0,
+            peers: vec![
+                PeerStatus {
+                    player: Some(2),
+                    rtt: Some(ms(98)),
+                    traffic: Some(to_p2),
+                },
+                PeerStatus {
+                    player: Some(3),
+                    rtt: None,
+                    traffic: Some(Traffic::default()),
+                },
+            ],
+        };
+        assert_eq!(
+            host.to_string(),
+            "K 2 lead 9 stalls 3 up 38.4 down 19.6 kbit/s | P2 98 ms 37.4/27.2 | P3 - ms 0.0/0.0"
+        );
+        let joiner = Status {
+            lead: None,
+            peers: vec![PeerStatus {
+                player: None,
+                rtt: Some(ms(101)),
+                traffic: None,
+            }],
+            ..host
+        };
+        assert_eq!(
+            joiner.to_string(),
+            "K 2 lead - stalls 3 up 38.4 down 19.6 kbit/s | rtt 101 ms"
+        );
+    }
+}
