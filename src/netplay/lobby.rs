@@ -5,6 +5,8 @@
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
 use crate::net::Endpoint;
 use crate::session::{HostEvent, HostSession, JoinEvent, JoinSession, StartState, Transmit};
 
@@ -169,26 +171,63 @@ pub fn join_lobby(
 ) -> Result<StartState, NetplayError> {
     let host = session.host();
     tracing::info!("netplay: joining {host}");
+    let mut bar = DownloadBar(None);
     loop {
         let now = exchange(endpoint, session)?;
         while let Some(ev) = session.poll_event() {
             match ev {
                 JoinEvent::Welcomed {
                     slot, packed_len, ..
-                } => tracing::info!(
-                    "netplay: admitted as player {}; receiving {} KiB of start state",
-                    slot + 1,
-                    packed_len.div_ceil(1024)
-                ),
+                } => {
+                    tracing::info!(
+                        "netplay: admitted as player {}; receiving {:.1} KiB of start state",
+                        slot + 1,
+                        packed_len as f64 / 1024.0
+                    );
+                    bar = DownloadBar::new(packed_len as u64);
+                }
                 JoinEvent::Ready(state) => return Ok(*state),
                 JoinEvent::Failed(e) => return Err(NetplayError::Join(e)),
             }
         }
+        bar.at(session.progress().0 as u64);
         if crate::app::interrupt::requested() {
             session.leave("quit");
             goodbye(endpoint, session);
             return Err(NetplayError::Interrupted);
         }
         sleep(endpoint, session, now)?;
+    }
+}
+
+/// The start state's download on stderr, once its size is known: long at long round trips
+/// (the transfer's window starts small and grows a round at a time). indicatif draws it only
+/// when stderr is a terminal; it is cleared when the lobby ends, however it ends.
+struct DownloadBar(Option<ProgressBar>);
+
+impl DownloadBar {
+    fn new(len: u64) -> DownloadBar {
+        let bar = ProgressBar::with_draw_target(Some(len), ProgressDrawTarget::stderr());
+        if let Ok(style) = ProgressStyle::with_template(
+            "start state [{bar:30}] {binary_bytes}/{binary_total_bytes}, \
+             {binary_bytes_per_sec}, eta {eta}",
+        ) {
+            bar.set_style(style.progress_chars("=> "));
+        }
+        DownloadBar(Some(bar))
+    }
+
+    fn at(&self, bytes: u64) {
+        if let Some(bar) = &self.0 {
+            bar.set_position(bytes);
+        }
+    }
+}
+
+impl Drop for DownloadBar {
+    fn drop(&mut self) {
+        if let Some(bar) = &self.0 {
+            bar.finish_and_clear();
+        }
     }
 }
