@@ -41,7 +41,8 @@ where
     FE: Frontend<M>,
 {
     let mut timeout = Duration::ZERO;
-    let mut shown_at = 0;
+    // Frame the status line was last shown at: from the first tick on, then every 60 frames.
+    let mut shown_at: Option<u64> = None;
     loop {
         // A feed with I/O of its own (netplay) waits on it; the frontend then only takes the
         // events that came meanwhile (the feed's `max_wait` bounds that delay).
@@ -61,8 +62,8 @@ where
         }
         let local = frontend.local_inputs();
         let tick = runner.tick(machine, &local)?;
-        if runner.frame() / 60 != shown_at / 60 {
-            shown_at = runner.frame();
+        if shown_at.is_none_or(|at| runner.frame() / 60 != at / 60) {
+            shown_at = Some(runner.frame());
             if let Some(line) = runner.feed().status_line() {
                 frontend.status(&line);
             }
@@ -111,6 +112,9 @@ mod tests {
         fn next(&mut self, _now: Instant) -> FeedPoll {
             FeedPoll::Run([Pad::NEUTRAL; MAX_PLAYERS])
         }
+        fn status_line(&self) -> Option<String> {
+            Some("LINE".into())
+        }
         fn wait_io(&mut self, timeout: Duration) -> bool {
             self.waits.push(timeout);
             if self.io {
@@ -123,6 +127,9 @@ mod tests {
     #[derive(Default)]
     struct Recorder {
         waits: Vec<Duration>,
+        /// Frames emulated when each status line came.
+        statuses: Vec<u64>,
+        frame: u64,
     }
 
     impl Frontend<Frames> for Recorder {
@@ -134,8 +141,13 @@ mod tests {
         fn local_inputs(&mut self) -> Inputs {
             [Pad::NEUTRAL; MAX_PLAYERS]
         }
-        fn present(&mut self, _: &mut Frames, _: &Tick, _: u64) -> Result<(), RunError> {
+        fn present(&mut self, _: &mut Frames, _: &Tick, frame: u64) -> Result<(), RunError> {
+            self.frame = frame;
             Ok(())
+        }
+        fn status(&mut self, line: &str) {
+            assert_eq!(line, "LINE");
+            self.statuses.push(self.frame);
         }
     }
 
@@ -149,6 +161,29 @@ mod tests {
         let end = run_loop(&mut runner, &mut Frames(0), &mut frontend).unwrap();
         assert_eq!(end, EndReason::FrameLimit);
         (runner.feed().waits.clone(), frontend.waits)
+    }
+
+    #[test]
+    fn the_status_line_shows_from_the_first_frame_then_every_60() {
+        let config = RunnerConfig {
+            max_frames: Some(130),
+            // As fast as it goes, one frame per tick.
+            fast: true,
+            fast_budget: Duration::ZERO,
+            ..RunnerConfig::default()
+        };
+        let mut runner = Runner::new(
+            Net {
+                io: false,
+                waits: vec![],
+            },
+            config,
+        );
+        let mut frontend = Recorder::default();
+        run_loop(&mut runner, &mut Frames(0), &mut frontend).unwrap();
+        // Asked before the first present (0 frames shown yet), then as frames 60 and 120 ran
+        // (shown with the present of the frame before).
+        assert_eq!(frontend.statuses, [0, 59, 119]);
     }
 
     #[test]

@@ -31,8 +31,10 @@ pub struct PeerStatus {
     pub traffic: Option<Traffic>,
 }
 
+/// The rate over at least a second: the line is shown from the first frame, when a few
+/// hundred bytes over a millisecond would read as megabits.
 fn kbit(bytes: u64, secs: f64) -> f64 {
-    bytes as f64 * 8.0 / 1000.0 / secs.max(0.001)
+    bytes as f64 * 8.0 / 1000.0 / secs.max(1.0)
 }
 
 impl fmt::Display for Status {
@@ -112,6 +114,18 @@ mod tests {
         assert_eq!(
             joiner.to_string(),
             "K 2 lead - stalls 3 up 38.4 down 19.6 kbit/s | rtt 101 ms"
+        );
+        // Shown from the first frame: 400 bytes after 2 ms are 3.2 kbit over a second.
+        let first = Status {
+            wire_out: 400,
+            wire_in: 0,
+            secs: 0.002,
+            peers: vec![],
+            ..joiner
+        };
+        assert_eq!(
+            first.to_string(),
+            "K 2 lead - stalls 3 up 3.2 down 0.0 kbit/s"
         );
     }
 }
