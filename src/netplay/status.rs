@@ -1,7 +1,8 @@
-//! The status line a netplay window shows (`Feed::status_line`), once a second: this
-//! player's keyframe interval, lead, stalls and traffic, then per peer its round trip (a
-//! host: every joiner's, with the traffic to and from it; a joiner: the host's). Segments
-//! are " | "-separated so the window can wrap them (`frontend::status_bar`).
+//! The status line a netplay window shows (`Feed::status_line`) from the first frame on,
+//! refreshed every second: this player's keyframe interval, lead, stalls and traffic, then
+//! per peer its round trip (a host: every joiner's, with the traffic to and from it; a
+//! joiner: the host's). Segments are " | "-separated so the window can wrap them
+//! (`frontend::status_bar`).
 
 use std::fmt;
 use std::time::Duration;
