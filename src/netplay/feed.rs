@@ -889,11 +889,6 @@ impl NetFeed {
         self.stop_worker();
         self.state().close(reason);
     }
-
-    /// One line for the window: RTT per peer, keyframe interval and lead, stalls, kbit/s.
-    pub fn status_line(&self) -> String {
-        self.state().status().to_string()
-    }
 }
 
 impl Drop for NetFeed {
@@ -923,7 +918,7 @@ impl Feed for NetFeed {
     }
 
     fn status_line(&self) -> Option<String> {
-        Some(self.status_line())
+        Some(self.state().status().to_string())
     }
 
     fn take_behind(&mut self) -> Option<Duration> {
