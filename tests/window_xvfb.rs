@@ -5,7 +5,7 @@
 mod play_common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use play_common::{fixtures, framelock, free_port, start_xvfb, SETUP_HINT};
@@ -71,19 +71,38 @@ fn lit(px: [u8; 3]) -> bool {
     px.iter().any(|&c| c > 24)
 }
 
-/// Grabs the X screen into `png`; returns the number of lit pixels and their bounding box.
-fn grab(display: &str, png: &Path) -> Option<(usize, (u32, u32, u32, u32))> {
-    let screen = grab_screen(display, png)?;
-    let mut count = 0;
-    let (mut x0, mut y0, mut x1, mut y1) = (u32::MAX, u32::MAX, 0, 0);
-    for (i, px) in screen.rgb.iter().enumerate() {
-        if lit(*px) {
-            count += 1;
-            let (x, y) = ((i as u32) % screen.width, (i as u32) / screen.width);
-            (x0, y0, x1, y1) = (x0.min(x), y0.min(y), x1.max(x), y1.max(y));
+impl Screen {
+    /// The number of lit pixels and their bounding box.
+    fn lit_box(&self) -> (usize, (u32, u32, u32, u32)) {
+        let mut count = 0;
+        let (mut x0, mut y0, mut x1, mut y1) = (u32::MAX, u32::MAX, 0, 0);
+        for (i, px) in self.rgb.iter().enumerate() {
+            if lit(*px) {
+                count += 1;
+                let (x, y) = ((i as u32) % self.width, (i as u32) / self.width);
+                (x0, y0, x1, y1) = (x0.min(x), y0.min(y), x1.max(x), y1.max(y));
+            }
+        }
+        (count, (x0, y0, x1, y1))
+    }
+}
+
+/// Grabs the X screen into `shots` every 250 ms while `child` runs, 60 s at most (then it is
+/// killed), handing each grab and its file to `look`.
+fn watch(child: &mut Child, display: &str, shots: &Path, mut look: impl FnMut(&Screen, PathBuf)) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut n = 0;
+    while child.try_wait().unwrap().is_none() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(250));
+        let png = shots.join(format!("screen-{n:02}.png"));
+        n += 1;
+        if let Some(screen) = grab_screen(display, &png) {
+            look(&screen, png);
         }
     }
-    Some((count, (x0, y0, x1, y1)))
+    if child.try_wait().unwrap().is_none() {
+        let _ = child.kill();
+    }
 }
 
 /// Only one window test at a time: they share the screen-grab directory.
@@ -127,21 +146,12 @@ fn play_in_window(name: &str, args: &[&std::ffi::OsStr], window: (u32, u32)) -> 
     // Keep the grab with the most lit pixels: (count, bounding box, file).
     type Grab = (usize, (u32, u32, u32, u32), PathBuf);
     let mut best: Option<Grab> = None;
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let mut n = 0;
-    while child.try_wait().unwrap().is_none() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(250));
-        let png = shots.join(format!("screen-{n:02}.png"));
-        n += 1;
-        if let Some((count, bbox)) = grab(&x.display, &png) {
-            if best.as_ref().is_none_or(|b| count > b.0) {
-                best = Some((count, bbox, png));
-            }
+    watch(&mut child, &x.display, &shots, |screen, png| {
+        let (count, bbox) = screen.lit_box();
+        if best.as_ref().is_none_or(|b| count > b.0) {
+            best = Some((count, bbox, png));
         }
-    }
-    if child.try_wait().unwrap().is_none() {
-        let _ = child.kill();
-    }
+    });
     let status = child.wait().unwrap();
     let stderr = std::fs::read_to_string(&log).unwrap();
     assert!(status.success(), "{status:?}\n{stderr}");
@@ -202,7 +212,7 @@ fn genesis_game_in_a_window() {
 fn a_netplay_window_shows_its_status_bar_below_the_game() {
     // A host in a window (scale 2) with a headless joiner: the game's 320x240 takes the
     // window's top 640x480 and the status bar (2 rows of the 5x7 font: 20 pixel rows,
-    // doubled) the 40 rows below; the status is white text, drawn from frame 60 on.
+    // doubled) the 40 rows below; the status is white text, drawn from the first frame on.
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let x = start_xvfb();
     let dir = tempfile::tempdir().unwrap();
@@ -229,24 +239,15 @@ fn a_netplay_window_shows_its_status_bar_below_the_game() {
     let (game, bar) = ((0, 0, 640, 480), (0, 480, 640, 520));
     // Most white pixels seen in the bar, and lit pixels ever seen outside the window.
     let (mut text, mut outside) = (0, 0);
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let mut n = 0;
-    while host.try_wait().unwrap().is_none() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(250));
-        let png = shots.join(format!("screen-{n:02}.png"));
-        n += 1;
-        if let Some(screen) = grab_screen(&x.display, &png) {
-            if screen.count(game, lit) > 2000 {
-                text = text.max(screen.count(bar, |px| px.iter().all(|&c| c >= 250)));
-            }
-            outside = outside.max(screen.count((0, 520, 1280, 1024), lit));
-            outside = outside.max(screen.count((640, 0, 1280, 520), lit));
+    watch(&mut host, &x.display, &shots, |screen, _| {
+        if screen.count(game, lit) > 2000 {
+            text = text.max(screen.count(bar, |px| px.iter().all(|&c| c >= 250)));
         }
-    }
-    for child in [&mut host, &mut join] {
-        if child.try_wait().unwrap().is_none() {
-            let _ = child.kill();
-        }
+        outside = outside.max(screen.count((0, 520, 1280, 1024), lit));
+        outside = outside.max(screen.count((640, 0, 1280, 520), lit));
+    });
+    if join.try_wait().unwrap().is_none() {
+        let _ = join.kill();
     }
     let log = |label: &str| std::fs::read_to_string(dir.path().join(format!("{label}.log")));
     let host_log = log("host").unwrap_or_default();
