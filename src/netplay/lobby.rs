@@ -107,7 +107,7 @@ pub fn host_lobby(
         want.saturating_sub(1)
     );
     let here = crate::net::lan_address().map_or("THIS-MACHINE".into(), |ip| {
-        std::net::SocketAddr::new(ip, port).to_string()
+        SocketAddr::new(ip, port).to_string()
     });
     tracing::info!(
         "netplay: on this network, players join with `framelock join {here}` and the same \
