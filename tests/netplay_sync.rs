@@ -104,3 +104,41 @@ fn a_busy_frame_loop_does_not_lengthen_the_round_trip() {
         assert!(rtt < 7, "median RTT {rtt} ms on loopback: {s:#}");
     }
 }
+
+/// Over IPv6 a datagram carries 48 bytes of UDP/IP header, not IPv4's 28: the send budget
+/// counts them, so a lossy link (where each side sends as often as the budget allows) stays
+/// under 2.5 KB/s each way. Counted as IPv4, it went to 3.2 KB/s.
+#[test]
+fn an_ipv6_session_keeps_to_the_bandwidth_budget() {
+    if std::net::UdpSocket::bind("[::1]:0").is_err() {
+        eprintln!("skipped: no IPv6 loopback on this machine");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let port = netplay_common::free_port();
+    let link = ["--netsim", "delay=50ms,loss=5%"];
+    let mut host_args = args(&["--frames", "1200", "--bot", "1"]);
+    host_args.extend(args(&link));
+    let mut host = netplay_common::start_host(dir.path(), port, &host_args);
+    let mut join_args = args(&["join", &format!("[::1]:{port}"), "--headless"]);
+    join_args.extend(args(&["--frames", "1200", "--bot", "2"]));
+    join_args.extend(args(&link));
+    let mut join = netplay_common::Peer::spawn(dir.path(), "join", &join_args);
+    join.wait_ok(std::time::Duration::from_secs(50));
+    host.wait_ok(std::time::Duration::from_secs(50));
+    let stats = [host.read_stats(), join.read_stats()];
+    assert_eq!(stats[0]["checksum"], stats[1]["checksum"]);
+    for s in &stats {
+        let count = |k: &str| s[k].as_u64().unwrap() as f64;
+        // Every datagram of the session was counted with IPv6's header.
+        assert!(count("bytes_sent") >= 48.0 * count("packets_sent"), "{s:#}");
+        let secs = s["session_s"].as_f64().unwrap();
+        for dir in ["sent", "received"] {
+            let rate =
+                (count(&format!("bytes_{dir}")) - count(&format!("lobby_bytes_{dir}"))) / secs;
+            assert!(rate <= 2500.0, "{rate:.0} B/s {dir}: {s:#}");
+            // Not idle: the lossy link makes each side spend most of its budget.
+            assert!(rate >= 1500.0, "{rate:.0} B/s {dir}: {s:#}");
+        }
+    }
+}

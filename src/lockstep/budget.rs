@@ -5,13 +5,14 @@
 //! input), and sending more often makes a loss cost less (the next datagram comes sooner).
 //! On a lossy link a side therefore wants to send every frame; on a long one its datagrams
 //! grow with the unacknowledged input. The budget turns both into "as often as fits": a
-//! datagram may leave while the bucket is not empty, and its size (plus 28 bytes of UDP/IPv4
-//! header) is taken out, so the bucket may go below zero once. Nothing is ever dropped: a
+//! datagram may leave while the bucket is not empty, and its size plus its UDP/IP header (28
+//! bytes over IPv4, 48 over IPv6) is taken out, so the bucket may go below zero once. Nothing is ever dropped: a
 //! datagram that waits carries everything the skipped one would have, and a bit more.
 
 use std::time::{Duration, Instant};
 
-/// Bytes of IPv4 and UDP header every datagram costs on the wire.
+/// Bytes of IPv4 and UDP header every datagram costs on the wire (IPv6: 48; see
+/// `Config::udp_ip_header`).
 pub const UDP_IP_HEADER: usize = 28;
 
 /// A side never stays silent longer than this for want of budget: a huge round (8 players,
@@ -26,16 +27,19 @@ const BURST_SECS: f64 = 0.05;
 pub struct SendBudget {
     /// Bytes per second; 0 means unlimited.
     rate: f64,
+    /// UDP/IP header bytes each datagram costs besides its payload.
+    header: usize,
     tokens: f64,
     at: Option<Instant>,
     last_spend: Option<Instant>,
 }
 
 impl SendBudget {
-    pub fn new(bytes_per_sec: u32) -> Self {
+    pub fn new(bytes_per_sec: u32, header: usize) -> Self {
         let rate = f64::from(bytes_per_sec);
         SendBudget {
             rate,
+            header,
             tokens: rate * BURST_SECS,
             at: None,
             last_spend: None,
@@ -59,13 +63,18 @@ impl SendBudget {
         self.tokens > 0.0 || self.last_spend.is_some_and(|t| now >= t + MAX_QUIET)
     }
 
+    /// Changes the header bytes counted per datagram (the link turned out to be IPv6).
+    pub fn set_header(&mut self, header: usize) {
+        self.header = header;
+    }
+
     /// Takes a datagram of `bytes` (without the UDP/IP header) out of the bucket.
     pub fn spend(&mut self, now: Instant, bytes: usize) {
         if self.rate == 0.0 {
             return;
         }
         self.refill(now);
-        self.tokens -= (bytes + UDP_IP_HEADER) as f64;
+        self.tokens -= (bytes + self.header) as f64;
         self.last_spend = Some(now);
     }
 
@@ -88,41 +97,51 @@ mod tests {
 
     #[test]
     fn holds_the_rate_and_never_blocks_for_long() {
-        let t0 = Instant::now();
-        let mut b = SendBudget::new(2400);
-        // Try to send a 50-byte datagram every millisecond for 10 s.
-        let mut sent = 0usize;
-        let mut longest_wait = Duration::ZERO;
-        let mut last = t0;
-        for ms in 0..10_000u64 {
-            let now = t0 + Duration::from_millis(ms);
-            if b.allows(now) {
-                b.spend(now, 50);
-                sent += 50 + UDP_IP_HEADER;
-                longest_wait = longest_wait.max(now - last);
-                last = now;
-            } else {
-                assert!(b.ready_at(now) > now);
+        // Over IPv4 (28 bytes of header) and IPv6 (48): the rate counts every header byte.
+        for header in [UDP_IP_HEADER, 48] {
+            let t0 = Instant::now();
+            let mut b = SendBudget::new(2400, header);
+            // Try to send a 50-byte datagram every millisecond for 10 s.
+            let (mut sent, mut count) = (0usize, 0usize);
+            let mut longest_wait = Duration::ZERO;
+            let mut last = t0;
+            for ms in 0..10_000u64 {
+                let now = t0 + Duration::from_millis(ms);
+                if b.allows(now) {
+                    b.spend(now, 50);
+                    sent += 50 + header;
+                    count += 1;
+                    longest_wait = longest_wait.max(now - last);
+                    last = now;
+                } else {
+                    assert!(b.ready_at(now) > now);
+                }
             }
+            // 2400 B/s for 10 s, plus the initial burst and one datagram of overdraft.
+            assert!(sent <= 24_000 + 120 + 50 + header, "{header}: {sent}");
+            assert!(sent >= 23_500, "{header}: {sent}");
+            // Fewer datagrams with the bigger header: the 10 s and the burst over 78 (98) bytes.
+            assert!(
+                count.abs_diff(24_120 / (50 + header)) <= 2,
+                "{header}: {count}"
+            );
+            // 78 (98) bytes at 2400 B/s is about 33 (41) ms between datagrams.
+            let gap = Duration::from_secs_f64((50 + header) as f64 / 2400.0);
+            assert!(
+                longest_wait <= gap + Duration::from_millis(1),
+                "{header}: {longest_wait:?}"
+            );
+            // ready_at says when: a datagram is allowed exactly then.
+            let now = t0 + Duration::from_millis(10_000);
+            let at = b.ready_at(now);
+            assert!(b.allows(at));
         }
-        // 2400 B/s for 10 s, plus the initial burst and one datagram of overdraft.
-        assert!(sent <= 24_000 + 120 + 78, "{sent}");
-        assert!(sent >= 23_500, "{sent}");
-        // 78 bytes at 2400 B/s is about 33 ms between datagrams.
-        assert!(
-            longest_wait <= Duration::from_millis(34),
-            "{longest_wait:?}"
-        );
-        // ready_at says when: a datagram is allowed exactly then.
-        let now = t0 + Duration::from_millis(10_000);
-        let at = b.ready_at(now);
-        assert!(b.allows(at));
     }
 
     #[test]
     fn huge_datagrams_wait_at_most_max_quiet() {
         let t0 = Instant::now();
-        let mut b = SendBudget::new(2400);
+        let mut b = SendBudget::new(2400, UDP_IP_HEADER);
         b.spend(t0, 4 * 1200);
         assert!(!b.allows(t0 + Duration::from_millis(100)));
         assert_eq!(b.ready_at(t0), t0 + MAX_QUIET);
@@ -132,7 +151,7 @@ mod tests {
     #[test]
     fn zero_means_unlimited() {
         let t0 = Instant::now();
-        let mut b = SendBudget::new(0);
+        let mut b = SendBudget::new(0, UDP_IP_HEADER);
         for _ in 0..1000 {
             assert!(b.allows(t0));
             b.spend(t0, 1200);

@@ -160,7 +160,7 @@ impl Client {
         if me.0 >= cfg.players {
             return Err(LockstepError::NoSuchSlot(me));
         }
-        let budget = SendBudget::new(cfg.send_budget);
+        let budget = SendBudget::new(cfg.send_budget, cfg.udp_ip_header);
         Ok(Client {
             cfg,
             me,
@@ -386,7 +386,8 @@ impl Client {
     pub fn handle_datagram(&mut self, now: Instant, datagram: &[u8]) {
         let watched = now.saturating_duration_since(self.last_now) <= MAX_UNWATCHED;
         self.last_now = self.last_now.max(now);
-        self.traffic.received(datagram.len());
+        self.traffic
+            .received(datagram.len(), self.cfg.udp_ip_header);
         let known_end = self.next_frame.0 + self.frames.len() as u32;
         // `held` ends where the received frames end.
         let (held, held_from) = (&self.held, known_end - self.held.len() as u32);
@@ -623,7 +624,7 @@ impl Client {
         self.sent_end = self.sent_end.max(self.samples_base + n as u32);
         let bytes = msg::encode_ctrl(self.cfg.session, &ctrl, refs);
         self.budget.spend(now, bytes.len());
-        self.traffic.sent(bytes.len());
+        self.traffic.sent(bytes.len(), self.cfg.udp_ip_header);
         Some(bytes)
     }
 

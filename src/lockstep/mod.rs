@@ -117,9 +117,13 @@ pub struct Config {
     pub session: u32,
     /// Nominal frames per second of the core.
     pub fps: f64,
-    /// Most bytes per second each side sends on each link, 28 bytes of UDP/IPv4 header per
-    /// datagram included (see `budget`); 0 = unlimited.
+    /// Most bytes per second each side sends on each link, every datagram's UDP/IP header
+    /// included (see `budget`); 0 = unlimited.
     pub send_budget: u32,
+    /// UDP/IP header bytes a datagram costs on the link: 28 over IPv4, 48 over IPv6. The
+    /// send budget and the wire counters of `Traffic` add it per datagram; a server's peers
+    /// start with it (see `Server::set_udp_ip_header`).
+    pub udp_ip_header: usize,
 }
 
 /// Default send budget: under the 2.5 KB/s per direction that netplay promises, with room
@@ -138,6 +142,7 @@ impl Default for Config {
             session: 0,
             fps: 60.0,
             send_budget: DEFAULT_SEND_BUDGET,
+            udp_ip_header: budget::UDP_IP_HEADER,
         }
     }
 }

@@ -112,11 +112,13 @@ struct Peer {
     /// Further segments of the current round, sent before anything else.
     queued: VecDeque<Vec<u8>>,
     budget: SendBudget,
+    /// UDP/IP header bytes of a datagram on its link (see `Server::set_udp_ip_header`).
+    header: usize,
     traffic: Traffic,
 }
 
 impl Peer {
-    fn new(id: PeerId, now: Instant, send_budget: u32) -> Peer {
+    fn new(id: PeerId, now: Instant, send_budget: u32, header: usize) -> Peer {
         Peer {
             id,
             samples: VecDeque::new(),
@@ -144,7 +146,8 @@ impl Peer {
             last_send: None,
             dirty: true,
             queued: VecDeque::new(),
-            budget: SendBudget::new(send_budget),
+            budget: SendBudget::new(send_budget, header),
+            header,
             traffic: Traffic::default(),
         }
     }
@@ -327,7 +330,8 @@ impl Server {
         // An UPDATE carries every player's input: the budget is for two players, more get
         // proportionally more.
         let budget = self.cfg.send_budget * u32::from(self.cfg.players.max(2)) / 2;
-        self.peers[peer.index()] = Some(Peer::new(peer, now, budget));
+        let header = self.cfg.udp_ip_header;
+        self.peers[peer.index()] = Some(Peer::new(peer, now, budget, header));
         self.publish(now);
         Ok(())
     }
@@ -340,7 +344,16 @@ impl Server {
         bytes_per_sec: u32,
     ) -> Result<(), LockstepError> {
         let p = self.peer_mut(peer)?;
-        p.budget = SendBudget::new(bytes_per_sec);
+        p.budget = SendBudget::new(bytes_per_sec, p.header);
+        Ok(())
+    }
+
+    /// Sets the UDP/IP header bytes each datagram to or from `peer` costs on its link (48
+    /// over IPv6 where the config says 28; 0 in memory), for its send budget and traffic.
+    pub fn set_udp_ip_header(&mut self, peer: PeerId, header: usize) -> Result<(), LockstepError> {
+        let p = self.peer_mut(peer)?;
+        p.header = header;
+        p.budget.set_header(header);
         Ok(())
     }
 
@@ -375,12 +388,14 @@ impl Server {
     pub fn handle_datagram(&mut self, now: Instant, from: PeerId, datagram: &[u8]) {
         let watched = now.saturating_duration_since(self.last_call) <= MAX_UNWATCHED;
         self.last_call = self.last_call.max(now);
-        self.traffic.received(datagram.len());
         let Some(peer) = self.peers.get_mut(from.index()).and_then(|p| p.as_mut()) else {
+            self.traffic
+                .received(datagram.len(), self.cfg.udp_ip_header);
             self.traffic.packets_dropped_invalid += 1;
             return;
         };
-        peer.traffic.received(datagram.len());
+        self.traffic.received(datagram.len(), peer.header);
+        peer.traffic.received(datagram.len(), peer.header);
         let ctrl = match Header::parse(datagram) {
             Ok((h, body)) if h.kind == Kind::Ctrl && h.session == self.cfg.session => {
                 msg::decode_ctrl(body, peer.recv_end(), |i| peer.sample(i))
@@ -824,8 +839,8 @@ impl Server {
             }
             let bytes = msg::encode_update(session, players, &update, refs);
             p.budget.spend(now, bytes.len());
-            p.traffic.sent(bytes.len());
-            self.traffic.sent(bytes.len());
+            p.traffic.sent(bytes.len(), p.header);
+            self.traffic.sent(bytes.len(), p.header);
             p.queued.push_back(bytes);
             if n == 0 || from >= frontier {
                 break;

@@ -347,7 +347,9 @@ impl Sim {
             if i == 0 {
                 // In memory, as in `netplay`: no wire, no send budget.
                 server.set_send_budget(id, 0).expect("present");
+                server.set_udp_ip_header(id, 0).expect("present");
                 lockstep.send_budget = 0;
+                lockstep.udp_ip_header = 0;
             }
             if cfg.handshake_rtt && i > 0 {
                 let rtt = up.delay + down.delay;

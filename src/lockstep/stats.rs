@@ -2,7 +2,6 @@
 
 use std::time::Duration;
 
-use super::budget::UDP_IP_HEADER;
 use super::frame::{Frame, PeerId};
 
 /// Datagram counters of one endpoint (or one peer on the server).
@@ -10,6 +9,10 @@ use super::frame::{Frame, PeerId};
 pub struct Traffic {
     pub bytes_in: u64,
     pub bytes_out: u64,
+    /// `bytes_in`/`bytes_out` as on the wire: each datagram's UDP/IP header included (28
+    /// bytes over IPv4, 48 over IPv6: the link's `Config::udp_ip_header`).
+    pub wire_in: u64,
+    pub wire_out: u64,
     pub packets_in: u64,
     pub packets_out: u64,
     /// Datagrams dropped as malformed, truncated, of another session or kind, or from an
@@ -18,24 +21,17 @@ pub struct Traffic {
 }
 
 impl Traffic {
-    pub(crate) fn received(&mut self, len: usize) {
+    /// A datagram of `len` payload bytes came in with `header` bytes of UDP/IP header.
+    pub(crate) fn received(&mut self, len: usize, header: usize) {
         self.bytes_in += len as u64;
+        self.wire_in += (len + header) as u64;
         self.packets_in += 1;
     }
 
-    pub(crate) fn sent(&mut self, len: usize) {
+    pub(crate) fn sent(&mut self, len: usize, header: usize) {
         self.bytes_out += len as u64;
+        self.wire_out += (len + header) as u64;
         self.packets_out += 1;
-    }
-
-    /// Bytes sent as they go on the wire: every datagram's UDP/IPv4 header included.
-    pub fn wire_out(&self) -> u64 {
-        self.bytes_out + self.packets_out * UDP_IP_HEADER as u64
-    }
-
-    /// Bytes received as they came on the wire, headers included.
-    pub fn wire_in(&self) -> u64 {
-        self.bytes_in + self.packets_in * UDP_IP_HEADER as u64
     }
 }
 

@@ -13,7 +13,7 @@ use thiserror::Error;
 
 pub use conditioner::{Conditioner, ConditionerStats, NetSim, NetSimError};
 pub use endpoint::{Endpoint, EndpointStats};
-pub use udp::{SocketWaiter, UdpSocket};
+pub use udp::{header_overhead, SocketWaiter, UdpSocket};
 
 #[derive(Debug, Error)]
 pub enum NetError {

@@ -28,7 +28,7 @@ use crate::app::{
 use crate::host::{hash_file, Core, HostError};
 use crate::input::{Bot, Inputs};
 use crate::lockstep::{self, Client, PeerId, Server};
-use crate::net::{random_seed, Endpoint, NetError, NetSim};
+use crate::net::{header_overhead, random_seed, Endpoint, NetError, NetSim};
 use crate::session::{self, HostSession, JoinConfig, JoinSession, SessionError, SessionInfo};
 
 /// The UDP port `host` listens on and `join` connects to by default.
@@ -125,12 +125,14 @@ fn session_info(core: &Core, opts: &NetOptions) -> Result<SessionInfo, NetplayEr
     })
 }
 
+/// `peer`: the address at the other end of the link (its family sets the header size).
 fn lockstep_config(
     slots: u8,
     k: u32,
     session: u32,
     fps: f64,
     net: &NetOptions,
+    peer: SocketAddr,
 ) -> lockstep::Config {
     lockstep::Config {
         players: slots,
@@ -139,6 +141,7 @@ fn lockstep_config(
         session,
         fps,
         send_budget: net.send_budget,
+        udp_ip_header: header_overhead(peer),
         ..lockstep::Config::default()
     }
 }
@@ -180,10 +183,14 @@ pub fn host(opts: &HostOptions) -> Result<PlaySummary, NetplayError> {
         session.session_id(),
         fps,
         &opts.net,
+        endpoint.local_addr(),
     );
     let mut server = Server::new(lcfg.clone(), now)?;
     for slot in &ready {
         server.add_peer(PeerId(*slot), now)?;
+        if let Some(addr) = session.addr_of(*slot) {
+            server.set_udp_ip_header(PeerId(*slot), header_overhead(addr))?;
+        }
     }
     // The first lead then covers the round trip from frame 0 on.
     for p in session.players() {
@@ -198,8 +205,10 @@ pub fn host(opts: &HostOptions) -> Result<PlaySummary, NetplayError> {
     }
     // The host's own player talks to the server in memory: no wire, no send budget.
     server.set_send_budget(PeerId(0), 0)?;
+    server.set_udp_ip_header(PeerId(0), 0)?;
     let in_memory = lockstep::Config {
         send_budget: 0,
+        udp_ip_header: 0,
         ..lcfg
     };
     let client = Client::new(in_memory, PeerId(0), now)?;
@@ -260,6 +269,7 @@ pub fn join(opts: &JoinOptions) -> Result<PlaySummary, NetplayError> {
         start.session,
         start.fps,
         &opts.net,
+        addr,
     );
     let client = Client::new(lcfg, PeerId(start.slot), Instant::now())?;
     let bot = opts

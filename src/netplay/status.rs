@@ -56,7 +56,7 @@ impl fmt::Display for Status {
                 None => write!(f, " | rtt {rtt} ms")?,
             }
             if let Some(t) = p.traffic {
-                let (to, from) = (kbit(t.wire_out(), self.secs), kbit(t.wire_in(), self.secs));
+                let (to, from) = (kbit(t.wire_out, self.secs), kbit(t.wire_in, self.secs));
                 write!(f, " {to:.1}/{from:.1}")?;
             }
         }
@@ -74,8 +74,10 @@ mod tests {
         // 10 s: 30 000 bytes out in 600 datagrams is (30 000 + 600 x 28) x 8 / 10 s.
         let to_p2 = Traffic {
             bytes_out: 30_000,
+            wire_out: 30_000 + 600 * 28,
             packets_out: 600,
             bytes_in: 20_000,
+            wire_in: 20_000 + 500 * 28,
             packets_in: 500,
             packets_dropped_invalid: 0,
         };
