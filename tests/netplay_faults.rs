@@ -168,6 +168,22 @@ fn killed_joiner_is_dropped_and_the_host_plays_on() {
     let left = h["players_left"].as_array().unwrap();
     assert_eq!(left.len(), 1, "{h:#}");
     assert_eq!(left[0]["slot"], 1, "{h:#}");
+    // The host's recording says so too: port 2 left at the frame the session announced.
+    let log = h["recording"]["path"].as_str().expect("the host records");
+    let mut replay = framelock::replay::Replay::open(log).unwrap();
+    let mut events = Vec::new();
+    while let Some(item) = replay.next_item().unwrap() {
+        if let framelock::replay::Item::Event { frame, event } = item {
+            events.push((u64::from(frame), event));
+        }
+    }
+    let from = left[0]["from_frame"].as_u64().unwrap();
+    assert_eq!(
+        events,
+        [(from, framelock::replay::Event::Left { slot: 1 })],
+        "{log}"
+    );
+    assert_eq!(h["recording"]["complete"], true, "{h:#}");
 }
 
 /// A joiner whose frame loop hangs (`--busy-frame-ms 5000`: 5 s after its first frame)

@@ -64,6 +64,10 @@ fn ctrl_c_ends_a_headless_run_like_a_quit() {
     assert_eq!(s["end"], "quit", "{s:#}");
     let frames = s["frames"].as_u64().unwrap();
     assert!((60..2000).contains(&frames), "{s:#}");
+    // The stats say where the recording went and that it is whole.
+    assert_eq!(s["recording"]["path"], log.display().to_string(), "{s:#}");
+    assert_eq!(s["recording"]["frames"].as_u64(), Some(frames), "{s:#}");
+    assert_eq!(s["recording"]["complete"], true, "{s:#}");
     // The recording is whole: it replays to the same checksum.
     let replay = home.path().join("replay.json");
     let out = play_common::framelock(home.path())

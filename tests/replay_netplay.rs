@@ -1,4 +1,4 @@
-//! Netplay records on every peer: host and client of a 2-player session (real processes on
+//! Netplay records on every peer: host and joiner of a 2-player session (real processes on
 //! 127.0.0.1) write logs into the recordings directory with identical frame inputs and
 //! checksums, and each replays with `--verify` to the session's final checksum.
 //! `--record FILE` chooses the file; `--no-record` records nothing.
@@ -50,7 +50,7 @@ fn recordings(dir: &Path) -> Vec<PathBuf> {
 }
 
 #[test]
-fn host_and_client_logs_agree_and_replay() {
+fn host_and_joiner_logs_agree_and_replay() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let (host, join) = session(d, 600, &[], &["--bot", "2"]);
@@ -61,7 +61,7 @@ fn host_and_client_logs_agree_and_replay() {
         .find(|p| p.to_str().unwrap().ends_with("_host.flr"));
     let join_log = files
         .iter()
-        .find(|p| p.to_str().unwrap().ends_with("_client.flr"));
+        .find(|p| p.to_str().unwrap().ends_with("_join.flr"));
     let (host_log, join_log) = (host_log.unwrap(), join_log.unwrap());
     assert!(host
         .log_text()
@@ -104,7 +104,7 @@ fn host_and_client_logs_agree_and_replay() {
 
     let want = checksum(&host.read_stats());
     assert_eq!(checksum(&join.read_stats()), want);
-    for (label, log) in [("host", host_log), ("client", join_log)] {
+    for (label, log) in [("host", host_log), ("joiner", join_log)] {
         let json = format!("{label}-replay.json");
         let out = run(
             d,
@@ -154,18 +154,18 @@ fn a_resynced_peer_log_still_verifies() {
     let files = recordings(d);
     let join_log = files
         .iter()
-        .find(|p| p.to_str().unwrap().ends_with("_client.flr"))
-        .unwrap_or_else(|| panic!("no client log in {files:?}"));
-    let (items, _) = items(join_log);
+        .find(|p| p.to_str().unwrap().ends_with("_join.flr"))
+        .unwrap_or_else(|| panic!("no joiner log in {files:?}"));
+    let (join_items, _) = items(join_log);
     assert!(
-        items.iter().any(|i| matches!(
+        join_items.iter().any(|i| matches!(
             i,
             Item::Event {
                 event: framelock::replay::Event::Resync { state: Some(_) },
                 ..
             }
         )),
-        "the client's log has no resync state"
+        "the joiner's log has no resync state"
     );
     let out = run(
         d,
@@ -183,4 +183,95 @@ fn a_resynced_peer_log_still_verifies() {
     let s = stats(&d.join("resynced.json"));
     assert_eq!(checksum(&s), want);
     assert_eq!(s["replay"]["checksums_matched"], 25);
+    // The host's log notes the desync it detected: its checksum and the joiner's, which
+    // differ, at a frame after the injected one; its replay reports it.
+    let host_log = files
+        .iter()
+        .find(|p| p.to_str().unwrap().ends_with("_host.flr"))
+        .unwrap();
+    let (host_items, _) = items(host_log);
+    let desync = host_items.iter().find_map(|i| match i {
+        Item::Event {
+            frame,
+            event: framelock::replay::Event::Desync { local, remote },
+        } => Some((*frame, *local, *remote)),
+        _ => None,
+    });
+    let (frame, local, remote) = desync.expect("the host's log has no desync event");
+    assert!(
+        frame >= 300 && local != remote,
+        "{frame} {local:x} {remote:x}"
+    );
+    let out = run(
+        d,
+        &[
+            "replay",
+            host_log.to_str().unwrap(),
+            "--headless",
+            "--fast",
+            "--stats-json",
+            "host.json",
+        ],
+    );
+    assert_ok(&out);
+    assert!(stats(&d.join("host.json"))["replay"]["recorded_desyncs"].as_u64() >= Some(1));
+}
+
+/// `--record FILE` that cannot be written ends `host` and `join` before the lobby, as it
+/// does `play`, instead of playing the whole session unrecorded; the file that was there
+/// is left alone.
+#[test]
+fn a_record_file_that_cannot_be_written_is_refused_before_the_lobby() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let taken = d.join("taken.flr");
+    std::fs::write(&taken, b"precious").unwrap();
+    let port = free_port().to_string();
+    let out = run(
+        d,
+        &[
+            "host",
+            "--headless",
+            "--port",
+            &port,
+            "--lobby-timeout",
+            "30",
+            "--record",
+            taken.to_str().unwrap(),
+        ],
+    );
+    assert!(!out.status.success(), "{}", replay_common::stderr(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("taken.flr") && err.contains("already exists"),
+        "{err}"
+    );
+    assert!(
+        !err.contains("hosting on udp port"),
+        "it opened a lobby: {err}"
+    );
+    assert_eq!(std::fs::read(&taken).unwrap(), b"precious");
+    // Nobody listens on that port: a joiner that got as far as the handshake would wait
+    // for an answer instead of failing at once.
+    let missing = d.join("no-such-dir").join("j.flr");
+    let t0 = std::time::Instant::now();
+    let out = run(
+        d,
+        &[
+            "join",
+            &format!("127.0.0.1:{port}"),
+            "--headless",
+            "--record",
+            missing.to_str().unwrap(),
+        ],
+    );
+    assert!(!out.status.success(), "{}", replay_common::stderr(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("j.flr"), "{err}");
+    assert!(
+        t0.elapsed() < Duration::from_secs(5),
+        "{:?}: {err}",
+        t0.elapsed()
+    );
+    assert!(!missing.exists());
 }

@@ -9,7 +9,7 @@ use super::driver::run_loop;
 use super::headless::Headless;
 use super::local::LocalFeed;
 use super::machine::ShotAt;
-use super::record::{self, RecordError, RecordMode};
+use super::record::{self, RecordError, RecordMode, Recording};
 use super::runner::{EndReason, Feed, RunError, Runner, RunnerConfig};
 use super::stats::{self, checksum_hex, StatsError};
 use crate::frontend::audio::AudioSettings;
@@ -127,11 +127,21 @@ pub fn play(opts: &PlayOptions) -> Result<PlaySummary, PlayError> {
     if let Some(r) = &recording {
         runner.observe(r.observer());
     }
-    let result = run_session(opts, &mut core, &mut runner, Map::new());
-    if let Some(r) = recording {
-        r.finish();
+    // Stats are written below, once the recording's outcome is in.
+    let quiet = PlayOptions {
+        stats_json: None,
+        ..opts.clone()
+    };
+    let result = run_session(&quiet, &mut core, &mut runner, Map::new());
+    let recorded = recording.map(Recording::finish);
+    let mut summary = result?;
+    if let Some(r) = &recorded {
+        summary.stats.insert("recording".into(), r.to_json());
     }
-    result
+    if let Some(path) = &opts.stats_json {
+        stats::write(path, &summary.stats)?;
+    }
+    Ok(summary)
 }
 
 /// Runs `runner` on a loaded `core` in a window or headless until it ends, saves SRAM and

@@ -16,7 +16,10 @@ use std::time::{Duration, Instant};
 
 use crate::host::{hash_file, Core, CoreSource, HostError, MemoryRegion};
 use crate::input::{Inputs, MAX_PLAYERS};
-use crate::replay::{self, Event, Header, Recorder, ReplayError, Sink, Start, Summary};
+use crate::replay::{
+    self, Event, Header, Recorder, RecorderOptions, Replay, ReplayError, Sink, Start, Status,
+};
+use serde_json::{json, Value};
 
 use super::play::PlayOptions;
 use super::runner::{FrameObserver, ObserverError};
@@ -68,7 +71,7 @@ impl StateChecksum for Core {
     }
 }
 
-/// The path `mode` records to, for a session played as `role` ("play", "host", "client");
+/// The path `mode` records to, for a session played as `role` ("play", "host", "join");
 /// `None` when off. Creates the recordings directory.
 pub fn resolve_path(mode: &RecordMode, role: &str) -> Result<Option<PathBuf>, RecordError> {
     match mode {
@@ -165,6 +168,78 @@ fn path_hint(path: &Path) -> Option<String> {
     abs.to_str().map(str::to_owned)
 }
 
+/// A recording file made before the session starts (see [`reserve`]); removed again if the
+/// session never starts.
+#[derive(Debug)]
+pub struct Reserved {
+    path: PathBuf,
+    /// `None` once [`begin`] took it.
+    file: Option<std::fs::File>,
+}
+
+impl Reserved {
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for Reserved {
+    fn drop(&mut self) {
+        if self.file.take().is_some() {
+            // Made by us a moment ago (never an existing file) and still empty.
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
+
+/// Creates the file `mode` records to for a session played as `role` ("play", "host",
+/// "join") before the session starts, so that a path that cannot be written (it exists, its
+/// folder is missing or read-only) fails at once rather than after a netplay lobby. `None`
+/// when off. Creates the recordings directory.
+pub fn reserve(mode: &RecordMode, role: &str) -> Result<Option<Reserved>, RecordError> {
+    let Some(mut path) = resolve_path(mode, role)? else {
+        return Ok(None);
+    };
+    let mut tries = 0;
+    loop {
+        match replay::open_log_file(&path, false) {
+            Ok(file) => {
+                return Ok(Some(Reserved {
+                    path,
+                    file: Some(file),
+                }))
+            }
+            // Another process took the dated name since we looked (peers sharing a directory).
+            Err(ReplayError::Exists { .. })
+                if matches!(mode, RecordMode::Dir(_)) && tries < 100 =>
+            {
+                tries += 1;
+                path = resolve_path(mode, role)?.unwrap_or(path);
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
+/// Starts recording into `reserved` a session about to start on `core` (see
+/// [`session_header`]). `players` names the ports in use.
+pub fn begin(
+    mut reserved: Reserved,
+    opts: &PlayOptions,
+    core: &mut Core,
+    players: &[(u8, String)],
+    checksum_interval: u32,
+) -> Result<Recording, RecordError> {
+    // On an error the reservation's drop removes the empty file.
+    let header = session_header(core, opts, players, checksum_interval)?;
+    let Some(file) = reserved.file.take() else {
+        return Err(ReplayError::Invalid("recording file already used").into());
+    };
+    let rec = Recorder::create_in(file, &reserved.path, &header, &RecorderOptions::default())?;
+    tracing::info!("recording to {}", reserved.path.display());
+    Ok(Recording::from_recorder(rec, &header))
+}
+
 /// Starts recording `opts.record` for a session played as `role`, if it asks for one.
 /// `players` names the ports in use.
 pub fn start(
@@ -174,41 +249,25 @@ pub fn start(
     players: &[(u8, String)],
     checksum_interval: u32,
 ) -> Result<Option<Recording>, RecordError> {
-    let Some(mut path) = resolve_path(&opts.record, role)? else {
-        return Ok(None);
-    };
-    let header = session_header(core, opts, players, checksum_interval)?;
-    let mut tries = 0;
-    let rec = loop {
-        match Recording::create(&path, &header) {
-            // Another process took the dated name since we looked (peers sharing a directory).
-            Err(RecordError::Log(ReplayError::Exists { .. }))
-                if matches!(opts.record, RecordMode::Dir(_)) && tries < 100 =>
-            {
-                tries += 1;
-                path = resolve_path(&opts.record, role)?.unwrap_or(path);
-            }
-            other => break other?,
-        }
-    };
-    tracing::info!("recording to {}", path.display());
-    Ok(Some(rec))
+    match reserve(&opts.record, role)? {
+        Some(reserved) => begin(reserved, opts, core, players, checksum_interval).map(Some),
+        None => Ok(None),
+    }
 }
 
-/// The netplay hook: like [`start`], but a recording that cannot start is logged, not fatal
+/// The netplay hook: like [`begin`], but a recording that cannot start is logged, not fatal
 /// (the session is already established). Call it before the first frame runs, register
 /// [`Recording::observer`] on the runner and [`Recording::finish`] it after the session.
-pub fn start_netplay(
+pub fn begin_netplay(
+    reserved: Option<Reserved>,
     opts: &PlayOptions,
     core: &mut Core,
-    role: &str,
     players: &[(u8, String)],
     checksum_interval: u32,
 ) -> Option<Recording> {
-    start(opts, core, role, players, checksum_interval).unwrap_or_else(|e| {
-        tracing::error!("not recording this session: {e}");
-        None
-    })
+    begin(reserved?, opts, core, players, checksum_interval)
+        .map_err(|e| tracing::error!("not recording this session: {e}"))
+        .ok()
 }
 
 /// The local players of `play`: the keyboard players (at least one).
@@ -227,6 +286,10 @@ struct Shared<S: Sink> {
     /// When data last reached the file (or the recording began).
     flushed_at: Instant,
     flushed_bytes: u64,
+    /// Frames the session ran, recorded or not.
+    frames_run: u64,
+    /// Why recording stopped early (a write error), if it did.
+    failure: Option<String>,
 }
 
 impl<S: Sink> Shared<S> {
@@ -237,10 +300,12 @@ impl<S: Sink> Shared<S> {
                 "recording stopped, the game goes on ({e}); {} keeps what was written before",
                 self.path.display()
             );
+            self.failure = Some(e.to_string());
         }
     }
 
     fn after_frame(&mut self, frame: u64, inputs: &Inputs, machine: &mut dyn StateChecksum) {
+        self.frames_run = self.frames_run.max(frame + 1);
         let Some(rec) = self.recorder.as_mut() else {
             return;
         };
@@ -295,6 +360,8 @@ impl<S: Sink + 'static> Recording<S> {
             start_frame: header.start_frame,
             checksum_interval: u64::from(header.checksum_interval).max(1),
             flushed_at: Instant::now(),
+            frames_run: 0,
+            failure: None,
         };
         Recording {
             shared: Rc::new(RefCell::new(shared)),
@@ -348,24 +415,74 @@ impl<S: Sink + 'static> Recording<S> {
         }
     }
 
-    /// Ends the log cleanly and says where it went. `None` if the recording had stopped.
-    pub fn finish(self) -> Option<Summary> {
+    /// Ends the log cleanly and says where it went, or, if a write error stopped it, how
+    /// much of the session the file keeps (read back from the file).
+    pub fn finish(self) -> Outcome {
         let mut s = self.shared.borrow_mut();
-        let rec = s.recorder.take()?;
-        match rec.finish() {
-            Ok(summary) => {
+        let path = s.path.clone();
+        let played = s.frames_run;
+        let failure = match s.recorder.take().map(Recorder::finish) {
+            Some(Ok(summary)) => {
                 tracing::info!(
                     "recording saved to {} ({} frames)",
-                    s.path.display(),
+                    path.display(),
                     summary.frames
                 );
-                Some(summary)
+                return Outcome {
+                    path,
+                    frames: Some(u64::from(summary.frames)),
+                    played,
+                    failure: None,
+                };
             }
-            Err(e) => {
-                tracing::error!("recording {} is incomplete: {e}", s.path.display());
-                None
-            }
+            Some(Err(e)) => e.to_string(),
+            None => s.failure.clone().unwrap_or_else(|| "stopped".into()),
+        };
+        // What a replay of it will find: the frames up to its last complete record.
+        let frames = Replay::open(&path)
+            .and_then(|mut log| log.skim())
+            .map(|status: Status| u64::from(status.frames()))
+            .ok();
+        let kept = frames.map_or("an unknown number".into(), |n| n.to_string());
+        tracing::error!(
+            "recording incomplete: {} keeps {kept} of the session's {played} frames and \
+             replays up to there ({failure})",
+            path.display()
+        );
+        Outcome {
+            path,
+            frames,
+            played,
+            failure: Some(failure),
         }
+    }
+}
+
+/// How a recording ended: for the last log line and `--stats-json`'s `recording`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Outcome {
+    pub path: PathBuf,
+    /// Frames the file holds (`None`: it could not be read back).
+    pub frames: Option<u64>,
+    /// Frames the session ran.
+    pub played: u64,
+    /// Why it stopped early: `None` if the log is complete.
+    pub failure: Option<String>,
+}
+
+impl Outcome {
+    pub fn is_complete(&self) -> bool {
+        self.failure.is_none()
+    }
+
+    /// `{"path", "frames", "complete", "error"}` for `--stats-json`.
+    pub fn to_json(&self) -> Value {
+        json!({
+            "path": self.path.display().to_string(),
+            "frames": self.frames,
+            "complete": self.is_complete(),
+            "error": self.failure,
+        })
     }
 }
 
@@ -410,10 +527,12 @@ mod tests {
         }
     }
 
-    /// A sink that accepts `room` bytes, then fails like a full disk.
+    /// A sink that accepts `room` bytes, then fails like a full disk; what it accepted is
+    /// also in `file`, if given (a real file to read back).
     struct Disk {
         data: Rc<RefCell<Vec<u8>>>,
         room: usize,
+        file: Option<std::fs::File>,
     }
 
     impl Write for Disk {
@@ -424,6 +543,9 @@ mod tests {
                 return Err(io::Error::from_raw_os_error(28));
             }
             d.extend_from_slice(&buf[..n]);
+            if let Some(f) = &mut self.file {
+                f.write_all(&buf[..n])?;
+            }
             Ok(n)
         }
         fn flush(&mut self) -> io::Result<()> {
@@ -448,14 +570,20 @@ mod tests {
     }
 
     fn recording(room: usize) -> (Recording<Disk>, Rc<RefCell<Vec<u8>>>) {
+        recording_at(room, None)
+    }
+
+    /// A recording onto a disk with `room` bytes, mirrored into the file at `path` if given.
+    fn recording_at(room: usize, path: Option<&Path>) -> (Recording<Disk>, Rc<RefCell<Vec<u8>>>) {
         let data = Rc::new(RefCell::new(Vec::new()));
         let disk = Disk {
             data: data.clone(),
             room,
+            file: path.map(|p| std::fs::File::create_new(p).unwrap()),
         };
         let header = Header::default();
-        let rec =
-            Recorder::with_sink(disk, "disk.flr", &header, &RecorderOptions::default()).unwrap();
+        let path = path.unwrap_or(Path::new("disk.flr"));
+        let rec = Recorder::with_sink(disk, path, &header, &RecorderOptions::default()).unwrap();
         (Recording::from_recorder(rec, &header), data)
     }
 
@@ -464,7 +592,10 @@ mod tests {
         let (rec, data) = recording(usize::MAX);
         run(&rec, 0..200);
         rec.event(130, &Event::Left { slot: 1 });
-        assert_eq!(rec.finish().map(|s| s.frames), Some(200));
+        let outcome = rec.finish();
+        assert_eq!((outcome.frames, outcome.played), (Some(200), 200));
+        assert!(outcome.is_complete());
+        assert_eq!(outcome.to_json()["complete"], true);
         let bytes = data.borrow().clone();
         let mut log = Replay::from_reader(Cursor::new(bytes), "disk.flr").unwrap();
         let mut sums = Vec::new();
@@ -489,10 +620,17 @@ mod tests {
 
     #[test]
     fn a_full_disk_stops_the_recording_not_the_game() {
-        let (rec, data) = recording(400);
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("full.flr");
+        let (rec, data) = recording_at(400, Some(&path));
         run(&rec, 0..3000); // the observer never returns an error
         assert!(!rec.is_recording());
-        assert_eq!(rec.finish(), None);
+        let outcome = rec.finish();
+        // The outcome says what the file keeps, read back from it, and why it stopped.
+        assert!(!outcome.is_complete());
+        assert_eq!(outcome.played, 3000);
+        let error = outcome.failure.clone().unwrap();
+        assert!(error.contains("os error 28"), "{error}");
         let bytes = data.borrow().clone();
         assert_eq!(bytes.len(), 400);
         let mut log = Replay::from_reader(Cursor::new(bytes), "disk.flr").unwrap();
@@ -502,6 +640,11 @@ mod tests {
             "{status:?}"
         );
         assert!(status.frames() > 0);
+        assert_eq!(outcome.frames, Some(u64::from(status.frames())));
+        let json = outcome.to_json();
+        assert_eq!(json["complete"], false);
+        assert_eq!(json["frames"], u64::from(status.frames()));
+        assert_eq!(json["path"], path.display().to_string());
     }
 
     #[test]

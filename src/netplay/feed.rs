@@ -23,6 +23,7 @@ use crate::app::{Feed, FeedPoll};
 use crate::input::{Bot, Inputs, Pad};
 use crate::lockstep::{Client, ClientEvent, Frame, LeaveReason, PeerId, Server, ServerEvent};
 use crate::net::{Endpoint, SocketWaiter};
+use crate::replay::Event;
 use crate::session::{
     is_session_datagram, HostEvent, HostSession, JoinEvent, JoinSession, ResyncRecv, ResyncSend,
 };
@@ -67,6 +68,8 @@ pub struct Exchange {
     pub incoming: Option<(u32, Vec<u8>)>,
     /// observer -> feed (joiner): frames at which a resync was loaded.
     pub loaded: Vec<u32>,
+    /// feed -> observer: `(frame, event)` for the recording (players leaving, desyncs).
+    pub events: Vec<(u32, Event)>,
 }
 
 /// Shared by the frame observer (frame loop thread) and the feed (both threads).
@@ -422,6 +425,12 @@ impl NetState {
                             peer.0 + 1,
                             if stale || busy { " (recovery under way)" } else { "; sending the host's state" }
                         );
+                        // The host's log: its own checksum and the player's.
+                        let desync = Event::Desync {
+                            local: expected,
+                            remote: got,
+                        };
+                        lock(&self.shared).events.push((frame.0, desync));
                         if !stale && !busy {
                             lock(&self.shared).serialize_for.push(peer.0);
                             // Reports from before the coming state are stale.
@@ -460,6 +469,8 @@ impl NetState {
                         from_frame.0
                     );
                     self.counters.players_left.push((peer.0, from_frame.0));
+                    let left = Event::Left { slot: peer.0 };
+                    lock(&self.shared).events.push((from_frame.0, left));
                 }
                 ClientEvent::Desync { frame, peer } => {
                     self.counters.desyncs += 1;

@@ -22,6 +22,7 @@ use thiserror::Error;
 pub use feed::{Exchange, NetEnd, NetFeed, Role, Shared};
 
 use crate::app::play::{load_content, open_core, open_core_only, run_session};
+use crate::app::record::{begin_netplay, reserve, RecordMode, Recording, Reserved};
 use crate::app::{
     EndReason, Feed, FrameObserver, ObserverError, PlayError, PlayOptions, PlaySummary, Runner,
 };
@@ -163,6 +164,7 @@ pub fn host(opts: &HostOptions) -> Result<PlaySummary, NetplayError> {
         .unwrap_or_default();
 
     let mut endpoint = Endpoint::host(opts.port, opts.net.netsim.clone())?;
+    let recording = reserve_recording(&play, "host")?;
     let seed = random_seed();
     let mut cfg = session::HostConfig::new((seed >> 32) as u32, seed, fps);
     cfg.password = opts.net.password.clone();
@@ -219,7 +221,7 @@ pub fn host(opts: &HostOptions) -> Result<PlaySummary, NetplayError> {
         .collect();
     let bot = opts.net.play.bot.map(|seed| Bot::for_port(seed, 0));
     let feed = NetFeed::new(endpoint, Role::host(session, server), client, bot).with_names(names);
-    run(&play, &mut core, feed, &opts.net)
+    run(&play, &mut core, feed, &opts.net, recording)
 }
 
 /// Joins a session: handshake, the host's options and state, then play.
@@ -233,6 +235,7 @@ pub fn join(opts: &JoinOptions) -> Result<PlaySummary, NetplayError> {
     let mut core = open_core_only(&play)?;
     let info = session_info(&core, &opts.net)?;
     let mut endpoint = Endpoint::client(addr, opts.net.netsim.clone())?;
+    let recording = reserve_recording(&play, "join")?;
     let mut jcfg = JoinConfig::new(addr, info);
     jcfg.password = opts.net.password.clone();
     let mut session = JoinSession::new(jcfg, Instant::now());
@@ -279,7 +282,21 @@ pub fn join(opts: &JoinOptions) -> Result<PlaySummary, NetplayError> {
         .map(|seed| Bot::for_port(seed, usize::from(start.slot)));
     let feed = NetFeed::new(endpoint, Role::join(session, addr), client, bot)
         .with_names(start.players.clone());
-    run(&play, &mut core, feed, &opts.net)
+    run(&play, &mut core, feed, &opts.net, recording)
+}
+
+/// Makes the recording's file before the lobby, so nobody waits for a session that cannot
+/// be recorded where asked: a `--record FILE` that cannot be written ends the command as it
+/// does `play`'s; the default recording (into `recordings_dir`) is logged and skipped.
+fn reserve_recording(play: &PlayOptions, role: &str) -> Result<Option<Reserved>, NetplayError> {
+    match reserve(&play.record, role) {
+        Ok(r) => Ok(r),
+        Err(e) if matches!(play.record, RecordMode::File(_)) => Err(PlayError::from(e).into()),
+        Err(e) => {
+            tracing::error!("not recording this session: {e}");
+            Ok(None)
+        }
+    }
 }
 
 /// A window needs a display: say so before the players wait for us, not after.
@@ -296,6 +313,7 @@ fn run(
     core: &mut Core,
     mut feed: NetFeed,
     net: &NetOptions,
+    recording: Option<Reserved>,
 ) -> Result<PlaySummary, NetplayError> {
     if let Some((frame, mask)) = net.inject_desync {
         feed = feed.with_injected_desync(frame, mask);
@@ -303,9 +321,7 @@ fn run(
     let mut runner_cfg = play.runner.clone();
     // Netplay never drops a backlog: every frame must run, so catch up (capped) instead.
     runner_cfg.max_lag = Duration::MAX;
-    let role = if feed.is_host() { "host" } else { "client" };
-    let recording =
-        crate::app::record::start_netplay(play, core, role, &feed.names(), net.checksum_interval);
+    let recording = begin_netplay(recording, play, core, &feed.names(), net.checksum_interval);
     let mut runner = Runner::new(feed, runner_cfg);
     runner.observe(Box::new(CoreSide::new(
         runner.feed().shared(),
@@ -321,9 +337,7 @@ fn run(
         ..play.clone()
     };
     let result = run_session(&quiet, core, &mut runner, Map::new());
-    if let Some(r) = recording {
-        r.finish();
-    }
+    let recorded = recording.map(Recording::finish);
     let quit = matches!(
         result,
         Ok(PlaySummary {
@@ -350,6 +364,9 @@ fn run(
     extra.remove("kind");
     summary.stats.extend(extra);
     summary.stats.insert("netplay".into(), json!(true));
+    if let Some(r) = &recorded {
+        summary.stats.insert("recording".into(), r.to_json());
+    }
     if let Some(path) = &play.stats_json {
         crate::app::stats::write(path, &summary.stats).map_err(PlayError::from)?;
     }
@@ -440,6 +457,13 @@ impl FrameObserver<Core> for CoreSide {
             }
         }
         let mut shared = feed::lock(&self.shared);
+        if let Some(r) = &self.recording {
+            for (at, event) in shared.events.drain(..) {
+                r.event(u64::from(at), &event);
+            }
+        } else {
+            shared.events.clear();
+        }
         if next.is_multiple_of(self.interval) {
             shared.checksums.push_back((frame as u32, core.checksum()));
         }

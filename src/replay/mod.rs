@@ -124,7 +124,7 @@ use thiserror::Error;
 
 pub use format::{Event, Header, Start, FORMAT_VERSION, MAGIC};
 pub use reader::{Item, Replay, Status};
-pub use writer::{Recorder, RecorderOptions, Sink, Summary};
+pub use writer::{open_log_file, Recorder, RecorderOptions, Sink, Summary};
 
 /// File name extension of input logs.
 pub const EXTENSION: &str = "flr";
@@ -189,7 +189,7 @@ fn reason(e: &io::Error) -> String {
     }
 }
 
-/// A fresh path in `dir` for a recording started at `now` by `role` (e.g. "host", "client"),
+/// A fresh path in `dir` for a recording started at `now` by `role` (e.g. "host", "join"),
 /// like `2026-11-21_14-03-05_host.flr`, then `..._host-2.flr`, `-3`, ... if taken. Characters
 /// other than ASCII letters, digits, `-` and `_` in `role` become `_`.
 pub fn default_recording_path(

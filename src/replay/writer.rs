@@ -100,22 +100,19 @@ impl Recorder<File> {
         opts: &RecorderOptions,
     ) -> Result<Recorder, ReplayError> {
         let path = path.as_ref();
-        let mut oo = OpenOptions::new();
-        oo.write(true);
-        if opts.overwrite {
-            oo.create(true).truncate(true);
-        } else {
-            oo.create_new(true);
-        }
-        let file = oo.open(path).map_err(|e| match e.kind() {
-            io::ErrorKind::AlreadyExists => ReplayError::Exists {
-                path: path.to_path_buf(),
-            },
-            _ => ReplayError::Create {
-                path: path.to_path_buf(),
-                io: e,
-            },
-        })?;
+        let file = open_log_file(path, opts.overwrite)?;
+        Recorder::create_in(file, path, header, opts)
+    }
+
+    /// Writes the header into `file`, just made at `path` by [`open_log_file`] (possibly a
+    /// while ago: netplay makes it before its lobby, so a path it cannot write is known
+    /// before anyone waits). On failure the file is removed unless `opts.overwrite`.
+    pub fn create_in(
+        file: File,
+        path: &Path,
+        header: &Header,
+        opts: &RecorderOptions,
+    ) -> Result<Recorder, ReplayError> {
         let rec = Recorder::with_sink(file, path, header, opts);
         if rec.is_err() && !opts.overwrite {
             // Nothing usable reached the file we just made: don't leave a stub behind.
@@ -130,6 +127,26 @@ impl Recorder<File> {
         }
         Ok(rec)
     }
+}
+
+/// Creates `path` for a new log, refusing to replace an existing file unless `overwrite`.
+pub fn open_log_file(path: &Path, overwrite: bool) -> Result<File, ReplayError> {
+    let mut oo = OpenOptions::new();
+    oo.write(true);
+    if overwrite {
+        oo.create(true).truncate(true);
+    } else {
+        oo.create_new(true);
+    }
+    oo.open(path).map_err(|e| match e.kind() {
+        io::ErrorKind::AlreadyExists => ReplayError::Exists {
+            path: path.to_path_buf(),
+        },
+        _ => ReplayError::Create {
+            path: path.to_path_buf(),
+            io: e,
+        },
+    })
 }
 
 impl<S: Sink> Recorder<S> {
