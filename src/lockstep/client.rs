@@ -433,7 +433,8 @@ impl Client {
             self.traffic.packets_dropped_invalid += 1;
             return;
         }
-        if self.recv_seq.is_none_or(|r| seq_newer(update.head.seq, r)) {
+        let newest = self.recv_seq.is_none_or(|r| seq_newer(update.head.seq, r));
+        if newest {
             if let Some(prev) = self.recv_seq {
                 self.down_loss.arrived(update.head.seq.wrapping_sub(prev));
             }
@@ -458,7 +459,11 @@ impl Client {
         if let Some(ack) = update.head.ack {
             self.handle_ack(ack);
         }
-        if let Some(run) = update.frames {
+        // Only the newest datagram's frames: its frame numbers are coded against what the
+        // server thought we held when it sent it, so read against where we are now, a
+        // late one (overtaken on the way) can name the wrong frames; and the newer one
+        // repeated everything it had that we had not acknowledged.
+        if let Some(run) = update.frames.filter(|_| newest) {
             // A late datagram's own lead, else the newest (checked above: known by now).
             let lead = run.lead.map(u32::from).or(self.lead).unwrap_or(0);
             if run.from.0 <= known_end && run.to().0 > known_end {

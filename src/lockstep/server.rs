@@ -465,7 +465,11 @@ impl Server {
         if let Some(ms) = ctrl.input_rtt_ms.filter(|_| newest) {
             peer.input_rtt = Some(Duration::from_millis(u64::from(ms)));
         }
-        if let Some(run) = ctrl.samples {
+        // Only the newest datagram's samples: a late one (overtaken on the way) was coded
+        // against what the client thought we held then, so read against where we are now
+        // its sample numbers can be wrong; and the newer one repeated every sample of it
+        // that we had not acknowledged.
+        if let Some(run) = ctrl.samples.filter(|_| newest) {
             let skip = (peer.recv_end() - run.first) as usize;
             peer.samples.extend(run.pads.iter().skip(skip).copied());
             // The client holds everything before `first` acknowledged: later CTRLs start
