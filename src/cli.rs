@@ -126,8 +126,9 @@ pub struct HostArgs {
     /// UDP port to listen on.
     #[arg(long, default_value_t = DEFAULT_PORT)]
     pub port: u16,
-    /// Players in the session, yours included; the game starts when all have joined.
-    #[arg(long, value_name = "N", default_value_t = 2, value_parser = clap::value_parser!(u8).range(1..=8))]
+    /// Players in the session, yours included (2 to 8; to play alone, `framelock play`); the
+    /// game starts when all have joined.
+    #[arg(long, value_name = "N", default_value_t = 2, value_parser = clap::value_parser!(u8).range(2..=8))]
     pub players: u8,
     /// Keyframe interval K: frames between two input messages (CTRL) of each player.
     #[arg(short = 'K', long = "keyframe-interval", value_name = "N", default_value_t = DEFAULT_KEYFRAME_INTERVAL, value_parser = clap::value_parser!(u32).range(1..=60))]
@@ -530,6 +531,9 @@ mod tests {
             (8, 3, DEFAULT_PORT)
         );
         assert!(Cli::try_parse_from(["framelock", "host", "--players", "9"]).is_err());
+        // A session of one would wait for a joiner it does not want.
+        let alone = Cli::try_parse_from(["framelock", "host", "--players", "1"]).unwrap_err();
+        assert!(alone.to_string().contains("2..=8"), "{alone}");
         assert!(Cli::try_parse_from(["framelock", "host", "--netsim", "loss=lots"]).is_err());
     }
 

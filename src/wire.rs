@@ -26,7 +26,7 @@ use thiserror::Error;
 
 pub const MAGIC: [u8; 2] = *b"FL";
 /// Bumped on every incompatible wire change; peers with another version are refused by name.
-pub const PROTOCOL_VERSION: u8 = 4;
+pub const PROTOCOL_VERSION: u8 = 5;
 /// Header length of session-layer datagrams.
 pub const HEADER_LEN: usize = 8;
 /// Header length of lockstep datagrams (CTRL, UPDATE).
@@ -54,6 +54,9 @@ pub enum Kind {
     Bye = 0x07,
     /// either way: desync recovery, the host's state for one joiner and its acks.
     Resync = 0x08,
+    /// host -> ready joiner, while the lobby waits for the others: players in and wanted
+    /// (the joiner knows the host is there; since protocol version 5).
+    Lobby = 0x09,
     /// client -> server lockstep control (inputs, acks, timestamps, checksums).
     Ctrl = 0x10,
     /// server -> client lockstep update (everyone's inputs, next keyframe).
@@ -71,6 +74,7 @@ impl Kind {
             0x06 => Kind::StateAck,
             0x07 => Kind::Bye,
             0x08 => Kind::Resync,
+            0x09 => Kind::Lobby,
             0x10 => Kind::Ctrl,
             0x11 => Kind::Update,
             _ => return None,

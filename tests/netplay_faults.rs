@@ -327,8 +327,9 @@ fn ctrl_c_on_a_joiner_is_a_goodbye_not_a_timeout() {
     );
     std::thread::sleep(Duration::from_secs(3));
     let pressed = Instant::now();
-    joiner.interrupt();
-    joiner.wait_ok(Duration::from_secs(5));
+    // It says it stopped before the game started (and exits non-zero) as it does in the
+    // handshake, and still writes its stats.
+    interrupt_before_the_start(&mut joiner);
     let j = joiner.read_stats();
     assert_eq!(j["end"], "quit", "{j:#}");
     let out = host
@@ -422,8 +423,9 @@ fn ctrl_c_before_the_game_starts() {
         "{}",
         host.log_text()
     );
-    joiner.interrupt();
-    joiner.wait_ok(Duration::from_secs(5));
+    // It says it stopped before the game started (and exits non-zero) as it does in the
+    // handshake, and still writes its stats.
+    interrupt_before_the_start(&mut joiner);
     let j = joiner.read_stats();
     assert_eq!(
         (j["frames"].as_u64(), j["end"].as_str()),
@@ -462,4 +464,64 @@ fn join_without_a_host_says_no_answer() {
         "{log}"
     );
     assert!(took <= Duration::from_secs(6), "gave up after {took:?}");
+}
+
+/// A 4-player lobby fills slowly: the first joiner waits past the 5 s a silent host gets
+/// (the lobby tells it every half second that it is there), a joiner that dies while it
+/// waits is dropped within the lockstep timeout and its slot goes to the next one, and the
+/// game then runs in sync with the four live players.
+#[test]
+fn a_slow_lobby_keeps_its_waiting_joiners_and_drops_dead_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let port = free_port();
+    let frames = ["--frames", "300"];
+    let mut host_args = args(&["--players", "4", "--bot", "1"]);
+    host_args.extend(args(&frames));
+    let mut host = start_host(d, port, &host_args);
+    let mut first = start_join(d, port, "first", &args(&["--frames", "300", "--bot", "2"]));
+    assert!(first
+        .wait_for_log(
+            "waiting for the game to start: 2 of 4",
+            Duration::from_secs(10)
+        )
+        .is_some());
+    let mut dead = start_join(d, port, "dead", &args(&["--frames", "300", "--bot", "3"]));
+    assert!(host
+        .wait_for_log("player 3 has the start state", Duration::from_secs(10))
+        .is_some());
+    dead.kill();
+    let killed = Instant::now();
+    let dropped = host
+        .wait_for_log(
+            "player 3 went silent while waiting for the game to start",
+            Duration::from_secs(6),
+        )
+        .unwrap_or_else(|| panic!("the dead joiner stayed in\n{}", host.log_text()));
+    let after = dropped.duration_since(killed);
+    assert!(after < Duration::from_millis(3000), "{after:?}");
+    // Past the 5 s a joiner gives a silent host.
+    std::thread::sleep(Duration::from_secs(4));
+    assert!(first.try_status().is_none(), "{}", first.log_text());
+    let mut late = [
+        start_join(d, port, "third", &args(&["--frames", "300", "--bot", "4"])),
+        start_join(d, port, "fourth", &args(&["--frames", "300", "--bot", "5"])),
+    ];
+    for p in late.iter_mut().chain([&mut first]) {
+        p.wait_ok(Duration::from_secs(30));
+    }
+    host.wait_ok(Duration::from_secs(30));
+    let want = checksum(&host.read_stats());
+    let mut slots = Vec::new();
+    for p in late.iter().chain([&first]) {
+        let s = p.read_stats();
+        assert_eq!(checksum(&s), want, "{}", p.log_text());
+        slots.push(s["slot"].as_u64().unwrap());
+    }
+    slots.sort();
+    assert_eq!(
+        slots,
+        [1, 2, 3],
+        "the dead joiner's slot was not given again"
+    );
 }

@@ -356,8 +356,16 @@ impl NetState {
                 || self.client.ready_frames() > 0
                 || self.client.frame().0 > 0;
         }
-        // Before the first frames the silence is the start-up round trip, not a lost host.
-        if self.contact || now.saturating_duration_since(self.started) >= FIRST_CONTACT {
+        // Before the first frames the silence is the start-up round trip (or the host's
+        // lobby waiting for other players, which says so every `LOBBY_INTERVAL`), not a
+        // lost host.
+        let heard = match &self.role {
+            Role::Join { session, .. } => session
+                .last_heard()
+                .map_or(self.started, |t| t.max(self.started)),
+            Role::Host { .. } => self.started,
+        };
+        if self.contact || now.saturating_duration_since(heard) >= FIRST_CONTACT {
             self.client.handle_timeout(now);
         }
         self.handle_events(now);
@@ -445,9 +453,15 @@ impl NetState {
         }
         if let Role::Join { session, .. } = &mut self.role {
             while let Some(ev) = session.poll_event() {
-                if let JoinEvent::Failed(e) = ev {
-                    tracing::error!("netplay: {e}");
-                    self.end.get_or_insert(NetEnd::HostLeft(e.to_string()));
+                match ev {
+                    JoinEvent::Failed(e) => {
+                        tracing::error!("netplay: {e}");
+                        self.end.get_or_insert(NetEnd::HostLeft(e.to_string()));
+                    }
+                    JoinEvent::Waiting { ready, want } => tracing::info!(
+                        "netplay: waiting for the game to start: {ready} of {want} players in"
+                    ),
+                    _ => {}
                 }
             }
         }

@@ -187,6 +187,8 @@ pub fn join_lobby(
                     bar = DownloadBar::new(packed_len as u64);
                 }
                 JoinEvent::Ready(state) => return Ok(*state),
+                // Only after Ready, when the frame loop's feed has the session.
+                JoinEvent::Waiting { .. } => {}
                 JoinEvent::Failed(e) => return Err(NetplayError::Join(e)),
             }
         }

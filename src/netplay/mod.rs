@@ -370,6 +370,10 @@ fn run(
     if let Some(path) = &play.stats_json {
         crate::app::stats::write(path, &summary.stats).map_err(PlayError::from)?;
     }
+    if quit && summary.frames == 0 {
+        // Admitted, and waiting for the others when the player gave up: as in the lobby.
+        return Err(NetplayError::Interrupted);
+    }
     if let Some(NetEnd::HostLeft(why)) = ended {
         return Err(NetplayError::Ended(format!(
             "{why} (after {} frames)",

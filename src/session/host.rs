@@ -22,6 +22,10 @@ use crate::wire::{Kind, WireError, PROTOCOL_VERSION};
 const MAX_PENDING: usize = 64;
 /// Copies of a Bye sent (no ack; three copies survive 25% loss 98% of the time).
 const BYE_COPIES: usize = 3;
+/// Default `HostConfig::ready_timeout`: the lockstep timeout, as for a player in the game.
+pub const READY_TIMEOUT: Duration = Duration::from_secs(2);
+/// How often the lobby tells its ready joiners that it is there and how many are in.
+pub const LOBBY_INTERVAL: Duration = Duration::from_millis(500);
 
 #[derive(Clone, Debug)]
 pub struct HostConfig {
@@ -41,6 +45,9 @@ pub struct HostConfig {
     /// Frame at which the start state was taken.
     pub frame: u32,
     pub handshake_timeout: Duration,
+    /// A joiner that has the start state and waits for the others in the lobby is dropped
+    /// after this long without a datagram (its lockstep client sends CTRLs while it waits).
+    pub ready_timeout: Duration,
 }
 
 impl HostConfig {
@@ -55,6 +62,7 @@ impl HostConfig {
             keyframe_interval: crate::lockstep::DEFAULT_KEYFRAME_INTERVAL as u8,
             frame: 0,
             handshake_timeout: HANDSHAKE_TIMEOUT,
+            ready_timeout: READY_TIMEOUT,
         }
     }
 }
@@ -65,6 +73,8 @@ pub enum LeftReason {
     Bye(String),
     /// Silent for too long before it was ready.
     Timeout,
+    /// Silent for too long while it waited, ready, for the others.
+    Silent,
     /// Removed by the host (`kick`), with the reason sent to it.
     Kicked(String),
 }
@@ -74,6 +84,7 @@ impl fmt::Display for LeftReason {
         match self {
             LeftReason::Bye(r) => write!(f, "left ({r})"),
             LeftReason::Timeout => write!(f, "timed out during the handshake"),
+            LeftReason::Silent => write!(f, "went silent while waiting for the game to start"),
             LeftReason::Kicked(r) => write!(f, "removed by the host ({r})"),
         }
     }
@@ -160,6 +171,8 @@ pub struct HostSession {
     peers: Vec<Peer>,
     pending: VecDeque<Pending>,
     accepting: bool,
+    /// When the lobby last told its ready joiners it is there (`Msg::Lobby`).
+    lobby_sent: Option<Instant>,
     queue: VecDeque<Transmit>,
     events: VecDeque<HostEvent>,
     last_refusal: Option<(SocketAddr, String)>,
@@ -190,6 +203,7 @@ impl HostSession {
             peers: Vec::new(),
             pending: VecDeque::new(),
             accepting: true,
+            lobby_sent: None,
             queue: VecDeque::new(),
             events: VecDeque::new(),
             last_refusal: None,
@@ -281,6 +295,16 @@ impl HostSession {
         self.peers.iter().find(|p| p.slot == slot).map(|p| p.addr)
     }
 
+    /// Players that have the start state, the host's own included.
+    fn ready_count(&self) -> u8 {
+        let joiners = self
+            .peers
+            .iter()
+            .filter(|p| matches!(p.phase, Phase::Ready { .. }))
+            .count() as u8;
+        joiners + u8::from(self.cfg.host_is_player)
+    }
+
     /// True when at least one joiner is in and every joiner is ready.
     pub fn all_ready(&self) -> bool {
         !self.peers.is_empty()
@@ -306,6 +330,21 @@ impl HostSession {
     }
 
     fn dispatch(&mut self, now: Instant, from: SocketAddr, datagram: &[u8]) -> Result<(), Dropped> {
+        if let Ok((h, _)) = crate::wire::Header::parse(datagram) {
+            if h.kind == Kind::Ctrl {
+                // A ready joiner's lockstep client sends CTRLs while it waits for the game
+                // to start: in the lobby they only show that it is still there.
+                let id = self.cfg.session_id;
+                let peer = self.peers.iter_mut().find(|p| p.addr == from);
+                return match peer {
+                    Some(p) if h.session == id && matches!(p.phase, Phase::Ready { .. }) => {
+                        p.last_heard = now;
+                        Ok(())
+                    }
+                    _ => Err(Dropped::UnknownPeer(Kind::Ctrl)),
+                };
+            }
+        }
         let (header, msg) = match Msg::decode(datagram) {
             Ok(ok) => ok,
             Err(WireError::Version(v)) if foreign_version(datagram, Kind::Hello).is_some() => {
@@ -405,10 +444,11 @@ impl HostSession {
         if let Some(reason) = incompatibility(&self.info, &hello) {
             return self.refuse(from, reason);
         }
-        let name = if hello.player_name.is_empty() {
+        let name = printable(&hello.player_name);
+        let name = if name.is_empty() {
             format!("player {}", slot + 1)
         } else {
-            hello.player_name.clone()
+            name
         };
         let mut players: Vec<(u8, String)> = self
             .players()
@@ -551,6 +591,39 @@ impl HostSession {
         for slot in silent {
             self.drop_peer(slot, LeftReason::Timeout);
         }
+        if self.accepting {
+            // Once the game runs, the lockstep server times players out instead.
+            let ready_timeout = self.cfg.ready_timeout;
+            let gone: Vec<(u8, SocketAddr)> = self
+                .peers
+                .iter()
+                .filter(|p| matches!(p.phase, Phase::Ready { .. }))
+                .filter(|p| now >= p.last_heard + ready_timeout)
+                .map(|p| (p.slot, p.addr))
+                .collect();
+            for (slot, addr) in gone {
+                let why = format!(
+                    "dropped from the lobby: nothing heard for {} s",
+                    ready_timeout.as_secs_f64()
+                );
+                self.send(addr, &Msg::Bye(why), self.cfg.session_id);
+                self.drop_peer(slot, LeftReason::Silent);
+            }
+            if self.lobby_sent.is_none_or(|t| now >= t + LOBBY_INTERVAL) {
+                self.lobby_sent = Some(now);
+                let ready = self.ready_count();
+                let want = self.cfg.max_players;
+                let to: Vec<SocketAddr> = self
+                    .peers
+                    .iter()
+                    .filter(|p| matches!(p.phase, Phase::Ready { .. }))
+                    .map(|p| p.addr)
+                    .collect();
+                for addr in to {
+                    self.send(addr, &Msg::Lobby { ready, want }, self.cfg.session_id);
+                }
+            }
+        }
         for peer in &mut self.peers {
             match &mut peer.phase {
                 Phase::Welcomed { sent_at, resent } if now >= *sent_at + HELLO_INTERVAL => {
@@ -614,10 +687,29 @@ impl HostSession {
                 Some(p.last_heard + timeout),
             ],
             Phase::Sending(s) => [s.deadline(), Some(p.last_heard + timeout)],
+            Phase::Ready { .. } if self.accepting => [
+                self.lobby_sent.map(|t| t + LOBBY_INTERVAL),
+                Some(p.last_heard + self.cfg.ready_timeout),
+            ],
             Phase::Ready { .. } => [None, None],
         });
         pending.chain(peers.flatten()).min()
     }
+}
+
+/// A joiner's name as every terminal and window may show it: line breaks and tabs become
+/// spaces, other control characters (escape sequences that clear a screen or forge a log
+/// line) go, and the ends are trimmed.
+fn printable(name: &str) -> String {
+    name.chars()
+        .filter_map(|c| match c {
+            '\n' | '\r' | '\t' => Some(' '),
+            c if c.is_control() => None,
+            c => Some(c),
+        })
+        .collect::<String>()
+        .trim()
+        .to_string()
 }
 
 /// What differs between the host and a joiner, phrased for the joiner; `None` if compatible.

@@ -12,7 +12,7 @@ use super::{
     auth, option_diffs, Dropped, OptionDiff, SessionError, SessionInfo, SessionStats, Transmit,
     HANDSHAKE_TIMEOUT, HELLO_INTERVAL,
 };
-use crate::wire::{Kind, WireError, HEADER_LEN, MAX_DATAGRAM, PROTOCOL_VERSION};
+use crate::wire::{Kind, WireError, HEADER_LEN, MAGIC, MAX_DATAGRAM, PROTOCOL_VERSION};
 
 const BYE_COPIES: usize = 3;
 /// The final "verified" ack is sent this many times unprompted (and again whenever the host
@@ -68,6 +68,9 @@ pub enum JoinEvent {
     },
     /// The start state arrived and verified.
     Ready(Box<StartState>),
+    /// The host's lobby waits for more players: `ready` of `want` are in (the host's player
+    /// included). Raised when the numbers change.
+    Waiting { ready: u8, want: u8 },
     /// The join failed (refused, no answer, corrupt state) or the host left.
     Failed(SessionError),
 }
@@ -97,6 +100,10 @@ pub struct JoinSession {
     auth: Auth,
     started: Instant,
     last_heard: Option<Instant>,
+    /// Datagrams from the host's address that were not valid session datagrams.
+    strays_from_host: u32,
+    /// The last `Msg::Lobby` numbers: players in and wanted.
+    lobby: Option<(u8, u8)>,
     next_hello: Instant,
     session: u32,
     queue: VecDeque<Vec<u8>>,
@@ -112,6 +119,8 @@ impl JoinSession {
             auth: Auth::None,
             started: now,
             last_heard: None,
+            strays_from_host: 0,
+            lobby: None,
             next_hello: now,
             session: 0,
             queue: VecDeque::new(),
@@ -187,7 +196,9 @@ impl JoinSession {
         };
         match &result {
             Ok(()) => self.last_heard = Some(now),
+            Err(Dropped::NotFromHost(_)) => {}
             Err(why) => {
+                self.strays_from_host += 1;
                 tracing::trace!(%from, "session: dropped datagram: {why}");
                 self.stats.drop(why);
             }
@@ -198,7 +209,11 @@ impl JoinSession {
     fn dispatch(&mut self, now: Instant, datagram: &[u8]) -> Result<(), Dropped> {
         let (header, msg) = match Msg::decode(datagram) {
             Ok(ok) => ok,
-            Err(WireError::Version(v)) if matches!(self.phase, Phase::Hello) => {
+            // Only a datagram in the frozen session layout (magic first) is a framelock
+            // host of another version; anything else is noise, whatever its first byte.
+            Err(WireError::Version(v))
+                if matches!(self.phase, Phase::Hello) && datagram.starts_with(&MAGIC) =>
+            {
                 // A host of another version: its Refuse body is readable whatever the version.
                 let reason = foreign_version(datagram, Kind::Refuse)
                     .and_then(|_| refuse_text(&datagram[HEADER_LEN..]));
@@ -254,6 +269,12 @@ impl JoinSession {
                 *ack_at = Some(now);
             }
             (Msg::Welcome(_), Phase::Ready { ack_at, .. }) => *ack_at = Some(now),
+            (Msg::Lobby { ready, want }, Phase::Ready { .. }) => {
+                if self.lobby != Some((ready, want)) {
+                    self.lobby = Some((ready, want));
+                    self.events.push_back(JoinEvent::Waiting { ready, want });
+                }
+            }
             (Msg::Bye(reason), Phase::Receiving { .. } | Phase::Ready { .. }) => {
                 self.fail(SessionError::HostLeft(reason))
             }
@@ -334,9 +355,15 @@ impl JoinSession {
         if matches!(self.phase, Phase::Hello | Phase::Receiving { .. }) {
             match self.last_heard {
                 None if now >= self.started + timeout => {
-                    let e = SessionError::NoAnswer {
-                        addr: self.cfg.host,
-                        secs: timeout.as_secs_f64().round() as u64,
+                    let e = match self.strays_from_host {
+                        0 => SessionError::NoAnswer {
+                            addr: self.cfg.host,
+                            secs: timeout.as_secs_f64().round() as u64,
+                        },
+                        n => SessionError::NotFramelock {
+                            addr: self.cfg.host,
+                            datagrams: n,
+                        },
                     };
                     return self.fail(e);
                 }
@@ -385,6 +412,11 @@ impl JoinSession {
             to: self.cfg.host,
             bytes,
         })
+    }
+
+    /// When the host was last heard from (any valid session datagram).
+    pub fn last_heard(&self) -> Option<Instant> {
+        self.last_heard
     }
 
     pub fn poll_event(&mut self) -> Option<JoinEvent> {

@@ -71,6 +71,11 @@ pub enum SessionError {
     Refused(String),
     #[error("no answer from {addr} after {secs} s: is the host running and the port open?")]
     NoAnswer { addr: SocketAddr, secs: u64 },
+    #[error(
+        "{addr} answered with {datagrams} datagram(s) that are not a framelock host's: is \
+         that the host's address and port?"
+    )]
+    NotFramelock { addr: SocketAddr, datagrams: u32 },
     #[error("the host went silent during the handshake ({secs} s without a datagram)")]
     HostSilent { secs: u64 },
     #[error("the host speaks framelock protocol {host}, this build speaks {ours}")]

@@ -92,6 +92,11 @@ pub enum Msg<'a> {
     },
     StateAck(StateAck),
     Bye(String),
+    /// The host's lobby to a ready joiner: players in (the host's included) and wanted.
+    Lobby {
+        ready: u8,
+        want: u8,
+    },
 }
 
 impl Msg<'_> {
@@ -104,6 +109,7 @@ impl Msg<'_> {
             Msg::StateChunk { .. } => Kind::StateChunk,
             Msg::StateAck(_) => Kind::StateAck,
             Msg::Bye(_) => Kind::Bye,
+            Msg::Lobby { .. } => Kind::Lobby,
         }
     }
 
@@ -176,6 +182,7 @@ impl Msg<'_> {
                 out.extend_from_slice(&a.bitmap[..a.bitmap.len().min(MAX_ACK_BITMAP)]);
             }
             Msg::Bye(reason) => put_str8(&mut out, reason, MAX_TEXT),
+            Msg::Lobby { ready, want } => out.extend_from_slice(&[*ready, *want]),
         }
         out
     }
@@ -296,6 +303,14 @@ impl Msg<'_> {
                 })
             }
             Kind::Bye => Msg::Bye(r.str8().map_err(bad)?),
+            Kind::Lobby => {
+                let ready = r.u8().map_err(bad)?;
+                let want = r.u8().map_err(bad)?;
+                if ready > want || usize::from(want) > crate::input::MAX_PLAYERS {
+                    return Err(WireError::Malformed(kind));
+                }
+                Msg::Lobby { ready, want }
+            }
             // Carried by `resync` and `lockstep`, not by the handshake.
             Kind::Resync | Kind::Ctrl | Kind::Update => {
                 return Err(WireError::UnknownKind(kind as u8))
@@ -427,6 +442,7 @@ mod tests {
             })
             .encode(5),
             Msg::Bye("quit".into()).encode(5),
+            Msg::Lobby { ready: 2, want: 3 }.encode(5),
         ]
     }
 

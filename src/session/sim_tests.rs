@@ -9,6 +9,7 @@ use rand::{rngs::SmallRng, Rng, RngCore, SeedableRng};
 
 use super::*;
 use crate::net::conditioner::Conditioner;
+use crate::session::host::{LOBBY_INTERVAL, READY_TIMEOUT};
 use crate::wire::PROTOCOL_VERSION;
 
 const LOSSY: &str = "delay=40ms,jitter=10ms,loss=25%,dup=2%,reorder=2%";
@@ -551,4 +552,136 @@ fn the_host_measures_each_joiners_round_trip_despite_resent_welcomes() {
             "{len} bytes over {netsim}: {rtt:.1} ms, want about {want}"
         );
     }
+}
+
+#[test]
+fn the_lobby_keeps_ready_joiners_informed_and_drops_silent_ones() {
+    // Four players: ana and bob have the start state and wait for the fourth. Ana's
+    // lockstep client sends CTRLs while it waits; bob's process died. The lobby tells ana
+    // every half second that it is there and how many are in (so her wait is not taken
+    // for a lost host), and drops bob after `READY_TIMEOUT` of silence, freeing his slot.
+    let mut config = cfg();
+    config.max_players = 4;
+    let mut sim = Sim::new(config, vec![5; 5000], "delay=20ms");
+    let a = sim.join(1, info("ana"), None);
+    let b = sim.join(2, info("bob"), None);
+    assert!(sim.run_until(Duration::from_secs(5), |s| s.settled(a)
+        && s.settled(b)
+        && s.host.all_ready()));
+    let (ready_a, ready_b) = (sim.ready(a).unwrap().clone(), sim.ready(b).unwrap().clone());
+    let mut ctrl = Vec::new();
+    crate::wire::Header {
+        kind: crate::wire::Kind::Ctrl,
+        session: ready_a.session,
+    }
+    .write(&mut ctrl);
+    sim.joiners.retain(|(x, _)| *x == a);
+    let died = sim.now;
+    let mut dropped_at = None;
+    for _ in 0..60 {
+        let now = sim.now;
+        sim.host.handle_datagram(now, a, &ctrl).unwrap();
+        let until = now - sim.start + Duration::from_millis(100);
+        sim.run_until(until, |_| false);
+        let left = HostEvent::Left {
+            slot: ready_b.slot,
+            reason: LeftReason::Silent,
+        };
+        if dropped_at.is_none() && sim.host_events.contains(&left) {
+            dropped_at = Some(sim.now - died);
+        }
+    }
+    let dropped_at = dropped_at.expect("the silent joiner was never dropped");
+    assert!(
+        dropped_at >= READY_TIMEOUT && dropped_at < READY_TIMEOUT + Duration::from_millis(300),
+        "{dropped_at:?}"
+    );
+    // Ana waited 6 s and is still in, and heard the count go from 3 of 4 to 2 of 4.
+    assert!(sim.host.slot_of(a).is_some());
+    assert!(sim.host.slot_of(b).is_none());
+    let waiting: Vec<(u8, u8)> = sim
+        .join_events
+        .iter()
+        .filter_map(|(x, e)| match e {
+            JoinEvent::Waiting { ready, want } if *x == a => Some((*ready, *want)),
+            _ => None,
+        })
+        .collect();
+    assert!(waiting.ends_with(&[(3, 4), (2, 4)]), "{waiting:?}");
+    let heard = sim.joiners[0].1.last_heard().unwrap();
+    assert!(sim.now - heard <= LOBBY_INTERVAL + Duration::from_millis(50));
+    // The freed slot goes to the next joiner.
+    let c = sim.join(3, info("cy"), None);
+    assert!(
+        sim.run_until(sim.now - sim.start + Duration::from_secs(5), |s| s
+            .settled(c))
+    );
+    assert_eq!(sim.ready(c).map(|s| s.slot), Some(ready_b.slot));
+}
+
+#[test]
+fn noise_from_the_hosts_address_is_no_other_version() {
+    // Something that is not a framelock host answers at the address (another service, a
+    // UDP echo): random bytes are dropped, whatever their first byte, and when the host
+    // never answers properly the joiner says that something else answered there.
+    let now = Instant::now();
+    let mut j = JoinSession::new(JoinConfig::new(addr(0), info("j")), now);
+    let mut rng = SmallRng::seed_from_u64(9);
+    let mut sent = 0u32;
+    let mut t = now;
+    while t < now + HANDSHAKE_TIMEOUT + Duration::from_millis(100) {
+        j.handle_timeout(t);
+        while let Some(hello) = j.poll_transmit(t) {
+            // An echo of our own Hello, then random bytes of random length.
+            assert!(j.handle_datagram(t, addr(0), &hello.bytes).is_err());
+            let junk: Vec<u8> = (0..rng.gen_range(5..60)).map(|_| rng.gen()).collect();
+            assert!(j.handle_datagram(t, addr(0), &junk).is_err(), "{junk:?}");
+            sent += 2;
+        }
+        if let Some(ev) = j.poll_event() {
+            assert_eq!(
+                ev,
+                JoinEvent::Failed(SessionError::NotFramelock {
+                    addr: addr(0),
+                    datagrams: sent,
+                })
+            );
+            assert_eq!(
+                SessionError::NotFramelock {
+                    addr: addr(0),
+                    datagrams: 3
+                }
+                .to_string(),
+                "127.0.0.1:40000 answered with 3 datagram(s) that are not a framelock \
+                 host's: is that the host's address and port?"
+            );
+            return;
+        }
+        t += Duration::from_millis(10);
+    }
+    panic!("the joiner never gave up");
+}
+
+#[test]
+fn a_joiners_name_cannot_drive_the_hosts_terminal() {
+    // ESC sequences would clear the host's screen, a newline would forge a log line.
+    let mut sim = Sim::new(cfg(), vec![1; 100], "");
+    let a = sim.join(1, info("\u{1b}[2J\u{1b}[31mEVIL\n FAKE joined\u{7}"), None);
+    let b = sim.join(2, info("\u{1b}\n\t"), None);
+    assert!(sim.run_until(Duration::from_secs(5), |s| s.settled(a) && s.settled(b)));
+    let name_of = |x: SocketAddr| {
+        let p = sim.host.players().into_iter().find(|p| p.addr == Some(x));
+        p.map(|p| (p.slot, p.name)).unwrap()
+    };
+    let (_, evil) = name_of(a);
+    assert_eq!(evil, "[2J[31mEVIL  FAKE joined");
+    // Nothing left: the slot's default name.
+    let (slot, blank) = name_of(b);
+    assert_eq!(blank, format!("player {}", slot + 1));
+    // Joiners are told the cleaned name (the Welcome lists the players in so far).
+    let told = &sim.ready(a).unwrap().players;
+    assert!(
+        told.iter().any(|(_, n)| n == "[2J[31mEVIL  FAKE joined"),
+        "{told:?}"
+    );
 }
