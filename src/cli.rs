@@ -134,7 +134,7 @@ pub struct HostArgs {
     #[arg(short = 'K', long = "keyframe-interval", value_name = "N", default_value_t = DEFAULT_KEYFRAME_INTERVAL, value_parser = clap::value_parser!(u32).range(1..=60))]
     pub keyframe_interval: u32,
     /// Give up if the players are not all in after this many seconds (default: wait).
-    #[arg(long, value_name = "SECS")]
+    #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..))]
     pub lobby_timeout: Option<u64>,
     #[command(flatten)]
     pub net: NetArgs,
@@ -209,7 +209,8 @@ pub struct PlayArgs {
     /// Run as fast as possible instead of at the core's frame rate.
     #[arg(long)]
     pub fast: bool,
-    /// A synthetic player 1 pressing random but plausible buttons, the same for a SEED.
+    /// A synthetic player pressing random but plausible buttons, the same for a SEED: player
+    /// 1 in `play` and `host`, a joiner's own player in `join`.
     #[arg(long, value_name = "SEED")]
     pub bot: Option<u64>,
     /// Write run statistics (frames, checksum, fps, wall_s, core, content) as JSON at exit.

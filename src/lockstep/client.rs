@@ -633,6 +633,11 @@ impl Client {
         Some(bytes)
     }
 
+    /// The settings it was made with.
+    pub fn config(&self) -> &Config {
+        &self.cfg
+    }
+
     pub fn poll_event(&mut self) -> Option<ClientEvent> {
         self.events.pop_front()
     }

@@ -472,9 +472,12 @@ impl NetState {
                     silent_for.as_millis()
                 ),
                 ClientEvent::ServerLost => {
-                    let msg = "the host stopped answering (no datagram for the timeout)";
+                    let msg = format!(
+                        "the host stopped answering (nothing for {:.0} s)",
+                        self.client.config().timeout.as_secs_f64()
+                    );
                     tracing::error!("netplay: {msg}");
-                    self.end.get_or_insert(NetEnd::HostLeft(msg.into()));
+                    self.end.get_or_insert(NetEnd::HostLeft(msg));
                 }
                 ClientEvent::PlayerLeft { peer, from_frame } => {
                     tracing::info!(

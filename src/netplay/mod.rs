@@ -82,7 +82,7 @@ pub enum NetplayError {
     Session(SessionError),
     #[error("lockstep: {0}")]
     Lockstep(#[from] lockstep::LockstepError),
-    #[error("cannot resolve host {host:?}: {reason}")]
+    #[error("cannot join {host:?}: {reason}")]
     Resolve { host: String, reason: String },
     #[error("reading content {path}: {source}")]
     Content {
@@ -242,12 +242,20 @@ pub fn join(opts: &JoinOptions) -> Result<PlaySummary, NetplayError> {
     let start = lobby::join_lobby(&mut endpoint, &mut session)?;
 
     for diff in &start.option_diffs {
-        tracing::info!(
-            "netplay: core option {} = {} (the host's; yours was {})",
-            diff.key,
-            diff.host.as_deref().unwrap_or("(unset)"),
-            diff.local.as_deref().unwrap_or("(unset)")
-        );
+        // Worth a line only where this player chose another value; options it never set
+        // simply take the host's.
+        match &diff.local {
+            Some(local) => tracing::info!(
+                "netplay: core option {} = {} (the host's; yours was {local})",
+                diff.key,
+                diff.host.as_deref().unwrap_or("(unset)"),
+            ),
+            None => tracing::debug!(
+                "netplay: core option {} = {} (the host's)",
+                diff.key,
+                diff.host.as_deref().unwrap_or("(unset)")
+            ),
+        }
     }
     for (key, value) in &start.payload.options {
         if let Err(e) = core.set_option(key, value) {
@@ -487,26 +495,51 @@ impl FrameObserver<Core> for CoreSide {
 
 /// `HOST`, `HOST:PORT`, `V6`, `[V6]:PORT` -> a socket address (the first one resolved).
 fn resolve(host: &str) -> Result<SocketAddr, NetplayError> {
-    if let Ok(addr) = host.parse::<SocketAddr>() {
-        return Ok(addr);
-    }
-    if let Ok(ip) = host.trim_matches(['[', ']']).parse::<IpAddr>() {
-        return Ok(SocketAddr::new(ip, DEFAULT_PORT));
-    }
-    let with_port = if host.contains(':') {
-        host.to_string()
-    } else {
-        format!("{host}:{DEFAULT_PORT}")
-    };
     let err = |reason: String| NetplayError::Resolve {
         host: host.to_string(),
         reason,
     };
-    with_port
-        .to_socket_addrs()
-        .map_err(|e| err(e.to_string()))?
-        .next()
-        .ok_or_else(|| err("no address found".into()))
+    let bare = host.strip_prefix('[').and_then(|h| h.strip_suffix(']'));
+    let addr = if let Ok(addr) = host.parse::<SocketAddr>() {
+        addr
+    } else if let Ok(ip) = bare.unwrap_or(host).parse::<IpAddr>() {
+        SocketAddr::new(ip, DEFAULT_PORT)
+    } else if host.starts_with('[') && !host.contains(']') {
+        return Err(err("an IPv6 address opened with [ needs its ]".into()));
+    } else {
+        let with_port = if host.contains(':') {
+            host.to_string()
+        } else {
+            format!("{host}:{DEFAULT_PORT}")
+        };
+        with_port
+            .to_socket_addrs()
+            .map_err(|e| err(e.to_string()))?
+            .next()
+            .ok_or_else(|| err("no address found".into()))?
+    };
+    check_host_address(addr).map_err(err)
+}
+
+/// A host is one machine on a port it listens on: not port 0, not an unspecified,
+/// broadcast or multicast address (whose datagrams would go to no host, or to many).
+fn check_host_address(addr: SocketAddr) -> Result<SocketAddr, String> {
+    let ip = addr.ip();
+    let multicast_or_broadcast = match ip {
+        IpAddr::V4(v4) => v4.is_multicast() || v4.is_broadcast(),
+        IpAddr::V6(v6) => v6.is_multicast(),
+    };
+    if addr.port() == 0 {
+        Err("port 0 is not a port a host listens on".into())
+    } else if ip.is_unspecified() {
+        Err(format!("{ip} is no machine's address; give the host's"))
+    } else if multicast_or_broadcast {
+        Err(format!(
+            "{ip} is a broadcast or multicast address, not one host's"
+        ))
+    } else {
+        Ok(addr)
+    }
 }
 
 #[cfg(test)]
@@ -530,5 +563,19 @@ mod tests {
             resolve("no.such.host.invalid"),
             Err(NetplayError::Resolve { .. })
         ));
+        assert_eq!(resolve("[::1]").unwrap(), "[::1]:7845".parse().unwrap());
+        // Addresses no host listens on are refused, saying why.
+        for (bad, why) in [
+            ("[::1", "needs its ]"),
+            ("127.0.0.1:0", "port 0"),
+            ("0.0.0.0", "no machine's address"),
+            ("[::]:7845", "no machine's address"),
+            ("255.255.255.255", "broadcast or multicast"),
+            ("224.0.0.1:9", "broadcast or multicast"),
+            ("[ff02::1]:9", "broadcast or multicast"),
+        ] {
+            let e = resolve(bad).unwrap_err().to_string();
+            assert!(e.contains(bad) && e.contains(why), "{bad}: {e}");
+        }
     }
 }
