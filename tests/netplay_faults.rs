@@ -327,9 +327,8 @@ fn ctrl_c_on_a_joiner_is_a_goodbye_not_a_timeout() {
     );
     std::thread::sleep(Duration::from_secs(3));
     let pressed = Instant::now();
-    // It says it stopped before the game started (and exits non-zero) as it does in the
-    // handshake, and still writes its stats.
-    interrupt_before_the_start(&mut joiner);
+    joiner.interrupt();
+    joiner.wait_ok(Duration::from_secs(5));
     let j = joiner.read_stats();
     assert_eq!(j["end"], "quit", "{j:#}");
     let out = host
@@ -524,4 +523,42 @@ fn a_slow_lobby_keeps_its_waiting_joiners_and_drops_dead_ones() {
         [1, 2, 3],
         "the dead joiner's slot was not given again"
     );
+}
+
+/// A host that reaches its frame limit first leaves once its joiner holds every frame it
+/// published: a joiner that wanted more plays those, then ends saying the host finished,
+/// instead of standing still for the host's 3 s of grace. A joiner with the same limit
+/// still ends cleanly however the goodbye and its last frames cross.
+#[test]
+fn a_host_that_finishes_first_lets_its_joiners_go_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut host, mut joiner) = start_session(
+        dir.path(),
+        free_port(),
+        &["--frames", "120", "--bot", "1"],
+        &["--frames", "600", "--bot", "2"],
+    );
+    host.wait_ok(Duration::from_secs(20));
+    let status = joiner.wait(Duration::from_secs(20));
+    let log = joiner.log_text();
+    assert!(!status.success(), "{log}");
+    let last = log.lines().last().unwrap_or_default();
+    assert!(
+        last.contains("the host left: host finished"),
+        "{last}\n{log}"
+    );
+    let j = joiner.read_stats();
+    // It played at least the host's frames, and did not stand at the last one for seconds.
+    assert!(j["frames"].as_u64().unwrap() >= 120, "{j:#}");
+    assert!(j["wall_s"].as_f64().unwrap() < 3.5, "{j:#}");
+
+    let (mut host, mut joiner) = start_session(
+        dir.path(),
+        free_port(),
+        &["--frames", "300", "--bot", "1"],
+        &["--frames", "300", "--bot", "2"],
+    );
+    host.wait_ok(Duration::from_secs(20));
+    joiner.wait_ok(Duration::from_secs(20));
+    assert_eq!(checksum(&host.read_stats()), checksum(&joiner.read_stats()));
 }

@@ -574,6 +574,11 @@ impl Server {
         self.hist_base.plus(self.history.len() as u32)
     }
 
+    /// The frames `peer` has acknowledged: it holds every frame before this one.
+    pub fn delivered(&self, peer: PeerId) -> Option<Frame> {
+        self.peer(peer).map(|p| p.acked)
+    }
+
     /// Smoothed RTT to `peer`.
     pub fn rtt(&self, peer: PeerId) -> Option<Duration> {
         self.peer(peer).and_then(|p| p.rtt.srtt())

@@ -580,7 +580,9 @@ impl NetState {
     }
 
     /// Keeps the network going without running frames: the host serves its peers until they
-    /// have left (or `grace` ran out), so that they can finish the frames already published.
+    /// have left or hold every frame it published (or `grace` ran out), so that they can
+    /// finish the frames already published. One that plays longer than the host stalls at
+    /// the last of them: the goodbye then tells it at once, not after the grace.
     fn linger(&mut self, grace: Duration) {
         let start = Instant::now();
         loop {
@@ -588,7 +590,11 @@ impl NetState {
             self.pull(now);
             self.push(now);
             let remaining = match &self.role {
-                Role::Host { server, .. } => server.peers().filter(|p| p.0 != 0).count(),
+                Role::Host { server, .. } => server
+                    .peers()
+                    .filter(|p| p.0 != 0)
+                    .filter(|p| server.delivered(*p) < Some(server.frontier()))
+                    .count(),
                 Role::Join { .. } => 0,
             };
             if remaining == 0 || now.duration_since(start) >= grace {
@@ -693,7 +699,9 @@ impl NetState {
         let now = self.frame_loop_call(now);
         self.pull(now);
         self.take_from_observer(now);
-        if self.end.is_some() {
+        // After the host's goodbye, the frames it sent before are still played: a host that
+        // reached its frame limit leaves once every joiner has them.
+        if self.end.is_some() && self.client.ready_frames() == 0 {
             return FeedPoll::End;
         }
         // A bot decides per frame, even when several frames run in one tick.

@@ -382,7 +382,8 @@ fn run(
         // Admitted, and waiting for the others when the player gave up: as in the lobby.
         return Err(NetplayError::Interrupted);
     }
-    if let Some(NetEnd::HostLeft(why)) = ended {
+    // A joiner that reached its own frame limit finished, whenever the host left.
+    if let (Some(NetEnd::HostLeft(why)), false) = (ended, summary.end == EndReason::FrameLimit) {
         return Err(NetplayError::Ended(format!(
             "{why} (after {} frames)",
             summary.frames
