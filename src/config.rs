@@ -2,7 +2,8 @@
 //!
 //! Every section is `#[serde(default)]`, so a file written for an older version (or an
 //! empty one) still loads; unknown keys are logged and ignored; a malformed file is an
-//! error naming the file and the line.
+//! error naming the file and the line. Paths may start with `~/` (the home directory);
+//! relative paths are relative to the config file's directory, wherever framelock runs from.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -18,7 +19,8 @@ use crate::input::{Button, KeyMap, KEYBOARD_PLAYERS};
 pub const EXAMPLE: &str = r#"# framelock config: ~/.config/framelock/config.toml. Every key is optional.
 
 [paths]
-# Defaults live under ~/.local/share/framelock/.
+# Defaults live under ~/.local/share/framelock/. A leading ~/ is your home directory;
+# relative paths are relative to the directory of this file.
 # system_dir = "/home/me/.local/share/framelock/system"         # BIOS files, fbneo/ romsets
 # save_dir = "/home/me/.local/share/framelock/saves"            # <game>.srm save RAM
 # screenshots_dir = "/home/me/.local/share/framelock/screenshots"
@@ -97,6 +99,13 @@ pub enum ConfigError {
     },
     #[error("config file {}: input.keyboard_players must be 0, 1 or 2 (got {value})", .path.display())]
     KeyboardPlayers { path: PathBuf, value: u32 },
+    #[error("config file {}: paths.{key} = {value:?}: {problem}", .path.display())]
+    BadPath {
+        path: PathBuf,
+        key: &'static str,
+        value: String,
+        problem: &'static str,
+    },
 }
 
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
@@ -110,7 +119,8 @@ pub struct Config {
     pub core_options: BTreeMap<String, String>,
 }
 
-/// Directories; `None` means the XDG default (see [`Config::resolved_paths`]).
+/// Directories; `None` means the XDG default (see [`Config::resolved_paths`]). Once parsed,
+/// `~` is expanded and relative paths are anchored at the config file's directory.
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
 #[serde(default)]
 pub struct PathsConfig {
@@ -118,6 +128,65 @@ pub struct PathsConfig {
     pub save_dir: Option<PathBuf>,
     pub screenshots_dir: Option<PathBuf>,
     pub recordings_dir: Option<PathBuf>,
+}
+
+impl PathsConfig {
+    /// Every path setting, by key.
+    fn entries(&mut self) -> [(&'static str, &mut Option<PathBuf>); 4] {
+        [
+            ("system_dir", &mut self.system_dir),
+            ("save_dir", &mut self.save_dir),
+            ("screenshots_dir", &mut self.screenshots_dir),
+            ("recordings_dir", &mut self.recordings_dir),
+        ]
+    }
+
+    /// Expands `~` and anchors relative paths at `base` (the config file's directory).
+    fn resolve(&mut self, base: &Path, file: &Path) -> Result<(), ConfigError> {
+        for (key, slot) in self.entries() {
+            if let Some(p) = slot.as_mut() {
+                *p = resolve_path(p, base, home_dir).map_err(|problem| ConfigError::BadPath {
+                    path: file.to_path_buf(),
+                    key,
+                    value: p.display().to_string(),
+                    problem,
+                })?;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn home_dir() -> Option<PathBuf> {
+    directories::BaseDirs::new().map(|d| d.home_dir().to_path_buf())
+}
+
+/// `~` and `~/...` are under `home()`; other relative paths under `base`. (The config is TOML,
+/// so every path is UTF-8.)
+fn resolve_path(
+    p: &Path,
+    base: &Path,
+    home: impl FnOnce() -> Option<PathBuf>,
+) -> Result<PathBuf, &'static str> {
+    let s = p.to_str().unwrap_or_default();
+    if s.is_empty() {
+        return Err("empty path (leave the key out for the default)");
+    }
+    let rest = match s.strip_prefix('~') {
+        None if p.is_absolute() => return Ok(p.to_path_buf()),
+        None => return Ok(base.join(p)),
+        Some("") => "",
+        Some(rest) => match rest.strip_prefix('/') {
+            Some(rest) => rest,
+            None => return Err("~user is not expanded; write the full path or ~/..."),
+        },
+    };
+    let home = home().ok_or("cannot expand ~: no home directory (HOME is not set)")?;
+    Ok(if rest.is_empty() {
+        home
+    } else {
+        home.join(rest)
+    })
 }
 
 #[derive(Clone, Debug, Deserialize, PartialEq)]
@@ -233,7 +302,8 @@ impl Config {
         Ok((config, Some(path)))
     }
 
-    /// Parses config text; `path` is only used in messages.
+    /// Parses config text; `path` names the file in messages, and relative paths in it are
+    /// relative to its directory.
     pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigError> {
         let parse_err = |e: toml::de::Error| ConfigError::Parse {
             path: path.to_path_buf(),
@@ -241,7 +311,7 @@ impl Config {
             message: e.message().to_string(),
         };
         let table: toml::Table = toml::from_str(text).map_err(parse_err)?;
-        let config: Config = toml::from_str(text).map_err(parse_err)?;
+        let mut config: Config = toml::from_str(text).map_err(parse_err)?;
         for key in unknown_keys(&table) {
             tracing::warn!(
                 "config file {}: unknown key {key} (ignored)",
@@ -268,6 +338,12 @@ impl Config {
                 }
             }
         }
+        let dir = path
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        let dir = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
+        config.paths.resolve(&dir, path)?;
         Ok(config)
     }
 
@@ -393,6 +469,62 @@ mod tests {
         assert!(msg.contains("line 3") && msg.contains("hyperkey"), "{msg}");
         let e = parse("[input]\nkeyboard_players = 3\n").unwrap_err();
         assert!(e.to_string().contains("keyboard_players"), "{e}");
+    }
+
+    #[test]
+    fn paths_expand_tilde_and_are_relative_to_the_config_file() {
+        let c = parse(
+            "[paths]\nrecordings_dir = \"~/recs\"\nsave_dir = \"saves\"\n\
+             system_dir = \"/opt/bios\"\nscreenshots_dir = \"~\"\n",
+        )
+        .unwrap();
+        let home = home_dir().expect("a home directory");
+        let paths = c.resolved_paths();
+        assert_eq!(paths.recordings_dir, home.join("recs"));
+        assert_eq!(paths.screenshots_dir, home);
+        assert_eq!(paths.save_dir, Path::new("/cfg/saves"));
+        assert_eq!(paths.system_dir, Path::new("/opt/bios"));
+        // Every path key is treated alike.
+        for key in [
+            "system_dir",
+            "save_dir",
+            "screenshots_dir",
+            "recordings_dir",
+        ] {
+            let c = parse(&format!("[paths]\n{key} = \"~/x\"\n")).unwrap();
+            let mut p = c.paths.clone();
+            let set: Vec<_> = p
+                .entries()
+                .into_iter()
+                .filter_map(|(_, v)| v.clone())
+                .collect();
+            assert_eq!(set, vec![home.join("x")], "{key}");
+        }
+        // Loaded from a file elsewhere: its directory anchors the relative paths.
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("framelock.toml");
+        std::fs::write(&file, "[paths]\nrecordings_dir = \"recs\"\n").unwrap();
+        let (c, _) = Config::load(Some(&file)).unwrap();
+        assert_eq!(c.resolved_paths().recordings_dir, dir.path().join("recs"));
+    }
+
+    #[test]
+    fn unusable_paths_are_refused_naming_the_key() {
+        let e = parse("[paths]\n\nrecordings_dir = \"~bob/recs\"\n").unwrap_err();
+        let msg = e.to_string();
+        assert!(
+            msg.contains(
+                "/cfg/config.toml: paths.recordings_dir = \"~bob/recs\": ~user is not expanded"
+            ),
+            "{msg}"
+        );
+        let e = parse("[paths]\nsave_dir = \"\"\n").unwrap_err();
+        assert!(
+            e.to_string().contains("paths.save_dir = \"\": empty path"),
+            "{e}"
+        );
+        let e = resolve_path(Path::new("~/recs"), Path::new("/cfg"), || None).unwrap_err();
+        assert!(e.contains("no home directory"), "{e}");
     }
 
     #[test]
