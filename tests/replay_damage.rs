@@ -92,9 +92,10 @@ fn truncated_logs_replay_to_their_last_complete_record() {
                 &json,
             ],
         );
+        let what = if frames == 1 { "frame" } else { "frames" };
         assert_fails_with(
             &out,
-            &format!("log is truncated at byte {at_byte} after {frames} frames"),
+            &format!("error: {name}: log is truncated at byte {at_byte} after {frames} {what}"),
         );
         // Every complete frame ran, and the machine is where a play of that length ends.
         let s = stats(&h.join(&json));
@@ -177,7 +178,7 @@ fn a_real_divergence_is_named_by_its_frame() {
     assert_fails_with(
         &out,
         &format!(
-            "desync at frame 599: log has {:016x}, replay has {real:016x}",
+            "error: sum.flr: desync at frame 599: log has {:016x}, replay has {real:016x}",
             real ^ 0xdead
         ),
     );
@@ -290,6 +291,10 @@ fn wrong_core_or_content_is_refused_saying_what_differs() {
         &format!("the log needs content airstriker.md (xxh3 {want})"),
     );
     assert_fails_with(
+        &run(h, &["replay", "g.flr", "nothere.md", "--headless"]),
+        "error: cannot read content nothere.md: no such file or directory (os error 2)\n",
+    );
+    assert_fails_with(
         &run(h, &["replay", "g.flr", "other.md", "--headless"]),
         &format!(
             "content differs: log has airstriker.md (xxh3 {want}), given other.md (xxh3 {got})"
@@ -337,5 +342,86 @@ fn wrong_core_or_content_is_refused_saying_what_differs() {
             ],
         ),
         "core differs: log has Genesis Plus GX",
+    );
+}
+
+/// A log with bytes after its end record replays in full, saying once, in prose, that they
+/// are ignored.
+#[test]
+fn bytes_after_the_end_record_are_reported_once() {
+    let home = tempfile::tempdir().unwrap();
+    let h = home.path();
+    let mut file = record_builtin(h);
+    let end = file.len();
+    file.extend_from_slice(b"appended by something else");
+    std::fs::write(h.join("extra.flr"), &file).unwrap();
+    let out = run(
+        h,
+        &["replay", "extra.flr", "--headless", "--fast", "--verify"],
+    );
+    assert_ok(&out);
+    let err = stderr(&out);
+    let warning = format!("extra.flr: ignoring 26 bytes after the end record (from byte {end} on)");
+    assert_eq!(err.matches(&warning).count(), 1, "{}", text(&out));
+    assert_eq!(
+        err.matches("after the end record").count(),
+        1,
+        "{}",
+        text(&out)
+    );
+}
+
+/// A one-frame log replays as "1 frame"; I/O errors read in lowercase like every other
+/// message, once.
+#[test]
+fn messages_count_and_quote_errors_in_plain_words() {
+    let home = tempfile::tempdir().unwrap();
+    let h = home.path();
+    assert_ok(&run(
+        h,
+        &[
+            "play",
+            "--headless",
+            "--fast",
+            "--frames",
+            "1",
+            "--record",
+            "one.flr",
+        ],
+    ));
+    let out = run(
+        h,
+        &["replay", "one.flr", "--headless", "--fast", "--verify"],
+    );
+    assert_ok(&out);
+    assert!(
+        stderr(&out).contains("replaying one.flr (1 frame, "),
+        "{}",
+        text(&out)
+    );
+    assert!(
+        stderr(&out).contains("replayed 1 frame; "),
+        "{}",
+        text(&out)
+    );
+
+    // Every frame count in the output agrees with its noun.
+    assert!(!stderr(&out).contains("1 frames"), "{}", text(&out));
+
+    // --stats-json under a file: the directory cannot be made.
+    let out = run(
+        h,
+        &[
+            "replay",
+            "one.flr",
+            "--headless",
+            "--fast",
+            "--stats-json",
+            "one.flr/s.json",
+        ],
+    );
+    assert_fails_with(
+        &out,
+        "error: cannot write stats one.flr/s.json: file exists (os error 17)\n",
     );
 }

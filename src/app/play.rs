@@ -210,7 +210,8 @@ fn summarize<F: Feed>(
     let frames = runner.frame();
     let wall_s = stats["wall_s"].as_f64().unwrap_or(0.0);
     tracing::info!(
-        "{frames} frames in {wall_s:.2} s ({:.0} fps), checksum {}",
+        "{} in {wall_s:.2} s ({:.0} fps), checksum {}",
+        crate::replay::n_frames(frames),
         stats["fps"].as_f64().unwrap_or(0.0),
         checksum_hex(checksum)
     );

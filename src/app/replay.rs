@@ -22,7 +22,7 @@ use super::runner::{FrameObserver, ObserverError, Runner};
 use super::stats::{self, checksum_hex, StatsError};
 use crate::host::{hash_file, Core, CoreSource, HostError};
 use crate::input::Inputs;
-use crate::replay::{Header, Replay, ReplayError, Start, Status};
+use crate::replay::{io_reason, n_frames, Header, Replay, ReplayError, Start, Status};
 
 /// Everything `replay` needs, flags already parsed.
 #[derive(Clone, Debug)]
@@ -55,21 +55,33 @@ pub enum ReplayRunError {
     ContentDiffers { log: String, given: String },
     #[error("the log needs content {content}{where_}; pass it: framelock replay LOG CONTENT")]
     ContentNeeded { content: String, where_: String },
-    #[error("reading content {}: {source}", .path.display())]
-    Content {
-        path: PathBuf,
-        source: std::io::Error,
-    },
+    #[error("cannot read content {}: {}", .path.display(), io_reason(.io))]
+    Content { path: PathBuf, io: std::io::Error },
     #[error("loading the log's start state: {0}")]
     StartState(HostError),
     #[error(transparent)]
     Play(#[from] PlayError),
     #[error(transparent)]
     Stats(#[from] StatsError),
-    #[error("desync at frame {frame}: log has {log:016x}, replay has {replay:016x}")]
-    Desync { frame: u32, log: u64, replay: u64 },
-    #[error("log is truncated at byte {at_byte} after {frames} frames")]
-    Truncated { at_byte: u64, frames: u32 },
+    #[error(
+        "{}: desync at frame {frame}: log has {log:016x}, replay has {replay:016x}",
+        .path.display()
+    )]
+    Desync {
+        path: PathBuf,
+        frame: u32,
+        log: u64,
+        replay: u64,
+    },
+    #[error(
+        "{}: log is truncated at byte {at_byte} after {}",
+        .path.display(), n_frames(*.frames)
+    )]
+    Truncated {
+        path: PathBuf,
+        at_byte: u64,
+        frames: u32,
+    },
 }
 
 /// How a replay went.
@@ -87,14 +99,24 @@ pub fn replay(opts: &ReplayOptions) -> Result<ReplaySummary, ReplayRunError> {
     let log = Replay::open(&opts.log)?;
     let header = log.header().clone();
     // A quick first pass: the length for the progress bar, and damage known up front.
-    let scan = Replay::open(&opts.log)?.skim();
+    let mut scanner = Replay::open(&opts.log)?;
+    let scan = scanner.skim();
+    if let Some((at, n)) = scanner.bytes_after_end() {
+        tracing::warn!(
+            "{}: ignoring {n} byte{} after the end record (from byte {at} on)",
+            opts.log.display(),
+            if n == 1 { "" } else { "s" }
+        );
+    }
     let total = match &scan {
         Ok(status) => status.frames(),
         Err(ReplayError::CorruptRecord { frames, .. }) => *frames,
         Err(_) => 0,
     };
-    if let Err(e) = &scan {
-        tracing::warn!("{e}; replaying what comes before it");
+    match &scan {
+        Err(e @ ReplayError::CorruptRecord { frames: 0, .. }) => tracing::warn!("{e}"),
+        Err(e) => tracing::warn!("{e}; replaying what comes before it"),
+        Ok(_) => {}
     }
     let core = find_core(opts, &header)?;
     let content = find_content(opts, &header)?;
@@ -140,8 +162,9 @@ pub fn replay(opts: &ReplayOptions) -> Result<ReplaySummary, ReplayRunError> {
         runner.observe(Box::new(BarObserver(bar.clone())));
     }
     tracing::info!(
-        "replaying {} ({total} frames, {} {}{})",
+        "replaying {} ({}, {} {}{})",
         opts.log.display(),
+        n_frames(total),
         header.core_name,
         header.core_version,
         if header.content_name.is_empty() {
@@ -172,13 +195,15 @@ pub fn replay(opts: &ReplayOptions) -> Result<ReplaySummary, ReplayRunError> {
     if let Some(path) = &opts.play.stats_json {
         stats::write(path, &run.stats)?;
     }
-    report(&verification, status, &log_state, run.frames);
+    report(&opts.log, &verification, status, &log_state, run.frames);
     if let Some(e) = log_state.error.take() {
         return Err(e.into());
     }
     if opts.verify {
+        let path = opts.log.clone();
         if let Some(d) = verification.first_desync {
             return Err(ReplayRunError::Desync {
+                path,
                 frame: d.frame,
                 log: d.log,
                 replay: d.replay,
@@ -186,11 +211,19 @@ pub fn replay(opts: &ReplayOptions) -> Result<ReplaySummary, ReplayRunError> {
         }
         match status {
             Some(Status::Truncated { frames, at_byte }) => {
-                return Err(ReplayRunError::Truncated { at_byte, frames })
+                return Err(ReplayRunError::Truncated {
+                    path,
+                    at_byte,
+                    frames,
+                })
             }
             Some(Status::Incomplete { frames }) => {
                 let at_byte = std::fs::metadata(&opts.log).map_or(0, |m| m.len());
-                return Err(ReplayRunError::Truncated { at_byte, frames });
+                return Err(ReplayRunError::Truncated {
+                    path,
+                    at_byte,
+                    frames,
+                });
             }
             _ => {}
         }
@@ -263,9 +296,9 @@ fn find_content(opts: &ReplayOptions, h: &Header) -> Result<Option<PathBuf>, Rep
             })
         }
     };
-    let got = hash_file(&path).map_err(|source| ReplayRunError::Content {
+    let got = hash_file(&path).map_err(|io| ReplayRunError::Content {
         path: path.clone(),
-        source,
+        io,
     })?;
     if got != want {
         return Err(ReplayRunError::ContentDiffers {
@@ -384,18 +417,23 @@ fn replay_stats(opts: &ReplayOptions, total: u32, log: &LogState, v: &Verificati
 }
 
 /// One summary line: what was checked and how the log ended.
-fn report(v: &Verification, status: Option<Status>, log: &LogState, frames: u64) {
+fn report(path: &Path, v: &Verification, status: Option<Status>, log: &LogState, ran: u64) {
     let checks = format!("{} of {} checksums match", v.matched, v.checked);
+    let path = path.display();
     match status {
-        Some(Status::Complete { .. }) => tracing::info!("replayed {frames} frames; {checks}"),
-        Some(Status::Truncated { at_byte, frames }) => {
-            tracing::warn!("log is truncated at byte {at_byte} after {frames} frames; {checks}")
+        Some(Status::Complete { .. }) => {
+            tracing::info!("replayed {}; {checks}", n_frames(ran))
         }
-        Some(Status::Incomplete { frames }) => {
-            tracing::warn!("log ends after {frames} frames without an end record; {checks}")
-        }
+        Some(Status::Truncated { at_byte, frames: n }) => tracing::warn!(
+            "{path}: log is truncated at byte {at_byte} after {}; {checks}",
+            n_frames(n)
+        ),
+        Some(Status::Incomplete { frames: n }) => tracing::warn!(
+            "{path}: log ends after {} without an end record; {checks}",
+            n_frames(n)
+        ),
         None if log.error.is_none() => {
-            tracing::info!("replayed {frames} frames (stopped early); {checks}")
+            tracing::info!("replayed {} (stopped early); {checks}", n_frames(ran))
         }
         None => {}
     }

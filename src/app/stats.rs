@@ -4,11 +4,13 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
+use crate::replay::io_reason;
+
 #[derive(Debug, thiserror::Error)]
-#[error("writing stats {}: {source}", .path.display())]
+#[error("cannot write stats {}: {}", .path.display(), io_reason(.io))]
 pub struct StatsError {
     pub path: PathBuf,
-    pub source: std::io::Error,
+    pub io: std::io::Error,
 }
 
 /// A core checksum as the stats file spells it: 16 lowercase hex digits.
@@ -18,9 +20,9 @@ pub fn checksum_hex(checksum: u64) -> String {
 
 /// Writes `stats` as pretty JSON (parent directories created).
 pub fn write(path: &Path, stats: &Map<String, Value>) -> Result<(), StatsError> {
-    let err = |source| StatsError {
+    let err = |io| StatsError {
         path: path.to_path_buf(),
-        source,
+        io,
     };
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).map_err(err)?;

@@ -133,9 +133,9 @@ pub const EXTENSION: &str = "flr";
 pub enum ReplayError {
     #[error("{} already exists (not overwriting it)", .path.display())]
     Exists { path: PathBuf },
-    #[error("cannot create {}: {}", .path.display(), reason(.io))]
+    #[error("cannot create {}: {}", .path.display(), io_reason(.io))]
     Create { path: PathBuf, io: io::Error },
-    #[error("cannot write {}: {}", .path.display(), reason(.io))]
+    #[error("cannot write {}: {}", .path.display(), io_reason(.io))]
     Write { path: PathBuf, io: io::Error },
     #[error("recording to {} stopped after an earlier error", .path.display())]
     Stopped { path: PathBuf },
@@ -143,9 +143,9 @@ pub enum ReplayError {
     FrameOrder { expected: u32, got: u32 },
     #[error("cannot record: {0}")]
     Invalid(&'static str),
-    #[error("cannot open {}: {}", .path.display(), reason(.io))]
+    #[error("cannot open {}: {}", .path.display(), io_reason(.io))]
     Open { path: PathBuf, io: io::Error },
-    #[error("cannot read {}: {}", .path.display(), reason(.io))]
+    #[error("cannot read {}: {}", .path.display(), io_reason(.io))]
     Read { path: PathBuf, io: io::Error },
     #[error("{} is not a framelock input log", .path.display())]
     NotALog { path: PathBuf },
@@ -157,8 +157,8 @@ pub enum ReplayError {
     #[error("{} has a corrupt header ({reason})", .path.display())]
     CorruptHeader { path: PathBuf, reason: &'static str },
     #[error(
-        "{}: corrupt record at byte {at_byte} ({reason}); the {frames} frames before it are intact",
-        .path.display()
+        "{}: corrupt record at byte {at_byte} ({reason}); {}",
+        .path.display(), intact_before(*.frames)
     )]
     CorruptRecord {
         path: PathBuf,
@@ -179,13 +179,31 @@ pub enum ReplayError {
 }
 
 /// An I/O error in the lowercase style of our messages ("no space left on device (os error 28)").
-/// The `io` fields are not exposed as `source()` because the message already includes them.
-fn reason(e: &io::Error) -> String {
+/// Errors that use it keep the `io::Error` in a field not named `source`, so that it is not also
+/// reported as their cause in its capitalised form.
+pub(crate) fn io_reason(e: &io::Error) -> String {
     let s = e.to_string();
     let mut c = s.chars();
     match c.next() {
         Some(first) => first.to_lowercase().chain(c).collect(),
         None => s,
+    }
+}
+
+/// "1 frame", "2 frames".
+pub(crate) fn n_frames(n: impl Into<u64>) -> String {
+    match n.into() {
+        1 => "1 frame".to_string(),
+        n => format!("{n} frames"),
+    }
+}
+
+/// What a corrupt record leaves usable: "the 2 frames before it are intact".
+fn intact_before(frames: u32) -> String {
+    match frames {
+        0 => "there are no frames before it".to_string(),
+        1 => "the 1 frame before it is intact".to_string(),
+        n => format!("the {n} frames before it are intact"),
     }
 }
 
@@ -305,6 +323,47 @@ mod tests {
     }
 
     #[test]
+    fn bytes_after_the_end_record_are_reported_not_read() {
+        let mut file = record(&Header::default(), 10, |_, _| {});
+        let end = file.len() as u64;
+        file.extend_from_slice(b"trailing junk");
+        let mut r = Replay::from_reader(Cursor::new(&file), "mem.flr").unwrap();
+        assert_eq!(r.skim().unwrap(), Status::Complete { frames: 10 });
+        assert_eq!(r.bytes_after_end(), Some((end, 13)));
+    }
+
+    #[test]
+    fn counts_of_frames_read_as_english() {
+        assert_eq!(n_frames(1u32), "1 frame");
+        assert_eq!(n_frames(0u32), "0 frames");
+        assert_eq!(n_frames(2u64), "2 frames");
+        let err = |frames| {
+            ReplayError::CorruptRecord {
+                path: "x.flr".into(),
+                at_byte: 9,
+                reason: "bad checksum",
+                frames,
+            }
+            .to_string()
+        };
+        assert!(
+            err(1).ends_with("; the 1 frame before it is intact"),
+            "{}",
+            err(1)
+        );
+        assert!(
+            err(7).ends_with("; the 7 frames before it are intact"),
+            "{}",
+            err(7)
+        );
+        assert!(
+            err(0).ends_with("; there are no frames before it"),
+            "{}",
+            err(0)
+        );
+    }
+
+    #[test]
     fn damaged_record_in_the_middle_is_an_error_with_offset() {
         let mut file = record(&Header::default(), 300, |r, f| {
             if f % 60 == 59 {
@@ -360,9 +419,9 @@ mod tests {
     fn io_reasons_are_lowercase() {
         let e = io::Error::from_raw_os_error(28);
         assert!(
-            reason(&e).starts_with("no space left on device"),
+            io_reason(&e).starts_with("no space left on device"),
             "{}",
-            reason(&e)
+            io_reason(&e)
         );
     }
 }

@@ -76,6 +76,8 @@ pub struct Replay<R = BufReader<File>> {
     queue: VecDeque<Item>,
     status: Option<Status>,
     broken: Option<Broken>,
+    /// Offset and length of bytes found after the `End` record (ignored).
+    after_end: Option<(u64, u64)>,
     /// After an `Err`, the iterator stops.
     fused: bool,
 }
@@ -114,6 +116,7 @@ impl<R: Read + Seek> Replay<R> {
             queue: VecDeque::new(),
             status: None,
             broken: None,
+            after_end: None,
             fused: false,
         })
     }
@@ -134,6 +137,13 @@ impl<R: Read + Seek> Replay<R> {
     /// How the body ended; `None` until `next_item` has returned `Ok(None)`.
     pub fn status(&self) -> Option<Status> {
         self.status
+    }
+
+    /// Bytes after the `End` record, which reading ignores: (their offset, how many). `None`
+    /// if there are none or the `End` record has not been read. Left to the caller to report,
+    /// since one file is often read more than once.
+    pub fn bytes_after_end(&self) -> Option<(u64, u64)> {
+        self.after_end
     }
 
     /// The next frame, checksum or event. `Ok(None)` at the end of what can be read (see
@@ -275,11 +285,11 @@ impl<R: Read + Seek> Replay<R> {
                 }
                 self.pos = at + total as u64;
                 self.chain = check;
-                let mut extra = [0u8; 1];
-                if self.inner.read(&mut extra)? > 0 {
-                    let path = self.path.display();
-                    tracing::warn!(%path, at = self.pos, "ignoring bytes after the end record");
-                }
+                let file_len = self.inner.seek(SeekFrom::End(0))?;
+                self.after_end = file_len
+                    .checked_sub(self.pos)
+                    .filter(|&n| n > 0)
+                    .map(|n| (self.pos, n));
                 return Ok(Some(Status::Complete { frames }));
             }
             t if t >= format::TAG_CRITICAL => {
@@ -289,7 +299,10 @@ impl<R: Read + Seek> Replay<R> {
                     tag: Some(t),
                 }))
             }
-            t => tracing::debug!(tag = t, at, "skipping unknown record"),
+            t => tracing::debug!(
+                "{}: skipping record type {t:#04x} at byte {at} (unknown, optional)",
+                self.path.display()
+            ),
         }
         self.pos = at + total as u64;
         self.inner_at = Some(self.pos);

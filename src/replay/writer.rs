@@ -344,7 +344,7 @@ impl<S: Sink> Recorder<S> {
 
     fn fail(&mut self, io: io::Error) -> ReplayError {
         self.failed = true;
-        tracing::warn!(path = %self.path.display(), error = %io, "recording stopped");
+        // Not logged here: the caller reports the error (once, naming the file).
         ReplayError::Write {
             path: self.path.clone(),
             io,
