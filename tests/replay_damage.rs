@@ -345,6 +345,74 @@ fn wrong_core_or_content_is_refused_saying_what_differs() {
     );
 }
 
+/// A crash that left the last record half written and zeros after it (a filesystem that had
+/// allocated the space): a torn tail, replayed up to the record before it, and not an error
+/// without --verify.
+#[test]
+fn a_torn_record_followed_by_zeros_is_a_truncated_log() {
+    let home = tempfile::tempdir().unwrap();
+    let h = home.path();
+    let file = record_builtin(h);
+    let (_, records) = layout(&file);
+    let last_inputs = records
+        .iter()
+        .rev()
+        .find(|r| r.tag == 0x01)
+        .copied()
+        .expect("an input block");
+    let cut = last_inputs.payload + last_inputs.len / 2;
+    let mut torn = file[..cut].to_vec();
+    torn.resize(cut + 5000, 0);
+    std::fs::write(h.join("torn.flr"), &torn).unwrap();
+    let status = Replay::open(h.join("torn.flr")).unwrap().skim().unwrap();
+    let Status::Truncated { frames, at_byte } = status else {
+        panic!("{status:?}")
+    };
+    assert_eq!(at_byte, last_inputs.start as u64);
+    assert_fails_with(
+        &run(
+            h,
+            &["replay", "torn.flr", "--headless", "--fast", "--verify"],
+        ),
+        &format!("torn.flr: log is truncated at byte {at_byte} after {frames} frames"),
+    );
+    let out = run(h, &["replay", "torn.flr", "--headless", "--fast"]);
+    assert_ok(&out);
+    assert!(!stderr(&out).contains("corrupt"), "{}", text(&out));
+}
+
+/// The first record's length damaged to point past the end of the file, with the whole log
+/// after it: corruption at that record, not a log truncated after 0 frames.
+#[test]
+fn a_length_running_past_the_end_before_intact_records_is_corruption() {
+    let home = tempfile::tempdir().unwrap();
+    let h = home.path();
+    let file = record_builtin(h);
+    let (header_len, records) = layout(&file);
+    let first = records[0];
+    assert_eq!(first.start, header_len);
+    // The length varint's last byte gets its continuation bit and two more bytes follow.
+    let mut bad = file[..first.payload - 1].to_vec();
+    bad.extend_from_slice(&[file[first.payload - 1] | 0x80, 0x80, 0x40]);
+    bad.extend_from_slice(&file[first.payload..]);
+    std::fs::write(h.join("len.flr"), &bad).unwrap();
+    for verify in [true, false] {
+        let mut args = vec!["replay", "len.flr", "--headless", "--fast"];
+        if verify {
+            args.push("--verify");
+        }
+        let out = run(h, &args);
+        assert_fails_with(
+            &out,
+            &format!(
+                "len.flr: corrupt record at byte {header_len} (its length runs past the end of \
+                 the file, but intact records follow); there are no frames before it"
+            ),
+        );
+        assert!(!stderr(&out).contains("truncated"), "{}", text(&out));
+    }
+}
+
 /// A log with bytes after its end record replays in full, saying once, in prose, that they
 /// are ignored.
 #[test]
@@ -368,6 +436,39 @@ fn bytes_after_the_end_record_are_reported_once() {
         1,
         "{}",
         text(&out)
+    );
+}
+
+/// A record with tag 0x00, which the format never uses, is corruption even with a valid check.
+#[test]
+fn a_record_of_type_zero_is_corruption() {
+    let home = tempfile::tempdir().unwrap();
+    let h = home.path();
+    let file = record_builtin(h);
+    let (_, records) = layout(&file);
+    let end = *records.last().unwrap();
+    assert_eq!(end.tag, 0x0F);
+    let before = records[records.len() - 2];
+    // An empty tag-0 record chained after the record before End, then End chained after it.
+    let check = |seed: u32, bytes: &[u8]| {
+        (xxhash_rust::xxh3::xxh3_64_with_seed(bytes, u64::from(seed)) as u32).to_le_bytes()
+    };
+    let chain = u32::from_le_bytes(file[before.end - 4..before.end].try_into().unwrap());
+    let mut bad = file[..end.start].to_vec();
+    let zero = check(chain, &[0x00, 0x00]);
+    bad.extend_from_slice(&[0x00, 0x00]);
+    bad.extend_from_slice(&zero);
+    let end_body = &file[end.start..end.end - 4];
+    bad.extend_from_slice(end_body);
+    bad.extend_from_slice(&check(u32::from_le_bytes(zero), end_body));
+    std::fs::write(h.join("tag0.flr"), &bad).unwrap();
+    assert_fails_with(
+        &run(h, &["replay", "tag0.flr", "--headless", "--fast"]),
+        &format!(
+            "tag0.flr: corrupt record at byte {} (record type 0x00 is never used); the 1200 \
+             frames before it are intact",
+            end.start
+        ),
     );
 }
 

@@ -26,6 +26,8 @@ pub const MAX_RECORD_HEAD: usize = 5;
 /// Bytes of the check that ends every record.
 pub const CHECK_LEN: usize = 4;
 
+/// Never written, so that zero-filled space never parses as a record.
+pub const TAG_UNUSED: u8 = 0x00;
 pub const TAG_INPUTS: u8 = 0x01;
 pub const TAG_CHECKSUM: u8 = 0x02;
 pub const TAG_EVENT: u8 = 0x03;

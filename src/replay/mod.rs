@@ -70,13 +70,16 @@
 //! ```
 //! Every record checks itself, so a file cut anywhere (crash, kill -9, full disk) is read up to
 //! its last complete record and never misread; the chained seed also catches records that were
-//! dropped, repeated or moved. A damaged record that is the last one in the
-//! file, or is followed only by zero bytes, is a torn tail (`Status::Truncated`); a damaged
-//! record followed by other data is corruption (`ReplayError::CorruptRecord`, with its byte
-//! offset and the number of intact frames before it). A damaged length that points past the end
-//! of the file cannot be told apart from a torn tail and reads as truncated.
+//! dropped, repeated or moved. A damaged record is a torn tail (`Status::Truncated`) if it is
+//! the last one in the file, if only zero bytes follow the end its length gives it (a crashed
+//! filesystem may keep the start of the last write and zeros where the rest should be), or if
+//! its length runs past the end of the file; unless an intact record (known tag, matching check
+//! chained to the four bytes before it) starts inside or after it, within 16 MiB: then its
+//! length is damaged. Other damaged records are corruption (`ReplayError::CorruptRecord`, with
+//! the byte offset and the number of intact frames before it).
 //!
-//! Tags (0x00 is never used, so zero-filled space never parses):
+//! Tags (0x00 is never used, so zero-filled space never parses; a record with tag 0x00 and a
+//! valid check is corrupt):
 //! ```text
 //!  0x01 Inputs    varint first frame, varint frame count C (1 ..= 65536), u8 port mask M,
 //!                 then a bit stream (LSB first in each byte, zero-padded to a whole byte):
@@ -319,6 +322,130 @@ mod tests {
                 frames: 100,
                 at_byte: good
             }
+        );
+    }
+
+    /// Record starts and ends in `file`, walked by framing alone.
+    fn records(file: &[u8]) -> Vec<(usize, usize)> {
+        let mut pos = format::encode_header(&Header::default()).unwrap().len();
+        let mut out = Vec::new();
+        while pos < file.len() {
+            let (_, len, head) = format::parse_record_head(&file[pos..]).unwrap().unwrap();
+            out.push((pos, pos + head + len + 4));
+            pos += head + len + 4;
+        }
+        out
+    }
+
+    #[test]
+    fn torn_record_followed_by_zeros_reads_as_truncated() {
+        let file = record(&Header::default(), 300, |r, f| {
+            if f % 60 == 59 {
+                r.record_checksum(f, u64::from(f) * 0x0101_0101).unwrap();
+            }
+        });
+        let recs = records(&file);
+        // The last input block before End: frames 240..300, 60 frames after 240 intact.
+        let (start, end) = recs[recs.len() - 3];
+        assert_eq!(file[start], format::TAG_INPUTS);
+        // Cut inside its payload, after only its tag, and inside its check; a crashed filesystem
+        // filled the rest of the space with zeros.
+        for cut in [start + 5, start + 1, end - 2] {
+            let mut torn = file[..cut].to_vec();
+            assert!(torn[start..].iter().any(|&b| b != 0), "cut {cut}");
+            torn.resize(cut + 5000, 0);
+            let (items, status) = read_all(&torn).unwrap_or_else(|e| panic!("cut at {cut}: {e}"));
+            assert_eq!(
+                status,
+                Status::Truncated {
+                    frames: 240,
+                    at_byte: start as u64
+                },
+                "cut at {cut}"
+            );
+            assert_eq!(
+                items
+                    .iter()
+                    .filter(|i| matches!(i, Item::Frame(..)))
+                    .count(),
+                240
+            );
+        }
+        // A record in the middle whose length runs over the records after it into zeros is
+        // damaged, not torn: those records are intact.
+        let mut bad = file[..end].to_vec();
+        bad.resize(end + 5000, 0);
+        let (first, _) = recs[0];
+        let (_, _, head) = format::parse_record_head(&bad[first..]).unwrap().unwrap();
+        assert_eq!(head, 2);
+        let swallow = end - first + 50; // all the records, and into the zeros
+        assert!(swallow < 1 << 14);
+        bad[first + 1] = 0x80 | (swallow & 0x7F) as u8;
+        bad.insert(first + 2, (swallow >> 7) as u8);
+        assert!(matches!(
+            read_all(&bad),
+            Err(ReplayError::CorruptRecord { at_byte, frames: 0, .. }) if at_byte == first as u64
+        ));
+        // Zeros and then data again after a damaged record: corruption, not a tear.
+        let mut bad = file[..start + 5].to_vec();
+        bad.resize(start + 5000, 0);
+        bad.push(1);
+        assert!(matches!(
+            read_all(&bad),
+            Err(ReplayError::CorruptRecord { at_byte, frames: 240, .. }) if at_byte == start as u64
+        ));
+    }
+
+    #[test]
+    fn damaged_length_past_the_end_with_records_after_is_corrupt() {
+        let file = record(&Header::default(), 300, |_, _| {});
+        let recs = records(&file);
+        let (first, _) = recs[0];
+        let (_, len, head) = format::parse_record_head(&file[first..]).unwrap().unwrap();
+        // The first record's length, rewritten as 4 bytes saying 200 MB (as a flipped high bit
+        // does): it runs past the end, yet every later record is intact.
+        let huge = len + (100 << 21);
+        let mut bad = file[..first + 1].to_vec();
+        bad.extend_from_slice(&[
+            0x80 | (huge & 0x7F) as u8,
+            0x80 | (huge >> 7 & 0x7F) as u8,
+            0x80 | (huge >> 14 & 0x7F) as u8,
+            (huge >> 21) as u8,
+        ]);
+        bad.extend_from_slice(&file[first + head..]);
+        let err = read_all(&bad).unwrap_err();
+        assert!(
+            matches!(err, ReplayError::CorruptRecord { at_byte, frames: 0, .. } if at_byte == first as u64),
+            "{err:?}"
+        );
+        let msg = err.to_string();
+        assert!(
+            msg.contains("runs past the end of the file, but intact records follow")
+                && msg.contains("there are no frames before it"),
+            "{msg}"
+        );
+        // The same record torn (the file ends inside it) is a torn tail, as before.
+        let (_, status) = read_all(&bad[..first + 20]).unwrap();
+        assert!(
+            matches!(status, Status::Truncated { frames: 0, .. }),
+            "{status:?}"
+        );
+        let (second, second_end) = recs[1];
+        let (_, status) = read_all(&file[..(second + second_end) / 2]).unwrap();
+        assert!(matches!(status, Status::Truncated { .. }), "{status:?}");
+    }
+
+    #[test]
+    fn record_type_zero_is_corrupt() {
+        let file = with_record_before_end(record(&Header::default(), 100, |_, _| {}), 0x00, b"");
+        let err = read_all(&file).unwrap_err();
+        assert!(
+            matches!(err, ReplayError::CorruptRecord { frames: 100, .. }),
+            "{err:?}"
+        );
+        assert!(
+            err.to_string().contains("record type 0x00 is never used"),
+            "{err}"
         );
     }
 

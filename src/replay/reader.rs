@@ -233,6 +233,15 @@ impl<R: Read + Seek> Replay<R> {
             .take((total - rec.len()) as u64)
             .read_to_end(&mut rec)?;
         if rec.len() < total {
+            // `rec` holds the rest of the file. A torn write leaves part of one record there;
+            // an intact record after it means that the length, not the file, is wrong.
+            if intact_record_follows(&rec) {
+                return Err(Fault::Bad(Broken {
+                    at_byte: at,
+                    reason: "its length runs past the end of the file, but intact records follow",
+                    tag: None,
+                }));
+            }
             return Ok(Some(truncated));
         }
         let (body, check) = rec.split_at(total - CHECK_LEN);
@@ -240,7 +249,7 @@ impl<R: Read + Seek> Replay<R> {
         if format::record_check(self.chain, body) != check {
             let end = at + total as u64;
             return self
-                .damaged(at, Some(end), "bad checksum")
+                .damaged(at, Some((end, &rec)), "bad checksum")
                 .map(|()| Some(truncated));
         }
         let payload = &body[head_len..];
@@ -292,6 +301,7 @@ impl<R: Read + Seek> Replay<R> {
                     .map(|n| (self.pos, n));
                 return Ok(Some(Status::Complete { frames }));
             }
+            format::TAG_UNUSED => return Err(bad("record type 0x00 is never used")),
             t if t >= format::TAG_CRITICAL => {
                 return Err(Fault::Bad(Broken {
                     at_byte: at,
@@ -311,14 +321,28 @@ impl<R: Read + Seek> Replay<R> {
     }
 
     /// Decides whether a damaged record at `at` is a torn tail (`Ok`: report truncation) or
-    /// corruption in the middle (`Err`). A torn tail is the last record in the file, or is
-    /// followed only by zero bytes (space a crashed filesystem allocated but never wrote).
-    fn damaged(&mut self, at: u64, end: Option<u64>, reason: Reason) -> Result<(), Fault> {
-        let file_len = self.inner.seek(SeekFrom::End(0))?;
-        if end == Some(file_len) {
-            return Ok(());
-        }
-        self.inner.seek(SeekFrom::Start(at))?;
+    /// corruption in the middle (`Err`). `read` is its end and bytes, if its length could be
+    /// read. A torn tail is the last record in the file, or is followed only by zero bytes
+    /// (space a crashed filesystem allocated but never wrote). The record's own bytes hold what
+    /// was written of it, so they only count if intact records are found among them: then its
+    /// length is damaged and it swallowed them.
+    fn damaged(
+        &mut self,
+        at: u64,
+        read: Option<(u64, &[u8])>,
+        reason: Reason,
+    ) -> Result<(), Fault> {
+        let corrupt = Fault::Bad(Broken {
+            at_byte: at,
+            reason,
+            tag: None,
+        });
+        let from = match read {
+            Some((_, rec)) if intact_record_follows(rec) => return Err(corrupt),
+            Some((end, _)) => end,
+            None => at,
+        };
+        self.inner.seek(SeekFrom::Start(from))?;
         let mut buf = [0u8; 8192];
         loop {
             let n = self.inner.read(&mut buf)?;
@@ -326,11 +350,7 @@ impl<R: Read + Seek> Replay<R> {
                 return Ok(());
             }
             if buf[..n].iter().any(|&b| b != 0) {
-                return Err(Fault::Bad(Broken {
-                    at_byte: at,
-                    reason,
-                    tag: None,
-                }));
+                return Err(corrupt);
             }
         }
     }
@@ -364,6 +384,38 @@ impl<R: Read + Seek> Iterator for Replay<R> {
             }
         }
     }
+}
+
+/// Whether an intact record starts in `tail` after the damaged record it starts with (6 bytes
+/// in or later: a record has at least a tag, a length and a check): one with a known tag, a
+/// payload of at most 64 KiB and a check that matches, chained to the four bytes before it (the
+/// check of the record before). A torn write leaves part of one record and nothing after it, so
+/// an intact record there shows that the damaged record's length is wrong. Looks at the first
+/// 16 MiB (every record type but resync states is far smaller, and a log holds small records
+/// throughout).
+fn intact_record_follows(tail: &[u8]) -> bool {
+    const SCAN: usize = 16 << 20;
+    const MAX_PAYLOAD: usize = 64 << 10;
+    // The smallest record: tag, length 0, check.
+    const MIN_RECORD: usize = 2 + CHECK_LEN;
+    let last = tail.len().saturating_sub(MIN_RECORD).min(SCAN);
+    (MIN_RECORD..=last).any(|p| {
+        let rest = &tail[p..];
+        let Ok(Some((tag, len, head_len))) = format::parse_record_head(rest) else {
+            return false;
+        };
+        let known = matches!(
+            tag,
+            format::TAG_INPUTS | format::TAG_CHECKSUM | format::TAG_EVENT | format::TAG_END
+        );
+        let body = head_len + len;
+        if !known || len > MAX_PAYLOAD || rest.len() < body + CHECK_LEN {
+            return false;
+        }
+        let check = u32::from_le_bytes(rest[body..body + CHECK_LEN].try_into().expect("4 bytes"));
+        let chain = u32::from_le_bytes(tail[p - CHECK_LEN..p].try_into().expect("4 bytes"));
+        format::record_check(chain, &rest[..body]) == check
+    })
 }
 
 enum Fault {
