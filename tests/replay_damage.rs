@@ -229,19 +229,41 @@ fn files_that_are_not_logs_are_refused() {
         &run(h, &["replay", "empty.flr", "--headless"]),
         "corrupt header",
     );
+    // A newer version with a header check that matches: a newer framelock wrote it.
+    let header_len = layout(&file).0;
     let mut newer = file.clone();
     newer[8] = 9;
+    let check = xxhash_rust::xxh3::xxh3_64(&newer[..header_len - 8]);
+    newer[header_len - 8..header_len].copy_from_slice(&check.to_le_bytes());
     std::fs::write(h.join("newer.flr"), &newer).unwrap();
     assert_fails_with(
         &run(h, &["replay", "newer.flr", "--headless"]),
-        "made by a newer framelock (format v9",
+        "newer.flr was made by a newer framelock (format v9, this build reads up to v1)",
     );
+    // One flipped bit in the version (v257) is damage, not a newer framelock.
+    let mut flipped = file.clone();
+    flipped[9] ^= 0x01;
+    std::fs::write(h.join("v257.flr"), &flipped).unwrap();
+    let out = run(h, &["replay", "v257.flr", "--headless"]);
+    assert_fails_with(
+        &out,
+        "v257.flr has a corrupt header (its format version field is damaged); nothing in it \
+         can be replayed",
+    );
+    assert!(!stderr(&out).contains("newer"), "{}", text(&out));
     let mut bad_header = file.clone();
     bad_header[20] ^= 0x40;
     std::fs::write(h.join("hdr.flr"), &bad_header).unwrap();
     assert_fails_with(
         &run(h, &["replay", "hdr.flr", "--headless"]),
-        "corrupt header (bad checksum)",
+        "hdr.flr has a corrupt header (bad checksum); nothing in it can be replayed",
+    );
+    let mut bad_len = file.clone();
+    bad_len[12] ^= 0x01;
+    std::fs::write(h.join("hlen.flr"), &bad_len).unwrap();
+    assert_fails_with(
+        &run(h, &["replay", "hlen.flr", "--headless"]),
+        "hlen.flr has a corrupt header (cut short, or its length field is damaged)",
     );
     assert_fails_with(
         &run(h, &["replay", "missing.flr", "--headless"]),

@@ -382,8 +382,12 @@ fn not_a_log_and_newer_version_are_explained() {
         "{err}"
     );
 
+    // A newer framelock's file (its header check matches the version it says).
     let (mut file, _) = recording(2, 60);
+    let (header_len, _) = layout(&file);
     file[8..10].copy_from_slice(&(FORMAT_VERSION + 1).to_le_bytes());
+    let check = xxhash_rust::xxh3::xxh3_64(&file[..header_len - 8]);
+    file[header_len - 8..header_len].copy_from_slice(&check.to_le_bytes());
     let newer = dir.path().join("newer.flr");
     fs::write(&newer, &file).unwrap();
     let err = Replay::open(&newer).unwrap_err().to_string();

@@ -26,7 +26,12 @@
 //!     14    B  body         fields below
 //!   14+B    8  check        u64, xxh3 of bytes 0 .. 14+B
 //! ```
-//! Magic and version never change place; the rest is read according to the version.
+//! Magic and version never change place; the rest is read according to the version. Readers
+//! check a newer version against the check as laid out here before blaming the version: if the
+//! check matches, the file is from a newer framelock; if it matches with the version field set to
+//! one this build reads, the version field is damaged (`ReplayError::CorruptHeader`); if neither,
+//! the header is damaged or laid out differently by a newer framelock, which cannot be told apart
+//! (`ReplayError::NewerOrCorrupt`). A damaged header makes the whole file unusable.
 //! Body fields, in order:
 //! ```text
 //!   str     core name
@@ -157,7 +162,15 @@ pub enum ReplayError {
         .path.display(), FORMAT_VERSION
     )]
     NewerVersion { path: PathBuf, found: u16 },
-    #[error("{} has a corrupt header ({reason})", .path.display())]
+    /// A version this build does not read, and a header check that does not match as this
+    /// build lays headers out: damage and a newer layout look alike.
+    #[error(
+        "{} has a corrupt header, or was made by a newer framelock (format v{found}, this build \
+         reads up to v{}); nothing in it can be replayed",
+        .path.display(), FORMAT_VERSION
+    )]
+    NewerOrCorrupt { path: PathBuf, found: u16 },
+    #[error("{} has a corrupt header ({reason}); nothing in it can be replayed", .path.display())]
     CorruptHeader { path: PathBuf, reason: &'static str },
     #[error(
         "{}: corrupt record at byte {at_byte} ({reason}); {}",
@@ -457,6 +470,52 @@ mod tests {
         let mut r = Replay::from_reader(Cursor::new(&file), "mem.flr").unwrap();
         assert_eq!(r.skim().unwrap(), Status::Complete { frames: 10 });
         assert_eq!(r.bytes_after_end(), Some((end, 13)));
+    }
+
+    #[test]
+    fn header_damage_is_not_blamed_on_the_version() {
+        let file = record(&Header::default(), 10, |_, _| {});
+        let header_len = format::encode_header(&Header::default()).unwrap().len();
+        let open = |bytes: &[u8]| Replay::from_reader(Cursor::new(bytes.to_vec()), "h.flr");
+        // One flipped bit in the version: v257.
+        let mut bad = file.clone();
+        bad[9] ^= 0x01;
+        let msg = open(&bad).unwrap_err().to_string();
+        assert_eq!(
+            msg,
+            "h.flr has a corrupt header (its format version field is damaged); \
+             nothing in it can be replayed"
+        );
+        // A real newer file: its header check is right.
+        let mut newer = file.clone();
+        newer[8..10].copy_from_slice(&2u16.to_le_bytes());
+        let check = xxhash_rust::xxh3::xxh3_64(&newer[..header_len - 8]);
+        newer[header_len - 8..header_len].copy_from_slice(&check.to_le_bytes());
+        let err = open(&newer).unwrap_err();
+        assert!(
+            matches!(err, ReplayError::NewerVersion { found: 2, .. }),
+            "{err}"
+        );
+        // Newer, and the check does not match: damage and a new layout look alike.
+        newer[20] ^= 0x10;
+        let msg = open(&newer).unwrap_err().to_string();
+        assert!(
+            msg.contains("h.flr has a corrupt header, or was made by a newer framelock (format v2")
+                && msg.ends_with("nothing in it can be replayed"),
+            "{msg}"
+        );
+        // A flipped bit in the header length points past the end of the file.
+        for byte in [12, 13] {
+            let mut bad = file.clone();
+            bad[byte] ^= 0x01;
+            let msg = open(&bad).unwrap_err().to_string();
+            assert_eq!(
+                msg,
+                "h.flr has a corrupt header (cut short, or its length field is damaged); \
+                 nothing in it can be replayed",
+                "byte {byte}"
+            );
+        }
     }
 
     #[test]

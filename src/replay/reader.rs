@@ -457,37 +457,70 @@ fn read_header<R: Read>(r: &mut R, path: &Path) -> Result<(Header, u32), ReplayE
     }
     // Magic and version are fixed for all versions; everything after depends on the version.
     let version = u16::from_le_bytes([prefix[8], prefix[9]]);
+    if version == 0 {
+        return Err(corrupt("format version 0"));
+    }
+    let layout = read_layout(r, &prefix).map_err(read_err)?;
     if version > FORMAT_VERSION {
-        return Err(ReplayError::NewerVersion {
+        // Blame the version only if the header is intact as far as this build can tell.
+        let Ok((body, check)) = &layout else {
+            return Err(ReplayError::NewerOrCorrupt {
+                path: path.to_path_buf(),
+                found: version,
+            });
+        };
+        if header_check(&prefix, body) == *check {
+            return Err(ReplayError::NewerVersion {
+                path: path.to_path_buf(),
+                found: version,
+            });
+        }
+        let readable = (1..=FORMAT_VERSION).any(|v| {
+            let mut p = prefix.clone();
+            p[8..10].copy_from_slice(&v.to_le_bytes());
+            header_check(&p, body) == *check
+        });
+        if readable {
+            return Err(corrupt("its format version field is damaged"));
+        }
+        return Err(ReplayError::NewerOrCorrupt {
             path: path.to_path_buf(),
             found: version,
         });
     }
-    if version == 0 {
-        return Err(corrupt("format version 0"));
+    let (body, check) = layout.map_err(corrupt)?;
+    if header_check(&prefix, &body) != check {
+        return Err(corrupt("bad checksum"));
     }
+    let header = format::decode_header_body(&body).map_err(corrupt)?;
+    Ok((header, format::header_chain(check)))
+}
+
+/// Reads the header body and check after `prefix` as this format version lays them out:
+/// `Ok(Err)` if they are not there.
+fn read_layout<R: Read>(r: &mut R, prefix: &[u8]) -> io::Result<Result<(Vec<u8>, u64), Reason>> {
     if prefix.len() < PREFIX_LEN {
-        return Err(corrupt("cut short"));
+        return Ok(Err("cut short"));
     }
     let body_len = u32::from_le_bytes(prefix[10..14].try_into().expect("4 bytes"));
     if body_len > format::MAX_HEADER_LEN {
-        return Err(corrupt("header length is implausible"));
+        return Ok(Err("header length is implausible"));
     }
     let mut rest = Vec::new();
-    r.take(u64::from(body_len) + 8)
-        .read_to_end(&mut rest)
-        .map_err(read_err)?;
+    r.take(u64::from(body_len) + 8).read_to_end(&mut rest)?;
     if rest.len() < body_len as usize + 8 {
-        return Err(corrupt("cut short"));
+        // A file cut while its header was written looks the same.
+        return Ok(Err("cut short, or its length field is damaged"));
     }
-    let (body, check) = rest.split_at(body_len as usize);
+    let check = rest.split_off(body_len as usize);
+    let check = u64::from_le_bytes(check[..].try_into().expect("8 bytes"));
+    Ok(Ok((rest, check)))
+}
+
+/// The header check of `prefix` and `body`.
+fn header_check(prefix: &[u8], body: &[u8]) -> u64 {
     let mut hasher = xxhash_rust::xxh3::Xxh3::new();
-    hasher.update(&prefix);
+    hasher.update(prefix);
     hasher.update(body);
-    let check = u64::from_le_bytes(check.try_into().expect("8 bytes"));
-    if hasher.digest() != check {
-        return Err(corrupt("bad checksum"));
-    }
-    let header = format::decode_header_body(body).map_err(corrupt)?;
-    Ok((header, format::header_chain(check)))
+    hasher.digest()
 }
