@@ -64,9 +64,9 @@ Examples:
   framelock replay match.flr --headless --fast --verify   check every recorded checksum
 
 The core (name and version) and the content (xxh3 hash) must be the ones the log was
-recorded with. --verify exits non-zero naming the first frame whose checksum differs, or
-if the log is truncated. Netplay sessions are recorded to ~/.local/share/framelock/recordings
-unless --no-record.";
+recorded with. --verify exits non-zero naming the first frame whose checksum differs, if
+the log is truncated, or if the replay stops (Ctrl-C) before the end. Netplay sessions are
+recorded to ~/.local/share/framelock/recordings unless --no-record.";
 
 const HOST_HELP: &str = "\
 Examples:
@@ -255,8 +255,8 @@ pub struct ReplayArgs {
     /// Stop before frame N.
     #[arg(long, value_name = "N")]
     pub to_frame: Option<u64>,
-    /// Check every recorded checksum: exit non-zero naming the first frame that differs, or
-    /// if the log is truncated.
+    /// Check every recorded checksum: exit non-zero naming the first frame that differs, if
+    /// the log is truncated, or if the replay stops before the end of the log (or --to-frame).
     #[arg(long)]
     pub verify: bool,
     /// Write run statistics (frames, checksum, fps, wall_s, verify results) as JSON at exit.

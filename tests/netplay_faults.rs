@@ -368,7 +368,10 @@ fn a_second_ctrl_c_exits_at_once() {
     joiner.interrupt();
     assert!(
         joiner
-            .wait_for_log("Ctrl-C again to exit at once", Duration::from_secs(5))
+            .wait_for_log(
+                "a second Ctrl-C or SIGTERM exits at once",
+                Duration::from_secs(5)
+            )
             .is_some(),
         "{}",
         joiner.log_text()

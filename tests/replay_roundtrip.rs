@@ -4,7 +4,7 @@
 
 mod replay_common;
 
-use replay_common::{assert_ok, checksum, genesis, run, stats, GENESIS_OPTION};
+use replay_common::{assert_ok, checksum, genesis, run, stats, text, GENESIS_OPTION};
 
 /// Records `frames` frames of bot play with `extra` args, replays the log with `--verify`
 /// and checks both runs agree. Returns the replay's stats.
@@ -188,4 +188,68 @@ fn record_refuses_to_overwrite_a_file() {
         std::fs::read(home.path().join("taken.flr")).unwrap(),
         b"precious"
     );
+}
+
+/// Ctrl-C or SIGTERM during `replay --verify` ends the replay cleanly, but a verification that
+/// did not reach the end of the log is no pass: non-zero, saying how far it got. Without
+/// --verify, stopping early is fine.
+#[test]
+fn an_interrupted_verify_fails_as_incomplete() {
+    let home = tempfile::tempdir().unwrap();
+    let h = home.path();
+    assert_ok(&run(
+        h,
+        &[
+            "play",
+            "--headless",
+            "--fast",
+            "--frames",
+            "1200",
+            "--bot",
+            "3",
+            "--record",
+            "i.flr",
+        ],
+    ));
+    for (signal, verify) in [("-TERM", true), ("-INT", true), ("-TERM", false)] {
+        // At normal speed the 1200 frames take 20 s; stop it after about one.
+        let json = format!("i{signal}{verify}.json");
+        let mut cmd = replay_common::framelock(h);
+        cmd.args(["replay", "i.flr", "--headless", "--stats-json", &json]);
+        if verify {
+            cmd.arg("--verify");
+        }
+        let child = cmd
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("run framelock");
+        std::thread::sleep(std::time::Duration::from_millis(1500));
+        let sent = std::process::Command::new("kill")
+            .args([signal, &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(sent.success());
+        let out = child.wait_with_output().unwrap();
+        let err = replay_common::stderr(&out);
+        assert!(
+            err.contains("stopping (a second Ctrl-C or SIGTERM exits at once)"),
+            "{signal}: {}",
+            text(&out)
+        );
+        let s = stats(&h.join(&json));
+        assert_eq!(s["end"], "quit", "{s:#}");
+        let ran = s["frames"].as_u64().unwrap();
+        assert!((1..1200).contains(&ran), "{s:#}");
+        if verify {
+            replay_common::assert_fails_with(
+                &out,
+                &format!(
+                    "error: i.flr: verification incomplete: the replay stopped after {ran} of \
+                     1200 frames ("
+                ),
+            );
+        } else {
+            assert_ok(&out);
+        }
+    }
 }

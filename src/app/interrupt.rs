@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 static REQUESTED: AtomicBool = AtomicBool::new(false);
 
-/// Exit status after a second Ctrl-C, as a shell reports a SIGINT death (128 + 2).
+/// Exit status after a second Ctrl-C or SIGTERM, as a shell reports a SIGINT death (128 + 2).
 const FORCED_EXIT: i32 = 130;
 
 /// Routes Ctrl-C and SIGTERM to [`requested`]. Call once, from `main`; without it the
@@ -17,7 +17,8 @@ pub fn install() {
             eprintln!("\ninterrupted again: exiting now");
             std::process::exit(FORCED_EXIT);
         }
-        eprintln!("\nstopping (Ctrl-C again to exit at once)");
+        // The handler cannot tell which signal came, so the hint names both.
+        eprintln!("\nstopping (a second Ctrl-C or SIGTERM exits at once)");
     });
     if let Err(e) = result {
         tracing::warn!("Ctrl-C will kill framelock without a clean exit: {e}");

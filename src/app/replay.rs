@@ -18,7 +18,7 @@ pub use feed::{Desync, LogObserver, LogState, ReplayFeed, ReplayMachine, Verific
 
 use super::play::{load_content, open_core_only, run_session, PlayError, PlayOptions, PlaySummary};
 use super::record::RecordMode;
-use super::runner::{FrameObserver, ObserverError, Runner};
+use super::runner::{EndReason, FrameObserver, ObserverError, Runner};
 use super::stats::{self, checksum_hex, StatsError};
 use crate::host::{hash_file, Core, CoreSource, HostError};
 use crate::input::Inputs;
@@ -37,7 +37,8 @@ pub struct ReplayOptions {
     pub play: PlayOptions,
     /// Speed relative to the recording (1.0 = as recorded); ignored when `play.runner.fast`.
     pub speed: f64,
-    /// Fail (non-zero exit) on a checksum mismatch or a truncated log.
+    /// Fail (non-zero exit) on a checksum mismatch, a truncated log, or a replay stopped
+    /// (window closed, Ctrl-C, SIGTERM) before the end of the log or `to_frame`.
     pub verify: bool,
     /// Stop before this log frame.
     pub to_frame: Option<u64>,
@@ -82,6 +83,19 @@ pub enum ReplayRunError {
         at_byte: u64,
         frames: u32,
     },
+    /// `--verify`, and the replay stopped before the end of the log (or of `--to-frame`).
+    #[error(
+        "{}: verification incomplete: the replay stopped after {ran} of {} ({matched} of \
+         {checked} checksums match so far)",
+        .path.display(), n_frames(*.of)
+    )]
+    VerifyIncomplete {
+        path: PathBuf,
+        ran: u64,
+        of: u64,
+        matched: u64,
+        checked: u64,
+    },
 }
 
 /// How a replay went.
@@ -93,8 +107,9 @@ pub struct ReplaySummary {
     pub verification: Verification,
 }
 
-/// Replays `opts.log`. With `opts.verify`, a checksum mismatch or a truncated log is an
-/// error; either way a corrupt log is an error once its intact frames have been replayed.
+/// Replays `opts.log`. With `opts.verify`, a checksum mismatch, a truncated log or a replay
+/// stopped early is an error; either way a corrupt log is an error once its intact frames have
+/// been replayed.
 pub fn replay(opts: &ReplayOptions) -> Result<ReplaySummary, ReplayRunError> {
     let log = Replay::open(&opts.log)?;
     let header = log.header().clone();
@@ -225,7 +240,18 @@ pub fn replay(opts: &ReplayOptions) -> Result<ReplaySummary, ReplayRunError> {
                     frames,
                 });
             }
-            _ => {}
+            Some(Status::Complete { .. }) => {}
+            // Stopped before the end of the log: fine only at the frame asked for.
+            None if run.end == EndReason::FrameLimit => {}
+            None => {
+                return Err(ReplayRunError::VerifyIncomplete {
+                    path,
+                    ran: run.frames,
+                    of: to_run,
+                    matched: verification.matched,
+                    checked: verification.checked,
+                })
+            }
         }
     }
     Ok(ReplaySummary {
