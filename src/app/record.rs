@@ -46,16 +46,10 @@ pub enum RecordMode {
 pub enum RecordError {
     #[error(transparent)]
     Log(#[from] ReplayError),
-    #[error("cannot create recordings directory {}: {source}", .path.display())]
-    Dir {
-        path: PathBuf,
-        source: std::io::Error,
-    },
-    #[error("cannot record: reading content {}: {source}", .path.display())]
-    Content {
-        path: PathBuf,
-        source: std::io::Error,
-    },
+    #[error("cannot create recordings directory {}: {}", .path.display(), replay::io_reason(.io))]
+    Dir { path: PathBuf, io: std::io::Error },
+    #[error("cannot record: reading content {}: {}", .path.display(), replay::io_reason(.io))]
+    Content { path: PathBuf, io: std::io::Error },
     #[error("cannot record: the core's start state: {0}")]
     StartState(HostError),
 }
@@ -78,9 +72,9 @@ pub fn resolve_path(mode: &RecordMode, role: &str) -> Result<Option<PathBuf>, Re
         RecordMode::Off => Ok(None),
         RecordMode::File(p) => Ok(Some(p.clone())),
         RecordMode::Dir(dir) => {
-            std::fs::create_dir_all(dir).map_err(|source| RecordError::Dir {
+            std::fs::create_dir_all(dir).map_err(|io| RecordError::Dir {
                 path: dir.clone(),
-                source,
+                io,
             })?;
             Ok(Some(replay::default_recording_path(
                 dir,
@@ -105,9 +99,9 @@ pub fn session_header(
         Some(path) => {
             let hash = match core.content_hash() {
                 Some(h) => h,
-                None => hash_file(path).map_err(|source| RecordError::Content {
+                None => hash_file(path).map_err(|io| RecordError::Content {
                     path: path.clone(),
-                    source,
+                    io,
                 })?,
             };
             let name = path
@@ -424,9 +418,9 @@ impl<S: Sink + 'static> Recording<S> {
         let failure = match s.recorder.take().map(Recorder::finish) {
             Some(Ok(summary)) => {
                 tracing::info!(
-                    "recording saved to {} ({} frames)",
+                    "recording saved to {} ({})",
                     path.display(),
-                    summary.frames
+                    replay::n_frames(summary.frames)
                 );
                 return Outcome {
                     path,

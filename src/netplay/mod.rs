@@ -84,11 +84,8 @@ pub enum NetplayError {
     Lockstep(#[from] lockstep::LockstepError),
     #[error("cannot join {host:?}: {reason}")]
     Resolve { host: String, reason: String },
-    #[error("reading content {path}: {source}")]
-    Content {
-        path: PathBuf,
-        source: std::io::Error,
-    },
+    #[error("reading content {}: {}", .path.display(), crate::replay::io_reason(.io))]
+    Content { path: PathBuf, io: std::io::Error },
     #[error("core: {0}")]
     Host(#[from] HostError),
     #[error("nobody joined in time: {ready} of {want} players ready after {secs} s")]
@@ -109,9 +106,9 @@ fn session_info(core: &Core, opts: &NetOptions) -> Result<SessionInfo, NetplayEr
         Some(path) => (
             path.file_name()
                 .map_or_else(String::new, |n| n.to_string_lossy().into_owned()),
-            Some(hash_file(path).map_err(|source| NetplayError::Content {
+            Some(hash_file(path).map_err(|io| NetplayError::Content {
                 path: path.clone(),
-                source,
+                io,
             })?),
         ),
         None => (String::new(), None),
