@@ -16,20 +16,7 @@ use replay_common::{
 
 /// Records 1200 frames of the built-in game with bot 5 into `home/a.flr`.
 fn record_builtin(home: &Path) -> Vec<u8> {
-    assert_ok(&run(
-        home,
-        &[
-            "play",
-            "--headless",
-            "--fast",
-            "--frames",
-            "1200",
-            "--bot",
-            "5",
-            "--record",
-            "a.flr",
-        ],
-    ));
+    replay_common::record_builtin(home, 1200, Some(5), "a.flr");
     std::fs::read(home.join("a.flr")).unwrap()
 }
 
@@ -500,18 +487,7 @@ fn a_record_of_type_zero_is_corruption() {
 fn messages_count_and_quote_errors_in_plain_words() {
     let home = tempfile::tempdir().unwrap();
     let h = home.path();
-    assert_ok(&run(
-        h,
-        &[
-            "play",
-            "--headless",
-            "--fast",
-            "--frames",
-            "1",
-            "--record",
-            "one.flr",
-        ],
-    ));
+    replay_common::record_builtin(h, 1, None, "one.flr");
     let out = run(
         h,
         &["replay", "one.flr", "--headless", "--fast", "--verify"],

@@ -131,20 +131,7 @@ fn genesis_replays_to_the_same_checksum_without_being_told_core_or_content() {
 fn speed_scales_the_replay_frame_rate() {
     let home = tempfile::tempdir().unwrap();
     let h = home.path();
-    assert_ok(&run(
-        h,
-        &[
-            "play",
-            "--headless",
-            "--fast",
-            "--frames",
-            "240",
-            "--bot",
-            "2",
-            "--record",
-            "s.flr",
-        ],
-    ));
+    replay_common::record_builtin(h, 240, Some(2), "s.flr");
     for (speed, frames, lo, hi) in [("2", "240", 100.0, 125.0), ("0.5", "60", 25.0, 32.0)] {
         let json = format!("speed{speed}.json");
         let out = run(
@@ -197,20 +184,7 @@ fn record_refuses_to_overwrite_a_file() {
 fn an_interrupted_verify_fails_as_incomplete() {
     let home = tempfile::tempdir().unwrap();
     let h = home.path();
-    assert_ok(&run(
-        h,
-        &[
-            "play",
-            "--headless",
-            "--fast",
-            "--frames",
-            "1200",
-            "--bot",
-            "3",
-            "--record",
-            "i.flr",
-        ],
-    ));
+    replay_common::record_builtin(h, 1200, Some(3), "i.flr");
     for (signal, verify) in [("-TERM", true), ("-INT", true), ("-TERM", false)] {
         // At normal speed the 1200 frames take 20 s; stop it after about one.
         let json = format!("i{signal}{verify}.json");

@@ -47,6 +47,19 @@ pub fn assert_ok(out: &Output) {
     assert!(!stderr(out).contains("panicked"), "{}", text(out));
 }
 
+/// Records `frames` frames of the built-in game (a bot with `bot`, if any) into `log` in
+/// `home`, headless and unthrottled.
+pub fn record_builtin(home: &Path, frames: u32, bot: Option<u32>, log: &str) {
+    let frames = frames.to_string();
+    let mut args = vec!["play", "--headless", "--fast", "--frames", &frames];
+    let bot = bot.map(|b| b.to_string());
+    if let Some(b) = &bot {
+        args.extend(["--bot", b]);
+    }
+    args.extend(["--record", log]);
+    assert_ok(&run(home, &args));
+}
+
 pub fn stats(path: &Path) -> Value {
     let json = std::fs::read_to_string(path)
         .unwrap_or_else(|e| panic!("stats {} not written: {e}", path.display()));
