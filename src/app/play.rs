@@ -127,30 +127,18 @@ pub fn play(opts: &PlayOptions) -> Result<PlaySummary, PlayError> {
     if let Some(r) = &recording {
         runner.observe(r.observer());
     }
-    // Stats are written below, once the recording's outcome is in.
-    let quiet = PlayOptions {
-        stats_json: None,
-        ..opts.clone()
-    };
-    let result = run_session(&quiet, &mut core, &mut runner, Map::new());
-    let recorded = recording.map(Recording::finish);
-    let mut summary = result?;
-    if let Some(r) = &recorded {
-        summary.stats.insert("recording".into(), r.to_json());
-    }
-    if let Some(path) = &opts.stats_json {
-        stats::write(path, &summary.stats)?;
-    }
-    Ok(summary)
+    run_session(opts, &mut core, &mut runner, Map::new(), recording)
 }
 
-/// Runs `runner` on a loaded `core` in a window or headless until it ends, saves SRAM and
-/// writes `--stats-json` (with `extra` merged in). Shared by play, netplay and replay.
+/// Runs `runner` on a loaded `core` in a window or headless until it ends, saves SRAM,
+/// finishes `recording` (whose observer the caller registered) and writes `--stats-json`
+/// (with `extra` and the recording's outcome merged in). Shared by play, netplay and replay.
 pub fn run_session<F: Feed>(
     opts: &PlayOptions,
     core: &mut Core,
     runner: &mut Runner<Core, F>,
-    extra: Map<String, Value>,
+    mut extra: Map<String, Value>,
+    recording: Option<Recording>,
 ) -> Result<PlaySummary, PlayError> {
     let shot = opts
         .screenshot_at
@@ -173,11 +161,16 @@ pub fn run_session<F: Feed>(
         let mut window = WindowFrontend::open(settings, core, &opts.keymaps, &opts.audio, shot)?;
         run_loop(runner, core, &mut window)
     };
-    // Save RAM even if the loop failed: the player's progress matters more than the error.
+    // Save RAM and the recording even if the loop failed: the player's progress matters
+    // more than the error.
     if let Err(e) = core.save_sram() {
         tracing::warn!("{e}");
     }
+    let recorded = recording.map(Recording::finish);
     let end = end?;
+    if let Some(r) = recorded {
+        extra.insert("recording".into(), r.to_json());
+    }
     summarize(opts, core, runner, end, extra)
 }
 

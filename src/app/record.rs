@@ -171,12 +171,6 @@ pub struct Reserved {
     file: Option<std::fs::File>,
 }
 
-impl Reserved {
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-}
-
 impl Drop for Reserved {
     fn drop(&mut self) {
         if self.file.take().is_some() {
@@ -334,14 +328,6 @@ impl<S: Sink> Shared<S> {
 /// keeps this handle to add events and to [`Recording::finish`] at the end.
 pub struct Recording<S: Sink + 'static = std::fs::File> {
     shared: Rc<RefCell<Shared<S>>>,
-}
-
-impl Recording {
-    /// Creates `path` (never overwriting) and writes `header`.
-    pub fn create(path: &Path, header: &Header) -> Result<Recording, RecordError> {
-        let rec = Recorder::create(path, header)?;
-        Ok(Recording::from_recorder(rec, header))
-    }
 }
 
 impl<S: Sink + 'static> Recording<S> {

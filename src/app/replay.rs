@@ -192,7 +192,7 @@ pub fn replay(opts: &ReplayOptions) -> Result<ReplaySummary, ReplayRunError> {
         stats_json: None,
         ..play.clone()
     };
-    let result = run_session(&quiet, &mut core, &mut runner, Map::new());
+    let result = run_session(&quiet, &mut core, &mut runner, Map::new(), None);
     if let Some(bar) = &bar {
         bar.finish_and_clear();
     }

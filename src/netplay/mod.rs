@@ -22,7 +22,7 @@ use thiserror::Error;
 pub use feed::{Exchange, NetEnd, NetFeed, Role, Shared};
 
 use crate::app::play::{load_content, open_core, open_core_only, run_session};
-use crate::app::record::{begin_netplay, reserve, RecordMode, Recording, Reserved};
+use crate::app::record::{begin_netplay, reserve, RecordMode, Reserved};
 use crate::app::{
     EndReason, Feed, FrameObserver, ObserverError, PlayError, PlayOptions, PlaySummary, Runner,
 };
@@ -123,14 +123,12 @@ fn session_info(core: &Core, opts: &NetOptions) -> Result<SessionInfo, NetplayEr
     })
 }
 
-/// `peer`: the address at the other end of the link (its family sets the header size).
 fn lockstep_config(
     slots: u8,
     k: u32,
     session: u32,
     fps: f64,
     net: &NetOptions,
-    peer: SocketAddr,
 ) -> lockstep::Config {
     lockstep::Config {
         players: slots,
@@ -139,7 +137,6 @@ fn lockstep_config(
         session,
         fps,
         send_budget: net.send_budget,
-        udp_ip_header: header_overhead(peer),
         ..lockstep::Config::default()
     }
 }
@@ -182,7 +179,6 @@ pub fn host(opts: &HostOptions) -> Result<PlaySummary, NetplayError> {
         session.session_id(),
         fps,
         &opts.net,
-        endpoint.local_addr(),
     );
     let mut server = Server::new(lcfg.clone(), now)?;
     for slot in &ready {
@@ -241,17 +237,12 @@ pub fn join(opts: &JoinOptions) -> Result<PlaySummary, NetplayError> {
     for diff in &start.option_diffs {
         // Worth a line only where this player chose another value; options it never set
         // simply take the host's.
+        let (key, host) = (&diff.key, diff.host.as_deref().unwrap_or("(unset)"));
         match &diff.local {
             Some(local) => tracing::info!(
-                "netplay: core option {} = {} (the host's; yours was {local})",
-                diff.key,
-                diff.host.as_deref().unwrap_or("(unset)"),
+                "netplay: core option {key} = {host} (the host's; yours was {local})"
             ),
-            None => tracing::debug!(
-                "netplay: core option {} = {} (the host's)",
-                diff.key,
-                diff.host.as_deref().unwrap_or("(unset)")
-            ),
+            None => tracing::debug!("netplay: core option {key} = {host} (the host's)"),
         }
     }
     for (key, value) in &start.payload.options {
@@ -271,14 +262,17 @@ pub fn join(opts: &JoinOptions) -> Result<PlaySummary, NetplayError> {
         start.slots
     );
 
-    let lcfg = lockstep_config(
-        start.slots,
-        u32::from(start.keyframe_interval),
-        start.session,
-        start.fps,
-        &opts.net,
-        addr,
-    );
+    let lcfg = lockstep::Config {
+        // Its one link is to the host: the host's address family sets the header size.
+        udp_ip_header: header_overhead(addr),
+        ..lockstep_config(
+            start.slots,
+            u32::from(start.keyframe_interval),
+            start.session,
+            start.fps,
+            &opts.net,
+        )
+    };
     let client = Client::new(lcfg, PeerId(start.slot), Instant::now())?;
     let bot = opts
         .net
@@ -341,8 +335,7 @@ fn run(
         stats_json: None,
         ..play.clone()
     };
-    let result = run_session(&quiet, core, &mut runner, Map::new());
-    let recorded = recording.map(Recording::finish);
+    let result = run_session(&quiet, core, &mut runner, Map::new(), recording);
     let quit = matches!(
         result,
         Ok(PlaySummary {
@@ -369,9 +362,6 @@ fn run(
     extra.remove("kind");
     summary.stats.extend(extra);
     summary.stats.insert("netplay".into(), json!(true));
-    if let Some(r) = &recorded {
-        summary.stats.insert("recording".into(), r.to_json());
-    }
     if let Some(path) = &play.stats_json {
         crate::app::stats::write(path, &summary.stats).map_err(PlayError::from)?;
     }

@@ -152,6 +152,13 @@ struct Peer {
     phase: Phase,
 }
 
+impl Peer {
+    /// Has the start state (and waits for the game to start, or plays).
+    fn is_ready(&self) -> bool {
+        matches!(self.phase, Phase::Ready { .. })
+    }
+}
+
 #[derive(Debug)]
 struct Pending {
     addr: SocketAddr,
@@ -259,7 +266,7 @@ impl HostSession {
                 slot: p.slot,
                 name: p.name.clone(),
                 addr: Some(p.addr),
-                ready: matches!(p.phase, Phase::Ready { .. }),
+                ready: p.is_ready(),
                 rtt: match p.phase {
                     Phase::Ready { rtt } => rtt,
                     _ => None,
@@ -297,21 +304,13 @@ impl HostSession {
 
     /// Players that have the start state, the host's own included.
     fn ready_count(&self) -> u8 {
-        let joiners = self
-            .peers
-            .iter()
-            .filter(|p| matches!(p.phase, Phase::Ready { .. }))
-            .count() as u8;
+        let joiners = self.peers.iter().filter(|p| p.is_ready()).count() as u8;
         joiners + u8::from(self.cfg.host_is_player)
     }
 
     /// True when at least one joiner is in and every joiner is ready.
     pub fn all_ready(&self) -> bool {
-        !self.peers.is_empty()
-            && self
-                .peers
-                .iter()
-                .all(|p| matches!(p.phase, Phase::Ready { .. }))
+        !self.peers.is_empty() && self.peers.iter().all(Peer::is_ready)
     }
 
     pub fn handle_datagram(
@@ -337,7 +336,7 @@ impl HostSession {
                 let id = self.cfg.session_id;
                 let peer = self.peers.iter_mut().find(|p| p.addr == from);
                 return match peer {
-                    Some(p) if h.session == id && matches!(p.phase, Phase::Ready { .. }) => {
+                    Some(p) if h.session == id && p.is_ready() => {
                         p.last_heard = now;
                         Ok(())
                     }
@@ -585,7 +584,7 @@ impl HostSession {
         let silent: Vec<u8> = self
             .peers
             .iter()
-            .filter(|p| !matches!(p.phase, Phase::Ready { .. }) && now >= p.last_heard + timeout)
+            .filter(|p| !p.is_ready() && now >= p.last_heard + timeout)
             .map(|p| p.slot)
             .collect();
         for slot in silent {
@@ -593,36 +592,7 @@ impl HostSession {
         }
         if self.accepting {
             // Once the game runs, the lockstep server times players out instead.
-            let ready_timeout = self.cfg.ready_timeout;
-            let gone: Vec<(u8, SocketAddr)> = self
-                .peers
-                .iter()
-                .filter(|p| matches!(p.phase, Phase::Ready { .. }))
-                .filter(|p| now >= p.last_heard + ready_timeout)
-                .map(|p| (p.slot, p.addr))
-                .collect();
-            for (slot, addr) in gone {
-                let why = format!(
-                    "dropped from the lobby: nothing heard for {} s",
-                    ready_timeout.as_secs_f64()
-                );
-                self.send(addr, &Msg::Bye(why), self.cfg.session_id);
-                self.drop_peer(slot, LeftReason::Silent);
-            }
-            if self.lobby_sent.is_none_or(|t| now >= t + LOBBY_INTERVAL) {
-                self.lobby_sent = Some(now);
-                let ready = self.ready_count();
-                let want = self.cfg.max_players;
-                let to: Vec<SocketAddr> = self
-                    .peers
-                    .iter()
-                    .filter(|p| matches!(p.phase, Phase::Ready { .. }))
-                    .map(|p| p.addr)
-                    .collect();
-                for addr in to {
-                    self.send(addr, &Msg::Lobby { ready, want }, self.cfg.session_id);
-                }
-            }
+            self.tend_ready_joiners(now);
         }
         for peer in &mut self.peers {
             match &mut peer.phase {
@@ -636,6 +606,42 @@ impl HostSession {
                 }
                 Phase::Sending(sender) => sender.detect_losses(now),
                 _ => {}
+            }
+        }
+    }
+
+    /// In the lobby: drops ready joiners silent for `ready_timeout`, and every
+    /// `LOBBY_INTERVAL` tells the others how many players are in.
+    fn tend_ready_joiners(&mut self, now: Instant) {
+        let ready_timeout = self.cfg.ready_timeout;
+        let gone: Vec<(u8, SocketAddr)> = self
+            .peers
+            .iter()
+            .filter(|p| p.is_ready() && now >= p.last_heard + ready_timeout)
+            .map(|p| (p.slot, p.addr))
+            .collect();
+        for (slot, addr) in gone {
+            let why = format!(
+                "dropped from the lobby: nothing heard for {} s",
+                ready_timeout.as_secs_f64()
+            );
+            self.send(addr, &Msg::Bye(why), self.cfg.session_id);
+            self.drop_peer(slot, LeftReason::Silent);
+        }
+        if self.lobby_sent.is_none_or(|t| now >= t + LOBBY_INTERVAL) {
+            self.lobby_sent = Some(now);
+            let lobby = Msg::Lobby {
+                ready: self.ready_count(),
+                want: self.cfg.max_players,
+            };
+            let to: Vec<SocketAddr> = self
+                .peers
+                .iter()
+                .filter(|p| p.is_ready())
+                .map(|p| p.addr)
+                .collect();
+            for addr in to {
+                self.send(addr, &lobby, self.cfg.session_id);
             }
         }
     }

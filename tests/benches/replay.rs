@@ -106,8 +106,15 @@ fn two_player_minute(home: &Path) {
         .unwrap()
         .unwrap();
     runner.observe(recording.observer());
-    run_session(&opts, &mut core, &mut runner, Default::default()).unwrap();
-    assert!(recording.finish().is_complete());
+    let summary = run_session(
+        &opts,
+        &mut core,
+        &mut runner,
+        Default::default(),
+        Some(recording),
+    )
+    .unwrap();
+    assert_eq!(summary.stats["recording"]["complete"], true);
     let file = std::fs::read(&path).unwrap();
     let bytes = file.len() as u64;
     let header = 14 + u32::from_le_bytes(file[10..14].try_into().unwrap()) as u64 + 8;
