@@ -13,7 +13,7 @@ use super::lead::LeadController;
 use super::msg::{self, Echo, FrameRun, Head, Notice, Update};
 use super::rtt::{LossMeter, RttEstimator};
 use super::stats::{PeerStats, ServerStats, Traffic};
-use super::timesync::{Phase, MAX_PACE};
+use super::timesync::{pace_for, Phase};
 use super::{Config, LockstepError};
 
 /// Samples a peer may have buffered beyond the frame being published; more are ignored.
@@ -685,14 +685,18 @@ impl Server {
             .cfg
             .frame_duration()
             .mul_f64(f64::from(self.cfg.keyframe_interval - 1));
+        let advances = self.advances();
         let worst = self
             .peers
             .iter()
             .flatten()
-            .filter_map(|p| p.input_rtt.or(p.rtt.conservative().map(|r| r + batching)))
-            .max()
-            // A client may run up to MAX_PACE fast, and then reaches its keyframe sooner.
-            .map(|d| d.mul_f64(MAX_PACE));
+            .filter_map(|p| {
+                let rtt = p.input_rtt.or(p.rtt.conservative().map(|r| r + batching))?;
+                // A client that time sync speeds up (it runs behind) reaches its keyframe
+                // that much sooner; one at its nominal rate or slowed down does not.
+                Some(rtt.mul_f64(pace_for(advances[p.id.index()]).max(1.0)))
+            })
+            .max();
         let mut peers = self.peers.iter().flatten().peekable();
         let measured = peers.peek().is_some() && peers.all(|p| p.input_rtt.is_some());
         let before = self.lead.lead();

@@ -275,15 +275,25 @@ fn eight_players_stay_in_sync_under_every_condition() {
 #[test]
 fn stalls_and_latency_at_100ms_rtt_jitter_and_5pct_loss() {
     let link = Link::rtt_ms(100).rtt_jitter_ms(20).loss(0.05);
-    // Within the default send budget: bandwidth capped, stalls within the goal, and the
-    // latency at RTT + 50 ms or a frame above (this round-trip jitter, ±10 ms each way: 150
-    // ms in 4 of 6 seeds of 65 s; a loss costs about 1.15 frames, not 1).
-    let (sim, o) = run(uniform(2, link.clone(), 11), 30_000);
-    print("100 ms +-20 ms, 5% loss", &o);
-    assert_in_sync(&sim);
-    assert!(o.stall_pct <= 0.5, "stalled {:.3}% of frames", o.stall_pct);
-    assert!(o.up_bps <= 2500.0 && o.down_bps <= 2500.0, "{o:?}");
-    assert!(o.latency_median_ms <= 100.0 + 50.0 + 17.0, "{o:?}");
+    // Within the default send budget: bandwidth capped, stalls and latency within the goals
+    // (this round-trip jitter, ±10 ms each way) in every seed. While the lead counted every
+    // client's round trip 2 % long (as if time sync always sped it up), seed 3 settled a
+    // frame higher, at 167 ms (and 4 of 8 longer runs with other seeds).
+    for seed in 0..6 {
+        let (sim, o) = run(uniform(2, link.clone(), 11 + seed), 6_000);
+        print(&format!("100 ms +-20 ms, 5% loss, seed {seed}"), &o);
+        assert_in_sync(&sim);
+        assert!(
+            o.stall_pct <= 0.5,
+            "seed {seed}: stalled {:.3}% of frames",
+            o.stall_pct
+        );
+        assert!(
+            o.up_bps <= 2500.0 && o.down_bps <= 2500.0,
+            "seed {seed}: {o:?}"
+        );
+        assert!(o.latency_median_ms <= 100.0 + 50.0, "seed {seed}: {o:?}");
+    }
     // Without a budget a side sends every frame on a lossy link: RTT + 50 ms is met.
     let mut cfg = uniform(2, link, 11);
     cfg.lockstep.send_budget = 0;
