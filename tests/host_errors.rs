@@ -2,7 +2,7 @@
 
 mod common;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use framelock::host::{Core, CoreSource, HostError};
 
@@ -16,10 +16,22 @@ fn nonexistent_core_is_named() {
     let err = open(PathBuf::from("/nonexistent/foo_libretro.so"))
         .err()
         .unwrap();
-    assert!(matches!(err, HostError::CoreNotFound(_)), "{err:?}");
+    assert!(matches!(err, HostError::OpenCore { .. }), "{err:?}");
     assert_eq!(
         err.to_string(),
-        "core not found: /nonexistent/foo_libretro.so"
+        "cannot open core /nonexistent/foo_libretro.so: no such file or directory (os error 2)"
+    );
+    // The OS error is in the message, lowercase, and not again as a capitalised cause.
+    assert!(std::error::Error::source(&err).is_none());
+}
+
+#[test]
+fn a_directory_is_not_a_core() {
+    let dir = tempfile::tempdir().unwrap();
+    let err = open(dir.path().to_owned()).err().unwrap();
+    assert_eq!(
+        err.to_string(),
+        format!("cannot open core {}: is a directory", dir.path().display())
     );
 }
 
@@ -31,8 +43,13 @@ fn text_file_is_not_a_core() {
     let err = open(path.clone()).err().unwrap();
     let message = err.to_string();
     assert!(matches!(err, HostError::NotACore { .. }), "{err:?}");
-    assert!(message.contains(&path.display().to_string()), "{message}");
-    assert!(message.contains("is not a libretro core"), "{message}");
+    // The path once: dlopen's own "PATH: " before its reason is left out.
+    let shown = path.display().to_string();
+    assert!(
+        message.starts_with(&format!("{shown} is not a libretro core: "))
+            && message.matches(&shown).count() == 1,
+        "{message}"
+    );
 }
 
 #[test]
@@ -100,7 +117,24 @@ fn content_errors_and_one_core_per_process() {
     let err = core.load_game(Some(&missing)).unwrap_err();
     assert_eq!(
         err.to_string(),
-        format!("content not found: {}", missing.display())
+        format!(
+            "cannot read content {}: no such file or directory (os error 2)",
+            missing.display()
+        )
+    );
+    assert!(std::error::Error::source(&err).is_none());
+    let err = core.load_game(Some(dir.path())).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "cannot read content {}: is a directory",
+            dir.path().display()
+        )
+    );
+    let err = core.load_game(Some(Path::new("/dev/null"))).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "cannot read content /dev/null: not a regular file"
     );
 
     let err = core.load_game(None).unwrap_err();
@@ -162,6 +196,81 @@ fn core_options_are_validated_and_readable() {
     assert!(core
         .options()
         .contains(&(key.to_owned(), "ntsc-u".to_owned())));
+}
+
+/// What `framelock play` prints for core and content paths that are wrong: the path once and
+/// the OS's words in lowercase, as replays, recordings and netplay say them; and a save RAM
+/// file that cannot be read is left alone instead of being replaced at exit.
+#[test]
+fn the_binary_names_wrong_files_once_in_plain_words() {
+    let home = tempfile::tempdir().unwrap();
+    let h = home.path();
+    let gpgx = common::core("genesis_plus_gx");
+    let rom = common::airstriker();
+    let (gpgx, rom) = (gpgx.to_str().unwrap(), rom.to_str().unwrap());
+    std::fs::write(h.join("notes.so"), "just some text\n").unwrap();
+    let dir = h.to_str().unwrap();
+    let play = |args: &[&str]| {
+        common::framelock(h)
+            .current_dir(h)
+            .args(["play", "--headless", "--frames", "10"])
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    for (args, want) in [
+        (
+            vec!["--core", "/nope"],
+            "error: cannot open core /nope: no such file or directory (os error 2)\n".to_string(),
+        ),
+        (
+            vec!["--core", dir],
+            format!("error: cannot open core {dir}: is a directory\n"),
+        ),
+        (
+            vec!["--core", gpgx, "/nope.md"],
+            "error: cannot read content /nope.md: no such file or directory (os error 2)\n"
+                .to_string(),
+        ),
+        (
+            vec!["--core", gpgx, dir],
+            format!("error: cannot read content {dir}: is a directory\n"),
+        ),
+    ] {
+        let out = play(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?}: {}", common::text(&out));
+        assert!(err.ends_with(&want), "{args:?}: {}", common::text(&out));
+        assert_eq!(err.matches("error:").count(), 1, "{}", common::text(&out));
+    }
+    let out = play(&["--core", "notes.so"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.starts_with("error: notes.so is not a libretro core: ")
+            && err.matches("notes.so").count() == 1,
+        "{}",
+        common::text(&out)
+    );
+
+    // A save RAM file that cannot be read (here a directory) is said so when the game loads,
+    // and is not written over at exit.
+    let srm = h.join("saves/airstriker.srm");
+    std::fs::create_dir_all(&srm).unwrap();
+    let saves = h.join("saves");
+    let out = play(&["--core", gpgx, rom, "--save-dir", saves.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", common::text(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!(
+            "cannot read save ram {}: is a directory (os error 21); playing without it, and \
+             not saving over it",
+            srm.display()
+        )),
+        "{}",
+        common::text(&out)
+    );
+    assert!(!err.contains("cannot write save ram"), "{err}");
+    assert!(srm.is_dir());
 }
 
 fn xxhash(bytes: &[u8]) -> u64 {

@@ -45,9 +45,9 @@ pub struct PlayOptions {
 
 #[derive(Debug, thiserror::Error)]
 pub enum PlayError {
-    #[error("loading core {core}: {source}")]
+    #[error("{}", in_context("loading core", .core, .source))]
     OpenCore { core: String, source: HostError },
-    #[error("loading content {content}: {source}")]
+    #[error("{}", in_context("loading content", .content, .source))]
     LoadContent { content: String, source: HostError },
     #[error(transparent)]
     Window(#[from] WindowError),
@@ -57,6 +57,15 @@ pub enum PlayError {
     Stats(#[from] StatsError),
     #[error(transparent)]
     Record(#[from] RecordError),
+}
+
+/// "loading core X: why", or just "why" when it names X already ("cannot open core X: ...").
+fn in_context(doing: &str, what: &str, why: &HostError) -> String {
+    if why.names_its_file() {
+        why.to_string()
+    } else {
+        format!("{doing} {what}: {why}")
+    }
 }
 
 /// How a run went.

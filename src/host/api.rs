@@ -63,8 +63,17 @@ impl CoreApi {
 }
 
 fn from_library(path: &Path) -> Result<CoreApi, HostError> {
-    if !path.exists() {
-        return Err(HostError::CoreNotFound(path.to_owned()));
+    // Missing, unreadable and directory cores are told in the OS's words, as content is;
+    // dlopen would say "cannot read file data: Is a directory" after the path.
+    let open_error = |io| HostError::OpenCore {
+        path: path.to_owned(),
+        io,
+    };
+    let meta = std::fs::File::open(path)
+        .and_then(|f| f.metadata())
+        .map_err(open_error)?;
+    if meta.is_dir() {
+        return Err(open_error(std::io::ErrorKind::IsADirectory.into()));
     }
     // dlopen searches the system library path for names without a '/': anchor relative
     // paths at the working directory so `core.so` means the file the user pointed at.
@@ -75,9 +84,14 @@ fn from_library(path: &Path) -> Result<CoreApi, HostError> {
     };
     // SAFETY: loading a library runs its initialisers; a libretro core is trusted code by
     // the user's choice of path.
-    let library = unsafe { Library::new(&load_path) }.map_err(|e| HostError::NotACore {
-        path: path.to_owned(),
-        reason: e.to_string(),
+    let library = unsafe { Library::new(&load_path) }.map_err(|e| {
+        // dlerror starts with the path it was given, which the message names already.
+        let reason = e.to_string();
+        let prefix = format!("{}: ", load_path.display());
+        HostError::NotACore {
+            path: path.to_owned(),
+            reason: reason.strip_prefix(&prefix).unwrap_or(&reason).to_owned(),
+        }
     })?;
 
     macro_rules! sym {

@@ -202,13 +202,21 @@ impl Core {
 
     /// Reads the content, hashes it and calls `retro_load_game` with path or bytes.
     fn load_content(&mut self, path: &Path) -> Result<bool, HostError> {
-        if !path.is_file() {
-            return Err(HostError::ContentNotFound(path.to_owned()));
-        }
-        let read_error = |source| HostError::ReadContent {
+        let read_error = |io| HostError::ReadContent {
             path: path.to_owned(),
-            source,
+            io,
         };
+        // Only regular files: reading a FIFO or /dev/zero would never end.
+        let meta = std::fs::metadata(path).map_err(read_error)?;
+        if meta.is_dir() {
+            return Err(read_error(std::io::ErrorKind::IsADirectory.into()));
+        }
+        if !meta.is_file() {
+            return Err(read_error(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                "not a regular file",
+            )));
+        }
         // Cores that read the file themselves (CD images can be large) get it streamed
         // through the hash instead of held in memory.
         let bytes = if self.info.need_fullpath {
@@ -220,7 +228,7 @@ impl Core {
             Some(bytes)
         };
         let c_path = CString::new(path.to_string_lossy().into_owned())
-            .map_err(|_| HostError::ContentNotFound(path.to_owned()))?;
+            .map_err(|_| HostError::ContentPathNul(path.to_owned()))?;
         let mut game = GameInfo {
             path: c_path.as_ptr(),
             data: std::ptr::null(),
@@ -434,9 +442,9 @@ impl Core {
         if !path.exists() && bytes.iter().all(|&b| b == 0) {
             return Ok(());
         }
-        sram::write_atomic(path, bytes).map_err(|source| HostError::WriteSram {
+        sram::write_atomic(path, bytes).map_err(|io| HostError::WriteSram {
             path: path.clone(),
-            source,
+            io,
         })?;
         tracing::debug!(
             "saved {} bytes of save ram to {}",
@@ -446,9 +454,24 @@ impl Core {
         Ok(())
     }
 
+    /// Loads `<save_dir>/<content stem>.srm` if there is one. A file that is there but cannot
+    /// be read is left alone: writing the session's save RAM over it at the end would replace
+    /// the player's save with a fresh one.
     fn load_sram(&mut self, content: &Path) {
         let path = sram::path_for(&self.save_dir, content);
-        if let Ok(saved) = std::fs::read(&path) {
+        let saved = match std::fs::read(&path) {
+            Ok(saved) => Some(saved),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => {
+                tracing::warn!(
+                    "cannot read save ram {}: {}; playing without it, and not saving over it",
+                    path.display(),
+                    crate::replay::io_reason(&e)
+                );
+                return;
+            }
+        };
+        if let Some(saved) = saved {
             if let Some(mem) = self.memory_mut(MemoryRegion::SaveRam) {
                 let n = saved.len().min(mem.len());
                 mem[..n].copy_from_slice(&saved[..n]);
@@ -496,9 +519,9 @@ impl Drop for Core {
 /// Loads the core's functions, creates the directories and checks the API version.
 fn prepare(source: &CoreSource, config: &HostConfig) -> Result<CoreApi, HostError> {
     for dir in [&config.system_dir, &config.save_dir] {
-        std::fs::create_dir_all(dir).map_err(|source| HostError::CreateDir {
+        std::fs::create_dir_all(dir).map_err(|io| HostError::CreateDir {
             path: dir.clone(),
-            source,
+            io,
         })?;
     }
     let api = CoreApi::open(source)?;

@@ -20,6 +20,11 @@ mod video;
 
 use std::path::PathBuf;
 
+// The I/O errors below quote the OS's words through `io_reason`, lowercase like every other
+// message, and keep the `io::Error` in a field not named `source` so that it is not quoted a
+// second time, capitalised, as their cause.
+use crate::replay::io_reason;
+
 pub use self::api::CoreSource;
 pub use self::instance::{hash_file, Core};
 pub use self::options::OptionDef;
@@ -111,8 +116,9 @@ impl MemoryRegion {
 
 #[derive(Debug, thiserror::Error)]
 pub enum HostError {
-    #[error("core not found: {0}")]
-    CoreNotFound(PathBuf),
+    /// The core file is missing, unreadable or a directory.
+    #[error("cannot open core {}: {}", .path.display(), io_reason(.io))]
+    OpenCore { path: PathBuf, io: std::io::Error },
     #[error("{path} is not a libretro core: {reason}")]
     NotACore { path: PathBuf, reason: String },
     #[error("{path} is not a libretro core: missing symbol {symbol}")]
@@ -121,19 +127,14 @@ pub enum HostError {
     ApiVersion { found: u32, expected: u32 },
     #[error("a core is already open in this process (only one core per process)")]
     AlreadyOpen,
-    #[error("cannot create directory {path}: {source}")]
-    CreateDir {
-        path: PathBuf,
-        source: std::io::Error,
-    },
-    #[error("content not found: {0}")]
-    ContentNotFound(PathBuf),
-    #[error("cannot read content {path}: {source}")]
-    ReadContent {
-        path: PathBuf,
-        source: std::io::Error,
-    },
-    #[error("core refused content {path}{}", last_line(.log))]
+    #[error("cannot create directory {}: {}", .path.display(), io_reason(.io))]
+    CreateDir { path: PathBuf, io: std::io::Error },
+    /// The content file is missing, unreadable, a directory or not a regular file.
+    #[error("cannot read content {}: {}", .path.display(), io_reason(.io))]
+    ReadContent { path: PathBuf, io: std::io::Error },
+    #[error("content path {} cannot be given to a core (it holds a NUL byte)", .0.display())]
+    ContentPathNul(PathBuf),
+    #[error("{}{}", refused(.path), last_line(.log))]
     ContentRefused { path: PathBuf, log: Option<String> },
     #[error("{core} needs content to start (give a game file)")]
     ContentRequired { core: String },
@@ -162,11 +163,34 @@ pub enum HostError {
     SerializeFailed,
     #[error("core rejected a state of {len} bytes")]
     UnserializeFailed { len: usize },
-    #[error("cannot write save ram {path}: {source}")]
-    WriteSram {
-        path: PathBuf,
-        source: std::io::Error,
-    },
+    #[error("cannot write save ram {}: {}", .path.display(), io_reason(.io))]
+    WriteSram { path: PathBuf, io: std::io::Error },
+}
+
+impl HostError {
+    /// Whether the message names the core or content file it is about: a caller that would
+    /// add "loading core X: " should not say X twice.
+    pub fn names_its_file(&self) -> bool {
+        matches!(
+            self,
+            HostError::OpenCore { .. }
+                | HostError::NotACore { .. }
+                | HostError::MissingSymbol { .. }
+                | HostError::ReadContent { .. }
+                | HostError::ContentPathNul(_)
+                | HostError::ContentRefused { .. }
+                | HostError::ShutdownDuringLoad { .. }
+        )
+    }
+}
+
+/// What a core refused: content, or (empty `path`) to start without any.
+fn refused(path: &std::path::Path) -> String {
+    if path.as_os_str().is_empty() {
+        "core refused to start without content".into()
+    } else {
+        format!("core refused content {}", path.display())
+    }
 }
 
 fn last_line(log: &Option<String>) -> String {

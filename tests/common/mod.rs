@@ -15,7 +15,7 @@ pub const CHILD_ENV: &str = "FRAMELOCK_TEST_CHILD";
 #[path = "../fixtures/mod.rs"]
 mod fixtures;
 #[allow(unused_imports)] // each test crate uses a different subset
-pub use fixtures::{airstriker, core, fixture};
+pub use fixtures::{airstriker, core, fixture, framelock, text};
 
 /// System and save directories inside `dir`.
 pub fn config(dir: &Path) -> HostConfig {
