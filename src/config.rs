@@ -78,11 +78,8 @@ select = "5"
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
-    #[error("config file {}: {source}", .path.display())]
-    Read {
-        path: PathBuf,
-        source: std::io::Error,
-    },
+    #[error("config file {}: {}", .path.display(), crate::replay::io_reason(.io))]
+    Read { path: PathBuf, io: std::io::Error },
     #[error("config file {}, line {line}: {message}", .path.display())]
     Parse {
         path: PathBuf,
@@ -293,9 +290,9 @@ impl Config {
                 }
             },
         };
-        let text = std::fs::read_to_string(&path).map_err(|source| ConfigError::Read {
+        let text = std::fs::read_to_string(&path).map_err(|io| ConfigError::Read {
             path: path.clone(),
-            source,
+            io,
         })?;
         let config = Config::parse(&text, &path)?;
         tracing::debug!("loaded config {}", path.display());
@@ -536,6 +533,11 @@ mod tests {
     #[test]
     fn explicit_missing_file_is_an_error() {
         let e = Config::load(Some(Path::new("/nonexistent/framelock.toml"))).unwrap_err();
-        assert!(e.to_string().contains("/nonexistent/framelock.toml"), "{e}");
+        // The OS's words in lowercase, once: not again as a capitalised cause.
+        assert_eq!(
+            e.to_string(),
+            "config file /nonexistent/framelock.toml: no such file or directory (os error 2)"
+        );
+        assert!(std::error::Error::source(&e).is_none());
     }
 }

@@ -10,11 +10,8 @@ use super::image::{copy_rotated, Image};
 pub enum ScreenshotError {
     #[error("no valid video frame to save")]
     NoFrame,
-    #[error("creating {path}: {source}")]
-    Io {
-        path: PathBuf,
-        source: std::io::Error,
-    },
+    #[error("creating {}: {}", .path.display(), crate::replay::io_reason(.io))]
+    Io { path: PathBuf, io: std::io::Error },
     #[error("encoding {path}: {source}")]
     Png {
         path: PathBuf,
@@ -43,9 +40,9 @@ pub fn save_png(path: &Path, frame: &Image, rotation: u32) -> Result<(), Screens
     if !copy_rotated(frame, rotation, &mut rgb, 3) {
         return Err(ScreenshotError::NoFrame);
     }
-    let io = |source| ScreenshotError::Io {
+    let io = |io| ScreenshotError::Io {
         path: path.to_path_buf(),
-        source,
+        io,
     };
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         fs::create_dir_all(dir).map_err(io)?;
@@ -86,5 +83,19 @@ mod tests {
             save_png(&path, &Image::packed(3, 2, &px[..2]), 0),
             Err(ScreenshotError::NoFrame)
         ));
+    }
+
+    #[test]
+    fn a_path_that_cannot_be_written_is_said_in_plain_words() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("shot.png");
+        std::fs::create_dir(&path).unwrap();
+        let px = [0u32; 6];
+        let e = save_png(&path, &Image::packed(3, 2, &px), 0).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            format!("creating {}: is a directory (os error 21)", path.display())
+        );
+        assert!(std::error::Error::source(&e).is_none());
     }
 }

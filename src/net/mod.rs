@@ -11,19 +11,27 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
 use thiserror::Error;
 
+use crate::replay::io_reason;
+
 pub use conditioner::{Conditioner, ConditionerStats, NetSim, NetSimError};
 pub use endpoint::{Endpoint, EndpointStats};
 pub use udp::{header_overhead, SocketWaiter, UdpSocket};
 
 #[derive(Debug, Error)]
 pub enum NetError {
-    #[error("cannot bind udp {addr}: {source}")]
+    #[error("cannot bind udp {addr}: {}", io_reason(.io))]
     Bind {
         addr: SocketAddr,
-        source: std::io::Error,
+        io: std::io::Error,
     },
-    #[error("udp socket error: {0}")]
-    Io(#[from] std::io::Error),
+    #[error("udp socket error: {}", io_reason(.0))]
+    Io(std::io::Error),
+}
+
+impl From<std::io::Error> for NetError {
+    fn from(e: std::io::Error) -> NetError {
+        NetError::Io(e)
+    }
 }
 
 /// This machine's address on its default route, the one a player on the same network

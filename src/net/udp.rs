@@ -70,7 +70,7 @@ impl UdpSocket {
     }
 
     fn bind_inner(addr: SocketAddr, dual_stack: bool) -> Result<UdpSocket, NetError> {
-        let err = |source| NetError::Bind { addr, source };
+        let err = |io| NetError::Bind { addr, io };
         let sock = Socket::new(Domain::for_address(addr), Type::DGRAM, Some(Protocol::UDP))
             .map_err(err)?;
         sock.set_reuse_address(false).map_err(err)?;
