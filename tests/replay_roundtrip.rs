@@ -52,6 +52,8 @@ fn round_trip(home: &std::path::Path, frames: u64, extra: &[&str]) -> serde_json
     assert_eq!(r["end"], "feedended");
     let v = &r["replay"];
     assert_eq!(v["log_status"], "complete");
+    assert_eq!(v["frames_replayed"], frames, "{v}");
+    assert_eq!(v["frames_to_replay"], frames, "{v}");
     assert_eq!(v["checksums_checked"], frames / 60, "{v}");
     assert_eq!(v["checksums_matched"], frames / 60, "{v}");
     assert_eq!(v["first_desync"], serde_json::Value::Null);
@@ -98,6 +100,12 @@ fn genesis_replays_to_the_same_checksum_without_being_told_core_or_content() {
         ],
     );
     assert_ok(&out);
+    assert!(
+        replay_common::stderr(&out)
+            .contains("replayed 600 frames (as far as --to-frame); 10 of 10 checksums match"),
+        "{}",
+        text(&out)
+    );
     let out = run(
         home.path(),
         &[
@@ -121,6 +129,9 @@ fn genesis_replays_to_the_same_checksum_without_being_told_core_or_content() {
     let r600 = stats(&home.path().join("r600.json"));
     assert_eq!(r600["frames"], 600);
     assert_eq!(r600["replay"]["checksums_matched"], 10);
+    // Stopped where asked: the end of the log was not wanted, nothing was cut short.
+    assert_eq!(r600["replay"]["log_status"], "not reached");
+    assert_eq!(r600["replay"]["frames_to_replay"], 600);
     assert_eq!(
         checksum(&r600),
         checksum(&stats(&home.path().join("p600.json")))
@@ -214,6 +225,11 @@ fn an_interrupted_verify_fails_as_incomplete() {
         assert_eq!(s["end"], "quit", "{s:#}");
         let ran = s["frames"].as_u64().unwrap();
         assert!((1..1200).contains(&ran), "{s:#}");
+        // The stats say what the terminal says: stopped after `ran` of 1200 frames.
+        let r = &s["replay"];
+        assert_eq!(r["log_status"], "stopped early", "{s:#}");
+        assert_eq!(r["frames_replayed"], ran, "{s:#}");
+        assert_eq!(r["frames_to_replay"], 1200, "{s:#}");
         if verify {
             replay_common::assert_fails_with(
                 &out,
@@ -224,6 +240,12 @@ fn an_interrupted_verify_fails_as_incomplete() {
             );
         } else {
             assert_ok(&out);
+            let err = replay_common::stderr(&out);
+            assert!(
+                err.contains(&format!("replayed {ran} of 1200 frames (stopped early); ")),
+                "{}",
+                text(&out)
+            );
         }
     }
 }

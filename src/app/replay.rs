@@ -203,14 +203,19 @@ pub fn replay(opts: &ReplayOptions) -> Result<ReplaySummary, ReplayRunError> {
     let verification = verification.borrow().clone();
     let mut log_state = log_state.borrow_mut();
     let status = log_state.status;
+    let progress = Progress {
+        ran: run.frames,
+        of: to_run,
+        end: run.end,
+    };
     run.stats.insert(
         "replay".into(),
-        replay_stats(opts, total, &log_state, &verification),
+        replay_stats(opts, total, progress, &log_state, &verification),
     );
     if let Some(path) = &opts.play.stats_json {
         stats::write(path, &run.stats)?;
     }
-    report(&opts.log, &verification, status, &log_state, run.frames);
+    report(&opts.log, &verification, status, &log_state, progress);
     if let Some(e) = log_state.error.take() {
         return Err(e.into());
     }
@@ -415,18 +420,37 @@ impl<M> FrameObserver<M> for BarObserver {
     }
 }
 
-fn replay_stats(opts: &ReplayOptions, total: u32, log: &LogState, v: &Verification) -> Value {
+/// How far a replay got: `ran` of the `of` frames it set out to replay, and why it ended.
+#[derive(Clone, Copy)]
+struct Progress {
+    ran: u64,
+    of: u64,
+    end: EndReason,
+}
+
+fn replay_stats(
+    opts: &ReplayOptions,
+    total: u32,
+    progress: Progress,
+    log: &LogState,
+    v: &Verification,
+) -> Value {
     let status = match (&log.error, log.status) {
         (Some(_), _) => "corrupt",
         (None, Some(Status::Complete { .. })) => "complete",
         (None, Some(Status::Incomplete { .. })) => "incomplete",
         (None, Some(Status::Truncated { .. })) => "truncated",
-        (None, None) => "not reached",
+        // Stopped where --to-frame asked: the rest of the log was not wanted.
+        (None, None) if progress.end == EndReason::FrameLimit => "not reached",
+        // Window closed, Ctrl-C, SIGTERM or a core shutdown before the end.
+        (None, None) => "stopped early",
     };
     let mut m = Map::new();
     m.insert("log".into(), json!(opts.log.display().to_string()));
     m.insert("log_frames".into(), json!(total));
     m.insert("log_status".into(), json!(status));
+    m.insert("frames_replayed".into(), json!(progress.ran));
+    m.insert("frames_to_replay".into(), json!(progress.of));
     m.insert("verify".into(), json!(opts.verify));
     m.insert("speed".into(), json!(opts.speed));
     m.insert("checksums_checked".into(), json!(v.checked));
@@ -443,12 +467,12 @@ fn replay_stats(opts: &ReplayOptions, total: u32, log: &LogState, v: &Verificati
 }
 
 /// One summary line: what was checked and how the log ended.
-fn report(path: &Path, v: &Verification, status: Option<Status>, log: &LogState, ran: u64) {
+fn report(path: &Path, v: &Verification, status: Option<Status>, log: &LogState, p: Progress) {
     let checks = format!("{} of {} checksums match", v.matched, v.checked);
     let path = path.display();
     match status {
         Some(Status::Complete { .. }) => {
-            tracing::info!("replayed {}; {checks}", n_frames(ran))
+            tracing::info!("replayed {}; {checks}", n_frames(p.ran))
         }
         Some(Status::Truncated { at_byte, frames: n }) => tracing::warn!(
             "{path}: log is truncated at byte {at_byte} after {}; {checks}",
@@ -458,9 +482,18 @@ fn report(path: &Path, v: &Verification, status: Option<Status>, log: &LogState,
             "{path}: log ends after {} without an end record; {checks}",
             n_frames(n)
         ),
-        None if log.error.is_none() => {
-            tracing::info!("replayed {} (stopped early); {checks}", n_frames(ran))
+        // As the stats' log_status says: "not reached" or "stopped early".
+        None if log.error.is_none() && p.end == EndReason::FrameLimit => {
+            tracing::info!(
+                "replayed {} (as far as --to-frame); {checks}",
+                n_frames(p.ran)
+            )
         }
+        None if log.error.is_none() => tracing::info!(
+            "replayed {} of {} (stopped early); {checks}",
+            p.ran,
+            n_frames(p.of)
+        ),
         None => {}
     }
     for (frame, local, remote) in &log.recorded_desyncs {
