@@ -93,7 +93,8 @@ pub struct NetArgs {
     /// Session password (never sent in clear; checked by challenge-response).
     #[arg(long, value_name = "P")]
     pub password: Option<String>,
-    /// Your name as the other players see it (default: $USER).
+    /// Your name as the other players see it (default: $USER, else $LOGNAME or $USERNAME;
+    /// without any, "player N" by your place in the session).
     #[arg(long, value_name = "NICK")]
     pub name: Option<String>,
     /// Impair this peer's outgoing packets, e.g. delay=50ms,jitter=10ms,loss=5%,dup=1%,reorder=2%,seed=7
@@ -151,14 +152,22 @@ pub struct JoinArgs {
     pub net: NetArgs,
 }
 
+/// `--name` if given (and not blank), else the login name: `$USER`, `$LOGNAME` or
+/// `$USERNAME`, the first set and not blank, as `var` reads them. `None` if there is none.
+fn nick(given: Option<&str>, var: impl Fn(&str) -> Option<String>) -> Option<String> {
+    given
+        .map(str::to_owned)
+        .into_iter()
+        .chain(["USER", "LOGNAME", "USERNAME"].into_iter().filter_map(var))
+        .find(|n| !n.trim().is_empty())
+}
+
 impl NetArgs {
-    fn to_options(&self, play: PlayOptions) -> NetOptions {
-        let name = self
-            .name
-            .clone()
-            .or_else(|| std::env::var("USER").ok())
-            .filter(|n| !n.trim().is_empty())
-            .unwrap_or_else(|| "player".into());
+    /// With no nick to be found, `unnamed`: the host is always player 1; a joiner sends an
+    /// empty name, which the host replaces with "player N" for the slot it gives it.
+    fn to_options(&self, play: PlayOptions, unnamed: &str) -> NetOptions {
+        let name =
+            nick(self.name.as_deref(), |k| std::env::var(k).ok()).unwrap_or_else(|| unnamed.into());
         NetOptions {
             play,
             name,
@@ -174,7 +183,9 @@ impl NetArgs {
 impl HostArgs {
     pub fn to_options(&self, config: &Config) -> Result<HostOptions, CliError> {
         Ok(HostOptions {
-            net: self.net.to_options(self.play.to_netplay_options(config)?),
+            net: self
+                .net
+                .to_options(self.play.to_netplay_options(config)?, "player 1"),
             port: self.port,
             players: self.players,
             keyframe_interval: self.keyframe_interval,
@@ -186,7 +197,9 @@ impl HostArgs {
 impl JoinArgs {
     pub fn to_options(&self, config: &Config) -> Result<JoinOptions, CliError> {
         Ok(JoinOptions {
-            net: self.net.to_options(self.play.to_netplay_options(config)?),
+            net: self
+                .net
+                .to_options(self.play.to_netplay_options(config)?, ""),
             host: self.host.clone(),
         })
     }
@@ -494,6 +507,31 @@ mod tests {
         assert_eq!(o.runner.max_frames, Some(60));
         assert!(o.runner.fast && o.headless && !o.audio.enabled);
         assert_eq!(o.bot, Some(9));
+    }
+
+    #[test]
+    fn a_nick_falls_back_on_the_login_name_then_on_none() {
+        let env = |vars: &'static [(&'static str, &'static str)]| {
+            move |k: &str| {
+                vars.iter()
+                    .find(|(name, _)| *name == k)
+                    .map(|(_, v)| v.to_string())
+            }
+        };
+        let all = env(&[("USER", "ana"), ("LOGNAME", "bo"), ("USERNAME", "cy")]);
+        assert_eq!(nick(Some("dee"), all).as_deref(), Some("dee"));
+        assert_eq!(nick(None, all).as_deref(), Some("ana"));
+        // A blank --name or $USER counts as none.
+        assert_eq!(nick(Some("  "), all).as_deref(), Some("ana"));
+        let blank_user = env(&[("USER", ""), ("LOGNAME", "bo")]);
+        assert_eq!(nick(None, blank_user).as_deref(), Some("bo"));
+        assert_eq!(
+            nick(None, env(&[("USERNAME", "cy")])).as_deref(),
+            Some("cy")
+        );
+        // Nothing at all: the caller names the player by its slot, not "player" for everyone.
+        assert_eq!(nick(None, env(&[])), None);
+        assert_eq!(nick(Some(""), env(&[("USER", " ")])), None);
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! Real processes on 127.0.0.1 when things go wrong: garbage datagrams at the host's port,
 //! a joiner killed with SIGKILL, a joiner whose frame loop hangs, the host killed with SIGKILL, nobody listening, and Ctrl-C
-//! (SIGINT) on the host, on a joiner and in the lobby, and a second Ctrl-C.
+//! (SIGINT) on the host, on a joiner and in the lobby, and a second Ctrl-C; who left is said
+//! so that two players with one name are told apart.
 
 mod netplay_common;
 
@@ -12,7 +13,10 @@ use std::time::{Duration, Instant};
 use rand::rngs::SmallRng;
 use rand::{Rng, RngCore, SeedableRng};
 
-use netplay_common::{args, assert_sane_stats, checksum, free_port, start_host, start_join};
+use netplay_common::{
+    args, assert_sane_stats, checksum, free_port, start_host, start_host_as, start_join,
+    start_join_as,
+};
 
 /// Every kind of junk a port on the internet sees, from a socket that never joined: random
 /// bytes of random length, truncated and junk-filled framelock headers of every kind, and
@@ -352,6 +356,59 @@ fn ctrl_c_on_a_joiner_is_a_goodbye_not_a_timeout() {
     assert_eq!(h["frames"], 900, "{h:#}");
     assert_eq!(h["end"], "framelimit", "{h:#}");
     assert_log_verifies(dir.path(), &join_log);
+}
+
+/// Who left is named by name and place: a joiner called ana (like the host) leaves, and both
+/// the host and the other joiner say "ana (player 2) left", not just "ana". The other joiner
+/// has no login name in its environment: it is "player 3", the slot the host gave it.
+#[test]
+fn players_with_one_name_are_told_apart_when_one_leaves() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let port = free_port();
+    let host_args = args(&["--players", "3", "--frames", "900", "--bot", "1"]);
+    let mut host = start_host_as(d, port, Some("ana"), &host_args);
+    let mut ana = start_join_as(d, port, "ana", Some("ana"), &args(&["--bot", "2"]));
+    assert!(
+        host.wait_for_log("ana (127.0.0.1:", Duration::from_secs(10))
+            .is_some(),
+        "{}",
+        host.log_text()
+    );
+    let other_args = args(&["--frames", "900", "--bot", "3"]);
+    let mut other = start_join_as(d, port, "nameless", None, &other_args);
+    assert!(
+        other
+            .wait_for_log("in session", Duration::from_secs(10))
+            .is_some(),
+        "{}",
+        other.log_text()
+    );
+    let log = host.log_text();
+    assert!(
+        log.contains("netplay: ana (127.0.0.1:") && log.contains("joined as player 2"),
+        "{log}"
+    );
+    assert!(log.contains("netplay: player 3 (127.0.0.1:"), "{log}");
+    std::thread::sleep(Duration::from_secs(2));
+    ana.interrupt();
+    ana.wait_ok(Duration::from_secs(5));
+    let said = |peer: &mut netplay_common::Peer, line: &str| {
+        assert!(
+            peer.wait_for_log(line, Duration::from_secs(5)).is_some(),
+            "{} never said {line:?}\n{}",
+            peer.label,
+            peer.log_text()
+        );
+    };
+    said(&mut host, "netplay: ana (player 2) left (quit)");
+    said(
+        &mut other,
+        "netplay: ana (player 2) left; neutral input from frame",
+    );
+    other.wait_ok(Duration::from_secs(30));
+    host.wait_ok(Duration::from_secs(30));
+    assert_eq!(checksum(&host.read_stats()), checksum(&other.read_stats()));
 }
 
 #[test]

@@ -81,6 +81,16 @@ pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
+/// How log lines name the player in `slot`: "ana (player 2)", its name and its place, since
+/// two players may go by the same name; just "player 2" when it has no name of its own.
+fn player_label(names: &[(u8, String)], slot: u8) -> String {
+    let place = format!("player {}", slot + 1);
+    match names.iter().find(|(s, _)| *s == slot) {
+        Some((_, name)) if !name.is_empty() && *name != place => format!("{name} ({place})"),
+        _ => place,
+    }
+}
+
 /// Which end of the session this process is.
 pub enum Role {
     Host {
@@ -269,10 +279,7 @@ impl NetState {
     }
 
     fn name(&self, slot: u8) -> String {
-        self.names
-            .iter()
-            .find(|(s, _)| *s == slot)
-            .map_or_else(|| format!("player {}", slot + 1), |(_, n)| n.clone())
+        player_label(&self.names, slot)
     }
 
     /// Receives and dispatches every waiting datagram, runs timers and handles events; true
@@ -992,5 +999,26 @@ impl Feed for NetFeed {
 
     fn stats(&self) -> Map<String, Value> {
         self.state().stats_map()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::player_label;
+
+    #[test]
+    fn players_are_named_with_their_place() {
+        let names = [
+            (0, "ana".to_string()),
+            (1, "ana".into()),
+            (2, "player 3".into()),
+        ];
+        // Two players called ana are told apart.
+        assert_eq!(player_label(&names, 0), "ana (player 1)");
+        assert_eq!(player_label(&names, 1), "ana (player 2)");
+        // A player the host named by its slot, or not at all, is not named twice.
+        assert_eq!(player_label(&names, 2), "player 3");
+        assert_eq!(player_label(&[(3, String::new())], 3), "player 4");
+        assert_eq!(player_label(&names, 5), "player 6");
     }
 }

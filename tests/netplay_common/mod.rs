@@ -36,15 +36,27 @@ pub struct Peer {
 }
 
 impl Peer {
-    /// Starts `framelock ARGS --stats-json DIR/LABEL.json` with config and data dirs in `dir`.
+    /// Starts `framelock ARGS --stats-json DIR/LABEL.json` with config and data dirs in `dir`,
+    /// as a user called `label`.
     pub fn spawn(dir: &Path, label: &str, args: &[String]) -> Peer {
+        Peer::spawn_as(dir, label, Some(label), args)
+    }
+
+    /// `spawn` with `$USER` set to `user`, or for `None` with no login name at all
+    /// (`$USER`, `$LOGNAME` and `$USERNAME` unset).
+    pub fn spawn_as(dir: &Path, label: &str, user: Option<&str>, args: &[String]) -> Peer {
         let log = dir.join(format!("{label}.log"));
         let stats = dir.join(format!("{label}.json"));
-        let child = fixtures::framelock(dir)
+        let mut cmd = fixtures::framelock(dir);
+        cmd.env_remove("LOGNAME").env_remove("USERNAME");
+        match user {
+            Some(user) => cmd.env("USER", user),
+            None => cmd.env_remove("USER"),
+        };
+        let child = cmd
             .args(args)
             .arg("--stats-json")
             .arg(&stats)
-            .env("USER", label)
             .env("RUST_LOG", "info")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -162,12 +174,17 @@ impl Drop for Peer {
 
 /// `framelock host` on `port`; returns once it listens (its log says so).
 pub fn start_host(dir: &Path, port: u16, extra: &[String]) -> Peer {
+    start_host_as(dir, port, Some("host"), extra)
+}
+
+/// `start_host` as `user` (see `Peer::spawn_as`).
+pub fn start_host_as(dir: &Path, port: u16, user: Option<&str>, extra: &[String]) -> Peer {
     let mut args: Vec<String> = ["host", "--headless", "--port", &port.to_string()]
         .map(String::from)
         .to_vec();
     args.extend_from_slice(&["--lobby-timeout".into(), "30".into()]);
     args.extend_from_slice(extra);
-    let mut host = Peer::spawn(dir, "host", &args);
+    let mut host = Peer::spawn_as(dir, "host", user, &args);
     assert!(
         host.wait_for_log("hosting on udp port", Duration::from_secs(15))
             .is_some(),
@@ -187,13 +204,24 @@ pub fn start_host(dir: &Path, port: u16, extra: &[String]) -> Peer {
 
 /// `framelock join 127.0.0.1:PORT` as `label`.
 pub fn start_join(dir: &Path, port: u16, label: &str, extra: &[String]) -> Peer {
+    start_join_as(dir, port, label, Some(label), extra)
+}
+
+/// `start_join` as `user` (see `Peer::spawn_as`); `label` names its log and stats files.
+pub fn start_join_as(
+    dir: &Path,
+    port: u16,
+    label: &str,
+    user: Option<&str>,
+    extra: &[String],
+) -> Peer {
     let mut args = vec![
         "join".to_string(),
         format!("127.0.0.1:{port}"),
         "--headless".into(),
     ];
     args.extend_from_slice(extra);
-    Peer::spawn(dir, label, &args)
+    Peer::spawn_as(dir, label, user, &args)
 }
 
 /// Owned argument lists from string slices.
