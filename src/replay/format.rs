@@ -529,6 +529,13 @@ fn check_slot(slot: u8) -> Result<(), Reason> {
     }
 }
 
+/// Whether an event payload starts as a resync carrying a state (frame, kind 0x04, flag 1):
+/// the one record that may be far longer than 64 KiB. Looks at those few bytes only.
+pub fn starts_resync_state(payload: &[u8]) -> bool {
+    let mut b = Bytes::new(payload);
+    b.varint().is_ok() && b.u8() == Ok(EV_RESYNC) && b.u8() == Ok(1)
+}
+
 pub fn decode_event(payload: &[u8]) -> Result<(u32, Event), Reason> {
     let mut b = Bytes::new(payload);
     let frame = b.varint()?;

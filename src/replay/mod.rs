@@ -448,6 +448,72 @@ mod tests {
         assert!(matches!(status, Status::Truncated { .. }), "{status:?}");
     }
 
+    /// A log that stopped (crash, kill) right after a resync too big for an ordinary record
+    /// (a state that compresses to more than 64 KiB): the record before the resync has a
+    /// damaged length running past the end of the file. The resync record after it is intact,
+    /// so that is damage, not a torn tail.
+    #[test]
+    fn damaged_length_before_only_a_large_resync_is_corrupt() {
+        let mut buf = Vec::new();
+        let mut rec =
+            Recorder::with_sink(&mut buf, "mem.flr", &Header::default(), &Default::default())
+                .unwrap();
+        for f in 0..100 {
+            let mut inp: Inputs = [Pad::NEUTRAL; MAX_PLAYERS];
+            inp[0] = Pad((f / 7 % 3) as u16);
+            rec.record_frame(f, &inp).unwrap();
+        }
+        // Incompressible bytes: the compressed state stays about as large.
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let state: Vec<u8> = (0..200_000)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x as u8
+            })
+            .collect();
+        let resync = Event::Resync { state: Some(state) };
+        rec.record_event(100, &resync).unwrap();
+        drop(rec); // no End record
+        let file = buf;
+        let recs = records(&file);
+        let (resync_at, _) = *recs.last().unwrap();
+        assert_eq!(file[resync_at], format::TAG_EVENT);
+        assert!(file.len() - resync_at > 100_000);
+        let (_, status) = read_all(&file).unwrap();
+        assert_eq!(status, Status::Incomplete { frames: 100 });
+        // The input block right before the resync, its length rewritten as 4 bytes saying
+        // 200 MB (as a flipped high bit does): only the resync record follows it.
+        let (block, block_end) = recs[recs.len() - 2];
+        assert_eq!(block_end, resync_at);
+        assert_eq!(file[block], format::TAG_INPUTS);
+        let (_, len, head) = format::parse_record_head(&file[block..]).unwrap().unwrap();
+        let huge = len + (100 << 21);
+        let mut bad = file[..block + 1].to_vec();
+        bad.extend_from_slice(&[
+            0x80 | (huge & 0x7F) as u8,
+            0x80 | (huge >> 7 & 0x7F) as u8,
+            0x80 | (huge >> 14 & 0x7F) as u8,
+            (huge >> 21) as u8,
+        ]);
+        bad.extend_from_slice(&file[block + head..]);
+        let err = read_all(&bad).unwrap_err();
+        assert!(
+            matches!(err, ReplayError::CorruptRecord { at_byte, .. } if at_byte == block as u64),
+            "{err:?}"
+        );
+        // Torn inside the resync record (the writer died while writing it): truncated.
+        let (_, status) = read_all(&file[..resync_at + 150_000]).unwrap();
+        assert_eq!(
+            status,
+            Status::Truncated {
+                frames: 100,
+                at_byte: resync_at as u64
+            }
+        );
+    }
+
     #[test]
     fn record_type_zero_is_corrupt() {
         let file = with_record_before_end(record(&Header::default(), 100, |_, _| {}), 0x00, b"");

@@ -388,11 +388,16 @@ impl<R: Read + Seek> Iterator for Replay<R> {
 
 /// Whether an intact record starts in `tail` after the damaged record it starts with (6 bytes
 /// in or later: a record has at least a tag, a length and a check): one with a known tag, a
-/// payload of at most 64 KiB and a check that matches, chained to the four bytes before it (the
-/// check of the record before). A torn write leaves part of one record and nothing after it, so
-/// an intact record there shows that the damaged record's length is wrong. Looks at the first
-/// 16 MiB (every record type but resync states is far smaller, and a log holds small records
-/// throughout).
+/// plausible length and a check that matches, chained to the four bytes before it (the check
+/// of the record before). A torn write leaves part of one record and nothing after it, so an
+/// intact record there shows that the damaged record's length is wrong. Looks for records
+/// starting in the first 16 MiB (a log holds small records throughout, and only a resync
+/// state makes one large).
+///
+/// A payload may be up to 64 KiB, the most any record but a resync state needs; a resync
+/// event carrying a state may be as long as what is left of `tail`, since a log that ends on
+/// a large resync has nothing else after its damage to find. Hashing is what costs here, so
+/// a long candidate is hashed only if its payload starts like a resync state.
 fn intact_record_follows(tail: &[u8]) -> bool {
     const SCAN: usize = 16 << 20;
     const MAX_PAYLOAD: usize = 64 << 10;
@@ -409,7 +414,12 @@ fn intact_record_follows(tail: &[u8]) -> bool {
             format::TAG_INPUTS | format::TAG_CHECKSUM | format::TAG_EVENT | format::TAG_END
         );
         let body = head_len + len;
-        if !known || len > MAX_PAYLOAD || rest.len() < body + CHECK_LEN {
+        if !known || rest.len() < body + CHECK_LEN {
+            return false;
+        }
+        let payload = &rest[head_len..body];
+        if len > MAX_PAYLOAD && !(tag == format::TAG_EVENT && format::starts_resync_state(payload))
+        {
             return false;
         }
         let check = u32::from_le_bytes(rest[body..body + CHECK_LEN].try_into().expect("4 bytes"));
