@@ -443,7 +443,7 @@ impl HostSession {
         if let Some(reason) = incompatibility(&self.info, &hello) {
             return self.refuse(from, reason);
         }
-        let name = printable(&hello.player_name);
+        let name = hello.player_name.trim().to_string();
         let name = if name.is_empty() {
             format!("player {}", slot + 1)
         } else {
@@ -701,21 +701,6 @@ impl HostSession {
         });
         pending.chain(peers.flatten()).min()
     }
-}
-
-/// A joiner's name as every terminal and window may show it: line breaks and tabs become
-/// spaces, other control characters (escape sequences that clear a screen or forge a log
-/// line) go, and the ends are trimmed.
-fn printable(name: &str) -> String {
-    name.chars()
-        .filter_map(|c| match c {
-            '\n' | '\r' | '\t' => Some(' '),
-            c if c.is_control() => None,
-            c => Some(c),
-        })
-        .collect::<String>()
-        .trim()
-        .to_string()
 }
 
 /// What differs between the host and a joiner, phrased for the joiner; `None` if compatible.

@@ -147,11 +147,12 @@ pub struct OptionDiff {
 
 impl fmt::Display for OptionDiff {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let show = |v: &Option<String>| v.clone().unwrap_or_else(|| "(unset)".into());
+        // The host's values are applied as they are; only their display is made printable.
+        let show = |v: &Option<String>| v.as_deref().map_or("(unset)".into(), msg::printable);
         write!(
             f,
             "core option {}: host has {}, you had {} (using the host's)",
-            self.key,
+            msg::printable(&self.key),
             show(&self.host),
             show(&self.local)
         )

@@ -338,7 +338,21 @@ pub fn refuse_text(body: &[u8]) -> Option<String> {
     let mut r = Reader { buf: body };
     let len = r.u16().ok()? as usize;
     let text = r.take(len).ok()?;
-    Some(String::from_utf8_lossy(text).into_owned())
+    Some(printable(&String::from_utf8_lossy(text)))
+}
+
+/// Text from a peer as a terminal or window may show it: line breaks and tabs become
+/// spaces and other control characters go (a name, a refusal or a goodbye could otherwise
+/// carry escape sequences that clear a screen or forge a log line). Every string the
+/// handshake decodes passes through here.
+pub fn printable(text: &str) -> String {
+    text.chars()
+        .filter_map(|c| match c {
+            '\n' | '\r' | '\t' => Some(' '),
+            c if c.is_control() => None,
+            c => Some(c),
+        })
+        .collect()
 }
 
 /// `s` cut to at most `max` bytes on a char boundary.
@@ -390,7 +404,8 @@ impl<'a> Reader<'a> {
     }
     fn str8(&mut self) -> Result<String, ()> {
         let n = self.u8()? as usize;
-        String::from_utf8(self.take(n)?.to_vec()).map_err(|_| ())
+        let text = std::str::from_utf8(self.take(n)?).map_err(|_| ())?;
+        Ok(printable(text))
     }
 }
 
@@ -453,6 +468,42 @@ mod tests {
             let (h, msg) = Msg::decode(&dgram).unwrap();
             assert_eq!(msg.encode(h.session), dgram, "{msg:?}");
         }
+    }
+
+    #[test]
+    fn texts_from_a_peer_reach_the_terminal_without_control_characters() {
+        // A host's name in the player list, a refusal and a goodbye are shown on the other
+        // side as they arrive: an escape sequence would clear that screen, a newline forge
+        // a log line.
+        let evil = "\u{1b}[2J\u{1b}[31mboss\nFAKE: host left\u{7}";
+        let clean = "[2J[31mboss FAKE: host left";
+        let welcome = Msg::Welcome(Welcome {
+            slot: 1,
+            fps: 60.0,
+            frame: 0,
+            raw_len: 10,
+            packed_len: 10,
+            payload_hash: 1,
+            chunk_size: CHUNK_SIZE as u16,
+            slots: 2,
+            keyframe_interval: 2,
+            players: vec![(0, evil.into())],
+        })
+        .encode(5);
+        match Msg::decode(&welcome).unwrap().1 {
+            Msg::Welcome(w) => assert_eq!(w.players, vec![(0, clean.to_string())]),
+            m => panic!("{m:?}"),
+        }
+        for (dgram, what) in [
+            (Msg::Refuse(evil.into()).encode(0), "refuse"),
+            (Msg::Bye(evil.into()).encode(5), "bye"),
+        ] {
+            match Msg::decode(&dgram).unwrap().1 {
+                Msg::Refuse(t) | Msg::Bye(t) => assert_eq!(t, clean, "{what}"),
+                m => panic!("{m:?}"),
+            }
+        }
+        assert_eq!(printable("a\tb\r\nc\u{0}\u{9b}d"), "a b  cd");
     }
 
     #[test]
