@@ -111,6 +111,11 @@ pub struct NetArgs {
     /// at FRAME, on this peer only, to exercise desync detection and recovery.
     #[arg(long, hide = true, value_name = "FRAME[:MASK]", value_parser = parse_inject)]
     pub inject_desync: Option<(u32, u16)>,
+    /// Test hook: stay busy MS milliseconds between the start state (a joiner's, or the
+    /// host's lobby) and the first frame, as loading a large romset or opening a slow window
+    /// keeps a peer from starting.
+    #[arg(long, hide = true, value_name = "MS", value_parser = clap::value_parser!(u64).range(0..=60_000))]
+    pub start_delay_ms: Option<u64>,
 }
 
 fn parse_inject(s: &str) -> Result<(u32, u16), String> {
@@ -176,6 +181,7 @@ impl NetArgs {
             checksum_interval: self.checksum_interval,
             send_budget: self.send_budget,
             inject_desync: self.inject_desync,
+            start_delay: self.start_delay_ms.map(Duration::from_millis),
         }
     }
 }

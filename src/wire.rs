@@ -26,7 +26,7 @@ use thiserror::Error;
 
 pub const MAGIC: [u8; 2] = *b"FL";
 /// Bumped on every incompatible wire change; peers with another version are refused by name.
-pub const PROTOCOL_VERSION: u8 = 5;
+pub const PROTOCOL_VERSION: u8 = 6;
 /// Header length of session-layer datagrams.
 pub const HEADER_LEN: usize = 8;
 /// Header length of lockstep datagrams (CTRL, UPDATE).
@@ -57,6 +57,9 @@ pub enum Kind {
     /// host -> ready joiner, while the lobby waits for the others: players in and wanted
     /// (the joiner knows the host is there; since protocol version 5).
     Lobby = 0x09,
+    /// client -> host, from the start state until its first CTRL: still loading (content,
+    /// window), not gone (since protocol version 6).
+    Loading = 0x0A,
     /// client -> server lockstep control (inputs, acks, timestamps, checksums).
     Ctrl = 0x10,
     /// server -> client lockstep update (everyone's inputs, next keyframe).
@@ -75,6 +78,7 @@ impl Kind {
             0x07 => Kind::Bye,
             0x08 => Kind::Resync,
             0x09 => Kind::Lobby,
+            0x0a => Kind::Loading,
             0x10 => Kind::Ctrl,
             0x11 => Kind::Update,
             _ => return None,

@@ -314,3 +314,106 @@ fn joining_and_config_errors_are_reported() {
     assert!(host.frame().0 >= 8, "host only reached {}", host.frame());
     assert_eq!(server.add_peer(PeerId(1), t0), Err(LockstepError::Started));
 }
+
+/// One 16 ms tick without latency: each running client pushes a sample, takes a frame and
+/// sends; the server runs its timers and its datagrams reach the running clients. Returns
+/// the server's events.
+fn tick(
+    server: &mut Server,
+    clients: &mut [(&mut Client, bool)],
+    now: Instant,
+) -> Vec<ServerEvent> {
+    for (c, running) in clients.iter_mut() {
+        if *running {
+            c.push_local_input(now, Pad::NEUTRAL);
+            let _ = c.poll_frame();
+            while let Some(b) = c.poll_transmit(now) {
+                server.handle_datagram(now, c.me(), &b);
+            }
+        }
+    }
+    server.handle_timeout(now);
+    while let Some((peer, b)) = server.poll_transmit(now) {
+        for (c, running) in clients.iter_mut() {
+            if *running && c.me() == peer {
+                c.handle_datagram(now, &b);
+            }
+        }
+    }
+    std::iter::from_fn(|| server.poll_event()).collect()
+}
+
+#[test]
+fn a_player_that_says_it_is_starting_is_held_in_until_it_runs() {
+    // Player 1 loads its content for 10 s after the session began: no CTRL comes from it,
+    // but every 250 ms the session layer passes on that it is starting. The server keeps it
+    // past the 2 s timeout and publishes no frame (frame 0 waits for every player). Once it
+    // runs, frames flow; from then on only its CTRLs keep it in: killed, it is dropped
+    // after the timeout however often "starting" is said.
+    let t0 = Instant::now();
+    let cfg = Config::default();
+    let mut server = Server::new(cfg.clone(), t0).unwrap();
+    server.add_peer(PeerId(0), t0).unwrap();
+    server.add_peer(PeerId(1), t0).unwrap();
+    let mut c0 = Client::new(cfg.clone(), PeerId(0), t0).unwrap();
+    let mut c1 = Client::new(cfg.clone(), PeerId(1), t0).unwrap();
+    let at = |ms: u64| t0 + Duration::from_millis(ms);
+    let mut events = Vec::new();
+    for ms in (0..10_000).step_by(16) {
+        if ms % 250 < 16 {
+            assert!(server.starting(PeerId(1), at(ms)), "at {ms} ms");
+        }
+        events.extend(tick(
+            &mut server,
+            &mut [(&mut c0, true), (&mut c1, false)],
+            at(ms),
+        ));
+    }
+    assert!(
+        !events
+            .iter()
+            .any(|e| matches!(e, ServerEvent::PeerLeft { .. })),
+        "{events:?}"
+    );
+    assert_eq!(
+        server.frontier(),
+        Frame::ZERO,
+        "a frame ran without player 1"
+    );
+    assert!(server.is_running(PeerId(0)) && !server.is_running(PeerId(1)));
+    for ms in (10_000..12_000).step_by(16) {
+        events.extend(tick(
+            &mut server,
+            &mut [(&mut c0, true), (&mut c1, true)],
+            at(ms),
+        ));
+    }
+    assert!(server.is_running(PeerId(1)));
+    assert!(c1.frame().0 > 60, "player 1 at {}", c1.frame());
+    assert!(!server.starting(PeerId(1), at(12_000)));
+    let mut dropped = None;
+    for ms in (12_000..16_000).step_by(16) {
+        server.starting(PeerId(1), at(ms));
+        for e in tick(
+            &mut server,
+            &mut [(&mut c0, true), (&mut c1, false)],
+            at(ms),
+        ) {
+            if let ServerEvent::PeerLeft {
+                peer: PeerId(1),
+                reason: LeaveReason::TimedOut,
+                ..
+            } = e
+            {
+                dropped.get_or_insert(ms);
+            }
+        }
+    }
+    let dropped = dropped.expect("player 1 was never dropped");
+    // Its last CTRL left just before 12 s.
+    assert!(
+        (13_900..14_100).contains(&dropped),
+        "dropped at {dropped} ms"
+    );
+    assert!(!server.starting(PeerId(1), at(16_000)), "gone");
+}

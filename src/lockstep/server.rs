@@ -383,6 +383,28 @@ impl Server {
         Ok(())
     }
 
+    /// `peer` has sent no CTRL yet but says it is on its way (it loads its content, unserializes
+    /// the start state, opens its window; the session layer's `Loading`): it counts as heard,
+    /// so the silence timeout drops it only once that stops. Frame 0 waits for it as for any
+    /// player not running yet. Ignored once its first CTRL came: from then on only CTRLs keep
+    /// a player in. False if ignored (or no such peer).
+    pub fn starting(&mut self, peer: PeerId, now: Instant) -> bool {
+        self.last_call = self.last_call.max(now);
+        match self.peers.get_mut(peer.index()).and_then(Option::as_mut) {
+            Some(p) if p.recv_seq.is_none() => {
+                p.last_heard = p.last_heard.max(now);
+                p.warned = false;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// `peer` runs: its first CTRL has come.
+    pub fn is_running(&self, peer: PeerId) -> bool {
+        self.peer(peer).is_some_and(|p| p.recv_seq.is_some())
+    }
+
     /// Feeds a datagram that arrived from `from`. Malformed ones, other sessions or kinds, and
     /// unknown peers are dropped and counted.
     pub fn handle_datagram(&mut self, now: Instant, from: PeerId, datagram: &[u8]) {

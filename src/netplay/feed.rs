@@ -26,6 +26,7 @@ use crate::net::{Endpoint, SocketWaiter};
 use crate::replay::Event;
 use crate::session::{
     is_session_datagram, HostEvent, HostSession, JoinEvent, JoinSession, ResyncRecv, ResyncSend,
+    LOADING_LIMIT,
 };
 use crate::wire::{Header, Kind, HEADER_LEN};
 
@@ -51,8 +52,37 @@ const FIRST_CONTACT: Duration = crate::session::HANDSHAKE_TIMEOUT;
 /// The network thread speaks for the frame loop only while it runs: after this long without
 /// a call from it (hung, or stopped in a debugger) the thread falls silent too, so the other
 /// peers time this one out as they would a dead process, instead of waiting for its inputs
-/// forever. Longer than any draw, shorter than the silence warning (500 ms).
+/// forever. Longer than any draw, shorter than the silence warning (500 ms). Before the
+/// frame loop's first call the peer is starting (a joiner loads its content and the start
+/// state, either side opens its window): the thread then serves on its own, for at most
+/// `LOADING_LIMIT`, and says so (a joiner's `Loading`, the host's own player held in).
 const FRAME_LOOP_AWAY: Duration = Duration::from_millis(250);
+
+/// How long a joiner that runs waits for its first frames before it says that it waits for
+/// the others to start (on top of its round trip).
+const WAIT_NOTICE: Duration = Duration::from_secs(1);
+
+/// How long a joiner may load before the host says that it waits for it (the usual start,
+/// a small game and a window, takes a few hundred milliseconds), and how often it repeats it.
+const LOADING_QUIET: Duration = Duration::from_secs(1);
+const LOADING_NOTICE: Duration = Duration::from_secs(5);
+
+/// A joiner the host waits for: it has the start state, but does not run yet.
+struct Loading {
+    slot: u8,
+    /// How long it has had the start state, as of `heard`, its latest `Loading`.
+    since: Duration,
+    heard: Instant,
+    /// When the host last said it waits for it; `None` while it is quick.
+    told: Option<Instant>,
+}
+
+impl Loading {
+    /// How long it has had the start state at `now`.
+    fn for_(&self, now: Instant) -> Duration {
+        self.since + now.saturating_duration_since(self.heard)
+    }
+}
 
 /// What the network side (this feed) and the core side (the frame observer in `netplay`)
 /// hand each other: only the observer can touch the core, only the feed the network.
@@ -190,20 +220,29 @@ struct NetState {
     counters: Counters,
     names: Vec<(u8, String)>,
     /// For the status line's average bandwidth and `FIRST_CONTACT` (the runner owns the
-    /// frame clock).
+    /// frame clock): when the feed was made, then the frame loop's first call.
     started: Instant,
+    /// When the feed was made: the start state (joiner) or the end of the lobby (host).
+    created: Instant,
+    /// The start (see `FRAME_LOOP_AWAY`) took longer than `LOADING_LIMIT`: said once.
+    start_overdue: bool,
+    /// Host: joiners that load, waited for.
+    loading: Vec<Loading>,
+    /// Joiner: when its first CTRL left, and whether it said it waits for the others.
+    first_ctrl: Option<Instant>,
+    told_waiting: bool,
     /// The lockstep client has had frames from the server (the host's always has).
     contact: bool,
-    /// Wire bytes (sent, received) of the handshake and start state, before play began:
-    /// a one-time cost, kept apart from the rates.
+    /// Wire bytes (sent, received) before play began (the handshake, the start state, the
+    /// start): a one-time cost, kept apart from the rates.
     lobby_bytes: (u64, u64),
     /// The latest `now` the state machines were given. The threads read their clocks before
     /// taking the lock, so a call can come with an earlier `now` than the one before it.
     latest: Instant,
     /// Calls of the network thread that received datagrams (see `NetFeed::wait_io`).
     arrivals: u64,
-    /// The frame loop's latest call (see `FRAME_LOOP_AWAY`).
-    loop_at: Instant,
+    /// The frame loop's latest call (see `FRAME_LOOP_AWAY`); `None` before its first.
+    loop_at: Option<Instant>,
     /// Tells the network thread to end.
     stop: bool,
 }
@@ -232,8 +271,42 @@ impl NetState {
     /// A call from the frame loop at `now`: it is alive (see `FRAME_LOOP_AWAY`). Returns
     /// `now` as the state machines get it.
     fn frame_loop_call(&mut self, now: Instant) -> Instant {
-        self.loop_at = self.clock(now);
-        self.loop_at
+        let now = self.clock(now);
+        if self.loop_at.is_none() {
+            // Play begins: the rates count from here, the start was a one-time cost.
+            tracing::debug!(
+                "netplay: started in {:.2} s",
+                now.saturating_duration_since(self.created).as_secs_f64()
+            );
+            let e = self.endpoint.stats();
+            self.lobby_bytes = (e.wire_bytes_sent, e.wire_bytes_received);
+            self.started = now;
+        }
+        self.loop_at = Some(now);
+        now
+    }
+
+    /// Whether the network thread speaks for this peer at `now` (see `FRAME_LOOP_AWAY`).
+    fn serving(&mut self, now: Instant) -> bool {
+        match self.loop_at {
+            Some(at) => now.saturating_duration_since(at) <= FRAME_LOOP_AWAY,
+            None if now < self.created + LOADING_LIMIT => true,
+            None => {
+                if !self.start_overdue {
+                    self.start_overdue = true;
+                    tracing::error!(
+                        "netplay: still not running {} s after {}; going silent, so that the \
+                         other players drop this one instead of waiting for it",
+                        LOADING_LIMIT.as_secs(),
+                        match self.role {
+                            Role::Host { .. } => "the lobby",
+                            Role::Join { .. } => "the start state",
+                        }
+                    );
+                }
+                false
+            }
+        }
     }
 
     /// When the network thread must act without a datagram: the earliest timer of the state
@@ -354,6 +427,11 @@ impl NetState {
                 session, server, ..
             } => {
                 session.handle_timeout(now);
+                if self.loop_at.is_none() {
+                    // The host's own player is starting too (its window opens): the server
+                    // hears it in memory only once it runs.
+                    server.starting(self.client.me(), now);
+                }
                 server.handle_timeout(now);
             }
             Role::Join { session, .. } => session.handle_timeout(now),
@@ -375,12 +453,26 @@ impl NetState {
         if self.contact || now.saturating_duration_since(heard) >= FIRST_CONTACT {
             self.client.handle_timeout(now);
         }
+        if let Some(sent) = self
+            .first_ctrl
+            .filter(|_| !self.contact && !self.told_waiting)
+        {
+            if now >= sent + WAIT_NOTICE + self.client.rtt().unwrap_or_default() {
+                self.told_waiting = true;
+                tracing::info!(
+                    "netplay: waiting for every player to start: frame 0 runs once all of \
+                     them run (one still loading may take up to {} s)",
+                    LOADING_LIMIT.as_secs()
+                );
+            }
+        }
         self.handle_events(now);
         came
     }
 
     fn handle_events(&mut self, now: Instant) {
         let mut left = Vec::new();
+        let mut loading = Vec::new();
         if let Role::Host {
             session, server, ..
         } = &mut self.role
@@ -388,6 +480,11 @@ impl NetState {
             while let Some(ev) = session.poll_event() {
                 match ev {
                     HostEvent::Left { slot, reason } => left.push((slot, reason.to_string())),
+                    HostEvent::Loading { slot, since } => {
+                        if server.starting(PeerId(slot), now) {
+                            loading.push((slot, since));
+                        }
+                    }
                     HostEvent::Refused { addr, reason } => {
                         tracing::info!("netplay: refused {addr}: {reason}")
                     }
@@ -410,9 +507,23 @@ impl NetState {
                         from_frame,
                         reason,
                     } => {
-                        let why = match reason {
-                            LeaveReason::Removed => "left",
-                            LeaveReason::TimedOut => "timed out",
+                        // One that went while it loaded never ran.
+                        let was_loading = self
+                            .loading
+                            .iter()
+                            .find(|l| l.slot == peer.0)
+                            .map(|l| l.for_(now));
+                        self.loading.retain(|l| l.slot != peer.0);
+                        let why = match (reason, was_loading) {
+                            (LeaveReason::Removed, _) => "left".to_string(),
+                            (LeaveReason::TimedOut, None) => "timed out".to_string(),
+                            (LeaveReason::TimedOut, Some(t)) if t >= LOADING_LIMIT => format!(
+                                "still loading {} s after it had the start state",
+                                LOADING_LIMIT.as_secs()
+                            ),
+                            (LeaveReason::TimedOut, Some(_)) => {
+                                "timed out while loading".to_string()
+                            }
                         };
                         let msg = format!(
                             "netplay: player {} is out ({why}); neutral input from frame {}",
@@ -421,7 +532,7 @@ impl NetState {
                         );
                         if reason == LeaveReason::TimedOut {
                             tracing::warn!("{msg}");
-                            session.kick(peer.0, "timed out");
+                            session.kick(peer.0, &why);
                         } else {
                             tracing::info!("{msg}");
                         }
@@ -456,8 +567,10 @@ impl NetState {
             }
         }
         for (slot, reason) in left {
+            self.loading.retain(|l| l.slot != slot);
             tracing::info!("netplay: {} {reason}", self.name(slot));
         }
+        self.track_loading(now, loading);
         if let Role::Join { session, .. } = &mut self.role {
             while let Some(ev) = session.poll_event() {
                 match ev {
@@ -510,6 +623,54 @@ impl NetState {
                 }
             }
         }
+    }
+
+    /// Host: says which players it waits for while they load, `(slot, since)` from their
+    /// latest `Loading`, and when each then runs.
+    fn track_loading(&mut self, now: Instant, heard: Vec<(u8, Duration)>) {
+        let Role::Host { server, .. } = &self.role else {
+            return;
+        };
+        for (slot, since) in heard {
+            match self.loading.iter_mut().find(|l| l.slot == slot) {
+                Some(l) => (l.since, l.heard) = (since, now),
+                None => self.loading.push(Loading {
+                    slot,
+                    since,
+                    heard: now,
+                    told: None,
+                }),
+            }
+        }
+        let names = &self.names;
+        self.loading.retain_mut(|l| {
+            let player = player_label(names, l.slot);
+            let waited = l.for_(now);
+            if server.is_running(PeerId(l.slot)) {
+                if l.told.is_some() {
+                    tracing::info!(
+                        "netplay: {player} is running, {:.1} s after it had the start state",
+                        waited.as_secs_f64()
+                    );
+                }
+                return false;
+            }
+            match l.told {
+                None if waited >= LOADING_QUIET => tracing::info!(
+                    "netplay: {player} is still loading ({:.1} s since it had the start \
+                     state); the game starts when it runs (waiting up to {} s)",
+                    waited.as_secs_f64(),
+                    LOADING_LIMIT.as_secs()
+                ),
+                Some(t) if now >= t + LOADING_NOTICE => tracing::info!(
+                    "netplay: still waiting for {player} to load ({:.0} s)",
+                    waited.as_secs_f64()
+                ),
+                _ => return true,
+            }
+            l.told = Some(now);
+            true
+        });
     }
 
     /// Sends everything the state machines want to send; the host's client and server talk
@@ -573,6 +734,11 @@ impl NetState {
             } => {
                 while let Some(bytes) = self.client.poll_transmit(now) {
                     self.endpoint.send(now, *host, bytes);
+                    if self.first_ctrl.is_none() {
+                        // The host hears this player from its CTRLs from now on.
+                        self.first_ctrl = Some(now);
+                        session.running();
+                    }
                 }
                 while let Some(t) = session.poll_transmit(now) {
                     self.endpoint.send(now, t.to, t.bytes);
@@ -804,7 +970,7 @@ fn serve(net: Arc<Net>, waiter: SocketWaiter) {
                 return;
             }
             let now = s.clock(Instant::now());
-            if now.saturating_duration_since(s.loop_at) <= FRAME_LOOP_AWAY {
+            if s.serving(now) {
                 if s.pull(now) {
                     s.arrivals += 1;
                     net.arrived.notify_all();
@@ -842,10 +1008,15 @@ impl NetFeed {
                 counters: Counters::default(),
                 names: Vec::new(),
                 started: now,
+                created: now,
+                start_overdue: false,
+                loading: Vec::new(),
+                first_ctrl: None,
+                told_waiting: false,
                 contact: false,
                 latest: now,
                 arrivals: 0,
-                loop_at: now,
+                loop_at: None,
                 stop: false,
             }),
             arrived: Condvar::new(),

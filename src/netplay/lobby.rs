@@ -124,6 +124,9 @@ pub fn host_lobby(
                 HostEvent::Ready { slot } => {
                     tracing::info!("netplay: player {} has the start state", slot + 1)
                 }
+                // It loads its content while the lobby waits for the others: alive, and the
+                // feed says so if the game then has to wait for it.
+                HostEvent::Loading { .. } => {}
                 HostEvent::Left { slot, reason } => {
                     tracing::warn!("netplay: player {} {reason}", slot + 1)
                 }

@@ -30,7 +30,9 @@ use crate::host::{hash_file, Core, HostError};
 use crate::input::{Bot, Inputs};
 use crate::lockstep::{self, Client, PeerId, Server};
 use crate::net::{header_overhead, random_seed, Endpoint, NetError, NetSim};
-use crate::session::{self, HostSession, JoinConfig, JoinSession, SessionError, SessionInfo};
+use crate::session::{
+    self, HostSession, JoinConfig, JoinSession, SessionError, SessionInfo, StartState,
+};
 
 /// The UDP port `host` listens on and `join` connects to by default.
 pub const DEFAULT_PORT: u16 = 7845;
@@ -50,6 +52,9 @@ pub struct NetOptions {
     pub send_budget: u32,
     /// Test hook: `(frame, mask)` flips bits of this peer's own input at that frame.
     pub inject_desync: Option<(u32, u16)>,
+    /// Test hook: the main thread stays busy this long after the start state (joiner) or
+    /// the lobby (host), before the content is loaded and the first frame runs.
+    pub start_delay: Option<Duration>,
 }
 
 #[derive(Clone, Debug)]
@@ -214,6 +219,7 @@ pub fn host(opts: &HostOptions) -> Result<PlaySummary, NetplayError> {
         .collect();
     let bot = opts.net.play.bot.map(|seed| Bot::for_port(seed, 0));
     let feed = NetFeed::new(endpoint, Role::host(session, server), client, bot).with_names(names);
+    start_delay(&opts.net);
     run(&play, &mut core, feed, &opts.net, recording)
 }
 
@@ -234,34 +240,9 @@ pub fn join(opts: &JoinOptions) -> Result<PlaySummary, NetplayError> {
     let mut session = JoinSession::new(jcfg, Instant::now());
     let start = lobby::join_lobby(&mut endpoint, &mut session)?;
 
-    for diff in &start.option_diffs {
-        // Worth a line only where this player chose another value; options it never set
-        // simply take the host's.
-        let (key, host) = (&diff.key, diff.host.as_deref().unwrap_or("(unset)"));
-        match &diff.local {
-            Some(local) => tracing::info!(
-                "netplay: core option {key} = {host} (the host's; yours was {local})"
-            ),
-            None => tracing::debug!("netplay: core option {key} = {host} (the host's)"),
-        }
-    }
-    for (key, value) in &start.payload.options {
-        if let Err(e) = core.set_option(key, value) {
-            tracing::warn!("netplay: host option {key}={value}: {e}");
-        }
-    }
-    load_content(&mut core, &play)?;
-    if !start.payload.sram.is_empty() {
-        core.write_sram(&start.payload.sram);
-    }
-    core.unserialize(&start.payload.state)?;
-    tracing::info!(
-        "netplay: in session {:08x} as player {} of {}",
-        start.session,
-        start.slot + 1,
-        start.slots
-    );
-
+    // The network thread serves from here on: while this player loads the content and the
+    // state and opens its window, it tells the host that it is still coming (`Loading`),
+    // which otherwise drops a player silent for 2 s.
     let lcfg = lockstep::Config {
         // Its one link is to the host: the host's address family sets the header size.
         udp_ip_header: header_overhead(addr),
@@ -279,9 +260,47 @@ pub fn join(opts: &JoinOptions) -> Result<PlaySummary, NetplayError> {
         .play
         .bot
         .map(|seed| Bot::for_port(seed, usize::from(start.slot)));
-    let feed = NetFeed::new(endpoint, Role::join(session, addr), client, bot)
+    let mut feed = NetFeed::new(endpoint, Role::join(session, addr), client, bot)
         .with_names(start.players.clone());
+    start_delay(&opts.net);
+    if let Err(e) = load_start(&mut core, &play, &start) {
+        // Tell the host why, at once, instead of going silent.
+        feed.close(&format!("could not start: {e}"));
+        return Err(e);
+    }
+    tracing::info!(
+        "netplay: in session {:08x} as player {} of {}",
+        start.session,
+        start.slot + 1,
+        start.slots
+    );
     run(&play, &mut core, feed, &opts.net, recording)
+}
+
+/// Loads the host's options, the content, the host's save RAM and state into `core`.
+fn load_start(core: &mut Core, play: &PlayOptions, start: &StartState) -> Result<(), NetplayError> {
+    for diff in &start.option_diffs {
+        // Worth a line only where this player chose another value; options it never set
+        // simply take the host's.
+        let (key, host) = (&diff.key, diff.host.as_deref().unwrap_or("(unset)"));
+        match &diff.local {
+            Some(local) => tracing::info!(
+                "netplay: core option {key} = {host} (the host's; yours was {local})"
+            ),
+            None => tracing::debug!("netplay: core option {key} = {host} (the host's)"),
+        }
+    }
+    for (key, value) in &start.payload.options {
+        if let Err(e) = core.set_option(key, value) {
+            tracing::warn!("netplay: host option {key}={value}: {e}");
+        }
+    }
+    load_content(core, play)?;
+    if !start.payload.sram.is_empty() {
+        core.write_sram(&start.payload.sram);
+    }
+    core.unserialize(&start.payload.state)?;
+    Ok(())
 }
 
 /// Makes the recording's file before the lobby, so nobody waits for a session that cannot
@@ -295,6 +314,17 @@ fn reserve_recording(play: &PlayOptions, role: &str) -> Result<Option<Reserved>,
             tracing::error!("not recording this session: {e}");
             Ok(None)
         }
+    }
+}
+
+/// The `--start-delay-ms` test hook: a start as slow as a large romset's or a slow window's.
+fn start_delay(net: &NetOptions) {
+    if let Some(delay) = net.start_delay {
+        tracing::warn!(
+            "netplay: starting {} ms late (test hook)",
+            delay.as_millis()
+        );
+        std::thread::sleep(delay);
     }
 }
 

@@ -13,7 +13,7 @@ use super::payload::{Packed, StartPayload};
 use super::transfer::{Rtt, Sender};
 use super::{
     auth, Dropped, SessionError, SessionInfo, SessionStats, Transmit, HANDSHAKE_TIMEOUT,
-    HELLO_INTERVAL,
+    HELLO_INTERVAL, LOADING_LIMIT,
 };
 use crate::input::MAX_PLAYERS;
 use crate::wire::{Kind, WireError, PROTOCOL_VERSION};
@@ -46,7 +46,8 @@ pub struct HostConfig {
     pub frame: u32,
     pub handshake_timeout: Duration,
     /// A joiner that has the start state and waits for the others in the lobby is dropped
-    /// after this long without a datagram (its lockstep client sends CTRLs while it waits).
+    /// after this long without a datagram (it sends `Msg::Loading` while it loads, then its
+    /// lockstep client CTRLs while it waits).
     pub ready_timeout: Duration,
 }
 
@@ -75,6 +76,8 @@ pub enum LeftReason {
     Timeout,
     /// Silent for too long while it waited, ready, for the others.
     Silent,
+    /// Still loading (not running) `LOADING_LIMIT` after it had the start state.
+    SlowStart,
     /// Removed by the host (`kick`), with the reason sent to it.
     Kicked(String),
 }
@@ -85,6 +88,11 @@ impl fmt::Display for LeftReason {
             LeftReason::Bye(r) => write!(f, "left ({r})"),
             LeftReason::Timeout => write!(f, "timed out during the handshake"),
             LeftReason::Silent => write!(f, "went silent while waiting for the game to start"),
+            LeftReason::SlowStart => write!(
+                f,
+                "was still loading {} s after it had the start state",
+                LOADING_LIMIT.as_secs()
+            ),
             LeftReason::Kicked(r) => write!(f, "removed by the host ({r})"),
         }
     }
@@ -101,6 +109,15 @@ pub enum HostEvent {
     /// The joiner has the whole start state and verified it.
     Ready {
         slot: u8,
+    },
+    /// A ready joiner does not run yet (loads its content, opens its window) but says it is
+    /// still coming (`Msg::Loading`, every `LOADING_INTERVAL`), `since` after the host had
+    /// its last ack of the start state. Raised for each such datagram until `LOADING_LIMIT`
+    /// has passed: once the lobby is closed, pass it on to the lockstep server
+    /// (`Server::starting`), which hears a player only from its CTRLs otherwise.
+    Loading {
+        slot: u8,
+        since: Duration,
     },
     Left {
         slot: u8,
@@ -136,9 +153,12 @@ enum Phase {
         resent: bool,
     },
     Sending(Box<Sender>),
-    /// Has the whole start state; `rtt` as the transfer measured it.
+    /// Has the whole start state (since `since`); `rtt` as the transfer measured it.
     Ready {
         rtt: Option<Duration>,
+        since: Instant,
+        /// Its latest sign of life was a `Msg::Loading`, not a CTRL: it does not run yet.
+        loading: bool,
     },
 }
 
@@ -268,7 +288,7 @@ impl HostSession {
                 addr: Some(p.addr),
                 ready: p.is_ready(),
                 rtt: match p.phase {
-                    Phase::Ready { rtt } => rtt,
+                    Phase::Ready { rtt, .. } => rtt,
                     _ => None,
                 },
             })
@@ -338,6 +358,9 @@ impl HostSession {
                 return match peer {
                     Some(p) if h.session == id && p.is_ready() => {
                         p.last_heard = now;
+                        if let Phase::Ready { loading, .. } = &mut p.phase {
+                            *loading = false;
+                        }
                         Ok(())
                     }
                     _ => Err(Dropped::UnknownPeer(Kind::Ctrl)),
@@ -369,6 +392,7 @@ impl HostSession {
                 Ok(())
             }
             Msg::StateAck(ack) => self.handle_ack(now, from, &ack),
+            Msg::Loading => self.handle_loading(now, from),
             Msg::Bye(reason) => {
                 if let Some(i) = self.pending.iter().position(|p| p.addr == from) {
                     self.pending.remove(i);
@@ -527,9 +551,38 @@ impl HostSession {
                 self.stats.chunks_resent += sender.resent;
                 peer.phase = Phase::Ready {
                     rtt: sender.rtt().measured(),
+                    since: now,
+                    loading: false,
                 };
                 self.events.push_back(HostEvent::Ready { slot: peer.slot });
             }
+        }
+        Ok(())
+    }
+
+    /// A joiner that has the start state says it still loads. Before `LOADING_LIMIT` has
+    /// passed that is a sign of life; after, it is ignored, and the silence timeout drops
+    /// the player. (One whose final ack was lost is alive too: the chunks the host resends
+    /// make it ack again.)
+    fn handle_loading(&mut self, now: Instant, from: SocketAddr) -> Result<(), Dropped> {
+        let peer = self
+            .peers
+            .iter_mut()
+            .find(|p| p.addr == from)
+            .ok_or(Dropped::UnknownPeer(Kind::Loading))?;
+        match &mut peer.phase {
+            Phase::Ready { since, loading, .. } => {
+                let since = now.saturating_duration_since(*since);
+                if since < LOADING_LIMIT {
+                    *loading = true;
+                    peer.last_heard = now;
+                    self.events.push_back(HostEvent::Loading {
+                        slot: peer.slot,
+                        since,
+                    });
+                }
+            }
+            _ => peer.last_heard = now,
         }
         Ok(())
     }
@@ -614,19 +667,34 @@ impl HostSession {
     /// `LOBBY_INTERVAL` tells the others how many players are in.
     fn tend_ready_joiners(&mut self, now: Instant) {
         let ready_timeout = self.cfg.ready_timeout;
-        let gone: Vec<(u8, SocketAddr)> = self
+        let gone: Vec<(u8, SocketAddr, LeftReason)> = self
             .peers
             .iter()
             .filter(|p| p.is_ready() && now >= p.last_heard + ready_timeout)
-            .map(|p| (p.slot, p.addr))
+            .map(|p| {
+                let slow = matches!(p.phase, Phase::Ready { since, loading: true, .. }
+                    if now >= since + LOADING_LIMIT);
+                let reason = if slow {
+                    LeftReason::SlowStart
+                } else {
+                    LeftReason::Silent
+                };
+                (p.slot, p.addr, reason)
+            })
             .collect();
-        for (slot, addr) in gone {
-            let why = format!(
-                "dropped from the lobby: nothing heard for {} s",
-                ready_timeout.as_secs_f64()
-            );
+        for (slot, addr, reason) in gone {
+            let why = match reason {
+                LeftReason::SlowStart => format!(
+                    "dropped from the lobby: still loading {} s after the start state",
+                    LOADING_LIMIT.as_secs()
+                ),
+                _ => format!(
+                    "dropped from the lobby: nothing heard for {} s",
+                    ready_timeout.as_secs_f64()
+                ),
+            };
             self.send(addr, &Msg::Bye(why), self.cfg.session_id);
-            self.drop_peer(slot, LeftReason::Silent);
+            self.drop_peer(slot, reason);
         }
         if self.lobby_sent.is_none_or(|t| now >= t + LOBBY_INTERVAL) {
             self.lobby_sent = Some(now);

@@ -10,7 +10,7 @@ use super::payload::{StartPayload, MAX_PAYLOAD};
 use super::transfer::{ChunkOutcome, Receiver};
 use super::{
     auth, option_diffs, Dropped, OptionDiff, SessionError, SessionInfo, SessionStats, Transmit,
-    HANDSHAKE_TIMEOUT, HELLO_INTERVAL,
+    HANDSHAKE_TIMEOUT, HELLO_INTERVAL, LOADING_INTERVAL, LOADING_LIMIT,
 };
 use crate::wire::{Kind, WireError, HEADER_LEN, MAGIC, MAX_DATAGRAM, PROTOCOL_VERSION};
 
@@ -88,6 +88,10 @@ enum Phase {
         ack_at: Option<Instant>,
         /// Unprompted extra copies of the final ack still to send.
         copies: u8,
+        /// When the start state was complete.
+        since: Instant,
+        /// The next `Msg::Loading`; `None` once this player runs (or `LOADING_LIMIT` passed).
+        loading: Option<Instant>,
     },
     Done,
 }
@@ -152,6 +156,14 @@ impl JoinSession {
 
     pub fn is_ready(&self) -> bool {
         matches!(self.phase, Phase::Ready { .. })
+    }
+
+    /// This player runs: its lockstep client sent its first CTRL, which tells the host from
+    /// now on that it is there. Ends the `Msg::Loading` sent since the start state.
+    pub fn running(&mut self) {
+        if let Phase::Ready { loading, .. } = &mut self.phase {
+            *loading = None;
+        }
     }
 
     /// Says goodbye to the host (drain `poll_transmit` afterwards).
@@ -340,6 +352,9 @@ impl JoinSession {
                     latest_seq,
                     ack_at: Some(now),
                     copies: FINAL_ACK_COPIES - 1,
+                    since: now,
+                    // The final acks say it first.
+                    loading: Some(now + LOADING_INTERVAL),
                 };
                 self.events.push_back(JoinEvent::Ready(Box::new(state)));
             }
@@ -378,6 +393,25 @@ impl JoinSession {
             self.queue.push_back(self.hello());
             self.next_hello = now + HELLO_INTERVAL;
         }
+        if let Phase::Ready { since, loading, .. } = &mut self.phase {
+            match loading {
+                // Not running after all this time: the host is told nothing more, and drops
+                // this player once its silence timeout runs out.
+                Some(_) if now >= *since + LOADING_LIMIT => {
+                    tracing::debug!(
+                        "session: not running {} s after the start state; no longer telling \
+                         the host this player is loading",
+                        LOADING_LIMIT.as_secs()
+                    );
+                    *loading = None;
+                }
+                Some(at) if now >= *at => {
+                    *at = now + LOADING_INTERVAL;
+                    self.queue.push_back(Msg::Loading.encode(self.session));
+                }
+                _ => {}
+            }
+        }
     }
 
     pub fn poll_transmit(&mut self, now: Instant) -> Option<Transmit> {
@@ -392,6 +426,7 @@ impl JoinSession {
                     latest_seq,
                     ack_at,
                     copies,
+                    ..
                 } if ack_at.is_some_and(|t| t <= now) => {
                     // Later copies go out spaced, so one burst of loss does not take them all.
                     *ack_at = (*copies > 0).then(|| now + FINAL_ACK_SPACING);
@@ -431,7 +466,9 @@ impl JoinSession {
         match &self.phase {
             Phase::Hello => Some(self.next_hello.min(silence)),
             Phase::Receiving { rx, .. } => Some(rx.deadline().map_or(silence, |d| d.min(silence))),
-            Phase::Ready { ack_at, .. } => *ack_at,
+            Phase::Ready {
+                ack_at, loading, ..
+            } => [*ack_at, *loading].into_iter().flatten().min(),
             Phase::Done => None,
         }
     }

@@ -12,11 +12,14 @@
 //!      or Refuse     "content differs: host has a.md (xxh3 ..), you have b.md (xxh3 ..)"
 //! H -> J  StateChunk x N   lz4(options + state + SRAM) in 1152-byte chunks
 //! J -> H  StateAck   cumulative index + bitmap; the last one says "verified"
+//! H -> J  Lobby      players in and wanted, every 500 ms while the lobby waits for more
+//! J -> H  Loading    every 250 ms from the start state until the first CTRL (at most 30 s)
 //! ```
 //! Calling order for both `HostSession` and `JoinSession`: feed every session-layer datagram
 //! (`is_session_datagram`) to `handle_datagram`, then call `handle_timeout(now)`, drain
 //! `poll_transmit(now)` and `poll_event()`, and sleep until `poll_timeout()` or the next
-//! datagram. Keep doing so after the start: late chunks and Byes still arrive.
+//! datagram. Keep doing so after the start: late chunks and Byes still arrive, and a joiner
+//! sends `Loading` until told (`JoinSession::running`) that its lockstep client speaks for it.
 
 mod auth;
 mod host;
@@ -43,6 +46,16 @@ pub use resync::{ResyncRecv, ResyncSend};
 pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
 /// Hello (and Welcome) retransmission interval until answered.
 pub const HELLO_INTERVAL: Duration = Duration::from_millis(250);
+/// How often a joiner that has the start state but does not run yet (it loads its content,
+/// unserializes the state, opens its window) tells the host it is still coming
+/// (`Msg::Loading`): half the 500 ms after which a silent player is warned about, so one
+/// lost datagram raises no warning.
+pub const LOADING_INTERVAL: Duration = Duration::from_millis(250);
+/// Longest a joiner may take from the start state to its first CTRL while the others wait
+/// at frame 0. Loading a large romset from a slow disk and a first Vulkan window (shader
+/// caches cold) take seconds each; 30 s covers both with room, and caps how long a peer
+/// whose start hangs (a driver deadlock while its network thread lives on) holds everyone.
+pub const LOADING_LIMIT: Duration = Duration::from_secs(30);
 
 /// What a peer runs; the host refuses joiners whose core, core version or content differ.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -1,4 +1,4 @@
-//! Bodies of the session-layer datagrams (kinds 0x01..=0x07); `wire::Header` comes first.
+//! Bodies of the session-layer datagrams (kinds 0x01..=0x0A); `wire::Header` comes first.
 //!
 //! Strings are `u8` length + UTF-8 (`str8`) unless noted; integers are little endian.
 //! ```text
@@ -16,6 +16,8 @@
 //!            (bit 0: whole state received and verified), bitmap (the rest;
 //!            bit i, LSB first, = chunk cum + i arrived)
 //! Bye        str8 reason
+//! Lobby      u8 ready (players with the start state, the host's included), u8 want
+//! Loading    (empty: the joiner has the start state and is not running yet)
 //! ```
 
 use crate::input::MAX_PLAYERS;
@@ -97,6 +99,9 @@ pub enum Msg<'a> {
         ready: u8,
         want: u8,
     },
+    /// A joiner with the start state that does not run yet (loads its content, opens its
+    /// window) to the host: it is still coming. Sent until its first CTRL.
+    Loading,
 }
 
 impl Msg<'_> {
@@ -110,6 +115,7 @@ impl Msg<'_> {
             Msg::StateAck(_) => Kind::StateAck,
             Msg::Bye(_) => Kind::Bye,
             Msg::Lobby { .. } => Kind::Lobby,
+            Msg::Loading => Kind::Loading,
         }
     }
 
@@ -183,6 +189,7 @@ impl Msg<'_> {
             }
             Msg::Bye(reason) => put_str8(&mut out, reason, MAX_TEXT),
             Msg::Lobby { ready, want } => out.extend_from_slice(&[*ready, *want]),
+            Msg::Loading => {}
         }
         out
     }
@@ -311,6 +318,7 @@ impl Msg<'_> {
                 }
                 Msg::Lobby { ready, want }
             }
+            Kind::Loading => Msg::Loading,
             // Carried by `resync` and `lockstep`, not by the handshake.
             Kind::Resync | Kind::Ctrl | Kind::Update => {
                 return Err(WireError::UnknownKind(kind as u8))
@@ -458,6 +466,7 @@ mod tests {
             .encode(5),
             Msg::Bye("quit".into()).encode(5),
             Msg::Lobby { ready: 2, want: 3 }.encode(5),
+            Msg::Loading.encode(5),
         ]
     }
 
@@ -541,7 +550,7 @@ mod tests {
                 rng.fill_bytes(&mut d);
                 if i % 4 == 0 && d.len() >= 4 {
                     d[0..3].copy_from_slice(&[b'F', b'L', PROTOCOL_VERSION]);
-                    d[3] = rng.gen_range(1..8);
+                    d[3] = rng.gen_range(1..0x0b);
                 }
                 d
             } else {

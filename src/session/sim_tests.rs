@@ -685,3 +685,113 @@ fn a_joiners_name_cannot_drive_the_hosts_terminal() {
         "{told:?}"
     );
 }
+
+#[test]
+fn joiners_that_load_are_kept_until_they_run_or_the_loading_limit() {
+    // Three players: ana and bob have the start state and load their content (or open their
+    // windows) while the lobby waits for the third. Neither runs yet, so no CTRL comes: they
+    // say `Loading` every 250 ms instead, which keeps them in past `READY_TIMEOUT`. Ana runs
+    // after 5 s (her CTRLs speak for her from then on). Bob never does: he falls silent at
+    // `LOADING_LIMIT`, and so does the host's patience with one that would not.
+    let mut config = cfg();
+    config.max_players = 3;
+    let mut sim = Sim::new(config, vec![5; 5000], "delay=20ms");
+    let a = sim.join(1, info("ana"), None);
+    let b = sim.join(2, info("bob"), None);
+    assert!(sim.run_until(Duration::from_secs(5), |s| s.settled(a)
+        && s.settled(b)
+        && s.host.all_ready()));
+    let ready = sim.now;
+    let elapsed = |sim: &Sim| sim.now - sim.start;
+    let count = |sim: &Sim, who: SocketAddr| {
+        sim.wire
+            .iter()
+            .filter(|(from, _, d)| *from == who && d[3] == crate::wire::Kind::Loading as u8)
+            .count()
+    };
+    let until = elapsed(&sim) + Duration::from_secs(5);
+    sim.run_until(until, |_| false);
+    assert!(sim.host.slot_of(a).is_some() && sim.host.slot_of(b).is_some());
+    assert!(
+        !sim.host_events
+            .iter()
+            .any(|e| matches!(e, HostEvent::Left { .. })),
+        "{:?}",
+        sim.host_events
+    );
+    // One every 250 ms, each a sign of life the host reports with how long it has been.
+    let (sent_a, sent_b) = (count(&sim, a), count(&sim, b));
+    assert!((18..=21).contains(&sent_a), "{sent_a}");
+    assert!((18..=21).contains(&sent_b), "{sent_b}");
+    let slot_a = sim.ready(a).unwrap().slot;
+    let latest = |sim: &Sim, slot: u8| {
+        sim.host_events.iter().rev().find_map(|e| match e {
+            HostEvent::Loading { slot: s, since } if *s == slot => Some(*since),
+            _ => None,
+        })
+    };
+    let since = latest(&sim, slot_a).expect("the host heard ana load");
+    assert!(
+        since > Duration::from_millis(4600) && since < Duration::from_millis(5300),
+        "{since:?}"
+    );
+
+    // Ana runs: her lockstep client's CTRLs come every 100 ms, and `Loading` stops.
+    let session = sim.ready(a).unwrap().session;
+    let mut ctrl = Vec::new();
+    crate::wire::Header {
+        kind: crate::wire::Kind::Ctrl,
+        session,
+    }
+    .write(&mut ctrl);
+    sim.joiners
+        .iter_mut()
+        .find(|(x, _)| *x == a)
+        .unwrap()
+        .1
+        .running();
+    let sent_a = count(&sim, a);
+    // Bob ignores his limit (an older or broken build): the host ignores him past it.
+    let slot_b = sim.ready(b).unwrap().slot;
+    let mut dropped_at = None;
+    while elapsed(&sim) < Duration::from_secs(40) {
+        let now = sim.now;
+        sim.host.handle_datagram(now, a, &ctrl).unwrap();
+        if now - ready > LOADING_LIMIT && sim.host.slot_of(b).is_some() {
+            sim.host
+                .handle_datagram(now, b, &msg::Msg::Loading.encode(session))
+                .unwrap();
+        }
+        let until = elapsed(&sim) + Duration::from_millis(100);
+        sim.run_until(until, |_| false);
+        let left = HostEvent::Left {
+            slot: slot_b,
+            reason: LeftReason::SlowStart,
+        };
+        if dropped_at.is_none() && sim.host_events.contains(&left) {
+            dropped_at = Some(sim.now - ready);
+        }
+    }
+    assert_eq!(count(&sim, a), sent_a, "ana still said she was loading");
+    // Bob said it for `LOADING_LIMIT`, then nothing, and was dropped `READY_TIMEOUT` later.
+    let sent_b = count(&sim, b);
+    let want = (LOADING_LIMIT.as_millis() / LOADING_INTERVAL.as_millis()) as usize;
+    assert!(sent_b + 1 >= want && sent_b <= want, "{sent_b} of {want}");
+    let dropped_at = dropped_at.expect("bob was never dropped");
+    let due = LOADING_LIMIT + READY_TIMEOUT;
+    assert!(
+        dropped_at >= due - LOADING_INTERVAL && dropped_at < due + Duration::from_millis(300),
+        "{dropped_at:?}"
+    );
+    assert_eq!(
+        LeftReason::SlowStart.to_string(),
+        "was still loading 30 s after it had the start state"
+    );
+    assert!(sim.host.slot_of(a).is_some(), "ana was dropped");
+    assert!(
+        matches!(sim.failure(b), Some(SessionError::HostLeft(r))
+            if r == "dropped from the lobby: still loading 30 s after the start state"),
+        "{:?}",
+        sim.failure(b)
+    );
+}
