@@ -78,7 +78,7 @@ select = "5"
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
-    #[error("config file {}: {}", .path.display(), crate::replay::io_reason(.io))]
+    #[error("config file {}: {}", .path.display(), crate::wording::io_reason(.io))]
     Read { path: PathBuf, io: std::io::Error },
     #[error("config file {}, line {line}: {message}", .path.display())]
     Parse {

@@ -17,3 +17,4 @@ pub mod netplay;
 pub mod replay;
 pub mod session;
 pub mod wire;
+pub mod wording;

@@ -213,7 +213,7 @@ fn summarize<F: Feed>(
     let wall_s = stats["wall_s"].as_f64().unwrap_or(0.0);
     tracing::info!(
         "{} in {wall_s:.2} s ({:.0} fps), checksum {}",
-        crate::replay::n_frames(frames),
+        crate::wording::n_frames(frames),
         stats["fps"].as_f64().unwrap_or(0.0),
         checksum_hex(checksum)
     );

@@ -46,9 +46,9 @@ pub enum RecordMode {
 pub enum RecordError {
     #[error(transparent)]
     Log(#[from] ReplayError),
-    #[error("cannot create recordings directory {}: {}", .path.display(), replay::io_reason(.io))]
+    #[error("cannot create recordings directory {}: {}", .path.display(), crate::wording::io_reason(.io))]
     Dir { path: PathBuf, io: std::io::Error },
-    #[error("cannot record: reading content {}: {}", .path.display(), replay::io_reason(.io))]
+    #[error("cannot record: reading content {}: {}", .path.display(), crate::wording::io_reason(.io))]
     Content { path: PathBuf, io: std::io::Error },
     #[error("cannot record: the core's start state: {0}")]
     StartState(HostError),
@@ -406,7 +406,7 @@ impl<S: Sink + 'static> Recording<S> {
                 tracing::info!(
                     "recording saved to {} ({})",
                     path.display(),
-                    replay::n_frames(summary.frames)
+                    crate::wording::n_frames(summary.frames)
                 );
                 return Outcome {
                     path,

@@ -22,7 +22,8 @@ use super::runner::{EndReason, FrameObserver, ObserverError, Runner};
 use super::stats::{self, checksum_hex, StatsError};
 use crate::host::{hash_file, Core, CoreSource, HostError};
 use crate::input::Inputs;
-use crate::replay::{io_reason, n_frames, Header, Replay, ReplayError, Start, Status};
+use crate::replay::{Header, Replay, ReplayError, Start, Status};
+use crate::wording::{io_reason, n_frames};
 
 /// Everything `replay` needs, flags already parsed.
 #[derive(Clone, Debug)]

@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
-use crate::replay::io_reason;
+use crate::wording::io_reason;
 
 #[derive(Debug, thiserror::Error)]
 #[error("cannot write stats {}: {}", .path.display(), io_reason(.io))]

@@ -10,7 +10,7 @@ use super::image::{copy_rotated, Image};
 pub enum ScreenshotError {
     #[error("no valid video frame to save")]
     NoFrame,
-    #[error("creating {}: {}", .path.display(), crate::replay::io_reason(.io))]
+    #[error("creating {}: {}", .path.display(), crate::wording::io_reason(.io))]
     Io { path: PathBuf, io: std::io::Error },
     #[error("encoding {path}: {source}")]
     Png {

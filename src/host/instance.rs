@@ -466,7 +466,7 @@ impl Core {
                 tracing::warn!(
                     "cannot read save ram {}: {}; playing without it, and not saving over it",
                     path.display(),
-                    crate::replay::io_reason(&e)
+                    crate::wording::io_reason(&e)
                 );
                 return;
             }

@@ -23,7 +23,7 @@ use std::path::PathBuf;
 // The I/O errors below quote the OS's words through `io_reason`, lowercase like every other
 // message, and keep the `io::Error` in a field not named `source` so that it is not quoted a
 // second time, capitalised, as their cause.
-use crate::replay::io_reason;
+use crate::wording::io_reason;
 
 pub use self::api::CoreSource;
 pub use self::instance::{hash_file, Core};

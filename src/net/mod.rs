@@ -11,7 +11,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
 use thiserror::Error;
 
-use crate::replay::io_reason;
+use crate::wording::io_reason;
 
 pub use conditioner::{Conditioner, ConditionerStats, NetSim, NetSimError};
 pub use endpoint::{Endpoint, EndpointStats};

@@ -89,7 +89,7 @@ pub enum NetplayError {
     Lockstep(#[from] lockstep::LockstepError),
     #[error("cannot join {host:?}: {reason}")]
     Resolve { host: String, reason: String },
-    #[error("reading content {}: {}", .path.display(), crate::replay::io_reason(.io))]
+    #[error("reading content {}: {}", .path.display(), crate::wording::io_reason(.io))]
     Content { path: PathBuf, io: std::io::Error },
     #[error("core: {0}")]
     Host(#[from] HostError),

@@ -128,6 +128,7 @@ mod writer;
 use std::io;
 use std::path::{Path, PathBuf};
 
+use crate::wording::io_reason;
 use thiserror::Error;
 
 pub use format::{Event, Header, Start, FORMAT_VERSION, MAGIC};
@@ -192,26 +193,6 @@ pub enum ReplayError {
         tag: u8,
         at_byte: u64,
     },
-}
-
-/// An I/O error in the lowercase style of our messages ("no space left on device (os error 28)").
-/// Errors that use it keep the `io::Error` in a field not named `source`, so that it is not also
-/// reported as their cause in its capitalised form.
-pub(crate) fn io_reason(e: &io::Error) -> String {
-    let s = e.to_string();
-    let mut c = s.chars();
-    match c.next() {
-        Some(first) => first.to_lowercase().chain(c).collect(),
-        None => s,
-    }
-}
-
-/// "1 frame", "2 frames".
-pub(crate) fn n_frames(n: impl Into<u64>) -> String {
-    match n.into() {
-        1 => "1 frame".to_string(),
-        n => format!("{n} frames"),
-    }
 }
 
 /// What a corrupt record leaves usable: "the 2 frames before it are intact".
@@ -586,9 +567,6 @@ mod tests {
 
     #[test]
     fn counts_of_frames_read_as_english() {
-        assert_eq!(n_frames(1u32), "1 frame");
-        assert_eq!(n_frames(0u32), "0 frames");
-        assert_eq!(n_frames(2u64), "2 frames");
         let err = |frames| {
             ReplayError::CorruptRecord {
                 path: "x.flr".into(),
@@ -665,15 +643,5 @@ mod tests {
         assert_eq!(p3.file_name().unwrap(), "2026-11-21_14-03-05_host-3.flr");
         let odd = default_recording_path(dir.path(), now, "a/b c");
         assert_eq!(odd.file_name().unwrap(), "2026-11-21_14-03-05_a_b_c.flr");
-    }
-
-    #[test]
-    fn io_reasons_are_lowercase() {
-        let e = io::Error::from_raw_os_error(28);
-        assert!(
-            io_reason(&e).starts_with("no space left on device"),
-            "{}",
-            io_reason(&e)
-        );
     }
 }
