@@ -391,6 +391,8 @@ fn players_with_one_name_are_told_apart_when_one_leaves() {
         "{log}"
     );
     assert!(log.contains("netplay: player 3 (127.0.0.1:"), "{log}");
+    // Named after its place, it is not said twice ("player 3 (...) joined as player 3").
+    assert!(!log.contains("joined as player 3"), "{log}");
     std::thread::sleep(Duration::from_secs(2));
     ana.interrupt();
     ana.wait_ok(Duration::from_secs(5));

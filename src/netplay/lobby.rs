@@ -119,7 +119,13 @@ pub fn host_lobby(
         while let Some(ev) = session.poll_event() {
             match ev {
                 HostEvent::Joined { slot, name, addr } => {
-                    tracing::info!("netplay: {name} ({addr}) joined as player {}", slot + 1)
+                    let player = format!("player {}", slot + 1);
+                    if name == player {
+                        // No name given: the host named it after its place.
+                        tracing::info!("netplay: {player} ({addr}) joined")
+                    } else {
+                        tracing::info!("netplay: {name} ({addr}) joined as {player}")
+                    }
                 }
                 HostEvent::Ready { slot } => {
                     tracing::info!("netplay: player {} has the start state", slot + 1)
