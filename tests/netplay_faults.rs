@@ -630,6 +630,12 @@ fn a_host_that_finishes_first_lets_its_joiners_go_at_once() {
 /// (`--start-delay-ms`): four times the 2 s a silent player gets.
 const SLOW_START_MS: &str = "8000";
 
+/// When the host had player 2's last ack of the start state (player 2 starts loading then).
+fn start_state_sent(host: &mut netplay_common::Peer) -> Instant {
+    host.wait_for_log("player 2 has the start state", Duration::from_secs(10))
+        .unwrap_or_else(|| panic!("player 2 never got the start state\n{}", host.log_text()))
+}
+
 /// A joiner that takes 8 s from the start state to its first frame (a large romset, a slow
 /// window: `--start-delay-ms`) is waited for: it tells the host that it is still loading,
 /// the host says so, and both then play the whole session in sync.
@@ -651,9 +657,7 @@ fn a_joiner_slow_to_start_is_waited_for() {
             SLOW_START_MS,
         ]),
     );
-    let ready = host
-        .wait_for_log("player 2 has the start state", Duration::from_secs(10))
-        .unwrap_or_else(|| panic!("player 2 never got the start state\n{}", host.log_text()));
+    let ready = start_state_sent(&mut host);
     joiner.wait(Duration::from_secs(40));
     host.wait(Duration::from_secs(40));
     let (hlog, jlog) = (host.log_text(), joiner.log_text());
@@ -693,12 +697,7 @@ fn a_joiner_killed_while_loading_is_dropped() {
         "join",
         &args(&["--bot", "2", "--start-delay-ms", "20000"]),
     );
-    assert!(
-        host.wait_for_log("player 2 has the start state", Duration::from_secs(10))
-            .is_some(),
-        "{}",
-        host.log_text()
-    );
+    start_state_sent(&mut host);
     // Past the 2 s a silent player gets, so that it is the keepalive that kept it in.
     std::thread::sleep(Duration::from_secs(3));
     assert!(
@@ -753,12 +752,7 @@ fn a_lobby_keeps_a_joiner_that_is_slow_to_start() {
             SLOW_START_MS,
         ]),
     );
-    assert!(
-        host.wait_for_log("player 2 has the start state", Duration::from_secs(10))
-            .is_some(),
-        "{}",
-        host.log_text()
-    );
+    start_state_sent(&mut host);
     std::thread::sleep(Duration::from_secs(3));
     assert!(
         !host.log_text().contains("player 2 went silent"),
@@ -846,9 +840,7 @@ fn a_joiner_still_loading_after_the_limit_is_dropped() {
         "join",
         &args(&["--bot", "2", "--start-delay-ms", "40000"]),
     );
-    let ready = host
-        .wait_for_log("player 2 has the start state", Duration::from_secs(10))
-        .unwrap_or_else(|| panic!("player 2 never got the start state\n{}", host.log_text()));
+    let ready = start_state_sent(&mut host);
     let why = "still loading 30 s after it had the start state";
     let out = host
         .wait_for_log(&format!("player 2 is out ({why})"), Duration::from_secs(40))
