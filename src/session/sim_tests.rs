@@ -554,27 +554,39 @@ fn the_host_measures_each_joiners_round_trip_despite_resent_welcomes() {
     }
 }
 
-#[test]
-fn the_lobby_keeps_ready_joiners_informed_and_drops_silent_ones() {
-    // Four players: ana and bob have the start state and wait for the fourth. Ana's
-    // lockstep client sends CTRLs while it waits; bob's process died. The lobby tells ana
-    // every half second that it is there and how many are in (so her wait is not taken
-    // for a lost host), and drops bob after `READY_TIMEOUT` of silence, freeing his slot.
+/// A lobby of `players` in which ana and bob have the start state and wait for the others.
+fn ana_and_bob_ready(players: u8) -> (Sim, SocketAddr, SocketAddr) {
     let mut config = cfg();
-    config.max_players = 4;
+    config.max_players = players;
     let mut sim = Sim::new(config, vec![5; 5000], "delay=20ms");
     let a = sim.join(1, info("ana"), None);
     let b = sim.join(2, info("bob"), None);
     assert!(sim.run_until(Duration::from_secs(5), |s| s.settled(a)
         && s.settled(b)
         && s.host.all_ready()));
-    let (ready_a, ready_b) = (sim.ready(a).unwrap().clone(), sim.ready(b).unwrap().clone());
+    (sim, a, b)
+}
+
+/// A lockstep CTRL as the session layer sees one: just its header (a running player).
+fn bare_ctrl(session: u32) -> Vec<u8> {
     let mut ctrl = Vec::new();
     crate::wire::Header {
         kind: crate::wire::Kind::Ctrl,
-        session: ready_a.session,
+        session,
     }
     .write(&mut ctrl);
+    ctrl
+}
+
+#[test]
+fn the_lobby_keeps_ready_joiners_informed_and_drops_silent_ones() {
+    // Four players: ana and bob have the start state and wait for the fourth. Ana's
+    // lockstep client sends CTRLs while it waits; bob's process died. The lobby tells ana
+    // every half second that it is there and how many are in (so her wait is not taken
+    // for a lost host), and drops bob after `READY_TIMEOUT` of silence, freeing his slot.
+    let (mut sim, a, b) = ana_and_bob_ready(4);
+    let (ready_a, ready_b) = (sim.ready(a).unwrap().clone(), sim.ready(b).unwrap().clone());
+    let ctrl = bare_ctrl(ready_a.session);
     sim.joiners.retain(|(x, _)| *x == a);
     let died = sim.now;
     let mut dropped_at = None;
@@ -693,14 +705,7 @@ fn joiners_that_load_are_kept_until_they_run_or_the_loading_limit() {
     // say `Loading` every 250 ms instead, which keeps them in past `READY_TIMEOUT`. Ana runs
     // after 5 s (her CTRLs speak for her from then on). Bob never does: he falls silent at
     // `LOADING_LIMIT`, and so does the host's patience with one that would not.
-    let mut config = cfg();
-    config.max_players = 3;
-    let mut sim = Sim::new(config, vec![5; 5000], "delay=20ms");
-    let a = sim.join(1, info("ana"), None);
-    let b = sim.join(2, info("bob"), None);
-    assert!(sim.run_until(Duration::from_secs(5), |s| s.settled(a)
-        && s.settled(b)
-        && s.host.all_ready()));
+    let (mut sim, a, b) = ana_and_bob_ready(3);
     let ready = sim.now;
     let elapsed = |sim: &Sim| sim.now - sim.start;
     let count = |sim: &Sim, who: SocketAddr| {
@@ -738,12 +743,7 @@ fn joiners_that_load_are_kept_until_they_run_or_the_loading_limit() {
 
     // Ana runs: her lockstep client's CTRLs come every 100 ms, and `Loading` stops.
     let session = sim.ready(a).unwrap().session;
-    let mut ctrl = Vec::new();
-    crate::wire::Header {
-        kind: crate::wire::Kind::Ctrl,
-        session,
-    }
-    .write(&mut ctrl);
+    let ctrl = bare_ctrl(session);
     sim.joiners
         .iter_mut()
         .find(|(x, _)| *x == a)
