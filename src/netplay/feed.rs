@@ -114,11 +114,18 @@ pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 /// How log lines name the player in `slot`: "ana (player 2)", its name and its place, since
 /// two players may go by the same name; just "player 2" when it has no name of its own.
 fn player_label(names: &[(u8, String)], slot: u8) -> String {
-    let place = format!("player {}", slot + 1);
-    match names.iter().find(|(s, _)| *s == slot) {
-        Some((_, name)) if !name.is_empty() && *name != place => format!("{name} ({place})"),
-        _ => place,
+    let place = PeerId(slot).to_string();
+    let name = names.iter().find(|(s, _)| *s == slot);
+    match name.and_then(|(_, name)| own_name(name, slot)) {
+        Some(name) => format!("{name} ({place})"),
+        None => place,
     }
+}
+
+/// The name of the player in `slot` if it has one of its own: not empty, and not the
+/// "player N" the host names a nameless joiner after its place (said once is enough).
+pub(crate) fn own_name(name: &str, slot: u8) -> Option<&str> {
+    (!name.is_empty() && name != PeerId(slot).to_string()).then_some(name)
 }
 
 /// Which end of the session this process is.

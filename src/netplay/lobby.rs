@@ -7,9 +7,11 @@ use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
+use crate::lockstep::PeerId;
 use crate::net::Endpoint;
 use crate::session::{HostEvent, HostSession, JoinEvent, JoinSession, StartState, Transmit};
 
+use super::feed::own_name;
 use super::NetplayError;
 
 /// Longest a lobby sleeps between looks at the session (and at Ctrl-C).
@@ -119,12 +121,10 @@ pub fn host_lobby(
         while let Some(ev) = session.poll_event() {
             match ev {
                 HostEvent::Joined { slot, name, addr } => {
-                    let player = format!("player {}", slot + 1);
-                    if name == player {
-                        // No name given: the host named it after its place.
-                        tracing::info!("netplay: {player} ({addr}) joined")
-                    } else {
-                        tracing::info!("netplay: {name} ({addr}) joined as {player}")
+                    let player = PeerId(slot);
+                    match own_name(&name, slot) {
+                        Some(name) => tracing::info!("netplay: {name} ({addr}) joined as {player}"),
+                        None => tracing::info!("netplay: {player} ({addr}) joined"),
                     }
                 }
                 HostEvent::Ready { slot } => {
