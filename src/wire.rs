@@ -13,7 +13,9 @@
 //!      8    . body, defined by the kind
 //!
 //! lockstep kinds (CTRL, UPDATE: up to 60 a second each way, so every byte is budget)
-//!      0    1 version << 4 | kind & 0x0F  (CTRL 0x0, UPDATE 0x1; never b'F', 0x46)
+//!      0    1 version << 4 | short << 1 | kind  (kind: CTRL 0, UPDATE 1; short: the body
+//!           leaves out its first byte, the flags, which then have their usual value, see
+//!           `lockstep::msg`; bits 2-3 are 0, so the byte is never b'F', 0x46)
 //!      1    4 session id, u32 little endian
 //!      5    . body
 //! ```
@@ -26,11 +28,13 @@ use thiserror::Error;
 
 pub const MAGIC: [u8; 2] = *b"FL";
 /// Bumped on every incompatible wire change; peers with another version are refused by name.
-pub const PROTOCOL_VERSION: u8 = 6;
+pub const PROTOCOL_VERSION: u8 = 7;
 /// Header length of session-layer datagrams.
 pub const HEADER_LEN: usize = 8;
 /// Header length of lockstep datagrams (CTRL, UPDATE).
 pub const LOCKSTEP_HEADER_LEN: usize = 5;
+/// Bit of a lockstep datagram's first byte: its body leaves out the flags byte.
+pub const LOCKSTEP_SHORT: u8 = 0x02;
 /// Datagrams larger than this are never sent (fits a 1280-byte IPv6 MTU with headers to spare).
 pub const MAX_DATAGRAM: usize = 1200;
 
@@ -121,6 +125,13 @@ impl Kind {
     }
 }
 
+/// True if `datagram` is a lockstep datagram whose body leaves out its flags byte.
+pub fn is_short(datagram: &[u8]) -> bool {
+    datagram
+        .first()
+        .is_some_and(|&b| b != MAGIC[0] && b & LOCKSTEP_SHORT != 0)
+}
+
 impl Header {
     pub fn write(&self, out: &mut Vec<u8>) {
         if let Some(code) = self.kind.lockstep_code() {
@@ -160,7 +171,7 @@ impl Header {
         if datagram.len() < LOCKSTEP_HEADER_LEN {
             return Err(WireError::Truncated(datagram.len()));
         }
-        let kind = match datagram[0] & 0x0f {
+        let kind = match datagram[0] & 0x0f & !LOCKSTEP_SHORT {
             0x0 => Kind::Ctrl,
             0x1 => Kind::Update,
             _ => return Err(WireError::BadMagic),
@@ -225,5 +236,10 @@ mod tests {
         assert_eq!(Header::parse(&old_kind), Err(WireError::UnknownKind(0x11)));
         // Neither a lockstep kind nor the magic: not ours.
         assert_eq!(Header::parse(&[0x35, 7, 0, 0, 0]), Err(WireError::BadMagic));
+        // The short bit: the same kind, told apart by `is_short`.
+        let short = [PROTOCOL_VERSION << 4 | LOCKSTEP_SHORT | 1, 7, 0, 0, 0];
+        assert_eq!(Header::parse(&short).unwrap().0.kind, Kind::Update);
+        assert!(is_short(&short) && !is_short(&[PROTOCOL_VERSION << 4 | 1, 7, 0, 0, 0]));
+        assert!(!is_short(b"FL") && !is_short(&[]));
     }
 }

@@ -5,7 +5,7 @@ use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 use crate::input::{Inputs, Pad};
-use crate::wire::{Header, Kind, WireError};
+use crate::wire::{self, Header, Kind, WireError};
 
 use super::budget::SendBudget;
 use super::frame::{seq_newer, Frame, PeerId};
@@ -61,6 +61,8 @@ pub enum ClientEvent {
 #[derive(Clone, Copy, Debug)]
 struct SentCtrl {
     seq: u16,
+    /// The ack it carried.
+    ack: Option<u16>,
     samples_end: u32,
     checks_end: u32,
 }
@@ -124,6 +126,11 @@ pub struct Client {
     send_seq: u16,
     sent: VecDeque<SentCtrl>,
     recv_seq: Option<u16>,
+    /// Acks, for writing and reading them short (`codec::put_seq`): the one carried by the
+    /// newest CTRL the server acknowledged (it holds that one or newer), and the newest
+    /// the server sent us.
+    ack_held: Option<u16>,
+    ack_in: Option<u16>,
     /// The newest server timestamp not echoed yet, and when it arrived.
     echo: Option<(u16, Instant)>,
     /// The input round trip last reported to the server.
@@ -185,6 +192,8 @@ impl Client {
             send_seq: 0,
             sent: VecDeque::new(),
             recv_seq: None,
+            ack_held: None,
+            ack_in: None,
             echo: None,
             irtt_sent: None,
             rtt: RttEstimator::default(),
@@ -393,9 +402,15 @@ impl Client {
         let (held, held_from) = (&self.held, known_end - self.held.len() as u32);
         let update = match Header::parse(datagram) {
             Ok((h, body)) if h.kind == Kind::Update && h.session == self.cfg.session => {
-                msg::decode_update(body, known_end, self.cfg.players, |f| {
-                    held.get(f.0.checked_sub(held_from)? as usize).copied()
-                })
+                let ack_ref = self.ack_in.unwrap_or(self.send_seq.wrapping_sub(1));
+                msg::decode_update(
+                    body,
+                    wire::is_short(datagram),
+                    known_end,
+                    ack_ref,
+                    self.cfg.players,
+                    |f| held.get(f.0.checked_sub(held_from)? as usize).copied(),
+                )
             }
             Ok((h, _)) => {
                 tracing::debug!("dropped {:?} datagram of session {}", h.kind, h.session);
@@ -456,7 +471,10 @@ impl Client {
                 self.lead = Some(u32::from(lead));
             }
         }
-        if let Some(ack) = update.head.ack {
+        // Only the newest datagram's ack: it is written short against the newest ack we
+        // took (`codec::put_seq`), so a late one's can read as a newer ack than the server
+        // sent, and the newer datagram carried a newer ack anyway.
+        if let Some(ack) = update.head.ack.filter(|_| newest) {
             self.handle_ack(ack);
         }
         // Only the newest datagram's frames: its frame numbers are coded against what the
@@ -506,8 +524,12 @@ impl Client {
     }
 
     fn handle_ack(&mut self, ack: u16) {
+        if self.ack_in.is_none_or(|a| seq_newer(ack, a)) {
+            self.ack_in = Some(ack);
+        }
         while let Some(rec) = self.sent.front().copied() {
             if rec.seq == ack {
+                self.ack_held = rec.ack.or(self.ack_held);
                 while self.samples_base < rec.samples_end {
                     let Some(pad) = self.samples.pop_front() else {
                         break;
@@ -573,7 +595,15 @@ impl Client {
         let seq = self.send_seq;
         self.send_seq = self.send_seq.wrapping_add(1);
         let n = msg::pads_fitting(self.samples.iter().copied(), msg::CTRL_BIT_BUDGET);
-        let head = head(seq, self.recv_seq, self.epoch, now, &mut self.echo);
+        let rtt_known = self.rtt.srtt().is_some();
+        let head = head(
+            seq,
+            self.recv_seq,
+            self.epoch,
+            now,
+            &mut self.echo,
+            rtt_known,
+        );
         let samples = (n > 0).then(|| {
             let age = self
                 .newest_pushed_at
@@ -615,6 +645,7 @@ impl Client {
         };
         self.sent.push_back(SentCtrl {
             seq,
+            ack: ctrl.head.ack,
             samples_end: self.samples_base + n as u32,
             checks_end,
         });
@@ -627,7 +658,7 @@ impl Client {
         // the end of all we sent.
         let refs = self.samples_base..=self.sent_end.max(self.samples_base);
         self.sent_end = self.sent_end.max(self.samples_base + n as u32);
-        let bytes = msg::encode_ctrl(self.cfg.session, &ctrl, refs);
+        let bytes = msg::encode_ctrl(self.cfg.session, &ctrl, refs, self.ack_held);
         self.budget.spend(now, bytes.len());
         self.traffic.sent(bytes.len(), self.cfg.udp_ip_header);
         Some(bytes)

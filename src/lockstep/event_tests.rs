@@ -199,6 +199,7 @@ fn garbage_truncated_and_foreign_datagrams_are_dropped_and_counted() {
             checksums: vec![(Frame(1), 2)],
         },
         0..=0,
+        None,
     );
     let mut bad: Vec<Vec<u8>> = Vec::new();
     for _ in 0..2000 {

@@ -1,34 +1,40 @@
 //! The CTRL (client -> server) and UPDATE (server -> client) bodies.
 //!
 //! Both follow the 5-byte lockstep `wire::Header`. Little endian; `rel` = the low 7 bits of a
-//! counter in one byte, or its low 15 bits in two (`codec::put_rel`), expanded by the
-//! receiver to the value nearest to what it expects next.
+//! counter in one byte, or its low 15 bits in two (`codec::put_rel`, `codec::put_seq`),
+//! expanded by the receiver to the value nearest to what it expects next. Only the newest
+//! datagram's rel fields are read (run starts, acks): a late one may have been written
+//! against what the receiver held a while ago.
 //!
 //! ```text
-//! common head (3 bytes, + 2 ack, + 2 ts, + 3 echo, + 2 irtt)
+//! common head (2 bytes, + 1 flags, + 1-2 ack, + 2 ts, + 3 echo, + 2 irtt)
 //!   u8  flags     0x01 ack, 0x02 echo, 0x04 run, 0x08 extras, 0x10 per kind (CTRL: irtt
 //!                 follows; UPDATE: "your CTRLs are being lost"), 0x20 ts, 0x40 CTRL: age
-//!                 follows, UPDATE: advance follows, 0x80 the run's first item is delta-coded against the
-//!                 one before it (which the receiver holds: it acknowledged it); other
-//!                 bits must be 0
+//!                 follows, UPDATE: advance follows, 0x80 the run's first item is
+//!                 delta-coded against the one before it (which the receiver holds: it
+//!                 acknowledged it); other bits must be 0. Left out when it is 0x85 (ack,
+//!                 run, 0x80: about three CTRLs in four), which the header's short bit says
 //!   u16 seq       this datagram's 16-bit wrapping sequence number (per direction)
-//!   u16 ack       newest seq received from the other side                  [ack]
-//!   u16 ts        sender's clock, milliseconds, wrapping (every 4th datagram) [ts]
+//!   rel ack       newest seq received from the other side, written against the ack that
+//!                 the newest of our datagrams it acknowledged carried        [ack]
+//!   u16 ts        sender's clock, milliseconds, wrapping (every 16th datagram, and every
+//!                 one while the sender has no round trip yet)               [ts]
 //!   u16 echo_ts   newest ts received from the other side, echoed once      [echo]
 //!   u8  hold_ms   how long ago that ts arrived (RTT = now - echo_ts - hold) [echo]
 //!   u16 irtt_ms   CTRL only: input round trip, the client's 99th percentile of the time
 //!                 from pushing a sample to receiving the frame that carries it; sent when
-//!                 it changes and every 8th datagram                               [0x10]
+//!                 it changes and every 16th datagram                              [0x10]
 //! CTRL
-//!   run:    rel first sample index, varint count, u8 age_ms: milliseconds since the newest
-//!           sample was pushed, 0xff if not known (not in this datagram, or too old) [0x40;
-//!           without it the age is 0: a CTRL leaves as its newest sample is pushed],
-//!           bits: delta-coded pads (the first against sample `first - 1` with 0x80, else in
-//!           full; then per sample as in `codec`), byte padded
 //!   extras: u8 n (1..=16), n x (varint frame, u32 low half of the machine checksum)
+//!   run (last: it takes the rest of the datagram, so it has no count):
+//!           rel first sample index, u8 age_ms: milliseconds since the newest sample was
+//!           pushed, 0xff if not known (not in this datagram, or too old) [0x40; without it
+//!           the age is 0: a CTRL leaves as its newest sample is pushed], bits:
+//!           delta-coded pads (the first against sample `first - 1` with 0x80, else in
+//!           full; then per sample as in `codec`), the last byte padded with 1 bits
 //! UPDATE
 //!   i8  advance   receiver's phase in 1/16 frames (> 0: its inputs arrive early, slow
-//!                 down); when it changes and every 8th datagram                   [0x40]
+//!                 down); when it changes and every 16th datagram                  [0x40]
 //!   u8  extras    bits 0-5: notices after the run (0..=32), 0x40 lead follows, 0x80 mask
 //!                 follows; never 0                                               [0x08]
 //!   u8  lead      receiver's sample-to-frame offset at the end of the run; sent until a
@@ -45,27 +51,35 @@
 //! loss, the smaller each one is; on a lossy link each side would send every frame if the
 //! budget allowed. Mean sizes a joiner sends and receives, 2 players, 100 ms RTT, ±20 ms
 //! each way, 5% loss, K = 2, bots pressing buttons, a checksum every 60 frames (the
-//! simulator, `tests::bench_datagram_sizes`): CTRL 17.1 bytes, UPDATE 19.5. Version 3 sent
-//! 18.7-byte CTRLs (an age byte in every CTRL, checksums as u32 frame and u64 value);
-//! version 2's datagrams were about 35% larger than version 3's (8-byte header, 16-bit run
-//! offsets, the first CTRL sample in full, the lead and mask in every UPDATE).
+//! simulator, `tests::bench_datagram_sizes`): CTRL 13.4 bytes, UPDATE 17.5. That is what
+//! makes a CTRL per frame fit 2.4 KB/s with its 28 bytes of UDP/IP header (60 x 41.4 =
+//! 2484 B/s, against 2400 B/s of budget: 58 a second). Version 6 sent 17.1 and 19.5 (a
+//! timestamp in every 4th datagram, refreshes every 8th, a 2-byte ack, a flags byte in every
+//! datagram, a count in every CTRL run): 53 CTRLs a second, one sample in ten waiting a frame
+//! for its CTRL, and the lead a frame longer at 100 ms, ±20 ms each way, 5% loss. Version 3
+//! sent 18.7-byte CTRLs; version 2's datagrams were about 35% larger than version 3's
+//! (8-byte header, 16-bit run offsets, the first CTRL sample in full, the lead and mask in
+//! every UPDATE).
 //!
 //! Size cap: no datagram exceeds `wire::MAX_DATAGRAM` (1200). A CTRL holds one player's
 //! samples: even changing every frame (at most 18 bits), more than 500 fit, far beyond 2 s.
 //! An UPDATE holds every player's: 2 s of 8 players changing every frame is 8 x 120 x 18
 //! bits = 2.2 KB, so the server cuts the range into up to 4 consecutive datagrams per round
-//! (about 60 such frames each), each with its own sequence number. A client ignores a segment that does not
-//! continue the frames it holds, so its ack never claims frames it lacks; it comes again.
+//! (about 60 such frames each), each with its own sequence number. A client ignores a
+//! segment that does not continue the frames it holds, so its ack never claims frames it
+//! lacks; it comes again.
 //!
-//! Decoding never panics: every read is bounds-checked, counts are capped, trailing bytes
-//! and unknown flags are rejected.
+//! Decoding never panics: every read is bounds-checked, counts are capped, and unknown flags
+//! are rejected, as are trailing bytes after an UPDATE. A CTRL's run has no count, so a CTRL
+//! cut at the end of a sample reads as the samples before the cut (all of them sent by the
+//! client; UDP delivers a datagram whole or not at all, so this takes a forger).
 
 use crate::input::{Inputs, Pad, MAX_PLAYERS};
 use std::ops::RangeInclusive;
 
-use crate::wire::{Header, Kind, WireError, LOCKSTEP_HEADER_LEN, MAX_DATAGRAM};
+use crate::wire::{Header, Kind, WireError, LOCKSTEP_HEADER_LEN, LOCKSTEP_SHORT, MAX_DATAGRAM};
 
-use super::codec::{self, put_rel, put_u16, put_u32, put_varint, Reader};
+use super::codec::{self, put_rel, put_seq, put_u16, put_u32, put_varint, Reader};
 use super::frame::{Frame, PeerId};
 
 const F_ACK: u8 = 0x01;
@@ -84,16 +98,23 @@ const F_BASE: u8 = 0x80;
 /// CTRL age byte: the newest sample's age is not known (not in this datagram, or 255 ms or
 /// more old).
 const AGE_UNKNOWN: u8 = 0xff;
+/// The flags most datagrams carry (an ack, a run delta-coded against what the receiver
+/// holds, nothing else): a datagram with these leaves the flags byte out and says so in its
+/// header (`wire::LOCKSTEP_SHORT`).
+const USUAL_FLAGS: u8 = F_ACK | F_RUN | F_BASE;
 /// UPDATE extras byte: the notice count, and which fields follow it.
 const X_NOTICES: u8 = 0x3f;
 const X_LEAD: u8 = 0x40;
 const X_MASK: u8 = 0x80;
 
-/// Every this many datagrams carries the sender's timestamp (an RTT sample per round).
-pub const TS_EVERY: u16 = 4;
+/// Every this many datagrams carries the sender's timestamp: at 50-60 datagrams a second,
+/// 3-4 RTT samples, plenty for the smoothed RTT (time sync, timeouts, the stats). The lead
+/// does not depend on it: it follows the input round trip, which the client measures from
+/// its own samples. Every 4th (version 6) cost 0.8 bytes per CTRL.
+pub const TS_EVERY: u16 = 16;
 /// Slowly changing fields (input round trip, advance) go out when they change and at least
 /// every this many datagrams, in case the one that changed them was lost.
-pub const REFRESH_EVERY: u16 = 8;
+pub const REFRESH_EVERY: u16 = 16;
 
 /// `value` if datagram `seq` should carry it: it differs from `sent` (what went out last,
 /// updated here), or `seq` is a multiple of `REFRESH_EVERY`.
@@ -202,19 +223,11 @@ fn malformed_update() -> WireError {
     WireError::Malformed(Kind::Update)
 }
 
-/// Writes the head; `irtt` (CTRL) sets the per-kind flag and its field, `kind_flag`
-/// (UPDATE) only the flag; `more` are flags of fields the caller writes after the head.
-fn put_head(
-    out: &mut Vec<u8>,
-    head: &Head,
-    run: bool,
-    extras: bool,
-    irtt: Option<u16>,
-    kind_flag: bool,
-    more: u8,
-) {
-    let mut flags = more;
-    if irtt.is_some() || kind_flag {
+/// Writes the head; `irtt` (CTRL) sets the per-kind flag and its field; `body` are the flags
+/// of what the caller writes after the head.
+fn put_head(out: &mut Vec<u8>, head: &Head, ack_held: Option<u16>, irtt: Option<u16>, body: u8) {
+    let mut flags = body;
+    if irtt.is_some() {
         flags |= F_KIND;
     }
     if head.ack.is_some() {
@@ -226,16 +239,10 @@ fn put_head(
     if head.ts.is_some() {
         flags |= F_TS;
     }
-    if run {
-        flags |= F_RUN;
-    }
-    if extras {
-        flags |= F_EXTRAS;
-    }
     out.push(flags);
     put_u16(out, head.seq);
     if let Some(a) = head.ack {
-        put_u16(out, a);
+        put_seq(out, a, ack_held);
     }
     if let Some(ts) = head.ts {
         put_u16(out, ts);
@@ -249,9 +256,33 @@ fn put_head(
     }
 }
 
+/// `f` if `on`, else no flag.
+fn flag(on: bool, f: u8) -> u8 {
+    if on {
+        f
+    } else {
+        0
+    }
+}
+
+/// Leaves the flags byte out of an encoded datagram if it holds `USUAL_FLAGS`.
+fn shorten(out: &mut Vec<u8>) {
+    if out[LOCKSTEP_HEADER_LEN] == USUAL_FLAGS {
+        out.remove(LOCKSTEP_HEADER_LEN);
+        out[0] |= LOCKSTEP_SHORT;
+    }
+}
+
 /// Reads the head; returns it with the flags and, for a CTRL (`ctrl`), the irtt field.
-fn read_head(r: &mut Reader<'_>, ctrl: bool) -> Option<(Head, u8, Option<u16>)> {
-    let flags = r.u8()?;
+/// `short`: the flags byte is left out (`wire::is_short`). `ack_ref`: the newest ack
+/// received from the sender (else our newest sequence number).
+fn read_head(
+    r: &mut Reader<'_>,
+    ctrl: bool,
+    short: bool,
+    ack_ref: u16,
+) -> Option<(Head, u8, Option<u16>)> {
+    let flags = if short { USUAL_FLAGS } else { r.u8()? };
     let known = F_ACK | F_ECHO | F_RUN | F_EXTRAS | F_KIND | F_TS | F_BASE;
     let known = known | if ctrl { F_AGE } else { F_ADVANCE };
     if flags & !known != 0 {
@@ -259,7 +290,7 @@ fn read_head(r: &mut Reader<'_>, ctrl: bool) -> Option<(Head, u8, Option<u16>)> 
     }
     let seq = r.u16()?;
     let ack = if flags & F_ACK != 0 {
-        Some(r.u16()?)
+        Some(r.seq(ack_ref)?)
     } else {
         None
     };
@@ -297,8 +328,15 @@ fn age_byte(age_ms: Option<u8>) -> Option<u8> {
 
 /// Encodes a CTRL datagram (header included). `refs`: the sample indices the server may
 /// expect next (from the first unacknowledged to the end of everything sent so far), which
-/// decide how short the run's first index can be written.
-pub fn encode_ctrl(session: u32, c: &Ctrl, refs: RangeInclusive<u32>) -> Vec<u8> {
+/// decide how short the run's first index can be written; `ack_held`: the ack carried by the
+/// newest CTRL the server acknowledged (it holds that one or a newer), which decides how
+/// short the ack can be.
+pub fn encode_ctrl(
+    session: u32,
+    c: &Ctrl,
+    refs: RangeInclusive<u32>,
+    ack_held: Option<u16>,
+) -> Vec<u8> {
     let mut out = Vec::with_capacity(64);
     Header {
         kind: Kind::Ctrl,
@@ -308,23 +346,11 @@ pub fn encode_ctrl(session: u32, c: &Ctrl, refs: RangeInclusive<u32>) -> Vec<u8>
     let run = c.samples.as_ref().filter(|s| !s.pads.is_empty());
     let checksums = &c.checksums[..c.checksums.len().min(MAX_CHECKSUMS)];
     let age = run.and_then(|r| age_byte(r.age_ms));
-    put_head(
-        &mut out,
-        &c.head,
-        run.is_some(),
-        !checksums.is_empty(),
-        c.input_rtt_ms,
-        false,
-        run.map_or(0, |r| {
-            (if r.base.is_some() { F_BASE } else { 0 }) | if age.is_some() { F_AGE } else { 0 }
-        }),
-    );
-    if let Some(s) = run {
-        put_rel(&mut out, s.first, refs);
-        put_varint(&mut out, s.pads.len() as u32);
-        out.extend(age);
-        out.extend(codec::encode_pads(s.pads.iter().copied(), s.base));
-    }
+    let body = flag(!checksums.is_empty(), F_EXTRAS)
+        | run.map_or(0, |r| {
+            F_RUN | flag(r.base.is_some(), F_BASE) | flag(age.is_some(), F_AGE)
+        });
+    put_head(&mut out, &c.head, ack_held, c.input_rtt_ms, body);
     if !checksums.is_empty() {
         out.push(checksums.len() as u8);
         for (f, v) in checksums {
@@ -334,51 +360,33 @@ pub fn encode_ctrl(session: u32, c: &Ctrl, refs: RangeInclusive<u32>) -> Vec<u8>
             put_u32(&mut out, *v as u32);
         }
     }
+    // Last: the run takes the rest of the datagram, so it needs no count.
+    if let Some(s) = run {
+        put_rel(&mut out, s.first, refs);
+        out.extend(age);
+        out.extend(codec::encode_pads(s.pads.iter().copied(), s.base));
+    }
+    shorten(&mut out);
     out
 }
 
-/// Decodes a CTRL body; `sample_ref` is the next sample index the server expects, and
-/// `held` gives a sample it holds (the base of a delta-coded first sample).
+/// Decodes a CTRL body; `sample_ref` is the next sample index the server expects, `ack_ref`
+/// the newest ack the client sent it (before any, the newest UPDATE sequence number sent),
+/// and `held` gives a sample it holds (the base of a delta-coded first sample).
 pub fn decode_ctrl(
     body: &[u8],
+    short: bool,
     sample_ref: u32,
+    ack_ref: u16,
     held: impl Fn(u32) -> Option<Pad>,
 ) -> Result<Ctrl, WireError> {
     let mut r = Reader::new(body);
-    let (head, flags, input_rtt_ms) = read_head(&mut r, true).ok_or_else(malformed_ctrl)?;
+    let (head, flags, input_rtt_ms) =
+        read_head(&mut r, true, short, ack_ref).ok_or_else(malformed_ctrl)?;
     let (has_run, has_extras) = (flags & F_RUN != 0, flags & F_EXTRAS != 0);
     if flags & (F_BASE | F_AGE) != 0 && !has_run {
         return Err(malformed_ctrl());
     }
-    let samples = if has_run {
-        let first = r.rel(sample_ref).ok_or_else(malformed_ctrl)?;
-        let count = r.varint().ok_or_else(malformed_ctrl)? as usize;
-        let age_ms = if flags & F_AGE != 0 {
-            Some(r.u8().ok_or_else(malformed_ctrl)?).filter(|&a| a != AGE_UNKNOWN)
-        } else {
-            Some(0)
-        };
-        if count == 0 || count > 2 * MAX_RUN || first.checked_add(count as u32).is_none() {
-            return Err(malformed_ctrl());
-        }
-        let base = if flags & F_BASE != 0 {
-            let before = first.checked_sub(1).ok_or_else(malformed_ctrl)?;
-            Some(held(before).ok_or(WireError::MissingBase(Kind::Ctrl, before))?)
-        } else {
-            None
-        };
-        let (pads, used) =
-            codec::decode_pads(r.remaining(), count, base).ok_or_else(malformed_ctrl)?;
-        r.advance(used).ok_or_else(malformed_ctrl)?;
-        Some(SampleRun {
-            first,
-            base,
-            pads,
-            age_ms,
-        })
-    } else {
-        None
-    };
     let mut checksums = Vec::new();
     if has_extras {
         let n = usize::from(r.u8().ok_or_else(malformed_ctrl)?);
@@ -391,6 +399,32 @@ pub fn decode_ctrl(
             checksums.push((Frame(f), u64::from(v)));
         }
     }
+    let samples = if has_run {
+        let first = r.rel(sample_ref).ok_or_else(malformed_ctrl)?;
+        let age_ms = if flags & F_AGE != 0 {
+            Some(r.u8().ok_or_else(malformed_ctrl)?).filter(|&a| a != AGE_UNKNOWN)
+        } else {
+            Some(0)
+        };
+        let base = if flags & F_BASE != 0 {
+            let before = first.checked_sub(1).ok_or_else(malformed_ctrl)?;
+            Some(held(before).ok_or(WireError::MissingBase(Kind::Ctrl, before))?)
+        } else {
+            None
+        };
+        let pads = codec::decode_pads(r.remaining(), base, 2 * MAX_RUN)
+            .filter(|p| first.checked_add(p.len() as u32).is_some())
+            .ok_or_else(malformed_ctrl)?;
+        r.advance(r.remaining().len()).ok_or_else(malformed_ctrl)?;
+        Some(SampleRun {
+            first,
+            base,
+            pads,
+            age_ms,
+        })
+    } else {
+        None
+    };
     if !r.is_empty() {
         return Err(malformed_ctrl());
     }
@@ -419,8 +453,15 @@ pub fn session_mask(players: u8) -> u8 {
 
 /// Encodes an UPDATE datagram (header included) for a session of `players`. `refs`: the
 /// frames the client may expect next (from the first it has not acknowledged to the end of
-/// everything sent to it so far), which decide how short the run's start can be written.
-pub fn encode_update(session: u32, players: u8, u: &Update, refs: RangeInclusive<u32>) -> Vec<u8> {
+/// everything sent to it so far), which decide how short the run's start can be written;
+/// `ack_held` as for `encode_ctrl`.
+pub fn encode_update(
+    session: u32,
+    players: u8,
+    u: &Update,
+    refs: RangeInclusive<u32>,
+    ack_held: Option<u16>,
+) -> Vec<u8> {
     let mut out = Vec::with_capacity(64);
     Header {
         kind: Kind::Update,
@@ -451,20 +492,11 @@ pub fn encode_update(session: u32, players: u8, u: &Update, refs: RangeInclusive
     let extras = notices.len() as u8
         | if lead.is_some() { X_LEAD } else { 0 }
         | if mask.is_some() { X_MASK } else { 0 };
-    put_head(
-        &mut out,
-        &u.head,
-        run.is_some(),
-        extras != 0,
-        None,
-        u.up_lossy,
-        if u.advance.is_some() { F_ADVANCE } else { 0 }
-            | if run.is_some_and(|r| r.base.is_some()) {
-                F_BASE
-            } else {
-                0
-            },
-    );
+    let body = flag(extras != 0, F_EXTRAS)
+        | flag(u.up_lossy, F_KIND)
+        | flag(u.advance.is_some(), F_ADVANCE)
+        | run.map_or(0, |r| F_RUN | flag(r.base.is_some(), F_BASE));
+    put_head(&mut out, &u.head, ack_held, None, body);
     if let Some(a) = u.advance {
         out.push(a as u8);
     }
@@ -486,20 +518,23 @@ pub fn encode_update(session: u32, players: u8, u: &Update, refs: RangeInclusive
         out.push(kind << 4 | peer.0);
         put_u32(&mut out, frame.0);
     }
+    shorten(&mut out);
     out
 }
 
 /// Decodes an UPDATE body for a session of `players`; `frame_ref` is the next frame the
-/// client does not know yet, and `held` gives the inputs of a frame it holds (the base of a
-/// delta-coded first frame).
+/// client does not know yet, `ack_ref` as for `decode_ctrl`, and `held` gives the inputs of
+/// a frame it holds (the base of a delta-coded first frame).
 pub fn decode_update(
     body: &[u8],
+    short: bool,
     frame_ref: u32,
+    ack_ref: u16,
     players: u8,
     held: impl Fn(Frame) -> Option<Inputs>,
 ) -> Result<Update, WireError> {
     let mut r = Reader::new(body);
-    let (head, flags, _) = read_head(&mut r, false).ok_or_else(malformed_update)?;
+    let (head, flags, _) = read_head(&mut r, false, short, ack_ref).ok_or_else(malformed_update)?;
     let has_run = flags & F_RUN != 0;
     if flags & F_BASE != 0 && !has_run {
         return Err(malformed_update());
@@ -712,26 +747,38 @@ mod tests {
     #[test]
     fn ctrl_and_update_round_trip() {
         let c = ctrl();
-        let bytes = encode_ctrl(42, &c, 70_000..=70_010);
+        let bytes = encode_ctrl(42, &c, 70_000..=70_010, None);
+        let short = encode_ctrl(42, &c, 70_000..=70_010, Some(0xfff0));
+        assert_eq!(short.len() + 1, bytes.len(), "the ack in one byte");
+        for ack_ref in [0xfff0, 0xfff1, 7] {
+            let back = decode_ctrl(&short[H..], false, 70_000, ack_ref, held_sample);
+            assert_eq!(back, Ok(c.clone()), "ack expanded around {ack_ref}");
+        }
         let (h, body) = Header::parse(&bytes).unwrap();
         assert_eq!((h.kind, h.session), (Kind::Ctrl, 42));
         // The server expects a sample in 70_000..=70_010: the 7-bit index expands to 70_000.
         for reference in [70_000, 70_010] {
-            assert_eq!(decode_ctrl(body, reference, held_sample), Ok(c.clone()));
+            assert_eq!(
+                decode_ctrl(body, false, reference, 0, held_sample),
+                Ok(c.clone())
+            );
         }
         // Without the base sample the server cannot read the run; it says which it lacks.
         assert_eq!(
-            decode_ctrl(body, 70_000, |_| None),
+            decode_ctrl(body, false, 70_000, 0, |_| None),
             Err(WireError::MissingBase(Kind::Ctrl, 69_999))
         );
         let u = update();
-        let bytes = encode_update(42, 8, &u, 131_070..=131_070);
+        let bytes = encode_update(42, 8, &u, 131_070..=131_070, None);
         let (h, body) = Header::parse(&bytes).unwrap();
         assert_eq!(h.kind, Kind::Update);
-        assert_eq!(decode_update(body, 131_070, 8, held), Ok(u.clone()));
+        assert_eq!(
+            decode_update(body, false, 131_070, 0, 8, held),
+            Ok(u.clone())
+        );
         // Without the base frame the client cannot read the run; it says which it lacks.
         assert_eq!(
-            decode_update(body, 131_070, 8, |_| None),
+            decode_update(body, false, 131_070, 0, 8, |_| None),
             Err(WireError::MissingBase(Kind::Update, 131_069))
         );
         // A bare keepalive: flags and seq.
@@ -746,22 +793,25 @@ mod tests {
             samples: None,
             checksums: Vec::new(),
         };
-        assert_eq!(encode_ctrl(1, &bare, 0..=0).len(), H + 3);
+        assert_eq!(encode_ctrl(1, &bare, 0..=0, None).len(), H + 3);
         // Far from what the client may hold, the start takes two bytes and still expands.
         let mut u = u;
         u.advance = None;
         u.head.ts = None;
         let full = u.clone();
-        let bytes = encode_update(42, 8, &u, 131_000..=131_070);
-        assert_eq!(decode_update(&bytes[H..], 131_000, 8, held), Ok(u.clone()));
-        let near = encode_update(42, 8, &u, 131_070..=131_070);
+        let bytes = encode_update(42, 8, &u, 131_000..=131_070, None);
+        assert_eq!(
+            decode_update(&bytes[H..], false, 131_000, 0, 8, held),
+            Ok(u.clone())
+        );
+        let near = encode_update(42, 8, &u, 131_070..=131_070, None);
         assert_eq!(bytes.len(), near.len() + 1);
         // The first frame in full (no base): needs nothing held, costs the 2 x 16 bits.
         let mut full = full;
         full.frames.as_mut().unwrap().base = None;
-        let full_bytes = encode_update(42, 8, &full, 131_000..=131_070);
+        let full_bytes = encode_update(42, 8, &full, 131_000..=131_070, None);
         assert_eq!(
-            decode_update(&full_bytes[H..], 131_000, 8, |_| None),
+            decode_update(&full_bytes[H..], false, 131_000, 0, 8, |_| None),
             Ok(full)
         );
         assert!(full_bytes.len() > bytes.len());
@@ -773,8 +823,8 @@ mod tests {
         let sized = |c: &Ctrl, age: Option<u8>| {
             let mut c = c.clone();
             c.samples.as_mut().unwrap().age_ms = age;
-            let bytes = encode_ctrl(1, &c, 70_000..=70_000);
-            let back = decode_ctrl(&bytes[H..], 70_000, held_sample).unwrap();
+            let bytes = encode_ctrl(1, &c, 70_000..=70_000, None);
+            let back = decode_ctrl(&bytes[H..], false, 70_000, 0, held_sample).unwrap();
             (bytes.len(), back.samples.unwrap().age_ms)
         };
         let (zero, back) = sized(&c, Some(0));
@@ -786,10 +836,10 @@ mod tests {
         assert_eq!(sized(&c, Some(255)), (zero + 1, None));
         // Only with a run: an age flag on a CTRL without samples is malformed.
         c.samples = None;
-        let mut bytes = encode_ctrl(1, &c, 70_000..=70_000);
+        let mut bytes = encode_ctrl(1, &c, 70_000..=70_000, None);
         bytes[H] |= F_AGE;
         assert_eq!(
-            decode_ctrl(&bytes[H..], 70_000, held_sample),
+            decode_ctrl(&bytes[H..], false, 70_000, 0, held_sample),
             Err(WireError::Malformed(Kind::Ctrl))
         );
     }
@@ -798,17 +848,17 @@ mod tests {
     fn a_checksum_travels_as_its_frame_and_low_half_in_seven_bytes() {
         let mut c = ctrl();
         c.checksums = Vec::new();
-        let none = encode_ctrl(1, &c, 70_000..=70_000).len();
+        let none = encode_ctrl(1, &c, 70_000..=70_000, None).len();
         c.checksums = vec![(Frame(600), 0xdead_beef_0bad_f00d)];
-        let one = encode_ctrl(1, &c, 70_000..=70_000);
+        let one = encode_ctrl(1, &c, 70_000..=70_000, None);
         // The count byte, a 2-byte varint frame and 4 bytes of checksum.
         assert_eq!(one.len(), none + 1 + 6);
-        let back = decode_ctrl(&one[H..], 70_000, held_sample).unwrap();
+        let back = decode_ctrl(&one[H..], false, 70_000, 0, held_sample).unwrap();
         assert_eq!(back.checksums, vec![(Frame(600), 0x0bad_f00d)]);
         // Frames past 2^28 still fit (5-byte varint), and the overhead allows for it.
         c.checksums = vec![(Frame(u32::MAX), u64::MAX); MAX_CHECKSUMS];
-        let big = encode_ctrl(1, &c, 70_000..=70_000);
-        let back = decode_ctrl(&big[H..], 70_000, held_sample).unwrap();
+        let big = encode_ctrl(1, &c, 70_000..=70_000, None);
+        let back = decode_ctrl(&big[H..], false, 70_000, 0, held_sample).unwrap();
         assert_eq!(
             back.checksums,
             vec![(Frame(u32::MAX), 0xffff_ffff); MAX_CHECKSUMS]
@@ -821,20 +871,20 @@ mod tests {
         let mut u = update();
         u.notices.clear();
         u.advance = None;
-        let with_lead = encode_update(1, 8, &u, 131_070..=131_070);
+        let with_lead = encode_update(1, 8, &u, 131_070..=131_070, None);
         u.frames.as_mut().unwrap().lead = None;
-        let without = encode_update(1, 8, &u, 131_070..=131_070);
+        let without = encode_update(1, 8, &u, 131_070..=131_070, None);
         // The lead's byte.
         assert_eq!(with_lead.len() - without.len(), 1);
         assert_eq!(
-            decode_update(&without[H..], 131_070, 8, held),
+            decode_update(&without[H..], false, 131_070, 0, 8, held),
             Ok(u.clone())
         );
         // Players 0 and 7 of 8 press buttons: naming them (a byte) saves 6 players x 9
         // frames of "unchanged" bits, so the mask goes out, and a session that has no
         // slot 7 refuses it.
         assert_eq!(without[H] & F_EXTRAS, F_EXTRAS);
-        assert!(decode_update(&without[H..], 131_070, 2, held).is_err());
+        assert!(decode_update(&without[H..], false, 131_070, 0, 2, held).is_err());
         // The same inputs on players 0 and 1 of a session of 2: every slot, so no mask and
         // no extras byte at all.
         let to_slot_1 = |mut i: Inputs| {
@@ -845,18 +895,18 @@ mod tests {
         let run = two.frames.as_mut().unwrap();
         run.base = run.base.map(to_slot_1);
         run.frames.iter_mut().for_each(|f| *f = to_slot_1(*f));
-        let b = encode_update(1, 2, &two, 131_070..=131_070);
+        let b = encode_update(1, 2, &two, 131_070..=131_070, None);
         assert_eq!(b[H] & F_EXTRAS, 0);
         assert_eq!(b.len(), without.len() - 2);
         let held2 = |f: Frame| held(f).map(to_slot_1);
-        assert_eq!(decode_update(&b[H..], 131_070, 2, held2), Ok(two));
+        assert_eq!(decode_update(&b[H..], false, 131_070, 0, 2, held2), Ok(two));
     }
 
     #[test]
     fn typical_ctrl_is_small() {
         // K = 2 on a 100 ms link: about 8 unacked samples, one button pressed. Most CTRLs
         // carry no timestamp, echo or input round trip: flags, seq, ack, run header (first
-        // in one byte, count, age), bits (the first sample against the acknowledged one before
+        // in one byte, age; no count: the run ends with the datagram), bits (the first sample against the acknowledged one before
         // it, a 7-bit change, 3 unchanged, a 7-bit change, 3 unchanged: 20 bits).
         let mut c = ctrl();
         c.checksums.clear();
@@ -867,43 +917,48 @@ mod tests {
             .iter()
             .map(|&v| Pad(v))
             .collect();
-        let n = encode_ctrl(1, &c, 70_000..=70_008).len();
-        assert_eq!(n, H + 5 + 3 + 3, "{n}");
+        // The ack (7) in one byte: the server holds ack 3 or newer from an acknowledged CTRL.
+        let n = encode_ctrl(1, &c, 70_000..=70_008, Some(3)).len();
+        assert_eq!(n, H + 4 + 2 + 3, "{n}");
         // Protocol version 2 spent 21 bytes on this: an 8-byte header, a 16-bit first
         // index, and the first sample in full.
     }
 
     #[test]
     fn every_truncation_and_trailing_byte_is_rejected() {
-        for bytes in [
-            encode_ctrl(9, &ctrl(), 70_000..=70_000),
-            encode_update(9, 8, &update(), 131_070..=131_070),
-        ] {
-            let kind = Header::parse(&bytes).unwrap().0.kind;
-            for len in H..bytes.len() {
-                let body = &bytes[H..len];
-                let r = match kind {
-                    Kind::Ctrl => decode_ctrl(body, 70_000, held_sample).map(|_| ()),
-                    _ => decode_update(body, 131_070, 8, held).map(|_| ()),
-                };
-                assert!(r.is_err(), "{kind:?} cut to {len} bytes was accepted");
-            }
-            let mut long = bytes[H..].to_vec();
-            long.push(0);
-            let r = match kind {
-                Kind::Ctrl => decode_ctrl(&long, 70_000, held_sample).map(|_| ()),
-                _ => decode_update(&long, 131_070, 8, held).map(|_| ()),
-            };
-            assert!(r.is_err());
+        let bytes = encode_update(9, 8, &update(), 131_070..=131_070, None);
+        for len in H..bytes.len() {
+            let r = decode_update(&bytes[H..len], false, 131_070, 0, 8, held);
+            assert!(r.is_err(), "UPDATE cut to {len} bytes was accepted");
         }
+        let mut long = bytes[H..].to_vec();
+        long.push(0);
+        assert!(decode_update(&long, false, 131_070, 0, 8, held).is_err());
+        // A CTRL's run takes the rest of the datagram (no count): cut at the end of a
+        // sample it reads as the samples before the cut. Never one the client did not send.
+        let c = ctrl();
+        let pads = &c.samples.as_ref().unwrap().pads;
+        let bytes = encode_ctrl(9, &c, 70_000..=70_000, None);
+        let mut shorter = 0;
+        for len in H..bytes.len() {
+            match decode_ctrl(&bytes[H..len], false, 70_000, 0, held_sample) {
+                Ok(cut) => {
+                    let run = cut.samples.expect("a run");
+                    assert!(pads.starts_with(&run.pads) && run.pads.len() < pads.len());
+                    shorter += 1;
+                }
+                Err(e) => assert_eq!(e, malformed_ctrl(), "cut to {len} bytes"),
+            }
+        }
+        assert!(shorter < 3, "{shorter} cuts read as shorter runs");
     }
 
     #[test]
     fn random_and_mutated_bytes_never_panic() {
         let mut rng = SmallRng::seed_from_u64(5);
         let valid = [
-            encode_ctrl(9, &ctrl(), 70_000..=70_000),
-            encode_update(9, 8, &update(), 131_070..=131_070),
+            encode_ctrl(9, &ctrl(), 70_000..=70_000, None),
+            encode_update(9, 8, &update(), 131_070..=131_070, None),
         ];
         for i in 0..200_000 {
             let body: Vec<u8> = if i % 2 == 0 {
@@ -918,8 +973,8 @@ mod tests {
                 b
             };
             let reference = rng.gen();
-            let _ = decode_ctrl(&body, reference, |_| Some(Pad(0x0f0f)));
-            let _ = decode_update(&body, reference, rng.gen_range(1..=8), |_| {
+            let _ = decode_ctrl(&body, false, reference, 0, |_| Some(Pad(0x0f0f)));
+            let _ = decode_update(&body, false, reference, 0, rng.gen_range(1..=8), |_| {
                 Some([Pad(0x0f0f); MAX_PLAYERS])
             });
         }

@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::time::{Duration, Instant};
 
 use crate::input::{Inputs, Pad, MAX_PLAYERS};
-use crate::wire::{Header, Kind, WireError};
+use crate::wire::{self, Header, Kind, WireError};
 
 use super::budget::SendBudget;
 use super::frame::{seq_newer, Frame, PeerId};
@@ -60,6 +60,8 @@ pub enum ServerEvent {
 #[derive(Clone, Copy, Debug)]
 struct SentUpdate {
     seq: u16,
+    /// The ack it carried.
+    ack: Option<u16>,
     frames_end: Frame,
     notices_end: u32,
     /// The lead it named, if any.
@@ -94,6 +96,11 @@ struct Peer {
     /// yet, see `publish`), and its timestamp with its arrival (echoed back).
     recv_seq: Option<u16>,
     echo: Option<(u16, Instant)>,
+    /// Acks, for writing and reading them short (`codec::put_seq`): the one carried by the
+    /// newest UPDATE the client acknowledged (it holds that one or newer), and the newest
+    /// the client sent us.
+    ack_held: Option<u16>,
+    ack_in: Option<u16>,
     /// The advance last told to it.
     advance_sent: Option<i8>,
     send_seq: u16,
@@ -135,6 +142,8 @@ impl Peer {
             warned: false,
             recv_seq: None,
             echo: None,
+            ack_held: None,
+            ack_in: None,
             advance_sent: None,
             send_seq: 0,
             sent: VecDeque::new(),
@@ -195,8 +204,12 @@ impl Peer {
     }
 
     fn handle_ack(&mut self, ack: u16) {
+        if self.ack_in.is_none_or(|a| seq_newer(ack, a)) {
+            self.ack_in = Some(ack);
+        }
         while let Some(rec) = self.sent.front().copied() {
             if rec.seq == ack {
+                self.ack_held = rec.ack.or(self.ack_held);
                 self.acked = self.acked.max(rec.frames_end);
                 if rec.lead.is_some() {
                     self.lead_acked = rec.lead;
@@ -420,7 +433,14 @@ impl Server {
         peer.traffic.received(datagram.len(), peer.header);
         let ctrl = match Header::parse(datagram) {
             Ok((h, body)) if h.kind == Kind::Ctrl && h.session == self.cfg.session => {
-                msg::decode_ctrl(body, peer.recv_end(), |i| peer.sample(i))
+                let ack_ref = peer.ack_in.unwrap_or(peer.send_seq.wrapping_sub(1));
+                msg::decode_ctrl(
+                    body,
+                    wire::is_short(datagram),
+                    peer.recv_end(),
+                    ack_ref,
+                    |i| peer.sample(i),
+                )
             }
             Ok((h, _)) => {
                 tracing::debug!(
@@ -481,7 +501,8 @@ impl Server {
                 }
             }
         }
-        if let Some(ack) = ctrl.head.ack {
+        // Only the newest datagram's ack (see `Client::handle_datagram`).
+        if let Some(ack) = ctrl.head.ack.filter(|_| newest) {
             peer.handle_ack(ack);
         }
         if let Some(ms) = ctrl.input_rtt_ms.filter(|_| newest) {
@@ -847,7 +868,14 @@ impl Server {
             let lead = frontier.0.saturating_sub(p.next).min(255) as u8;
             let lead = (n > 0 && p.lead_acked != Some(lead)).then_some(lead);
             let update = Update {
-                head: head(seq, p.recv_seq, self.epoch, now, &mut p.echo),
+                head: head(
+                    seq,
+                    p.recv_seq,
+                    self.epoch,
+                    now,
+                    &mut p.echo,
+                    p.rtt.srtt().is_some(),
+                ),
                 up_lossy: p.up_loss.lossy(),
                 advance,
                 frames: (n > 0).then(|| FrameRun {
@@ -865,6 +893,7 @@ impl Server {
             p.sent_end = p.sent_end.max(from);
             p.sent.push_back(SentUpdate {
                 seq,
+                ack: update.head.ack,
                 frames_end: from,
                 notices_end,
                 lead,
@@ -872,7 +901,7 @@ impl Server {
             if p.sent.len() > MAX_SENT_RECORDS {
                 p.sent.pop_front();
             }
-            let bytes = msg::encode_update(session, players, &update, refs);
+            let bytes = msg::encode_update(session, players, &update, refs, p.ack_held);
             p.budget.spend(now, bytes.len());
             p.traffic.sent(bytes.len(), p.header);
             self.traffic.sent(bytes.len(), p.header);
@@ -886,19 +915,22 @@ impl Server {
     }
 }
 
-/// The head of datagram `seq`: the ack, a timestamp in every `TS_EVERY`-th datagram, and
-/// the echo of the newest timestamp received, which is taken (each is echoed once).
+/// The head of datagram `seq`: the ack, a timestamp in every `TS_EVERY`-th datagram (in
+/// every one while the sender has no round trip yet: its first echo may be lost, or read
+/// too late to count), and the echo of the newest timestamp received, which is taken (each
+/// is echoed once).
 pub(crate) fn head(
     seq: u16,
     ack: Option<u16>,
     epoch: Instant,
     now: Instant,
     pending_echo: &mut Option<(u16, Instant)>,
+    rtt_known: bool,
 ) -> Head {
     Head {
         seq,
         ack,
-        ts: seq.is_multiple_of(msg::TS_EVERY).then(|| ms16(epoch, now)),
+        ts: (!rtt_known || seq.is_multiple_of(msg::TS_EVERY)).then(|| ms16(epoch, now)),
         echo: pending_echo.take().and_then(|(ts, at)| echo(ts, at, now)),
     }
 }

@@ -306,7 +306,8 @@ fn stalls_and_latency_at_100ms_rtt_jitter_and_5pct_loss() {
         "median latency {} ms",
         o.latency_median_ms
     );
-    assert!(o.up_bps > 2500.0, "{o:?}");
+    // (It sends more than the default budget allows.)
+    assert!(o.up_bps > f64::from(super::DEFAULT_SEND_BUDGET), "{o:?}");
 }
 
 #[test]
@@ -549,16 +550,19 @@ fn a_peer_without_send_budget_gets_every_round() {
         "UPDATEs in 1 s: {} without a budget, {} with",
         received[0], received[1]
     );
-    // 2400 B/s buys about 50 of these (about 20 bytes + 28 of headers each). Peer 1 then
+    // 2400 B/s buys about 55 of these (about 15 bytes + 28 of headers each). Peer 1 then
     // runs out of frames and samples between its UPDATEs, which bounds the publications;
-    // peer 0 still gets a round for each (with the budget too, both got 51).
-    assert!(received[1] <= 60, "{received:?}");
+    // peer 0 still gets a round for each (with the budget too, both got 57).
+    assert!(received[1] <= 65, "{received:?}");
     assert!(received[0] >= 2 * received[1] - 5, "{received:?}");
 }
 
 /// A server and its only client (K = 1, default budget), wired by the test itself.
 fn one_player_in_memory() -> (Instant, Server, Client) {
-    let cfg = config(1, 1);
+    one_player_in_memory_with(config(1, 1))
+}
+
+fn one_player_in_memory_with(cfg: Config) -> (Instant, Server, Client) {
     let t0 = Instant::now();
     let mut server = Server::new(cfg.clone(), t0).unwrap();
     server.add_peer(PeerId(0), t0).unwrap();
@@ -568,12 +572,14 @@ fn one_player_in_memory() -> (Instant, Server, Client) {
 
 #[test]
 fn a_ctrl_short_of_budget_waits_for_the_next_sample_not_for_tokens() {
-    // K = 1: every sample asks for a CTRL, but 2400 B/s buys about 50 a second, so some
+    // K = 1: every sample asks for a CTRL, but 2000 B/s buys about 50 a second, so some
     // samples must wait. The feed polls the network every 2 ms, like `netplay`'s loop. If a
     // CTRL left as soon as the bucket refilled, mid-frame, the bucket would be empty at the
     // next push and every sample would wait for tokens; held for the next sample, most
     // samples leave the moment they are pushed.
-    let (t0, mut server, mut client) = one_player_in_memory();
+    let mut cfg = config(1, 1);
+    cfg.send_budget = 2000;
+    let (t0, mut server, mut client) = one_player_in_memory_with(cfg);
     server.set_send_budget(PeerId(0), 0).unwrap();
     let frame = Duration::from_micros(16_667);
     // CTRLs sent, and those of them sent in the same call as a push.
@@ -613,7 +619,7 @@ fn a_ctrl_short_of_budget_waits_for_the_next_sample_not_for_tokens() {
         100.0 * at_push
     );
     // The budget binds (fewer CTRLs than samples) and is kept ...
-    assert!(rate < 57.0 && bytes as f64 / secs <= 2450.0, "{rate:.1}/s");
+    assert!(rate < 57.0 && bytes as f64 / secs <= 2050.0, "{rate:.1}/s");
     // ... and the CTRLs leave with a sample: mid-frame sends would leave almost none.
     assert_eq!(sent_as_pushed, sent, "some CTRLs left mid-frame");
     assert!(
@@ -625,9 +631,11 @@ fn a_ctrl_short_of_budget_waits_for_the_next_sample_not_for_tokens() {
 
 #[test]
 fn a_client_learns_once_how_far_behind_the_host_it_started() {
-    // 50 ms each way. Frame 0 waits for the client's first CTRL; here that one (the one with
-    // a timestamp) is lost, so the first frames come without a round trip: no answer yet.
-    // The next timestamp's echo gives it: half the round trip, said once.
+    // 50 ms each way. Frame 0 waits for the client's first CTRL; here that one is lost. Every
+    // CTRL carries a timestamp until the client has a round trip (not only every
+    // `TS_EVERY`-th), so the second one's echo comes with the first frames: the answer is
+    // there at once, half the round trip, said once. (Protocol 6 stamped only every 4th: the
+    // first frames came without a round trip, and the answer 3 frames later.)
     let (t0, mut server, mut client) = one_player_in_memory();
     let ms = Duration::from_millis;
     let frame = Duration::from_micros(16_667);
@@ -648,15 +656,9 @@ fn a_client_learns_once_how_far_behind_the_host_it_started() {
         if let Some(b) = client.take_start_delay() {
             break b;
         }
-        if pushes == 2 {
-            assert!(client.rtt().is_none(), "a round trip from a lost CTRL");
-        }
         t += frame;
     };
-    assert!(
-        pushes > 2,
-        "the first frames came with a round trip after all"
-    );
+    assert_eq!(pushes, 2, "the first frames came without a round trip");
     assert!(behind >= ms(49) && behind <= ms(51), "{behind:?}");
     assert_eq!(client.take_start_delay(), None, "said once");
 }
@@ -755,7 +757,9 @@ fn samples_taken_before_the_first_frames_carry_no_age() {
     let ms = Duration::from_millis;
     let age_of = |d: &[u8]| {
         let (_, body) = crate::wire::Header::parse(d).unwrap();
-        let c = super::msg::decode_ctrl(body, 0, |_| Some(Pad::NEUTRAL)).unwrap();
+        let c =
+            super::msg::decode_ctrl(body, crate::wire::is_short(d), 0, 0, |_| Some(Pad::NEUTRAL))
+                .unwrap();
         c.samples.expect("a run").age_ms
     };
     client.push_local_input(t0, Pad::NEUTRAL);
@@ -1177,4 +1181,29 @@ fn a_timestamp_read_after_a_long_gap_is_not_echoed() {
         "first RTT {first:?} carries the server's gap"
     );
     assert!(client.rtt().unwrap() < ms(10), "{:?}", client.rtt());
+}
+
+/// The latency goal read as ±20 ms on each direction (the real benchmark's row): median
+/// latency and stalls per seed, the lead adapting as in a session.
+/// `cargo test --release --lib -- --ignored --exact lockstep::tests::bench_latency_goal_each_way --nocapture`
+#[test]
+#[ignore]
+fn bench_latency_goal_each_way() {
+    let mut link = Link::rtt_ms(100).loss(0.05);
+    link.jitter = Duration::from_millis(20);
+    let mut met = 0;
+    let (mut up, mut down, mut stalls) = (0.0f64, 0.0f64, 0.0f64);
+    let seeds = 16;
+    for seed in 0..seeds {
+        let (sim, o) = run(uniform(2, link.clone(), 700 + seed), 3900);
+        assert_in_sync(&sim);
+        print(&format!("seed {seed}"), &o);
+        met += usize::from(o.latency_median_ms <= 150.0);
+        up = up.max(o.up_bps);
+        down = down.max(o.down_bps);
+        stalls = stalls.max(o.stall_pct);
+    }
+    println!(
+        "150 ms in {met} of {seeds} seeds; worst stall {stalls:.2}%, up {up:.0} B/s, down {down:.0} B/s"
+    );
 }

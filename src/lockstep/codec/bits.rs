@@ -42,6 +42,16 @@ impl BitWriter {
     pub fn into_bytes(self) -> Vec<u8> {
         self.bytes
     }
+
+    /// The bytes, the last one padded with `1` bits instead of `0`: a run read to the end
+    /// of its datagram (`BitReader::only_padding_left`) then needs no count.
+    pub fn into_bytes_one_padded(mut self) -> Vec<u8> {
+        if self.used != 0 {
+            let last = self.bytes.len() - 1;
+            self.bytes[last] |= 0xff >> self.used;
+        }
+        self.bytes
+    }
 }
 
 /// Reads bits written by [`BitWriter`]; every read is bounds-checked.
@@ -72,6 +82,20 @@ impl<'a> BitReader<'a> {
         Some(v)
     }
 
+    /// True when what is left is the padding of `BitWriter::into_bytes_one_padded`: fewer
+    /// than 8 bits, all `1`.
+    pub fn only_padding_left(&self) -> bool {
+        match self.data.len().checked_sub(self.pos / 8) {
+            Some(0) | None => true,
+            // In the last byte: the bits from `pos` on are all 1.
+            Some(1) => {
+                let shift = self.pos % 8;
+                self.data[self.pos / 8] << shift == 0xff << shift
+            }
+            Some(_) => false,
+        }
+    }
+
     /// Bytes touched so far (a partly read byte counts).
     pub fn bytes_used(&self) -> usize {
         self.pos.div_ceil(8)
@@ -100,5 +124,32 @@ mod tests {
         assert_eq!(r.bytes_used(), 3);
         assert_eq!(r.bits(3), Some(0));
         assert_eq!(r.bit(), None);
+    }
+
+    #[test]
+    fn one_padding_is_told_from_bits_written() {
+        for n in 0..=24u32 {
+            let mut w = BitWriter::new();
+            w.bits(0, n);
+            let bytes = w.into_bytes_one_padded();
+            let mut r = BitReader::new(&bytes);
+            for i in 0..n {
+                assert!(!r.only_padding_left(), "{n} bits written, {i} read");
+                assert_eq!(r.bit(), Some(false));
+            }
+            assert!(r.only_padding_left(), "{n} bits written and read");
+        }
+        // Written ones are not padding while a byte or more is left, nor a 0 after them.
+        let mut w = BitWriter::new();
+        w.bits(0xff, 8);
+        w.bits(0b10, 2);
+        let bytes = w.into_bytes_one_padded();
+        assert_eq!(bytes, [0xff, 0b1011_1111]);
+        let mut r = BitReader::new(&bytes);
+        assert!(!r.only_padding_left());
+        r.bits(8);
+        assert!(!r.only_padding_left());
+        r.bits(2);
+        assert!(r.only_padding_left());
     }
 }

@@ -76,6 +76,13 @@ impl<'a> Reader<'a> {
         unwrap_low(low, 15, reference)
     }
 
+    /// A 16-bit wrapping sequence number written by [`put_seq`], expanded to the one nearest
+    /// to `reference`.
+    pub fn seq(&mut self, reference: u16) -> Option<u16> {
+        // Lifted by 2^16 so the expansion never goes below 0; the low 16 bits are the number.
+        self.rel(u32::from(reference) + 0x1_0000).map(|v| v as u16)
+    }
+
     /// Skips `n` bytes that a sub-reader consumed.
     pub fn advance(&mut self, n: usize) -> Option<()> {
         self.bytes(n).map(|_| ())
@@ -123,6 +130,20 @@ pub fn put_rel(out: &mut Vec<u8>, value: u32, refs: std::ops::RangeInclusive<u32
     } else {
         out.push(0x80 | ((value >> 8) & 0x7f) as u8);
         out.push(value as u8);
+    }
+}
+
+/// Writes 16-bit wrapping sequence number `value` (an ack: never older than an ack sent
+/// before it) as [`put_rel`] does, for a receiver that expands it around the newest such
+/// value it got from us, which is known to be `held` or newer: one byte while `value` is
+/// within 63 of `held`, else two (also when `held` is not known).
+pub fn put_seq(out: &mut Vec<u8>, value: u16, held: Option<u16>) {
+    match held {
+        Some(h) if value.wrapping_sub(h) <= 63 => out.push((value & 0x7f) as u8),
+        _ => {
+            out.push(0x80 | ((value >> 8) & 0x7f) as u8);
+            out.push(value as u8);
+        }
     }
 }
 
@@ -228,9 +249,10 @@ pub fn decode_frames(
     Some((out, r.bytes_used()))
 }
 
-/// Encodes one player's run of pads (the CTRL sample run).
-/// Encodes `pads`, the first delta-coded against `base` (the pad before it, which the
-/// receiver holds) or, without one, in full.
+/// Encodes one player's run of pads (the CTRL sample run), the first delta-coded against
+/// `base` (the pad before it, which the receiver holds) or, without one, in full. The run
+/// takes the rest of its datagram: the last byte is padded with `1` bits, so the reader
+/// needs no count (`decode_pads`).
 pub fn encode_pads(pads: impl IntoIterator<Item = Pad>, base: Option<Pad>) -> Vec<u8> {
     let mut w = BitWriter::new();
     let mut prev: Option<Pad> = base;
@@ -241,26 +263,28 @@ pub fn encode_pads(pads: impl IntoIterator<Item = Pad>, base: Option<Pad>) -> Ve
         }
         prev = Some(p);
     }
-    w.into_bytes()
+    w.into_bytes_one_padded()
 }
 
-/// Decodes `count` pads written by [`encode_pads`] (with the same `base`); returns them and
-/// the bytes consumed.
-pub fn decode_pads(data: &[u8], count: usize, base: Option<Pad>) -> Option<(Vec<Pad>, usize)> {
-    if count > data.len() * 8 + 16 {
-        return None;
-    }
+/// Decodes the pads [`encode_pads`] wrote (with the same `base`), reading `data` to its end.
+/// The padding cannot be taken for a pad: it is under 8 bits, all `1`, and every code that
+/// is all `1` (a change written in full to 0xffff) is 18 bits long. `None` if `data` holds
+/// no pad, more than `max`, or ends inside one.
+pub fn decode_pads(data: &[u8], base: Option<Pad>, max: usize) -> Option<Vec<Pad>> {
     let mut r = BitReader::new(data);
-    let mut out: Vec<Pad> = Vec::with_capacity(count);
-    for i in 0..count {
-        let p = match (i, base) {
-            (0, None) => Pad(r.bits(16)? as u16),
-            (0, Some(b)) => read_delta(&mut r, b)?,
-            _ => read_delta(&mut r, out[i - 1])?,
+    let mut out: Vec<Pad> = Vec::new();
+    while !r.only_padding_left() {
+        if out.len() == max {
+            return None;
+        }
+        let p = match (out.last(), base) {
+            (None, None) => Pad(r.bits(16)? as u16),
+            (None, Some(b)) => read_delta(&mut r, b)?,
+            (Some(&prev), _) => read_delta(&mut r, prev)?,
         };
         out.push(p);
     }
-    Some((out, r.bytes_used()))
+    (!out.is_empty()).then_some(out)
 }
 
 #[cfg(test)]
@@ -290,18 +314,44 @@ mod tests {
         let b = encode_pads(pads.iter().copied(), None);
         // 16 + 7 unchanged bits + a 1-button change (7) + a 2-button change (12) = 42 bits.
         assert_eq!(b.len(), 6);
-        assert_eq!(decode_pads(&b, pads.len(), None), Some((pads.clone(), 6)));
-        assert_eq!(decode_pads(&b[..3], 10, None), None);
+        assert_eq!(decode_pads(&b, None, 64), Some(pads.clone()));
+        assert_eq!(decode_pads(&b[..3], None, 64), None, "cut inside a pad");
+        assert_eq!(decode_pads(&b, None, 9), None, "more pads than allowed");
+        assert_eq!(decode_pads(&[], None, 64), None, "no pad");
         // Against the pad before the run (the receiver holds it) the first costs 1 bit, not
         // 16: 27 bits.
         let b = encode_pads(pads.iter().copied(), Some(Pad(1)));
         assert_eq!(b.len(), 4);
-        assert_eq!(
-            decode_pads(&b, pads.len(), Some(Pad(1))),
-            Some((pads.clone(), 4))
-        );
-        let (wrong, _) = decode_pads(&b, pads.len(), Some(Pad(2))).unwrap();
+        assert_eq!(decode_pads(&b, Some(Pad(1)), 64), Some(pads.clone()));
+        let wrong = decode_pads(&b, Some(Pad(2)), 64).unwrap();
         assert_ne!(wrong, pads, "the receiver must use the sender's base");
+    }
+
+    #[test]
+    fn sequence_numbers_take_one_byte_near_what_the_receiver_holds_and_wrap() {
+        let seq = |value: u16, held: Option<u16>, reference: u16| {
+            let mut out = Vec::new();
+            put_seq(&mut out, value, held);
+            let mut r = Reader::new(&out);
+            let back = r.seq(reference);
+            assert!(r.is_empty());
+            (out.len(), back)
+        };
+        // The receiver holds `held` or anything newer up to `value`.
+        for (value, held) in [
+            (100u16, 37u16),
+            (5, 0xffe0),
+            (0xffff, 0xffc0),
+            (0x8000, 0x7fff),
+        ] {
+            for reference in [held, held.wrapping_add(1), value] {
+                assert_eq!(seq(value, Some(held), reference), (1, Some(value)));
+            }
+        }
+        // Too far from what it holds, or nothing known: two bytes, good for 16383 either way.
+        assert_eq!(seq(101, Some(37), 37), (2, Some(101)));
+        assert_eq!(seq(3, None, 0xc010), (2, Some(3)));
+        assert_eq!(seq(0xc010, None, 3), (2, Some(0xc010)));
     }
 
     #[test]
@@ -348,10 +398,12 @@ mod tests {
             let mut pads = vec![Pad(rng.gen())];
             for _ in 1..n {
                 let prev = *pads.last().unwrap();
-                pads.push(match rng.gen_range(0..4) {
+                pads.push(match rng.gen_range(0..5) {
                     0 => prev,
                     1 => Pad(prev.0 ^ (1 << rng.gen_range(0..16))),
                     2 => Pad(prev.0 ^ rng.gen::<u16>() & rng.gen::<u16>()),
+                    // All ones, as the padding is: it must still end the run where it ends.
+                    3 => Pad(0xffff),
                     _ => Pad(rng.gen()),
                 });
             }
@@ -362,7 +414,10 @@ mod tests {
                     .sum::<usize>();
             let b = encode_pads(pads.iter().copied(), None);
             assert_eq!(b.len(), bits.div_ceil(8));
-            assert_eq!(decode_pads(&b, n, None), Some((pads, b.len())));
+            assert_eq!(decode_pads(&b, None, 64), Some(pads.clone()));
+            let b = encode_pads(pads[1..].iter().copied(), Some(pads[0]));
+            let rest = (n > 1).then(|| pads[1..].to_vec());
+            assert_eq!(decode_pads(&b, Some(pads[0]), 64), rest);
         }
     }
 
