@@ -188,7 +188,7 @@ fn endpoint_counts_wire_bytes_and_conditions_its_output() {
         lossy.send(Instant::now(), to, vec![0; 10]);
     }
     lossy.flush_due(Instant::now() + Duration::from_secs(1));
-    assert_eq!(lossy.stats().netsim.dropped, 10);
+    assert_eq!(lossy.stats().netsim.expect("a conditioner").dropped, 10);
     assert_eq!(lossy.stats().packets_sent, 0);
     assert!(!rx
         .wait_until(

@@ -16,6 +16,25 @@ fn builtin(players: u8, netsim: Option<&str>) {
     let stats = run_session(dir.path(), players, FRAMES, &common, &[]);
     assert_eq!(stats.len(), usize::from(players));
     assert_eq!(stats[0]["core"], "lightcycles");
+    for s in &stats {
+        let n = &s["netsim"];
+        if netsim.is_none() {
+            assert!(n.is_null(), "{n}");
+            continue;
+        }
+        // What the conditioner did: 20% of the datagrams lost, the rest sent, each counted
+        // late or not.
+        let count = |k: &str| {
+            n[k].as_u64()
+                .unwrap_or_else(|| panic!("no netsim.{k}: {n}"))
+        };
+        let (pushed, dropped, released) = (count("pushed"), count("dropped"), count("released"));
+        assert!(pushed > 500 && released + dropped >= pushed - 1, "{n}");
+        let loss = dropped as f64 / pushed as f64;
+        assert!((0.15..0.25).contains(&loss), "{n}");
+        assert!(count("released_late") <= released, "{n}");
+        assert!(n["late_max_ms"].as_f64().is_some_and(|ms| ms >= 0.0), "{n}");
+    }
 }
 
 fn airstriker(players: u8, netsim: Option<&str>) {

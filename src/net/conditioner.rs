@@ -12,6 +12,11 @@
 //! - `rate`: bottleneck bandwidth (`bit`, `kbit`, `mbit`, `gbit` per second, or `B`, `kB`,
 //!   `MB` per second); datagrams queue behind each other, with 28 bytes of IP/UDP header each.
 //! - `seed`: RNG seed (default 1), so a run can be repeated exactly.
+//!
+//! The conditioner is only as punctual as its caller's timer: a datagram leaves when
+//! `poll_due` is called, however late that is after its due time. The stats count the
+//! datagrams that left `LATE` or more after it (`released_late`, `late_max`), so a benchmark
+//! shows how much a busy or virtualised machine added to the configured link.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -23,6 +28,8 @@ use std::time::{Duration, Instant};
 use rand::{rngs::SmallRng, Rng, SeedableRng};
 use thiserror::Error;
 
+/// A datagram released this long or longer after its due time counts as late.
+pub const LATE: Duration = Duration::from_millis(4);
 /// Longest a reordered datagram waits for a later one to overtake it.
 pub const REORDER_HOLD: Duration = Duration::from_millis(100);
 const KEYS: &str = "delay, jitter, dist, loss, dup, reorder, rate, seed";
@@ -210,6 +217,10 @@ pub struct ConditionerStats {
     pub duplicated: u64,
     pub reordered: u64,
     pub released: u64,
+    /// Released `LATE` or more after the due time: delay the machine added.
+    pub released_late: u64,
+    /// The latest release after a due time.
+    pub late_max: Duration,
 }
 
 #[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -363,6 +374,9 @@ impl Conditioner {
         }
         let Reverse(packet) = self.queue.pop()?;
         self.stats.released += 1;
+        let late = now.saturating_duration_since(packet.due);
+        self.stats.released_late += u64::from(late >= LATE);
+        self.stats.late_max = self.stats.late_max.max(late);
         Some((packet.to, packet.bytes))
     }
 
@@ -446,6 +460,24 @@ mod tests {
     }
 
     const N: u32 = 100_000;
+
+    #[test]
+    fn releases_after_the_due_time_are_counted_as_late() {
+        let (_, punctual) = run("delay=10ms,jitter=5ms", 1000);
+        assert_eq!((punctual.released, punctual.released_late), (1000, 0));
+        assert_eq!(punctual.late_max, Duration::ZERO);
+        // Polled 3 ms and 7 ms after the due time: only the second counts.
+        let mut c = Conditioner::new("delay=10ms".parse().unwrap());
+        let t0 = Instant::now();
+        let ms = Duration::from_millis;
+        c.push(t0, addr(), vec![1]);
+        c.push(t0 + ms(5), addr(), vec![2]);
+        assert!(c.poll_due(t0 + ms(13)).is_some());
+        assert!(c.poll_due(t0 + ms(13)).is_none());
+        assert!(c.poll_due(t0 + ms(22)).is_some());
+        let s = c.stats();
+        assert_eq!((s.released, s.released_late, s.late_max), (2, 1, ms(7)));
+    }
 
     #[test]
     fn realised_loss_and_dup_rates_match_the_settings() {

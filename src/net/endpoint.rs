@@ -22,7 +22,8 @@ pub struct EndpointStats {
     /// Datagrams the caller's protocol rejected (see `note_invalid`).
     pub packets_dropped_invalid: u64,
     pub send_errors: u64,
-    pub netsim: ConditionerStats,
+    /// What `--netsim` did, if it is on.
+    pub netsim: Option<ConditionerStats>,
 }
 
 #[derive(Debug)]
@@ -127,7 +128,7 @@ impl Endpoint {
 
     pub fn stats(&self) -> EndpointStats {
         EndpointStats {
-            netsim: self.netsim.as_ref().map(|c| c.stats()).unwrap_or_default(),
+            netsim: self.netsim.as_ref().map(|c| c.stats()),
             ..self.stats
         }
     }

@@ -950,6 +950,20 @@ impl NetState {
         m.insert("packets_sent".into(), json!(e.packets_sent));
         m.insert("packets_received".into(), json!(e.packets_received));
         m.insert("packets_dropped_invalid".into(), json!(dropped));
+        if let Some(n) = e.netsim {
+            m.insert(
+                "netsim".into(),
+                json!({
+                    "pushed": n.pushed,
+                    "dropped": n.dropped,
+                    "duplicated": n.duplicated,
+                    "reordered": n.reordered,
+                    "released": n.released,
+                    "released_late": n.released_late,
+                    "late_max_ms": n.late_max.as_secs_f64() * 1000.0,
+                }),
+            );
+        }
         m.insert("desyncs_detected".into(), json!(self.counters.desyncs));
         m.insert("desync_frames".into(), json!(self.counters.desync_frames));
         m.insert("resyncs".into(), json!(self.counters.resyncs));

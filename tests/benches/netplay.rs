@@ -13,8 +13,10 @@
 //! had none) as a share of frames, the added input latency (frames from sampling a pad to
 //! emulating it, median and 95th percentile, in ms), bytes per second per peer and direction
 //! during play with the 28 bytes of UDP/IPv4 headers (the handshake and start state before
-//! the first frame are left out: a one-time cost), and whether both peers ended with the
-//! same checksum.
+//! the first frame are left out: a one-time cost), whether both peers ended with the same
+//! checksum, and how punctual each peer's conditioner was: the share of its datagrams
+//! released 4 ms or more after their due time (the machine's timer latency, on top of the
+//! configured link) and the latest release.
 
 use std::fs::File;
 use std::path::Path;
@@ -57,6 +59,9 @@ struct PeerRun {
     desyncs: u64,
     frames: u64,
     checksum: String,
+    /// Datagrams the conditioner released 4 ms or more late, % of those released.
+    late_pct: f64,
+    late_max_ms: f64,
 }
 
 struct Outcome {
@@ -125,6 +130,15 @@ fn peer_run(stats: &Value) -> Result<PeerRun, String> {
         desyncs: u("desyncs_detected")?,
         frames,
         checksum: stats["checksum"].as_str().unwrap_or("").to_string(),
+        late_pct: stats["netsim"]["released_late"]
+            .as_f64()
+            .unwrap_or(f64::NAN)
+            * 100.0
+            / stats["netsim"]["released"]
+                .as_f64()
+                .unwrap_or(f64::NAN)
+                .max(1.0),
+        late_max_ms: stats["netsim"]["late_max_ms"].as_f64().unwrap_or(f64::NAN),
     })
 }
 
@@ -201,9 +215,9 @@ fn row(o: &Outcome) -> String {
     let s = o.scenario;
     let head = format!("| {} | {} | {} |", s.rtt_ms, s.jitter_ms, s.loss_pct);
     match &o.peers {
-        Err(e) => format!("{head} failed: {e} | | | | | |"),
+        Err(e) => format!("{head} failed: {e} | | | | | | |"),
         Ok([h, j]) => format!(
-            "{head} {:.2} / {:.2} | {:.0} / {:.0} | {:.0} / {:.0} | {} / {} | {:.0} / {:.0} | {:.0} / {:.0} | {} |",
+            "{head} {:.2} / {:.2} | {:.0} / {:.0} | {:.0} / {:.0} | {} / {} | {:.0} / {:.0} | {:.0} / {:.0} | {} | {:.1} / {:.1} ({:.0}) |",
             h.stall_pct,
             j.stall_pct,
             h.lat_median_ms,
@@ -217,6 +231,9 @@ fn row(o: &Outcome) -> String {
             j.up_bps,
             j.down_bps,
             if o.in_sync() { "yes" } else { "NO" },
+            h.late_pct,
+            j.late_pct,
+            h.late_max_ms.max(j.late_max_ms),
         ),
     }
 }
@@ -324,15 +341,15 @@ fn main() {
 
     println!();
     println!(
-        "| RTT ms | jitter ± ms (per direction) | loss % (per direction) | stalled frames % host / join | added latency median ms host / join | p95 ms host / join | measured RTT ms / lead frames | host B/s up / down | join B/s up / down | checksums match |"
+        "| RTT ms | jitter ± ms (per direction) | loss % (per direction) | stalled frames % host / join | added latency median ms host / join | p95 ms host / join | measured RTT ms / lead frames | host B/s up / down | join B/s up / down | checksums match | released late % host / join (latest ms) |"
     );
-    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|:---:|");
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|:---:|---:|");
     for o in &outcomes {
         println!("{}", row(o));
     }
     println!();
     println!(
-        "Stalled frames: display slots in which a frame was due and the lockstep had none, as a share of all frames. Latency: frames from sampling a pad to emulating it x 1000/60. B/s are during play (the handshake and start state before it are left out) and include 28 bytes of UDP/IPv4 headers per datagram; \"up\" counts what left the socket after the simulated loss (the sender emits up / (1 - loss))."
+        "Stalled frames: display slots in which a frame was due and the lockstep had none, as a share of all frames. Latency: frames from sampling a pad to emulating it x 1000/60. B/s are during play (the handshake and start state before it are left out) and include 28 bytes of UDP/IPv4 headers per datagram; \"up\" counts what left the socket after the simulated loss (the sender emits up / (1 - loss)). Released late: datagrams the conditioner sent 4 ms or more after their due time (this machine's timer latency, added to the configured link), and the latest such release."
     );
 
     println!();
