@@ -925,6 +925,55 @@ mod tests {
     }
 
     #[test]
+    fn the_usual_flags_are_left_out_and_the_header_says_so() {
+        // An ack and a run coded against the acknowledged sample, nothing else: no flags byte.
+        let mut c = ctrl();
+        c.checksums.clear();
+        (c.head.ts, c.head.echo, c.input_rtt_ms) = (None, None, None);
+        c.samples.as_mut().unwrap().age_ms = Some(0);
+        let bytes = encode_ctrl(1, &c, 70_000..=70_000, Some(3));
+        assert!(crate::wire::is_short(&bytes));
+        // Header, seq, a one-byte ack, the run's first index, 46 bits of pads.
+        assert_eq!(bytes.len(), H + 2 + 1 + 1 + 6);
+        assert_eq!(
+            decode_ctrl(&bytes[H..], true, 70_000, 3, held_sample),
+            Ok(c.clone())
+        );
+        // Any other flag brings the byte back.
+        c.input_rtt_ms = Some(90);
+        let long = encode_ctrl(1, &c, 70_000..=70_000, Some(3));
+        assert!(!crate::wire::is_short(&long));
+        assert_eq!(
+            decode_ctrl(&long[H..], false, 70_000, 3, held_sample),
+            Ok(c)
+        );
+        // UPDATEs likewise: 2 players, both active, no lead, notice or advance.
+        let mut both = [Pad::NEUTRAL; MAX_PLAYERS];
+        (both[0], both[1]) = (Pad(1), Pad(2));
+        let u = Update {
+            head: Head {
+                seq: 9,
+                ack: Some(5),
+                ts: None,
+                echo: None,
+            },
+            up_lossy: false,
+            advance: None,
+            frames: Some(FrameRun {
+                from: Frame(500),
+                base: Some(both),
+                frames: vec![both; 4],
+                lead: None,
+            }),
+            notices: Vec::new(),
+        };
+        let bytes = encode_update(1, 2, &u, 500..=500, Some(3));
+        assert!(crate::wire::is_short(&bytes));
+        let back = decode_update(&bytes[H..], true, 500, 3, 2, |_| Some(both));
+        assert_eq!(back, Ok(u));
+    }
+
+    #[test]
     fn every_truncation_and_trailing_byte_is_rejected() {
         let bytes = encode_update(9, 8, &update(), 131_070..=131_070, None);
         for len in H..bytes.len() {
@@ -972,11 +1021,16 @@ mod tests {
                 }
                 b
             };
-            let reference = rng.gen();
-            let _ = decode_ctrl(&body, false, reference, 0, |_| Some(Pad(0x0f0f)));
-            let _ = decode_update(&body, false, reference, 0, rng.gen_range(1..=8), |_| {
-                Some([Pad(0x0f0f); MAX_PLAYERS])
-            });
+            let (reference, ack_ref, short) = (rng.gen(), rng.gen(), rng.gen());
+            let _ = decode_ctrl(&body, short, reference, ack_ref, |_| Some(Pad(0x0f0f)));
+            let _ = decode_update(
+                &body,
+                short,
+                reference,
+                ack_ref,
+                rng.gen_range(1..=8),
+                |_| Some([Pad(0x0f0f); MAX_PLAYERS]),
+            );
         }
     }
 
