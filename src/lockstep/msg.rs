@@ -974,7 +974,7 @@ mod tests {
     }
 
     #[test]
-    fn every_truncation_and_trailing_byte_is_rejected() {
+    fn a_cut_update_is_rejected_and_a_cut_ctrl_reads_only_samples_sent() {
         let bytes = encode_update(9, 8, &update(), 131_070..=131_070, None);
         for len in H..bytes.len() {
             let r = decode_update(&bytes[H..len], false, 131_070, 0, 8, held);
