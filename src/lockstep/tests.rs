@@ -380,6 +380,49 @@ fn datagrams_held_back_past_newer_ones_on_a_long_link_change_nothing() {
 }
 
 #[test]
+fn a_ctrl_overtaken_by_64_samples_adds_nothing_at_the_server() {
+    // A CTRL carrying samples 0..=10 (first index 0 in one byte: all that was sent then)
+    // is held back while the client's later CTRLs bring the server to sample 130. Read
+    // then, its 7-bit first index expands to 128, the nearest value to 130 with those low
+    // bits: taken, its samples 2..=10 would follow sample 129 as samples 130..=138. The
+    // server reads runs only from the newest CTRL, so it adds nothing.
+    let (t0, mut server, mut client) = one_player_in_memory();
+    let frame = Duration::from_micros(16_667);
+    let pad = |i: u32| Pad(1000 + i as u16);
+    let mut late = None;
+    let mut applied = Vec::new();
+    for i in 0..160u32 {
+        let now = t0 + frame * i;
+        client.push_local_input(now, pad(i));
+        while let Some((_, inputs)) = client.poll_frame() {
+            applied.push(inputs[0]);
+        }
+        while let Some(d) = client.poll_transmit(now) {
+            match i {
+                // Lost, so that the held-back one carries eleven samples.
+                0..10 => {}
+                10 => late = Some(d),
+                _ => server.handle_datagram(now, PeerId(0), &d),
+            }
+        }
+        if i == 129 {
+            server.handle_datagram(now, PeerId(0), late.as_ref().expect("held back"));
+        }
+        server.handle_timeout(now);
+        while let Some((_, d)) = server.poll_transmit(now) {
+            client.handle_datagram(now, &d);
+        }
+    }
+    // Every sample once, in order, after the neutral frames of the lead.
+    let applied = collapse(applied.into_iter().filter(|p| *p != Pad::NEUTRAL));
+    let sent: Vec<Pad> = (0..applied.len() as u32).map(pad).collect();
+    assert!(applied.len() > 140, "{} samples applied", applied.len());
+    if let Some(i) = applied.iter().zip(&sent).position(|(a, s)| a != s) {
+        panic!("change {i}: applied {:?}, sent {:?}", applied[i], sent[i]);
+    }
+}
+
+#[test]
 fn lead_rises_fast_on_an_rtt_jump_and_falls_slowly_after() {
     let link = Link::rtt_ms(20)
         .rtt_change(secs(30), 300)
