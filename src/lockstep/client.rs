@@ -9,7 +9,7 @@ use crate::wire::{self, Header, Kind, WireError};
 
 use super::budget::SendBudget;
 use super::frame::{seq_newer, Frame, PeerId};
-use super::msg::{self, Ctrl, Notice, SampleRun};
+use super::msg::{self, AckRefs, Ctrl, Notice, SampleRun};
 use super::rtt::{LossMeter, RttEstimator, WindowQuantile};
 use super::server::{head, rtt_sample, MAX_UNWATCHED};
 use super::stats::{ClientStats, LatencyStats, Traffic};
@@ -126,11 +126,8 @@ pub struct Client {
     send_seq: u16,
     sent: VecDeque<SentCtrl>,
     recv_seq: Option<u16>,
-    /// Acks, for writing and reading them short (`codec::put_seq`): the one carried by the
-    /// newest CTRL the server acknowledged (it holds that one or newer), and the newest
-    /// the server sent us.
-    ack_held: Option<u16>,
-    ack_in: Option<u16>,
+    /// For writing our acks short and reading the other side's.
+    acks: AckRefs,
     /// The newest server timestamp not echoed yet, and when it arrived.
     echo: Option<(u16, Instant)>,
     /// The input round trip last reported to the server.
@@ -192,8 +189,7 @@ impl Client {
             send_seq: 0,
             sent: VecDeque::new(),
             recv_seq: None,
-            ack_held: None,
-            ack_in: None,
+            acks: AckRefs::default(),
             echo: None,
             irtt_sent: None,
             rtt: RttEstimator::default(),
@@ -402,7 +398,7 @@ impl Client {
         let (held, held_from) = (&self.held, known_end - self.held.len() as u32);
         let update = match Header::parse(datagram) {
             Ok((h, body)) if h.kind == Kind::Update && h.session == self.cfg.session => {
-                let ack_ref = self.ack_in.unwrap_or(self.send_seq.wrapping_sub(1));
+                let ack_ref = self.acks.reference(self.send_seq);
                 msg::decode_update(
                     body,
                     wire::is_short(datagram),
@@ -524,12 +520,10 @@ impl Client {
     }
 
     fn handle_ack(&mut self, ack: u16) {
-        if self.ack_in.is_none_or(|a| seq_newer(ack, a)) {
-            self.ack_in = Some(ack);
-        }
+        self.acks.received(ack);
         while let Some(rec) = self.sent.front().copied() {
             if rec.seq == ack {
-                self.ack_held = rec.ack.or(self.ack_held);
+                self.acks.acknowledged(rec.ack);
                 while self.samples_base < rec.samples_end {
                     let Some(pad) = self.samples.pop_front() else {
                         break;
@@ -658,7 +652,7 @@ impl Client {
         // the end of all we sent.
         let refs = self.samples_base..=self.sent_end.max(self.samples_base);
         self.sent_end = self.sent_end.max(self.samples_base + n as u32);
-        let bytes = msg::encode_ctrl(self.cfg.session, &ctrl, refs, self.ack_held);
+        let bytes = msg::encode_ctrl(self.cfg.session, &ctrl, refs, self.acks.held());
         self.budget.spend(now, bytes.len());
         self.traffic.sent(bytes.len(), self.cfg.udp_ip_header);
         Some(bytes)

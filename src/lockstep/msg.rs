@@ -80,7 +80,7 @@ use std::ops::RangeInclusive;
 use crate::wire::{Header, Kind, WireError, LOCKSTEP_HEADER_LEN, LOCKSTEP_SHORT, MAX_DATAGRAM};
 
 use super::codec::{self, put_rel, put_seq, put_u16, put_u32, put_varint, Reader};
-use super::frame::{Frame, PeerId};
+use super::frame::{seq_newer, Frame, PeerId};
 
 const F_ACK: u8 = 0x01;
 const F_ECHO: u8 = 0x02;
@@ -115,6 +115,42 @@ pub const TS_EVERY: u16 = 16;
 /// Slowly changing fields (input round trip, advance) go out when they change and at least
 /// every this many datagrams, in case the one that changed them was lost.
 pub const REFRESH_EVERY: u16 = 16;
+
+/// What a side keeps to write its acks short and to read the other side's
+/// (`codec::put_seq`); the client and the server each keep one per link.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct AckRefs {
+    /// The ack carried by the newest of our datagrams the other side acknowledged: it holds
+    /// that one or a newer one.
+    held: Option<u16>,
+    /// The newest ack the other side sent us.
+    newest_in: Option<u16>,
+}
+
+impl AckRefs {
+    /// Takes `ack` from the other side's newest datagram.
+    pub fn received(&mut self, ack: u16) {
+        if self.newest_in.is_none_or(|a| seq_newer(ack, a)) {
+            self.newest_in = Some(ack);
+        }
+    }
+
+    /// The other side acknowledged our datagram that carried ack `carried`.
+    pub fn acknowledged(&mut self, carried: Option<u16>) {
+        self.held = carried.or(self.held);
+    }
+
+    /// What the other side holds of our acks, for `encode_ctrl` / `encode_update`.
+    pub fn held(&self) -> Option<u16> {
+        self.held
+    }
+
+    /// What to read the other side's acks against (`decode_ctrl` / `decode_update`): the
+    /// newest it sent, or before any, the newest sequence number we sent (`next_seq - 1`).
+    pub fn reference(&self, next_seq: u16) -> u16 {
+        self.newest_in.unwrap_or(next_seq.wrapping_sub(1))
+    }
+}
 
 /// `value` if datagram `seq` should carry it: it differs from `sent` (what went out last,
 /// updated here), or `seq` is a multiple of `REFRESH_EVERY`.

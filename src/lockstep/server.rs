@@ -10,7 +10,7 @@ use crate::wire::{self, Header, Kind, WireError};
 use super::budget::SendBudget;
 use super::frame::{seq_newer, Frame, PeerId};
 use super::lead::LeadController;
-use super::msg::{self, Echo, FrameRun, Head, Notice, Update};
+use super::msg::{self, AckRefs, Echo, FrameRun, Head, Notice, Update};
 use super::rtt::{LossMeter, RttEstimator};
 use super::stats::{PeerStats, ServerStats, Traffic};
 use super::timesync::{pace_for, Phase};
@@ -96,11 +96,8 @@ struct Peer {
     /// yet, see `publish`), and its timestamp with its arrival (echoed back).
     recv_seq: Option<u16>,
     echo: Option<(u16, Instant)>,
-    /// Acks, for writing and reading them short (`codec::put_seq`): the one carried by the
-    /// newest UPDATE the client acknowledged (it holds that one or newer), and the newest
-    /// the client sent us.
-    ack_held: Option<u16>,
-    ack_in: Option<u16>,
+    /// For writing our acks short and reading the other side's.
+    acks: AckRefs,
     /// The advance last told to it.
     advance_sent: Option<i8>,
     send_seq: u16,
@@ -142,8 +139,7 @@ impl Peer {
             warned: false,
             recv_seq: None,
             echo: None,
-            ack_held: None,
-            ack_in: None,
+            acks: AckRefs::default(),
             advance_sent: None,
             send_seq: 0,
             sent: VecDeque::new(),
@@ -204,12 +200,10 @@ impl Peer {
     }
 
     fn handle_ack(&mut self, ack: u16) {
-        if self.ack_in.is_none_or(|a| seq_newer(ack, a)) {
-            self.ack_in = Some(ack);
-        }
+        self.acks.received(ack);
         while let Some(rec) = self.sent.front().copied() {
             if rec.seq == ack {
-                self.ack_held = rec.ack.or(self.ack_held);
+                self.acks.acknowledged(rec.ack);
                 self.acked = self.acked.max(rec.frames_end);
                 if rec.lead.is_some() {
                     self.lead_acked = rec.lead;
@@ -433,7 +427,7 @@ impl Server {
         peer.traffic.received(datagram.len(), peer.header);
         let ctrl = match Header::parse(datagram) {
             Ok((h, body)) if h.kind == Kind::Ctrl && h.session == self.cfg.session => {
-                let ack_ref = peer.ack_in.unwrap_or(peer.send_seq.wrapping_sub(1));
+                let ack_ref = peer.acks.reference(peer.send_seq);
                 msg::decode_ctrl(
                     body,
                     wire::is_short(datagram),
@@ -901,7 +895,7 @@ impl Server {
             if p.sent.len() > MAX_SENT_RECORDS {
                 p.sent.pop_front();
             }
-            let bytes = msg::encode_update(session, players, &update, refs, p.ack_held);
+            let bytes = msg::encode_update(session, players, &update, refs, p.acks.held());
             p.budget.spend(now, bytes.len());
             p.traffic.sent(bytes.len(), p.header);
             self.traffic.sent(bytes.len(), p.header);

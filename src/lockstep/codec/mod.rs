@@ -128,9 +128,14 @@ pub fn put_rel(out: &mut Vec<u8>, value: u32, refs: std::ops::RangeInclusive<u32
     if v - lo <= 63 && hi - v <= 64 {
         out.push((value & 0x7f) as u8);
     } else {
-        out.push(0x80 | ((value >> 8) & 0x7f) as u8);
-        out.push(value as u8);
+        put_rel_long(out, value);
     }
+}
+
+/// The two-byte form of [`put_rel`]: the low 15 bits of `value`.
+fn put_rel_long(out: &mut Vec<u8>, value: u32) {
+    out.push(0x80 | ((value >> 8) & 0x7f) as u8);
+    out.push(value as u8);
 }
 
 /// Writes 16-bit wrapping sequence number `value` (an ack: never older than an ack sent
@@ -140,10 +145,7 @@ pub fn put_rel(out: &mut Vec<u8>, value: u32, refs: std::ops::RangeInclusive<u32
 pub fn put_seq(out: &mut Vec<u8>, value: u16, held: Option<u16>) {
     match held {
         Some(h) if value.wrapping_sub(h) <= 63 => out.push((value & 0x7f) as u8),
-        _ => {
-            out.push(0x80 | ((value >> 8) & 0x7f) as u8);
-            out.push(value as u8);
-        }
+        _ => put_rel_long(out, u32::from(value)),
     }
 }
 
