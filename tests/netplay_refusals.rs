@@ -129,7 +129,9 @@ fn other_content_or_core_is_refused_other_options_are_not() {
         log.contains("genesis_plus_gx_addr_error = disabled"),
         "{log}"
     );
-    assert!((59.0..61.0).contains(&j["fps"].as_f64().unwrap()), "{j}");
+    // The core's own rate, not the wall clock's: a stall on a busy machine lowers `fps`.
+    let core_fps = j["core_fps"].as_f64().unwrap();
+    assert!((59.0..61.0).contains(&core_fps), "PAL won: {j}");
     assert_eq!(h["core"], "Genesis Plus GX");
     let host_log = host.log_text();
     assert!(host_log.contains("content differs"), "{host_log}");

@@ -198,6 +198,8 @@ fn summarize<F: Feed>(
     stats.insert("core".into(), json!(info.library_name));
     stats.insert("core_version".into(), json!(info.library_version));
     stats.insert("core_path".into(), json!(opts.core.to_string()));
+    // The rate the core asks for (NTSC 60, PAL 50): what `fps` is paced to.
+    stats.insert("core_fps".into(), json!(core.av_info().fps));
     stats.insert(
         "content".into(),
         opts.content

@@ -974,6 +974,10 @@ impl NetState {
                 .counters
                 .players_left
                 .iter()
+                // A player who left after this peer's last frame (it reached its frame
+                // limit first and said goodbye) ended with the session: none of this peer's
+                // frames ran with its input neutral.
+                .filter(|&&(_, frame)| frame < self.client.frame().0)
                 .map(|(slot, frame)| json!({"slot": slot, "from_frame": frame}))
                 .collect::<Vec<_>>()),
         );
