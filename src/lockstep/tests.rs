@@ -423,6 +423,62 @@ fn a_ctrl_overtaken_by_64_samples_adds_nothing_at_the_server() {
 }
 
 #[test]
+fn an_update_overtaken_by_64_acks_acknowledges_nothing_at_the_client() {
+    // The client's half of the newest-datagram rule, for acks. The UPDATE of step 10 acks
+    // CTRL 10 in one byte (its low 7 bits, against the ack the client is known to hold) and
+    // is held back. CTRLs 130..=138 are lost, so the client's newest ack is 129 when the
+    // held-back UPDATE arrives, after CTRL 138 left. Read then, its ack expands to 138, the
+    // nearest value to 129 with those low bits: taken, the client would forget samples
+    // 130..=138, which the server never got, and code every later CTRL against a sample the
+    // server lacks (the session stood still at sample 130). The client reads acks only from
+    // the newest UPDATE. (The server's half is not reached this way: a CTRL that late is
+    // coded against a sample the server has let go of, and is dropped whole.)
+    let mut cfg = config(1, 1);
+    cfg.send_budget = 0;
+    let (t0, mut server, mut client) = one_player_in_memory_with(cfg);
+    server.set_send_budget(PeerId(0), 0).unwrap();
+    let frame = Duration::from_micros(16_667);
+    let pad = |i: u32| Pad(1000 + i as u16);
+    let mut ctrls = 0u32;
+    let mut late: Option<Vec<u8>> = None;
+    let mut applied = Vec::new();
+    for i in 0..300u32 {
+        let now = t0 + frame * i;
+        client.push_local_input(now, pad(i));
+        while let Some((_, inputs)) = client.poll_frame() {
+            applied.push(inputs[0]);
+        }
+        while let Some(d) = client.poll_transmit(now) {
+            if !(130..=138).contains(&ctrls) {
+                server.handle_datagram(now, PeerId(0), &d);
+            }
+            ctrls += 1;
+            if ctrls == 139 {
+                client.handle_datagram(now, late.as_deref().expect("held back"));
+            }
+        }
+        server.handle_timeout(now);
+        while let Some((_, d)) = server.poll_transmit(now) {
+            if i == 10 && late.is_none() {
+                late = Some(d);
+            } else {
+                client.handle_datagram(now, &d);
+            }
+        }
+    }
+    assert!(
+        ctrls >= 280,
+        "only {ctrls} CTRLs: one a sample was expected"
+    );
+    let applied = collapse(applied.into_iter().filter(|p| *p != Pad::NEUTRAL));
+    let sent: Vec<Pad> = (0..applied.len() as u32).map(pad).collect();
+    assert!(applied.len() > 280, "{} samples applied", applied.len());
+    if let Some(i) = applied.iter().zip(&sent).position(|(a, s)| a != s) {
+        panic!("change {i}: applied {:?}, sent {:?}", applied[i], sent[i]);
+    }
+}
+
+#[test]
 fn lead_rises_fast_on_an_rtt_jump_and_falls_slowly_after() {
     let link = Link::rtt_ms(20)
         .rtt_change(secs(30), 300)
