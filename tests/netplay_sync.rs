@@ -152,10 +152,8 @@ fn an_ipv6_session_keeps_to_the_bandwidth_budget() {
         // Every datagram of the session was counted with IPv6's header.
         assert!(count("bytes_sent") >= 48.0 * count("packets_sent"), "{s:#}");
         let secs = s["session_s"].as_f64().unwrap();
-        // The conditioner drops at the sender: what this side emitted is what left its
-        // socket scaled by the datagrams the conditioner took over those it released.
-        let netsim = |k: &str| s["netsim"][k].as_f64().unwrap();
-        let emitted = netsim("pushed") / netsim("released");
+        // What this side sent before its simulated loss, and what reached it.
+        let emitted = netplay_common::emitted_per_sent(s).expect("a netsim object");
         for (dir, scale) in [("sent", emitted), ("received", 1.0)] {
             let rate = (count(&format!("bytes_{dir}")) - count(&format!("lobby_bytes_{dir}")))
                 * scale

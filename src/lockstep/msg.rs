@@ -53,10 +53,11 @@
 //! each way, 5% loss, K = 2, bots pressing buttons, a checksum every 60 frames (the
 //! simulator, `tests::bench_datagram_sizes`): CTRL 13.4 bytes, UPDATE 17.5. That is what
 //! makes a CTRL per frame nearly fit 2.4 KB/s with its 28 bytes of UDP/IP header (60 x 41.4
-//! = 2484 B/s: 58 a second), and 59 of the 60 fit the default 2450 B/s. Version 6 sent 17.1 and 19.5 (a
-//! timestamp in every 4th datagram, refreshes every 8th, a 2-byte ack, a flags byte in every
-//! datagram, a count in every CTRL run): 53 CTRLs a second, one sample in ten waiting a frame
-//! for its CTRL, and the lead a frame longer at 100 ms, ±20 ms each way, 5% loss. Version 3
+//! = 2484 B/s: 58 a second), and 59 of the 60 fit the default 2450 B/s. Version 6 sent 17.1
+//! and 19.5 (a timestamp in every 4th datagram, refreshes every 8th, a 2-byte ack, a flags
+//! byte in every datagram, a count in every CTRL run): 53 CTRLs a second, one sample in ten
+//! waiting a frame for its CTRL, and the lead a frame longer at 100 ms, ±20 ms each way, 5%
+//! loss. Version 3
 //! sent 18.7-byte CTRLs; version 2's datagrams were about 35% larger than version 3's
 //! (8-byte header, 16-bit run offsets, the first CTRL sample in full, the lead and mask in
 //! every UPDATE).

@@ -123,11 +123,7 @@ fn peer_run(stats: &Value) -> Result<PeerRun, String> {
     let lat = &stats["input_latency_frames"];
     let lat_ms = |q: &str| lat[q].as_u64().map_or(f64::NAN, |f| f as f64 * FRAME_MS);
     let left_socket = (u("bytes_sent")? - u("lobby_bytes_sent")?) as f64 / session_s;
-    // The conditioner drops at the sender, before the socket: what the sender emitted is
-    // what left the socket scaled by the datagrams it pushed over those it released (the
-    // loss this run drew, not the nominal rate; losses do not depend on a datagram's size).
-    let netsim = |k: &str| stats["netsim"][k].as_f64().ok_or(format!("no netsim.{k}"));
-    let up_bps = left_socket * netsim("pushed")? / netsim("released")?.max(1.0);
+    let up_bps = left_socket * fixtures::emitted_per_sent(stats).ok_or("no netsim in stats")?;
     Ok(PeerRun {
         stall_pct: u("stall_frames")? as f64 * 100.0 / frames.max(1) as f64,
         lat_median_ms: lat_ms("median"),

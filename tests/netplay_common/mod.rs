@@ -15,7 +15,9 @@ use serde_json::Value;
 #[path = "../fixtures/mod.rs"]
 mod fixtures;
 #[allow(unused_imports)] // each test crate uses a different subset
-pub use fixtures::{checksum, fixture, framelock, genesis, text, Genesis, SETUP_HINT};
+pub use fixtures::{
+    checksum, emitted_per_sent, fixture, framelock, genesis, text, Genesis, SETUP_HINT,
+};
 
 /// No process of a test may live longer than this.
 pub const HARD_DEADLINE: Duration = Duration::from_secs(60);
