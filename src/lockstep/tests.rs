@@ -1193,23 +1193,24 @@ fn bench_datagram_sizes() {
     let mut link = Link::rtt_ms(100).loss(0.05);
     link.jitter = Duration::from_millis(20);
     let mut t = super::Traffic::default();
-    for seed in 0..6 {
-        let (sim, _) = run(uniform(2, link.clone(), 900 + seed), 3900);
+    let (seeds, frames) = (6, 3900);
+    for seed in 0..seeds {
+        let (sim, _) = run(uniform(2, link.clone(), 900 + seed), frames);
         let s = sim.players[1].client.stats().traffic;
         t.bytes_out += s.bytes_out;
         t.packets_out += s.packets_out;
         t.bytes_in += s.bytes_in;
         t.packets_in += s.packets_in;
     }
-    // 6 seeds of 3900 frames, 65 s each.
-    let secs = 6.0 * 3900.0 / FPS;
+    let secs = seeds as f64 * frames as f64 / FPS;
     println!(
-        "CTRL {:.2} bytes, {:.1} sent a second; UPDATE {:.2} bytes, {:.1} received a second (means over 6 \
-         seeds x 65 s, budget {} B/s)",
+        "CTRL {:.2} bytes, {:.1} sent a second; UPDATE {:.2} bytes, {:.1} received a second \
+         (means over {seeds} seeds x {:.0} s, budget {} B/s)",
         t.bytes_out as f64 / t.packets_out as f64,
         t.packets_out as f64 / secs,
         t.bytes_in as f64 / t.packets_in as f64,
         t.packets_in as f64 / secs,
+        frames as f64 / FPS,
         super::DEFAULT_SEND_BUDGET
     );
 }
