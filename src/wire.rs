@@ -24,6 +24,8 @@
 //! already tells them apart from strays. All multi-byte integers on the wire are little
 //! endian.
 
+use std::net::{IpAddr, SocketAddr};
+
 use thiserror::Error;
 
 pub const MAGIC: [u8; 2] = *b"FL";
@@ -37,6 +39,20 @@ pub const LOCKSTEP_HEADER_LEN: usize = 5;
 pub const LOCKSTEP_SHORT: u8 = 0x02;
 /// Datagrams larger than this are never sent (fits a 1280-byte IPv6 MTU with headers to spare).
 pub const MAX_DATAGRAM: usize = 1200;
+
+/// IPv4 + UDP header bytes, for on-the-wire accounting.
+pub const IPV4_UDP_OVERHEAD: usize = 28;
+/// IPv6 + UDP header bytes.
+pub const IPV6_UDP_OVERHEAD: usize = 48;
+
+/// IP + UDP header bytes a datagram to or from `addr` carries on the wire.
+pub fn header_overhead(addr: SocketAddr) -> usize {
+    match addr.ip() {
+        IpAddr::V4(_) => IPV4_UDP_OVERHEAD,
+        IpAddr::V6(v6) if v6.to_ipv4_mapped().is_some() => IPV4_UDP_OVERHEAD,
+        IpAddr::V6(_) => IPV6_UDP_OVERHEAD,
+    }
+}
 
 /// What a datagram's body holds. Session-layer kinds are 0x01..=0x0F, lockstep kinds 0x10..=0x1F.
 #[derive(Copy, Clone, PartialEq, Eq, Debug)]
@@ -88,6 +104,16 @@ impl Kind {
             _ => return None,
         })
     }
+}
+
+/// A datagram to send: the one type through which every sans-IO state machine (`session`,
+/// `lockstep`, the `net` conditioner) hands its driver what to put on the wire. `To` says
+/// where it goes: a socket address, or a player slot where the driver knows the addresses
+/// (the lockstep server's peers).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Transmit<To = SocketAddr> {
+    pub to: To,
+    pub bytes: Vec<u8>,
 }
 
 #[derive(Copy, Clone, PartialEq, Eq, Debug)]

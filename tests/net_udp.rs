@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use framelock::net::udp::{header_overhead, UdpSocket};
-use framelock::net::{Endpoint, NetError};
+use framelock::net::{Link, NetError};
 
 fn loopback(port: u16) -> SocketAddr {
     SocketAddr::from(([127, 0, 0, 1], port))
@@ -136,9 +136,9 @@ fn ipv6_loopback_works_where_available() {
 
 #[test]
 fn endpoint_counts_wire_bytes_and_conditions_its_output() {
-    let mut rx = Endpoint::new(UdpSocket::bind(loopback(0)).unwrap(), None);
+    let mut rx = Link::new(UdpSocket::bind(loopback(0)).unwrap(), None);
     let to = rx.local_addr();
-    let mut tx = Endpoint::new(
+    let mut tx = Link::new(
         UdpSocket::bind(loopback(0)).unwrap(),
         Some("delay=30ms,seed=3".parse().unwrap()),
     );
@@ -180,7 +180,7 @@ fn endpoint_counts_wire_bytes_and_conditions_its_output() {
     );
 
     // Total loss: nothing leaves, and the conditioner says so.
-    let mut lossy = Endpoint::new(
+    let mut lossy = Link::new(
         UdpSocket::bind(loopback(0)).unwrap(),
         Some("loss=100%".parse().unwrap()),
     );

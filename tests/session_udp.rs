@@ -10,7 +10,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use framelock::net::udp::UdpSocket;
-use framelock::net::{Endpoint, NetSim};
+use framelock::net::{Link, NetSim};
 use framelock::session::msg::{refuse_text, Auth, Hello, Msg};
 use framelock::session::{
     is_session_datagram, HostConfig, HostEvent, HostSession, JoinConfig, JoinEvent, JoinSession,
@@ -55,13 +55,13 @@ struct Host {
     /// Datagrams received and rejected, per sender.
     counts: Arc<Mutex<HashMap<SocketAddr, (u64, u64)>>>,
     events: Arc<Mutex<Vec<HostEvent>>>,
-    handle: thread::JoinHandle<(HostSession, Endpoint)>,
+    handle: thread::JoinHandle<(HostSession, Link)>,
 }
 
 impl Host {
     fn start(cfg: HostConfig, state: Vec<u8>, sim: Option<NetSim>, wire: WireLog) -> Host {
         let session = HostSession::new(cfg, info("host"), state, vec![0x5a; 8192]).unwrap();
-        let mut ep = Endpoint::new(
+        let mut ep = Link::new(
             UdpSocket::bind("127.0.0.1:0".parse().unwrap()).unwrap(),
             sim,
         );
@@ -125,7 +125,7 @@ impl Host {
         false
     }
 
-    fn stop(self) -> (HostSession, Endpoint, Vec<HostEvent>) {
+    fn stop(self) -> (HostSession, Link, Vec<HostEvent>) {
         self.stop.store(true, Ordering::Relaxed);
         let (host, ep) = self.handle.join().unwrap();
         let events = self.events.lock().unwrap().clone();
@@ -143,11 +143,11 @@ fn join(
     sim: Option<NetSim>,
     wire: WireLog,
 ) -> (Result<StartState, SessionError>, Duration) {
-    let mut ep = Endpoint::client(host, sim).unwrap();
+    let mut ep = Link::client(host, sim).unwrap();
     let mut cfg = JoinConfig::new(host, info);
     cfg.password = password.map(str::to_string);
     let start = Instant::now();
-    let mut j = JoinSession::new(cfg, start);
+    let mut j = JoinSession::new(start, cfg);
     let mut result = None;
     let mut took = Duration::ZERO;
     let mut linger_until = None;

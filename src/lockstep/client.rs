@@ -159,7 +159,7 @@ pub struct Client {
 }
 
 impl Client {
-    pub fn new(cfg: Config, me: PeerId, now: Instant) -> Result<Client, LockstepError> {
+    pub fn new(now: Instant, cfg: Config, me: PeerId) -> Result<Client, LockstepError> {
         cfg.validate()?;
         if me.0 >= cfg.players {
             return Err(LockstepError::NoSuchSlot(me));

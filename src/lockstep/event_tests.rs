@@ -8,7 +8,7 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
 use crate::input::Pad;
-use crate::wire::{Header, Kind, LOCKSTEP_HEADER_LEN, PROTOCOL_VERSION};
+use crate::wire::{Header, Kind, Transmit, LOCKSTEP_HEADER_LEN, PROTOCOL_VERSION};
 
 use super::msg::{self, Ctrl, Head};
 use super::sim::{Link, PlayerSpec, Sim, SimConfig};
@@ -107,7 +107,7 @@ fn a_removed_player_gets_neutral_input_from_the_announced_frame() {
     let gone = PeerId(1);
     sim.remove_peer(gone);
     assert_eq!(
-        sim.server.remove_peer(gone, sim.server_instant()),
+        sim.server.remove_peer(sim.server_instant(), gone),
         Err(LockstepError::NotPresent(gone))
     );
     sim.run_until(secs(40));
@@ -272,7 +272,7 @@ fn joining_and_config_errors_are_reported() {
         ..Config::default()
     };
     assert!(matches!(
-        Server::new(bad, t0),
+        Server::new(t0, bad),
         Err(LockstepError::Config(_))
     ));
     let bad = Config {
@@ -281,26 +281,26 @@ fn joining_and_config_errors_are_reported() {
         ..Config::default()
     };
     assert!(matches!(
-        Client::new(bad, PeerId(0), t0),
+        Client::new(t0, bad, PeerId(0)),
         Err(LockstepError::Config(_))
     ));
     assert_eq!(
-        Client::new(Config::default(), PeerId(2), t0).err(),
+        Client::new(t0, Config::default(), PeerId(2)).err(),
         Some(LockstepError::NoSuchSlot(PeerId(2)))
     );
     let cfg = Config::default();
-    let mut server = Server::new(cfg.clone(), t0).unwrap();
-    assert_eq!(server.add_peer(PeerId(0), t0), Ok(()));
+    let mut server = Server::new(t0, cfg.clone()).unwrap();
+    assert_eq!(server.add_peer(t0, PeerId(0)), Ok(()));
     assert_eq!(
-        server.add_peer(PeerId(0), t0),
+        server.add_peer(t0, PeerId(0)),
         Err(LockstepError::AlreadyPresent(PeerId(0)))
     );
     assert_eq!(
-        server.add_peer(PeerId(3), t0),
+        server.add_peer(t0, PeerId(3)),
         Err(LockstepError::NoSuchSlot(PeerId(3)))
     );
     // Once a sample is on a frame, nobody joins.
-    let mut host = Client::new(cfg, PeerId(0), t0).unwrap();
+    let mut host = Client::new(t0, cfg, PeerId(0)).unwrap();
     for f in 0..10u64 {
         let now = t0 + Duration::from_millis(f * 16);
         host.push_local_input(now, Pad(1));
@@ -308,12 +308,12 @@ fn joining_and_config_errors_are_reported() {
         while let Some(b) = host.poll_transmit(now) {
             server.handle_datagram(now, PeerId(0), &b);
         }
-        while let Some((_, b)) = server.poll_transmit(now) {
+        while let Some(Transmit { bytes: b, .. }) = server.poll_transmit(now) {
             host.handle_datagram(now, &b);
         }
     }
     assert!(host.frame().0 >= 8, "host only reached {}", host.frame());
-    assert_eq!(server.add_peer(PeerId(1), t0), Err(LockstepError::Started));
+    assert_eq!(server.add_peer(t0, PeerId(1)), Err(LockstepError::Started));
 }
 
 /// One 16 ms tick without latency: each running client pushes a sample, takes a frame and
@@ -334,7 +334,7 @@ fn tick(
         }
     }
     server.handle_timeout(now);
-    while let Some((peer, b)) = server.poll_transmit(now) {
+    while let Some(Transmit { to: peer, bytes: b }) = server.poll_transmit(now) {
         for (c, running) in clients.iter_mut() {
             if *running && c.me() == peer {
                 c.handle_datagram(now, &b);
@@ -353,16 +353,16 @@ fn a_player_that_says_it_is_starting_is_held_in_until_it_runs() {
     // after the timeout however often "starting" is said.
     let t0 = Instant::now();
     let cfg = Config::default();
-    let mut server = Server::new(cfg.clone(), t0).unwrap();
-    server.add_peer(PeerId(0), t0).unwrap();
-    server.add_peer(PeerId(1), t0).unwrap();
-    let mut c0 = Client::new(cfg.clone(), PeerId(0), t0).unwrap();
-    let mut c1 = Client::new(cfg.clone(), PeerId(1), t0).unwrap();
+    let mut server = Server::new(t0, cfg.clone()).unwrap();
+    server.add_peer(t0, PeerId(0)).unwrap();
+    server.add_peer(t0, PeerId(1)).unwrap();
+    let mut c0 = Client::new(t0, cfg.clone(), PeerId(0)).unwrap();
+    let mut c1 = Client::new(t0, cfg.clone(), PeerId(1)).unwrap();
     let at = |ms: u64| t0 + Duration::from_millis(ms);
     let mut events = Vec::new();
     for ms in (0..10_000).step_by(16) {
         if ms % 250 < 16 {
-            assert!(server.starting(PeerId(1), at(ms)), "at {ms} ms");
+            assert!(server.starting(at(ms), PeerId(1)), "at {ms} ms");
         }
         events.extend(tick(
             &mut server,
@@ -391,10 +391,10 @@ fn a_player_that_says_it_is_starting_is_held_in_until_it_runs() {
     }
     assert!(server.is_running(PeerId(1)));
     assert!(c1.frame().0 > 60, "player 1 at {}", c1.frame());
-    assert!(!server.starting(PeerId(1), at(12_000)));
+    assert!(!server.starting(at(12_000), PeerId(1)));
     let mut dropped = None;
     for ms in (12_000..16_000).step_by(16) {
-        server.starting(PeerId(1), at(ms));
+        server.starting(at(ms), PeerId(1));
         for e in tick(
             &mut server,
             &mut [(&mut c0, true), (&mut c1, false)],
@@ -416,5 +416,5 @@ fn a_player_that_says_it_is_starting_is_held_in_until_it_runs() {
         (13_900..14_100).contains(&dropped),
         "dropped at {dropped} ms"
     );
-    assert!(!server.starting(PeerId(1), at(16_000)), "gone");
+    assert!(!server.starting(at(16_000), PeerId(1)), "gone");
 }

@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::time::{Duration, Instant};
 
 use crate::input::{Inputs, Pad, MAX_PLAYERS};
-use crate::wire::{self, Header, Kind, WireError};
+use crate::wire::{self, Header, Kind, Transmit, WireError};
 
 use super::budget::SendBudget;
 use super::frame::{seq_newer, Frame, PeerId};
@@ -303,7 +303,7 @@ pub struct Server {
 }
 
 impl Server {
-    pub fn new(cfg: Config, now: Instant) -> Result<Server, LockstepError> {
+    pub fn new(now: Instant, cfg: Config) -> Result<Server, LockstepError> {
         cfg.validate()?;
         let lead = LeadController::new(cfg.min_lead, cfg.max_lead, cfg.frame_duration());
         Ok(Server {
@@ -324,7 +324,7 @@ impl Server {
 
     /// Adds a player. Only before the session starts (before any sample was placed on a
     /// frame): every client starts at frame 0.
-    pub fn add_peer(&mut self, peer: PeerId, now: Instant) -> Result<(), LockstepError> {
+    pub fn add_peer(&mut self, now: Instant, peer: PeerId) -> Result<(), LockstepError> {
         if peer.0 >= self.cfg.players {
             return Err(LockstepError::NoSuchSlot(peer));
         }
@@ -384,7 +384,7 @@ impl Server {
 
     /// Takes a player out: it gets neutral input from the next unpublished frame on, which
     /// every remaining client is told. Raises [`ServerEvent::PeerLeft`].
-    pub fn remove_peer(&mut self, peer: PeerId, now: Instant) -> Result<(), LockstepError> {
+    pub fn remove_peer(&mut self, now: Instant, peer: PeerId) -> Result<(), LockstepError> {
         self.peer_mut(peer)?;
         self.drop_peer(peer, now, LeaveReason::Removed);
         Ok(())
@@ -395,7 +395,7 @@ impl Server {
     /// so the silence timeout drops it only once that stops. Frame 0 waits for it as for any
     /// player not running yet. Ignored once its first CTRL came: from then on only CTRLs keep
     /// a player in. False if ignored (or no such peer).
-    pub fn starting(&mut self, peer: PeerId, now: Instant) -> bool {
+    pub fn starting(&mut self, now: Instant, peer: PeerId) -> bool {
         self.last_call = self.last_call.max(now);
         match self.peers.get_mut(peer.index()).and_then(Option::as_mut) {
             Some(p) if p.recv_seq.is_none() => {
@@ -532,7 +532,7 @@ impl Server {
     }
 
     /// Datagrams to send, one at a time, with the peer each goes to. Call until `None`.
-    pub fn poll_transmit(&mut self, now: Instant) -> Option<(PeerId, Vec<u8>)> {
+    pub fn poll_transmit(&mut self, now: Instant) -> Option<Transmit<PeerId>> {
         self.last_call = self.last_call.max(now);
         let resend = self.cfg.resend_interval();
         for i in 0..MAX_PLAYERS {
@@ -541,13 +541,16 @@ impl Server {
                 continue;
             };
             if let Some(bytes) = p.queued.pop_front() {
-                return Some((p.id, bytes));
+                return Some(Transmit { to: p.id, bytes });
             }
             if (p.dirty || p.last_send.is_none_or(|t| now >= t + resend)) && p.budget.allows(now) {
                 self.next_peer = (idx + 1) % MAX_PLAYERS;
                 self.build_round(idx, now);
                 let p = self.peers[idx].as_mut()?;
-                return p.queued.pop_front().map(|b| (p.id, b));
+                return p
+                    .queued
+                    .pop_front()
+                    .map(|bytes| Transmit { to: p.id, bytes });
             }
         }
         None

@@ -19,6 +19,7 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
 use crate::input::{Inputs, Pad};
+use crate::wire::Transmit;
 
 use super::{Client, ClientEvent, Config, PeerId, Server, ServerEvent, Traffic};
 
@@ -333,11 +334,11 @@ impl Sim {
     pub fn new(cfg: SimConfig) -> Sim {
         let base = Instant::now();
         let mut rng = SmallRng::seed_from_u64(cfg.seed);
-        let mut server = Server::new(cfg.lockstep.clone(), base).expect("valid config");
+        let mut server = Server::new(base, cfg.lockstep.clone()).expect("valid config");
         let mut players = Vec::new();
         for (i, spec) in cfg.players.iter().enumerate() {
             let id = PeerId(i as u8);
-            server.add_peer(id, base).expect("add peer");
+            server.add_peer(base, id).expect("add peer");
             let (up, down, rate) = if i == 0 {
                 (Link::default(), Link::default(), 1.0)
             } else {
@@ -356,7 +357,7 @@ impl Sim {
                 server.seed_rtt(base, id, rtt).expect("seed rtt");
             }
             players.push(Player {
-                client: Client::new(lockstep, id, base).expect("valid config"),
+                client: Client::new(base, lockstep, id).expect("valid config"),
                 id,
                 rate,
                 base,
@@ -448,7 +449,7 @@ impl Sim {
     /// The host takes `peer` out of the session now.
     pub fn remove_peer(&mut self, peer: PeerId) {
         let now = self.server_now();
-        self.server.remove_peer(peer, now).expect("peer in session");
+        self.server.remove_peer(now, peer).expect("peer in session");
         self.process();
     }
 
@@ -564,7 +565,7 @@ impl Sim {
         loop {
             let t = self.t;
             let now = self.server_now();
-            while let Some((to, bytes)) = self.server.poll_transmit(now) {
+            while let Some(Transmit { to, bytes: bytes }) = self.server.poll_transmit(now) {
                 self.max_update = self.max_update.max(bytes.len());
                 let i = to.index();
                 let arrivals = self.players[i].down.route(&mut self.rng, t);

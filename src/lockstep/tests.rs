@@ -4,6 +4,7 @@
 use std::time::{Duration, Instant};
 
 use crate::input::Pad;
+use crate::wire::Transmit;
 
 use super::frame::Frame;
 use super::sim::{Link, PlayerSpec, Sim, SimConfig};
@@ -409,7 +410,7 @@ fn a_ctrl_overtaken_by_64_samples_adds_nothing_at_the_server() {
             server.handle_datagram(now, PeerId(0), late.as_ref().expect("held back"));
         }
         server.handle_timeout(now);
-        while let Some((_, d)) = server.poll_transmit(now) {
+        while let Some(Transmit { bytes: d, .. }) = server.poll_transmit(now) {
             client.handle_datagram(now, &d);
         }
     }
@@ -467,7 +468,7 @@ fn an_update_overtaken_by_64_acks_acknowledges_nothing_at_the_client() {
             }
         }
         server.handle_timeout(now);
-        while let Some((_, d)) = server.poll_transmit(now) {
+        while let Some(Transmit { bytes: d, .. }) = server.poll_transmit(now) {
             if i == 10 && late.is_none() {
                 late = Some(d);
             } else {
@@ -617,16 +618,16 @@ fn a_peer_without_send_budget_gets_every_round() {
     // default one.
     let cfg = config(2, 1);
     let t0 = Instant::now();
-    let mut server = Server::new(cfg.clone(), t0).unwrap();
+    let mut server = Server::new(t0, cfg.clone()).unwrap();
     let mut clients = Vec::new();
     for i in 0..2u8 {
-        server.add_peer(PeerId(i), t0).unwrap();
+        server.add_peer(t0, PeerId(i)).unwrap();
         // The clients send every sample at once, so the server publishes every millisecond.
         let unlimited = Config {
             send_budget: 0,
             ..cfg.clone()
         };
-        clients.push(Client::new(unlimited, PeerId(i), t0).unwrap());
+        clients.push(Client::new(t0, unlimited, PeerId(i)).unwrap());
     }
     server.set_send_budget(PeerId(0), 0).unwrap();
     assert_eq!(
@@ -644,7 +645,7 @@ fn a_peer_without_send_budget_gets_every_round() {
             }
         }
         server.handle_timeout(now);
-        while let Some((to, d)) = server.poll_transmit(now) {
+        while let Some(Transmit { to, bytes: d }) = server.poll_transmit(now) {
             received[to.index()] += 1;
             clients[to.index()].handle_datagram(now, &d);
         }
@@ -667,9 +668,9 @@ fn one_player_in_memory() -> (Instant, Server, Client) {
 
 fn one_player_in_memory_with(cfg: Config) -> (Instant, Server, Client) {
     let t0 = Instant::now();
-    let mut server = Server::new(cfg.clone(), t0).unwrap();
-    server.add_peer(PeerId(0), t0).unwrap();
-    let client = Client::new(cfg, PeerId(0), t0).unwrap();
+    let mut server = Server::new(t0, cfg.clone()).unwrap();
+    server.add_peer(t0, PeerId(0)).unwrap();
+    let client = Client::new(t0, cfg, PeerId(0)).unwrap();
     (t0, server, client)
 }
 
@@ -709,7 +710,7 @@ fn a_ctrl_short_of_budget_waits_for_the_next_sample_not_for_tokens() {
             server.handle_datagram(now, PeerId(0), &d);
         }
         server.handle_timeout(now);
-        while let Some((_, d)) = server.poll_transmit(now) {
+        while let Some(Transmit { bytes: d, .. }) = server.poll_transmit(now) {
             client.handle_datagram(now, &d);
         }
     }
@@ -752,7 +753,7 @@ fn a_client_learns_once_how_far_behind_the_host_it_started() {
         for d in ctrls.iter().filter(|_| pushes > 1) {
             server.handle_datagram(t + ms(50), PeerId(0), d);
         }
-        while let Some((_, d)) = server.poll_transmit(t + ms(50)) {
+        while let Some(Transmit { bytes: d, .. }) = server.poll_transmit(t + ms(50)) {
             client.handle_datagram(t + ms(100), &d);
         }
         while client.poll_frame().is_some() {}
@@ -774,10 +775,10 @@ fn frame_zero_waits_for_every_players_first_ctrl() {
     // behind a joiner in a window under Xvfb); so nothing is published until everyone runs.
     let cfg = config(2, 2);
     let t0 = Instant::now();
-    let mut server = Server::new(cfg.clone(), t0).unwrap();
+    let mut server = Server::new(t0, cfg.clone()).unwrap();
     let mut clients = [0u8, 1].map(|p| {
-        server.add_peer(PeerId(p), t0).unwrap();
-        Client::new(cfg.clone(), PeerId(p), t0).unwrap()
+        server.add_peer(t0, PeerId(p)).unwrap();
+        Client::new(t0, cfg.clone(), PeerId(p)).unwrap()
     });
     let ms = Duration::from_millis;
     clients[0].push_local_input(t0, Pad::NEUTRAL);
@@ -810,7 +811,7 @@ fn frame_zero_waits_for_every_players_first_ctrl() {
         server.frontier() > Frame::ZERO,
         "nothing published once both ran"
     );
-    while let Some((to, d)) = server.poll_transmit(late) {
+    while let Some(Transmit { to, bytes: d }) = server.poll_transmit(late) {
         clients[to.index()].handle_datagram(late, &d);
     }
     assert!(
@@ -822,10 +823,10 @@ fn frame_zero_waits_for_every_players_first_ctrl() {
     assert_eq!((s.stalls, s.stalled), (0, Duration::ZERO));
 
     // A player that never starts is dropped at the timeout, and the others play on.
-    let mut server = Server::new(cfg.clone(), t0).unwrap();
-    server.add_peer(PeerId(0), t0).unwrap();
-    server.add_peer(PeerId(1), t0).unwrap();
-    let mut host = Client::new(cfg.clone(), PeerId(0), t0).unwrap();
+    let mut server = Server::new(t0, cfg.clone()).unwrap();
+    server.add_peer(t0, PeerId(0)).unwrap();
+    server.add_peer(t0, PeerId(1)).unwrap();
+    let mut host = Client::new(t0, cfg.clone(), PeerId(0)).unwrap();
     host.push_local_input(t0, Pad::NEUTRAL);
     while let Some(d) = host.poll_transmit(t0) {
         server.handle_datagram(t0, PeerId(0), &d);
@@ -873,7 +874,7 @@ fn samples_taken_before_the_first_frames_carry_no_age() {
         "the frame-0 sample's wait went out as its age"
     );
     server.handle_datagram(t0 + ms(5), PeerId(0), &first);
-    while let Some((_, d)) = server.poll_transmit(t0 + ms(5)) {
+    while let Some(Transmit { bytes: d, .. }) = server.poll_transmit(t0 + ms(5)) {
         client.handle_datagram(t0 + ms(5), &d);
     }
     assert!(client.poll_frame().is_some(), "the first frames arrived");
@@ -901,10 +902,10 @@ fn a_waiting_player_samples_its_pad_on_its_frame_clock() {
         ..config(2, 1)
     };
     let t0 = Instant::now();
-    let mut server = Server::new(cfg.clone(), t0).unwrap();
+    let mut server = Server::new(t0, cfg.clone()).unwrap();
     let mut clients = [0u8, 1].map(|p| {
-        server.add_peer(PeerId(p), t0).unwrap();
-        Client::new(cfg.clone(), PeerId(p), t0).unwrap()
+        server.add_peer(t0, PeerId(p)).unwrap();
+        Client::new(t0, cfg.clone(), PeerId(p)).unwrap()
     });
     let frame = cfg.frame_duration();
     let mut held: Vec<Vec<u8>> = Vec::new();
@@ -912,7 +913,7 @@ fn a_waiting_player_samples_its_pad_on_its_frame_clock() {
     let mut exchange = |server: &mut Server, clients: &mut [Client; 2], now, hold: bool| {
         for _ in 0..4 {
             server.handle_timeout(now);
-            while let Some((to, d)) = server.poll_transmit(now) {
+            while let Some(Transmit { to, bytes: d }) = server.poll_transmit(now) {
                 clients[to.index()].handle_datagram(now, &d);
             }
             for (i, c) in clients.iter_mut().enumerate() {
@@ -1081,7 +1082,7 @@ fn the_wait_for_the_first_frames_is_not_an_input_round_trip() {
         }
         if host_up {
             server.handle_timeout(t);
-            while let Some((_, bytes)) = server.poll_transmit(t) {
+            while let Some(Transmit { bytes: bytes, .. }) = server.poll_transmit(t) {
                 flight.push((t + one_way, false, bytes));
             }
         }
@@ -1230,7 +1231,7 @@ fn an_echo_read_after_a_long_gap_is_no_round_trip() {
     }
     let updates: Vec<_> = std::iter::from_fn(|| server.poll_transmit(at)).collect();
     assert!(!updates.is_empty());
-    for (_, u) in &updates {
+    for Transmit { bytes: u, .. } in &updates {
         client.handle_datagram(t0 + ms(120), u);
     }
     assert!(client.poll_frame().is_some(), "the first frames arrived");
@@ -1244,7 +1245,7 @@ fn an_echo_read_after_a_long_gap_is_no_round_trip() {
         while let Some(c) = client.poll_transmit(t) {
             server.handle_datagram(t, PeerId(0), &c);
         }
-        while let Some((_, u)) = server.poll_transmit(t) {
+        while let Some(Transmit { bytes: u, .. }) = server.poll_transmit(t) {
             client.handle_datagram(t + ms(1), &u);
         }
     }
@@ -1276,7 +1277,7 @@ fn a_timestamp_read_after_a_long_gap_is_not_echoed() {
             server.handle_datagram(at, PeerId(0), c);
         }
         server.handle_timeout(at);
-        while let Some((_, u)) = server.poll_transmit(at) {
+        while let Some(Transmit { bytes: u, .. }) = server.poll_transmit(at) {
             client.handle_datagram(at + one_way, &u);
         }
         while client.poll_frame().is_some() {}

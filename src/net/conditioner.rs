@@ -1,6 +1,6 @@
 //! The network conditioner: impairs this peer's outgoing datagrams (delay, jitter, loss,
 //! duplication, reordering, bandwidth) deterministically from a seed, to test netplay on a bad
-//! link from a good one. Sans-clock: `push(now, ..)`, then `poll_due(now)` at `next_due()`.
+//! link from a good one. Sans-clock: `push(now, ..)`, then `poll_transmit(now)` at `poll_timeout()`.
 //!
 //! Syntax (`--netsim`): comma-separated `key=value`, e.g.
 //! `delay=50ms,jitter=10ms,loss=5%,dup=1%,reorder=2%,seed=7`
@@ -14,7 +14,7 @@
 //! - `seed`: RNG seed (default 1), so a run can be repeated exactly.
 //!
 //! The conditioner is only as punctual as its caller's timer: a datagram leaves when
-//! `poll_due` is called, however late that is after its due time. The stats count the
+//! `poll_transmit` is called, however late that is after its due time. The stats count the
 //! datagrams that left `LATE` or more after it (`released_late`, `late_max`), so a benchmark
 //! shows how much a busy or virtualised machine added to the configured link.
 
@@ -27,6 +27,8 @@ use std::time::{Duration, Instant};
 
 use rand::{rngs::SmallRng, Rng, SeedableRng};
 use thiserror::Error;
+
+use crate::wire::Transmit;
 
 /// A datagram released this long or longer after its due time counts as late.
 pub const LATE: Duration = Duration::from_millis(4);
@@ -295,7 +297,7 @@ impl Conditioner {
         Duration::from_secs_f64((self.sim.delay.as_secs_f64() + offset).max(0.0))
     }
 
-    /// Takes a datagram sent at `now`; it comes back out of `poll_due` (or never, if lost).
+    /// Takes a datagram sent at `now`; it comes back out of `poll_transmit` (or never, if lost).
     pub fn push(&mut self, now: Instant, to: SocketAddr, bytes: Vec<u8>) {
         self.stats.pushed += 1;
         if self.rng.gen::<f64>() < self.sim.loss {
@@ -358,7 +360,7 @@ impl Conditioner {
     }
 
     /// The next datagram whose time has come, earliest first.
-    pub fn poll_due(&mut self, now: Instant) -> Option<(SocketAddr, Vec<u8>)> {
+    pub fn poll_transmit(&mut self, now: Instant) -> Option<Transmit> {
         // Held datagrams that nothing overtook in time go out anyway.
         let mut i = 0;
         while i < self.held.len() {
@@ -377,11 +379,14 @@ impl Conditioner {
         let late = now.saturating_duration_since(packet.due);
         self.stats.released_late += u64::from(late >= LATE);
         self.stats.late_max = self.stats.late_max.max(late);
-        Some((packet.to, packet.bytes))
+        Some(Transmit {
+            to: packet.to,
+            bytes: packet.bytes,
+        })
     }
 
-    /// When `poll_due` next has something.
-    pub fn next_due(&self) -> Option<Instant> {
+    /// When `poll_transmit` next has something.
+    pub fn poll_timeout(&self) -> Option<Instant> {
         let queued = self.queue.peek().map(|p| p.0.due);
         let held = self.held.iter().map(|h| h.packet.due).min();
         queued.into_iter().chain(held).min()
@@ -441,19 +446,19 @@ mod tests {
         let t0 = Instant::now();
         let mut out = Vec::new();
         let drain = |c: &mut Conditioner, now: Instant, out: &mut Vec<(Duration, u32)>| {
-            while let Some((_, b)) = c.poll_due(now) {
+            while let Some(Transmit { bytes: b, .. }) = c.poll_transmit(now) {
                 out.push((now - t0, u32::from_le_bytes(b[..4].try_into().unwrap())));
             }
         };
         for i in 0..n {
             let now = t0 + Duration::from_millis(i as u64);
             // Deliver at exact due times so arrival times are measured precisely.
-            while let Some(due) = c.next_due().filter(|&d| d <= now) {
+            while let Some(due) = c.poll_timeout().filter(|&d| d <= now) {
                 drain(&mut c, due, &mut out);
             }
             c.push(now, addr(), i.to_le_bytes().to_vec());
         }
-        while let Some(due) = c.next_due() {
+        while let Some(due) = c.poll_timeout() {
             drain(&mut c, due, &mut out);
         }
         (out, c.stats())
@@ -472,9 +477,9 @@ mod tests {
         let ms = Duration::from_millis;
         c.push(t0, addr(), vec![1]);
         c.push(t0 + ms(5), addr(), vec![2]);
-        assert!(c.poll_due(t0 + ms(13)).is_some());
-        assert!(c.poll_due(t0 + ms(13)).is_none());
-        assert!(c.poll_due(t0 + ms(22)).is_some());
+        assert!(c.poll_transmit(t0 + ms(13)).is_some());
+        assert!(c.poll_transmit(t0 + ms(13)).is_none());
+        assert!(c.poll_transmit(t0 + ms(22)).is_some());
         let s = c.stats();
         assert_eq!((s.released, s.released_late, s.late_max), (2, 1, ms(7)));
     }
@@ -572,8 +577,8 @@ mod tests {
         }
         let mut last = t0;
         let mut n = 0;
-        while let Some(due) = c.next_due() {
-            assert!(c.poll_due(due).is_some());
+        while let Some(due) = c.poll_timeout() {
+            assert!(c.poll_transmit(due).is_some());
             last = due;
             n += 1;
         }

@@ -1,9 +1,9 @@
 //! UDP carriage for the session and lockstep datagrams: the only module that touches sockets.
 //! `udp` wraps the socket, `conditioner` impairs outgoing traffic for testing (`--netsim`),
-//! `endpoint` joins the two for the caller's loop.
+//! `link` joins the two for the caller's loop.
 
 pub mod conditioner;
-pub mod endpoint;
+pub mod link;
 pub mod udp;
 
 use std::hash::{BuildHasher, Hasher};
@@ -14,7 +14,7 @@ use thiserror::Error;
 use crate::wording::io_reason;
 
 pub use conditioner::{Conditioner, ConditionerStats, NetSim, NetSimError};
-pub use endpoint::{Endpoint, EndpointStats};
+pub use link::{Link, LinkStats};
 pub use udp::{header_overhead, SocketWaiter, UdpSocket};
 
 #[derive(Debug, Error)]

@@ -2,7 +2,7 @@
 //! share a port, 4 MiB buffers so a start-state burst fits), with byte and packet counters.
 
 use std::io::ErrorKind;
-use std::net::{IpAddr, Ipv6Addr, SocketAddr};
+use std::net::{Ipv6Addr, SocketAddr};
 use std::time::Duration;
 
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
@@ -13,10 +13,7 @@ use super::NetError;
 pub const SOCKET_BUFFER: usize = 4 << 20;
 /// Most datagrams taken by one `recv_all` call, so a flood cannot stall the caller's loop.
 pub const MAX_RECV_BATCH: usize = 4096;
-/// IPv4 + UDP header bytes, for on-the-wire accounting.
-pub const IPV4_UDP_OVERHEAD: usize = 28;
-/// IPv6 + UDP header bytes.
-pub const IPV6_UDP_OVERHEAD: usize = 48;
+pub use crate::wire::{header_overhead, IPV4_UDP_OVERHEAD, IPV6_UDP_OVERHEAD};
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SocketStats {
@@ -26,15 +23,6 @@ pub struct SocketStats {
     pub bytes_received: u64,
     /// Sends the kernel refused (buffer full, unreachable...).
     pub send_errors: u64,
-}
-
-/// IP + UDP header bytes a datagram to or from `addr` carries on the wire.
-pub fn header_overhead(addr: SocketAddr) -> usize {
-    match addr.ip() {
-        IpAddr::V4(_) => IPV4_UDP_OVERHEAD,
-        IpAddr::V6(v6) if v6.to_ipv4_mapped().is_some() => IPV4_UDP_OVERHEAD,
-        IpAddr::V6(_) => IPV6_UDP_OVERHEAD,
-    }
 }
 
 #[derive(Debug)]

@@ -22,7 +22,7 @@ use serde_json::{json, Map, Value};
 use crate::app::{Feed, FeedPoll};
 use crate::input::{Bot, Inputs, Pad};
 use crate::lockstep::{Client, ClientEvent, Frame, LeaveReason, PeerId, Server, ServerEvent};
-use crate::net::{Endpoint, SocketWaiter};
+use crate::net::{Link, SocketWaiter};
 use crate::replay::Event;
 use crate::session::{
     is_session_datagram, HostEvent, HostSession, JoinEvent, JoinSession, ResyncRecv, ResyncSend,
@@ -213,7 +213,7 @@ impl Counters {
 
 /// Everything the feed works on, behind [`Net`]'s mutex.
 struct NetState {
-    endpoint: Endpoint,
+    endpoint: Link,
     role: Role,
     client: Client,
     bot: Option<Bot>,
@@ -321,7 +321,7 @@ impl NetState {
     /// back, a client's timers before its first frames) is retried after `SERVICE_INTERVAL`,
     /// not at once.
     fn next_timer(&self, now: Instant) -> Instant {
-        let mut timers = vec![self.endpoint.next_deadline(), self.client.poll_timeout()];
+        let mut timers = vec![self.endpoint.poll_timeout(), self.client.poll_timeout()];
         match &self.role {
             Role::Host {
                 session,
@@ -329,11 +329,11 @@ impl NetState {
                 resyncs,
             } => {
                 timers.extend([session.poll_timeout(), server.poll_timeout()]);
-                timers.extend(resyncs.iter().map(|(_, tx)| tx.deadline()));
+                timers.extend(resyncs.iter().map(|(_, tx)| tx.poll_timeout()));
             }
             Role::Join {
                 session, resync, ..
-            } => timers.extend([session.poll_timeout(), resync.deadline()]),
+            } => timers.extend([session.poll_timeout(), resync.poll_timeout()]),
         }
         match timers.into_iter().flatten().min() {
             Some(t) if t <= now => now + SERVICE_INTERVAL,
@@ -437,7 +437,7 @@ impl NetState {
                 if self.loop_at.is_none() {
                     // The host's own player is starting too (its window opens): the server
                     // hears it in memory only once it runs.
-                    server.starting(self.client.me(), now);
+                    server.starting(now, self.client.me());
                 }
                 server.handle_timeout(now);
             }
@@ -488,7 +488,7 @@ impl NetState {
                 match ev {
                     HostEvent::Left { slot, reason } => left.push((slot, reason.to_string())),
                     HostEvent::Loading { slot, since } => {
-                        if server.starting(PeerId(slot), now) {
+                        if server.starting(now, PeerId(slot)) {
                             loading.push((slot, since));
                         }
                     }
@@ -500,7 +500,7 @@ impl NetState {
             }
             for (slot, _) in &left {
                 // Already gone from the server when it timed out there first.
-                let _ = server.remove_peer(PeerId(*slot), now);
+                let _ = server.remove_peer(now, PeerId(*slot));
             }
             while let Some(ev) = server.poll_event() {
                 match ev {
@@ -697,7 +697,9 @@ impl NetState {
                         server.handle_datagram(now, me, &bytes);
                         moved = true;
                     }
-                    while let Some((peer, bytes)) = server.poll_transmit(now) {
+                    while let Some(crate::wire::Transmit { to: peer, bytes }) =
+                        server.poll_transmit(now)
+                    {
                         if peer == me {
                             self.client.handle_datagram(now, &bytes);
                             moved = true;
@@ -815,7 +817,7 @@ impl NetState {
         if let Role::Host { resyncs, .. } = &mut self.role {
             for (slot, frame, state) in shared.states.drain(..) {
                 self.counters.next_resync_id += 1;
-                match ResyncSend::new(self.counters.next_resync_id, frame, state, now) {
+                match ResyncSend::new(now, self.counters.next_resync_id, frame, state) {
                     Ok(tx) => {
                         resyncs.retain(|(s, _)| *s != slot);
                         resyncs.push((slot, tx));
@@ -1015,7 +1017,7 @@ fn serve(net: Arc<Net>, waiter: SocketWaiter) {
 }
 
 impl NetFeed {
-    pub fn new(endpoint: Endpoint, role: Role, client: Client, bot: Option<Bot>) -> NetFeed {
+    pub fn new(endpoint: Link, role: Role, client: Client, bot: Option<Bot>) -> NetFeed {
         let e = endpoint.stats();
         let waiter = endpoint.waiter();
         let now = Instant::now();

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::lockstep::PeerId;
-use crate::net::Endpoint;
+use crate::net::Link;
 use crate::session::{HostEvent, HostSession, JoinEvent, JoinSession, StartState, Transmit};
 
 use super::feed::own_name;
@@ -23,7 +23,7 @@ trait Handshake {
     fn datagram(&mut self, now: Instant, from: SocketAddr, bytes: &[u8]) -> bool;
     fn timers(&mut self, now: Instant);
     fn transmit(&mut self, now: Instant) -> Option<Transmit>;
-    fn deadline(&self) -> Option<Instant>;
+    fn poll_timeout(&self) -> Option<Instant>;
 }
 
 impl Handshake for HostSession {
@@ -36,7 +36,7 @@ impl Handshake for HostSession {
     fn transmit(&mut self, now: Instant) -> Option<Transmit> {
         self.poll_transmit(now)
     }
-    fn deadline(&self) -> Option<Instant> {
+    fn poll_timeout(&self) -> Option<Instant> {
         self.poll_timeout()
     }
 }
@@ -52,16 +52,13 @@ impl Handshake for JoinSession {
     fn transmit(&mut self, now: Instant) -> Option<Transmit> {
         self.poll_transmit(now)
     }
-    fn deadline(&self) -> Option<Instant> {
+    fn poll_timeout(&self) -> Option<Instant> {
         self.poll_timeout()
     }
 }
 
 /// One turn: takes in what arrived (counting rejects), runs the timers, sends what is due.
-fn exchange(
-    endpoint: &mut Endpoint,
-    session: &mut impl Handshake,
-) -> Result<Instant, NetplayError> {
+fn exchange(endpoint: &mut Link, session: &mut impl Handshake) -> Result<Instant, NetplayError> {
     let now = Instant::now();
     for (from, bytes) in endpoint.recv(now)? {
         if !session.datagram(now, from, &bytes) {
@@ -73,7 +70,7 @@ fn exchange(
     Ok(now)
 }
 
-fn send_queued(endpoint: &mut Endpoint, session: &mut impl Handshake, now: Instant) {
+fn send_queued(endpoint: &mut Link, session: &mut impl Handshake, now: Instant) {
     while let Some(t) = session.transmit(now) {
         endpoint.send(now, t.to, t.bytes);
     }
@@ -81,14 +78,16 @@ fn send_queued(endpoint: &mut Endpoint, session: &mut impl Handshake, now: Insta
 }
 
 /// Until a datagram arrives, the session's next timer, or `POLL`.
-fn sleep(endpoint: &Endpoint, session: &impl Handshake, now: Instant) -> Result<(), NetplayError> {
-    let wake = session.deadline().map_or(now + POLL, |t| t.min(now + POLL));
+fn sleep(endpoint: &Link, session: &impl Handshake, now: Instant) -> Result<(), NetplayError> {
+    let wake = session
+        .poll_timeout()
+        .map_or(now + POLL, |t| t.min(now + POLL));
     endpoint.wait_until(now, Some(wake))?;
     Ok(())
 }
 
 /// Sends the goodbyes the session queued and lets them leave the conditioner.
-fn goodbye(endpoint: &mut Endpoint, session: &mut impl Handshake) {
+fn goodbye(endpoint: &mut Link, session: &mut impl Handshake) {
     send_queued(endpoint, session, Instant::now());
     endpoint.drain(super::GOODBYE_DRAIN);
 }
@@ -96,7 +95,7 @@ fn goodbye(endpoint: &mut Endpoint, session: &mut impl Handshake) {
 /// Waits until `want` players (the host's included) are in and ready, or `limit` passes.
 /// Returns the slots that are ready (the host's own slot 0 included).
 pub fn host_lobby(
-    endpoint: &mut Endpoint,
+    endpoint: &mut Link,
     session: &mut HostSession,
     want: u8,
     limit: Option<Duration>,
@@ -175,7 +174,7 @@ pub fn host_lobby(
 
 /// Runs the joiner's handshake to the end: the host's start state, or why not.
 pub fn join_lobby(
-    endpoint: &mut Endpoint,
+    endpoint: &mut Link,
     session: &mut JoinSession,
 ) -> Result<StartState, NetplayError> {
     let host = session.host();

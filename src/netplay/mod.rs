@@ -29,7 +29,7 @@ use crate::app::{
 use crate::host::{hash_file, Core, HostError};
 use crate::input::{Bot, Inputs};
 use crate::lockstep::{self, Client, PeerId, Server};
-use crate::net::{header_overhead, random_seed, Endpoint, NetError, NetSim};
+use crate::net::{header_overhead, random_seed, Link, NetError, NetSim};
 use crate::session::{
     self, HostSession, JoinConfig, JoinSession, SessionError, SessionInfo, StartState,
 };
@@ -162,7 +162,7 @@ pub fn host(opts: &HostOptions) -> Result<PlaySummary, NetplayError> {
         .map(<[u8]>::to_vec)
         .unwrap_or_default();
 
-    let mut endpoint = Endpoint::host(opts.port, opts.net.netsim.clone())?;
+    let mut endpoint = Link::host(opts.port, opts.net.netsim.clone())?;
     let recording = reserve_recording(&play, "host")?;
     let seed = random_seed();
     let mut cfg = session::HostConfig::new((seed >> 32) as u32, seed, fps);
@@ -185,9 +185,9 @@ pub fn host(opts: &HostOptions) -> Result<PlaySummary, NetplayError> {
         fps,
         &opts.net,
     );
-    let mut server = Server::new(lcfg.clone(), now)?;
+    let mut server = Server::new(now, lcfg.clone())?;
     for slot in &ready {
-        server.add_peer(PeerId(*slot), now)?;
+        server.add_peer(now, PeerId(*slot))?;
         if let Some(addr) = session.addr_of(*slot) {
             server.set_udp_ip_header(PeerId(*slot), header_overhead(addr))?;
         }
@@ -211,7 +211,7 @@ pub fn host(opts: &HostOptions) -> Result<PlaySummary, NetplayError> {
         udp_ip_header: 0,
         ..lcfg
     };
-    let client = Client::new(in_memory, PeerId(0), now)?;
+    let client = Client::new(now, in_memory, PeerId(0))?;
     let names = session
         .players()
         .into_iter()
@@ -233,11 +233,11 @@ pub fn join(opts: &JoinOptions) -> Result<PlaySummary, NetplayError> {
     // content is loaded only once the host's option values are known.
     let mut core = open_core_only(&play)?;
     let info = session_info(&core, &opts.net)?;
-    let mut endpoint = Endpoint::client(addr, opts.net.netsim.clone())?;
+    let mut endpoint = Link::client(addr, opts.net.netsim.clone())?;
     let recording = reserve_recording(&play, "join")?;
     let mut jcfg = JoinConfig::new(addr, info);
     jcfg.password = opts.net.password.clone();
-    let mut session = JoinSession::new(jcfg, Instant::now());
+    let mut session = JoinSession::new(Instant::now(), jcfg);
     let start = lobby::join_lobby(&mut endpoint, &mut session)?;
 
     // The network thread serves from here on: while this player loads the content and the
@@ -254,7 +254,7 @@ pub fn join(opts: &JoinOptions) -> Result<PlaySummary, NetplayError> {
             &opts.net,
         )
     };
-    let client = Client::new(lcfg, PeerId(start.slot), Instant::now())?;
+    let client = Client::new(Instant::now(), lcfg, PeerId(start.slot))?;
     let bot = opts
         .net
         .play

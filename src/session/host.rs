@@ -540,7 +540,7 @@ impl HostSession {
             }
             let chunk = CHUNK_SIZE;
             peer.phase =
-                Phase::Sending(Box::new(Sender::new(self.packed.clone(), chunk, rtt, now)));
+                Phase::Sending(Box::new(Sender::new(now, self.packed.clone(), chunk, rtt)));
         }
         if let Phase::Sending(sender) = &mut peer.phase {
             sender.handle_ack(now, ack);
@@ -760,7 +760,7 @@ impl HostSession {
                 Some(*sent_at + HELLO_INTERVAL),
                 Some(p.last_heard + timeout),
             ],
-            Phase::Sending(s) => [s.deadline(), Some(p.last_heard + timeout)],
+            Phase::Sending(s) => [s.poll_timeout(), Some(p.last_heard + timeout)],
             Phase::Ready { .. } if self.accepting => [
                 self.lobby_sent.map(|t| t + LOBBY_INTERVAL),
                 Some(p.last_heard + self.cfg.ready_timeout),

@@ -116,7 +116,7 @@ pub struct JoinSession {
 }
 
 impl JoinSession {
-    pub fn new(cfg: JoinConfig, now: Instant) -> JoinSession {
+    pub fn new(now: Instant, cfg: JoinConfig) -> JoinSession {
         JoinSession {
             cfg,
             phase: Phase::Hello,
@@ -465,7 +465,9 @@ impl JoinSession {
         let silence = self.last_heard.unwrap_or(self.started) + self.cfg.timeout;
         match &self.phase {
             Phase::Hello => Some(self.next_hello.min(silence)),
-            Phase::Receiving { rx, .. } => Some(rx.deadline().map_or(silence, |d| d.min(silence))),
+            Phase::Receiving { rx, .. } => {
+                Some(rx.poll_timeout().map_or(silence, |d| d.min(silence)))
+            }
             Phase::Ready {
                 ack_at, loading, ..
             } => [*ack_at, *loading].into_iter().flatten().min(),

@@ -35,6 +35,7 @@ use std::time::Duration;
 
 use thiserror::Error;
 
+pub use crate::wire::Transmit;
 use crate::wire::{Kind, WireError, HEADER_LEN, MAGIC};
 
 pub use host::{HostConfig, HostEvent, HostSession, LeftReason, Player};
@@ -69,13 +70,6 @@ pub struct SessionInfo {
     /// Core option values. The host's are sent to joiners, which apply them.
     pub options: Vec<(String, String)>,
     pub player_name: String,
-}
-
-/// A datagram to send.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Transmit {
-    pub to: SocketAddr,
-    pub bytes: Vec<u8>,
 }
 
 #[derive(Debug, Error, Clone, PartialEq, Eq)]

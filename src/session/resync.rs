@@ -77,7 +77,7 @@ pub struct ResyncSend {
 
 impl ResyncSend {
     /// Packs `state` (the machine as of the start of `frame`) for transfer `id`.
-    pub fn new(id: u32, frame: u32, state: Vec<u8>, now: Instant) -> Result<Self, SessionError> {
+    pub fn new(now: Instant, id: u32, frame: u32, state: Vec<u8>) -> Result<Self, SessionError> {
         let packed = StartPayload {
             options: Vec::new(),
             state,
@@ -94,7 +94,7 @@ impl ResyncSend {
         let data: Arc<[u8]> = Arc::from(packed.bytes);
         Ok(ResyncSend {
             ident,
-            sender: Sender::new(data, CHUNK_SIZE, Rtt::default(), now),
+            sender: Sender::new(now, data, CHUNK_SIZE, Rtt::default()),
         })
     }
 
@@ -108,8 +108,8 @@ impl ResyncSend {
     }
 
     /// When `poll_transmit` has a chunk (a new one, or one presumed lost) to send next.
-    pub fn deadline(&self) -> Option<Instant> {
-        self.sender.deadline()
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.sender.poll_timeout()
     }
 
     /// Feeds an ack body (after the wire header); other transfers' acks are ignored.
@@ -192,8 +192,10 @@ impl ResyncRecv {
     }
 
     /// When `poll_transmit` has an ack to send next.
-    pub fn deadline(&self) -> Option<Instant> {
-        self.current.as_ref().and_then(|(_, rx, _)| rx.deadline())
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.current
+            .as_ref()
+            .and_then(|(_, rx, _)| rx.poll_timeout())
     }
 
     /// The next ack datagram due, if any.
@@ -221,7 +223,7 @@ mod tests {
         let mut rng = rand::rngs::SmallRng::seed_from_u64(7);
         let state: Vec<u8> = (0..300_000).map(|_| rng.gen::<u8>() & 0x0f).collect();
         let t0 = Instant::now();
-        let mut tx = ResyncSend::new(3, 1234, state.clone(), t0).unwrap();
+        let mut tx = ResyncSend::new(t0, 3, 1234, state.clone()).unwrap();
         let mut rx = ResyncRecv::default();
         let mut got = None;
         let mut now = t0;

@@ -73,7 +73,7 @@ impl Sim {
         let mut cfg = JoinConfig::new(addr(0), info);
         cfg.password = password.map(str::to_string);
         self.joiners
-            .push((addr(i), JoinSession::new(cfg, self.now)));
+            .push((addr(i), JoinSession::new(self.now, cfg)));
         addr(i)
     }
 
@@ -102,7 +102,7 @@ impl Sim {
             let now = self.now;
             let mut due = Vec::new();
             for (from, c) in &mut self.links {
-                while let Some((to, bytes)) = c.poll_due(now) {
+                while let Some(Transmit { to, bytes }) = c.poll_transmit(now) {
                     due.push((*from, to, bytes));
                 }
             }
@@ -134,7 +134,7 @@ impl Sim {
             }
             let next = std::iter::once(self.host.poll_timeout())
                 .chain(self.joiners.iter().map(|(_, j)| j.poll_timeout()))
-                .chain(self.links.values().map(|c| c.next_due()))
+                .chain(self.links.values().map(|c| c.poll_timeout()))
                 .flatten()
                 .min()
                 .unwrap_or(now + Duration::from_millis(100));
@@ -369,7 +369,7 @@ fn other_protocol_versions_get_a_readable_refusal() {
     );
 
     // And a joiner reads a Refuse from a host of another version.
-    let mut j = JoinSession::new(JoinConfig::new(addr(0), info("j")), now);
+    let mut j = JoinSession::new(now, JoinConfig::new(addr(0), info("j")));
     let mut refuse =
         Msg::Refuse("protocol version differs: host speaks 9, you speak 1".into()).encode(0);
     refuse[2] = 9;
@@ -434,7 +434,7 @@ fn hostile_datagrams_do_not_disturb_a_transfer_and_are_counted() {
 fn silence_times_out_on_both_sides() {
     // No host at all.
     let now = Instant::now();
-    let mut j = JoinSession::new(JoinConfig::new(addr(0), info("j")), now);
+    let mut j = JoinSession::new(now, JoinConfig::new(addr(0), info("j")));
     let mut t = now;
     let mut hellos = 0;
     while j.poll_event().is_none() && t < now + Duration::from_secs(10) {
@@ -449,7 +449,7 @@ fn silence_times_out_on_both_sides() {
         t += Duration::from_micros(1);
     }
     assert!(hellos >= 19, "hello resent every 250 ms: {hellos}");
-    let mut j2 = JoinSession::new(JoinConfig::new(addr(0), info("j")), now);
+    let mut j2 = JoinSession::new(now, JoinConfig::new(addr(0), info("j")));
     j2.handle_timeout(now + HANDSHAKE_TIMEOUT);
     assert_eq!(
         j2.poll_event(),
@@ -637,7 +637,7 @@ fn noise_from_the_hosts_address_is_no_other_version() {
     // UDP echo): random bytes are dropped, whatever their first byte, and when the host
     // never answers properly the joiner says that something else answered there.
     let now = Instant::now();
-    let mut j = JoinSession::new(JoinConfig::new(addr(0), info("j")), now);
+    let mut j = JoinSession::new(now, JoinConfig::new(addr(0), info("j")));
     let mut rng = SmallRng::seed_from_u64(9);
     let mut sent = 0u32;
     let mut t = now;

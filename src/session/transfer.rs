@@ -124,7 +124,7 @@ pub struct Sender {
 }
 
 impl Sender {
-    pub fn new(data: Arc<[u8]>, chunk_size: usize, rtt: Rtt, now: Instant) -> Sender {
+    pub fn new(now: Instant, data: Arc<[u8]>, chunk_size: usize, rtt: Rtt) -> Sender {
         let count = data.len().div_ceil(chunk_size);
         Sender {
             data,
@@ -366,7 +366,7 @@ impl Sender {
     }
 
     /// When `detect_losses` or `poll_chunk` next has something to do.
-    pub fn deadline(&self) -> Option<Instant> {
+    pub fn poll_timeout(&self) -> Option<Instant> {
         let loss = self
             .log
             .iter()
@@ -483,7 +483,7 @@ impl Receiver {
         self.ack_at = Some(now);
     }
 
-    pub fn deadline(&self) -> Option<Instant> {
+    pub fn poll_timeout(&self) -> Option<Instant> {
         self.ack_at
     }
 
@@ -537,7 +537,7 @@ mod tests {
             .into();
         let start = Instant::now();
         let mut now = start;
-        let mut tx = Sender::new(data.clone(), 1152, Rtt::default(), now);
+        let mut tx = Sender::new(now, data.clone(), 1152, Rtt::default());
         let mut rx = Receiver::new(len, 1152);
         let mut to_rx: VecDeque<(Instant, u32, u32)> = VecDeque::new();
         let mut to_tx: VecDeque<(Instant, StateAck)> = VecDeque::new();
@@ -571,8 +571,8 @@ mod tests {
                 break;
             }
             let next = [
-                tx.deadline(),
-                rx.deadline(),
+                tx.poll_timeout(),
+                rx.poll_timeout(),
                 to_rx.front().map(|p| p.0),
                 to_tx.front().map(|p| p.0),
             ]
@@ -609,7 +609,7 @@ mod tests {
     fn hostile_acks_are_ignored() {
         let data: Arc<[u8]> = vec![1u8; 10_000].into();
         let now = Instant::now();
-        let mut tx = Sender::new(data, 1152, Rtt::default(), now);
+        let mut tx = Sender::new(now, data, 1152, Rtt::default());
         let (index, _) = tx.poll_chunk(now).unwrap();
         let bogus = [
             StateAck {

@@ -1,4 +1,4 @@
-//! An endpoint: one UDP socket plus an optional network conditioner on its outgoing side.
+//! A link: one UDP socket plus an optional network conditioner on its outgoing side.
 //! The caller's loop: `recv(now)` -> feed the protocol -> `send(now, ..)` what it produced ->
 //! `wait_until(deadline)`, where the deadline is the protocol's next timer.
 
@@ -8,9 +8,10 @@ use std::time::{Duration, Instant};
 use super::conditioner::{Conditioner, ConditionerStats, NetSim};
 use super::udp::{header_overhead, SocketWaiter, UdpSocket};
 use super::NetError;
+use crate::wire::Transmit;
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct EndpointStats {
+pub struct LinkStats {
     /// Datagrams handed to the socket (after the conditioner).
     pub packets_sent: u64,
     pub bytes_sent: u64,
@@ -27,32 +28,32 @@ pub struct EndpointStats {
 }
 
 #[derive(Debug)]
-pub struct Endpoint {
+pub struct Link {
     socket: UdpSocket,
     netsim: Option<Conditioner>,
-    stats: EndpointStats,
+    stats: LinkStats,
 }
 
-impl Endpoint {
-    pub fn new(socket: UdpSocket, netsim: Option<NetSim>) -> Endpoint {
+impl Link {
+    pub fn new(socket: UdpSocket, netsim: Option<NetSim>) -> Link {
         if let Some(sim) = &netsim {
             tracing::info!("net: conditioning outgoing traffic: {sim}");
         }
-        Endpoint {
+        Link {
             socket,
             netsim: netsim.map(Conditioner::new),
-            stats: EndpointStats::default(),
+            stats: LinkStats::default(),
         }
     }
 
     /// `framelock host`: listen on `port` on every address.
-    pub fn host(port: u16, netsim: Option<NetSim>) -> Result<Endpoint, NetError> {
-        Ok(Endpoint::new(UdpSocket::bind_host(port)?, netsim))
+    pub fn host(port: u16, netsim: Option<NetSim>) -> Result<Link, NetError> {
+        Ok(Link::new(UdpSocket::bind_host(port)?, netsim))
     }
 
     /// `framelock join`: an ephemeral port for talking to `host`.
-    pub fn client(host: SocketAddr, netsim: Option<NetSim>) -> Result<Endpoint, NetError> {
-        Ok(Endpoint::new(UdpSocket::bind_client(host)?, netsim))
+    pub fn client(host: SocketAddr, netsim: Option<NetSim>) -> Result<Link, NetError> {
+        Ok(Link::new(UdpSocket::bind_client(host)?, netsim))
     }
 
     pub fn local_addr(&self) -> SocketAddr {
@@ -79,7 +80,9 @@ impl Endpoint {
 
     /// Sends every conditioned datagram whose time has come.
     pub fn flush_due(&mut self, now: Instant) {
-        while let Some((to, bytes)) = self.netsim.as_mut().and_then(|c| c.poll_due(now)) {
+        while let Some(Transmit { to, bytes }) =
+            self.netsim.as_mut().and_then(|c| c.poll_transmit(now))
+        {
             self.send_now(to, &bytes);
         }
     }
@@ -98,14 +101,14 @@ impl Endpoint {
     }
 
     /// The conditioner's next due time, if it holds anything.
-    pub fn next_deadline(&self) -> Option<Instant> {
-        self.netsim.as_ref().and_then(|c| c.next_due())
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.netsim.as_ref().and_then(|c| c.poll_timeout())
     }
 
     /// Sleeps until a datagram arrives, `deadline` passes, or the conditioner has something
     /// due, whichever is first. True if a datagram is waiting.
     pub fn wait_until(&self, now: Instant, deadline: Option<Instant>) -> Result<bool, NetError> {
-        let until = match (deadline, self.next_deadline()) {
+        let until = match (deadline, self.poll_timeout()) {
             (Some(a), Some(b)) => a.min(b),
             (a, b) => a.or(b).unwrap_or(now + Duration::from_secs(1)),
         };
@@ -116,7 +119,7 @@ impl Endpoint {
         self.socket.wait(timeout)
     }
 
-    /// A handle for waiting on this endpoint's socket from another thread.
+    /// A handle for waiting on this link's socket from another thread.
     pub fn waiter(&self) -> Result<SocketWaiter, NetError> {
         self.socket.waiter()
     }
@@ -126,8 +129,8 @@ impl Endpoint {
         self.stats.packets_dropped_invalid += 1;
     }
 
-    pub fn stats(&self) -> EndpointStats {
-        EndpointStats {
+    pub fn stats(&self) -> LinkStats {
+        LinkStats {
             netsim: self.netsim.as_ref().map(|c| c.stats()),
             ..self.stats
         }
