@@ -565,7 +565,7 @@ impl Sim {
         loop {
             let t = self.t;
             let now = self.server_now();
-            while let Some(Transmit { to, bytes: bytes }) = self.server.poll_transmit(now) {
+            while let Some(Transmit { to, bytes }) = self.server.poll_transmit(now) {
                 self.max_update = self.max_update.max(bytes.len());
                 let i = to.index();
                 let arrivals = self.players[i].down.route(&mut self.rng, t);

@@ -1082,7 +1082,7 @@ fn the_wait_for_the_first_frames_is_not_an_input_round_trip() {
         }
         if host_up {
             server.handle_timeout(t);
-            while let Some(Transmit { bytes: bytes, .. }) = server.poll_transmit(t) {
+            while let Some(Transmit { bytes, .. }) = server.poll_transmit(t) {
                 flight.push((t + one_way, false, bytes));
             }
         }
