@@ -1,5 +1,6 @@
 //! [`NetFeed`]: the frame runner's input feed for netplay. It moves datagrams between the UDP
-//! endpoint and the sans-IO state machines (session handshake, lockstep server and client),
+//! link and the sans-IO state machines (the host's session endpoint, or a joiner's handshake and
+//! resync; the lockstep client),
 //! hands the local pad to the lockstep client, and returns the next frame the client may run.
 //! The host's own player goes through the same lockstep client, with its datagrams passed to
 //! the in-process server in memory.
@@ -21,11 +22,11 @@ use serde_json::{json, Map, Value};
 
 use crate::app::{Feed, FeedPoll};
 use crate::input::{Bot, Inputs, Pad};
-use crate::lockstep::{Client, ClientEvent, Frame, LeaveReason, PeerId, Server, ServerEvent};
+use crate::lockstep::{Client, ClientEvent, Frame, PeerId};
 use crate::net::{Link, SocketWaiter};
 use crate::replay::Event;
 use crate::session::{
-    is_session_datagram, HostEvent, HostSession, JoinEvent, JoinSession, ResyncRecv, ResyncSend,
+    is_session_datagram, Endpoint, EndpointEvent, JoinEvent, JoinSession, OutReason, ResyncRecv,
     LOADING_LIMIT,
 };
 use crate::wire::{Header, Kind, HEADER_LEN};
@@ -61,28 +62,6 @@ const FRAME_LOOP_AWAY: Duration = Duration::from_millis(250);
 /// How long a joiner that runs waits for its first frames before it says that it waits for
 /// the others to start (on top of its round trip).
 const WAIT_NOTICE: Duration = Duration::from_secs(1);
-
-/// How long a joiner may load before the host says that it waits for it (the usual start,
-/// a small game and a window, takes a few hundred milliseconds), and how often it repeats it.
-const LOADING_QUIET: Duration = Duration::from_secs(1);
-const LOADING_NOTICE: Duration = Duration::from_secs(5);
-
-/// A joiner the host waits for: it has the start state, but does not run yet.
-struct Loading {
-    slot: u8,
-    /// How long it has had the start state, as of `heard`, its latest `Loading`.
-    since: Duration,
-    heard: Instant,
-    /// When the host last said it waits for it; `None` while it is quick.
-    told: Option<Instant>,
-}
-
-impl Loading {
-    /// How long it has had the start state at `now`.
-    fn for_(&self, now: Instant) -> Duration {
-        self.since + now.saturating_duration_since(self.heard)
-    }
-}
 
 /// What the network side (this feed) and the core side (the frame observer in `netplay`)
 /// hand each other: only the observer can touch the core, only the feed the network.
@@ -130,12 +109,8 @@ pub(crate) fn own_name(name: &str, slot: u8) -> Option<&str> {
 
 /// Which end of the session this process is.
 pub enum Role {
-    Host {
-        session: Box<HostSession>,
-        server: Box<Server>,
-        /// Desync recoveries under way, by slot.
-        resyncs: Vec<(u8, ResyncSend)>,
-    },
+    /// The session's server side, beside this process's own player.
+    Host { endpoint: Box<Endpoint> },
     Join {
         session: Box<JoinSession>,
         host: SocketAddr,
@@ -144,11 +119,9 @@ pub enum Role {
 }
 
 impl Role {
-    pub fn host(session: HostSession, server: Server) -> Role {
+    pub fn host(endpoint: Endpoint) -> Role {
         Role::Host {
-            session: Box::new(session),
-            server: Box::new(server),
-            resyncs: Vec::new(),
+            endpoint: Box::new(endpoint),
         }
     }
 
@@ -179,9 +152,6 @@ struct Counters {
     /// Joiner: ms from hearing of a desync to loading the host's state.
     resync_ms: Vec<f64>,
     desync_heard_at: Option<Instant>,
-    /// Host: frame from which a slot's checksums count again (its last resync).
-    resynced_from: [u32; crate::input::MAX_PLAYERS],
-    next_resync_id: u32,
     players_left: Vec<(u8, u32)>,
     /// RTT samples (ms, one per frame run), as a 1 ms histogram capped at 5 s.
     rtt_ms: Vec<u64>,
@@ -213,7 +183,7 @@ impl Counters {
 
 /// Everything the feed works on, behind [`Net`]'s mutex.
 struct NetState {
-    endpoint: Link,
+    link: Link,
     role: Role,
     client: Client,
     bot: Option<Bot>,
@@ -233,8 +203,6 @@ struct NetState {
     created: Instant,
     /// The start (see `FRAME_LOOP_AWAY`) took longer than `LOADING_LIMIT`: said once.
     start_overdue: bool,
-    /// Host: joiners that load, waited for.
-    loading: Vec<Loading>,
     /// Joiner: when its first CTRL left, and whether it said it waits for the others.
     first_ctrl: Option<Instant>,
     told_waiting: bool,
@@ -285,7 +253,7 @@ impl NetState {
                 "netplay: started in {:.2} s",
                 now.saturating_duration_since(self.created).as_secs_f64()
             );
-            let e = self.endpoint.stats();
+            let e = self.link.stats();
             self.lobby_bytes = (e.wire_bytes_sent, e.wire_bytes_received);
             self.started = now;
         }
@@ -321,16 +289,9 @@ impl NetState {
     /// back, a client's timers before its first frames) is retried after `SERVICE_INTERVAL`,
     /// not at once.
     fn next_timer(&self, now: Instant) -> Instant {
-        let mut timers = vec![self.endpoint.poll_timeout(), self.client.poll_timeout()];
+        let mut timers = vec![self.link.poll_timeout(), self.client.poll_timeout()];
         match &self.role {
-            Role::Host {
-                session,
-                server,
-                resyncs,
-            } => {
-                timers.extend([session.poll_timeout(), server.poll_timeout()]);
-                timers.extend(resyncs.iter().map(|(_, tx)| tx.poll_timeout()));
-            }
+            Role::Host { endpoint } => timers.push(endpoint.poll_timeout()),
             Role::Join {
                 session, resync, ..
             } => timers.extend([session.poll_timeout(), resync.poll_timeout()]),
@@ -365,7 +326,7 @@ impl NetState {
     /// Receives and dispatches every waiting datagram, runs timers and handles events; true
     /// if any datagram came.
     fn pull(&mut self, now: Instant) -> bool {
-        let datagrams = match self.endpoint.recv(now) {
+        let datagrams = match self.link.recv(now) {
             Ok(d) => d,
             Err(e) => {
                 tracing::warn!("netplay: receiving: {e}");
@@ -376,26 +337,10 @@ impl NetState {
         for (from, bytes) in datagrams {
             let is_resync = matches!(Header::parse(&bytes), Ok((h, _)) if h.kind == Kind::Resync);
             let valid = match &mut self.role {
-                Role::Host {
-                    session,
-                    server,
-                    resyncs,
-                } => {
-                    let slot = session.slot_of(from);
-                    if is_resync {
-                        resyncs
-                            .iter_mut()
-                            .find(|(s, _)| Some(*s) == slot)
-                            .is_some_and(|(_, tx)| tx.handle_datagram(now, &bytes[HEADER_LEN..]))
-                    } else if is_session_datagram(&bytes) {
-                        session.handle_datagram(now, from, &bytes).is_ok()
-                    } else if let Some(slot) = slot {
-                        // The server counts what it rejects itself.
-                        server.handle_datagram(now, PeerId(slot), &bytes);
-                        true
-                    } else {
-                        false
-                    }
+                // The endpoint counts what it rejects itself.
+                Role::Host { endpoint } => {
+                    endpoint.handle_datagram(now, from, &bytes);
+                    true
                 }
                 Role::Join {
                     session,
@@ -426,20 +371,17 @@ impl NetState {
                 }
             };
             if !valid {
-                self.endpoint.note_invalid();
+                self.link.note_invalid();
             }
         }
         match &mut self.role {
-            Role::Host {
-                session, server, ..
-            } => {
-                session.handle_timeout(now);
+            Role::Host { endpoint } => {
                 if self.loop_at.is_none() {
                     // The host's own player is starting too (its window opens): the server
                     // hears it in memory only once it runs.
-                    server.starting(now, self.client.me());
+                    endpoint.local_starting(now);
                 }
-                server.handle_timeout(now);
+                endpoint.handle_timeout(now);
             }
             Role::Join { session, .. } => session.handle_timeout(now),
         }
@@ -478,106 +420,13 @@ impl NetState {
     }
 
     fn handle_events(&mut self, now: Instant) {
-        let mut left = Vec::new();
-        let mut loading = Vec::new();
-        if let Role::Host {
-            session, server, ..
-        } = &mut self.role
-        {
-            while let Some(ev) = session.poll_event() {
-                match ev {
-                    HostEvent::Left { slot, reason } => left.push((slot, reason.to_string())),
-                    HostEvent::Loading { slot, since } => {
-                        if server.starting(now, PeerId(slot)) {
-                            loading.push((slot, since));
-                        }
-                    }
-                    HostEvent::Refused { addr, reason } => {
-                        tracing::info!("netplay: refused {addr}: {reason}")
-                    }
-                    other => tracing::debug!("netplay: {other:?}"),
-                }
-            }
-            for (slot, _) in &left {
-                // Already gone from the server when it timed out there first.
-                let _ = server.remove_peer(now, PeerId(*slot));
-            }
-            while let Some(ev) = server.poll_event() {
-                match ev {
-                    ServerEvent::PeerSilent { peer, silent_for } => tracing::warn!(
-                        "netplay: nothing from player {} for {} ms",
-                        peer.0 + 1,
-                        silent_for.as_millis()
-                    ),
-                    ServerEvent::PeerLeft {
-                        peer,
-                        from_frame,
-                        reason,
-                    } => {
-                        // One that went while it loaded never ran.
-                        let was_loading = self
-                            .loading
-                            .iter()
-                            .find(|l| l.slot == peer.0)
-                            .map(|l| l.for_(now));
-                        self.loading.retain(|l| l.slot != peer.0);
-                        let why = match (reason, was_loading) {
-                            (LeaveReason::Removed, _) => "left".to_string(),
-                            (LeaveReason::TimedOut, None) => "timed out".to_string(),
-                            (LeaveReason::TimedOut, Some(t)) if t >= LOADING_LIMIT => format!(
-                                "still loading {} s after it had the start state",
-                                LOADING_LIMIT.as_secs()
-                            ),
-                            (LeaveReason::TimedOut, Some(_)) => {
-                                "timed out while loading".to_string()
-                            }
-                        };
-                        let msg = format!(
-                            "netplay: player {} is out ({why}); neutral input from frame {}",
-                            peer.0 + 1,
-                            from_frame.0
-                        );
-                        if reason == LeaveReason::TimedOut {
-                            tracing::warn!("{msg}");
-                            session.kick(peer.0, &why);
-                        } else {
-                            tracing::info!("{msg}");
-                        }
-                    }
-                    ServerEvent::Desync {
-                        frame,
-                        peer,
-                        expected,
-                        got,
-                    } => {
-                        let busy = lock(&self.shared).serialize_for.contains(&peer.0);
-                        let stale = frame.0 < self.counters.resynced_from[usize::from(peer.0)];
-                        tracing::error!(
-                            "netplay: desync at frame {}: player {} has {got:016x}, host has {expected:016x}{}",
-                            frame.0,
-                            peer.0 + 1,
-                            if stale || busy { " (recovery under way)" } else { "; sending the host's state" }
-                        );
-                        // The host's log: its own checksum and the player's.
-                        let desync = Event::Desync {
-                            local: expected,
-                            remote: got,
-                        };
-                        lock(&self.shared).events.push((frame.0, desync));
-                        if !stale && !busy {
-                            lock(&self.shared).serialize_for.push(peer.0);
-                            // Reports from before the coming state are stale.
-                            self.counters.resynced_from[usize::from(peer.0)] = u32::MAX;
-                        }
-                    }
-                }
-            }
+        let mut events = Vec::new();
+        if let Role::Host { endpoint } = &mut self.role {
+            events.extend(std::iter::from_fn(|| endpoint.poll_event()));
         }
-        for (slot, reason) in left {
-            self.loading.retain(|l| l.slot != slot);
-            tracing::info!("netplay: {} {reason}", self.name(slot));
+        for ev in events {
+            self.handle_endpoint_event(ev);
         }
-        self.track_loading(now, loading);
         if let Role::Join { session, .. } = &mut self.role {
             while let Some(ev) = session.poll_event() {
                 match ev {
@@ -632,109 +481,116 @@ impl NetState {
         }
     }
 
-    /// Host: says which players it waits for while they load, `(slot, since)` from their
-    /// latest `Loading`, and when each then runs.
-    fn track_loading(&mut self, now: Instant, heard: Vec<(u8, Duration)>) {
-        let Role::Host { server, .. } = &self.role else {
-            return;
-        };
-        for (slot, since) in heard {
-            match self.loading.iter_mut().find(|l| l.slot == slot) {
-                Some(l) => (l.since, l.heard) = (since, now),
-                None => self.loading.push(Loading {
-                    slot,
-                    since,
-                    heard: now,
-                    told: None,
-                }),
+    /// Host: logs what the endpoint raised, and passes desyncs to the frame observer (the
+    /// recording, and the state to send).
+    fn handle_endpoint_event(&mut self, ev: EndpointEvent) {
+        match ev {
+            EndpointEvent::Left { slot, reason } => {
+                tracing::info!("netplay: {} {reason}", self.name(slot))
             }
-        }
-        let names = &self.names;
-        self.loading.retain_mut(|l| {
-            let player = player_label(names, l.slot);
-            let waited = l.for_(now);
-            if server.is_running(PeerId(l.slot)) {
-                if l.told.is_some() {
-                    tracing::info!(
-                        "netplay: {player} is running, {:.1} s after it had the start state",
-                        waited.as_secs_f64()
-                    );
+            EndpointEvent::Refused { addr, reason } => {
+                tracing::info!("netplay: refused {addr}: {reason}")
+            }
+            EndpointEvent::PlayerSilent { slot, silent_for } => tracing::warn!(
+                "netplay: nothing from player {} for {} ms",
+                slot + 1,
+                silent_for.as_millis()
+            ),
+            EndpointEvent::PlayerOut {
+                slot,
+                from_frame,
+                reason,
+            } => {
+                let msg = format!(
+                    "netplay: player {} is out ({reason}); neutral input from frame {}",
+                    slot + 1,
+                    from_frame.0
+                );
+                if reason == OutReason::Left {
+                    tracing::info!("{msg}");
+                } else {
+                    tracing::warn!("{msg}");
                 }
-                return false;
             }
-            match l.told {
-                None if waited >= LOADING_QUIET => tracing::info!(
-                    "netplay: {player} is still loading ({:.1} s since it had the start \
-                     state); the game starts when it runs (waiting up to {} s)",
-                    waited.as_secs_f64(),
-                    LOADING_LIMIT.as_secs()
-                ),
-                Some(t) if now >= t + LOADING_NOTICE => tracing::info!(
-                    "netplay: still waiting for {player} to load ({:.0} s)",
-                    waited.as_secs_f64()
-                ),
-                _ => return true,
+            EndpointEvent::Desync {
+                frame,
+                slot,
+                expected,
+                got,
+                send_state,
+            } => {
+                tracing::error!(
+                    "netplay: desync at frame {}: player {} has {got:016x}, host has {expected:016x}{}",
+                    frame.0,
+                    slot + 1,
+                    if send_state { "; sending the host's state" } else { " (recovery under way)" }
+                );
+                let mut shared = lock(&self.shared);
+                // The host's log: its own checksum and the player's.
+                let desync = Event::Desync {
+                    local: expected,
+                    remote: got,
+                };
+                shared.events.push((frame.0, desync));
+                if send_state {
+                    shared.serialize_for.push(slot);
+                }
             }
-            l.told = Some(now);
-            true
-        });
+            EndpointEvent::StillLoading {
+                slot,
+                waited,
+                again: false,
+            } => tracing::info!(
+                "netplay: {} is still loading ({:.1} s since it had the start state); the \
+                 game starts when it runs (waiting up to {} s)",
+                self.name(slot),
+                waited.as_secs_f64(),
+                LOADING_LIMIT.as_secs()
+            ),
+            EndpointEvent::StillLoading { slot, waited, .. } => tracing::info!(
+                "netplay: still waiting for {} to load ({:.0} s)",
+                self.name(slot),
+                waited.as_secs_f64()
+            ),
+            EndpointEvent::Running { slot, waited } => tracing::info!(
+                "netplay: {} is running, {:.1} s after it had the start state",
+                self.name(slot),
+                waited.as_secs_f64()
+            ),
+            EndpointEvent::Resynced { slot, frame } => {
+                tracing::info!(
+                    "netplay: player {} has the host's state for frame {frame}",
+                    slot + 1
+                );
+                self.counters.resyncs += 1;
+            }
+            other => tracing::debug!("netplay: {other:?}"),
+        }
     }
 
     /// Sends everything the state machines want to send; the host's client and server talk
     /// in memory.
     fn push(&mut self, now: Instant) {
         match &mut self.role {
-            Role::Host {
-                session,
-                server,
-                resyncs,
-            } => {
-                let me = self.client.me();
+            Role::Host { endpoint } => {
                 // A handful of rounds settles it: a reply can only trigger acks.
                 for _ in 0..4 {
                     let mut moved = false;
                     while let Some(bytes) = self.client.poll_transmit(now) {
-                        server.handle_datagram(now, me, &bytes);
+                        endpoint.handle_local(now, &bytes);
                         moved = true;
                     }
-                    while let Some(crate::wire::Transmit { to: peer, bytes }) =
-                        server.poll_transmit(now)
-                    {
-                        if peer == me {
-                            self.client.handle_datagram(now, &bytes);
-                            moved = true;
-                        } else if let Some(addr) = session.addr_of(peer.0) {
-                            self.endpoint.send(now, addr, bytes);
-                        }
+                    while let Some(bytes) = endpoint.poll_local(now) {
+                        self.client.handle_datagram(now, &bytes);
+                        moved = true;
                     }
                     if !moved {
                         break;
                     }
                 }
-                while let Some(t) = session.poll_transmit(now) {
-                    self.endpoint.send(now, t.to, t.bytes);
+                while let Some(t) = endpoint.poll_transmit(now) {
+                    self.link.send(now, t.to, t.bytes);
                 }
-                let id = session.session_id();
-                for (slot, tx) in resyncs.iter_mut() {
-                    let Some(addr) = session.addr_of(*slot) else {
-                        continue;
-                    };
-                    while let Some(bytes) = tx.poll_transmit(now, id) {
-                        self.endpoint.send(now, addr, bytes);
-                    }
-                }
-                resyncs.retain(|(slot, tx)| {
-                    if tx.is_complete() {
-                        tracing::info!(
-                            "netplay: player {} has the host's state for frame {}",
-                            slot + 1,
-                            tx.frame()
-                        );
-                        self.counters.resyncs += 1;
-                        self.counters.resynced_from[usize::from(*slot)] = tx.frame();
-                    }
-                    !tx.is_complete() && session.addr_of(*slot).is_some()
-                });
             }
             Role::Join {
                 session,
@@ -742,7 +598,7 @@ impl NetState {
                 resync,
             } => {
                 while let Some(bytes) = self.client.poll_transmit(now) {
-                    self.endpoint.send(now, *host, bytes);
+                    self.link.send(now, *host, bytes);
                     if self.first_ctrl.is_none() {
                         // The host hears this player from its CTRLs from now on.
                         self.first_ctrl = Some(now);
@@ -750,15 +606,15 @@ impl NetState {
                     }
                 }
                 while let Some(t) = session.poll_transmit(now) {
-                    self.endpoint.send(now, t.to, t.bytes);
+                    self.link.send(now, t.to, t.bytes);
                 }
                 let id = session.session_id();
                 while let Some(bytes) = resync.poll_transmit(now, id) {
-                    self.endpoint.send(now, *host, bytes);
+                    self.link.send(now, *host, bytes);
                 }
             }
         }
-        self.endpoint.flush_due(now);
+        self.link.flush_due(now);
     }
 
     /// Keeps the network going without running frames: the host serves its peers until they
@@ -772,18 +628,14 @@ impl NetState {
             self.pull(now);
             self.push(now);
             let remaining = match &self.role {
-                Role::Host { server, .. } => server
-                    .peers()
-                    .filter(|p| p.0 != 0)
-                    .filter(|p| server.delivered(*p) < Some(server.frontier()))
-                    .count(),
+                Role::Host { endpoint } => endpoint.undelivered(),
                 Role::Join { .. } => 0,
             };
             if remaining == 0 || now.duration_since(start) >= grace {
                 return;
             }
             let _ = self
-                .endpoint
+                .link
                 .wait_until(now, Some(now + Duration::from_millis(5)));
         }
     }
@@ -793,11 +645,11 @@ impl NetState {
     fn close(&mut self, reason: &str) {
         let now = self.clock(Instant::now());
         match &mut self.role {
-            Role::Host { session, .. } => session.shutdown(reason),
+            Role::Host { endpoint } => endpoint.shutdown(reason),
             Role::Join { session, .. } => session.leave(reason),
         }
         self.push(now);
-        self.endpoint.drain(super::GOODBYE_DRAIN);
+        self.link.drain(super::GOODBYE_DRAIN);
     }
 
     /// Takes what the frame observer produced: checksums to report, states to send.
@@ -814,18 +666,9 @@ impl NetState {
             }
             tracing::info!("netplay: resynced: continuing from the host's frame {frame}");
         }
-        if let Role::Host { resyncs, .. } = &mut self.role {
+        if let Role::Host { endpoint } = &mut self.role {
             for (slot, frame, state) in shared.states.drain(..) {
-                self.counters.next_resync_id += 1;
-                match ResyncSend::new(now, self.counters.next_resync_id, frame, state) {
-                    Ok(tx) => {
-                        resyncs.retain(|(s, _)| *s != slot);
-                        resyncs.push((slot, tx));
-                    }
-                    Err(e) => {
-                        tracing::error!("netplay: cannot send state to player {}: {e}", slot + 1)
-                    }
-                }
+                endpoint.handle_state(now, frame, state, &[slot]);
             }
         }
     }
@@ -834,11 +677,7 @@ impl NetState {
     /// reports its slowest peer.
     fn rtt(&self) -> Option<Duration> {
         match &self.role {
-            Role::Host { server, .. } => server
-                .peers()
-                .filter(|p| *p != self.client.me())
-                .filter_map(|p| server.rtt(p))
-                .max(),
+            Role::Host { endpoint } => endpoint.max_rtt(),
             Role::Join { .. } => self.client.rtt(),
         }
     }
@@ -846,11 +685,12 @@ impl NetState {
     /// What the window's status bar shows (see `super::status`).
     fn status(&self) -> Status {
         let s = self.client.stats();
-        let e = self.endpoint.stats();
+        let e = self.link.stats();
         let peers = match &self.role {
-            Role::Host { server, .. } => server
-                .stats()
-                .peers
+            Role::Host { endpoint } => endpoint
+                .server_stats()
+                .map(|s| s.peers)
+                .unwrap_or_default()
                 .into_iter()
                 .filter(|p| p.peer != self.client.me())
                 .map(|p| PeerStatus {
@@ -911,7 +751,7 @@ impl NetState {
 
     fn stats_map(&self) -> Map<String, Value> {
         let s = self.client.stats();
-        let e = self.endpoint.stats();
+        let e = self.link.stats();
         let mut m = Map::new();
         m.insert(
             "kind".into(),
@@ -934,7 +774,12 @@ impl NetState {
         let dropped = e.packets_dropped_invalid
             + s.traffic.packets_dropped_invalid
             + match &self.role {
-                Role::Host { server, .. } => server.stats().traffic.packets_dropped_invalid,
+                Role::Host { endpoint } => {
+                    endpoint.stats().dropped_invalid
+                        + endpoint
+                            .server_stats()
+                            .map_or(0, |s| s.traffic.packets_dropped_invalid)
+                }
                 Role::Join { .. } => 0,
             };
         m.insert("bytes_sent".into(), json!(e.wire_bytes_sent));
@@ -1017,14 +862,14 @@ fn serve(net: Arc<Net>, waiter: SocketWaiter) {
 }
 
 impl NetFeed {
-    pub fn new(endpoint: Link, role: Role, client: Client, bot: Option<Bot>) -> NetFeed {
-        let e = endpoint.stats();
-        let waiter = endpoint.waiter();
+    pub fn new(link: Link, role: Role, client: Client, bot: Option<Bot>) -> NetFeed {
+        let e = link.stats();
+        let waiter = link.waiter();
         let now = Instant::now();
         let net = Arc::new(Net {
             state: Mutex::new(NetState {
                 lobby_bytes: (e.wire_bytes_sent, e.wire_bytes_received),
-                endpoint,
+                link,
                 role,
                 client,
                 bot,
@@ -1037,7 +882,6 @@ impl NetFeed {
                 started: now,
                 created: now,
                 start_overdue: false,
-                loading: Vec::new(),
                 first_ctrl: None,
                 told_waiting: false,
                 contact: false,
@@ -1185,7 +1029,7 @@ impl Feed for NetFeed {
             return true;
         }
         let now = Instant::now();
-        match s.endpoint.wait_until(now, Some(now + timeout)) {
+        match s.link.wait_until(now, Some(now + timeout)) {
             Ok(_) => true,
             Err(e) => {
                 // The next receive reports it; until then the frontend sleeps instead.

@@ -1,6 +1,6 @@
 //! Before the first frame: the host waits for its players to join and receive the start
 //! state; a joiner runs the handshake until it has the host's state. Both drive a sans-IO
-//! session (`session`) over the endpoint the same way: [`exchange`], react, [`sleep`].
+//! session (`session`) over the UDP link the same way: [`exchange`], react, [`sleep`].
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
@@ -9,7 +9,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::lockstep::PeerId;
 use crate::net::Link;
-use crate::session::{HostEvent, HostSession, JoinEvent, JoinSession, StartState, Transmit};
+use crate::session::{Endpoint, EndpointEvent, JoinEvent, JoinSession, StartState, Transmit};
 
 use super::feed::own_name;
 use super::NetplayError;
@@ -26,9 +26,11 @@ trait Handshake {
     fn poll_timeout(&self) -> Option<Instant>;
 }
 
-impl Handshake for HostSession {
+impl Handshake for Endpoint {
     fn datagram(&mut self, now: Instant, from: SocketAddr, bytes: &[u8]) -> bool {
-        self.handle_datagram(now, from, bytes).is_ok()
+        // The endpoint counts what it rejects itself.
+        self.handle_datagram(now, from, bytes);
+        true
     }
     fn timers(&mut self, now: Instant) {
         self.handle_timeout(now)
@@ -37,7 +39,7 @@ impl Handshake for HostSession {
         self.poll_transmit(now)
     }
     fn poll_timeout(&self) -> Option<Instant> {
-        self.poll_timeout()
+        Endpoint::poll_timeout(self)
     }
 }
 
@@ -53,56 +55,55 @@ impl Handshake for JoinSession {
         self.poll_transmit(now)
     }
     fn poll_timeout(&self) -> Option<Instant> {
-        self.poll_timeout()
+        JoinSession::poll_timeout(self)
     }
 }
 
 /// One turn: takes in what arrived (counting rejects), runs the timers, sends what is due.
-fn exchange(endpoint: &mut Link, session: &mut impl Handshake) -> Result<Instant, NetplayError> {
+fn exchange(link: &mut Link, session: &mut impl Handshake) -> Result<Instant, NetplayError> {
     let now = Instant::now();
-    for (from, bytes) in endpoint.recv(now)? {
+    for (from, bytes) in link.recv(now)? {
         if !session.datagram(now, from, &bytes) {
-            endpoint.note_invalid();
+            link.note_invalid();
         }
     }
     session.timers(now);
-    send_queued(endpoint, session, now);
+    send_queued(link, session, now);
     Ok(now)
 }
 
-fn send_queued(endpoint: &mut Link, session: &mut impl Handshake, now: Instant) {
+fn send_queued(link: &mut Link, session: &mut impl Handshake, now: Instant) {
     while let Some(t) = session.transmit(now) {
-        endpoint.send(now, t.to, t.bytes);
+        link.send(now, t.to, t.bytes);
     }
-    endpoint.flush_due(now);
+    link.flush_due(now);
 }
 
 /// Until a datagram arrives, the session's next timer, or `POLL`.
-fn sleep(endpoint: &Link, session: &impl Handshake, now: Instant) -> Result<(), NetplayError> {
+fn sleep(link: &Link, session: &impl Handshake, now: Instant) -> Result<(), NetplayError> {
     let wake = session
         .poll_timeout()
         .map_or(now + POLL, |t| t.min(now + POLL));
-    endpoint.wait_until(now, Some(wake))?;
+    link.wait_until(now, Some(wake))?;
     Ok(())
 }
 
 /// Sends the goodbyes the session queued and lets them leave the conditioner.
-fn goodbye(endpoint: &mut Link, session: &mut impl Handshake) {
-    send_queued(endpoint, session, Instant::now());
-    endpoint.drain(super::GOODBYE_DRAIN);
+fn goodbye(link: &mut Link, session: &mut impl Handshake) {
+    send_queued(link, session, Instant::now());
+    link.drain(super::GOODBYE_DRAIN);
 }
 
-/// Waits until `want` players (the host's included) are in and ready, or `limit` passes.
-/// Returns the slots that are ready (the host's own slot 0 included).
+/// Serves the lobby until every player is in and ready, when the endpoint starts the game;
+/// returns the slots that play (the host's own slot 0 included). Ends early when the
+/// lobby's time runs out or the host presses Ctrl-C.
 pub fn host_lobby(
-    endpoint: &mut Link,
-    session: &mut HostSession,
+    link: &mut Link,
+    endpoint: &mut Endpoint,
     want: u8,
-    limit: Option<Duration>,
 ) -> Result<Vec<u8>, NetplayError> {
     let start = Instant::now();
-    let mut announced = 0;
-    let port = endpoint.local_addr().port();
+    let port = link.local_addr().port();
     tracing::info!(
         "netplay: hosting on udp port {port}; waiting for {} more player(s)",
         want.saturating_sub(1)
@@ -116,72 +117,53 @@ pub fn host_lobby(
          this machine"
     );
     loop {
-        let now = exchange(endpoint, session)?;
-        while let Some(ev) = session.poll_event() {
+        let now = exchange(link, endpoint)?;
+        while let Some(ev) = endpoint.poll_event() {
             match ev {
-                HostEvent::Joined { slot, name, addr } => {
+                EndpointEvent::Joined { slot, name, addr } => {
                     let player = PeerId(slot);
                     match own_name(&name, slot) {
                         Some(name) => tracing::info!("netplay: {name} ({addr}) joined as {player}"),
                         None => tracing::info!("netplay: {player} ({addr}) joined"),
                     }
                 }
-                HostEvent::Ready { slot } => {
-                    tracing::info!("netplay: player {} has the start state", slot + 1)
+                EndpointEvent::Ready { slot, ready, want } => {
+                    tracing::info!("netplay: player {} has the start state", slot + 1);
+                    tracing::info!("netplay: {ready}/{want} players ready");
                 }
-                // It loads its content while the lobby waits for the others: alive, and the
-                // feed says so if the game then has to wait for it.
-                HostEvent::Loading { .. } => {}
-                HostEvent::Left { slot, reason } => {
+                EndpointEvent::Left { slot, reason } => {
                     tracing::warn!("netplay: player {} {reason}", slot + 1)
                 }
-                HostEvent::Refused { addr, reason } => {
+                EndpointEvent::Refused { addr, reason } => {
                     tracing::warn!("netplay: refused {addr}: {reason}")
                 }
+                EndpointEvent::Started { slots } => return Ok(slots),
+                EndpointEvent::LobbyExpired { ready, want } => {
+                    return Err(NetplayError::LobbyTimeout {
+                        secs: now.duration_since(start).as_secs(),
+                        ready,
+                        want,
+                    })
+                }
+                other => tracing::debug!("netplay: {other:?}"),
             }
         }
-        let ready: Vec<u8> = session
-            .players()
-            .iter()
-            .filter(|p| p.ready)
-            .map(|p| p.slot)
-            .collect();
         if crate::app::interrupt::requested() {
-            session.shutdown("the host stopped before the game started");
-            goodbye(endpoint, session);
+            endpoint.shutdown("the host stopped before the game started");
+            goodbye(link, endpoint);
             return Err(NetplayError::Interrupted);
         }
-        if ready.len() >= usize::from(want) && session.all_ready() {
-            session.close_lobby();
-            return Ok(ready);
-        }
-        if ready.len() > announced {
-            announced = ready.len();
-            tracing::info!("netplay: {}/{} players ready", ready.len(), want);
-        }
-        if let Some(limit) = limit {
-            if now.duration_since(start) >= limit {
-                return Err(NetplayError::LobbyTimeout {
-                    secs: limit.as_secs(),
-                    ready: ready.len(),
-                    want,
-                });
-            }
-        }
-        sleep(endpoint, session, now)?;
+        sleep(link, endpoint, now)?;
     }
 }
 
 /// Runs the joiner's handshake to the end: the host's start state, or why not.
-pub fn join_lobby(
-    endpoint: &mut Link,
-    session: &mut JoinSession,
-) -> Result<StartState, NetplayError> {
+pub fn join_lobby(link: &mut Link, session: &mut JoinSession) -> Result<StartState, NetplayError> {
     let host = session.host();
     tracing::info!("netplay: joining {host}");
     let mut bar = DownloadBar(None);
     loop {
-        let now = exchange(endpoint, session)?;
+        let now = exchange(link, session)?;
         while let Some(ev) = session.poll_event() {
             match ev {
                 JoinEvent::Welcomed {
@@ -203,10 +185,10 @@ pub fn join_lobby(
         bar.at(session.progress().0 as u64);
         if crate::app::interrupt::requested() {
             session.leave("quit");
-            goodbye(endpoint, session);
+            goodbye(link, session);
             return Err(NetplayError::Interrupted);
         }
-        sleep(endpoint, session, now)?;
+        sleep(link, session, now)?;
     }
 }
 

@@ -28,10 +28,10 @@ use crate::app::{
 };
 use crate::host::{hash_file, Core, HostError};
 use crate::input::{Bot, Inputs};
-use crate::lockstep::{self, Client, PeerId, Server};
+use crate::lockstep::{self, Client, PeerId};
 use crate::net::{header_overhead, random_seed, Link, NetError, NetSim};
 use crate::session::{
-    self, HostSession, JoinConfig, JoinSession, SessionError, SessionInfo, StartState,
+    self, Endpoint, EndpointConfig, JoinConfig, JoinSession, SessionError, SessionInfo, StartState,
 };
 
 /// The UDP port `host` listens on and `join` connects to by default.
@@ -162,63 +162,38 @@ pub fn host(opts: &HostOptions) -> Result<PlaySummary, NetplayError> {
         .map(<[u8]>::to_vec)
         .unwrap_or_default();
 
-    let mut endpoint = Link::host(opts.port, opts.net.netsim.clone())?;
+    let mut link = Link::host(opts.port, opts.net.netsim.clone())?;
     let recording = reserve_recording(&play, "host")?;
     let seed = random_seed();
-    let mut cfg = session::HostConfig::new((seed >> 32) as u32, seed, fps);
-    cfg.password = opts.net.password.clone();
-    cfg.max_players = opts.players;
-    cfg.keyframe_interval = opts.keyframe_interval as u8;
-    let mut session = HostSession::new(cfg, info, state, sram).map_err(NetplayError::Session)?;
-    let ready = lobby::host_lobby(
-        &mut endpoint,
-        &mut session,
-        opts.players,
-        opts.lobby_timeout,
-    )?;
+    let mut host = session::HostConfig::new((seed >> 32) as u32, seed, fps);
+    host.password = opts.net.password.clone();
+    host.max_players = opts.players;
+    host.keyframe_interval = opts.keyframe_interval as u8;
+    let lcfg = lockstep_config(opts.players, opts.keyframe_interval, 0, fps, &opts.net);
+    let cfg = EndpointConfig {
+        host,
+        lockstep: lcfg.clone(),
+        lobby_timeout: opts.lobby_timeout,
+    };
+    let mut endpoint =
+        Endpoint::new(Instant::now(), cfg, info, state, sram).map_err(NetplayError::Session)?;
+    lobby::host_lobby(&mut link, &mut endpoint, opts.players)?;
 
-    let now = Instant::now();
-    let lcfg = lockstep_config(
-        opts.players,
-        opts.keyframe_interval,
-        session.session_id(),
-        fps,
-        &opts.net,
-    );
-    let mut server = Server::new(now, lcfg.clone())?;
-    for slot in &ready {
-        server.add_peer(now, PeerId(*slot))?;
-        if let Some(addr) = session.addr_of(*slot) {
-            server.set_udp_ip_header(PeerId(*slot), header_overhead(addr))?;
-        }
-    }
-    // The first lead then covers the round trip from frame 0 on.
-    for p in session.players() {
-        if let (Some(rtt), true) = (p.rtt, ready.contains(&p.slot)) {
-            tracing::debug!(
-                slot = p.slot,
-                ?rtt,
-                "netplay: round trip from the handshake"
-            );
-            server.seed_rtt(now, PeerId(p.slot), rtt)?;
-        }
-    }
     // The host's own player talks to the server in memory: no wire, no send budget.
-    server.set_send_budget(PeerId(0), 0)?;
-    server.set_udp_ip_header(PeerId(0), 0)?;
     let in_memory = lockstep::Config {
         send_budget: 0,
         udp_ip_header: 0,
+        session: endpoint.session_id(),
         ..lcfg
     };
-    let client = Client::new(now, in_memory, PeerId(0))?;
-    let names = session
+    let client = Client::new(Instant::now(), in_memory, PeerId(0))?;
+    let names = endpoint
         .players()
         .into_iter()
         .map(|p| (p.slot, p.name))
         .collect();
     let bot = opts.net.play.bot.map(|seed| Bot::for_port(seed, 0));
-    let feed = NetFeed::new(endpoint, Role::host(session, server), client, bot).with_names(names);
+    let feed = NetFeed::new(link, Role::host(endpoint), client, bot).with_names(names);
     start_delay(&opts.net);
     run(&play, &mut core, feed, &opts.net, recording)
 }
@@ -233,12 +208,12 @@ pub fn join(opts: &JoinOptions) -> Result<PlaySummary, NetplayError> {
     // content is loaded only once the host's option values are known.
     let mut core = open_core_only(&play)?;
     let info = session_info(&core, &opts.net)?;
-    let mut endpoint = Link::client(addr, opts.net.netsim.clone())?;
+    let mut link = Link::client(addr, opts.net.netsim.clone())?;
     let recording = reserve_recording(&play, "join")?;
     let mut jcfg = JoinConfig::new(addr, info);
     jcfg.password = opts.net.password.clone();
     let mut session = JoinSession::new(Instant::now(), jcfg);
-    let start = lobby::join_lobby(&mut endpoint, &mut session)?;
+    let start = lobby::join_lobby(&mut link, &mut session)?;
 
     // The network thread serves from here on: while this player loads the content and the
     // state and opens its window, it tells the host that it is still coming (`Loading`),
@@ -260,7 +235,7 @@ pub fn join(opts: &JoinOptions) -> Result<PlaySummary, NetplayError> {
         .play
         .bot
         .map(|seed| Bot::for_port(seed, usize::from(start.slot)));
-    let mut feed = NetFeed::new(endpoint, Role::join(session, addr), client, bot)
+    let mut feed = NetFeed::new(link, Role::join(session, addr), client, bot)
         .with_names(start.players.clone());
     start_delay(&opts.net);
     if let Err(e) = load_start(&mut core, &play, &start) {

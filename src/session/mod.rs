@@ -22,6 +22,7 @@
 //! sends `Loading` until told (`JoinSession::running`) that its lockstep client speaks for it.
 
 mod auth;
+mod endpoint;
 mod host;
 mod join;
 pub mod msg;
@@ -38,6 +39,7 @@ use thiserror::Error;
 pub use crate::wire::Transmit;
 use crate::wire::{Kind, WireError, HEADER_LEN, MAGIC};
 
+pub use endpoint::{Endpoint, EndpointConfig, EndpointEvent, EndpointStats, OutReason};
 pub use host::{HostConfig, HostEvent, HostSession, LeftReason, Player};
 pub use join::{JoinConfig, JoinEvent, JoinSession, StartState};
 pub use payload::{StartPayload, MAX_PAYLOAD};

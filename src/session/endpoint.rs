@@ -1,0 +1,643 @@
+//! [`Endpoint`]: the server side of one session as one sans-IO state machine. It owns the
+//! handshake and lobby ([`HostSession`]), the lockstep [`Server`] once the game starts, and
+//! the desync recoveries under way ([`ResyncSend`]); it routes every datagram to the right
+//! one and applies the policy that ties them together (a player who leaves the lobby or says
+//! goodbye leaves the lockstep server, a player the server timed out is told so, a desync
+//! asks for a state to send).
+//!
+//! `framelock host` drives one beside its own player's lockstep client, which talks to it in
+//! memory ([`Endpoint::handle_local`], [`Endpoint::poll_local`]); a dedicated server drives
+//! one per room, with no player of its own. Calling order, as for every state machine here:
+//! feed each datagram to [`handle_datagram`](Endpoint::handle_datagram), call
+//! [`handle_timeout`](Endpoint::handle_timeout) once [`poll_timeout`](Endpoint::poll_timeout)
+//! is reached, then drain [`poll_transmit`](Endpoint::poll_transmit) and
+//! [`poll_event`](Endpoint::poll_event). It never reads a clock and never touches a socket.
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use crate::input::MAX_PLAYERS;
+use crate::lockstep::{self, Frame, LeaveReason, PeerId, Server, ServerEvent, ServerStats};
+use crate::wire::{header_overhead, Header, Kind, Transmit, HEADER_LEN};
+
+use super::{
+    is_session_datagram, HostConfig, HostEvent, HostSession, LeftReason, Player, ResyncSend,
+    SessionError, SessionInfo, SessionStats, LOADING_LIMIT,
+};
+
+/// How long a player may load before the endpoint says that the game waits for it (the
+/// usual start, a small game and a window, takes a few hundred milliseconds), and how often
+/// it says so again.
+const LOADING_QUIET: Duration = Duration::from_secs(1);
+const LOADING_NOTICE: Duration = Duration::from_secs(5);
+
+/// What an [`Endpoint`] needs besides the host's session settings.
+#[derive(Clone, Debug)]
+pub struct EndpointConfig {
+    /// The handshake: session id, password, slots, whether slot 0 is a local player.
+    pub host: HostConfig,
+    /// The lockstep server's settings; `players`, `session` and `fps` are taken from `host`.
+    pub lockstep: lockstep::Config,
+    /// Give up the lobby after this long (raises [`EndpointEvent::LobbyExpired`]).
+    pub lobby_timeout: Option<Duration>,
+}
+
+/// Why a player is out of a running game.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum OutReason {
+    /// It said goodbye, or was removed.
+    Left,
+    /// Silent for the lockstep timeout.
+    TimedOut,
+    /// Silent for the lockstep timeout while it was still loading.
+    TimedOutLoading,
+    /// Still loading `LOADING_LIMIT` after it had the start state.
+    SlowStart,
+}
+
+impl fmt::Display for OutReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            OutReason::Left => write!(f, "left"),
+            OutReason::TimedOut => write!(f, "timed out"),
+            OutReason::TimedOutLoading => write!(f, "timed out while loading"),
+            OutReason::SlowStart => write!(
+                f,
+                "still loading {} s after it had the start state",
+                LOADING_LIMIT.as_secs()
+            ),
+        }
+    }
+}
+
+/// What happened, for the driver to log or act on.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum EndpointEvent {
+    /// Admitted to the lobby; its start-state transfer follows.
+    Joined {
+        slot: u8,
+        name: String,
+        addr: SocketAddr,
+    },
+    /// It has the whole start state; `ready` of `want` players are in.
+    Ready { slot: u8, ready: usize, want: u8 },
+    /// A join attempt was refused, with the reason the joiner was sent.
+    Refused { addr: SocketAddr, reason: String },
+    /// It left the lobby, or said goodbye during the game (a `PlayerOut` follows then).
+    Left { slot: u8, reason: LeftReason },
+    /// Every player is in and ready: the lockstep server runs, with these slots.
+    Started { slots: Vec<u8> },
+    /// The lobby's time ran out before every player was in.
+    LobbyExpired { ready: usize, want: u8 },
+    /// Nothing heard from the player for `silent_for` (once per silence).
+    PlayerSilent { slot: u8, silent_for: Duration },
+    /// The player is out of the game: neutral input from `from_frame` on.
+    PlayerOut {
+        slot: u8,
+        from_frame: Frame,
+        reason: OutReason,
+    },
+    /// The game waits for a player that is still loading, `waited` after it had the start
+    /// state; `again` on the later reminders.
+    StillLoading {
+        slot: u8,
+        waited: Duration,
+        again: bool,
+    },
+    /// A player the game waited for runs, `waited` after it had the start state.
+    Running { slot: u8, waited: Duration },
+    /// The player's checksum of `frame` differs from the reference player's. With
+    /// `send_state`, hand the machine's state to [`Endpoint::handle_state`] at the next frame
+    /// boundary; otherwise a recovery is already under way.
+    Desync {
+        frame: Frame,
+        slot: u8,
+        expected: u64,
+        got: u64,
+        send_state: bool,
+    },
+    /// The player has the state for `frame` and continues from it.
+    Resynced { slot: u8, frame: u32 },
+}
+
+/// A joiner the game waits for: it has the start state, but does not run yet.
+#[derive(Debug)]
+struct Loading {
+    slot: u8,
+    /// How long it has had the start state, as of `heard`, its latest `Loading`.
+    since: Duration,
+    heard: Instant,
+    /// When the endpoint last said it waits for it; `None` while it is quick.
+    told: Option<Instant>,
+}
+
+impl Loading {
+    fn waited(&self, now: Instant) -> Duration {
+        self.since + now.saturating_duration_since(self.heard)
+    }
+}
+
+/// Datagrams the endpoint turned away before any state machine used them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct EndpointStats {
+    /// Malformed, unknown-sender, unexpected and wrong-session datagrams, the session
+    /// layer's and the router's (the lockstep server counts its own in `ServerStats`).
+    pub dropped_invalid: u64,
+}
+
+/// The server side of one session. See the module docs for the calling order.
+#[derive(Debug)]
+pub struct Endpoint {
+    cfg: EndpointConfig,
+    session: HostSession,
+    /// `None` in the lobby.
+    server: Option<Server>,
+    /// The in-process player, if any (slot 0 of `framelock host`).
+    local: Option<PeerId>,
+    resyncs: Vec<(u8, ResyncSend)>,
+    /// States asked for (`Desync { send_state: true }`) and not handed in yet.
+    wanted: [bool; MAX_PLAYERS],
+    /// Frame from which a slot's checksums count again (its last resync).
+    resynced_from: [u32; MAX_PLAYERS],
+    next_resync_id: u32,
+    loading: Vec<Loading>,
+    lobby_opened: Instant,
+    lobby_expired: bool,
+    out: VecDeque<Transmit>,
+    to_local: VecDeque<Vec<u8>>,
+    events: VecDeque<EndpointEvent>,
+    stats: EndpointStats,
+}
+
+impl Endpoint {
+    /// Opens the lobby. `state` and `sram` are the start state every joiner receives;
+    /// `info.options` the option values every joiner applies.
+    pub fn new(
+        now: Instant,
+        cfg: EndpointConfig,
+        info: SessionInfo,
+        state: Vec<u8>,
+        sram: Vec<u8>,
+    ) -> Result<Endpoint, SessionError> {
+        let local = cfg.host.host_is_player.then_some(PeerId(0));
+        let session = HostSession::new(cfg.host.clone(), info, state, sram)?;
+        Ok(Endpoint {
+            cfg,
+            session,
+            server: None,
+            local,
+            resyncs: Vec::new(),
+            wanted: [false; MAX_PLAYERS],
+            resynced_from: [0; MAX_PLAYERS],
+            next_resync_id: 0,
+            loading: Vec::new(),
+            lobby_opened: now,
+            lobby_expired: false,
+            out: VecDeque::new(),
+            to_local: VecDeque::new(),
+            events: VecDeque::new(),
+            stats: EndpointStats::default(),
+        })
+    }
+
+    pub fn session_id(&self) -> u32 {
+        self.session.session_id()
+    }
+
+    /// Players in the session, the local one included, by slot.
+    pub fn players(&self) -> Vec<Player> {
+        self.session.players()
+    }
+
+    /// The local player's slot, if it has one.
+    pub fn local(&self) -> Option<PeerId> {
+        self.local
+    }
+
+    /// True once the lobby closed and the lockstep server runs.
+    pub fn is_running(&self) -> bool {
+        self.server.is_some()
+    }
+
+    /// A datagram from `from`. Rejected ones are counted in [`EndpointStats`] or, for the
+    /// lockstep server's, in its own stats.
+    pub fn handle_datagram(&mut self, now: Instant, from: SocketAddr, datagram: &[u8]) {
+        let slot = self.session.slot_of(from);
+        let is_resync = matches!(Header::parse(datagram), Ok((h, _)) if h.kind == Kind::Resync);
+        let valid = if is_resync {
+            let body = &datagram[HEADER_LEN..];
+            self.resyncs
+                .iter_mut()
+                .find(|(s, _)| Some(*s) == slot)
+                .is_some_and(|(_, tx)| tx.handle_datagram(now, body))
+        } else if is_session_datagram(datagram) || self.server.is_none() {
+            // In the lobby a ready joiner's CTRLs only show that it is still there.
+            self.session.handle_datagram(now, from, datagram).is_ok()
+        } else if let (Some(slot), Some(server)) = (slot, &mut self.server) {
+            server.handle_datagram(now, PeerId(slot), datagram);
+            true
+        } else {
+            false
+        };
+        if !valid {
+            self.stats.dropped_invalid += 1;
+        }
+        self.react(now);
+    }
+
+    /// A datagram from the local player's lockstep client.
+    pub fn handle_local(&mut self, now: Instant, datagram: &[u8]) {
+        if let (Some(me), Some(server)) = (self.local, &mut self.server) {
+            server.handle_datagram(now, me, datagram);
+            self.react(now);
+        }
+    }
+
+    /// The local player is still starting (its window opens): it counts as heard, as a
+    /// joiner's `Loading` does.
+    pub fn local_starting(&mut self, now: Instant) {
+        if let (Some(me), Some(server)) = (self.local, &mut self.server) {
+            server.starting(now, me);
+        }
+    }
+
+    /// The machine's state as of the start of `frame`, for the players in `slots` (asked for
+    /// by `Desync { send_state: true }`).
+    pub fn handle_state(&mut self, now: Instant, frame: u32, state: Vec<u8>, slots: &[u8]) {
+        for &slot in slots {
+            self.wanted[usize::from(slot)] = false;
+            self.next_resync_id += 1;
+            match ResyncSend::new(now, self.next_resync_id, frame, state.clone()) {
+                Ok(tx) => {
+                    self.resyncs.retain(|(s, _)| *s != slot);
+                    self.resyncs.push((slot, tx));
+                }
+                Err(e) => tracing::error!("cannot send the state to player {}: {e}", slot + 1),
+            }
+        }
+    }
+
+    /// Runs the timers: handshake resends and timeouts, the lobby's, the lockstep server's.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        self.session.handle_timeout(now);
+        if let Some(server) = &mut self.server {
+            server.handle_timeout(now);
+        } else if let Some(limit) = self.cfg.lobby_timeout {
+            if !self.lobby_expired && now >= self.lobby_opened + limit {
+                self.lobby_expired = true;
+                self.events.push_back(EndpointEvent::LobbyExpired {
+                    ready: self.ready_count(),
+                    want: self.cfg.host.max_players,
+                });
+            }
+        }
+        self.react(now);
+    }
+
+    /// The next datagram for the network.
+    pub fn poll_transmit(&mut self, now: Instant) -> Option<Transmit> {
+        self.collect(now);
+        self.out.pop_front()
+    }
+
+    /// The next datagram for the local player's lockstep client.
+    pub fn poll_local(&mut self, now: Instant) -> Option<Vec<u8>> {
+        self.collect(now);
+        self.to_local.pop_front()
+    }
+
+    pub fn poll_event(&mut self) -> Option<EndpointEvent> {
+        self.events.pop_front()
+    }
+
+    /// When [`handle_timeout`](Self::handle_timeout) (or `poll_transmit`) has work next.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        let lobby = match (&self.server, self.cfg.lobby_timeout) {
+            (None, Some(limit)) if !self.lobby_expired => Some(self.lobby_opened + limit),
+            _ => None,
+        };
+        let resyncs = self.resyncs.iter().map(|(_, tx)| tx.poll_timeout());
+        [
+            self.session.poll_timeout(),
+            self.server.as_ref().and_then(Server::poll_timeout),
+            lobby,
+        ]
+        .into_iter()
+        .chain(resyncs)
+        .flatten()
+        .min()
+    }
+
+    /// Says goodbye to every joiner (drain `poll_transmit` afterwards).
+    pub fn shutdown(&mut self, reason: &str) {
+        self.session.shutdown(reason);
+    }
+
+    /// Joiners that still lack frames the server published (a host that finished serves
+    /// until this is 0, so that they can finish too).
+    pub fn undelivered(&self) -> usize {
+        let Some(server) = &self.server else {
+            return 0;
+        };
+        server
+            .peers()
+            .filter(|p| Some(*p) != self.local)
+            .filter(|p| server.delivered(*p) < Some(server.frontier()))
+            .count()
+    }
+
+    /// The largest smoothed round trip to a remote player, once the game runs.
+    pub fn max_rtt(&self) -> Option<Duration> {
+        let server = self.server.as_ref()?;
+        server
+            .peers()
+            .filter(|p| Some(*p) != self.local)
+            .filter_map(|p| server.rtt(p))
+            .max()
+    }
+
+    /// The lockstep server's numbers, once it runs.
+    pub fn server_stats(&self) -> Option<ServerStats> {
+        self.server.as_ref().map(Server::stats)
+    }
+
+    /// Smoothed round trip to the remote player in `slot`, once the game runs.
+    pub fn rtt(&self, slot: u8) -> Option<Duration> {
+        self.server.as_ref().and_then(|s| s.rtt(PeerId(slot)))
+    }
+
+    pub fn session_stats(&self) -> SessionStats {
+        self.session.stats()
+    }
+
+    pub fn stats(&self) -> EndpointStats {
+        self.stats
+    }
+
+    fn ready_count(&self) -> usize {
+        self.session.players().iter().filter(|p| p.ready).count()
+    }
+
+    /// Moves what the state machines want to send into the queues.
+    fn collect(&mut self, now: Instant) {
+        if let Some(server) = &mut self.server {
+            while let Some(t) = server.poll_transmit(now) {
+                if Some(t.to) == self.local {
+                    self.to_local.push_back(t.bytes);
+                } else if let Some(to) = self.session.addr_of(t.to.0) {
+                    self.out.push_back(Transmit { to, bytes: t.bytes });
+                }
+            }
+        }
+        while let Some(t) = self.session.poll_transmit(now) {
+            self.out.push_back(t);
+        }
+        let id = self.session.session_id();
+        for (slot, tx) in &mut self.resyncs {
+            let Some(to) = self.session.addr_of(*slot) else {
+                continue;
+            };
+            while let Some(bytes) = tx.poll_transmit(now, id) {
+                self.out.push_back(Transmit { to, bytes });
+            }
+        }
+        let (session, events) = (&self.session, &mut self.events);
+        let resynced_from = &mut self.resynced_from;
+        self.resyncs.retain(|(slot, tx)| {
+            if tx.is_complete() {
+                events.push_back(EndpointEvent::Resynced {
+                    slot: *slot,
+                    frame: tx.frame(),
+                });
+                resynced_from[usize::from(*slot)] = tx.frame();
+            }
+            !tx.is_complete() && session.addr_of(*slot).is_some()
+        });
+    }
+
+    /// Applies the policy between the session layer and the lockstep server to what they
+    /// raised, and turns it into events.
+    fn react(&mut self, now: Instant) {
+        let mut loading_heard = Vec::new();
+        self.react_session(now, &mut loading_heard);
+        self.react_server(now);
+        // The server's timeouts kick players, which the session reports as gone.
+        self.react_session(now, &mut loading_heard);
+        self.track_loading(now, loading_heard);
+        if self.server.is_none() && !self.lobby_expired {
+            self.maybe_start(now);
+        }
+    }
+
+    fn react_session(&mut self, now: Instant, loading_heard: &mut Vec<(u8, Duration)>) {
+        while let Some(ev) = self.session.poll_event() {
+            match ev {
+                HostEvent::Joined { slot, name, addr } => self
+                    .events
+                    .push_back(EndpointEvent::Joined { slot, name, addr }),
+                HostEvent::Ready { slot } => {
+                    self.events.push_back(EndpointEvent::Ready {
+                        slot,
+                        ready: self.ready_count(),
+                        want: self.cfg.host.max_players,
+                    });
+                }
+                HostEvent::Loading { slot, since } => {
+                    let heard = self
+                        .server
+                        .as_mut()
+                        .is_some_and(|s| s.starting(now, PeerId(slot)));
+                    if heard {
+                        loading_heard.push((slot, since));
+                    }
+                }
+                HostEvent::Refused { addr, reason } => self
+                    .events
+                    .push_back(EndpointEvent::Refused { addr, reason }),
+                HostEvent::Left { slot, reason } => {
+                    self.loading.retain(|l| l.slot != slot);
+                    if let Some(server) = &mut self.server {
+                        // Already gone from the server when it timed out there first.
+                        let _ = server.remove_peer(now, PeerId(slot));
+                    }
+                    self.events.push_back(EndpointEvent::Left { slot, reason });
+                }
+            }
+        }
+    }
+
+    fn react_server(&mut self, now: Instant) {
+        let Some(server) = &mut self.server else {
+            return;
+        };
+        while let Some(ev) = server.poll_event() {
+            match ev {
+                ServerEvent::PeerSilent { peer, silent_for } => {
+                    self.events.push_back(EndpointEvent::PlayerSilent {
+                        slot: peer.0,
+                        silent_for,
+                    })
+                }
+                ServerEvent::PeerLeft {
+                    peer,
+                    from_frame,
+                    reason,
+                } => {
+                    // One that went while it loaded never ran.
+                    let was_loading = self
+                        .loading
+                        .iter()
+                        .find(|l| l.slot == peer.0)
+                        .map(|l| l.waited(now));
+                    self.loading.retain(|l| l.slot != peer.0);
+                    let reason = match (reason, was_loading) {
+                        (LeaveReason::Removed, _) => OutReason::Left,
+                        (LeaveReason::TimedOut, None) => OutReason::TimedOut,
+                        (LeaveReason::TimedOut, Some(t)) if t >= LOADING_LIMIT => {
+                            OutReason::SlowStart
+                        }
+                        (LeaveReason::TimedOut, Some(_)) => OutReason::TimedOutLoading,
+                    };
+                    if reason != OutReason::Left {
+                        self.session.kick(peer.0, &reason.to_string());
+                    }
+                    self.events.push_back(EndpointEvent::PlayerOut {
+                        slot: peer.0,
+                        from_frame,
+                        reason,
+                    });
+                }
+                ServerEvent::Desync {
+                    frame,
+                    peer,
+                    expected,
+                    got,
+                } => {
+                    let i = peer.index();
+                    let stale = frame.0 < self.resynced_from[i];
+                    let send_state = !stale && !self.wanted[i];
+                    if send_state {
+                        self.wanted[i] = true;
+                        // Reports from before the coming state are stale.
+                        self.resynced_from[i] = u32::MAX;
+                    }
+                    self.events.push_back(EndpointEvent::Desync {
+                        frame,
+                        slot: peer.0,
+                        expected,
+                        got,
+                        send_state,
+                    });
+                }
+            }
+        }
+    }
+
+    /// Says which players the game waits for while they load, `(slot, since)` from their
+    /// latest `Loading`, and when each then runs.
+    fn track_loading(&mut self, now: Instant, heard: Vec<(u8, Duration)>) {
+        let Some(server) = &self.server else {
+            return;
+        };
+        for (slot, since) in heard {
+            match self.loading.iter_mut().find(|l| l.slot == slot) {
+                Some(l) => (l.since, l.heard) = (since, now),
+                None => self.loading.push(Loading {
+                    slot,
+                    since,
+                    heard: now,
+                    told: None,
+                }),
+            }
+        }
+        let events = &mut self.events;
+        self.loading.retain_mut(|l| {
+            let waited = l.waited(now);
+            if server.is_running(PeerId(l.slot)) {
+                if l.told.is_some() {
+                    events.push_back(EndpointEvent::Running {
+                        slot: l.slot,
+                        waited,
+                    });
+                }
+                return false;
+            }
+            let again = match l.told {
+                None if waited >= LOADING_QUIET => false,
+                Some(t) if now >= t + LOADING_NOTICE => true,
+                _ => return true,
+            };
+            events.push_back(EndpointEvent::StillLoading {
+                slot: l.slot,
+                waited,
+                again,
+            });
+            l.told = Some(now);
+            true
+        });
+    }
+
+    /// Closes the lobby and starts the lockstep server once every player is in and ready.
+    fn maybe_start(&mut self, now: Instant) {
+        let players = self.session.players();
+        let ready: Vec<u8> = players.iter().filter(|p| p.ready).map(|p| p.slot).collect();
+        if ready.len() < usize::from(self.cfg.host.max_players) || !self.session.all_ready() {
+            return;
+        }
+        match self.start(now, &players, &ready) {
+            Ok(()) => self
+                .events
+                .push_back(EndpointEvent::Started { slots: ready }),
+            Err(e) => {
+                // The configuration was validated when the host set it up; this is a bug.
+                tracing::error!("cannot start the lockstep server: {e}");
+                self.lobby_expired = true;
+                self.events.push_back(EndpointEvent::LobbyExpired {
+                    ready: ready.len(),
+                    want: self.cfg.host.max_players,
+                });
+            }
+        }
+    }
+
+    fn start(
+        &mut self,
+        now: Instant,
+        players: &[Player],
+        ready: &[u8],
+    ) -> Result<(), lockstep::LockstepError> {
+        let cfg = lockstep::Config {
+            players: self.cfg.host.max_players,
+            session: self.session.session_id(),
+            fps: self.cfg.host.fps,
+            ..self.cfg.lockstep.clone()
+        };
+        let mut server = Server::new(now, cfg)?;
+        for p in players.iter().filter(|p| ready.contains(&p.slot)) {
+            let peer = PeerId(p.slot);
+            server.add_peer(now, peer)?;
+            match p.addr {
+                Some(addr) => server.set_udp_ip_header(peer, header_overhead(addr))?,
+                // The local player talks in memory: no wire, no send budget.
+                None => {
+                    server.set_send_budget(peer, 0)?;
+                    server.set_udp_ip_header(peer, 0)?;
+                }
+            }
+            // The first lead then covers the round trip from frame 0 on.
+            if let Some(rtt) = p.rtt {
+                tracing::debug!(slot = p.slot, ?rtt, "round trip from the handshake");
+                server.seed_rtt(now, peer, rtt)?;
+            }
+        }
+        self.session.close_lobby();
+        self.server = Some(server);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+#[path = "endpoint_tests.rs"]
+mod tests;

@@ -1,0 +1,664 @@
+//! Session endpoints, their joiners and lockstep clients over a simulated lossy network on
+//! simulated time: the lobby, the start, the game, a silent player, a desync's recovery,
+//! and many rooms at once, without sockets, in milliseconds of real time.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use rand::{rngs::SmallRng, Rng, SeedableRng};
+
+use super::*;
+use crate::input::{Inputs, Pad};
+use crate::lockstep::{self, Client};
+use crate::net::conditioner::Conditioner;
+use crate::session::{JoinConfig, JoinEvent, JoinSession, ResyncRecv};
+use crate::wire::HEADER_LEN;
+
+const FRAME: Duration = Duration::from_micros(16_667);
+
+fn info(player: &str) -> SessionInfo {
+    SessionInfo {
+        core_name: "lightcycles".into(),
+        core_version: "1".into(),
+        player_name: player.into(),
+        ..SessionInfo::default()
+    }
+}
+
+/// Deterministic stand-in for a core's checksum: a hash of every input applied so far.
+fn fold(sum: u64, inputs: &Inputs) -> u64 {
+    inputs.iter().fold(sum, |h, p| {
+        (h ^ u64::from(p.0)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
+}
+
+/// A lockstep client and the frames it ran, fed and paced like `app::runner` does: one
+/// sample per frame period, up to 4 frames caught up per period.
+struct Game {
+    client: Client,
+    frames: Vec<Inputs>,
+    sum: u64,
+    next_tick: Instant,
+    rng: SmallRng,
+    pad: Pad,
+    /// Added to this player's checksums from this frame on (a desync on purpose).
+    diverge_at: Option<u32>,
+}
+
+impl Game {
+    fn new(now: Instant, cfg: lockstep::Config, slot: u8, seed: u64) -> Game {
+        Game {
+            client: Client::new(now, cfg, PeerId(slot)).unwrap(),
+            frames: Vec::new(),
+            sum: 0xcbf2_9ce4_8422_2325,
+            next_tick: now,
+            rng: SmallRng::seed_from_u64(seed),
+            pad: Pad::NEUTRAL,
+            diverge_at: None,
+        }
+    }
+
+    fn tick(&mut self, now: Instant, limit: usize) {
+        if now < self.next_tick || self.frames.len() >= limit {
+            return;
+        }
+        self.next_tick += FRAME;
+        // A bot that changes its pad on about one frame in five.
+        // A bot that changes its pad on about one frame in five.
+        if self.rng.gen_bool(0.2) {
+            self.pad = Pad(self.rng.gen::<u16>() & 0x0fff);
+        }
+        self.client.push_local_input(now, self.pad);
+        for _ in 0..4 {
+            let Some((frame, inputs)) = self.client.poll_frame() else {
+                break;
+            };
+            assert_eq!(frame.0 as usize, self.frames.len(), "frames in order");
+            self.frames.push(inputs);
+            self.sum = fold(self.sum, &inputs);
+            if frame.0 % 30 == 29 {
+                let bias = u64::from(self.diverge_at.is_some_and(|d| frame.0 >= d));
+                self.client.report_checksum(frame, self.sum ^ bias);
+            }
+            if self.frames.len() >= limit {
+                break;
+            }
+        }
+    }
+}
+
+/// A remote player: the joiner's handshake, then its lockstep client.
+struct Joiner {
+    addr: SocketAddr,
+    room: usize,
+    join: JoinSession,
+    game: Option<Game>,
+    resync: ResyncRecv,
+    /// Resync states received, as (frame, state).
+    states: Vec<(u32, Vec<u8>)>,
+    events: Vec<JoinEvent>,
+    /// Sends nothing from this time on (a crashed process).
+    dead_at: Option<Instant>,
+    seed: u64,
+}
+
+struct Room {
+    addr: SocketAddr,
+    endpoint: Endpoint,
+    local: Option<Game>,
+    events: Vec<EndpointEvent>,
+}
+
+struct Net {
+    now: Instant,
+    start: Instant,
+    rooms: Vec<Room>,
+    joiners: Vec<Joiner>,
+    links: HashMap<SocketAddr, Conditioner>,
+    netsim: String,
+    seed: u64,
+    /// Frames every game runs before it stops asking for more.
+    limit: usize,
+}
+
+fn room_addr(i: usize) -> SocketAddr {
+    SocketAddr::from(([10, 0, (i >> 8) as u8, i as u8], 7845))
+}
+
+fn joiner_addr(i: usize) -> SocketAddr {
+    SocketAddr::from(([10, 1, (i >> 8) as u8, i as u8], 40000))
+}
+
+fn endpoint_config(players: u8, local: bool, seed: u64) -> EndpointConfig {
+    let mut host = HostConfig::new(seed as u32 | 1, seed, 60.0);
+    host.max_players = players;
+    host.host_is_player = local;
+    EndpointConfig {
+        host,
+        lockstep: lockstep::Config::default(),
+        lobby_timeout: None,
+    }
+}
+
+impl Net {
+    fn new(netsim: &str, limit: usize) -> Net {
+        let now = Instant::now();
+        Net {
+            now,
+            start: now,
+            rooms: Vec::new(),
+            joiners: Vec::new(),
+            links: HashMap::new(),
+            netsim: netsim.into(),
+            seed: 1,
+            limit,
+        }
+    }
+
+    /// A room with `players` slots; with `local`, slot 0 is the endpoint's own player.
+    fn room(&mut self, players: u8, local: bool) -> usize {
+        let i = self.rooms.len();
+        let cfg = endpoint_config(players, local, 1000 + i as u64);
+        let state = vec![i as u8; 3000];
+        let endpoint = Endpoint::new(self.now, cfg, info("host"), state, vec![]).unwrap();
+        self.rooms.push(Room {
+            addr: room_addr(i),
+            endpoint,
+            local: None,
+            events: Vec::new(),
+        });
+        i
+    }
+
+    fn join(&mut self, room: usize, name: &str) -> usize {
+        let i = self.joiners.len();
+        let cfg = JoinConfig::new(room_addr(room), info(name));
+        self.joiners.push(Joiner {
+            addr: joiner_addr(i),
+            room,
+            join: JoinSession::new(self.now, cfg),
+            game: None,
+            resync: ResyncRecv::default(),
+            states: Vec::new(),
+            events: Vec::new(),
+            dead_at: None,
+            seed: 7 + i as u64,
+        });
+        i
+    }
+
+    fn send(&mut self, from: SocketAddr, to: SocketAddr, bytes: Vec<u8>) {
+        self.seed += 1;
+        let sim = format!("{},seed={}", self.netsim, self.seed);
+        self.links
+            .entry(from)
+            .or_insert_with(|| Conditioner::new(sim.parse().unwrap()))
+            .push(self.now, to, bytes);
+    }
+
+    fn deliver(&mut self, from: SocketAddr, to: SocketAddr, bytes: &[u8]) {
+        let now = self.now;
+        if let Some(room) = self.rooms.iter_mut().find(|r| r.addr == to) {
+            room.endpoint.handle_datagram(now, from, bytes);
+        } else if let Some(j) = self.joiners.iter_mut().find(|j| j.addr == to) {
+            if j.dead_at.is_some_and(|t| now >= t) || from != room_addr(j.room) {
+                return;
+            }
+            let is_resync = bytes.len() > 3 && bytes[..2] == *b"FL" && bytes[3] == 0x08;
+            if is_resync {
+                if let Ok(Some(state)) = j.resync.handle_datagram(now, &bytes[HEADER_LEN..]) {
+                    j.states.push(state);
+                }
+            } else if is_session_datagram(bytes) {
+                let _ = j.join.handle_datagram(now, from, bytes);
+            } else if let Some(game) = &mut j.game {
+                game.client.handle_datagram(now, bytes);
+            }
+        }
+    }
+
+    fn step_room(&mut self, r: usize) {
+        let now = self.now;
+        let limit = self.limit;
+        let room = &mut self.rooms[r];
+        room.endpoint.handle_timeout(now);
+        if let Some(game) = &mut room.local {
+            game.client.handle_timeout(now);
+            game.tick(now, limit);
+        }
+        for _ in 0..4 {
+            let mut moved = false;
+            if let Some(game) = &mut room.local {
+                while let Some(bytes) = game.client.poll_transmit(now) {
+                    room.endpoint.handle_local(now, &bytes);
+                    moved = true;
+                }
+                while let Some(bytes) = room.endpoint.poll_local(now) {
+                    game.client.handle_datagram(now, &bytes);
+                    moved = true;
+                }
+            }
+            if !moved {
+                break;
+            }
+        }
+        let mut out = Vec::new();
+        while let Some(t) = room.endpoint.poll_transmit(now) {
+            out.push(t);
+        }
+        while let Some(ev) = room.endpoint.poll_event() {
+            if let EndpointEvent::Started { .. } = ev {
+                if room.endpoint.local().is_some() {
+                    let cfg = lockstep::Config {
+                        send_budget: 0,
+                        udp_ip_header: 0,
+                        players: room.endpoint.players().len() as u8,
+                        session: room.endpoint.session_id(),
+                        ..lockstep::Config::default()
+                    };
+                    room.local = Some(Game::new(now, cfg, 0, 99 + r as u64));
+                }
+            }
+            room.events.push(ev);
+        }
+        let from = room.addr;
+        for t in out {
+            self.send(from, t.to, t.bytes);
+        }
+    }
+
+    fn step_joiner(&mut self, k: usize) {
+        let now = self.now;
+        let limit = self.limit;
+        let j = &mut self.joiners[k];
+        if j.dead_at.is_some_and(|t| now >= t) {
+            return;
+        }
+        let mut out = Vec::new();
+        j.join.handle_timeout(now);
+        while let Some(ev) = j.join.poll_event() {
+            if let JoinEvent::Ready(start) = &ev {
+                let cfg = lockstep::Config {
+                    players: start.slots,
+                    keyframe_interval: u32::from(start.keyframe_interval),
+                    session: start.session,
+                    fps: start.fps,
+                    ..lockstep::Config::default()
+                };
+                j.game = Some(Game::new(now, cfg, start.slot, j.seed));
+            }
+            j.events.push(ev);
+        }
+        let to = room_addr(j.room);
+        if let Some(game) = &mut j.game {
+            game.client.handle_timeout(now);
+            game.tick(now, limit);
+            let mut first = false;
+            while let Some(bytes) = game.client.poll_transmit(now) {
+                first = true;
+                out.push(Transmit { to, bytes });
+            }
+            if first {
+                j.join.running();
+            }
+        }
+        while let Some(t) = j.join.poll_transmit(now) {
+            out.push(t);
+        }
+        let id = j.join.session_id();
+        while let Some(bytes) = j.resync.poll_transmit(now, id) {
+            out.push(Transmit { to, bytes });
+        }
+        let from = j.addr;
+        for t in out {
+            self.send(from, t.to, t.bytes);
+        }
+    }
+
+    /// Runs until `done` holds or `limit` of simulated time passed; false on the limit.
+    fn run_until(&mut self, limit: Duration, mut done: impl FnMut(&Net) -> bool) -> bool {
+        loop {
+            let now = self.now;
+            let mut due = Vec::new();
+            for (from, c) in &mut self.links {
+                while let Some(t) = c.poll_transmit(now) {
+                    due.push((*from, t.to, t.bytes));
+                }
+            }
+            for (from, to, bytes) in due {
+                self.deliver(from, to, &bytes);
+            }
+            for r in 0..self.rooms.len() {
+                self.step_room(r);
+            }
+            for k in 0..self.joiners.len() {
+                self.step_joiner(k);
+            }
+            if done(self) {
+                return true;
+            }
+            if now - self.start > limit {
+                return false;
+            }
+            let rooms = self.rooms.iter().flat_map(|r| {
+                [
+                    r.endpoint.poll_timeout(),
+                    r.local.as_ref().map(|g| g.next_tick),
+                    r.local.as_ref().and_then(|g| g.client.poll_timeout()),
+                ]
+            });
+            let joiners = self.joiners.iter().flat_map(|j| {
+                [
+                    j.join.poll_timeout(),
+                    j.resync.poll_timeout(),
+                    j.game.as_ref().map(|g| g.next_tick),
+                    j.game.as_ref().and_then(|g| g.client.poll_timeout()),
+                ]
+            });
+            let next = rooms
+                .chain(joiners)
+                .chain(self.links.values().map(|c| c.poll_timeout()))
+                .flatten()
+                .min()
+                .unwrap_or(now + Duration::from_millis(10));
+            // At least a tenth of a millisecond on, so that a timer due now cannot spin.
+            self.now = next.max(now + Duration::from_micros(100));
+        }
+    }
+
+    /// Every game of `room` that is still in (not dead) ran `limit` frames.
+    fn finished(&self, room: usize) -> bool {
+        let local = self.rooms[room]
+            .local
+            .as_ref()
+            .is_none_or(|g| g.frames.len() >= self.limit);
+        local
+            && self
+                .joiners
+                .iter()
+                .filter(|j| j.room == room && j.dead_at.is_none())
+                .all(|j| {
+                    j.game
+                        .as_ref()
+                        .is_some_and(|g| g.frames.len() >= self.limit)
+                })
+    }
+
+    /// The frames every live game of `room` ran: all the same, in order.
+    fn assert_in_sync(&self, room: usize) {
+        let mut games: Vec<(String, &Game)> = Vec::new();
+        if let Some(g) = &self.rooms[room].local {
+            games.push(("local".into(), g));
+        }
+        for j in self
+            .joiners
+            .iter()
+            .filter(|j| j.room == room && j.dead_at.is_none())
+        {
+            games.push((j.addr.to_string(), j.game.as_ref().expect("joiner plays")));
+        }
+        let (first, reference) = &games[0];
+        for (name, g) in &games[1..] {
+            let n = g.frames.len().min(reference.frames.len());
+            assert!(n > 0, "{name} ran no frame");
+            for f in 0..n {
+                assert_eq!(
+                    g.frames[f], reference.frames[f],
+                    "room {room}: frame {f} differs between {first} and {name}"
+                );
+            }
+        }
+    }
+}
+
+const LOSSY: &str = "delay=30ms,jitter=8ms,loss=10%,dup=1%,reorder=1%";
+
+#[test]
+fn a_host_and_three_joiners_start_together_and_stay_in_sync_over_a_lossy_link() {
+    let mut net = Net::new(LOSSY, 600);
+    let room = net.room(4, true);
+    for name in ["ana", "bob", "cy"] {
+        net.join(room, name);
+    }
+    assert!(net.run_until(Duration::from_secs(60), |n| n.finished(room)));
+    net.assert_in_sync(room);
+    let events = &net.rooms[room].events;
+    let started: Vec<_> = events
+        .iter()
+        .filter_map(|e| match e {
+            EndpointEvent::Started { slots } => Some(slots.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(started, vec![vec![0, 1, 2, 3]], "{events:?}");
+    // Each joiner was told when it had the start state, counting up to all four.
+    let ready: Vec<usize> = events
+        .iter()
+        .filter_map(|e| match e {
+            EndpointEvent::Ready { ready, want: 4, .. } => Some(*ready),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(ready, vec![2, 3, 4]);
+    assert!(net.rooms[room].endpoint.is_running());
+    let stats = net.rooms[room].endpoint.server_stats().unwrap();
+    assert_eq!(stats.peers.len(), 4);
+}
+
+#[test]
+fn a_dedicated_endpoint_serves_players_in_every_slot() {
+    let mut net = Net::new(LOSSY, 400);
+    let room = net.room(2, false);
+    let a = net.join(room, "ana");
+    let b = net.join(room, "bob");
+    assert!(net.run_until(Duration::from_secs(60), |n| n.finished(room)));
+    net.assert_in_sync(room);
+    // Slots go by arrival: either may be first.
+    let slot = |k: usize| net.joiners[k].game.as_ref().unwrap().client.me().0;
+    let mut slots = [slot(a), slot(b)];
+    slots.sort();
+    assert_eq!(slots, [0, 1]);
+    assert!(net.rooms[room].local.is_none());
+}
+
+#[test]
+fn a_silent_player_is_dropped_told_and_the_others_play_on() {
+    let mut net = Net::new(LOSSY, 900);
+    let room = net.room(3, true);
+    net.join(room, "ana");
+    let bob = net.join(room, "bob");
+    assert!(net.run_until(Duration::from_secs(60), |n| {
+        n.joiners[bob]
+            .game
+            .as_ref()
+            .is_some_and(|g| g.frames.len() >= 200)
+    }));
+    let died = net.now;
+    net.joiners[bob].dead_at = Some(died);
+    let gone = net.joiners[bob].game.as_ref().unwrap().client.me().0;
+    assert!(net.run_until(Duration::from_secs(120), |n| n.finished(room)));
+    net.assert_in_sync(room);
+    let events = &net.rooms[room].events;
+    let silent = events.iter().position(|e| {
+        matches!(e, EndpointEvent::PlayerSilent { slot, silent_for }
+            if *slot == gone && *silent_for >= Duration::from_millis(500))
+    });
+    let out = events.iter().position(|e| {
+        matches!(e, EndpointEvent::PlayerOut { slot, reason: OutReason::TimedOut, .. }
+            if *slot == gone)
+    });
+    assert!(
+        silent.is_some() && out.is_some() && silent < out,
+        "{events:?}"
+    );
+    // The server told the survivors, who apply bob's neutral input from the same frame.
+    let ana = net.joiners[0].game.as_ref().unwrap();
+    let last = ana.frames.last().unwrap();
+    assert_eq!(last[usize::from(gone)], Pad::NEUTRAL);
+    // Its seat is free, and the session layer was told (it sent bob a goodbye).
+    let kicked = events.iter().any(|e| {
+        matches!(e, EndpointEvent::Left { slot, reason: LeftReason::Kicked(_) } if *slot == gone)
+    });
+    assert!(kicked, "{events:?}");
+    assert!(net.rooms[room]
+        .endpoint
+        .players()
+        .iter()
+        .all(|p| p.slot != gone));
+}
+
+#[test]
+fn a_desync_asks_for_one_state_and_the_player_gets_it() {
+    let mut net = Net::new(LOSSY, 600);
+    let room = net.room(2, true);
+    let ana = net.join(room, "ana");
+    assert!(net.run_until(Duration::from_secs(60), |n| {
+        n.joiners[ana].game.is_some()
+    }));
+    net.joiners[ana].game.as_mut().unwrap().diverge_at = Some(119);
+    let asked = |n: &Net| {
+        n.rooms[room].events.iter().any(|e| {
+            matches!(
+                e,
+                EndpointEvent::Desync {
+                    slot: 1,
+                    send_state: true,
+                    ..
+                }
+            )
+        })
+    };
+    assert!(net.run_until(Duration::from_secs(60), asked));
+    // Later reports of the same player wait for that state instead of asking again.
+    let more = |n: &Net| {
+        n.rooms[room]
+            .events
+            .iter()
+            .filter(|e| matches!(e, EndpointEvent::Desync { slot: 1, .. }))
+            .count()
+            >= 2
+    };
+    assert!(net.run_until(Duration::from_secs(60), more));
+    let asks = net.rooms[room]
+        .events
+        .iter()
+        .filter(|e| {
+            matches!(
+                e,
+                EndpointEvent::Desync {
+                    send_state: true,
+                    ..
+                }
+            )
+        })
+        .count();
+    assert_eq!(asks, 1);
+    let state: Vec<u8> = (0..40_000u32).map(|i| (i * 7 % 251) as u8).collect();
+    let now = net.now;
+    net.rooms[room]
+        .endpoint
+        .handle_state(now, 240, state.clone(), &[1]);
+    let resynced = |n: &Net| {
+        n.rooms[room].events.iter().any(|e| {
+            matches!(
+                e,
+                EndpointEvent::Resynced {
+                    slot: 1,
+                    frame: 240
+                }
+            )
+        })
+    };
+    assert!(net.run_until(Duration::from_secs(60), resynced));
+    assert_eq!(net.joiners[ana].states, vec![(240, state)]);
+}
+
+#[test]
+fn a_hundred_rooms_run_side_by_side_each_in_sync() {
+    let mut net = Net::new("delay=20ms,jitter=4ms,loss=3%", 300);
+    let rooms: Vec<usize> = (0..100).map(|i| net.room(2, i % 2 == 0)).collect();
+    for &r in &rooms {
+        let seats = if r % 2 == 0 { 1 } else { 2 };
+        for s in 0..seats {
+            net.join(r, &format!("p{r}-{s}"));
+        }
+    }
+    assert!(net.run_until(Duration::from_secs(120), |n| {
+        rooms.iter().all(|&r| n.finished(r))
+    }));
+    for &r in &rooms {
+        net.assert_in_sync(r);
+        // Nothing of one room reached another: every room's games saw only its own session.
+        let id = net.rooms[r].endpoint.session_id();
+        for j in net.joiners.iter().filter(|j| j.room == r) {
+            assert_eq!(j.join.session_id(), id);
+        }
+    }
+}
+
+#[test]
+fn strays_and_other_sessions_are_counted_and_change_nothing() {
+    let mut net = Net::new("delay=10ms", 200);
+    let room = net.room(2, true);
+    let other = net.room(2, true);
+    net.join(room, "ana");
+    net.join(other, "bob");
+    assert!(net.run_until(Duration::from_secs(30), |n| {
+        n.finished(room) && n.finished(other)
+    }));
+    let now = net.now;
+    // bob's CTRL, replayed into ana's room from bob's address and from ana's.
+    let ana_addr = net.joiners[0].addr;
+    let bob_addr = net.joiners[1].addr;
+    let mut bob_client = Client::new(
+        now,
+        lockstep::Config {
+            session: net.rooms[other].endpoint.session_id(),
+            ..lockstep::Config::default()
+        },
+        PeerId(1),
+    )
+    .unwrap();
+    bob_client.push_local_input(now, Pad(0x0f0f));
+    let ctrl = bob_client.poll_transmit(now).unwrap();
+    let before = net.rooms[room].endpoint.stats().dropped_invalid;
+    let server_before = net.rooms[room]
+        .endpoint
+        .server_stats()
+        .unwrap()
+        .traffic
+        .packets_dropped_invalid;
+    let ep = &mut net.rooms[room].endpoint;
+    ep.handle_datagram(now, bob_addr, &ctrl);
+    ep.handle_datagram(now, ana_addr, &ctrl);
+    ep.handle_datagram(now, bob_addr, b"garbage");
+    ep.handle_datagram(now, bob_addr, &[]);
+    let after = ep.stats().dropped_invalid;
+    let server_after = ep.server_stats().unwrap().traffic.packets_dropped_invalid;
+    // From an address not in the room: the router; from ana's, with bob's session id: the
+    // lockstep server.
+    assert_eq!(after - before, 3);
+    assert_eq!(server_after - server_before, 1);
+}
+
+#[test]
+fn a_lobby_that_does_not_fill_expires() {
+    let mut net = Net::new("delay=10ms", 10);
+    let room = net.room(3, true);
+    net.rooms[room].endpoint = {
+        let mut cfg = endpoint_config(3, true, 5);
+        cfg.lobby_timeout = Some(Duration::from_secs(3));
+        Endpoint::new(net.now, cfg, info("host"), vec![1; 100], vec![]).unwrap()
+    };
+    net.join(room, "ana");
+    let expired = |n: &Net| {
+        n.rooms[room]
+            .events
+            .iter()
+            .any(|e| matches!(e, EndpointEvent::LobbyExpired { ready: 2, want: 3 }))
+    };
+    assert!(net.run_until(Duration::from_secs(10), expired));
+    assert!(net.now - net.start >= Duration::from_secs(3));
+    assert!(!net.rooms[room].endpoint.is_running());
+}
