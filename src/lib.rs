@@ -15,6 +15,7 @@ pub mod lockstep;
 pub mod net;
 pub mod netplay;
 pub mod replay;
+pub mod serve;
 pub mod session;
 pub mod wire;
 pub mod wording;

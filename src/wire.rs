@@ -30,7 +30,7 @@ use thiserror::Error;
 
 pub const MAGIC: [u8; 2] = *b"FL";
 /// Bumped on every incompatible wire change; peers with another version are refused by name.
-pub const PROTOCOL_VERSION: u8 = 7;
+pub const PROTOCOL_VERSION: u8 = 8;
 /// Header length of session-layer datagrams.
 pub const HEADER_LEN: usize = 8;
 /// Header length of lockstep datagrams (CTRL, UPDATE).
@@ -80,6 +80,9 @@ pub enum Kind {
     /// client -> host, from the start state until its first CTRL: still loading (content,
     /// window), not gone (since protocol version 6).
     Loading = 0x0A,
+    /// A dedicated server's rooms: opening one, its directory, and the password exchange
+    /// it relays between a joiner and the room's creator (see `session::msg::RoomMsg`).
+    Room = 0x0B,
     /// client -> server lockstep control (inputs, acks, timestamps, checksums).
     Ctrl = 0x10,
     /// server -> client lockstep update (everyone's inputs, next keyframe).
@@ -99,6 +102,7 @@ impl Kind {
             0x08 => Kind::Resync,
             0x09 => Kind::Lobby,
             0x0a => Kind::Loading,
+            0x0b => Kind::Room,
             0x10 => Kind::Ctrl,
             0x11 => Kind::Update,
             _ => return None,

@@ -193,7 +193,7 @@ fn join(
 }
 
 fn cfg(password: Option<&str>) -> HostConfig {
-    let mut c = HostConfig::new(0x1234_5678, 99, 60.0);
+    let mut c = HostConfig::new(0x1234_5678, [99; 32], 60.0);
     c.password = password.map(str::to_string);
     c
 }
@@ -414,6 +414,7 @@ fn a_joiner_of_another_protocol_version_is_told_both_versions() {
         content_name: String::new(),
         content_hash: None,
         player_name: "future".into(),
+        room: String::new(),
         auth: Auth::None,
     })
     .encode(0);

@@ -57,6 +57,14 @@ pub fn lan_address() -> Option<IpAddr> {
     })
 }
 
+/// 32 random bytes from the OS, for the password checks' keys.
+pub fn random_bytes() -> [u8; 32] {
+    use rand::RngCore;
+    let mut bytes = [0u8; 32];
+    rand::rngs::OsRng.fill_bytes(&mut bytes);
+    bytes
+}
+
 /// 64 random bits from the OS (std seeds `RandomState` from it), for session ids and nonce
 /// seeds; keeps `session` free of entropy sources.
 pub fn random_seed() -> u64 {

@@ -180,6 +180,10 @@ pub fn join_lobby(link: &mut Link, session: &mut JoinSession) -> Result<StartSta
                 // Only after Ready, when the frame loop's feed has the session.
                 JoinEvent::Waiting { .. } => {}
                 JoinEvent::Failed(e) => return Err(NetplayError::Join(e)),
+                JoinEvent::PasswordChecked { admitted } => tracing::info!(
+                    "netplay: a joiner {} the room's password",
+                    if admitted { "knew" } else { "got wrong" }
+                ),
             }
         }
         bar.at(session.progress().0 as u64);

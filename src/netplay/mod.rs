@@ -29,7 +29,7 @@ use crate::app::{
 use crate::host::{hash_file, Core, HostError};
 use crate::input::{Bot, Inputs};
 use crate::lockstep::{self, Client, PeerId};
-use crate::net::{header_overhead, random_seed, Link, NetError, NetSim};
+use crate::net::{header_overhead, random_bytes, random_seed, Link, NetError, NetSim};
 use crate::session::{
     self, Endpoint, EndpointConfig, JoinConfig, JoinSession, SessionError, SessionInfo, StartState,
 };
@@ -165,7 +165,7 @@ pub fn host(opts: &HostOptions) -> Result<PlaySummary, NetplayError> {
     let mut link = Link::host(opts.port, opts.net.netsim.clone())?;
     let recording = reserve_recording(&play, "host")?;
     let seed = random_seed();
-    let mut host = session::HostConfig::new((seed >> 32) as u32, seed, fps);
+    let mut host = session::HostConfig::new((seed >> 32) as u32, random_bytes(), fps);
     host.password = opts.net.password.clone();
     host.max_players = opts.players;
     host.keyframe_interval = opts.keyframe_interval as u8;
@@ -212,6 +212,7 @@ pub fn join(opts: &JoinOptions) -> Result<PlaySummary, NetplayError> {
     let recording = reserve_recording(&play, "join")?;
     let mut jcfg = JoinConfig::new(addr, info);
     jcfg.password = opts.net.password.clone();
+    jcfg.entropy = random_bytes();
     let mut session = JoinSession::new(Instant::now(), jcfg);
     let start = lobby::join_lobby(&mut link, &mut session)?;
 

@@ -6,87 +6,13 @@ use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use rand::{rngs::SmallRng, Rng, SeedableRng};
-
 use super::*;
-use crate::input::{Inputs, Pad};
+use crate::input::Pad;
 use crate::lockstep::{self, Client};
 use crate::net::conditioner::Conditioner;
+use crate::session::testkit::{info, Game};
 use crate::session::{JoinConfig, JoinEvent, JoinSession, ResyncRecv};
 use crate::wire::HEADER_LEN;
-
-const FRAME: Duration = Duration::from_micros(16_667);
-
-fn info(player: &str) -> SessionInfo {
-    SessionInfo {
-        core_name: "lightcycles".into(),
-        core_version: "1".into(),
-        player_name: player.into(),
-        ..SessionInfo::default()
-    }
-}
-
-/// Deterministic stand-in for a core's checksum: a hash of every input applied so far.
-fn fold(sum: u64, inputs: &Inputs) -> u64 {
-    inputs.iter().fold(sum, |h, p| {
-        (h ^ u64::from(p.0)).wrapping_mul(0x0000_0100_0000_01b3)
-    })
-}
-
-/// A lockstep client and the frames it ran, fed and paced like `app::runner` does: one
-/// sample per frame period, up to 4 frames caught up per period.
-struct Game {
-    client: Client,
-    frames: Vec<Inputs>,
-    sum: u64,
-    next_tick: Instant,
-    rng: SmallRng,
-    pad: Pad,
-    /// Added to this player's checksums from this frame on (a desync on purpose).
-    diverge_at: Option<u32>,
-}
-
-impl Game {
-    fn new(now: Instant, cfg: lockstep::Config, slot: u8, seed: u64) -> Game {
-        Game {
-            client: Client::new(now, cfg, PeerId(slot)).unwrap(),
-            frames: Vec::new(),
-            sum: 0xcbf2_9ce4_8422_2325,
-            next_tick: now,
-            rng: SmallRng::seed_from_u64(seed),
-            pad: Pad::NEUTRAL,
-            diverge_at: None,
-        }
-    }
-
-    fn tick(&mut self, now: Instant, limit: usize) {
-        if now < self.next_tick || self.frames.len() >= limit {
-            return;
-        }
-        self.next_tick += FRAME;
-        // A bot that changes its pad on about one frame in five.
-        // A bot that changes its pad on about one frame in five.
-        if self.rng.gen_bool(0.2) {
-            self.pad = Pad(self.rng.gen::<u16>() & 0x0fff);
-        }
-        self.client.push_local_input(now, self.pad);
-        for _ in 0..4 {
-            let Some((frame, inputs)) = self.client.poll_frame() else {
-                break;
-            };
-            assert_eq!(frame.0 as usize, self.frames.len(), "frames in order");
-            self.frames.push(inputs);
-            self.sum = fold(self.sum, &inputs);
-            if frame.0 % 30 == 29 {
-                let bias = u64::from(self.diverge_at.is_some_and(|d| frame.0 >= d));
-                self.client.report_checksum(frame, self.sum ^ bias);
-            }
-            if self.frames.len() >= limit {
-                break;
-            }
-        }
-    }
-}
 
 /// A remote player: the joiner's handshake, then its lockstep client.
 struct Joiner {
@@ -131,7 +57,7 @@ fn joiner_addr(i: usize) -> SocketAddr {
 }
 
 fn endpoint_config(players: u8, local: bool, seed: u64) -> EndpointConfig {
-    let mut host = HostConfig::new(seed as u32 | 1, seed, 60.0);
+    let mut host = HostConfig::new(seed as u32 | 1, [seed as u8; 32], 60.0);
     host.max_players = players;
     host.host_is_player = local;
     EndpointConfig {
@@ -224,7 +150,7 @@ impl Net {
         let room = &mut self.rooms[r];
         room.endpoint.handle_timeout(now);
         if let Some(game) = &mut room.local {
-            game.client.handle_timeout(now);
+            game.timers(now);
             game.tick(now, limit);
         }
         for _ in 0..4 {
@@ -292,7 +218,7 @@ impl Net {
         }
         let to = room_addr(j.room);
         if let Some(game) = &mut j.game {
-            game.client.handle_timeout(now);
+            game.timers(now);
             game.tick(now, limit);
             let mut first = false;
             while let Some(bytes) = game.client.poll_transmit(now) {

@@ -6,14 +6,18 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rand::{rngs::SmallRng, RngCore, SeedableRng};
+use rand::{rngs::StdRng, SeedableRng};
 
-use super::msg::{foreign_version, Auth, Hello, Msg, StateAck, Welcome, CHUNK_SIZE, NONCE_LEN};
+use super::auth::Challenger;
+use super::msg::{
+    foreign_version, Auth, Hello, Msg, RelayStep, RoomMsg, StateAck, Welcome, CHUNK_SIZE,
+    PAKE_MSG_LEN,
+};
 use super::payload::{Packed, StartPayload};
 use super::transfer::{Rtt, Sender};
 use super::{
-    auth, Dropped, SessionError, SessionInfo, SessionStats, Transmit, HANDSHAKE_TIMEOUT,
-    HELLO_INTERVAL, LOADING_LIMIT,
+    Dropped, SessionError, SessionInfo, SessionStats, Transmit, HANDSHAKE_TIMEOUT, HELLO_INTERVAL,
+    LOADING_LIMIT,
 };
 use crate::input::MAX_PLAYERS;
 use crate::wire::{Kind, WireError, PROTOCOL_VERSION};
@@ -31,10 +35,15 @@ pub const LOBBY_INTERVAL: Duration = Duration::from_millis(500);
 pub struct HostConfig {
     /// Random, non-zero (0 means "unassigned" on the wire and is replaced by 1).
     pub session_id: u32,
-    /// Seeds the challenge nonces.
-    pub seed: u64,
+    /// Seeds the password checks' randomness (32 bytes from the OS in real use).
+    pub entropy: [u8; 32],
     /// Joiners must prove they know it; `None` or empty admits anyone.
     pub password: Option<String>,
+    /// A room on a dedicated server: the room's creator, who plays in slot 0 and alone knows
+    /// the password, if one is set (`relayed_password`): every other joiner's check is
+    /// relayed to it (`HostEvent::Relay`, `HostSession::handle_relay`).
+    pub creator: Option<SocketAddr>,
+    pub relayed_password: bool,
     /// Players including the host's own (at most 8).
     pub max_players: u8,
     /// The host plays in slot 0; `false` for a dedicated host (joiners take slots 0..).
@@ -52,11 +61,13 @@ pub struct HostConfig {
 }
 
 impl HostConfig {
-    pub fn new(session_id: u32, seed: u64, fps: f64) -> HostConfig {
+    pub fn new(session_id: u32, entropy: [u8; 32], fps: f64) -> HostConfig {
         HostConfig {
             session_id,
-            seed,
+            entropy,
             password: None,
+            creator: None,
+            relayed_password: false,
             max_players: MAX_PLAYERS as u8,
             host_is_player: true,
             fps,
@@ -182,8 +193,30 @@ impl Peer {
 #[derive(Debug)]
 struct Pending {
     addr: SocketAddr,
-    nonce: [u8; NONCE_LEN],
     since: Instant,
+    check: Check,
+}
+
+#[derive(Debug)]
+enum Check {
+    /// This host knows the password.
+    Local(Challenger),
+    /// The room's creator does: `challenge` once it sent one, `answer` while its verdict
+    /// on the joiner's Hello is awaited.
+    Relayed {
+        ticket: u32,
+        challenge: Option<[u8; PAKE_MSG_LEN]>,
+        answer: Option<Hello>,
+    },
+}
+
+impl Pending {
+    fn challenge(&self) -> Option<[u8; PAKE_MSG_LEN]> {
+        match &self.check {
+            Check::Local(c) => Some(c.message()),
+            Check::Relayed { challenge, .. } => *challenge,
+        }
+    }
 }
 
 /// The host's session. See the module docs for the calling order.
@@ -191,7 +224,8 @@ struct Pending {
 pub struct HostSession {
     cfg: HostConfig,
     info: SessionInfo,
-    rng: SmallRng,
+    rng: StdRng,
+    next_ticket: u32,
     packed: Arc<[u8]>,
     raw_len: u32,
     hash: u64,
@@ -221,7 +255,8 @@ impl HostSession {
             cfg.password = None;
         }
         let mut host = HostSession {
-            rng: SmallRng::seed_from_u64(cfg.seed),
+            rng: StdRng::from_seed(cfg.entropy),
+            next_ticket: 0,
             cfg,
             info,
             packed: Arc::from(Vec::new()),
@@ -393,6 +428,10 @@ impl HostSession {
             }
             Msg::StateAck(ack) => self.handle_ack(now, from, &ack),
             Msg::Loading => self.handle_loading(now, from),
+            Msg::Room(RoomMsg::Relay { ticket, step }) if Some(from) == self.cfg.creator => {
+                self.handle_relay(now, ticket, step);
+                Ok(())
+            }
             Msg::Bye(reason) => {
                 if let Some(i) = self.pending.iter().position(|p| p.addr == from) {
                     self.pending.remove(i);
@@ -425,45 +464,164 @@ impl HostSession {
         if !self.accepting {
             return self.refuse(from, "the game has already started".into());
         }
-        let Some(slot) = self.free_slot() else {
+        let Some(slot) = self.free_slot(from) else {
             let reason = format!("session is full ({} players)", self.cfg.max_players);
             return self.refuse(from, reason);
         };
-        if let Some(password) = self.cfg.password.clone() {
-            let pending = self.pending.iter().position(|p| p.addr == from);
-            match (&hello.auth, pending) {
-                (Auth::Proof { nonce, proof }, Some(i)) if *nonce == self.pending[i].nonce => {
-                    self.pending.remove(i);
-                    if !auth::verify(&password, nonce, proof) {
-                        return self.refuse(from, "wrong password".into());
+        if !hello.room.is_empty() && self.cfg.creator.is_none() {
+            let reason = format!(
+                "this is a framelock host, not a server with rooms: join it without --room {}",
+                hello.room
+            );
+            return self.refuse(from, reason);
+        }
+        if Some(from) != self.cfg.creator && !self.check_password(now, from, &hello) {
+            return;
+        }
+        self.admit(now, from, slot, hello);
+    }
+
+    /// True once `from` proved it knows the password (or none is set); otherwise sends the
+    /// challenge, relays the check, or refuses.
+    fn check_password(&mut self, now: Instant, from: SocketAddr, hello: &Hello) -> bool {
+        let relayed = self.cfg.relayed_password;
+        let Some(password) = self.cfg.password.clone().or(relayed.then(String::new)) else {
+            return true;
+        };
+        let pending = self.pending.iter().position(|p| p.addr == from);
+        let answered = |p: &Pending, c: &[u8; PAKE_MSG_LEN]| p.challenge() == Some(*c);
+        match (&hello.auth, pending) {
+            (Auth::NoPassword { challenge }, Some(i)) if answered(&self.pending[i], challenge) => {
+                self.pending.remove(i);
+                let reason = "wrong password: this session needs one and you gave none";
+                self.refuse(from, reason.into());
+            }
+            (
+                Auth::Pake {
+                    challenge,
+                    msg,
+                    confirm,
+                },
+                Some(i),
+            ) if answered(&self.pending[i], challenge) => match &mut self.pending[i].check {
+                Check::Relayed { ticket, answer, .. } => {
+                    // Resent Hellos wait for the same verdict.
+                    if answer.is_none() {
+                        *answer = Some(hello.clone());
+                        let step = RelayStep::Answer {
+                            msg: *msg,
+                            confirm: *confirm,
+                        };
+                        let ticket = *ticket;
+                        self.relay(ticket, step);
                     }
                 }
-                (Auth::NoPassword { nonce }, Some(i)) if *nonce == self.pending[i].nonce => {
-                    self.pending.remove(i);
-                    let reason = "wrong password: this session needs one and you gave none";
-                    return self.refuse(from, reason.into());
-                }
-                // First contact, a stale nonce, or an expired challenge: (re)challenge.
-                (_, Some(i)) => {
-                    let nonce = self.pending[i].nonce;
-                    self.pending[i].since = now;
-                    return self.send(from, &Msg::Challenge(nonce), 0);
-                }
-                (_, None) => {
-                    let mut nonce = [0u8; NONCE_LEN];
-                    self.rng.fill_bytes(&mut nonce);
-                    if self.pending.len() >= MAX_PENDING {
-                        self.pending.pop_front();
+                Check::Local(_) => {
+                    let Some(p) = self.pending.remove(i) else {
+                        return false;
+                    };
+                    let Check::Local(challenger) = p.check else {
+                        return false;
+                    };
+                    if challenger.verify(msg, confirm) {
+                        return true;
                     }
-                    self.pending.push_back(Pending {
-                        addr: from,
-                        nonce,
-                        since: now,
-                    });
-                    return self.send(from, &Msg::Challenge(nonce), 0);
+                    self.refuse(from, "wrong password".into());
+                }
+            },
+            // First contact, a stale answer, or an expired challenge: (re)challenge.
+            (_, Some(i)) => {
+                self.pending[i].since = now;
+                match (&self.pending[i].check, self.pending[i].challenge()) {
+                    (_, Some(c)) => self.send(from, &Msg::Challenge(c), 0),
+                    // The creator has not answered (it may not have been in the room yet
+                    // when it was asked): ask again.
+                    (Check::Relayed { ticket, .. }, None) => {
+                        let ticket = *ticket;
+                        self.relay(ticket, RelayStep::Asks);
+                    }
+                    (Check::Local(_), None) => {}
                 }
             }
+            (_, None) => {
+                if self.pending.len() >= MAX_PENDING {
+                    self.pending.pop_front();
+                }
+                let check = if relayed {
+                    self.next_ticket += 1;
+                    let ticket = self.next_ticket;
+                    self.relay(ticket, RelayStep::Asks);
+                    Check::Relayed {
+                        ticket,
+                        challenge: None,
+                        answer: None,
+                    }
+                } else {
+                    let challenger = Challenger::new(&password, &mut self.rng);
+                    self.send(from, &Msg::Challenge(challenger.message()), 0);
+                    Check::Local(challenger)
+                };
+                self.pending.push_back(Pending {
+                    addr: from,
+                    since: now,
+                    check,
+                });
+            }
         }
+        false
+    }
+
+    /// The room's creator answered a relayed password check.
+    fn handle_relay(&mut self, now: Instant, ticket: u32, step: RelayStep) {
+        let Some(i) = self
+            .pending
+            .iter()
+            .position(|p| matches!(p.check, Check::Relayed { ticket: t, .. } if t == ticket))
+        else {
+            return;
+        };
+        let addr = self.pending[i].addr;
+        match step {
+            RelayStep::Challenge(c) => {
+                if let Check::Relayed { challenge, .. } = &mut self.pending[i].check {
+                    if challenge.is_none() {
+                        *challenge = Some(c);
+                        self.send(addr, &Msg::Challenge(c), 0);
+                    }
+                }
+            }
+            RelayStep::Verdict(ok) => {
+                let Some(p) = self.pending.remove(i) else {
+                    return;
+                };
+                let Check::Relayed {
+                    answer: Some(hello),
+                    ..
+                } = p.check
+                else {
+                    return;
+                };
+                if !ok {
+                    return self.refuse(addr, "wrong password".into());
+                }
+                match self.free_slot(addr) {
+                    Some(slot) if self.accepting => self.admit(now, addr, slot, hello),
+                    _ => self.refuse(addr, "the room filled up meanwhile".into()),
+                }
+            }
+            RelayStep::Asks | RelayStep::Answer { .. } => {}
+        }
+    }
+
+    /// Passes a step of a password check on to the room's creator.
+    fn relay(&mut self, ticket: u32, step: RelayStep) {
+        if let Some(creator) = self.cfg.creator {
+            let msg = Msg::Room(RoomMsg::Relay { ticket, step });
+            self.send(creator, &msg, self.cfg.session_id);
+        }
+    }
+
+    fn admit(&mut self, now: Instant, from: SocketAddr, slot: u8, hello: Hello) {
         if let Some(reason) = incompatibility(&self.info, &hello) {
             return self.refuse(from, reason);
         }
@@ -516,8 +674,13 @@ impl HostSession {
         });
     }
 
-    fn free_slot(&self) -> Option<u8> {
-        let first = self.cfg.host_is_player as u8;
+    /// The first free slot for a joiner from `from`: slot 0 is the host's own player's, or
+    /// kept for a room's creator.
+    fn free_slot(&self, from: SocketAddr) -> Option<u8> {
+        let first = match self.cfg.creator {
+            Some(creator) => u8::from(creator != from),
+            None => u8::from(self.cfg.host_is_player),
+        };
         (first..self.cfg.max_players).find(|s| self.peers.iter().all(|p| p.slot != *s))
     }
 

@@ -5,7 +5,12 @@ use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use super::msg::{foreign_version, refuse_text, Auth, Hello, Msg, StateAck, Welcome};
+use rand::{rngs::StdRng, SeedableRng};
+
+use super::auth::Challenger;
+use super::msg::{
+    foreign_version, refuse_text, Auth, Hello, Msg, RelayStep, RoomMsg, StateAck, Welcome,
+};
 use super::payload::{StartPayload, MAX_PAYLOAD};
 use super::transfer::{ChunkOutcome, Receiver};
 use super::{
@@ -19,12 +24,21 @@ const BYE_COPIES: usize = 3;
 /// resends a chunk), since the host cannot start this player without it.
 const FINAL_ACK_COPIES: u8 = 3;
 const FINAL_ACK_SPACING: Duration = Duration::from_millis(15);
+/// Password checks a room's creator keeps under way at once (oldest dropped).
+const MAX_CHECKS: usize = 64;
 
 #[derive(Clone, Debug)]
 pub struct JoinConfig {
     pub host: SocketAddr,
     pub info: SessionInfo,
     pub password: Option<String>,
+    /// The room on a dedicated server; empty for a direct host.
+    pub room: String,
+    /// This joiner opened the room: it checks other joiners' passwords, which the server
+    /// relays to it (it knows `password`; the server does not).
+    pub creator: bool,
+    /// Seeds the password check's randomness (32 bytes from the OS in real use).
+    pub entropy: [u8; 32],
     /// Silence after which the join fails.
     pub timeout: Duration,
 }
@@ -35,6 +49,9 @@ impl JoinConfig {
             host,
             info,
             password: None,
+            room: String::new(),
+            creator: false,
+            entropy: [0; 32],
             timeout: HANDSHAKE_TIMEOUT,
         }
     }
@@ -73,6 +90,8 @@ pub enum JoinEvent {
     Waiting { ready: u8, want: u8 },
     /// The join failed (refused, no answer, corrupt state) or the host left.
     Failed(SessionError),
+    /// The room's creator checked a joiner's password, which the server relayed.
+    PasswordChecked { admitted: bool },
 }
 
 #[derive(Debug)]
@@ -100,6 +119,9 @@ enum Phase {
 #[derive(Debug)]
 pub struct JoinSession {
     cfg: JoinConfig,
+    rng: StdRng,
+    /// The creator's challenges under way, by the server's ticket (oldest first).
+    checks: VecDeque<(u32, Challenger)>,
     phase: Phase,
     auth: Auth,
     started: Instant,
@@ -118,6 +140,8 @@ pub struct JoinSession {
 impl JoinSession {
     pub fn new(now: Instant, cfg: JoinConfig) -> JoinSession {
         JoinSession {
+            rng: StdRng::from_seed(cfg.entropy),
+            checks: VecDeque::new(),
             cfg,
             phase: Phase::Hello,
             auth: Auth::None,
@@ -181,7 +205,7 @@ impl JoinSession {
         self.events.push_back(JoinEvent::Failed(e));
     }
 
-    pub(super) fn hello(&self) -> Vec<u8> {
+    pub(crate) fn hello(&self) -> Vec<u8> {
         let i = &self.cfg.info;
         Msg::Hello(Hello {
             core_name: i.core_name.clone(),
@@ -189,6 +213,7 @@ impl JoinSession {
             content_name: i.content_name.clone(),
             content_hash: i.content_hash,
             player_name: i.player_name.clone(),
+            room: self.cfg.room.clone(),
             auth: self.auth.clone(),
         })
         .encode(0)
@@ -248,18 +273,33 @@ impl JoinSession {
             });
         }
         match (msg, &mut self.phase) {
-            (Msg::Challenge(nonce), Phase::Hello) => {
-                self.auth = match &self.cfg.password {
-                    Some(p) if !p.is_empty() => Auth::Proof {
-                        nonce,
-                        proof: auth::proof(p, &nonce),
+            (Msg::Challenge(challenge), Phase::Hello) => {
+                let answer = match &self.cfg.password {
+                    Some(p) if !p.is_empty() => auth::answer(p, &challenge, &mut self.rng),
+                    _ => None,
+                };
+                self.auth = match answer {
+                    Some((msg, confirm)) => Auth::Pake {
+                        challenge,
+                        msg,
+                        confirm,
                     },
-                    _ => Auth::NoPassword { nonce },
+                    None => Auth::NoPassword { challenge },
                 };
                 self.queue.push_back(self.hello());
                 self.next_hello = now + HELLO_INTERVAL;
             }
             (Msg::Refuse(reason), Phase::Hello) => self.fail(SessionError::Refused(reason)),
+            (Msg::Room(RoomMsg::NoRoom { room, rooms }), Phase::Hello) => {
+                self.fail(SessionError::NoRoom {
+                    room,
+                    addr: self.cfg.host,
+                    rooms,
+                })
+            }
+            (Msg::Room(RoomMsg::Relay { ticket, step }), _) if self.cfg.creator && welcomed => {
+                self.handle_relay(ticket, step)
+            }
             (Msg::Welcome(w), Phase::Hello) => self.handle_welcome(now, header.session, w),
             (Msg::Welcome(_), Phase::Receiving { rx, .. }) => rx.ack_soon(now),
             (Msg::StateChunk { index, seq, data }, Phase::Receiving { rx, .. }) => {
@@ -295,6 +335,47 @@ impl JoinSession {
             (msg, _) => return Err(Dropped::Unexpected(msg.kind())),
         }
         Ok(())
+    }
+
+    /// The creator's half of a password check the server relays: make the challenge, then
+    /// judge the answer.
+    fn handle_relay(&mut self, ticket: u32, step: RelayStep) {
+        let password = self.cfg.password.clone().unwrap_or_default();
+        let reply = match step {
+            RelayStep::Asks => {
+                let challenge = match self.checks.iter().find(|(t, _)| *t == ticket) {
+                    Some((_, c)) => c.message(),
+                    None => {
+                        let c = Challenger::new(&password, &mut self.rng);
+                        let m = c.message();
+                        if self.checks.len() >= MAX_CHECKS {
+                            self.checks.pop_front();
+                        }
+                        self.checks.push_back((ticket, c));
+                        m
+                    }
+                };
+                RelayStep::Challenge(challenge)
+            }
+            RelayStep::Answer { msg, confirm } => {
+                let Some(i) = self.checks.iter().position(|(t, _)| *t == ticket) else {
+                    return;
+                };
+                let Some((_, challenger)) = self.checks.remove(i) else {
+                    return;
+                };
+                let admitted = challenger.verify(&msg, &confirm);
+                self.events
+                    .push_back(JoinEvent::PasswordChecked { admitted });
+                RelayStep::Verdict(admitted)
+            }
+            RelayStep::Challenge(_) | RelayStep::Verdict(_) => return,
+        };
+        let msg = Msg::Room(RoomMsg::Relay {
+            ticket,
+            step: reply,
+        });
+        self.queue.push_back(msg.encode(self.session));
     }
 
     fn handle_welcome(&mut self, now: Instant, session: u32, w: Welcome) {

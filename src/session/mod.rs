@@ -28,6 +28,7 @@ mod join;
 pub mod msg;
 mod payload;
 mod resync;
+mod room;
 mod transfer;
 
 use std::fmt;
@@ -44,6 +45,7 @@ pub use host::{HostConfig, HostEvent, HostSession, LeftReason, Player};
 pub use join::{JoinConfig, JoinEvent, JoinSession, StartState};
 pub use payload::{StartPayload, MAX_PAYLOAD};
 pub use resync::{ResyncRecv, ResyncSend};
+pub use room::{is_kind, OpenEvent, RoomOpener, Upload, MAX_UPLOAD};
 
 /// Silence after which a handshake or start-state transfer is given up.
 pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
@@ -78,6 +80,12 @@ pub struct SessionInfo {
 pub enum SessionError {
     #[error("refused by the host: {0}")]
     Refused(String),
+    #[error("no room {room} on {addr}{}", open_rooms(.rooms))]
+    NoRoom {
+        room: String,
+        addr: SocketAddr,
+        rooms: Vec<String>,
+    },
     #[error("no answer from {addr} after {secs} s: is the host running and the port open?")]
     NoAnswer { addr: SocketAddr, secs: u64 },
     #[error(
@@ -97,6 +105,13 @@ pub enum SessionError {
     PayloadTooBig,
     #[error("left the session")]
     Left,
+}
+
+fn open_rooms(rooms: &[String]) -> String {
+    match rooms {
+        [] => " (it has no open rooms)".into(),
+        _ => format!(" (open rooms: {})", rooms.join(", ")),
+    }
 }
 
 /// Why a datagram was dropped (also counted in `SessionStats::dropped_invalid`).
@@ -188,3 +203,5 @@ pub fn option_diffs(host: &[(String, String)], local: &[(String, String)]) -> Ve
 
 #[cfg(test)]
 mod sim_tests;
+#[cfg(test)]
+pub(crate) mod testkit;

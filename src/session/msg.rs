@@ -3,10 +3,12 @@
 //! Strings are `u8` length + UTF-8 (`str8`) unless noted; integers are little endian.
 //! ```text
 //! Hello      str8 core_name, str8 core_version, str8 content_name,
-//!            u8 has_hash, [u64 content_hash if has_hash], str8 player_name,
-//!            u8 auth (0 = none, 1 = proof, 2 = no password to offer),
-//!            [32] nonce (auth 1, 2), [32] proof (auth 1)
-//! Challenge  [32] nonce
+//!            u8 has_hash, [u64 content_hash if has_hash], str8 player_name, str8 room
+//!            (empty: a direct host), u8 auth (0 = none, 1 = PAKE answer, 2 = no password
+//!            to offer), [33] the challenge answered (auth 1, 2), [33] the joiner's SPAKE2
+//!            message and [32] its key confirmation (auth 1), u16 n + n zero bytes of
+//!            padding to `PADDED_LEN` (see below)
+//! Challenge  [33] the host's SPAKE2 message (side B)
 //! Welcome    u8 slot, u64 fps (f64 bits), u32 frame, u32 raw_len, u32 packed_len,
 //!            u64 xxh3(raw payload), u16 chunk_size, u8 slots (session size), u8 keyframe
 //!            interval K, u8 n, n x (u8 slot, str8 name)
@@ -18,13 +20,41 @@
 //! Bye        str8 reason
 //! Lobby      u8 ready (players with the start state, the host's included), u8 want
 //! Loading    (empty: the joiner has the start state and is not running yet)
+//! Room       u8 op, then by op (a dedicated server's rooms; see `RoomMsg`):
+//!            1 Open     str8 room (empty: the server names it), u8 players, u8 K,
+//!                       u64 fps bits, u8 flags (bit 0: password), str8 core_name,
+//!                       str8 core_version, str8 content_name, u8 has_hash [u64 hash],
+//!                       str8 player_name, u32 raw_len, u32 packed_len, u64 xxh3(raw
+//!                       payload), u16 n + n zero bytes of padding to `PADDED_LEN`
+//!            2 Opened   str8 room (the header carries the room's session id)
+//!            3 NoRoom   str8 room asked for, u8 n, n x str8 open room
+//!            4 List     u16 first (index of the first room wanted), padding as Open's
+//!            5 Rooms    u16 total, u16 first, u8 n, n x (str8 name, str8 content,
+//!                       str8 core, u8 players in, u8 seats, u8 flags (bit 0: password,
+//!                       bit 1: playing), u32 age in seconds)
+//!            6 Relay    u32 ticket, u8 step, then by step: 1 (server -> creator: a
+//!                       joiner asks in) nothing; 2 (creator: its challenge) [33];
+//!                       3 (server: the joiner's answer) [33] message, [32] confirmation;
+//!                       4 (creator: the verdict) u8 admitted
 //! ```
+//!
+//! Hello, Open and List are padded to `PADDED_LEN` bytes: before an address has shown that it
+//! receives what is sent to it (by echoing a session id it was given), no answer to it is
+//! larger than what it sent, so a forged source address gets nothing amplified.
 
 use crate::input::MAX_PLAYERS;
 use crate::wire::{Header, Kind, WireError, HEADER_LEN, MAGIC, MAX_DATAGRAM, PROTOCOL_VERSION};
 
-pub const NONCE_LEN: usize = 32;
-pub const PROOF_LEN: usize = 32;
+/// A SPAKE2 message on Ed25519: a side byte and a point.
+pub const PAKE_MSG_LEN: usize = 33;
+/// A key confirmation: blake3 keyed with the PAKE's key over both messages.
+pub const CONFIRM_LEN: usize = 32;
+/// Longest room name (bytes).
+pub const MAX_ROOM_NAME: usize = 32;
+/// Size every Hello, Open and List datagram is padded to (see the module docs).
+pub const PADDED_LEN: usize = MAX_DATAGRAM;
+/// Most rooms one `Rooms` answer lists.
+pub const MAX_LISTED: usize = 12;
 /// Longest core name, version or content name kept (bytes); keeps a Hello under `MAX_DATAGRAM`.
 pub const MAX_TEXT: usize = 200;
 /// Longest player name kept (bytes).
@@ -36,15 +66,16 @@ pub const CHUNK_SIZE: usize = 1152;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Auth {
-    /// First contact: no proof yet.
+    /// First contact: no answer yet.
     None,
-    /// Answer to a challenge: keyed hash of the nonce under the password-derived key.
-    Proof {
-        nonce: [u8; NONCE_LEN],
-        proof: [u8; PROOF_LEN],
+    /// Answer to `challenge`: the joiner's SPAKE2 message and its key confirmation.
+    Pake {
+        challenge: [u8; PAKE_MSG_LEN],
+        msg: [u8; PAKE_MSG_LEN],
+        confirm: [u8; CONFIRM_LEN],
     },
-    /// Answer to a challenge from a joiner that was given no password.
-    NoPassword { nonce: [u8; NONCE_LEN] },
+    /// Answer to `challenge` from a joiner that was given no password.
+    NoPassword { challenge: [u8; PAKE_MSG_LEN] },
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -54,7 +85,84 @@ pub struct Hello {
     pub content_name: String,
     pub content_hash: Option<u64>,
     pub player_name: String,
+    /// The room asked for on a dedicated server; empty for a direct host.
+    pub room: String,
     pub auth: Auth,
+}
+
+/// A room as a dedicated server lists it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RoomInfo {
+    pub name: String,
+    pub content: String,
+    pub core: String,
+    pub players: u8,
+    pub seats: u8,
+    pub password: bool,
+    pub playing: bool,
+    pub age_secs: u32,
+}
+
+/// What a room's creator asks a dedicated server to open.
+#[derive(Clone, Debug, PartialEq)]
+pub struct OpenRoom {
+    /// Empty: the server makes one up.
+    pub room: String,
+    pub players: u8,
+    pub keyframe_interval: u8,
+    pub fps: f64,
+    pub password: bool,
+    pub core_name: String,
+    pub core_version: String,
+    pub content_name: String,
+    pub content_hash: Option<u64>,
+    pub player_name: String,
+    /// The start payload the creator uploads next (`StateChunk`s, acked by `StateAck`).
+    pub raw_len: u32,
+    pub packed_len: u32,
+    pub payload_hash: u64,
+}
+
+/// One step of a password check a server relays between a joiner and a room's creator,
+/// who alone knows the password.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RelayStep {
+    /// Server -> creator: a joiner asks in; make a challenge.
+    Asks,
+    /// Creator -> server: the challenge to pass on.
+    Challenge([u8; PAKE_MSG_LEN]),
+    /// Server -> creator: the joiner's answer.
+    Answer {
+        msg: [u8; PAKE_MSG_LEN],
+        confirm: [u8; CONFIRM_LEN],
+    },
+    /// Creator -> server: whether the answer proves the password.
+    Verdict(bool),
+}
+
+/// Messages between a dedicated server and its clients about rooms.
+#[derive(Clone, Debug, PartialEq)]
+pub enum RoomMsg {
+    Open(OpenRoom),
+    Opened {
+        room: String,
+    },
+    NoRoom {
+        room: String,
+        rooms: Vec<String>,
+    },
+    List {
+        first: u16,
+    },
+    Rooms {
+        total: u16,
+        first: u16,
+        rooms: Vec<RoomInfo>,
+    },
+    Relay {
+        ticket: u32,
+        step: RelayStep,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -84,7 +192,7 @@ pub struct StateAck {
 #[derive(Clone, Debug, PartialEq)]
 pub enum Msg<'a> {
     Hello(Hello),
-    Challenge([u8; NONCE_LEN]),
+    Challenge([u8; PAKE_MSG_LEN]),
     Welcome(Welcome),
     Refuse(String),
     StateChunk {
@@ -102,6 +210,7 @@ pub enum Msg<'a> {
     /// A joiner with the start state that does not run yet (loads its content, opens its
     /// window) to the host: it is still coming. Sent until its first CTRL.
     Loading,
+    Room(RoomMsg),
 }
 
 impl Msg<'_> {
@@ -116,6 +225,7 @@ impl Msg<'_> {
             Msg::Bye(_) => Kind::Bye,
             Msg::Lobby { .. } => Kind::Lobby,
             Msg::Loading => Kind::Loading,
+            Msg::Room(_) => Kind::Room,
         }
     }
 
@@ -140,18 +250,25 @@ impl Msg<'_> {
                     None => out.push(0),
                 }
                 put_str8(&mut out, &h.player_name, MAX_PLAYER_NAME);
+                put_str8(&mut out, &h.room, MAX_ROOM_NAME);
                 match &h.auth {
                     Auth::None => out.push(0),
-                    Auth::Proof { nonce, proof } => {
+                    Auth::Pake {
+                        challenge,
+                        msg,
+                        confirm,
+                    } => {
                         out.push(1);
-                        out.extend_from_slice(nonce);
-                        out.extend_from_slice(proof);
+                        out.extend_from_slice(challenge);
+                        out.extend_from_slice(msg);
+                        out.extend_from_slice(confirm);
                     }
-                    Auth::NoPassword { nonce } => {
+                    Auth::NoPassword { challenge } => {
                         out.push(2);
-                        out.extend_from_slice(nonce);
+                        out.extend_from_slice(challenge);
                     }
                 }
+                pad(&mut out);
             }
             Msg::Challenge(nonce) => out.extend_from_slice(nonce),
             Msg::Welcome(w) => {
@@ -190,6 +307,7 @@ impl Msg<'_> {
             Msg::Bye(reason) => put_str8(&mut out, reason, MAX_TEXT),
             Msg::Lobby { ready, want } => out.extend_from_slice(&[*ready, *want]),
             Msg::Loading => {}
+            Msg::Room(r) => encode_room(&mut out, r),
         }
         out
     }
@@ -211,23 +329,27 @@ impl Msg<'_> {
                     _ => return Err(WireError::Malformed(kind)),
                 };
                 let player_name = r.str8().map_err(bad)?;
+                let room = r.str8().map_err(bad)?;
                 let auth = match r.u8().map_err(bad)? {
                     0 => Auth::None,
-                    1 => Auth::Proof {
-                        nonce: r.array().map_err(bad)?,
-                        proof: r.array().map_err(bad)?,
+                    1 => Auth::Pake {
+                        challenge: r.array().map_err(bad)?,
+                        msg: r.array().map_err(bad)?,
+                        confirm: r.array().map_err(bad)?,
                     },
                     2 => Auth::NoPassword {
-                        nonce: r.array().map_err(bad)?,
+                        challenge: r.array().map_err(bad)?,
                     },
                     _ => return Err(WireError::Malformed(kind)),
                 };
+                r.padding().map_err(bad)?;
                 Msg::Hello(Hello {
                     core_name,
                     core_version,
                     content_name,
                     content_hash,
                     player_name,
+                    room,
                     auth,
                 })
             }
@@ -319,6 +441,7 @@ impl Msg<'_> {
                 Msg::Lobby { ready, want }
             }
             Kind::Loading => Msg::Loading,
+            Kind::Room => Msg::Room(decode_room(&mut r).map_err(bad)?),
             // Carried by `resync` and `lockstep`, not by the handshake.
             Kind::Resync | Kind::Ctrl | Kind::Update => {
                 return Err(WireError::UnknownKind(kind as u8))
@@ -329,6 +452,216 @@ impl Msg<'_> {
         }
         Ok((header, msg))
     }
+}
+
+fn encode_room(out: &mut Vec<u8>, msg: &RoomMsg) {
+    match msg {
+        RoomMsg::Open(o) => {
+            out.push(1);
+            put_str8(out, &o.room, MAX_ROOM_NAME);
+            out.push(o.players);
+            out.push(o.keyframe_interval);
+            out.extend_from_slice(&o.fps.to_bits().to_le_bytes());
+            out.push(u8::from(o.password));
+            put_str8(out, &o.core_name, MAX_TEXT);
+            put_str8(out, &o.core_version, MAX_TEXT);
+            put_str8(out, &o.content_name, MAX_TEXT);
+            match o.content_hash {
+                Some(hash) => {
+                    out.push(1);
+                    out.extend_from_slice(&hash.to_le_bytes());
+                }
+                None => out.push(0),
+            }
+            put_str8(out, &o.player_name, MAX_PLAYER_NAME);
+            out.extend_from_slice(&o.raw_len.to_le_bytes());
+            out.extend_from_slice(&o.packed_len.to_le_bytes());
+            out.extend_from_slice(&o.payload_hash.to_le_bytes());
+            pad(out);
+        }
+        RoomMsg::Opened { room } => {
+            out.push(2);
+            put_str8(out, room, MAX_ROOM_NAME);
+        }
+        RoomMsg::NoRoom { room, rooms } => {
+            out.push(3);
+            put_str8(out, room, MAX_ROOM_NAME);
+            let rooms = &rooms[..rooms.len().min(MAX_LISTED * 2)];
+            out.push(rooms.len() as u8);
+            for r in rooms {
+                put_str8(out, r, MAX_ROOM_NAME);
+            }
+        }
+        RoomMsg::List { first } => {
+            out.push(4);
+            out.extend_from_slice(&first.to_le_bytes());
+            pad(out);
+        }
+        RoomMsg::Rooms {
+            total,
+            first,
+            rooms,
+        } => {
+            out.push(5);
+            out.extend_from_slice(&total.to_le_bytes());
+            out.extend_from_slice(&first.to_le_bytes());
+            let rooms = &rooms[..rooms.len().min(MAX_LISTED)];
+            out.push(rooms.len() as u8);
+            for r in rooms {
+                put_str8(out, &r.name, MAX_ROOM_NAME);
+                put_str8(out, &r.content, 40);
+                put_str8(out, &r.core, 24);
+                out.push(r.players);
+                out.push(r.seats);
+                out.push(u8::from(r.password) | u8::from(r.playing) << 1);
+                out.extend_from_slice(&r.age_secs.to_le_bytes());
+            }
+        }
+        RoomMsg::Relay { ticket, step } => {
+            out.push(6);
+            out.extend_from_slice(&ticket.to_le_bytes());
+            match step {
+                RelayStep::Asks => out.push(1),
+                RelayStep::Challenge(m) => {
+                    out.push(2);
+                    out.extend_from_slice(m);
+                }
+                RelayStep::Answer { msg, confirm } => {
+                    out.push(3);
+                    out.extend_from_slice(msg);
+                    out.extend_from_slice(confirm);
+                }
+                RelayStep::Verdict(ok) => {
+                    out.push(4);
+                    out.push(u8::from(*ok));
+                }
+            }
+        }
+    }
+}
+
+fn decode_room(r: &mut Reader) -> Result<RoomMsg, ()> {
+    let msg = match r.u8()? {
+        1 => {
+            let room = r.str8()?;
+            let players = r.u8()?;
+            let keyframe_interval = r.u8()?;
+            let fps = f64::from_bits(r.u64()?);
+            let flags = r.u8()?;
+            let core_name = r.str8()?;
+            let core_version = r.str8()?;
+            let content_name = r.str8()?;
+            let content_hash = match r.u8()? {
+                0 => None,
+                1 => Some(r.u64()?),
+                _ => return Err(()),
+            };
+            let player_name = r.str8()?;
+            let raw_len = r.u32()?;
+            let packed_len = r.u32()?;
+            let payload_hash = r.u64()?;
+            r.padding()?;
+            let sane = (1..=MAX_PLAYERS as u8).contains(&players)
+                && (1..=60).contains(&keyframe_interval)
+                && fps.is_finite()
+                && (1.0..=1000.0).contains(&fps)
+                && flags <= 1
+                && room.len() <= MAX_ROOM_NAME;
+            if !sane {
+                return Err(());
+            }
+            RoomMsg::Open(OpenRoom {
+                room,
+                players,
+                keyframe_interval,
+                fps,
+                password: flags == 1,
+                core_name,
+                core_version,
+                content_name,
+                content_hash,
+                player_name,
+                raw_len,
+                packed_len,
+                payload_hash,
+            })
+        }
+        2 => RoomMsg::Opened { room: r.str8()? },
+        3 => {
+            let room = r.str8()?;
+            let n = r.u8()?;
+            let rooms = (0..n).map(|_| r.str8()).collect::<Result<_, _>>()?;
+            RoomMsg::NoRoom { room, rooms }
+        }
+        4 => {
+            let first = r.u16()?;
+            r.padding()?;
+            RoomMsg::List { first }
+        }
+        5 => {
+            let total = r.u16()?;
+            let first = r.u16()?;
+            let n = r.u8()?;
+            if usize::from(n) > MAX_LISTED {
+                return Err(());
+            }
+            let mut rooms = Vec::with_capacity(usize::from(n));
+            for _ in 0..n {
+                let name = r.str8()?;
+                let content = r.str8()?;
+                let core = r.str8()?;
+                let players = r.u8()?;
+                let seats = r.u8()?;
+                let flags = r.u8()?;
+                let age_secs = r.u32()?;
+                if flags > 3 || players > seats || usize::from(seats) > MAX_PLAYERS {
+                    return Err(());
+                }
+                rooms.push(RoomInfo {
+                    name,
+                    content,
+                    core,
+                    players,
+                    seats,
+                    password: flags & 1 != 0,
+                    playing: flags & 2 != 0,
+                    age_secs,
+                });
+            }
+            RoomMsg::Rooms {
+                total,
+                first,
+                rooms,
+            }
+        }
+        6 => {
+            let ticket = r.u32()?;
+            let step = match r.u8()? {
+                1 => RelayStep::Asks,
+                2 => RelayStep::Challenge(r.array()?),
+                3 => RelayStep::Answer {
+                    msg: r.array()?,
+                    confirm: r.array()?,
+                },
+                4 => match r.u8()? {
+                    0 => RelayStep::Verdict(false),
+                    1 => RelayStep::Verdict(true),
+                    _ => return Err(()),
+                },
+                _ => return Err(()),
+            };
+            RoomMsg::Relay { ticket, step }
+        }
+        _ => return Err(()),
+    };
+    Ok(msg)
+}
+
+/// Pads a datagram to `PADDED_LEN` bytes: a u16 count, then that many zero bytes.
+fn pad(out: &mut Vec<u8>) {
+    let n = PADDED_LEN.saturating_sub(out.len() + 2);
+    out.extend_from_slice(&(n as u16).to_le_bytes());
+    out.resize(out.len() + n, 0);
 }
 
 /// The datagram's protocol version byte, if it is a framelock datagram of the given kind,
@@ -410,6 +743,14 @@ impl<'a> Reader<'a> {
     fn u64(&mut self) -> Result<u64, ()> {
         Ok(u64::from_le_bytes(self.array()?))
     }
+    /// A u16 count and that many zero bytes (see `pad`).
+    fn padding(&mut self) -> Result<(), ()> {
+        let n = usize::from(self.u16()?);
+        if self.take(n)?.iter().any(|&b| b != 0) {
+            return Err(());
+        }
+        Ok(())
+    }
     fn str8(&mut self) -> Result<String, ()> {
         let n = self.u8()? as usize;
         let text = std::str::from_utf8(self.take(n)?).map_err(|_| ())?;
@@ -429,14 +770,16 @@ mod tests {
             content_name: "airstriker.md".into(),
             content_hash: Some(0x1a2b_3c4d_5e6f_7081),
             player_name: "ana".into(),
-            auth: Auth::Proof {
-                nonce: [7; 32],
-                proof: [9; 32],
+            room: "quiet-fox".into(),
+            auth: Auth::Pake {
+                challenge: [7; PAKE_MSG_LEN],
+                msg: [8; PAKE_MSG_LEN],
+                confirm: [9; CONFIRM_LEN],
             },
         };
         vec![
             Msg::Hello(hello).encode(0),
-            Msg::Challenge([3; 32]).encode(0),
+            Msg::Challenge([3; PAKE_MSG_LEN]).encode(0),
             Msg::Welcome(Welcome {
                 slot: 2,
                 fps: 59.92,
@@ -467,6 +810,70 @@ mod tests {
             Msg::Bye("quit".into()).encode(5),
             Msg::Lobby { ready: 2, want: 3 }.encode(5),
             Msg::Loading.encode(5),
+            Msg::Room(RoomMsg::Open(OpenRoom {
+                room: String::new(),
+                players: 4,
+                keyframe_interval: 2,
+                fps: 59.92,
+                password: true,
+                core_name: "Genesis Plus GX".into(),
+                core_version: "v1.7.4".into(),
+                content_name: "airstriker.md".into(),
+                content_hash: Some(7),
+                player_name: "ana".into(),
+                raw_len: 1000,
+                packed_len: 900,
+                payload_hash: 42,
+            }))
+            .encode(0),
+            Msg::Room(RoomMsg::Opened {
+                room: "quiet-fox".into(),
+            })
+            .encode(5),
+            Msg::Room(RoomMsg::NoRoom {
+                room: "nope".into(),
+                rooms: vec!["quiet-fox".into(), "red-owl".into()],
+            })
+            .encode(0),
+            Msg::Room(RoomMsg::List { first: 3 }).encode(0),
+            Msg::Room(RoomMsg::Rooms {
+                total: 14,
+                first: 12,
+                rooms: vec![RoomInfo {
+                    name: "quiet-fox".into(),
+                    content: "airstriker.md".into(),
+                    core: "Genesis Plus GX".into(),
+                    players: 1,
+                    seats: 2,
+                    password: true,
+                    playing: false,
+                    age_secs: 61,
+                }],
+            })
+            .encode(0),
+            Msg::Room(RoomMsg::Relay {
+                ticket: 9,
+                step: RelayStep::Asks,
+            })
+            .encode(5),
+            Msg::Room(RoomMsg::Relay {
+                ticket: 9,
+                step: RelayStep::Challenge([1; PAKE_MSG_LEN]),
+            })
+            .encode(5),
+            Msg::Room(RoomMsg::Relay {
+                ticket: 9,
+                step: RelayStep::Answer {
+                    msg: [2; PAKE_MSG_LEN],
+                    confirm: [3; CONFIRM_LEN],
+                },
+            })
+            .encode(5),
+            Msg::Room(RoomMsg::Relay {
+                ticket: 9,
+                step: RelayStep::Verdict(true),
+            })
+            .encode(5),
         ]
     }
 
@@ -524,9 +931,11 @@ mod tests {
             content_name: long.clone(),
             content_hash: Some(1),
             player_name: long.clone(),
-            auth: Auth::Proof {
-                nonce: [0; 32],
-                proof: [0; 32],
+            room: long.clone(),
+            auth: Auth::Pake {
+                challenge: [0; PAKE_MSG_LEN],
+                msg: [0; PAKE_MSG_LEN],
+                confirm: [0; CONFIRM_LEN],
             },
         });
         let dgram = hello.encode(0);
@@ -536,6 +945,7 @@ mod tests {
         };
         assert_eq!(h.core_name.len(), MAX_TEXT);
         assert_eq!(h.player_name.len(), MAX_PLAYER_NAME);
+        assert_eq!(h.room.len(), MAX_ROOM_NAME);
         let refuse = Msg::Refuse(long.repeat(10)).encode(0);
         assert!(refuse.len() <= MAX_DATAGRAM);
     }
@@ -550,7 +960,7 @@ mod tests {
                 rng.fill_bytes(&mut d);
                 if i % 4 == 0 && d.len() >= 4 {
                     d[0..3].copy_from_slice(&[b'F', b'L', PROTOCOL_VERSION]);
-                    d[3] = rng.gen_range(1..0x0b);
+                    d[3] = rng.gen_range(1..=0x0b);
                 }
                 d
             } else {

@@ -163,7 +163,7 @@ impl Sim {
 }
 
 fn cfg() -> HostConfig {
-    HostConfig::new(0xfeed_beef, 42, 59.92)
+    HostConfig::new(0xfeed_beef, [42; 32], 59.92)
 }
 
 #[test]
@@ -351,6 +351,7 @@ fn other_protocol_versions_get_a_readable_refusal() {
         content_name: String::new(),
         content_hash: None,
         player_name: "old".into(),
+        room: String::new(),
         auth: msg::Auth::None,
     })
     .encode(0);

@@ -1,0 +1,688 @@
+//! [`Rooms`]: a dedicated server's rooms as one sans-IO state machine, a
+//! [`session::Endpoint`] per room behind a router (quinn-proto's `Endpoint` over its
+//! `Connection`s). It never reads a clock and never touches a socket.
+
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::net::{IpAddr, SocketAddr};
+use std::time::{Duration, Instant};
+
+use rand::rngs::StdRng;
+use rand::{RngCore, SeedableRng};
+
+use crate::lockstep::{self, Frame};
+use crate::session::msg::{foreign_version, Hello, Msg, OpenRoom, RoomInfo, RoomMsg, MAX_LISTED};
+use crate::session::{
+    Endpoint, EndpointConfig, EndpointEvent, HostConfig, LeftReason, OutReason, SessionInfo,
+    StartPayload, Upload,
+};
+use crate::wire::{Header, Kind, Transmit};
+
+use super::names::{room_name, valid_room_name};
+
+/// How long a room whose creator left keeps serving its other players the frames already
+/// published, so that they can finish as they would with a direct host.
+pub const CLOSE_GRACE: Duration = Duration::from_secs(3);
+/// Unvalidated addresses whose bytes are counted for the anti-amplification rule at once;
+/// past this the oldest count is forgotten (its address then gets nothing until it sends
+/// again).
+const MAX_UNVALIDATED: usize = 65_536;
+/// Rooms named in a `NoRoom` answer.
+const NAMED_ROOMS: usize = 16;
+
+/// A dedicated server's settings.
+#[derive(Clone, Debug)]
+pub struct ServeConfig {
+    /// Rooms open at once, including ones whose start state is still uploading.
+    pub max_rooms: usize,
+    /// Rooms one IP address may open per minute.
+    pub opens_per_minute: u32,
+    /// Every room's lockstep settings (players, session, fps and K come from its creator).
+    pub lockstep: lockstep::Config,
+    /// Seeds session ids, room names and the rooms' password-check randomness.
+    pub entropy: [u8; 32],
+}
+
+impl Default for ServeConfig {
+    fn default() -> Self {
+        ServeConfig {
+            max_rooms: 1000,
+            opens_per_minute: 6,
+            lockstep: lockstep::Config::default(),
+            entropy: [0; 32],
+        }
+    }
+}
+
+/// What happened in a room, for the server's log (one line each).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ServeEvent {
+    Opened {
+        room: String,
+        creator: SocketAddr,
+        seats: u8,
+        core: String,
+        content: String,
+        password: bool,
+    },
+    Refused {
+        addr: SocketAddr,
+        reason: String,
+    },
+    Joined {
+        room: String,
+        slot: u8,
+        name: String,
+        addr: SocketAddr,
+    },
+    Started {
+        room: String,
+        players: usize,
+    },
+    Left {
+        room: String,
+        slot: u8,
+        reason: String,
+    },
+    Out {
+        room: String,
+        slot: u8,
+        from_frame: Frame,
+        reason: OutReason,
+    },
+    Desync {
+        room: String,
+        slot: u8,
+        frame: Frame,
+    },
+    Closed {
+        room: String,
+        why: String,
+    },
+}
+
+/// Datagrams the server turned away, by why.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ServeStats {
+    pub datagrams_in: u64,
+    pub datagrams_out: u64,
+    pub bytes_in: u64,
+    pub bytes_out: u64,
+    /// Not a framelock datagram, or not one of a kind a server takes from a stranger.
+    pub garbage: u64,
+    /// A Hello naming a room that does not exist, or a room datagram for a session id the
+    /// sender is not in.
+    pub wrong_room: u64,
+    /// Room openings refused: too many from one address, or the server is full.
+    pub rate_limited: u64,
+    pub full: u64,
+    /// Answers not sent because they would have sent more to an address that has not shown
+    /// it receives datagrams than it sent (anti-amplification).
+    pub held_unvalidated: u64,
+    pub rooms_opened: u64,
+    pub rooms_closed: u64,
+}
+
+struct Room {
+    name: String,
+    endpoint: Endpoint,
+    creator: SocketAddr,
+    open: OpenRoom,
+    opened: Instant,
+    started: bool,
+    /// When the creator left: the room serves the frames already published until this plus
+    /// `CLOSE_GRACE`, then closes.
+    closing: Option<Instant>,
+}
+
+/// A dedicated server's rooms. Calling order as for [`Endpoint`].
+pub struct Rooms {
+    cfg: ServeConfig,
+    rng: StdRng,
+    rooms: BTreeMap<String, Room>,
+    by_session: HashMap<u32, String>,
+    /// Players (and creators) by address: the room they are in.
+    by_addr: HashMap<SocketAddr, String>,
+    uploads: HashMap<SocketAddr, Upload>,
+    /// Room openings per source IP in the current minute.
+    opens: HashMap<IpAddr, (Instant, u32)>,
+    /// Addresses that showed they receive what is sent to them (they echoed a session id).
+    validated: HashSet<SocketAddr>,
+    /// Bytes received from and sent to each address that has not: never send it more than
+    /// it sent.
+    unvalidated: HashMap<SocketAddr, (u64, u64)>,
+    unvalidated_order: VecDeque<SocketAddr>,
+    out: VecDeque<Transmit>,
+    events: VecDeque<ServeEvent>,
+    stats: ServeStats,
+}
+
+impl Rooms {
+    pub fn new(cfg: ServeConfig) -> Rooms {
+        Rooms {
+            rng: StdRng::from_seed(cfg.entropy),
+            cfg,
+            rooms: BTreeMap::new(),
+            by_session: HashMap::new(),
+            by_addr: HashMap::new(),
+            uploads: HashMap::new(),
+            opens: HashMap::new(),
+            validated: HashSet::new(),
+            unvalidated: HashMap::new(),
+            unvalidated_order: VecDeque::new(),
+            out: VecDeque::new(),
+            events: VecDeque::new(),
+            stats: ServeStats::default(),
+        }
+    }
+
+    pub fn stats(&self) -> ServeStats {
+        self.stats
+    }
+
+    /// Rooms open (their start state uploaded).
+    pub fn len(&self) -> usize {
+        self.rooms.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.rooms.is_empty()
+    }
+
+    /// The rooms as `framelock rooms` lists them, by name.
+    pub fn list(&self, now: Instant) -> Vec<RoomInfo> {
+        self.rooms.values().map(|r| info(r, now)).collect()
+    }
+
+    pub fn handle_datagram(&mut self, now: Instant, from: SocketAddr, datagram: &[u8]) {
+        self.stats.datagrams_in += 1;
+        self.stats.bytes_in += datagram.len() as u64;
+        if !self.validated.contains(&from) {
+            self.count_unvalidated(from, datagram.len());
+        }
+        let header = Header::parse(datagram).ok().map(|(h, _)| h);
+        if let Some(upload) = self.uploads.get_mut(&from) {
+            let chunk = header.is_some_and(|h| h.kind == Kind::StateChunk);
+            let reopen = header.is_some_and(|h| h.kind == Kind::Room);
+            if chunk {
+                if header.is_some_and(|h| h.session == upload.session) {
+                    self.validated.insert(from);
+                }
+                match upload.handle_datagram(now, datagram) {
+                    Ok(Some(payload)) => self.open_room(now, from, payload),
+                    Ok(None) => {}
+                    Err(e) => {
+                        let upload = self.uploads.remove(&from);
+                        let room = upload.map(|u| u.room).unwrap_or_default();
+                        self.refuse(from, format!("the start state of room {room} is bad: {e}"));
+                    }
+                }
+                return;
+            }
+            if reopen && !upload.is_done() {
+                // A resent Open: the Opened was lost.
+                let bytes = upload.opened();
+                self.send(from, bytes);
+                return;
+            }
+        }
+        if let Some(name) = self.by_addr.get(&from).cloned() {
+            if let Some(room) = self.rooms.get_mut(&name) {
+                let id = room.endpoint.session_id();
+                if session_of(datagram) == Some(id) {
+                    self.validated.insert(from);
+                }
+                room.endpoint.handle_datagram(now, from, datagram);
+                self.after(now, &name);
+                return;
+            }
+        }
+        // A Hello of another protocol version still gets a readable refusal.
+        let foreign_hello = foreign_version(datagram, Kind::Hello).is_some();
+        match header.map(|h| h.kind) {
+            _ if foreign_hello => self.handle_hello(now, from, datagram),
+            Some(Kind::Hello) => self.handle_hello(now, from, datagram),
+            Some(Kind::Room) => match Msg::decode(datagram) {
+                Ok((_, Msg::Room(RoomMsg::Open(open)))) => self.handle_open(now, from, open),
+                Ok((_, Msg::Room(RoomMsg::List { first }))) => self.handle_list(now, from, first),
+                _ => self.stats.garbage += 1,
+            },
+            // A goodbye or a late datagram from someone no longer in a room.
+            Some(Kind::Bye | Kind::Ctrl | Kind::StateAck | Kind::Loading) => {
+                self.stats.wrong_room += 1
+            }
+            _ => self.stats.garbage += 1,
+        }
+    }
+
+    fn handle_hello(&mut self, now: Instant, from: SocketAddr, datagram: &[u8]) {
+        let hello: Hello = match Msg::decode(datagram) {
+            Ok((_, Msg::Hello(h))) => h,
+            Err(crate::wire::WireError::Version(v)) => {
+                let reason = format!(
+                    "server speaks protocol {}, you speak {v}",
+                    crate::wire::PROTOCOL_VERSION
+                );
+                return self.refuse(from, reason);
+            }
+            _ => {
+                self.stats.garbage += 1;
+                return;
+            }
+        };
+        if hello.room.is_empty() {
+            let reason = "this is a framelock server: join a room on it with --room NAME \
+                          (`framelock rooms` lists them)";
+            return self.refuse(from, reason.into());
+        }
+        let Some(room) = self.rooms.get_mut(&hello.room) else {
+            self.stats.wrong_room += 1;
+            let rooms = self.rooms.keys().take(NAMED_ROOMS).cloned().collect();
+            let msg = Msg::Room(RoomMsg::NoRoom {
+                room: hello.room,
+                rooms,
+            });
+            return self.send(from, msg.encode(0));
+        };
+        room.endpoint.handle_datagram(now, from, datagram);
+        let name = room.name.clone();
+        self.after(now, &name);
+    }
+
+    fn handle_open(&mut self, now: Instant, from: SocketAddr, open: OpenRoom) {
+        if let Some(room) = self.by_addr.get(&from) {
+            let reason = format!("you are in room {room} already");
+            return self.refuse(from, reason);
+        }
+        let (start, count) = self.opens.entry(from.ip()).or_insert((now, 0));
+        if now >= *start + Duration::from_secs(60) {
+            (*start, *count) = (now, 0);
+        }
+        if *count >= self.cfg.opens_per_minute {
+            let count = *count;
+            self.stats.rate_limited += 1;
+            let reason = format!(
+                "too many rooms opened from {} in the last minute ({} at most); try again soon",
+                from.ip(),
+                count
+            );
+            return self.refuse(from, reason);
+        }
+        if self.rooms.len() + self.uploads.len() >= self.cfg.max_rooms {
+            self.stats.full += 1;
+            let reason = format!("the server is full ({} rooms)", self.cfg.max_rooms);
+            return self.refuse(from, reason);
+        }
+        let name = if open.room.is_empty() {
+            loop {
+                let name = room_name(&mut self.rng);
+                if !self.name_taken(&name) {
+                    break name;
+                }
+            }
+        } else if !valid_room_name(&open.room) {
+            let reason = format!(
+                "{:?} is no room name: use 1 to 32 letters, digits, '-' or '_'",
+                open.room
+            );
+            return self.refuse(from, reason);
+        } else if self.name_taken(&open.room) {
+            return self.refuse(from, format!("room {} exists already", open.room));
+        } else {
+            open.room.clone()
+        };
+        let session = loop {
+            let id = self.rng.next_u32();
+            if id != 0 && !self.by_session.contains_key(&id) {
+                break id;
+            }
+        };
+        match Upload::new(now, from, name, session, open) {
+            Ok(upload) => {
+                if let Some((_, count)) = self.opens.get_mut(&from.ip()) {
+                    *count += 1;
+                }
+                let bytes = upload.opened();
+                self.by_session.insert(session, upload.room.clone());
+                self.uploads.insert(from, upload);
+                self.send(from, bytes);
+            }
+            Err(reason) => self.refuse(from, reason),
+        }
+    }
+
+    fn name_taken(&self, name: &str) -> bool {
+        self.rooms.contains_key(name) || self.uploads.values().any(|u| u.room == name)
+    }
+
+    fn handle_list(&mut self, now: Instant, from: SocketAddr, first: u16) {
+        let rooms: Vec<RoomInfo> = self
+            .rooms
+            .values()
+            .skip(usize::from(first))
+            .take(MAX_LISTED)
+            .map(|r| info(r, now))
+            .collect();
+        let msg = Msg::Room(RoomMsg::Rooms {
+            total: self.rooms.len().min(usize::from(u16::MAX)) as u16,
+            first,
+            rooms,
+        });
+        self.send(from, msg.encode(0));
+    }
+
+    /// The creator's upload is complete and verified: the room opens, its endpoint waits for
+    /// the creator's Hello and the other players'.
+    fn open_room(&mut self, now: Instant, creator: SocketAddr, payload: StartPayload) {
+        let Some(upload) = self.uploads.get(&creator) else {
+            return;
+        };
+        let open = upload.open.clone();
+        let name = upload.room.clone();
+        let mut entropy = [0u8; 32];
+        self.rng.fill_bytes(&mut entropy);
+        let mut host = HostConfig::new(upload.session, entropy, open.fps);
+        host.max_players = open.players;
+        host.host_is_player = false;
+        host.keyframe_interval = open.keyframe_interval;
+        host.creator = Some(creator);
+        host.relayed_password = open.password;
+        let cfg = EndpointConfig {
+            host,
+            lockstep: lockstep::Config {
+                keyframe_interval: u32::from(open.keyframe_interval),
+                min_lead: u32::from(open.keyframe_interval),
+                ..self.cfg.lockstep.clone()
+            },
+            lobby_timeout: None,
+        };
+        let info = SessionInfo {
+            core_name: open.core_name.clone(),
+            core_version: open.core_version.clone(),
+            content_name: open.content_name.clone(),
+            content_hash: open.content_hash,
+            options: payload.options,
+            player_name: open.player_name.clone(),
+        };
+        match Endpoint::new(now, cfg, info, payload.state, payload.sram) {
+            Ok(endpoint) => {
+                self.stats.rooms_opened += 1;
+                self.events.push_back(ServeEvent::Opened {
+                    room: name.clone(),
+                    creator,
+                    seats: open.players,
+                    core: open.core_name.clone(),
+                    content: open.content_name.clone(),
+                    password: open.password,
+                });
+                self.by_addr.insert(creator, name.clone());
+                self.rooms.insert(
+                    name.clone(),
+                    Room {
+                        name,
+                        endpoint,
+                        creator,
+                        open,
+                        opened: now,
+                        started: false,
+                        closing: None,
+                    },
+                );
+            }
+            Err(e) => {
+                if let Some(u) = self.uploads.remove(&creator) {
+                    self.by_session.remove(&u.session);
+                }
+                self.refuse(creator, format!("cannot open room {name}: {e}"));
+            }
+        }
+    }
+
+    pub fn handle_timeout(&mut self, now: Instant) {
+        let expired: Vec<SocketAddr> = self
+            .uploads
+            .iter()
+            .filter(|(_, u)| u.expired(now))
+            .map(|(a, _)| *a)
+            .collect();
+        for addr in expired {
+            if let Some(u) = self.uploads.remove(&addr) {
+                if !self.rooms.contains_key(&u.room) {
+                    self.by_session.remove(&u.session);
+                }
+            }
+        }
+        let names: Vec<String> = self
+            .rooms
+            .values()
+            .filter(|r| r.endpoint.poll_timeout().is_some_and(|t| t <= now) || r.closing.is_some())
+            .map(|r| r.name.clone())
+            .collect();
+        for name in names {
+            if let Some(room) = self.rooms.get_mut(&name) {
+                room.endpoint.handle_timeout(now);
+            }
+            self.after(now, &name);
+        }
+        self.opens
+            .retain(|_, (start, _)| now < *start + Duration::from_secs(60));
+    }
+
+    /// Drains a room's events and datagrams, and closes it when its time has come.
+    fn after(&mut self, now: Instant, name: &str) {
+        let Some(room) = self.rooms.get_mut(name) else {
+            return;
+        };
+        while let Some(t) = room.endpoint.poll_transmit(now) {
+            self.out.push_back(t);
+        }
+        let mut close = None;
+        while let Some(ev) = room.endpoint.poll_event() {
+            let room_name = room.name.clone();
+            match ev {
+                EndpointEvent::Joined { slot, name, addr } => {
+                    self.by_addr.insert(addr, room_name.clone());
+                    if addr == room.creator {
+                        // The creator's upload is over once it joined its room.
+                        self.uploads.remove(&addr);
+                    }
+                    self.events.push_back(ServeEvent::Joined {
+                        room: room_name,
+                        slot,
+                        name,
+                        addr,
+                    });
+                }
+                EndpointEvent::Refused { addr, reason } => {
+                    self.events.push_back(ServeEvent::Refused { addr, reason })
+                }
+                EndpointEvent::Started { slots } => {
+                    room.started = true;
+                    self.events.push_back(ServeEvent::Started {
+                        room: room_name,
+                        players: slots.len(),
+                    });
+                }
+                EndpointEvent::Left { slot, reason } => {
+                    if slot == 0 && !matches!(reason, LeftReason::Kicked(_)) {
+                        close.get_or_insert("its host left");
+                    }
+                    self.events.push_back(ServeEvent::Left {
+                        room: room_name,
+                        slot,
+                        reason: reason.to_string(),
+                    });
+                }
+                EndpointEvent::PlayerOut {
+                    slot,
+                    from_frame,
+                    reason,
+                } => {
+                    if slot == 0 {
+                        close.get_or_insert("its host left");
+                    }
+                    self.events.push_back(ServeEvent::Out {
+                        room: room_name,
+                        slot,
+                        from_frame,
+                        reason,
+                    });
+                }
+                EndpointEvent::Desync { frame, slot, .. } => {
+                    self.events.push_back(ServeEvent::Desync {
+                        room: room_name,
+                        slot,
+                        frame,
+                    })
+                }
+                _ => {}
+            }
+        }
+        // Addresses of players no longer in the room are no longer routed to it.
+        let present: HashSet<SocketAddr> = room
+            .endpoint
+            .players()
+            .iter()
+            .filter_map(|p| p.addr)
+            .collect();
+        let creator = room.creator;
+        let in_lobby = !room.started;
+        self.by_addr.retain(|a, r| {
+            r != name || present.contains(a) || (*a == creator && in_lobby && close.is_none())
+        });
+        let Some(room) = self.rooms.get_mut(name) else {
+            return;
+        };
+        if let Some(why) = close {
+            if room.closing.is_none() {
+                room.closing = Some(now);
+                tracing::debug!(room = name, "room closing: {why}");
+            }
+        }
+        let empty = room.started && present.is_empty();
+        let done = room.closing.is_some_and(|t| {
+            !room.started || room.endpoint.undelivered() == 0 || now >= t + CLOSE_GRACE
+        });
+        if empty || done {
+            let why = if empty {
+                "everyone left"
+            } else {
+                "its host left"
+            };
+            self.close(now, name, why);
+        }
+    }
+
+    fn close(&mut self, now: Instant, name: &str, why: &str) {
+        let Some(mut room) = self.rooms.remove(name) else {
+            return;
+        };
+        room.endpoint.shutdown(&format!("the room closed: {why}"));
+        while let Some(t) = room.endpoint.poll_transmit(now) {
+            self.out.push_back(t);
+        }
+        self.by_addr.retain(|_, r| r != name);
+        self.by_session.remove(&room.endpoint.session_id());
+        self.uploads.remove(&room.creator);
+        self.stats.rooms_closed += 1;
+        self.events.push_back(ServeEvent::Closed {
+            room: name.to_string(),
+            why: why.to_string(),
+        });
+    }
+
+    /// Closes every room, telling its players (Ctrl-C on the server).
+    pub fn shutdown(&mut self, now: Instant) {
+        let names: Vec<String> = self.rooms.keys().cloned().collect();
+        for name in names {
+            self.close(now, &name, "the server is shutting down");
+        }
+    }
+
+    pub fn poll_transmit(&mut self, now: Instant) -> Option<Transmit> {
+        loop {
+            let t = match self.out.pop_front() {
+                Some(t) => t,
+                None => self.poll_uploads(now)?,
+            };
+            if !self.validated.contains(&t.to) && !self.spend_unvalidated(t.to, t.bytes.len()) {
+                self.stats.held_unvalidated += 1;
+                continue;
+            }
+            self.stats.datagrams_out += 1;
+            self.stats.bytes_out += t.bytes.len() as u64;
+            return Some(t);
+        }
+    }
+
+    fn poll_uploads(&mut self, now: Instant) -> Option<Transmit> {
+        self.uploads.values_mut().find_map(|u| u.poll_transmit(now))
+    }
+
+    pub fn poll_event(&mut self) -> Option<ServeEvent> {
+        self.events.pop_front()
+    }
+
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        let rooms = self.rooms.values().flat_map(|r| {
+            [
+                r.endpoint.poll_timeout(),
+                r.closing.map(|t| t + CLOSE_GRACE),
+            ]
+        });
+        let uploads = self.uploads.values().map(Upload::poll_timeout);
+        rooms.chain(uploads).flatten().min()
+    }
+
+    fn send(&mut self, to: SocketAddr, bytes: Vec<u8>) {
+        self.out.push_back(Transmit { to, bytes });
+    }
+
+    fn refuse(&mut self, to: SocketAddr, reason: String) {
+        self.send(to, Msg::Refuse(reason.clone()).encode(0));
+        self.events
+            .push_back(ServeEvent::Refused { addr: to, reason });
+    }
+
+    fn count_unvalidated(&mut self, from: SocketAddr, len: usize) {
+        if !self.unvalidated.contains_key(&from) {
+            if self.unvalidated.len() >= MAX_UNVALIDATED {
+                if let Some(old) = self.unvalidated_order.pop_front() {
+                    self.unvalidated.remove(&old);
+                }
+            }
+            self.unvalidated_order.push_back(from);
+        }
+        self.unvalidated.entry(from).or_default().0 += len as u64;
+    }
+
+    /// Whether `len` more bytes to the unvalidated `to` stay within what it sent.
+    fn spend_unvalidated(&mut self, to: SocketAddr, len: usize) -> bool {
+        let Some((got, sent)) = self.unvalidated.get_mut(&to) else {
+            return false;
+        };
+        if *sent + len as u64 > *got {
+            return false;
+        }
+        *sent += len as u64;
+        true
+    }
+}
+
+fn info(r: &Room, now: Instant) -> RoomInfo {
+    let players = r.endpoint.players().len() as u8;
+    RoomInfo {
+        name: r.name.clone(),
+        content: r.open.content_name.clone(),
+        core: r.open.core_name.clone(),
+        players: players.min(r.open.players),
+        seats: r.open.players,
+        password: r.open.password,
+        playing: r.started,
+        age_secs: now.saturating_duration_since(r.opened).as_secs() as u32,
+    }
+}
+
+/// The session id a datagram carries, whichever layout it has.
+fn session_of(datagram: &[u8]) -> Option<u32> {
+    Header::parse(datagram).ok().map(|(h, _)| h.session)
+}

@@ -1,0 +1,672 @@
+//! A dedicated server, room creators and joiners over a simulated lossy network on simulated
+//! time: rooms open, fill, play in sync and close; passwords are checked end to end through
+//! the server; wrong rooms, floods, forged sources and cross-room datagrams change nothing.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use super::*;
+use crate::lockstep::{self, Client, PeerId};
+use crate::net::conditioner::Conditioner;
+use crate::session::msg::{Msg, OpenRoom, RoomMsg};
+use crate::session::testkit::{info, Game};
+use crate::session::{
+    is_session_datagram, JoinConfig, JoinEvent, JoinSession, OpenEvent, ResyncRecv, RoomOpener,
+    SessionError, StartPayload,
+};
+use crate::wire::{Transmit, HEADER_LEN};
+
+const SERVER: SocketAddr = SocketAddr::new(
+    std::net::IpAddr::V4(std::net::Ipv4Addr::new(203, 0, 113, 7)),
+    7845,
+);
+
+fn client_addr(i: usize) -> SocketAddr {
+    SocketAddr::from(([198, 51, (i >> 8) as u8, i as u8], 40000))
+}
+
+fn open(players: u8, room: &str, password: bool) -> OpenRoom {
+    let i = info("creator");
+    OpenRoom {
+        room: room.into(),
+        players,
+        keyframe_interval: 2,
+        fps: 60.0,
+        password,
+        core_name: i.core_name,
+        core_version: i.core_version,
+        content_name: i.content_name,
+        content_hash: i.content_hash,
+        player_name: "creator".into(),
+        raw_len: 0,
+        packed_len: 0,
+        payload_hash: 0,
+    }
+}
+
+/// A player: a room's creator (opener first, then a joiner of its own room) or a joiner.
+struct Player {
+    addr: SocketAddr,
+    opener: Option<RoomOpener>,
+    join: Option<JoinSession>,
+    password: Option<String>,
+    room: String,
+    game: Option<Game>,
+    resync: ResyncRecv,
+    open_events: Vec<OpenEvent>,
+    events: Vec<JoinEvent>,
+    seed: u64,
+}
+
+struct Net {
+    now: Instant,
+    start: Instant,
+    server: Rooms,
+    players: Vec<Player>,
+    links: HashMap<SocketAddr, Conditioner>,
+    netsim: String,
+    seed: u64,
+    limit: usize,
+    events: Vec<ServeEvent>,
+    /// Every datagram that reached the server, and what it sent back, by address.
+    to_server: Vec<(SocketAddr, Vec<u8>)>,
+    from_server: Vec<Transmit>,
+}
+
+impl Net {
+    fn new(cfg: ServeConfig, netsim: &str, limit: usize) -> Net {
+        let now = Instant::now();
+        Net {
+            now,
+            start: now,
+            server: Rooms::new(cfg),
+            players: Vec::new(),
+            links: HashMap::new(),
+            netsim: netsim.into(),
+            seed: 1,
+            limit,
+            events: Vec::new(),
+            to_server: Vec::new(),
+            from_server: Vec::new(),
+        }
+    }
+
+    fn player(&mut self, room: &str, password: Option<&str>) -> Player {
+        let i = self.players.len();
+        Player {
+            addr: client_addr(i),
+            opener: None,
+            join: None,
+            password: password.map(str::to_string),
+            room: room.into(),
+            game: None,
+            resync: ResyncRecv::default(),
+            open_events: Vec::new(),
+            events: Vec::new(),
+            seed: 11 + i as u64,
+        }
+    }
+
+    /// A creator that opens `open` with `password`.
+    fn create(&mut self, open: OpenRoom, password: Option<&str>) -> usize {
+        let mut p = self.player(&open.room.clone(), password);
+        let payload = StartPayload {
+            options: vec![("lightcycles_speed".into(), "fast".into())],
+            state: vec![7; 5000],
+            sram: vec![],
+        };
+        p.opener = Some(RoomOpener::new(self.now, SERVER, open, &payload).unwrap());
+        self.players.push(p);
+        self.players.len() - 1
+    }
+
+    fn join(&mut self, room: &str, password: Option<&str>) -> usize {
+        let mut p = self.player(room, password);
+        p.join = Some(join_session(
+            self.now,
+            p.addr.port(),
+            room,
+            password,
+            false,
+            p.seed,
+        ));
+        self.players.push(p);
+        self.players.len() - 1
+    }
+
+    fn send(&mut self, from: SocketAddr, t: Transmit) {
+        self.seed += 1;
+        let sim = format!("{},seed={}", self.netsim, self.seed);
+        self.links
+            .entry(from)
+            .or_insert_with(|| Conditioner::new(sim.parse().unwrap()))
+            .push(self.now, t.to, t.bytes);
+    }
+
+    fn deliver(&mut self, from: SocketAddr, to: SocketAddr, bytes: &[u8]) {
+        let now = self.now;
+        if to == SERVER {
+            self.to_server.push((from, bytes.to_vec()));
+            self.server.handle_datagram(now, from, bytes);
+            return;
+        }
+        let Some(p) = self.players.iter_mut().find(|p| p.addr == to) else {
+            return;
+        };
+        if let Some(o) = &mut p.opener {
+            o.handle_datagram(now, from, bytes);
+        }
+        let is_resync = bytes.len() > 3 && bytes[..2] == *b"FL" && bytes[3] == 0x08;
+        if is_resync {
+            let _ = p.resync.handle_datagram(now, &bytes[HEADER_LEN..]);
+        } else if is_session_datagram(bytes) {
+            if let Some(j) = &mut p.join {
+                let _ = j.handle_datagram(now, from, bytes);
+            }
+        } else if let Some(g) = &mut p.game {
+            g.client.handle_datagram(now, bytes);
+        }
+    }
+
+    fn step_server(&mut self) {
+        let now = self.now;
+        self.server.handle_timeout(now);
+        let mut out = Vec::new();
+        while let Some(t) = self.server.poll_transmit(now) {
+            out.push(t);
+        }
+        while let Some(e) = self.server.poll_event() {
+            self.events.push(e);
+        }
+        for t in out {
+            self.from_server.push(t.clone());
+            self.send(SERVER, t);
+        }
+    }
+
+    fn step_player(&mut self, k: usize) {
+        let now = self.now;
+        let limit = self.limit;
+        let p = &mut self.players[k];
+        let mut out = Vec::new();
+        if let Some(o) = &mut p.opener {
+            o.handle_timeout(now);
+            while let Some(t) = o.poll_transmit(now) {
+                out.push(t);
+            }
+            while let Some(ev) = o.poll_event() {
+                if let OpenEvent::Uploaded { room, .. } = &ev {
+                    p.room = room.clone();
+                    let pw = p.password.as_deref();
+                    p.join = Some(join_session(now, p.addr.port(), room, pw, true, p.seed));
+                }
+                p.open_events.push(ev);
+            }
+            if p.join.is_some() {
+                p.opener = None;
+            }
+        }
+        if let Some(j) = &mut p.join {
+            j.handle_timeout(now);
+            while let Some(ev) = j.poll_event() {
+                if let JoinEvent::Ready(start) = &ev {
+                    let cfg = lockstep::Config {
+                        players: start.slots,
+                        keyframe_interval: u32::from(start.keyframe_interval),
+                        session: start.session,
+                        fps: start.fps,
+                        ..lockstep::Config::default()
+                    };
+                    p.game = Some(Game::new(now, cfg, start.slot, p.seed));
+                }
+                p.events.push(ev);
+            }
+            if let Some(g) = &mut p.game {
+                g.timers(now);
+                g.tick(now, limit);
+                let mut first = false;
+                while let Some(bytes) = g.client.poll_transmit(now) {
+                    first = true;
+                    out.push(Transmit { to: SERVER, bytes });
+                }
+                if first {
+                    j.running();
+                }
+            }
+            while let Some(t) = j.poll_transmit(now) {
+                out.push(t);
+            }
+            let id = j.session_id();
+            while let Some(bytes) = p.resync.poll_transmit(now, id) {
+                out.push(Transmit { to: SERVER, bytes });
+            }
+        }
+        let from = p.addr;
+        for t in out {
+            self.send(from, t);
+        }
+    }
+
+    fn run_until(&mut self, limit: Duration, mut done: impl FnMut(&Net) -> bool) -> bool {
+        loop {
+            let now = self.now;
+            let mut due = Vec::new();
+            for (from, c) in &mut self.links {
+                while let Some(t) = c.poll_transmit(now) {
+                    due.push((*from, t.to, t.bytes));
+                }
+            }
+            for (from, to, bytes) in due {
+                self.deliver(from, to, &bytes);
+            }
+            self.step_server();
+            for k in 0..self.players.len() {
+                self.step_player(k);
+            }
+            if done(self) {
+                return true;
+            }
+            if now - self.start > limit {
+                return false;
+            }
+            let players = self.players.iter().flat_map(|p| {
+                [
+                    p.opener.as_ref().and_then(RoomOpener::poll_timeout),
+                    p.join.as_ref().and_then(JoinSession::poll_timeout),
+                    p.resync.poll_timeout(),
+                    p.game.as_ref().map(|g| g.next_tick),
+                    p.game.as_ref().and_then(|g| g.client.poll_timeout()),
+                ]
+            });
+            let next = players
+                .chain([self.server.poll_timeout()])
+                .chain(self.links.values().map(|c| c.poll_timeout()))
+                .flatten()
+                .min()
+                .unwrap_or(now + Duration::from_millis(10));
+            self.now = next.max(now + Duration::from_micros(100));
+        }
+    }
+
+    fn finished(&self, players: &[usize]) -> bool {
+        players.iter().all(|&k| {
+            self.players[k]
+                .game
+                .as_ref()
+                .is_some_and(|g| g.frames.len() >= self.limit)
+        })
+    }
+
+    fn assert_in_sync(&self, players: &[usize]) {
+        let reference = &self.players[players[0]].game.as_ref().unwrap().frames;
+        for &k in &players[1..] {
+            let frames = &self.players[k].game.as_ref().unwrap().frames;
+            let n = frames.len().min(reference.len());
+            assert!(n > 0);
+            assert_eq!(frames[..n], reference[..n], "player {k} differs");
+        }
+    }
+
+    fn failure(&self, k: usize) -> Option<&SessionError> {
+        self.players[k].events.iter().find_map(|e| match e {
+            JoinEvent::Failed(e) => Some(e),
+            _ => None,
+        })
+    }
+
+    fn slot(&self, k: usize) -> Option<PeerId> {
+        self.players[k].game.as_ref().map(|g| g.client.me())
+    }
+}
+
+fn join_session(
+    now: Instant,
+    port: u16,
+    room: &str,
+    password: Option<&str>,
+    creator: bool,
+    seed: u64,
+) -> JoinSession {
+    let mut cfg = JoinConfig::new(SERVER, info(&format!("p{port}")));
+    cfg.room = room.into();
+    cfg.password = password.map(str::to_string);
+    cfg.creator = creator;
+    cfg.entropy = [seed as u8; 32];
+    JoinSession::new(now, cfg)
+}
+
+const LOSSY: &str = "delay=25ms,jitter=5ms,loss=5%,dup=1%,reorder=1%";
+
+fn serve_config() -> ServeConfig {
+    ServeConfig {
+        entropy: [5; 32],
+        ..ServeConfig::default()
+    }
+}
+
+#[test]
+fn a_room_opens_fills_plays_in_sync_and_closes_when_its_creator_leaves() {
+    let mut net = Net::new(serve_config(), LOSSY, 600);
+    let creator = net.create(open(3, "", false), None);
+    assert!(net.run_until(Duration::from_secs(30), |n| {
+        n.players[creator].join.is_some()
+    }));
+    // The server made up a name that reads aloud.
+    let room = net.players[creator].room.clone();
+    assert!(
+        valid_room_name(&room) && room.matches('-').count() == 2,
+        "{room}"
+    );
+    let a = net.join(&room, None);
+    let b = net.join(&room, None);
+    let all = [creator, a, b];
+    assert!(net.run_until(Duration::from_secs(60), |n| n.finished(&all)));
+    net.assert_in_sync(&all);
+    assert_eq!(
+        net.slot(creator),
+        Some(PeerId(0)),
+        "the creator plays in slot 0"
+    );
+    let listed = net.server.list(net.now);
+    assert_eq!(listed.len(), 1);
+    assert_eq!(
+        (listed[0].players, listed[0].seats, listed[0].playing),
+        (3, 3, true)
+    );
+    // The joiners were given the creator's options with its state.
+    let options = net.players[a].events.iter().find_map(|e| match e {
+        JoinEvent::Ready(s) => Some(s.payload.options.clone()),
+        _ => None,
+    });
+    assert_eq!(
+        options.unwrap(),
+        vec![("lightcycles_speed".into(), "fast".into())]
+    );
+
+    net.players[creator]
+        .join
+        .as_mut()
+        .unwrap()
+        .leave("finished");
+    net.players[creator].game = None;
+    let closed = |n: &Net| {
+        n.events
+            .iter()
+            .any(|e| matches!(e, ServeEvent::Closed { .. }))
+    };
+    assert!(net.run_until(Duration::from_secs(30), closed));
+    let told = |n: &Net| n.failure(a).is_some() && n.failure(b).is_some();
+    assert!(
+        net.run_until(Duration::from_secs(60), told),
+        "{:?}",
+        net.events
+    );
+    assert!(net.server.is_empty());
+    for k in [a, b] {
+        assert!(
+            matches!(net.failure(k), Some(SessionError::HostLeft(r)) if r.contains("host left")),
+            "{:?}",
+            net.failure(k)
+        );
+    }
+    let kinds: Vec<&str> = net
+        .events
+        .iter()
+        .map(|e| match e {
+            ServeEvent::Opened { .. } => "opened",
+            ServeEvent::Joined { .. } => "joined",
+            ServeEvent::Started { .. } => "started",
+            ServeEvent::Closed { .. } => "closed",
+            _ => "other",
+        })
+        .filter(|k| *k != "other")
+        .collect();
+    assert_eq!(
+        kinds,
+        ["opened", "joined", "joined", "joined", "started", "closed"]
+    );
+}
+
+#[test]
+fn a_room_password_is_checked_by_its_creator_and_never_crosses_the_server() {
+    let mut net = Net::new(serve_config(), LOSSY, 200);
+    let creator = net.create(open(3, "den", true), Some("open sesame"));
+    assert!(net.run_until(Duration::from_secs(30), |n| {
+        n.players[creator].game.is_some() || n.players[creator].join.is_some()
+    }));
+    let good = net.join("den", Some("open sesame"));
+    let bad = net.join("den", Some("open sesame!"));
+    let none = net.join("den", None);
+    assert!(net.run_until(Duration::from_secs(60), |n| {
+        n.failure(bad).is_some() && n.failure(none).is_some() && n.players[good].game.is_some()
+    }));
+    assert!(
+        matches!(net.failure(bad), Some(SessionError::Refused(r)) if r == "wrong password"),
+        "{:?} {:?}",
+        net.failure(bad),
+        net.events
+    );
+    assert!(
+        matches!(net.failure(none), Some(SessionError::Refused(r)) if r.contains("gave none")),
+        "{:?}",
+        net.failure(none)
+    );
+    let checked: Vec<bool> = net.players[creator]
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            JoinEvent::PasswordChecked { admitted } => Some(*admitted),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        checked.contains(&true) && checked.contains(&false),
+        "{checked:?}"
+    );
+    for (_, d) in &net.to_server {
+        assert!(
+            !d.windows(6).any(|w| w == b"sesame"),
+            "the password reached the server"
+        );
+    }
+}
+
+#[test]
+fn a_wrong_room_is_refused_naming_the_open_ones() {
+    let mut net = Net::new(serve_config(), "delay=10ms", 10);
+    let creator = net.create(open(2, "red-owl", false), None);
+    assert!(
+        net.run_until(Duration::from_secs(30), |n| n.players[creator]
+            .join
+            .is_some())
+    );
+    let lost = net.join("blue-owl", None);
+    assert!(net.run_until(Duration::from_secs(30), |n| n.failure(lost).is_some()));
+    let e = net.failure(lost).unwrap().clone();
+    assert!(matches!(&e, SessionError::NoRoom { room, rooms, .. }
+        if room == "blue-owl" && rooms == &vec!["red-owl".to_string()]));
+    let text = e.to_string();
+    assert!(
+        text.starts_with("no room blue-owl on 203.0.113.7:7845"),
+        "{text}"
+    );
+    assert!(text.contains("open rooms: red-owl"), "{text}");
+}
+
+#[test]
+fn openings_are_limited_per_address_and_in_all() {
+    let cfg = ServeConfig {
+        max_rooms: 3,
+        opens_per_minute: 2,
+        ..serve_config()
+    };
+    let mut net = Net::new(cfg, "delay=5ms", 10);
+    // Four creators share one IP (one home router): the third is refused for the rate.
+    let creators: Vec<usize> = (0..3)
+        .map(|i| net.create(open(2, &format!("r{i}"), false), None))
+        .collect();
+    for &k in &creators {
+        let addr = SocketAddr::new(client_addr(0).ip(), 41000 + k as u16);
+        net.players[k].addr = addr;
+    }
+    let opened = |n: &Net, k: usize| n.players[k].join.is_some();
+    let failed = |n: &Net, k: usize| {
+        n.players[k]
+            .open_events
+            .iter()
+            .any(|e| matches!(e, OpenEvent::Failed(_)))
+    };
+    assert!(net.run_until(Duration::from_secs(30), |n| creators
+        .iter()
+        .all(|&k| opened(n, k) || failed(n, k))));
+    let refused: Vec<String> = creators
+        .iter()
+        .flat_map(|&k| net.players[k].open_events.iter())
+        .filter_map(|e| match e {
+            OpenEvent::Failed(e) => Some(e.to_string()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    assert!(
+        refused[0].contains("too many rooms opened from 198.51.0.0"),
+        "{refused:?}"
+    );
+    // Another address may still open one, then the server is full (3 rooms).
+    let other = net.create(open(2, "r9", false), None);
+    let last = net.create(open(2, "r10", false), None);
+    assert!(net.run_until(Duration::from_secs(30), |n| opened(n, other)
+        && failed(n, last)));
+    let full = net.players[last].open_events.iter().find_map(|e| match e {
+        OpenEvent::Failed(e) => Some(e.to_string()),
+        _ => None,
+    });
+    assert_eq!(
+        full.unwrap(),
+        "refused by the host: the server is full (3 rooms)"
+    );
+    assert_eq!(net.server.stats().rate_limited, 1);
+    assert_eq!(net.server.stats().full, 1);
+}
+
+#[test]
+fn a_forged_source_gets_no_more_bytes_than_it_sent() {
+    let mut net = Net::new(serve_config(), "delay=5ms", 10);
+    let creator = net.create(open(2, "den", true), Some("pw"));
+    assert!(
+        net.run_until(Duration::from_secs(30), |n| n.players[creator]
+            .join
+            .is_some())
+    );
+    let victim = SocketAddr::from(([192, 0, 2, 99], 9999));
+    let now = net.now;
+    let hello = |room: &str| {
+        let mut cfg = JoinConfig::new(SERVER, info("x"));
+        cfg.room = room.into();
+        let j = JoinSession::new(now, cfg);
+        j.hello()
+    };
+    let mut sent = 0;
+    let mut forged = vec![
+        hello("den"),
+        hello("nope"),
+        hello(""),
+        Msg::Room(RoomMsg::List { first: 0 }).encode(0),
+        Msg::Room(RoomMsg::Open(open(2, "flood", false))).encode(0),
+    ];
+    // Unpadded versions of the same requests are not even read.
+    forged.push(hello("den")[..120].to_vec());
+    forged.push(b"FL\x08\x0b\x00\x00\x00\x00\x04\x00\x00".to_vec());
+    for _ in 0..20 {
+        for d in &forged {
+            sent += d.len();
+            net.server.handle_datagram(now, victim, d);
+        }
+    }
+    net.run_until(Duration::from_secs(10), |_| false);
+    let back: usize = net
+        .from_server
+        .iter()
+        .filter(|t| t.to == victim)
+        .map(|t| t.bytes.len())
+        .sum();
+    assert!(
+        back > 0,
+        "it still answers (a real joiner gets its answers)"
+    );
+    assert!(
+        back <= sent,
+        "sent {back} bytes to a forged source that sent {sent}"
+    );
+}
+
+#[test]
+fn a_player_of_one_room_cannot_reach_another() {
+    let mut net = Net::new(serve_config(), "delay=10ms,loss=2%", 300);
+    let c1 = net.create(open(2, "one", false), None);
+    let c2 = net.create(open(2, "two", false), None);
+    assert!(net.run_until(Duration::from_secs(30), |n| {
+        n.players[c1].join.is_some() && n.players[c2].join.is_some()
+    }));
+    let j1 = net.join("one", None);
+    let j2 = net.join("two", None);
+    assert!(net.run_until(Duration::from_secs(30), |n| {
+        n.players[j1].game.is_some() && n.players[j2].game.is_some()
+    }));
+    // j1 forges CTRLs for room two's session, pressing every button, each frame.
+    let two = net.players[j2].join.as_ref().unwrap().session_id();
+    let mut forger = Client::new(
+        net.now,
+        lockstep::Config {
+            session: two,
+            ..lockstep::Config::default()
+        },
+        PeerId(1),
+    )
+    .unwrap();
+    let j1_addr = net.players[j1].addr;
+    for f in 0..120u64 {
+        let t = net.now + Duration::from_millis(16 * f);
+        forger.push_local_input(t, crate::input::Pad(0x0fff));
+        while let Some(bytes) = forger.poll_transmit(t) {
+            net.server.handle_datagram(t, j1_addr, &bytes);
+        }
+    }
+    assert!(net.run_until(Duration::from_secs(60), |n| n.finished(&[c1, c2, j1, j2])));
+    net.assert_in_sync(&[c1, j1]);
+    net.assert_in_sync(&[c2, j2]);
+    // Room two never saw the forged presses: its player 2 (j2) pressed what its bot did.
+    let seen: Vec<u16> = net.players[c2]
+        .game
+        .as_ref()
+        .unwrap()
+        .frames
+        .iter()
+        .map(|i| i[1].0)
+        .collect();
+    assert!(!seen.contains(&0x0fff));
+}
+
+#[test]
+fn two_hundred_rooms_play_side_by_side() {
+    let mut net = Net::new(serve_config(), "delay=15ms,jitter=3ms,loss=2%", 240);
+    let creators: Vec<usize> = (0..200)
+        .map(|i| net.create(open(2, &format!("room-{i}"), false), None))
+        .collect();
+    for (i, &k) in creators.iter().enumerate() {
+        net.players[k].addr = SocketAddr::from(([100, 64, (i >> 8) as u8, i as u8], 5000));
+    }
+    assert!(net.run_until(Duration::from_secs(30), |n| {
+        creators.iter().all(|&k| n.players[k].join.is_some())
+    }));
+    let joiners: Vec<usize> = (0..200)
+        .map(|i| net.join(&format!("room-{i}"), None))
+        .collect();
+    let all: Vec<usize> = creators.iter().chain(&joiners).copied().collect();
+    assert!(net.run_until(Duration::from_secs(120), |n| n.finished(&all)));
+    for i in 0..200 {
+        net.assert_in_sync(&[creators[i], joiners[i]]);
+    }
+    assert_eq!(net.server.len(), 200);
+}

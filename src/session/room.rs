@@ -1,0 +1,371 @@
+//! Opening a room on a dedicated server, sans-IO: the creator's side ([`RoomOpener`]) and the
+//! server's ([`Upload`]).
+//!
+//! ```text
+//! C -> S  Room/Open    room name (or none), seats, K, fps, password or not, core, content,
+//!                      the start payload's sizes and xxh3          (resent every 250 ms)
+//! S -> C  Room/Opened  the room's name; the header carries its session id
+//!      or Refuse       "the server is full (500 rooms)", "room quiet-fox exists", ...
+//! C -> S  StateChunk x N   the packed start payload, as a host sends it to a joiner
+//! S -> C  StateAck         cumulative index + bitmap; the last one says "verified"
+//! ```
+//! The creator then joins its own room like any player (a Hello naming the room, from the
+//! same address): the server keeps slot 0 for it, and the creator checks other joiners'
+//! passwords, which the server relays (`msg::RelayStep`).
+
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::msg::{Msg, OpenRoom, RoomMsg, StateAck, CHUNK_SIZE};
+use super::payload::{Packed, StartPayload, MAX_PAYLOAD};
+use super::transfer::{ChunkOutcome, Receiver, Rtt, Sender};
+use super::{SessionError, Transmit, HANDSHAKE_TIMEOUT, HELLO_INTERVAL};
+use crate::wire::{Header, Kind};
+
+/// Largest packed start payload a server takes from a room's creator: far above any core's
+/// savestate seen (FBNeo's largest are a few MiB), far below what would let a few forged
+/// Opens exhaust the server's memory.
+pub const MAX_UPLOAD: usize = 32 << 20;
+/// Unprompted copies of the server's final "verified" ack.
+const FINAL_ACK_COPIES: u8 = 3;
+
+/// What a [`RoomOpener`] reports.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum OpenEvent {
+    /// The server opened the room: the upload of the start state begins.
+    Opened {
+        room: String,
+        session: u32,
+    },
+    /// The server has the whole start state: join the room now.
+    Uploaded {
+        room: String,
+        session: u32,
+    },
+    Failed(SessionError),
+}
+
+#[derive(Debug)]
+enum Phase {
+    Asking { next: Instant },
+    Uploading { room: String, sender: Box<Sender> },
+    Done,
+}
+
+/// The creator's side of opening a room. Calling order as for the other session machines.
+#[derive(Debug)]
+pub struct RoomOpener {
+    server: SocketAddr,
+    open: OpenRoom,
+    packed: Arc<[u8]>,
+    phase: Phase,
+    session: u32,
+    started: Instant,
+    last_heard: Option<Instant>,
+    queue: VecDeque<Vec<u8>>,
+    events: VecDeque<OpenEvent>,
+    timeout: Duration,
+}
+
+impl RoomOpener {
+    /// `open`'s payload fields are filled in from `payload`.
+    pub fn new(
+        now: Instant,
+        server: SocketAddr,
+        mut open: OpenRoom,
+        payload: &StartPayload,
+    ) -> Result<RoomOpener, SessionError> {
+        let Packed {
+            raw_len,
+            hash,
+            bytes,
+        } = payload.pack()?;
+        if bytes.len() > MAX_UPLOAD {
+            return Err(SessionError::PayloadTooBig);
+        }
+        open.raw_len = raw_len;
+        open.packed_len = bytes.len() as u32;
+        open.payload_hash = hash;
+        Ok(RoomOpener {
+            server,
+            open,
+            packed: bytes.into(),
+            phase: Phase::Asking { next: now },
+            session: 0,
+            started: now,
+            last_heard: None,
+            queue: VecDeque::new(),
+            events: VecDeque::new(),
+            timeout: HANDSHAKE_TIMEOUT,
+        })
+    }
+
+    pub fn server(&self) -> SocketAddr {
+        self.server
+    }
+
+    /// Bytes of the start state the server has acknowledged, and in all.
+    pub fn progress(&self) -> (usize, usize) {
+        match &self.phase {
+            Phase::Uploading { sender, .. } => (
+                (sender.acked() as usize * CHUNK_SIZE).min(self.packed.len()),
+                self.packed.len(),
+            ),
+            _ => (0, self.packed.len()),
+        }
+    }
+
+    pub fn handle_datagram(&mut self, now: Instant, from: SocketAddr, datagram: &[u8]) -> bool {
+        if from != self.server {
+            return false;
+        }
+        let Ok((header, msg)) = Msg::decode(datagram) else {
+            return false;
+        };
+        if !matches!(self.phase, Phase::Asking { .. }) && header.session != self.session {
+            return false;
+        }
+        self.last_heard = Some(now);
+        match (msg, &mut self.phase) {
+            (Msg::Room(RoomMsg::Opened { room }), Phase::Asking { .. }) if header.session != 0 => {
+                self.session = header.session;
+                let sender = Sender::new(now, self.packed.clone(), CHUNK_SIZE, Rtt::default());
+                self.events.push_back(OpenEvent::Opened {
+                    room: room.clone(),
+                    session: header.session,
+                });
+                self.phase = Phase::Uploading {
+                    room,
+                    sender: Box::new(sender),
+                };
+                self.check_done();
+            }
+            (Msg::Refuse(reason), Phase::Asking { .. }) => {
+                self.phase = Phase::Done;
+                self.events
+                    .push_back(OpenEvent::Failed(SessionError::Refused(reason)));
+            }
+            (Msg::StateAck(ack), Phase::Uploading { sender, .. }) => {
+                sender.handle_ack(now, &ack);
+                self.check_done();
+            }
+            _ => {}
+        }
+        true
+    }
+
+    fn check_done(&mut self) {
+        if let Phase::Uploading { room, sender } = &self.phase {
+            if sender.is_complete() {
+                self.events.push_back(OpenEvent::Uploaded {
+                    room: room.clone(),
+                    session: self.session,
+                });
+                self.phase = Phase::Done;
+            }
+        }
+    }
+
+    pub fn handle_timeout(&mut self, now: Instant) {
+        if matches!(self.phase, Phase::Done) {
+            return;
+        }
+        let silent_since = self.last_heard.unwrap_or(self.started);
+        if now >= silent_since + self.timeout {
+            let e = match self.last_heard {
+                None => SessionError::NoAnswer {
+                    addr: self.server,
+                    secs: self.timeout.as_secs(),
+                },
+                Some(_) => SessionError::HostSilent {
+                    secs: self.timeout.as_secs(),
+                },
+            };
+            self.phase = Phase::Done;
+            self.events.push_back(OpenEvent::Failed(e));
+            return;
+        }
+        match &mut self.phase {
+            Phase::Asking { next } if now >= *next => {
+                *next = now + HELLO_INTERVAL;
+                let msg = Msg::Room(RoomMsg::Open(self.open.clone()));
+                self.queue.push_back(msg.encode(0));
+            }
+            Phase::Uploading { sender, .. } => sender.detect_losses(now),
+            _ => {}
+        }
+    }
+
+    pub fn poll_transmit(&mut self, now: Instant) -> Option<Transmit> {
+        let bytes = match self.queue.pop_front() {
+            Some(b) => b,
+            None => {
+                let Phase::Uploading { sender, .. } = &mut self.phase else {
+                    return None;
+                };
+                let (index, seq) = sender.poll_chunk(now)?;
+                Msg::StateChunk {
+                    index,
+                    seq,
+                    data: sender.chunk(index),
+                }
+                .encode(self.session)
+            }
+        };
+        Some(Transmit {
+            to: self.server,
+            bytes,
+        })
+    }
+
+    pub fn poll_event(&mut self) -> Option<OpenEvent> {
+        self.events.pop_front()
+    }
+
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        if !self.queue.is_empty() {
+            return Some(self.started);
+        }
+        let silence = self.last_heard.unwrap_or(self.started) + self.timeout;
+        let own = match &self.phase {
+            Phase::Asking { next } => Some(*next),
+            Phase::Uploading { sender, .. } => sender.poll_timeout(),
+            Phase::Done => return None,
+        };
+        Some(own.map_or(silence, |t| t.min(silence)))
+    }
+}
+
+/// The server's side of one creator's upload.
+#[derive(Debug)]
+pub struct Upload {
+    pub open: OpenRoom,
+    pub session: u32,
+    pub room: String,
+    creator: SocketAddr,
+    rx: Receiver,
+    last_heard: Instant,
+    done: Option<StartPayload>,
+    /// Final acks still to send unprompted.
+    copies: u8,
+}
+
+impl Upload {
+    /// Checks the sizes the creator announced; `Err` says why they are refused.
+    pub fn new(
+        now: Instant,
+        creator: SocketAddr,
+        room: String,
+        session: u32,
+        open: OpenRoom,
+    ) -> Result<Upload, String> {
+        let packed = open.packed_len as usize;
+        let plausible = lz4_flex::block::get_maximum_output_size(open.raw_len as usize);
+        if packed > MAX_UPLOAD || open.raw_len as usize > MAX_PAYLOAD || packed > plausible {
+            return Err(format!(
+                "the start state is too big for this server ({} MiB at most)",
+                MAX_UPLOAD >> 20
+            ));
+        }
+        Ok(Upload {
+            rx: Receiver::new(packed, CHUNK_SIZE),
+            open,
+            session,
+            room,
+            creator,
+            last_heard: now,
+            done: None,
+            copies: 0,
+        })
+    }
+
+    pub fn creator(&self) -> SocketAddr {
+        self.creator
+    }
+
+    /// The room's `Opened` answer (also the answer to a resent Open).
+    pub fn opened(&self) -> Vec<u8> {
+        Msg::Room(RoomMsg::Opened {
+            room: self.room.clone(),
+        })
+        .encode(self.session)
+    }
+
+    /// A datagram from the creator: a chunk. Returns the verified payload once whole;
+    /// `Err` if the payload fails its check (the room is not opened).
+    pub fn handle_datagram(
+        &mut self,
+        now: Instant,
+        datagram: &[u8],
+    ) -> Result<Option<StartPayload>, SessionError> {
+        let Ok((header, Msg::StateChunk { index, seq, data })) = Msg::decode(datagram) else {
+            return Ok(None);
+        };
+        if header.session != self.session {
+            return Ok(None);
+        }
+        self.last_heard = now;
+        if self.done.is_some() {
+            // The creator missed our final ack.
+            self.copies = self.copies.max(1);
+            return Ok(None);
+        }
+        if self.rx.handle_chunk(now, index, seq, data) == ChunkOutcome::New && self.rx.is_full() {
+            let payload =
+                StartPayload::unpack(self.rx.packed(), self.open.raw_len, self.open.payload_hash)?;
+            self.done = Some(payload.clone());
+            self.copies = FINAL_ACK_COPIES;
+            return Ok(Some(payload));
+        }
+        Ok(None)
+    }
+
+    /// Whether the creator has been silent for the handshake timeout.
+    pub fn expired(&self, now: Instant) -> bool {
+        now >= self.last_heard + HANDSHAKE_TIMEOUT
+    }
+
+    pub fn is_done(&self) -> bool {
+        self.done.is_some()
+    }
+
+    pub fn poll_transmit(&mut self, now: Instant) -> Option<Transmit> {
+        let ack = if self.done.is_some() {
+            if self.copies == 0 {
+                return None;
+            }
+            self.copies -= 1;
+            StateAck {
+                cum: self.rx.count(),
+                latest_seq: self.rx.latest_seq(),
+                verified: true,
+                bitmap: Vec::new(),
+            }
+        } else {
+            self.rx.poll_ack(now, false)?
+        };
+        Some(Transmit {
+            to: self.creator,
+            bytes: Msg::StateAck(ack).encode(self.session),
+        })
+    }
+
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        let ack = if self.done.is_some() {
+            (self.copies > 0).then_some(self.last_heard)
+        } else {
+            self.rx.poll_timeout()
+        };
+        [ack, Some(self.last_heard + HANDSHAKE_TIMEOUT)]
+            .into_iter()
+            .flatten()
+            .min()
+    }
+}
+
+/// Whether `datagram` is a session-layer datagram of `kind` (any session id).
+pub fn is_kind(datagram: &[u8], kind: Kind) -> bool {
+    matches!(Header::parse(datagram), Ok((h, _)) if h.kind == kind)
+}
