@@ -15,7 +15,7 @@ use crate::frontend::audio::AudioSettings;
 use crate::host::{CoreSource, HostConfig};
 use crate::lockstep::{DEFAULT_KEYFRAME_INTERVAL, DEFAULT_SEND_BUDGET};
 use crate::net::NetSim;
-use crate::netplay::{HostOptions, JoinOptions, NetOptions, DEFAULT_PORT};
+use crate::netplay::{HostOptions, JoinOptions, NetOptions, ServeOptions, DEFAULT_PORT};
 
 const AFTER_HELP: &str = "\
 Examples:
@@ -47,9 +47,15 @@ pub enum Command {
     /// Host a netplay session: you are player 1, friends join with `framelock join`.
     #[command(after_help = HOST_HELP)]
     Host(HostArgs),
-    /// Join a netplay session hosted with `framelock host`.
+    /// Join a netplay session hosted with `framelock host`, directly or in a server's room.
     #[command(after_help = JOIN_HELP)]
     Join(JoinArgs),
+    /// Run a dedicated server: rooms that players behind home routers can reach.
+    #[command(after_help = SERVE_HELP)]
+    Serve(ServeArgs),
+    /// List the open rooms on a server started with `framelock serve`.
+    #[command(after_help = ROOMS_HELP)]
+    Rooms(RoomsArgs),
     /// Replay an input log (.flr) recorded by `play --record` or by netplay, and verify it.
     #[command(after_help = REPLAY_HELP)]
     Replay(ReplayArgs),
@@ -76,21 +82,43 @@ Examples:
   framelock host --netsim delay=50ms,jitter=10ms,loss=5%   rehearse a bad link
   framelock host --send-budget 0                   no bandwidth cap: less delay on lossy links
 
+  framelock host --server play.example.org         open a room on a server instead: no
+                                                   port to forward; it prints the join command
+  framelock host --server play.example.org --room friday --password secret
+
 Everyone needs the same core and content; the host's core options and machine state are
-sent to every joiner. The game starts when --players players are in. UDP port 7845 must be
-reachable (forward it on your router). Every peer records the session to
+sent to every joiner. The game starts when --players players are in. Without --server, UDP
+port 7845 must be reachable (forward it on your router). Every peer records the session to
 ~/.local/share/framelock/recordings (--no-record: don't, --record FILE: there instead).";
 
 const JOIN_HELP: &str = "\
 Examples:
   framelock join 192.0.2.10                        join the built-in game on port 7845
   framelock join example.org:7900 game.md --core genesis_plus_gx_libretro.so
-  framelock join [2001:db8::1]:7845 --password secret --name ana";
+  framelock join [2001:db8::1]:7845 --password secret --name ana
+  framelock join play.example.org --room amber-otter-42   a room on a server";
+
+const SERVE_HELP: &str = "\
+Examples:
+  framelock serve                                  every address, udp port 7845
+  framelock serve --port 7900 --max-rooms 200
+  framelock serve --bind 203.0.113.7
+
+No core, content or display is needed. Hosts open rooms with `framelock host --server
+THIS-HOST`, players join them with `framelock join THIS-HOST --room NAME`; everyone only
+sends to the server, which every home router lets through. One log line per room event;
+Ctrl-C closes every room, telling its players.";
+
+const ROOMS_HELP: &str = "\
+Examples:
+  framelock rooms play.example.org                 a table of the open rooms
+  framelock rooms play.example.org:7900 --json";
 
 /// Options of both netplay ends.
 #[derive(Debug, Clone, Args)]
 pub struct NetArgs {
-    /// Session password (never sent in clear; checked by challenge-response).
+    /// Session password: checked by a password-authenticated key exchange (SPAKE2), so
+    /// neither the password nor anything to test guesses against crosses the network.
     #[arg(long, value_name = "P")]
     pub password: Option<String>,
     /// Your name as the other players see it (default: $USER, else $LOGNAME or $USERNAME;
@@ -142,15 +170,81 @@ pub struct HostArgs {
     /// Give up if the players are not all in after this many seconds (default: wait).
     #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..))]
     pub lobby_timeout: Option<u64>,
+    /// Open a room on this server (`framelock serve`) instead of listening yourself: HOST,
+    /// HOST:PORT or [IPV6]:PORT (default port 7845).
+    #[arg(long, value_name = "HOST[:PORT]")]
+    pub server: Option<String>,
+    /// The room's name on --server (letters, digits, '-', '_'; default: the server makes one
+    /// up that is easy to read aloud).
+    #[arg(long, value_name = "NAME", requires = "server")]
+    pub room: Option<String>,
     #[command(flatten)]
     pub net: NetArgs,
 }
 
 #[derive(Debug, Clone, Args)]
+pub struct ServeArgs {
+    /// UDP port to listen on.
+    #[arg(long, default_value_t = DEFAULT_PORT)]
+    pub port: u16,
+    /// Listen on this address only (default: every address, IPv6 and IPv4).
+    #[arg(long, value_name = "ADDR")]
+    pub bind: Option<std::net::IpAddr>,
+    /// Rooms open at once; more are refused with a message that says so.
+    #[arg(long, value_name = "N", default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub max_rooms: u32,
+    /// Rooms one IP address may open per minute.
+    #[arg(long, value_name = "N", default_value_t = 6, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub opens_per_minute: u32,
+    /// Most bytes per second sent to each player, UDP/IP headers included (0: no limit).
+    #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_SEND_BUDGET)]
+    pub send_budget: u32,
+    /// Impair outgoing packets (testing), as `host --netsim`.
+    #[arg(long, value_name = "SPEC")]
+    pub netsim: Option<NetSim>,
+    /// Stop after this many seconds (tests, benchmarks; default: until Ctrl-C).
+    #[arg(long, hide = true, value_name = "SECS")]
+    pub duration: Option<u64>,
+    /// Write the server's counters (datagrams, bytes, rooms, what was dropped and why) as
+    /// JSON when it stops.
+    #[arg(long, value_name = "FILE")]
+    pub stats_json: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct RoomsArgs {
+    /// The server: HOST, HOST:PORT or [IPV6]:PORT (default port 7845).
+    #[arg(value_name = "HOST[:PORT]")]
+    pub server: String,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+impl ServeArgs {
+    pub fn to_options(&self) -> ServeOptions {
+        ServeOptions {
+            port: self.port,
+            bind: self.bind,
+            max_rooms: self.max_rooms as usize,
+            opens_per_minute: self.opens_per_minute,
+            send_budget: self.send_budget,
+            netsim: self.netsim.clone(),
+            duration: self.duration.map(Duration::from_secs),
+            stats_json: self.stats_json.clone(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Args)]
 pub struct JoinArgs {
-    /// The host: HOST, HOST:PORT or [IPV6]:PORT (default port 7845).
+    /// The host (or, with --room, the server): HOST, HOST:PORT or [IPV6]:PORT (default port
+    /// 7845).
     #[arg(value_name = "HOST[:PORT]")]
     pub host: String,
+    /// The room to join on a server (`framelock rooms HOST` lists them).
+    #[arg(long, value_name = "NAME")]
+    pub room: Option<String>,
     #[command(flatten)]
     pub play: PlayArgs,
     #[command(flatten)]
@@ -196,6 +290,8 @@ impl HostArgs {
             players: self.players,
             keyframe_interval: self.keyframe_interval,
             lobby_timeout: self.lobby_timeout.map(Duration::from_secs),
+            server: self.server.clone(),
+            room: self.room.clone(),
         })
     }
 }
@@ -207,6 +303,7 @@ impl JoinArgs {
                 .net
                 .to_options(self.play.to_netplay_options(config)?, ""),
             host: self.host.clone(),
+            room: self.room.clone(),
         })
     }
 }

@@ -34,6 +34,15 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Join(args) => {
             framelock::netplay::join(&args.to_options(&config)?)?;
         }
+        Command::Serve(args) => framelock::netplay::serve(&args.to_options())?,
+        Command::Rooms(args) => {
+            let rooms = framelock::netplay::list_rooms(&args.server)?;
+            if args.json {
+                println!("{}", framelock::netplay::rooms_json(&rooms));
+            } else {
+                print!("{}", framelock::netplay::rooms_table(&rooms));
+            }
+        }
         Command::Replay(args) => {
             framelock::app::replay::replay(&args.to_options(&config)?)?;
         }

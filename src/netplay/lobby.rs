@@ -9,7 +9,9 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::lockstep::PeerId;
 use crate::net::Link;
-use crate::session::{Endpoint, EndpointEvent, JoinEvent, JoinSession, StartState, Transmit};
+use crate::session::{
+    Endpoint, EndpointEvent, JoinEvent, JoinSession, OpenEvent, RoomOpener, StartState, Transmit,
+};
 
 use super::feed::own_name;
 use super::NetplayError;
@@ -40,6 +42,21 @@ impl Handshake for Endpoint {
     }
     fn poll_timeout(&self) -> Option<Instant> {
         Endpoint::poll_timeout(self)
+    }
+}
+
+impl Handshake for RoomOpener {
+    fn datagram(&mut self, now: Instant, from: SocketAddr, bytes: &[u8]) -> bool {
+        self.handle_datagram(now, from, bytes)
+    }
+    fn timers(&mut self, now: Instant) {
+        self.handle_timeout(now)
+    }
+    fn transmit(&mut self, now: Instant) -> Option<Transmit> {
+        self.poll_transmit(now)
+    }
+    fn poll_timeout(&self) -> Option<Instant> {
+        RoomOpener::poll_timeout(self)
     }
 }
 
@@ -157,6 +174,34 @@ pub fn host_lobby(
     }
 }
 
+/// Opens a room on a dedicated server and uploads the start state; returns the room's name.
+pub fn open_room(link: &mut Link, opener: &mut RoomOpener) -> Result<String, NetplayError> {
+    tracing::info!("netplay: opening a room on {}", opener.server());
+    let mut bar = DownloadBar(None);
+    loop {
+        let now = exchange(link, opener)?;
+        while let Some(ev) = opener.poll_event() {
+            match ev {
+                OpenEvent::Opened { room, .. } => {
+                    let (_, len) = opener.progress();
+                    tracing::info!(
+                        "netplay: the server opened room {room}; uploading {:.1} KiB of start state",
+                        len as f64 / 1024.0
+                    );
+                    bar = DownloadBar::new(len as u64, "uploading the start state");
+                }
+                OpenEvent::Uploaded { room, .. } => return Ok(room),
+                OpenEvent::Failed(e) => return Err(NetplayError::Join(e)),
+            }
+        }
+        bar.at(opener.progress().0 as u64);
+        if crate::app::interrupt::requested() {
+            return Err(NetplayError::Interrupted);
+        }
+        sleep(link, opener, now)?;
+    }
+}
+
 /// Runs the joiner's handshake to the end: the host's start state, or why not.
 pub fn join_lobby(link: &mut Link, session: &mut JoinSession) -> Result<StartState, NetplayError> {
     let host = session.host();
@@ -174,7 +219,7 @@ pub fn join_lobby(link: &mut Link, session: &mut JoinSession) -> Result<StartSta
                         slot + 1,
                         packed_len as f64 / 1024.0
                     );
-                    bar = DownloadBar::new(packed_len as u64);
+                    bar = DownloadBar::new(packed_len as u64, "start state");
                 }
                 JoinEvent::Ready(state) => return Ok(*state),
                 // Only after Ready, when the frame loop's feed has the session.
@@ -202,12 +247,12 @@ pub fn join_lobby(link: &mut Link, session: &mut JoinSession) -> Result<StartSta
 struct DownloadBar(Option<ProgressBar>);
 
 impl DownloadBar {
-    fn new(len: u64) -> DownloadBar {
+    fn new(len: u64, what: &str) -> DownloadBar {
         let bar = ProgressBar::with_draw_target(Some(len), ProgressDrawTarget::stderr());
-        if let Ok(style) = ProgressStyle::with_template(
-            "start state [{bar:30}] {binary_bytes}/{binary_total_bytes}, \
-             {binary_bytes_per_sec}, eta {eta}",
-        ) {
+        if let Ok(style) = ProgressStyle::with_template(&format!(
+            "{what} [{{bar:30}}] {{binary_bytes}}/{{binary_total_bytes}}, \
+             {{binary_bytes_per_sec}}, eta {{eta}}"
+        )) {
             bar.set_style(style.progress_chars("=> "));
         }
         DownloadBar(Some(bar))

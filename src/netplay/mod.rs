@@ -9,6 +9,7 @@
 
 mod feed;
 mod lobby;
+mod serve;
 mod status;
 
 use std::collections::VecDeque;
@@ -20,6 +21,7 @@ use serde_json::{json, Map};
 use thiserror::Error;
 
 pub use feed::{Exchange, NetEnd, NetFeed, Role, Shared};
+pub use serve::{list_rooms, rooms_json, rooms_table, serve, ServeOptions};
 
 use crate::app::play::{load_content, open_core, open_core_only, run_session};
 use crate::app::record::{begin_netplay, reserve, RecordMode, Reserved};
@@ -66,6 +68,10 @@ pub struct HostOptions {
     pub keyframe_interval: u32,
     /// Give up waiting for players after this long.
     pub lobby_timeout: Option<Duration>,
+    /// Open a room on this dedicated server (`HOST[:PORT]` as typed) instead of listening.
+    pub server: Option<String>,
+    /// The room's name there (default: the server makes one up).
+    pub room: Option<String>,
 }
 
 #[derive(Clone, Debug)]
@@ -73,6 +79,8 @@ pub struct JoinOptions {
     pub net: NetOptions,
     /// `HOST[:PORT]` as typed.
     pub host: String,
+    /// The room, when `host` is a dedicated server.
+    pub room: Option<String>,
 }
 
 #[derive(Debug, Error)]
@@ -162,6 +170,14 @@ pub fn host(opts: &HostOptions) -> Result<PlaySummary, NetplayError> {
         .map(<[u8]>::to_vec)
         .unwrap_or_default();
 
+    if let Some(server) = &opts.server {
+        let payload = session::StartPayload {
+            options: info.options.clone(),
+            state,
+            sram,
+        };
+        return host_in_room(opts, server, &play, core, info, payload, fps);
+    }
     let mut link = Link::host(opts.port, opts.net.netsim.clone())?;
     let recording = reserve_recording(&play, "host")?;
     let seed = random_seed();
@@ -206,16 +222,88 @@ pub fn join(opts: &JoinOptions) -> Result<PlaySummary, NetplayError> {
     play.host.netplay = true;
     // The core is opened first (the handshake compares its name and version) but the
     // content is loaded only once the host's option values are known.
-    let mut core = open_core_only(&play)?;
+    let core = open_core_only(&play)?;
     let info = session_info(&core, &opts.net)?;
-    let mut link = Link::client(addr, opts.net.netsim.clone())?;
+    let link = Link::client(addr, opts.net.netsim.clone())?;
     let recording = reserve_recording(&play, "join")?;
     let mut jcfg = JoinConfig::new(addr, info);
     jcfg.password = opts.net.password.clone();
     jcfg.entropy = random_bytes();
-    let mut session = JoinSession::new(Instant::now(), jcfg);
-    let start = lobby::join_lobby(&mut link, &mut session)?;
+    jcfg.room = opts.room.clone().unwrap_or_default();
+    let session = JoinSession::new(Instant::now(), jcfg);
+    play_joined(&opts.net, &play, core, link, session, recording, true)
+}
 
+/// Opens a room on a dedicated server, uploads the start state, then joins it as player 1
+/// like any other player: from here on the host is a client of the server.
+fn host_in_room(
+    opts: &HostOptions,
+    server: &str,
+    play: &PlayOptions,
+    core: Core,
+    info: SessionInfo,
+    payload: session::StartPayload,
+    fps: f64,
+) -> Result<PlaySummary, NetplayError> {
+    let addr = resolve(server)?;
+    let mut link = Link::client(addr, opts.net.netsim.clone())?;
+    let recording = reserve_recording(play, "host")?;
+    let password = opts.net.password.clone().filter(|p| !p.is_empty());
+    let open = session::msg::OpenRoom {
+        room: opts.room.clone().unwrap_or_default(),
+        players: opts.players,
+        keyframe_interval: opts.keyframe_interval as u8,
+        fps,
+        password: password.is_some(),
+        core_name: info.core_name.clone(),
+        core_version: info.core_version.clone(),
+        content_name: info.content_name.clone(),
+        content_hash: info.content_hash,
+        player_name: info.player_name.clone(),
+        raw_len: 0,
+        packed_len: 0,
+        payload_hash: 0,
+    };
+    let mut opener = session::RoomOpener::new(Instant::now(), addr, open, &payload)
+        .map_err(NetplayError::Session)?;
+    let room = lobby::open_room(&mut link, &mut opener)?;
+    let content = play
+        .content
+        .as_ref()
+        .map(|p| format!(" {}", p.display()))
+        .unwrap_or_default();
+    tracing::info!(
+        "netplay: room {room} is open on {server}; your friends join with \
+         `framelock join {server} --room {room}{content}`{}",
+        if password.is_some() {
+            " and the password"
+        } else {
+            ""
+        }
+    );
+    let mut jcfg = JoinConfig::new(addr, info);
+    jcfg.password = password;
+    jcfg.entropy = random_bytes();
+    jcfg.room = room;
+    jcfg.creator = true;
+    let session = JoinSession::new(Instant::now(), jcfg);
+    // The creator's core is at the start state already: nothing to load.
+    play_joined(&opts.net, play, core, link, session, recording, false)
+}
+
+/// A joiner's handshake through to the end of the game. With `load`, the host's options,
+/// content and state are loaded into `core` first.
+fn play_joined(
+    net: &NetOptions,
+    play: &PlayOptions,
+    mut core: Core,
+    mut link: Link,
+    mut session: JoinSession,
+    recording: Option<Reserved>,
+    load: bool,
+) -> Result<PlaySummary, NetplayError> {
+    let addr = session.host();
+    let start = lobby::join_lobby(&mut link, &mut session)?;
     // The network thread serves from here on: while this player loads the content and the
     // state and opens its window, it tells the host that it is still coming (`Loading`),
     // which otherwise drops a player silent for 2 s.
@@ -227,22 +315,23 @@ pub fn join(opts: &JoinOptions) -> Result<PlaySummary, NetplayError> {
             u32::from(start.keyframe_interval),
             start.session,
             start.fps,
-            &opts.net,
+            net,
         )
     };
     let client = Client::new(Instant::now(), lcfg, PeerId(start.slot))?;
-    let bot = opts
-        .net
+    let bot = net
         .play
         .bot
         .map(|seed| Bot::for_port(seed, usize::from(start.slot)));
     let mut feed = NetFeed::new(link, Role::join(session, addr), client, bot)
         .with_names(start.players.clone());
-    start_delay(&opts.net);
-    if let Err(e) = load_start(&mut core, &play, &start) {
-        // Tell the host why, at once, instead of going silent.
-        feed.close(&format!("could not start: {e}"));
-        return Err(e);
+    start_delay(net);
+    if load {
+        if let Err(e) = load_start(&mut core, play, &start) {
+            // Tell the host why, at once, instead of going silent.
+            feed.close(&format!("could not start: {e}"));
+            return Err(e);
+        }
     }
     tracing::info!(
         "netplay: in session {:08x} as player {} of {}",
@@ -250,7 +339,7 @@ pub fn join(opts: &JoinOptions) -> Result<PlaySummary, NetplayError> {
         start.slot + 1,
         start.slots
     );
-    run(&play, &mut core, feed, &opts.net, recording)
+    run(play, &mut core, feed, net, recording)
 }
 
 /// Loads the host's options, the content, the host's save RAM and state into `core`.

@@ -544,7 +544,7 @@ fn openings_are_limited_per_address_and_in_all() {
     });
     assert_eq!(
         full.unwrap(),
-        "refused by the host: the server is full (3 rooms)"
+        "refused by the server: the server is full (3 rooms)"
     );
     assert_eq!(net.server.stats().rate_limited, 1);
     assert_eq!(net.server.stats().full, 1);

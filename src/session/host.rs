@@ -651,7 +651,7 @@ impl HostSession {
             players,
         })
         .encode(self.cfg.session_id);
-        tracing::info!(%from, slot, %name, "session: player joined");
+        tracing::debug!(%from, slot, %name, "session: player joined");
         self.queue.push_back(Transmit {
             to: from,
             bytes: welcome.clone(),
@@ -708,7 +708,7 @@ impl HostSession {
         if let Phase::Sending(sender) = &mut peer.phase {
             sender.handle_ack(now, ack);
             if sender.is_complete() {
-                tracing::info!(slot = peer.slot, rtt = ?sender.rtt().smoothed(),
+                tracing::debug!(slot = peer.slot, rtt = ?sender.rtt().smoothed(),
                     sent = sender.sent, resent = sender.resent, "session: start state delivered");
                 self.stats.chunks_sent += sender.sent;
                 self.stats.chunks_resent += sender.resent;
@@ -754,7 +754,7 @@ impl HostSession {
         self.send(to, &Msg::Refuse(reason.clone()), 0);
         // One event per attempt, not one per resent Hello.
         if self.last_refusal.as_ref() != Some(&(to, reason.clone())) {
-            tracing::info!(%to, %reason, "session: join refused");
+            tracing::debug!(%to, %reason, "session: join refused");
             self.last_refusal = Some((to, reason.clone()));
             self.events
                 .push_back(HostEvent::Refused { addr: to, reason });
@@ -771,7 +771,7 @@ impl HostSession {
     fn drop_peer(&mut self, slot: u8, reason: LeftReason) {
         if let Some(i) = self.peers.iter().position(|p| p.slot == slot) {
             let peer = self.peers.remove(i);
-            tracing::info!(slot, name = %peer.name, %reason, "session: player left");
+            tracing::debug!(slot, name = %peer.name, %reason, "session: player left");
             self.events.push_back(HostEvent::Left { slot, reason });
         }
     }

@@ -80,6 +80,8 @@ pub struct SessionInfo {
 pub enum SessionError {
     #[error("refused by the host: {0}")]
     Refused(String),
+    #[error("refused by the server: {0}")]
+    RefusedByServer(String),
     #[error("no room {room} on {addr}{}", open_rooms(.rooms))]
     NoRoom {
         room: String,

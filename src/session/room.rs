@@ -145,7 +145,7 @@ impl RoomOpener {
             (Msg::Refuse(reason), Phase::Asking { .. }) => {
                 self.phase = Phase::Done;
                 self.events
-                    .push_back(OpenEvent::Failed(SessionError::Refused(reason)));
+                    .push_back(OpenEvent::Failed(SessionError::RefusedByServer(reason)));
             }
             (Msg::StateAck(ack), Phase::Uploading { sender, .. }) => {
                 sender.handle_ack(now, &ack);

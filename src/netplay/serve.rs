@@ -1,0 +1,306 @@
+//! `framelock serve` and `framelock rooms`: [`serve::Rooms`](crate::serve::Rooms) carried over
+//! one UDP socket, and the room directory asked for over another.
+
+use std::net::{IpAddr, SocketAddr};
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use crate::lockstep;
+use crate::net::{random_bytes, Link, NetSim, UdpSocket};
+use crate::serve::{Rooms, ServeConfig, ServeEvent};
+use crate::session::msg::{Msg, RoomInfo, RoomMsg};
+use crate::wire::HEADER_LEN;
+
+use super::{resolve, NetplayError, GOODBYE_DRAIN};
+
+/// Longest the server sleeps without a datagram or a timer, so that Ctrl-C is seen.
+const IDLE_WAKE: Duration = Duration::from_millis(100);
+/// How often the server logs how many rooms and players it serves.
+const SUMMARY_EVERY: Duration = Duration::from_secs(60);
+
+#[derive(Clone, Debug)]
+pub struct ServeOptions {
+    pub port: u16,
+    /// Listen on this address only (default: every address, IPv6 and IPv4).
+    pub bind: Option<IpAddr>,
+    pub max_rooms: usize,
+    pub opens_per_minute: u32,
+    /// Bytes per second to each player, UDP/IP headers included (0: unlimited).
+    pub send_budget: u32,
+    pub netsim: Option<NetSim>,
+    /// Stop after this long (tests, benchmarks); `None`: until Ctrl-C.
+    pub duration: Option<Duration>,
+    pub stats_json: Option<std::path::PathBuf>,
+}
+
+/// Serves rooms until Ctrl-C (or `duration`), then tells every room's players.
+pub fn serve(opts: &ServeOptions) -> Result<(), NetplayError> {
+    let socket = match opts.bind {
+        Some(ip) => UdpSocket::bind(SocketAddr::new(ip, opts.port))?,
+        None => UdpSocket::bind_host(opts.port)?,
+    };
+    let mut link = Link::new(socket, opts.netsim.clone());
+    let cfg = ServeConfig {
+        max_rooms: opts.max_rooms,
+        opens_per_minute: opts.opens_per_minute,
+        lockstep: lockstep::Config {
+            send_budget: opts.send_budget,
+            ..lockstep::Config::default()
+        },
+        entropy: random_bytes(),
+    };
+    let mut rooms = Rooms::new(cfg);
+    let local = link.local_addr();
+    tracing::info!(
+        "serve: listening on udp {local}; rooms open with `framelock host --server THIS-HOST:{}` \
+         (at most {} rooms, {} a minute from one address)",
+        local.port(),
+        opts.max_rooms,
+        opts.opens_per_minute
+    );
+    let started = Instant::now();
+    let mut summary_at = started + SUMMARY_EVERY;
+    loop {
+        let now = Instant::now();
+        for (from, bytes) in link.recv(now)? {
+            rooms.handle_datagram(now, from, &bytes);
+        }
+        if rooms.poll_timeout().is_some_and(|t| t <= now) {
+            rooms.handle_timeout(now);
+        }
+        while let Some(t) = rooms.poll_transmit(now) {
+            link.send(now, t.to, t.bytes);
+        }
+        link.flush_due(now);
+        while let Some(ev) = rooms.poll_event() {
+            log_event(&ev);
+        }
+        if now >= summary_at {
+            summary_at = now + SUMMARY_EVERY;
+            let s = rooms.stats();
+            let list = rooms.list(now);
+            let players: usize = list.iter().map(|r| usize::from(r.players)).sum();
+            tracing::info!(
+                "serve: {} room(s), {players} player(s); {} datagrams in, {} out; dropped: {} \
+                 garbage, {} for no room of theirs, {} held from unproven addresses",
+                list.len(),
+                s.datagrams_in,
+                s.datagrams_out,
+                s.garbage,
+                s.wrong_room,
+                s.held_unvalidated
+            );
+        }
+        let over = opts.duration.is_some_and(|d| now >= started + d);
+        if crate::app::interrupt::requested() || over {
+            let n = rooms.len();
+            rooms.shutdown(now);
+            while let Some(t) = rooms.poll_transmit(now) {
+                link.send(now, t.to, t.bytes);
+            }
+            while let Some(ev) = rooms.poll_event() {
+                log_event(&ev);
+            }
+            link.drain(GOODBYE_DRAIN);
+            tracing::info!("serve: stopped; told the players of {n} room(s)");
+            if let Some(path) = &opts.stats_json {
+                let s = rooms.stats();
+                let stats = json!({
+                    "wall_s": started.elapsed().as_secs_f64(),
+                    "datagrams_in": s.datagrams_in,
+                    "datagrams_out": s.datagrams_out,
+                    "bytes_in": s.bytes_in,
+                    "bytes_out": s.bytes_out,
+                    "dropped_garbage": s.garbage,
+                    "dropped_wrong_room": s.wrong_room,
+                    "refused_rate_limited": s.rate_limited,
+                    "refused_full": s.full,
+                    "held_unvalidated": s.held_unvalidated,
+                    "rooms_opened": s.rooms_opened,
+                    "rooms_closed": s.rooms_closed,
+                });
+                let map = stats.as_object().cloned().unwrap_or_default();
+                crate::app::stats::write(path, &map)
+                    .map_err(|e| NetplayError::from(crate::app::PlayError::from(e)))?;
+            }
+            return Ok(());
+        }
+        let wake = [rooms.poll_timeout(), Some(summary_at)]
+            .into_iter()
+            .flatten()
+            .min()
+            .map_or(now + IDLE_WAKE, |t| t.min(now + IDLE_WAKE));
+        link.wait_until(now, Some(wake))?;
+    }
+}
+
+fn log_event(ev: &ServeEvent) {
+    match ev {
+        ServeEvent::Opened {
+            room,
+            creator,
+            seats,
+            core,
+            content,
+            password,
+        } => tracing::info!(
+            "room {room}: opened by {creator}: {core}, {}, {seats} seats{}",
+            if content.is_empty() {
+                "no content"
+            } else {
+                content
+            },
+            if *password { ", password" } else { "" }
+        ),
+        ServeEvent::Refused { addr, reason } => tracing::info!("refused {addr}: {reason}"),
+        ServeEvent::Joined {
+            room,
+            slot,
+            name,
+            addr,
+        } => match super::feed::own_name(name, *slot) {
+            Some(name) => {
+                tracing::info!(
+                    "room {room}: {name} joined as player {} from {addr}",
+                    slot + 1
+                )
+            }
+            None => tracing::info!("room {room}: player {} joined from {addr}", slot + 1),
+        },
+        ServeEvent::Started { room, players } => {
+            tracing::info!("room {room}: the game starts with {players} players")
+        }
+        ServeEvent::Left { room, slot, reason } => {
+            tracing::info!("room {room}: player {} {reason}", slot + 1)
+        }
+        ServeEvent::Out {
+            room,
+            slot,
+            from_frame,
+            reason,
+        } => tracing::info!(
+            "room {room}: player {} is out ({reason}); neutral input from frame {}",
+            slot + 1,
+            from_frame.0
+        ),
+        ServeEvent::Desync { room, slot, frame } => tracing::warn!(
+            "room {room}: desync at frame {}: player {} differs from player 1",
+            frame.0,
+            slot + 1
+        ),
+        ServeEvent::Closed { room, why } => tracing::info!("room {room}: closed ({why})"),
+    }
+}
+
+/// `framelock rooms`: the open rooms on a server, in pages of `MAX_LISTED`.
+pub fn list_rooms(server: &str) -> Result<Vec<RoomInfo>, NetplayError> {
+    let addr = resolve(server)?;
+    let mut link = Link::client(addr, None)?;
+    let mut rooms: Vec<RoomInfo> = Vec::new();
+    let deadline = Instant::now() + crate::session::HANDSHAKE_TIMEOUT;
+    let mut total = None;
+    let mut asked: Option<Instant> = None;
+    let mut heard = false;
+    while total.is_none_or(|t| rooms.len() < usize::from(t)) {
+        let now = Instant::now();
+        if now >= deadline {
+            return Err(NetplayError::Join(if heard {
+                crate::session::SessionError::HostSilent { secs: 5 }
+            } else {
+                crate::session::SessionError::NoAnswer { addr, secs: 5 }
+            }));
+        }
+        if asked.is_none_or(|t| now >= t + crate::session::HELLO_INTERVAL) {
+            asked = Some(now);
+            let first = rooms.len().min(usize::from(u16::MAX)) as u16;
+            link.send(now, addr, Msg::Room(RoomMsg::List { first }).encode(0));
+        }
+        for (from, bytes) in link.recv(now)? {
+            if from != addr {
+                continue;
+            }
+            match Msg::decode(&bytes) {
+                Ok((
+                    _,
+                    Msg::Room(RoomMsg::Rooms {
+                        total: t,
+                        first,
+                        rooms: page,
+                    }),
+                )) if usize::from(first) == rooms.len() => {
+                    heard = true;
+                    total = Some(t);
+                    if page.is_empty() {
+                        // The list shrank while we read it.
+                        total = Some(rooms.len() as u16);
+                    }
+                    rooms.extend(page);
+                    asked = None;
+                }
+                Ok((_, Msg::Refuse(reason))) => {
+                    return Err(NetplayError::Join(crate::session::SessionError::Refused(
+                        reason,
+                    )))
+                }
+                _ if bytes.len() >= HEADER_LEN => heard = true,
+                _ => {}
+            }
+        }
+        link.wait_until(now, Some(now + Duration::from_millis(20)))?;
+    }
+    Ok(rooms)
+}
+
+/// The table `framelock rooms` prints.
+pub fn rooms_table(rooms: &[RoomInfo]) -> String {
+    if rooms.is_empty() {
+        return "no open rooms\n".into();
+    }
+    let mut out = format!(
+        "{:<20} {:<24} {:<18} {:>7} {:<8} {:<8} {:>6}\n",
+        "ROOM", "GAME", "CORE", "PLAYERS", "PASSWORD", "STATE", "AGE"
+    );
+    for r in rooms {
+        let game = if r.content.is_empty() {
+            "-"
+        } else {
+            &r.content
+        };
+        out.push_str(&format!(
+            "{:<20} {:<24} {:<18} {:>7} {:<8} {:<8} {:>6}\n",
+            r.name,
+            game,
+            r.core,
+            format!("{}/{}", r.players, r.seats),
+            if r.password { "yes" } else { "no" },
+            if r.playing { "playing" } else { "lobby" },
+            age(r.age_secs)
+        ));
+    }
+    out
+}
+
+pub fn rooms_json(rooms: &[RoomInfo]) -> serde_json::Value {
+    json!(rooms
+        .iter()
+        .map(|r| json!({
+            "room": r.name,
+            "game": r.content,
+            "core": r.core,
+            "players": r.players,
+            "seats": r.seats,
+            "password": r.password,
+            "playing": r.playing,
+            "age_s": r.age_secs,
+        }))
+        .collect::<Vec<_>>())
+}
+
+fn age(secs: u32) -> String {
+    match secs {
+        0..=59 => format!("{secs}s"),
+        60..=3599 => format!("{}m", secs / 60),
+        _ => format!("{}h{:02}m", secs / 3600, secs % 3600 / 60),
+    }
+}
