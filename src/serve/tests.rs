@@ -670,3 +670,23 @@ fn two_hundred_rooms_play_side_by_side() {
     }
     assert_eq!(net.server.len(), 200);
 }
+
+#[test]
+fn relayed_password_checks_survive_heavy_loss() {
+    // A lost answer, challenge or verdict anywhere on the joiner -> server -> creator path
+    // is asked for again by the joiner's resent Hello.
+    let mut net = Net::new(serve_config(), "delay=20ms,jitter=5ms,loss=30%", 60);
+    let creator = net.create(open(5, "den", true), Some("pw"));
+    assert!(
+        net.run_until(Duration::from_secs(60), |n| n.players[creator]
+            .join
+            .is_some())
+    );
+    let joiners: Vec<usize> = (0..4).map(|_| net.join("den", Some("pw"))).collect();
+    assert!(net.run_until(Duration::from_secs(120), |n| {
+        joiners.iter().all(|&k| n.players[k].game.is_some())
+    }));
+    for &k in &joiners {
+        assert!(net.failure(k).is_none(), "{:?}", net.failure(k));
+    }
+}

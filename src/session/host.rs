@@ -505,16 +505,17 @@ impl HostSession {
                 Some(i),
             ) if answered(&self.pending[i], challenge) => match &mut self.pending[i].check {
                 Check::Relayed { ticket, answer, .. } => {
-                    // Resent Hellos wait for the same verdict.
+                    // A resent Hello asks again: the answer or the verdict may have been lost
+                    // on the way to or from the creator, which answers a repeat the same.
                     if answer.is_none() {
                         *answer = Some(hello.clone());
-                        let step = RelayStep::Answer {
-                            msg: *msg,
-                            confirm: *confirm,
-                        };
-                        let ticket = *ticket;
-                        self.relay(ticket, step);
                     }
+                    let step = RelayStep::Answer {
+                        msg: *msg,
+                        confirm: *confirm,
+                    };
+                    let ticket = *ticket;
+                    self.relay(ticket, step);
                 }
                 Check::Local(_) => {
                     let Some(p) = self.pending.remove(i) else {

@@ -122,6 +122,8 @@ pub struct JoinSession {
     rng: StdRng,
     /// The creator's challenges under way, by the server's ticket (oldest first).
     checks: VecDeque<(u32, Challenger)>,
+    /// Verdicts given, by ticket, to answer a repeated answer the same (oldest first).
+    verdicts: VecDeque<(u32, bool)>,
     phase: Phase,
     auth: Auth,
     started: Instant,
@@ -142,6 +144,7 @@ impl JoinSession {
         JoinSession {
             rng: StdRng::from_seed(cfg.entropy),
             checks: VecDeque::new(),
+            verdicts: VecDeque::new(),
             cfg,
             phase: Phase::Hello,
             auth: Auth::None,
@@ -358,16 +361,25 @@ impl JoinSession {
                 RelayStep::Challenge(challenge)
             }
             RelayStep::Answer { msg, confirm } => {
-                let Some(i) = self.checks.iter().position(|(t, _)| *t == ticket) else {
-                    return;
-                };
-                let Some((_, challenger)) = self.checks.remove(i) else {
-                    return;
-                };
-                let admitted = challenger.verify(&msg, &confirm);
-                self.events
-                    .push_back(JoinEvent::PasswordChecked { admitted });
-                RelayStep::Verdict(admitted)
+                if let Some((_, admitted)) = self.verdicts.iter().find(|(t, _)| *t == ticket) {
+                    // Our verdict was lost on the way: the same again.
+                    RelayStep::Verdict(*admitted)
+                } else {
+                    let Some(i) = self.checks.iter().position(|(t, _)| *t == ticket) else {
+                        return;
+                    };
+                    let Some((_, challenger)) = self.checks.remove(i) else {
+                        return;
+                    };
+                    let admitted = challenger.verify(&msg, &confirm);
+                    if self.verdicts.len() >= MAX_CHECKS {
+                        self.verdicts.pop_front();
+                    }
+                    self.verdicts.push_back((ticket, admitted));
+                    self.events
+                        .push_back(JoinEvent::PasswordChecked { admitted });
+                    RelayStep::Verdict(admitted)
+                }
             }
             RelayStep::Challenge(_) | RelayStep::Verdict(_) => return,
         };

@@ -1,0 +1,440 @@
+//! Home routers in network namespaces: a public network with `framelock serve`, and homes
+//! each behind its own router (nftables masquerade, a forward policy that drops unsolicited
+//! inbound traffic). A direct join to a home fails as it does for real players; through the
+//! server, players in different homes (two behind one router) play in sync. Needs root,
+//! `ip` and `nft` (`.ci/setup` installs them); every namespace is removed afterwards, also
+//! when a test fails. Traffic stays inside the namespaces the test made.
+
+mod netplay_common;
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+use netplay_common::{checksum, genesis};
+use serde_json::Value;
+
+/// The server's address on the public network (every router reaches it).
+const SERVER: &str = "10.77.0.1";
+
+static NEXT_LAB: AtomicU32 = AtomicU32::new(0);
+
+fn sh(args: &[&str]) {
+    let out = Command::new(args[0])
+        .args(&args[1..])
+        .output()
+        .unwrap_or_else(|e| panic!("{}: {e} (the NAT lab needs iproute2 and nftables)", args[0]));
+    assert!(
+        out.status.success(),
+        "{} failed: {}{}",
+        args.join(" "),
+        String::from_utf8_lossy(&out.stderr),
+        if unsafe_is_root() {
+            ""
+        } else {
+            " (the NAT lab needs root, as CI has)"
+        }
+    );
+}
+
+fn unsafe_is_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+}
+
+/// The namespaces of one test; removed on drop.
+struct Lab {
+    tag: String,
+    namespaces: Vec<String>,
+}
+
+impl Lab {
+    /// The public network (10.77.0.0/16, a bridge, the server at 10.77.0.1) and `homes`
+    /// homes: home h behind router h, whose public address is 10.77.h.2, with its players at
+    /// 10.78.h.2, .3 and .4.
+    fn new(homes: usize) -> Lab {
+        let id = NEXT_LAB.fetch_add(1, Ordering::Relaxed);
+        let tag = format!("fl{}x{id}", std::process::id() % 100_000);
+        let mut lab = Lab {
+            tag: tag.clone(),
+            namespaces: Vec::new(),
+        };
+        let public = lab.ns("pub");
+        let run = |cmd: &str| sh(&cmd.split_whitespace().collect::<Vec<_>>());
+        run(&format!("ip -n {public} link add br0 type bridge"));
+        run(&format!("ip -n {public} addr add 10.77.0.1/16 dev br0"));
+        run(&format!("ip -n {public} link set br0 up"));
+        for h in 1..=homes {
+            let router = lab.ns(&format!("r{h}"));
+            let home = lab.ns(&format!("h{h}"));
+            // Router h's "wan" port on the public bridge, at 10.77.h.2.
+            let (p, w) = (format!("{tag}p{h}"), format!("{tag}w{h}"));
+            run(&format!(
+                "ip link add {p} netns {public} type veth peer name {w} netns {router}"
+            ));
+            run(&format!("ip -n {public} link set {p} master br0"));
+            run(&format!("ip -n {public} link set {p} up"));
+            run(&format!("ip -n {router} link set {w} name wan"));
+            run(&format!("ip -n {router} addr add 10.77.{h}.2/16 dev wan"));
+            run(&format!("ip -n {router} link set wan up"));
+            run(&format!("ip -n {router} route add default via 10.77.0.1"));
+            // Its "lan" port at 10.78.h.1, the home's players behind it.
+            let (l, e) = (format!("{tag}l{h}"), format!("{tag}e{h}"));
+            run(&format!(
+                "ip link add {l} netns {router} type veth peer name {e} netns {home}"
+            ));
+            run(&format!("ip -n {router} link set {l} name lan"));
+            run(&format!("ip -n {router} addr add 10.78.{h}.1/24 dev lan"));
+            run(&format!("ip -n {router} link set lan up"));
+            run(&format!("ip -n {home} link set {e} name eth0"));
+            for host in 2..=4 {
+                run(&format!(
+                    "ip -n {home} addr add 10.78.{h}.{host}/24 dev eth0"
+                ));
+            }
+            run(&format!("ip -n {home} link set eth0 up"));
+            run(&format!("ip -n {home} route add default via 10.78.{h}.1"));
+            run(&format!(
+                "ip netns exec {router} sysctl -qw net.ipv4.ip_forward=1"
+            ));
+            // A home router: masquerade outbound; inbound only as replies.
+            let rules = "table ip nat {
+                chain postrouting { type nat hook postrouting priority 100; oifname \"wan\" masquerade; }
+            }
+            table inet filter {
+                chain forward { type filter hook forward priority 0; policy drop;
+                    ct state established,related accept; iifname \"lan\" oifname \"wan\" accept; }
+                chain input { type filter hook input priority 0; policy accept;
+                    iifname \"wan\" ct state established,related accept; iifname \"wan\" drop; }
+            }
+            ";
+            let file = std::env::temp_dir().join(format!("{tag}-{h}.nft"));
+            std::fs::write(&file, rules).unwrap();
+            run(&format!("ip netns exec {router} nft -f {}", file.display()));
+            let _ = std::fs::remove_file(file);
+        }
+        lab
+    }
+
+    fn ns(&mut self, name: &str) -> String {
+        let ns = format!("{}-{name}", self.tag);
+        sh(&["ip", "netns", "add", &ns]);
+        self.namespaces.push(ns.clone());
+        sh(&["ip", "-n", &ns, "link", "set", "lo", "up"]);
+        ns
+    }
+
+    fn public(&self) -> String {
+        format!("{}-pub", self.tag)
+    }
+
+    fn home(&self, h: usize) -> String {
+        format!("{}-h{h}", self.tag)
+    }
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        for ns in self.namespaces.iter().rev() {
+            let _ = Command::new("ip").args(["netns", "del", ns]).status();
+        }
+    }
+}
+
+/// A framelock process inside a namespace, its log in a file, killed on drop.
+struct Proc {
+    label: String,
+    child: Child,
+    log: PathBuf,
+    stats: PathBuf,
+    status: Option<ExitStatus>,
+}
+
+impl Proc {
+    fn spawn(dir: &Path, ns: &str, label: &str, args: &[&str]) -> Proc {
+        let log = dir.join(format!("{label}.log"));
+        let stats = dir.join(format!("{label}.json"));
+        let child = Command::new("ip")
+            .args(["netns", "exec", ns, env!("CARGO_BIN_EXE_framelock")])
+            .args(args)
+            .arg("--stats-json")
+            .arg(&stats)
+            .env("XDG_CONFIG_HOME", dir.join("config"))
+            .env("XDG_DATA_HOME", dir.join("data"))
+            .env("USER", label)
+            .env("RUST_LOG", "info")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(File::create(&log).unwrap())
+            .spawn()
+            .expect("spawn ip netns exec framelock");
+        Proc {
+            label: label.into(),
+            child,
+            log,
+            stats,
+            status: None,
+        }
+    }
+
+    fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    fn wait_for_log(&mut self, needle: &str, timeout: Duration) -> bool {
+        let end = Instant::now() + timeout;
+        while Instant::now() < end {
+            if self.log_text().contains(needle) {
+                return true;
+            }
+            if self.child.try_wait().ok().flatten().is_some() {
+                return self.log_text().contains(needle);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        false
+    }
+
+    fn wait(&mut self, timeout: Duration) -> ExitStatus {
+        let end = Instant::now() + timeout;
+        loop {
+            if let Some(s) = self.status.or_else(|| self.child.try_wait().ok().flatten()) {
+                self.status = Some(s);
+                return s;
+            }
+            if Instant::now() >= end {
+                self.kill();
+                panic!("{} did not exit in time\n{}", self.label, self.log_text());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn wait_ok(&mut self, timeout: Duration) {
+        let s = self.wait(timeout);
+        assert!(
+            s.success(),
+            "{} exited with {s}\n{}",
+            self.label,
+            self.log_text()
+        );
+    }
+
+    fn kill(&mut self) {
+        if self.status.is_none() {
+            let _ = self.child.kill();
+            self.status = self.child.wait().ok();
+        }
+    }
+
+    fn stats(&self) -> Value {
+        let text = std::fs::read_to_string(&self.stats)
+            .unwrap_or_else(|e| panic!("{}: no stats: {e}\n{}", self.label, self.log_text()));
+        serde_json::from_str(&text).unwrap()
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+fn start_server(dir: &Path, lab: &Lab) -> Proc {
+    let mut server = Proc::spawn(dir, &lab.public(), "server", &["serve"]);
+    assert!(
+        server.wait_for_log("serve: listening on udp", Duration::from_secs(15)),
+        "{}",
+        server.log_text()
+    );
+    server
+}
+
+fn open_room(dir: &Path, lab: &Lab, home: usize, room: &str, extra: &[&str]) -> Proc {
+    let mut a = vec!["host", "--headless", "--server", SERVER, "--room", room];
+    a.extend_from_slice(extra);
+    let mut host = Proc::spawn(dir, &lab.home(home), "host", &a);
+    let said = format!("your friends join with `framelock join {SERVER} --room {room}");
+    assert!(
+        host.wait_for_log(&said, Duration::from_secs(15)),
+        "{}",
+        host.log_text()
+    );
+    host
+}
+
+fn join_room(dir: &Path, lab: &Lab, home: usize, label: &str, room: &str, extra: &[&str]) -> Proc {
+    let mut a = vec!["join", SERVER, "--room", room, "--headless"];
+    a.extend_from_slice(extra);
+    Proc::spawn(dir, &lab.home(home), label, &a)
+}
+
+#[test]
+fn a_direct_join_to_a_home_behind_a_router_gets_no_answer() {
+    let lab = Lab::new(2);
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let mut host = Proc::spawn(
+        d,
+        &lab.home(1),
+        "host",
+        &["host", "--headless", "--lobby-timeout", "20"],
+    );
+    assert!(host.wait_for_log("hosting on udp port 7845", Duration::from_secs(15)));
+    // Router 1's public address: the datagrams reach it and are dropped there.
+    let mut joiner = Proc::spawn(
+        d,
+        &lab.home(2),
+        "join",
+        &["join", "10.77.1.2", "--headless"],
+    );
+    let status = joiner.wait(Duration::from_secs(20));
+    assert!(!status.success());
+    let log = joiner.log_text();
+    assert!(
+        log.contains("no answer from 10.77.1.2:7845 after 5 s"),
+        "{log}"
+    );
+    assert!(!host.log_text().contains("joined"), "{}", host.log_text());
+}
+
+fn two_homes_through_a_server(content: &[&str], frames: &str) {
+    let lab = Lab::new(2);
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let server = start_server(d, &lab);
+    let common: Vec<&str> = content
+        .iter()
+        .copied()
+        .chain(["--frames", frames, "--no-record"])
+        .collect();
+    let mut host = open_room(
+        d,
+        &lab,
+        1,
+        "across",
+        &[&common[..], &["--bot", "1"]].concat(),
+    );
+    let mut joiner = join_room(
+        d,
+        &lab,
+        2,
+        "join",
+        "across",
+        &[&common[..], &["--bot", "2"]].concat(),
+    );
+    joiner.wait_ok(Duration::from_secs(60));
+    host.wait_ok(Duration::from_secs(60));
+    let (h, j) = (host.stats(), joiner.stats());
+    assert_eq!(h["frames"].as_u64(), Some(frames.parse().unwrap()));
+    assert_eq!(checksum(&h), checksum(&j), "the two homes differ");
+    // The server saw both players from their routers' addresses, not their own.
+    let log = server.log_text();
+    assert!(log.contains("opened by 10.77.1.2:"), "{log}");
+    assert!(log.contains("joined as player 2 from 10.77.2.2:"), "{log}");
+}
+
+#[test]
+fn two_homes_play_the_builtin_game_through_a_server() {
+    two_homes_through_a_server(&[], "1200");
+}
+
+#[test]
+fn two_homes_play_genesis_plus_gx_through_a_server() {
+    let g = genesis();
+    let (rom, core) = (g.rom.display().to_string(), g.core.display().to_string());
+    two_homes_through_a_server(&[&rom, "--core", &core], "1200");
+}
+
+#[test]
+fn four_players_in_three_homes_stay_in_sync_over_loss_and_lose_a_killed_one() {
+    let lab = Lab::new(3);
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let mut server = start_server(d, &lab);
+    let netsim = ["--netsim", "delay=15ms,jitter=5ms,loss=5%"];
+    let common: Vec<&str> = ["--frames", "1200", "--no-record"]
+        .into_iter()
+        .chain(netsim)
+        .collect();
+    let mut host = open_room(
+        d,
+        &lab,
+        1,
+        "quad",
+        &[
+            &common[..],
+            &["--players", "4", "--password", "pw", "--bot", "1"],
+        ]
+        .concat(),
+    );
+    // Refusals through the routers, with their messages.
+    let mut lost = join_room(d, &lab, 3, "lost", "quads", &[]);
+    let mut guess = join_room(d, &lab, 3, "guess", "quad", &["--password", "pv"]);
+    assert!(!lost.wait(Duration::from_secs(15)).success());
+    assert!(!guess.wait(Duration::from_secs(15)).success());
+    assert!(
+        lost.log_text().contains(&format!(
+            "no room quads on {SERVER}:7845 (open rooms: quad)"
+        )),
+        "{}",
+        lost.log_text()
+    );
+    assert!(
+        guess.log_text().contains("wrong password"),
+        "{}",
+        guess.log_text()
+    );
+    // Two players behind router 2, one behind router 3.
+    let mut ana = join_room(
+        d,
+        &lab,
+        2,
+        "ana",
+        "quad",
+        &[&common[..], &["--password", "pw", "--bot", "2"]].concat(),
+    );
+    let mut bob = join_room(
+        d,
+        &lab,
+        2,
+        "bob",
+        "quad",
+        &[&common[..], &["--password", "pw", "--bot", "3"]].concat(),
+    );
+    let mut cy = join_room(
+        d,
+        &lab,
+        3,
+        "cy",
+        "quad",
+        &[&common[..], &["--password", "pw", "--bot", "4"]].concat(),
+    );
+    assert!(
+        server.wait_for_log("the game starts with 4 players", Duration::from_secs(30)),
+        "{}\n{}",
+        server.log_text(),
+        cy.log_text()
+    );
+    std::thread::sleep(Duration::from_secs(6));
+    cy.kill();
+    for p in [&mut ana, &mut bob, &mut host] {
+        p.wait_ok(Duration::from_secs(60));
+    }
+    let sums: Vec<String> = [&host, &ana, &bob]
+        .iter()
+        .map(|p| checksum(&p.stats()))
+        .collect();
+    assert!(sums.iter().all(|s| *s == sums[0]), "{sums:?}");
+    let left = host.stats()["players_left"].as_array().unwrap().clone();
+    assert_eq!(left.len(), 1, "{left:?}");
+    assert!(
+        server.log_text().contains("is out (timed out)"),
+        "{}",
+        server.log_text()
+    );
+}
