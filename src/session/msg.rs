@@ -671,7 +671,8 @@ pub fn foreign_version(datagram: &[u8], kind: Kind) -> Option<u8> {
         && datagram[0..2] == MAGIC
         && datagram[2] != PROTOCOL_VERSION
         && datagram[3] == kind as u8)
-        .then_some(datagram[2])
+        // Lazily: `then_some` would read byte 2 of a datagram shorter than that.
+        .then(|| datagram[2])
 }
 
 /// Reads a Refuse body. Its layout is frozen across protocol versions.
