@@ -191,7 +191,7 @@ fn update_target(c: &Corpus) -> impl FnMut(&[u8]) + '_ {
         let now = c.t0 + Duration::from_micros(n);
         client.handle_datagram(now, d);
         while client.poll_frame().is_some() {}
-        if n % 64 == 0 {
+        if n.is_multiple_of(64) {
             client.push_local_input(now, Pad(n as u16 & 0xff));
             while client.poll_transmit(now).is_some() {}
         }
@@ -226,7 +226,7 @@ fn serve_target(c: &Corpus) -> impl FnMut(&[u8]) + '_ {
         // A handful of source addresses, so that routed and stranger paths both run.
         let from = SocketAddr::from(([198, 51, 100, (n % 5) as u8], 40000 + (n % 3) as u16));
         rooms.handle_datagram(now, from, d);
-        if n % 256 == 0 {
+        if n.is_multiple_of(256) {
             rooms.handle_timeout(now);
         }
         while rooms.poll_transmit(now).is_some() {}
