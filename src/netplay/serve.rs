@@ -66,7 +66,8 @@ pub fn serve(opts: &ServeOptions) -> Result<(), NetplayError> {
         for (from, bytes) in link.recv(now)? {
             rooms.handle_datagram(now, from, &bytes);
         }
-        if rooms.poll_timeout().is_some_and(|t| t <= now) {
+        let timer = rooms.poll_timeout();
+        if timer.is_some_and(|t| t <= now) {
             rooms.handle_timeout(now);
         }
         while let Some(t) = rooms.poll_transmit(now) {

@@ -2,7 +2,7 @@
 //! [`session::Endpoint`] per room behind a router (quinn-proto's `Endpoint` over its
 //! `Connection`s). It never reads a clock and never touches a socket.
 
-use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 use std::net::{IpAddr, SocketAddr};
 use std::time::{Duration, Instant};
 
@@ -132,6 +132,22 @@ struct Room {
     /// When the creator left: the room serves the frames already published until this plus
     /// `CLOSE_GRACE`, then closes.
     closing: Option<Instant>,
+    /// Its entry in `Rooms::timers`.
+    due: Option<Instant>,
+    /// Its players' addresses by slot, as routed to it.
+    addrs: HashMap<u8, SocketAddr>,
+}
+
+impl Room {
+    fn next_timer(&self) -> Option<Instant> {
+        [
+            self.endpoint.poll_timeout(),
+            self.closing.map(|t| t + CLOSE_GRACE),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+    }
 }
 
 /// A dedicated server's rooms. Calling order as for [`Endpoint`].
@@ -139,6 +155,11 @@ pub struct Rooms {
     cfg: ServeConfig,
     rng: StdRng,
     rooms: BTreeMap<String, Room>,
+    /// Every room's next timer, earliest first: finding the rooms due, and the next wake-up,
+    /// costs a look at the front instead of a pass over every room.
+    timers: BTreeSet<(Instant, String)>,
+    /// When the per-address opening counts were last swept.
+    swept: Option<Instant>,
     by_session: HashMap<u32, String>,
     /// Players (and creators) by address: the room they are in.
     by_addr: HashMap<SocketAddr, String>,
@@ -162,6 +183,8 @@ impl Rooms {
             rng: StdRng::from_seed(cfg.entropy),
             cfg,
             rooms: BTreeMap::new(),
+            timers: BTreeSet::new(),
+            swept: None,
             by_session: HashMap::new(),
             by_addr: HashMap::new(),
             uploads: HashMap::new(),
@@ -307,7 +330,9 @@ impl Rooms {
             );
             return self.refuse(from, reason);
         }
-        if self.rooms.len() + self.uploads.len() >= self.cfg.max_rooms {
+        // A finished upload is a room already, until its creator's Hello retires it.
+        let uploading = self.uploads.values().filter(|u| !u.is_done()).count();
+        if self.rooms.len() + uploading >= self.cfg.max_rooms {
             self.stats.full += 1;
             let reason = format!("the server is full ({} rooms)", self.cfg.max_rooms);
             return self.refuse(from, reason);
@@ -418,15 +443,18 @@ impl Rooms {
                 self.rooms.insert(
                     name.clone(),
                     Room {
-                        name,
+                        name: name.clone(),
                         endpoint,
                         creator,
                         open,
                         opened: now,
                         started: false,
                         closing: None,
+                        due: None,
+                        addrs: HashMap::new(),
                     },
                 );
+                self.reschedule(&name);
             }
             Err(e) => {
                 if let Some(u) = self.uploads.remove(&creator) {
@@ -451,20 +479,46 @@ impl Rooms {
                 }
             }
         }
-        let names: Vec<String> = self
-            .rooms
-            .values()
-            .filter(|r| r.endpoint.poll_timeout().is_some_and(|t| t <= now) || r.closing.is_some())
-            .map(|r| r.name.clone())
-            .collect();
-        for name in names {
+        let mut due = Vec::new();
+        while let Some((t, _)) = self.timers.first() {
+            if *t > now {
+                break;
+            }
+            let Some((_, name)) = self.timers.pop_first() else {
+                break;
+            };
+            due.push(name);
+        }
+        for name in due {
             if let Some(room) = self.rooms.get_mut(&name) {
+                room.due = None;
                 room.endpoint.handle_timeout(now);
             }
             self.after(now, &name);
         }
-        self.opens
-            .retain(|_, (start, _)| now < *start + Duration::from_secs(60));
+        if self.swept.is_none_or(|t| now >= t + Duration::from_secs(1)) {
+            self.swept = Some(now);
+            self.opens
+                .retain(|_, (start, _)| now < *start + Duration::from_secs(60));
+        }
+    }
+
+    /// Puts a room's next timer in `timers`.
+    fn reschedule(&mut self, name: &str) {
+        let Some(room) = self.rooms.get_mut(name) else {
+            return;
+        };
+        let next = room.next_timer();
+        if next == room.due {
+            return;
+        }
+        if let Some(old) = room.due.take() {
+            self.timers.remove(&(old, name.to_string()));
+        }
+        if let Some(t) = next {
+            self.timers.insert((t, name.to_string()));
+        }
+        room.due = next;
     }
 
     /// Drains a room's events and datagrams, and closes it when its time has come.
@@ -481,6 +535,7 @@ impl Rooms {
             match ev {
                 EndpointEvent::Joined { slot, name, addr } => {
                     self.by_addr.insert(addr, room_name.clone());
+                    room.addrs.insert(slot, addr);
                     if addr == room.creator {
                         // The creator's upload is over once it joined its room.
                         self.uploads.remove(&addr);
@@ -503,6 +558,10 @@ impl Rooms {
                     });
                 }
                 EndpointEvent::Left { slot, reason } => {
+                    // No longer routed to the room.
+                    if let Some(addr) = room.addrs.remove(&slot) {
+                        self.by_addr.remove(&addr);
+                    }
                     if slot == 0 && !matches!(reason, LeftReason::Kicked(_)) {
                         close.get_or_insert("its host left");
                     }
@@ -517,6 +576,9 @@ impl Rooms {
                     from_frame,
                     reason,
                 } => {
+                    if let Some(addr) = room.addrs.remove(&slot) {
+                        self.by_addr.remove(&addr);
+                    }
                     if slot == 0 {
                         close.get_or_insert("its host left");
                     }
@@ -537,28 +599,13 @@ impl Rooms {
                 _ => {}
             }
         }
-        // Addresses of players no longer in the room are no longer routed to it.
-        let present: HashSet<SocketAddr> = room
-            .endpoint
-            .players()
-            .iter()
-            .filter_map(|p| p.addr)
-            .collect();
-        let creator = room.creator;
-        let in_lobby = !room.started;
-        self.by_addr.retain(|a, r| {
-            r != name || present.contains(a) || (*a == creator && in_lobby && close.is_none())
-        });
-        let Some(room) = self.rooms.get_mut(name) else {
-            return;
-        };
         if let Some(why) = close {
             if room.closing.is_none() {
                 room.closing = Some(now);
                 tracing::debug!(room = name, "room closing: {why}");
             }
         }
-        let empty = room.started && present.is_empty();
+        let empty = room.started && room.addrs.is_empty();
         let done = room.closing.is_some_and(|t| {
             !room.started || room.endpoint.undelivered() == 0 || now >= t + CLOSE_GRACE
         });
@@ -569,6 +616,8 @@ impl Rooms {
                 "its host left"
             };
             self.close(now, name, why);
+        } else {
+            self.reschedule(name);
         }
     }
 
@@ -576,11 +625,18 @@ impl Rooms {
         let Some(mut room) = self.rooms.remove(name) else {
             return;
         };
+        if let Some(t) = room.due {
+            self.timers.remove(&(t, name.to_string()));
+        }
         room.endpoint.shutdown(&format!("the room closed: {why}"));
         while let Some(t) = room.endpoint.poll_transmit(now) {
             self.out.push_back(t);
         }
-        self.by_addr.retain(|_, r| r != name);
+        for addr in room.addrs.values().chain([&room.creator]) {
+            if self.by_addr.get(addr).is_some_and(|r| r == name) {
+                self.by_addr.remove(addr);
+            }
+        }
         self.by_session.remove(&room.endpoint.session_id());
         self.uploads.remove(&room.creator);
         self.stats.rooms_closed += 1;
@@ -623,14 +679,9 @@ impl Rooms {
     }
 
     pub fn poll_timeout(&self) -> Option<Instant> {
-        let rooms = self.rooms.values().flat_map(|r| {
-            [
-                r.endpoint.poll_timeout(),
-                r.closing.map(|t| t + CLOSE_GRACE),
-            ]
-        });
+        let rooms = self.timers.first().map(|(t, _)| *t);
         let uploads = self.uploads.values().map(Upload::poll_timeout);
-        rooms.chain(uploads).flatten().min()
+        std::iter::once(rooms).chain(uploads).flatten().min()
     }
 
     fn send(&mut self, to: SocketAddr, bytes: Vec<u8>) {

@@ -2,7 +2,7 @@
 //! simulated time: the lobby, the start, the game, a silent player, a desync's recovery,
 //! and many rooms at once, without sockets, in milliseconds of real time.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
@@ -41,7 +41,7 @@ struct Net {
     start: Instant,
     rooms: Vec<Room>,
     joiners: Vec<Joiner>,
-    links: HashMap<SocketAddr, Conditioner>,
+    links: BTreeMap<SocketAddr, Conditioner>,
     netsim: String,
     seed: u64,
     /// Frames every game runs before it stops asking for more.
@@ -75,7 +75,7 @@ impl Net {
             start: now,
             rooms: Vec::new(),
             joiners: Vec::new(),
-            links: HashMap::new(),
+            links: BTreeMap::new(),
             netsim: netsim.into(),
             seed: 1,
             limit,

@@ -1,0 +1,507 @@
+//! Server capacity (numbers, not pass/fail): `cargo bench --bench serve_capacity`.
+//!
+//! One `framelock serve` process on 127.0.0.1, and a load generator in this process: M
+//! rooms of 2 synthetic players, each player the real sans-IO client stack (a room's
+//! creator opens the room and uploads a start state, then both join and play) on a UDP
+//! socket of its own, at 60 frames a second, with a bot that changes its pad on about one
+//! frame in four. The two players of a room tick together (rooms are spread over the frame
+//! period), so each UPDATE answers a CTRL sent microseconds before.
+//!
+//! Per M, over a steady window after every room started (`FRAMELOCK_BENCH_SECS`, default
+//! 10 s): the slowest player's frame rate; the server's response time as the generator sees
+//! it (a CTRL sent to the first datagram back, p50 and p99: loopback, the server's queue
+//! and work, and the generator's own scheduling, so an upper bound on what the server adds);
+//! datagrams lost (sent by one side, never counted by the other; the generator drops
+//! none); the server's CPU (user + system, share of one core); and bytes per room and
+//! second through the server, both directions, UDP/IP headers included.
+//! `FRAMELOCK_BENCH_ROOMS=100,500` picks the room counts (default 100, 250, 500, 750, 1000).
+//! A room count passes when every player keeps 59.5 fps or more, the p99 is at most 2 ms,
+//! and nothing was lost.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::fs::File;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use framelock::input::Pad;
+use framelock::lockstep::{self, Client, PeerId};
+use framelock::session::msg::OpenRoom;
+use framelock::session::{
+    is_session_datagram, JoinConfig, JoinEvent, JoinSession, OpenEvent, RoomOpener, SessionInfo,
+    StartPayload,
+};
+use mio::net::UdpSocket;
+use mio::{Events, Interest, Poll, Token};
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+
+const FRAME: Duration = Duration::from_micros(16_667);
+const HEADER: u64 = 28;
+
+fn info(name: &str) -> SessionInfo {
+    SessionInfo {
+        core_name: "lightcycles".into(),
+        core_version: "0.1.0".into(),
+        player_name: name.into(),
+        ..SessionInfo::default()
+    }
+}
+
+struct Player {
+    socket: UdpSocket,
+    opener: Option<RoomOpener>,
+    join: Option<JoinSession>,
+    client: Option<Client>,
+    room: Option<String>,
+    creator: bool,
+    frames: u64,
+    /// Frame periods since it started playing: the frames it should have run.
+    ticks: u64,
+    next_tick: Instant,
+    pad: Pad,
+    rng: SmallRng,
+    /// When its latest CTRL left, until the server's next datagram.
+    ctrl_at: Option<Instant>,
+    /// Frames run when the steady window opened.
+    frames_at_window: u64,
+}
+
+#[derive(Default)]
+struct Counters {
+    sent: u64,
+    received: u64,
+    bytes_sent: u64,
+    bytes_received: u64,
+    response_us: Vec<u32>,
+}
+
+struct Generator {
+    server: SocketAddr,
+    poll: Poll,
+    players: Vec<Player>,
+    counters: Counters,
+    measuring: bool,
+    buf: Vec<u8>,
+}
+
+impl Generator {
+    fn new(server: SocketAddr, rooms: usize) -> Generator {
+        let poll = Poll::new().expect("epoll");
+        let start = Instant::now() + Duration::from_millis(50);
+        let mut players = Vec::with_capacity(rooms * 2);
+        for r in 0..rooms {
+            // Rooms spread over the frame period; a room's two players tick together.
+            let phase = FRAME.mul_f64(r as f64 / rooms as f64);
+            for seat in 0..2 {
+                let mut socket = UdpSocket::bind("127.0.0.1:0".parse().unwrap())
+                    .expect("a UDP socket per player (raise ulimit -n for many rooms)");
+                let token = Token(players.len());
+                poll.registry()
+                    .register(&mut socket, token, Interest::READABLE)
+                    .unwrap();
+                players.push(Player {
+                    socket,
+                    opener: None,
+                    join: None,
+                    client: None,
+                    room: None,
+                    creator: seat == 0,
+                    frames: 0,
+                    ticks: 0,
+                    next_tick: start + phase,
+                    pad: Pad::NEUTRAL,
+                    rng: SmallRng::seed_from_u64((r * 2 + seat) as u64),
+                    ctrl_at: None,
+                    frames_at_window: 0,
+                });
+            }
+        }
+        Generator {
+            server,
+            poll,
+            players,
+            counters: Counters::default(),
+            measuring: false,
+            buf: vec![0; 2048],
+        }
+    }
+
+    fn open_rooms(&mut self, now: Instant) {
+        let server = self.server;
+        for (r, pair) in self.players.chunks_mut(2).enumerate() {
+            let open = OpenRoom {
+                room: format!("load-{r}"),
+                players: 2,
+                keyframe_interval: 2,
+                fps: 60.0,
+                password: false,
+                core_name: "lightcycles".into(),
+                core_version: "0.1.0".into(),
+                content_name: String::new(),
+                content_hash: None,
+                player_name: format!("c{r}"),
+                raw_len: 0,
+                packed_len: 0,
+                payload_hash: 0,
+            };
+            let payload = StartPayload {
+                options: vec![],
+                state: vec![r as u8; 2000],
+                sram: vec![],
+            };
+            pair[0].opener = Some(RoomOpener::new(now, server, open, &payload).unwrap());
+        }
+    }
+
+    fn send(&mut self, i: usize, to: SocketAddr, bytes: &[u8]) {
+        if self.players[i].socket.send_to(bytes, to).is_ok() {
+            self.counters.sent += 1;
+            self.counters.bytes_sent += bytes.len() as u64 + HEADER;
+        }
+    }
+
+    /// Everything waiting on player `i`'s socket.
+    fn receive(&mut self, i: usize, now: Instant) {
+        loop {
+            let (n, from) = match self.players[i].socket.recv_from(&mut self.buf) {
+                Ok(x) => x,
+                Err(_) => return,
+            };
+            self.counters.received += 1;
+            self.counters.bytes_received += n as u64 + HEADER;
+            let bytes = self.buf[..n].to_vec();
+            let p = &mut self.players[i];
+            if let Some(o) = &mut p.opener {
+                o.handle_datagram(now, from, &bytes);
+            }
+            if is_session_datagram(&bytes) {
+                if let Some(j) = &mut p.join {
+                    let _ = j.handle_datagram(now, from, &bytes);
+                }
+            } else if let Some(c) = &mut p.client {
+                c.handle_datagram(now, &bytes);
+                if let Some(at) = p.ctrl_at.take() {
+                    if self.measuring {
+                        let us = now.saturating_duration_since(at).as_micros();
+                        self.counters
+                            .response_us
+                            .push(us.min(u128::from(u32::MAX)) as u32);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Player `i`'s handshake timers and, at its tick, a frame; then what it sends.
+    fn service(&mut self, i: usize, now: Instant) {
+        let server = self.server;
+        let mut out: Vec<Vec<u8>> = Vec::new();
+        let mut ctrl = false;
+        {
+            let p = &mut self.players[i];
+            if let Some(o) = &mut p.opener {
+                o.handle_timeout(now);
+                while let Some(t) = o.poll_transmit(now) {
+                    out.push(t.bytes);
+                }
+                while let Some(ev) = o.poll_event() {
+                    match ev {
+                        OpenEvent::Uploaded { room, .. } => p.room = Some(room),
+                        OpenEvent::Failed(e) => panic!("opening a room: {e}"),
+                        OpenEvent::Opened { .. } => {}
+                    }
+                }
+            }
+            if p.room.is_some() && p.join.is_none() && p.creator {
+                p.opener = None;
+                p.join = Some(join(now, server, p.room.as_deref().unwrap(), true));
+            }
+            if let Some(j) = &mut p.join {
+                j.handle_timeout(now);
+                while let Some(ev) = j.poll_event() {
+                    match ev {
+                        JoinEvent::Ready(start) => {
+                            let cfg = lockstep::Config {
+                                players: start.slots,
+                                keyframe_interval: u32::from(start.keyframe_interval),
+                                session: start.session,
+                                fps: start.fps,
+                                ..lockstep::Config::default()
+                            };
+                            p.client = Some(Client::new(now, cfg, PeerId(start.slot)).unwrap());
+                        }
+                        JoinEvent::Failed(e) => panic!("joining: {e}"),
+                        _ => {}
+                    }
+                }
+            }
+            if now >= p.next_tick {
+                p.next_tick += FRAME;
+                if let Some(c) = &mut p.client {
+                    if c.ready_frames() > 0 || c.frame().0 > 0 {
+                        c.handle_timeout(now);
+                    }
+                    if p.rng.gen_ratio(1, 4) {
+                        p.pad = Pad(p.rng.gen::<u16>() & 0x0fff);
+                    }
+                    c.push_local_input(now, p.pad);
+                    p.ticks += 1;
+                    // As the frame runner does: one frame a period, up to 4 to catch up.
+                    for _ in 0..4 {
+                        if p.frames >= p.ticks || c.poll_frame().is_none() {
+                            break;
+                        }
+                        p.frames += 1;
+                        if p.frames % 60 == 0 {
+                            c.report_checksum(lockstep::Frame(p.frames as u32 - 1), p.frames);
+                        }
+                    }
+                    while let Some(bytes) = c.poll_transmit(now) {
+                        out.push(bytes);
+                        ctrl = true;
+                    }
+                }
+            }
+            if let Some(j) = &mut p.join {
+                if ctrl {
+                    j.running();
+                }
+                while let Some(t) = j.poll_transmit(now) {
+                    out.push(t.bytes);
+                }
+            }
+            if ctrl {
+                p.ctrl_at = Some(now);
+            }
+        }
+        for bytes in out {
+            self.send(i, server, &bytes);
+        }
+    }
+
+    /// Runs until `until`: every player at its ticks (a heap of them, so a wake-up costs
+    /// the players due, not a pass over all), every datagram as it arrives.
+    fn run(&mut self, until: Instant) {
+        let mut events = Events::with_capacity(4096);
+        let server = self.server;
+        let mut due: BinaryHeap<Reverse<(Instant, usize)>> = self
+            .players
+            .iter()
+            .enumerate()
+            .map(|(i, p)| Reverse((p.next_tick, i)))
+            .collect();
+        while Instant::now() < until {
+            let now = Instant::now();
+            let next = due.peek().map_or(now + FRAME, |Reverse((t, _))| *t);
+            let wait = next
+                .saturating_duration_since(now)
+                .min(Duration::from_millis(5));
+            self.poll.poll(&mut events, Some(wait)).expect("epoll wait");
+            let now = Instant::now();
+            let ready: Vec<usize> = events.iter().map(|e| e.token().0).collect();
+            for i in ready {
+                self.receive(i, now);
+            }
+            while let Some(Reverse((t, i))) = due.peek().copied() {
+                if t > now {
+                    break;
+                }
+                due.pop();
+                // A joiner joins once its creator's room is open.
+                if !self.players[i].creator && self.players[i].join.is_none() {
+                    if let Some(room) = self.players[i - 1].room.clone() {
+                        self.players[i].join = Some(join(now, server, &room, false));
+                    }
+                }
+                self.service(i, now);
+                due.push(Reverse((self.players[i].next_tick, i)));
+            }
+        }
+    }
+
+    fn all_playing(&self) -> bool {
+        self.players.iter().all(|p| p.frames > 0)
+    }
+
+    fn leave(&mut self, now: Instant) {
+        for i in 0..self.players.len() {
+            if let Some(j) = &mut self.players[i].join {
+                j.leave("done");
+                let mut out = Vec::new();
+                while let Some(t) = j.poll_transmit(now) {
+                    out.push(t);
+                }
+                for t in out {
+                    self.send(i, t.to, &t.bytes);
+                }
+            }
+        }
+    }
+
+    /// Reads what is left on the sockets for `d`.
+    fn drain(&mut self, d: Duration) {
+        let end = Instant::now() + d;
+        let mut events = Events::with_capacity(4096);
+        while Instant::now() < end {
+            let _ = self.poll.poll(&mut events, Some(Duration::from_millis(10)));
+            let now = Instant::now();
+            let ready: Vec<usize> = events.iter().map(|e| e.token().0).collect();
+            for i in ready {
+                self.receive(i, now);
+            }
+        }
+    }
+}
+
+fn join(now: Instant, server: SocketAddr, room: &str, creator: bool) -> JoinSession {
+    let mut cfg = JoinConfig::new(server, info(if creator { "c" } else { "j" }));
+    cfg.room = room.into();
+    cfg.creator = creator;
+    JoinSession::new(now, cfg)
+}
+
+/// User + system CPU seconds of `pid` so far.
+fn cpu_secs(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let after = stat.rsplit(')').next().unwrap_or("");
+    let f: Vec<&str> = after.split_whitespace().collect();
+    let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+    // Fields 14 and 15 of the whole line are 12 and 13 after the command name.
+    (ticks(11) + ticks(12)) / 100.0
+}
+
+struct Run {
+    rooms: usize,
+    min_fps: f64,
+    p50_ms: f64,
+    p99_ms: f64,
+    lost: i64,
+    cpu: f64,
+    generator_cpu: f64,
+    bytes_per_room: f64,
+}
+
+fn run(rooms: usize, window: Duration, dir: &Path) -> Run {
+    let port = {
+        let s = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        s.local_addr().unwrap().port()
+    };
+    let stats = dir.join(format!("serve-{rooms}.json"));
+    let budget = window + Duration::from_secs(30);
+    let mut child: Child = Command::new(env!("CARGO_BIN_EXE_framelock"))
+        .args(["serve", "--bind", "127.0.0.1", "--port", &port.to_string()])
+        .args(["--max-rooms", "100000", "--opens-per-minute", "10000"])
+        .args(["--duration", &budget.as_secs().to_string()])
+        .arg("--stats-json")
+        .arg(&stats)
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(File::create(dir.join(format!("serve-{rooms}.log"))).unwrap())
+        .spawn()
+        .expect("spawn framelock serve");
+    std::thread::sleep(Duration::from_millis(300));
+    let server: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    let mut g = Generator::new(server, rooms);
+    let t0 = Instant::now();
+    g.open_rooms(t0);
+    // Start-up: every room opened, joined and playing.
+    let deadline = t0 + Duration::from_secs(20);
+    while !g.all_playing() && Instant::now() < deadline {
+        g.run(Instant::now() + Duration::from_millis(100));
+    }
+    assert!(g.all_playing(), "not every room started within 20 s");
+    g.run(Instant::now() + Duration::from_secs(1));
+    // The steady window.
+    let start = Instant::now();
+    let cpu0 = cpu_secs(child.id());
+    let gen0 = cpu_secs(std::process::id());
+    let bytes0 = g.counters.bytes_sent + g.counters.bytes_received;
+    for p in &mut g.players {
+        p.frames_at_window = p.frames;
+    }
+    g.measuring = true;
+    g.run(start + window);
+    g.measuring = false;
+    let secs = start.elapsed().as_secs_f64();
+    let cpu = (cpu_secs(child.id()) - cpu0) / secs;
+    let generator_cpu = (cpu_secs(std::process::id()) - gen0) / secs;
+    let bytes = g.counters.bytes_sent + g.counters.bytes_received - bytes0;
+    let min_fps = g
+        .players
+        .iter()
+        .map(|p| (p.frames - p.frames_at_window) as f64 / secs)
+        .fold(f64::INFINITY, f64::min);
+    g.leave(Instant::now());
+    g.drain(Duration::from_millis(1500));
+    let _ = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status();
+    let end = Instant::now() + Duration::from_secs(10);
+    while child.try_wait().ok().flatten().is_none() && Instant::now() < end {
+        g.drain(Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    let s: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&stats).unwrap_or_default())
+            .unwrap_or_default();
+    let server_in = s["datagrams_in"].as_u64().unwrap_or(0) as i64;
+    let server_out = s["datagrams_out"].as_u64().unwrap_or(0) as i64;
+    let lost = (g.counters.sent as i64 - server_in) + (server_out - g.counters.received as i64);
+    let mut r = std::mem::take(&mut g.counters.response_us);
+    r.sort_unstable();
+    let pct = |q: f64| {
+        r.get(((r.len() as f64 - 1.0) * q) as usize)
+            .map_or(f64::NAN, |v| *v as f64 / 1000.0)
+    };
+    Run {
+        rooms,
+        min_fps,
+        p50_ms: pct(0.5),
+        p99_ms: pct(0.99),
+        lost,
+        cpu,
+        generator_cpu,
+        bytes_per_room: bytes as f64 / secs / rooms as f64,
+    }
+}
+
+fn main() {
+    let rooms: Vec<usize> = std::env::var("FRAMELOCK_BENCH_ROOMS")
+        .ok()
+        .map(|v| v.split(',').filter_map(|x| x.trim().parse().ok()).collect())
+        .unwrap_or_else(|| vec![100, 250, 500, 750, 1000]);
+    let window = Duration::from_secs(
+        std::env::var("FRAMELOCK_BENCH_SECS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(10),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    println!("| rooms | players | slowest fps | response p50 | p99 | lost | server CPU | generator CPU | bytes/s per room | verdict |");
+    println!("|---|---|---|---|---|---|---|---|---|---|");
+    let mut best = 0;
+    for m in rooms {
+        let r = run(m, window, dir.path());
+        let ok = r.min_fps >= 59.5 && r.p99_ms <= 2.0 && r.lost == 0;
+        if ok {
+            best = best.max(r.rooms);
+        }
+        println!(
+            "| {} | {} | {:.1} | {:.2} ms | {:.2} ms | {} | {:.0}% | {:.0}% | {:.0} | {} |",
+            r.rooms,
+            r.rooms * 2,
+            r.min_fps,
+            r.p50_ms,
+            r.p99_ms,
+            r.lost,
+            r.cpu * 100.0,
+            r.generator_cpu * 100.0,
+            r.bytes_per_room,
+            if ok { "ok" } else { "over" }
+        );
+    }
+    println!("largest room count that held every goal: {best} (goal: 500 rooms, 1,000 players)");
+}
