@@ -255,7 +255,7 @@ impl Generator {
                             break;
                         }
                         p.frames += 1;
-                        if p.frames % 60 == 0 {
+                        if p.frames.is_multiple_of(60) {
                             c.report_checksum(lockstep::Frame(p.frames as u32 - 1), p.frames);
                         }
                     }
