@@ -253,6 +253,9 @@ pub struct SimConfig {
     /// Seed the server with each player's base round trip before frame 0, as `netplay`
     /// does with the one the handshake measured.
     pub handshake_rtt: bool,
+    /// The server is a process of its own (`framelock serve`): player 0 is a remote client
+    /// like the others, on its own links.
+    pub dedicated: bool,
 }
 
 impl SimConfig {
@@ -268,6 +271,7 @@ impl SimConfig {
             corrupt_checksum: None,
             chaotic_bots: false,
             handshake_rtt: true,
+            dedicated: false,
         }
     }
 }
@@ -339,20 +343,21 @@ impl Sim {
         for (i, spec) in cfg.players.iter().enumerate() {
             let id = PeerId(i as u8);
             server.add_peer(base, id).expect("add peer");
-            let (up, down, rate) = if i == 0 {
+            let local = i == 0 && !cfg.dedicated;
+            let (up, down, rate) = if local {
                 (Link::default(), Link::default(), 1.0)
             } else {
                 (spec.up.clone(), spec.down.clone(), spec.clock_rate)
             };
             let mut lockstep = cfg.lockstep.clone();
-            if i == 0 {
+            if local {
                 // In memory, as in `netplay`: no wire, no send budget.
                 server.set_send_budget(id, 0).expect("present");
                 server.set_udp_ip_header(id, 0).expect("present");
                 lockstep.send_budget = 0;
                 lockstep.udp_ip_header = 0;
             }
-            if cfg.handshake_rtt && i > 0 {
+            if cfg.handshake_rtt && !local {
                 let rtt = up.delay + down.delay;
                 server.seed_rtt(base, id, rtt).expect("seed rtt");
             }

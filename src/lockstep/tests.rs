@@ -1318,3 +1318,44 @@ fn bench_latency_goal_each_way() {
         "150 ms in {met} of {seeds} seeds; worst stall {stalls:.2}%, up {up:.0} B/s, down {down:.0} B/s"
     );
 }
+
+/// Delay through a dedicated server halfway between two players, against the server inside
+/// player 1's process (numbers, not pass/fail; README's "Through a server" table):
+/// `cargo test --release --lib -- --ignored --exact lockstep::tests::bench_server_halfway --nocapture`
+///
+/// Direct: 100 ms RTT between the players. Halfway: 50 ms RTT from each player to the server.
+/// Both: ±10 ms jitter and 1% loss on every direction of every link, 60 s, 8 seeds.
+#[test]
+#[ignore]
+fn bench_server_halfway() {
+    let link = |rtt| {
+        let mut l = Link::rtt_ms(rtt).loss(0.01);
+        l.jitter = Duration::from_millis(10);
+        l
+    };
+    let seeds = 8;
+    for (name, rtt, dedicated) in [
+        ("direct, 100 ms RTT", 100, false),
+        ("server halfway, 2 x 50 ms", 50, true),
+    ] {
+        let mut medians = Vec::new();
+        let mut worst_p95 = 0.0f64;
+        let mut worst_stall = 0.0f64;
+        for seed in 0..seeds {
+            let mut cfg = uniform(2, link(rtt), 900 + seed);
+            cfg.dedicated = dedicated;
+            let (sim, o) = run(cfg, 3600 + 300);
+            assert_in_sync(&sim);
+            medians.push(o.latency_median_ms);
+            worst_p95 = worst_p95.max(o.latency_p95_ms);
+            worst_stall = worst_stall.max(o.stall_pct);
+        }
+        medians.sort_by(f64::total_cmp);
+        println!(
+            "{name:<28} worst player's median input latency {:.0}..{:.0} ms over {seeds} seeds, \
+             p95 up to {worst_p95:.0} ms, stalls up to {worst_stall:.2}%",
+            medians[0],
+            medians[medians.len() - 1]
+        );
+    }
+}

@@ -1,0 +1,186 @@
+//! Delay through a dedicated server over real UDP (numbers, not pass/fail):
+//! `cargo bench --bench serve_latency`.
+//!
+//! Real processes on loopback with bots on the built-in game, each impairing its own
+//! outgoing datagrams with `--netsim`, ±10 ms jitter and 1% loss on every direction:
+//! - direct: `host` and `join`, 50 ms each way (100 ms RTT between the players);
+//! - through a server halfway: `serve`, `host --server` and `join --room`, 25 ms each way
+//!   on every sender (50 ms RTT from each player to the server).
+//!
+//! Per run and player: the median and 95th percentile added input latency (frames from a
+//! pad sample to the frame it is applied on, in ms) and the share of frames stalled.
+//! `FRAMELOCK_BENCH_SECS` sets the play time (default 60 s).
+
+use std::fs::File;
+use std::path::Path;
+use std::process::{Child, Stdio};
+use std::time::Duration;
+
+use serde_json::Value;
+
+#[path = "../fixtures/mod.rs"]
+mod fixtures;
+
+fn spawn(dir: &Path, label: &str, args: &[String]) -> Child {
+    fixtures::framelock(dir)
+        .args(args)
+        .arg("--stats-json")
+        .arg(dir.join(format!("{label}.json")))
+        .env("RUST_LOG", "info")
+        .stdout(Stdio::null())
+        .stderr(File::create(dir.join(format!("{label}.log"))).unwrap())
+        .spawn()
+        .expect("spawn framelock")
+}
+
+fn strings(a: &[&str]) -> Vec<String> {
+    a.iter().map(|s| s.to_string()).collect()
+}
+
+fn wait_for(dir: &Path, label: &str, needle: &str) {
+    for _ in 0..500 {
+        let log = std::fs::read_to_string(dir.join(format!("{label}.log"))).unwrap_or_default();
+        if log.contains(needle) {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    panic!("{label} never said {needle:?}");
+}
+
+fn stats(dir: &Path, label: &str) -> Value {
+    let text = std::fs::read_to_string(dir.join(format!("{label}.json")))
+        .unwrap_or_else(|e| panic!("{label}: no stats ({e})"));
+    serde_json::from_str(&text).unwrap()
+}
+
+fn row(name: &str, player: &str, s: &Value) {
+    let ms = |f: &Value| f.as_f64().unwrap_or(f64::NAN) * 1000.0 / 60.0;
+    let frames = s["frames"].as_f64().unwrap_or(1.0);
+    println!(
+        "| {name} | {player} | {:.0} ms | {:.0} ms | {:.2}% | {} |",
+        ms(&s["input_latency_frames"]["median"]),
+        ms(&s["input_latency_frames"]["p95"]),
+        s["stall_frames"].as_f64().unwrap_or(0.0) / frames * 100.0,
+        s["checksum"].as_str().unwrap_or("-"),
+    );
+}
+
+fn main() {
+    let secs: u64 = std::env::var("FRAMELOCK_BENCH_SECS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(60);
+    let frames = (secs * 60).to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    println!("| path | player | median latency | p95 | stalled | checksum |");
+    println!("|---|---|---|---|---|---|");
+
+    let port = fixtures::free_port().to_string();
+    let far = "delay=50ms,jitter=10ms,loss=1%";
+    let mut host = spawn(
+        d,
+        "direct-host",
+        &strings(&[
+            "host",
+            "--headless",
+            "--port",
+            &port,
+            "--frames",
+            &frames,
+            "--bot",
+            "1",
+            "--no-record",
+            "--netsim",
+            far,
+        ]),
+    );
+    wait_for(d, "direct-host", "hosting on udp port");
+    let mut join = spawn(
+        d,
+        "direct-join",
+        &strings(&[
+            "join",
+            &format!("127.0.0.1:{port}"),
+            "--headless",
+            "--frames",
+            &frames,
+            "--bot",
+            "2",
+            "--no-record",
+            "--netsim",
+            far,
+        ]),
+    );
+    join.wait().unwrap();
+    host.wait().unwrap();
+    row("direct, 100 ms RTT", "1 (host)", &stats(d, "direct-host"));
+    row("direct, 100 ms RTT", "2", &stats(d, "direct-join"));
+
+    let port = fixtures::free_port().to_string();
+    let server = format!("127.0.0.1:{port}");
+    let half = "delay=25ms,jitter=10ms,loss=1%";
+    let mut serve = spawn(
+        d,
+        "serve",
+        &strings(&[
+            "serve",
+            "--bind",
+            "127.0.0.1",
+            "--port",
+            &port,
+            "--netsim",
+            half,
+        ]),
+    );
+    wait_for(d, "serve", "serve: listening");
+    let mut host = spawn(
+        d,
+        "room-host",
+        &strings(&[
+            "host",
+            "--headless",
+            "--server",
+            &server,
+            "--room",
+            "bench",
+            "--frames",
+            &frames,
+            "--bot",
+            "1",
+            "--no-record",
+            "--netsim",
+            half,
+        ]),
+    );
+    wait_for(d, "room-host", "your friends join");
+    let mut join = spawn(
+        d,
+        "room-join",
+        &strings(&[
+            "join",
+            &server,
+            "--room",
+            "bench",
+            "--headless",
+            "--frames",
+            &frames,
+            "--bot",
+            "2",
+            "--no-record",
+            "--netsim",
+            half,
+        ]),
+    );
+    join.wait().unwrap();
+    host.wait().unwrap();
+    let _ = serve.kill();
+    let _ = serve.wait();
+    row(
+        "server halfway, 2 x 50 ms RTT",
+        "1 (host)",
+        &stats(d, "room-host"),
+    );
+    row("server halfway, 2 x 50 ms RTT", "2", &stats(d, "room-join"));
+}
