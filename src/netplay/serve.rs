@@ -34,6 +34,46 @@ pub struct ServeOptions {
     pub stats_json: Option<std::path::PathBuf>,
 }
 
+/// How long the server takes to answer: from taking a batch of datagrams off the socket to
+/// handing the last datagram they caused to it, in 10 µs buckets up to 100 ms.
+struct AnswerTimes {
+    buckets: Vec<u64>,
+    count: u64,
+    max: Duration,
+}
+
+impl AnswerTimes {
+    const BUCKET_US: u64 = 10;
+
+    fn new() -> AnswerTimes {
+        AnswerTimes {
+            buckets: vec![0; 10_000],
+            count: 0,
+            max: Duration::ZERO,
+        }
+    }
+
+    fn record(&mut self, d: Duration) {
+        let i = (d.as_micros() as u64 / Self::BUCKET_US).min(self.buckets.len() as u64 - 1);
+        self.buckets[i as usize] += 1;
+        self.count += 1;
+        self.max = self.max.max(d);
+    }
+
+    /// The `q` quantile in microseconds (the bucket's upper end).
+    fn quantile_us(&self, q: f64) -> u64 {
+        let want = (self.count as f64 * q).ceil().max(1.0) as u64;
+        let mut seen = 0;
+        for (i, n) in self.buckets.iter().enumerate() {
+            seen += n;
+            if seen >= want {
+                return (i as u64 + 1) * Self::BUCKET_US;
+            }
+        }
+        self.max.as_micros() as u64
+    }
+}
+
 /// Serves rooms until Ctrl-C (or `duration`), then tells every room's players.
 pub fn serve(opts: &ServeOptions) -> Result<(), NetplayError> {
     let socket = match opts.bind {
@@ -61,9 +101,12 @@ pub fn serve(opts: &ServeOptions) -> Result<(), NetplayError> {
     );
     let started = Instant::now();
     let mut summary_at = started + SUMMARY_EVERY;
+    let mut answers = AnswerTimes::new();
     loop {
         let now = Instant::now();
-        for (from, bytes) in link.recv(now)? {
+        let datagrams = link.recv(now)?;
+        let came = !datagrams.is_empty();
+        for (from, bytes) in datagrams {
             rooms.handle_datagram(now, from, &bytes);
         }
         let timer = rooms.poll_timeout();
@@ -74,6 +117,9 @@ pub fn serve(opts: &ServeOptions) -> Result<(), NetplayError> {
             link.send(now, t.to, t.bytes);
         }
         link.flush_due(now);
+        if came {
+            answers.record(now.elapsed());
+        }
         while let Some(ev) = rooms.poll_event() {
             log_event(&ev);
         }
@@ -120,6 +166,11 @@ pub fn serve(opts: &ServeOptions) -> Result<(), NetplayError> {
                     "held_unvalidated": s.held_unvalidated,
                     "rooms_opened": s.rooms_opened,
                     "rooms_closed": s.rooms_closed,
+                    "answer_us": {
+                        "p50": answers.quantile_us(0.5),
+                        "p99": answers.quantile_us(0.99),
+                        "max": answers.max.as_micros() as u64,
+                    },
                 });
                 let map = stats.as_object().cloned().unwrap_or_default();
                 crate::app::stats::write(path, &map)
