@@ -112,6 +112,10 @@ fn a_room_on_a_server_plays_in_sync_and_every_log_verifies() {
         "the room's creator is player 1"
     );
     assert_eq!(j["slot"].as_u64(), Some(1));
+    assert_eq!(
+        (h["room"].as_str(), j["room"].as_str()),
+        (Some("friday"), Some("friday"))
+    );
     assert_log_verifies(d, Path::new(&host_log));
     assert_log_verifies(d, Path::new(&join_log));
     let log = server.log_text();

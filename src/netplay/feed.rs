@@ -196,6 +196,8 @@ struct NetState {
     end: Option<NetEnd>,
     counters: Counters,
     names: Vec<(u8, String)>,
+    /// The room, when the session runs on a dedicated server.
+    room: Option<String>,
     /// For the status line's average bandwidth and `FIRST_CONTACT` (the runner owns the
     /// frame clock): when the feed was made, then the frame loop's first call.
     started: Instant,
@@ -713,6 +715,7 @@ impl NetState {
             wire_in: e.wire_bytes_received - self.lobby_bytes.1,
             secs: self.started.elapsed().as_secs_f64(),
             peers,
+            room: self.room.clone(),
         }
     }
 
@@ -761,6 +764,9 @@ impl NetState {
             }),
         );
         m.insert("slot".into(), json!(self.client.me().0));
+        if let Some(room) = &self.room {
+            m.insert("room".into(), json!(room));
+        }
         m.insert("stalls".into(), json!(s.stalls));
         m.insert("stall_ms".into(), json!(s.stalled.as_secs_f64() * 1000.0));
         m.insert(
@@ -879,6 +885,7 @@ impl NetFeed {
                 end: None,
                 counters: Counters::default(),
                 names: Vec::new(),
+                room: None,
                 started: now,
                 created: now,
                 start_overdue: false,
@@ -923,6 +930,12 @@ impl NetFeed {
     /// Player names by slot, for log lines.
     pub fn with_names(self, names: Vec<(u8, String)>) -> NetFeed {
         self.state().names = names;
+        self
+    }
+
+    /// The room on a dedicated server this session runs in (status bar, stats).
+    pub fn with_room(self, room: Option<String>) -> NetFeed {
+        self.state().room = room;
         self
     }
 

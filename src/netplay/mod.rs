@@ -303,6 +303,7 @@ fn play_joined(
     load: bool,
 ) -> Result<PlaySummary, NetplayError> {
     let addr = session.host();
+    let room = session.room().map(str::to_string);
     let start = lobby::join_lobby(&mut link, &mut session)?;
     // The network thread serves from here on: while this player loads the content and the
     // state and opens its window, it tells the host that it is still coming (`Loading`),
@@ -324,7 +325,8 @@ fn play_joined(
         .bot
         .map(|seed| Bot::for_port(seed, usize::from(start.slot)));
     let mut feed = NetFeed::new(link, Role::join(session, addr), client, bot)
-        .with_names(start.players.clone());
+        .with_names(start.players.clone())
+        .with_room(room);
     start_delay(net);
     if load {
         if let Err(e) = load_start(&mut core, play, &start) {

@@ -20,6 +20,9 @@ pub struct Status {
     pub wire_in: u64,
     pub secs: f64,
     pub peers: Vec<PeerStatus>,
+    /// The room, when the session runs on a dedicated server: the round trip shown is to
+    /// the server then.
+    pub room: Option<String>,
 }
 
 /// One other peer as this one sees it.
@@ -41,6 +44,9 @@ fn kbit(bytes: u64, secs: f64) -> f64 {
 impl fmt::Display for Status {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let lead = self.lead.map_or("-".into(), |l| l.to_string());
+        if let Some(room) = &self.room {
+            write!(f, "room {room} | ")?;
+        }
         write!(
             f,
             "K {} lead {lead} stalls {} up {:.1} down {:.1} kbit/s",
@@ -53,6 +59,7 @@ impl fmt::Display for Status {
             let rtt = p.rtt.map_or("-".into(), |r| r.as_millis().to_string());
             match p.player {
                 Some(n) => write!(f, " | P{n} {rtt} ms")?,
+                None if self.room.is_some() => write!(f, " | server rtt {rtt} ms")?,
                 None => write!(f, " | rtt {rtt} ms")?,
             }
             if let Some(t) = p.traffic {
@@ -88,6 +95,7 @@ mod tests {
             wire_out: 48_000,
             wire_in: 24_500,
             secs: 10.0,
+            room: None,
             peers: vec![
                 PeerStatus {
                     player: Some(2),
@@ -117,6 +125,15 @@ mod tests {
         assert_eq!(
             joiner.to_string(),
             "K 2 lead - stalls 3 up 38.4 down 19.6 kbit/s | rtt 101 ms"
+        );
+        // Through a server the round trip is to the server, and the room is named.
+        let in_room = Status {
+            room: Some("amber-otter-42".into()),
+            ..joiner.clone()
+        };
+        assert_eq!(
+            in_room.to_string(),
+            "room amber-otter-42 | K 2 lead - stalls 3 up 38.4 down 19.6 kbit/s | server rtt 101 ms"
         );
         // Shown from the first frame: 400 bytes after 2 ms are 3.2 kbit over a second.
         let first = Status {

@@ -164,6 +164,11 @@ impl JoinSession {
         self.cfg.host
     }
 
+    /// The room on a dedicated server; `None` for a direct host.
+    pub fn room(&self) -> Option<&str> {
+        Some(self.cfg.room.as_str()).filter(|r| !r.is_empty())
+    }
+
     /// Session id, once welcomed (0 before).
     pub fn session_id(&self) -> u32 {
         self.session
