@@ -358,3 +358,56 @@ fn ctrl_c_on_the_server_tells_every_player() {
         );
     }
 }
+
+#[test]
+fn a_desync_in_a_room_is_healed_with_another_players_state() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (mut server, addr) = start_server(d, &[]);
+    let common = ["--frames", "1500", "--no-record"];
+    let mut host = open_room(
+        d,
+        &addr,
+        "mend",
+        &[&common[..], &["--players", "3", "--bot", "1"]].concat(),
+    );
+    let mut ana = join_room(
+        d,
+        "ana",
+        &addr,
+        "mend",
+        &[&common[..], &["--bot", "2"]].concat(),
+    );
+    // bob's machine goes its own way at frame 300: two against one.
+    let mut bob = join_room(
+        d,
+        "bob",
+        &addr,
+        "mend",
+        &[&common[..], &["--bot", "3", "--inject-desync", "300"]].concat(),
+    );
+    for p in [&mut bob, &mut ana, &mut host] {
+        p.wait_ok(Duration::from_secs(60));
+    }
+    let (h, a, b) = (host.read_stats(), ana.read_stats(), bob.read_stats());
+    assert_eq!(
+        checksum(&h),
+        checksum(&b),
+        "bob was not brought back\n{}",
+        bob.log_text()
+    );
+    assert_eq!(checksum(&h), checksum(&a));
+    assert!(b["resyncs"].as_u64() >= Some(1), "{b:#}");
+    let log = server.log_text();
+    assert!(
+        log.contains("player 3 differs from most players; resyncing it with player 1's state"),
+        "{log}"
+    );
+    assert!(
+        log.contains("room mend: player 3 has the state for frame"),
+        "{log}"
+    );
+    assert!(host
+        .log_text()
+        .contains("the server asks for this machine's state"));
+}

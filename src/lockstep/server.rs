@@ -1,7 +1,7 @@
 //! The lockstep server: collects every client's samples, places them on frames, publishes
 //! frames once every player's input for them is known, and sends UPDATEs.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::{Duration, Instant};
 
 use crate::input::{Inputs, Pad, MAX_PLAYERS};
@@ -226,14 +226,44 @@ impl Peer {
     }
 }
 
-/// Checksums per frame and player, compared against the reference player's.
+/// Checksums per frame and player, compared against the reference player's, or (with no
+/// host's machine to trust, on a dedicated server) with each other.
 #[derive(Debug, Default)]
 struct Checksums {
     frames: BTreeMap<u32, [Option<u64>; MAX_PLAYERS]>,
+    /// Majority mode: frames already judged.
+    decided: BTreeSet<u32>,
 }
 
 impl Checksums {
-    /// Stores `peer`'s checksum; returns the `(peer, expected, got)` mismatches it reveals.
+    /// Stores `peer`'s checksum of `frame`; `None` if it was there already or the frame is
+    /// older than every one kept.
+    fn store(
+        &mut self,
+        frame: Frame,
+        peer: PeerId,
+        value: u64,
+    ) -> Option<&[Option<u64>; MAX_PLAYERS]> {
+        if !self.frames.contains_key(&frame.0) && self.frames.len() >= MAX_CHECKSUM_FRAMES {
+            // Keep the newest frames; a frame older than all kept ones is not worth it.
+            match self.frames.keys().next() {
+                Some(&oldest) if oldest < frame.0 => {
+                    self.frames.remove(&oldest);
+                    self.decided.remove(&oldest);
+                }
+                _ => return None,
+            }
+        }
+        let entry = self.frames.entry(frame.0).or_default();
+        if entry[peer.index()].is_some() {
+            return None;
+        }
+        entry[peer.index()] = Some(value);
+        Some(entry)
+    }
+
+    /// Stores `peer`'s checksum; returns the `(peer, expected, got)` mismatches it reveals
+    /// against the reference player's.
     fn insert(
         &mut self,
         frame: Frame,
@@ -241,20 +271,9 @@ impl Checksums {
         value: u64,
         reference: PeerId,
     ) -> Vec<(PeerId, u64, u64)> {
-        if !self.frames.contains_key(&frame.0) && self.frames.len() >= MAX_CHECKSUM_FRAMES {
-            // Keep the newest frames; a frame older than all kept ones is not worth it.
-            match self.frames.keys().next() {
-                Some(&oldest) if oldest < frame.0 => {
-                    self.frames.remove(&oldest);
-                }
-                _ => return Vec::new(),
-            }
-        }
-        let entry = self.frames.entry(frame.0).or_default();
-        if entry[peer.index()].is_some() {
+        let Some(entry) = self.store(frame, peer, value) else {
             return Vec::new();
-        }
-        entry[peer.index()] = Some(value);
+        };
         let Some(expected) = entry[reference.index()] else {
             return Vec::new();
         };
@@ -270,6 +289,58 @@ impl Checksums {
         } else {
             Vec::new()
         }
+    }
+
+    /// Stores `peer`'s checksum; once every player in `present` reported `frame`, the value
+    /// most of them have is the truth (on a tie, the lowest present slot's: player 1's while
+    /// it plays), and the players that differ from it are returned.
+    fn insert_majority(
+        &mut self,
+        frame: Frame,
+        peer: PeerId,
+        value: u64,
+        present: &[PeerId],
+    ) -> Vec<(PeerId, u64, u64)> {
+        let Some(entry) = self.store(frame, peer, value) else {
+            return Vec::new();
+        };
+        let values: Vec<(PeerId, u64)> = present
+            .iter()
+            .filter_map(|p| entry[p.index()].map(|v| (*p, v)))
+            .collect();
+        if values.len() < present.len() || present.is_empty() {
+            return Vec::new();
+        }
+        if !self.decided.insert(frame.0) {
+            return Vec::new();
+        }
+        let count = |v: u64| values.iter().filter(|(_, x)| *x == v).count();
+        let most = values.iter().map(|(_, v)| count(*v)).max().unwrap_or(0);
+        let leaders: Vec<u64> = values
+            .iter()
+            .filter(|(_, v)| count(*v) == most)
+            .map(|(_, v)| *v)
+            .collect();
+        // A strict majority, or on a tie the lowest slot's (`present` is in slot order).
+        let truth = if most * 2 > values.len() || leaders.iter().all(|v| *v == leaders[0]) {
+            leaders[0]
+        } else {
+            values[0].1
+        };
+        values
+            .into_iter()
+            .filter(|(_, v)| *v != truth)
+            .map(|(p, v)| (p, truth, v))
+            .collect()
+    }
+
+    /// The lowest slot, other than `except`, whose checksum of `frame` was `value`.
+    fn holder(&self, frame: Frame, value: u64, except: PeerId) -> Option<PeerId> {
+        let entry = self.frames.get(&frame.0)?;
+        (0..MAX_PLAYERS)
+            .filter(|&p| p != except.index())
+            .find(|&p| entry[p] == Some(value))
+            .map(|p| PeerId(p as u8))
     }
 }
 
@@ -296,6 +367,9 @@ pub struct Server {
     /// A sample has been placed on a frame: no more joins.
     started: bool,
     checksums: Checksums,
+    /// Checksums are compared with each other, not with a reference player's (see
+    /// [`Server::set_majority_checksums`]).
+    majority: bool,
     events: VecDeque<ServerEvent>,
     traffic: Traffic,
     /// Where `poll_transmit` looks first, so no peer starves.
@@ -316,6 +390,7 @@ impl Server {
             lead,
             started: false,
             checksums: Checksums::default(),
+            majority: false,
             events: VecDeque::new(),
             traffic: Traffic::default(),
             next_peer: 0,
@@ -380,6 +455,20 @@ impl Server {
         }
         self.publish(now);
         Ok(())
+    }
+
+    /// Judges desyncs by majority: once every player reported a frame's checksum, those that
+    /// differ from most of the others (on a tie, from the lowest slot) are out of sync. For a
+    /// server with no machine of its own; by default the reference is player 1's (or the
+    /// lowest slot still in the session).
+    pub fn set_majority_checksums(&mut self, on: bool) {
+        self.majority = on;
+    }
+
+    /// The lowest slot other than `except` that reported `value` for `frame`: a player whose
+    /// machine can be trusted for a resync.
+    pub fn checksum_holder(&self, frame: Frame, value: u64, except: PeerId) -> Option<PeerId> {
+        self.checksums.holder(frame, value, except)
     }
 
     /// Takes a player out: it gets neutral input from the next unpublished frame on, which
@@ -685,7 +774,13 @@ impl Server {
         let Some(reference) = self.peers().next() else {
             return;
         };
-        for (peer, expected, got) in self.checksums.insert(frame, from, value, reference) {
+        let mismatches = if self.majority {
+            let present: Vec<PeerId> = self.peers().collect();
+            self.checksums.insert_majority(frame, from, value, &present)
+        } else {
+            self.checksums.insert(frame, from, value, reference)
+        };
+        for (peer, expected, got) in mismatches {
             tracing::warn!("desync at {frame}: {peer} has {got:08x}, expected {expected:08x}");
             self.events.push_back(ServerEvent::Desync {
                 frame,
@@ -965,4 +1060,52 @@ pub(crate) fn rtt_sample(epoch: Instant, now: Instant, e: Echo) -> Option<Durati
         .wrapping_sub(e.ts)
         .wrapping_sub(u16::from(e.hold_ms));
     (ms < 30_000).then(|| Duration::from_millis(u64::from(ms)))
+}
+
+#[cfg(test)]
+mod majority_tests {
+    use super::*;
+
+    fn judge(values: &[(u8, u64)]) -> Vec<(PeerId, u64, u64)> {
+        let mut c = Checksums::default();
+        let present: Vec<PeerId> = values.iter().map(|(p, _)| PeerId(*p)).collect();
+        let mut out = Vec::new();
+        for (p, v) in values {
+            out.extend(c.insert_majority(Frame(59), PeerId(*p), *v, &present));
+        }
+        out
+    }
+
+    #[test]
+    fn the_odd_one_out_is_the_desynced_one_and_player_1_breaks_ties() {
+        // Nothing is judged before every player reported.
+        let mut c = Checksums::default();
+        let all = [PeerId(0), PeerId(1), PeerId(2)];
+        assert!(c.insert_majority(Frame(9), PeerId(1), 7, &all).is_empty());
+        assert!(c.insert_majority(Frame(9), PeerId(2), 8, &all).is_empty());
+        assert_eq!(
+            c.insert_majority(Frame(9), PeerId(0), 7, &all),
+            [(PeerId(2), 7, 8)]
+        );
+        // A late duplicate judges nothing again.
+        assert!(c.insert_majority(Frame(9), PeerId(2), 8, &all).is_empty());
+        assert_eq!(c.holder(Frame(9), 7, PeerId(2)), Some(PeerId(0)));
+        assert_eq!(c.holder(Frame(9), 7, PeerId(0)), Some(PeerId(1)));
+        // Player 1 can be the odd one out too: no player is trusted over a majority.
+        assert_eq!(judge(&[(0, 5), (1, 6), (2, 6)]), [(PeerId(0), 6, 5)]);
+        // Two against two, or one against one: player 1's value wins.
+        assert_eq!(judge(&[(0, 1), (1, 2)]), [(PeerId(1), 1, 2)]);
+        assert_eq!(
+            judge(&[(0, 1), (1, 2), (2, 1), (3, 2)]),
+            [(PeerId(1), 1, 2), (PeerId(3), 1, 2)]
+        );
+        // Without player 1, the lowest slot present breaks the tie.
+        assert_eq!(judge(&[(2, 4), (5, 3)]), [(PeerId(5), 4, 3)]);
+        // A plurality is no tie: 2 of 4 agree, the other two each differ.
+        assert_eq!(
+            judge(&[(0, 9), (1, 8), (2, 8), (3, 7)]),
+            [(PeerId(0), 8, 9), (PeerId(3), 8, 7)]
+        );
+        assert!(judge(&[(0, 3), (1, 3), (2, 3)]).is_empty());
+    }
 }

@@ -26,8 +26,8 @@ use crate::lockstep::{Client, ClientEvent, Frame, PeerId};
 use crate::net::{Link, SocketWaiter};
 use crate::replay::Event;
 use crate::session::{
-    is_session_datagram, Endpoint, EndpointEvent, JoinEvent, JoinSession, OutReason, ResyncRecv,
-    LOADING_LIMIT,
+    is_session_datagram, resync_part, Endpoint, EndpointEvent, JoinEvent, JoinSession, OutReason,
+    ResyncPart, ResyncRecv, ResyncSend, LOADING_LIMIT,
 };
 use crate::wire::{Header, Kind, HEADER_LEN};
 
@@ -69,9 +69,10 @@ const WAIT_NOTICE: Duration = Duration::from_secs(1);
 pub struct Exchange {
     /// observer -> feed: `(frame, checksum)` for the desync check.
     pub checksums: VecDeque<(u32, u64)>,
-    /// feed -> observer (host): slots whose state to serialize at the next frame boundary.
+    /// feed -> observer: slots whose state to serialize at the next frame boundary (a host's
+    /// for a diverged joiner; a joiner's own, when a dedicated server asks for it).
     pub serialize_for: Vec<u8>,
-    /// observer -> feed (host): `(slot, frame, state)`: the state as of the start of frame.
+    /// observer -> feed: `(slot, frame, state)`: the state as of the start of frame.
     pub states: Vec<(u8, u32, Vec<u8>)>,
     /// feed -> observer (joiner): the host's state as of the start of a frame, to load.
     pub incoming: Option<(u32, Vec<u8>)>,
@@ -115,6 +116,11 @@ pub enum Role {
         session: Box<JoinSession>,
         host: SocketAddr,
         resync: ResyncRecv,
+        /// A dedicated server asked for this player's state (to resync another player):
+        /// the transfer id, until the frame observer has serialized it.
+        asked: Option<u32>,
+        /// That state on its way to the server.
+        upload: Option<ResyncSend>,
     },
 }
 
@@ -130,6 +136,8 @@ impl Role {
             session: Box::new(session),
             host,
             resync: ResyncRecv::default(),
+            asked: None,
+            upload: None,
         }
     }
 }
@@ -295,8 +303,15 @@ impl NetState {
         match &self.role {
             Role::Host { endpoint } => timers.push(endpoint.poll_timeout()),
             Role::Join {
-                session, resync, ..
-            } => timers.extend([session.poll_timeout(), resync.poll_timeout()]),
+                session,
+                resync,
+                upload,
+                ..
+            } => timers.extend([
+                session.poll_timeout(),
+                resync.poll_timeout(),
+                upload.as_ref().and_then(ResyncSend::poll_timeout),
+            ]),
         }
         match timers.into_iter().flatten().min() {
             Some(t) if t <= now => now + SERVICE_INTERVAL,
@@ -348,11 +363,29 @@ impl NetState {
                     session,
                     host,
                     resync,
+                    asked,
+                    upload,
                 } => {
+                    let body = bytes.get(HEADER_LEN..).unwrap_or_default();
+                    let part = resync_part(body).filter(|_| is_resync);
                     if from != *host {
                         false
+                    } else if let Some(ResyncPart::Request { id }) = part {
+                        if asked.is_none() && upload.as_ref().is_none_or(|u| u.is_complete()) {
+                            tracing::info!(
+                                "netplay: the server asks for this machine's state, to resync \
+                                 a player that diverged"
+                            );
+                            *asked = Some(id);
+                            lock(&self.shared).serialize_for.push(self.client.me().0);
+                        }
+                        true
+                    } else if part == Some(ResyncPart::Ack) {
+                        upload
+                            .as_mut()
+                            .is_some_and(|tx| tx.handle_datagram(now, body))
                     } else if is_resync {
-                        match resync.handle_datagram(now, &bytes[HEADER_LEN..]) {
+                        match resync.handle_datagram(now, body) {
                             Ok(Some((frame, state))) => {
                                 tracing::info!(
                                     "netplay: received the host's state for frame {frame} ({} KiB)",
@@ -520,6 +553,7 @@ impl NetState {
                 expected,
                 got,
                 send_state,
+                ..
             } => {
                 tracing::error!(
                     "netplay: desync at frame {}: player {} has {got:016x}, host has {expected:016x}{}",
@@ -598,6 +632,8 @@ impl NetState {
                 session,
                 host,
                 resync,
+                upload,
+                ..
             } => {
                 while let Some(bytes) = self.client.poll_transmit(now) {
                     self.link.send(now, *host, bytes);
@@ -613,6 +649,18 @@ impl NetState {
                 let id = session.session_id();
                 while let Some(bytes) = resync.poll_transmit(now, id) {
                     self.link.send(now, *host, bytes);
+                }
+                if let Some(tx) = upload {
+                    while let Some(bytes) = tx.poll_transmit(now, id) {
+                        self.link.send(now, *host, bytes);
+                    }
+                    if tx.is_complete() {
+                        tracing::info!(
+                            "netplay: sent this machine's state for frame {}",
+                            tx.frame()
+                        );
+                        *upload = None;
+                    }
                 }
             }
         }
@@ -668,9 +716,22 @@ impl NetState {
             }
             tracing::info!("netplay: resynced: continuing from the host's frame {frame}");
         }
-        if let Role::Host { endpoint } = &mut self.role {
-            for (slot, frame, state) in shared.states.drain(..) {
-                endpoint.handle_state(now, frame, state, &[slot]);
+        match &mut self.role {
+            Role::Host { endpoint } => {
+                for (slot, frame, state) in shared.states.drain(..) {
+                    endpoint.handle_state(now, frame, state, &[slot]);
+                }
+            }
+            Role::Join { asked, upload, .. } => {
+                for (_, frame, state) in shared.states.drain(..) {
+                    let Some(id) = asked.take() else {
+                        continue;
+                    };
+                    match ResyncSend::new(now, id, frame, state) {
+                        Ok(tx) => *upload = Some(tx),
+                        Err(e) => tracing::error!("netplay: cannot send this machine's state: {e}"),
+                    }
+                }
             }
         }
     }

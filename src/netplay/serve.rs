@@ -236,9 +236,27 @@ fn log_event(ev: &ServeEvent) {
             slot + 1,
             from_frame.0
         ),
-        ServeEvent::Desync { room, slot, frame } => tracing::warn!(
-            "room {room}: desync at frame {}: player {} differs from player 1",
-            frame.0,
+        ServeEvent::Desync {
+            room,
+            slot,
+            frame,
+            source,
+        } => match source {
+            Some(from) => tracing::warn!(
+                "room {room}: desync at frame {}: player {} differs from most players; \
+                 resyncing it with player {}'s state",
+                frame.0,
+                slot + 1,
+                from + 1
+            ),
+            None => tracing::warn!(
+                "room {room}: desync at frame {}: player {} differs (recovery under way)",
+                frame.0,
+                slot + 1
+            ),
+        },
+        ServeEvent::Resynced { room, slot, frame } => tracing::info!(
+            "room {room}: player {} has the state for frame {frame} and continues from it",
             slot + 1
         ),
         ServeEvent::Closed { room, why } => tracing::info!("room {room}: closed ({why})"),

@@ -89,10 +89,19 @@ pub enum ServeEvent {
         from_frame: Frame,
         reason: OutReason,
     },
+    /// The player's checksum of `frame` differs from most players'; `source` is the player
+    /// whose state is fetched to resync it (`None`: a recovery is under way already).
     Desync {
         room: String,
         slot: u8,
         frame: Frame,
+        source: Option<u8>,
+    },
+    /// The player has a majority player's state for `frame` and continues from it.
+    Resynced {
+        room: String,
+        slot: u8,
+        frame: u32,
     },
     Closed {
         room: String,
@@ -589,8 +598,19 @@ impl Rooms {
                         reason,
                     });
                 }
-                EndpointEvent::Desync { frame, slot, .. } => {
-                    self.events.push_back(ServeEvent::Desync {
+                EndpointEvent::Desync {
+                    frame,
+                    slot,
+                    source,
+                    ..
+                } => self.events.push_back(ServeEvent::Desync {
+                    room: room_name,
+                    slot,
+                    frame,
+                    source,
+                }),
+                EndpointEvent::Resynced { slot, frame } => {
+                    self.events.push_back(ServeEvent::Resynced {
                         room: room_name,
                         slot,
                         frame,

@@ -12,8 +12,8 @@ use crate::net::conditioner::Conditioner;
 use crate::session::msg::{Msg, OpenRoom, RoomMsg};
 use crate::session::testkit::{info, Game};
 use crate::session::{
-    is_session_datagram, JoinConfig, JoinEvent, JoinSession, OpenEvent, ResyncRecv, RoomOpener,
-    SessionError, StartPayload,
+    is_session_datagram, resync_part, JoinConfig, JoinEvent, JoinSession, OpenEvent, ResyncPart,
+    ResyncRecv, ResyncSend, RoomOpener, SessionError, StartPayload,
 };
 use crate::wire::{Transmit, HEADER_LEN};
 
@@ -54,6 +54,10 @@ struct Player {
     room: String,
     game: Option<Game>,
     resync: ResyncRecv,
+    /// States received for a resync, as (frame, state).
+    states: Vec<(u32, Vec<u8>)>,
+    /// A state this player sends because the server asked for it.
+    upload: Option<ResyncSend>,
     open_events: Vec<OpenEvent>,
     events: Vec<JoinEvent>,
     seed: u64,
@@ -102,6 +106,8 @@ impl Net {
             room: room.into(),
             game: None,
             resync: ResyncRecv::default(),
+            states: Vec::new(),
+            upload: None,
             open_events: Vec::new(),
             events: Vec::new(),
             seed: 11 + i as u64,
@@ -159,7 +165,25 @@ impl Net {
         }
         let is_resync = bytes.len() > 3 && bytes[..2] == *b"FL" && bytes[3] == 0x08;
         if is_resync {
-            let _ = p.resync.handle_datagram(now, &bytes[HEADER_LEN..]);
+            let body = &bytes[HEADER_LEN..];
+            match resync_part(body) {
+                Some(ResyncPart::Request { id }) if p.upload.is_none() => {
+                    // The machine's state: here, who it is and how far it got.
+                    let frame = p.game.as_ref().map_or(0, |g| g.frames.len() as u32);
+                    let state = format!("{} at {frame}", p.addr).repeat(300).into_bytes();
+                    p.upload = Some(ResyncSend::new(now, id, frame, state).unwrap());
+                }
+                Some(ResyncPart::Ack) => {
+                    if let Some(tx) = &mut p.upload {
+                        tx.handle_datagram(now, body);
+                    }
+                }
+                _ => {
+                    if let Ok(Some(state)) = p.resync.handle_datagram(now, body) {
+                        p.states.push(state);
+                    }
+                }
+            }
         } else if is_session_datagram(bytes) {
             if let Some(j) = &mut p.join {
                 let _ = j.handle_datagram(now, from, bytes);
@@ -241,6 +265,11 @@ impl Net {
             while let Some(bytes) = p.resync.poll_transmit(now, id) {
                 out.push(Transmit { to: SERVER, bytes });
             }
+            if let Some(tx) = &mut p.upload {
+                while let Some(bytes) = tx.poll_transmit(now, id) {
+                    out.push(Transmit { to: SERVER, bytes });
+                }
+            }
         }
         let from = p.addr;
         for t in out {
@@ -275,6 +304,7 @@ impl Net {
                     p.opener.as_ref().and_then(RoomOpener::poll_timeout),
                     p.join.as_ref().and_then(JoinSession::poll_timeout),
                     p.resync.poll_timeout(),
+                    p.upload.as_ref().and_then(ResyncSend::poll_timeout),
                     p.game.as_ref().map(|g| g.next_tick),
                     p.game.as_ref().and_then(|g| g.client.poll_timeout()),
                 ]
@@ -694,4 +724,50 @@ fn relayed_password_checks_survive_heavy_loss() {
     for &k in &joiners {
         assert!(net.failure(k).is_none(), "{:?}", net.failure(k));
     }
+}
+
+#[test]
+fn a_desync_in_a_room_is_judged_by_majority_and_healed_with_a_majority_players_state() {
+    let mut net = Net::new(serve_config(), LOSSY, 900);
+    let creator = net.create(open(3, "trio", false), None);
+    assert!(
+        net.run_until(Duration::from_secs(30), |n| n.players[creator]
+            .join
+            .is_some())
+    );
+    let a = net.join("trio", None);
+    let b = net.join("trio", None);
+    assert!(net.run_until(Duration::from_secs(60), |n| {
+        [creator, a, b].iter().all(|&k| n.players[k].game.is_some())
+    }));
+    // Player b's machine goes its own way from frame 120 (its checksums say so).
+    net.players[b].game.as_mut().unwrap().diverge_at = Some(119);
+    let gone = net.slot(b).unwrap().0;
+    let healed = |n: &Net| !n.players[b].states.is_empty();
+    assert!(
+        net.run_until(Duration::from_secs(120), healed),
+        "{:?}",
+        net.events
+    );
+    let desyncs: Vec<(u8, Option<u8>)> = net
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            ServeEvent::Desync { slot, source, .. } => Some((*slot, *source)),
+            _ => None,
+        })
+        .collect();
+    // Only b was judged out of sync (two against one), and the state came from a player of
+    // the majority: the lowest slot that agrees, the creator's.
+    assert!(desyncs.iter().all(|(slot, _)| *slot == gone), "{desyncs:?}");
+    assert_eq!(desyncs[0].1, Some(0), "{desyncs:?}");
+    let (frame, state) = &net.players[b].states[0];
+    let expected = format!("{} at {frame}", net.players[creator].addr).repeat(300);
+    assert_eq!(state, &expected.into_bytes(), "b got the creator's state");
+    assert!(net
+        .run_until(Duration::from_secs(120), |n| n.events.iter().any(
+            |e| matches!(e, ServeEvent::Resynced { slot, .. } if *slot == gone)
+        )));
+    // Nobody else was sent anything.
+    assert!(net.players[a].states.is_empty() && net.players[creator].states.is_empty());
 }

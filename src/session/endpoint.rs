@@ -23,8 +23,8 @@ use crate::lockstep::{self, Frame, LeaveReason, PeerId, Server, ServerEvent, Ser
 use crate::wire::{header_overhead, Header, Kind, Transmit, HEADER_LEN};
 
 use super::{
-    is_session_datagram, HostConfig, HostEvent, HostSession, LeftReason, Player, ResyncSend,
-    SessionError, SessionInfo, SessionStats, LOADING_LIMIT,
+    is_session_datagram, resync_request, HostConfig, HostEvent, HostSession, LeftReason, Player,
+    ResyncRecv, ResyncSend, SessionError, SessionInfo, SessionStats, HELLO_INTERVAL, LOADING_LIMIT,
 };
 
 /// How long a player may load before the endpoint says that the game waits for it (the
@@ -32,6 +32,22 @@ use super::{
 /// it says so again.
 const LOADING_QUIET: Duration = Duration::from_secs(1);
 const LOADING_NOTICE: Duration = Duration::from_secs(5);
+/// How long a server waits for a player's state it asked for before it gives up (a later
+/// desync report asks again, maybe another player).
+const FETCH_LIMIT: Duration = Duration::from_secs(10);
+
+/// With no machine of its own: a state asked of a player in the majority, for the players
+/// in `for_slots`.
+#[derive(Debug)]
+struct Fetch {
+    id: u32,
+    from: u8,
+    for_slots: Vec<u8>,
+    rx: ResyncRecv,
+    /// When the request last went out.
+    asked: Option<Instant>,
+    since: Instant,
+}
 
 /// What an [`Endpoint`] needs besides the host's session settings.
 #[derive(Clone, Debug)]
@@ -108,15 +124,18 @@ pub enum EndpointEvent {
     },
     /// A player the game waited for runs, `waited` after it had the start state.
     Running { slot: u8, waited: Duration },
-    /// The player's checksum of `frame` differs from the reference player's. With
-    /// `send_state`, hand the machine's state to [`Endpoint::handle_state`] at the next frame
-    /// boundary; otherwise a recovery is already under way.
+    /// The player's checksum of `frame` differs from the reference player's (with no local
+    /// player: from most players'). With `send_state`, hand the machine's state to
+    /// [`Endpoint::handle_state`] at the next frame boundary; otherwise a recovery is under
+    /// way already, or (with no local player) the endpoint fetches a state itself, from
+    /// `source`.
     Desync {
         frame: Frame,
         slot: u8,
         expected: u64,
         got: u64,
         send_state: bool,
+        source: Option<u8>,
     },
     /// The player has the state for `frame` and continues from it.
     Resynced { slot: u8, frame: u32 },
@@ -157,6 +176,9 @@ pub struct Endpoint {
     /// The in-process player, if any (slot 0 of `framelock host`).
     local: Option<PeerId>,
     resyncs: Vec<(u8, ResyncSend)>,
+    fetches: Vec<Fetch>,
+    /// Finished fetches whose last acks are still to go out.
+    fetches_done: Vec<(u8, ResyncRecv)>,
     /// States asked for (`Desync { send_state: true }`) and not handed in yet.
     wanted: [bool; MAX_PLAYERS],
     /// Frame from which a slot's checksums count again (its last resync).
@@ -189,6 +211,8 @@ impl Endpoint {
             server: None,
             local,
             resyncs: Vec::new(),
+            fetches: Vec::new(),
+            fetches_done: Vec::new(),
             wanted: [false; MAX_PLAYERS],
             resynced_from: [0; MAX_PLAYERS],
             next_resync_id: 0,
@@ -228,10 +252,12 @@ impl Endpoint {
         let is_resync = matches!(Header::parse(datagram), Ok((h, _)) if h.kind == Kind::Resync);
         let valid = if is_resync {
             let body = &datagram[HEADER_LEN..];
-            self.resyncs
+            let acked = self
+                .resyncs
                 .iter_mut()
                 .find(|(s, _)| Some(*s) == slot)
-                .is_some_and(|(_, tx)| tx.handle_datagram(now, body))
+                .is_some_and(|(_, tx)| tx.handle_datagram(now, body));
+            acked || self.handle_fetched(now, slot, body)
         } else if is_session_datagram(datagram) || self.server.is_none() {
             // In the lobby a ready joiner's CTRLs only show that it is still there.
             self.session.handle_datagram(now, from, datagram).is_ok()
@@ -245,6 +271,26 @@ impl Endpoint {
             self.stats.dropped_invalid += 1;
         }
         self.react(now);
+    }
+
+    /// A piece of a state a player sends because this endpoint asked it; once whole, it goes
+    /// to the players it was for.
+    fn handle_fetched(&mut self, now: Instant, from: Option<u8>, body: &[u8]) -> bool {
+        let Some(i) = self.fetches.iter().position(|f| Some(f.from) == from) else {
+            return false;
+        };
+        match self.fetches[i].rx.handle_datagram(now, body) {
+            Ok(Some((frame, state))) => {
+                let f = self.fetches.remove(i);
+                tracing::debug!(from = f.from, frame, "fetched a state for a resync");
+                self.handle_state(now, frame, state, &f.for_slots);
+                // Its final acks still go out.
+                self.fetches_done.push((f.from, f.rx));
+                true
+            }
+            Ok(None) => true,
+            Err(_) => false,
+        }
     }
 
     /// A datagram from the local player's lockstep client.
@@ -282,6 +328,25 @@ impl Endpoint {
     /// Runs the timers: handshake resends and timeouts, the lobby's, the lockstep server's.
     pub fn handle_timeout(&mut self, now: Instant) {
         self.session.handle_timeout(now);
+        let (wanted, resynced_from) = (&mut self.wanted, &mut self.resynced_from);
+        self.fetches.retain(|f| {
+            let alive = now < f.since + FETCH_LIMIT;
+            if !alive {
+                tracing::warn!(
+                    "player {} sent no state for a resync in {} s",
+                    f.from + 1,
+                    FETCH_LIMIT.as_secs()
+                );
+                // The next report of the desync asks again.
+                for &s in &f.for_slots {
+                    wanted[usize::from(s)] = false;
+                    resynced_from[usize::from(s)] = 0;
+                }
+            }
+            alive
+        });
+        self.fetches_done
+            .retain(|(_, rx)| rx.poll_timeout().is_some());
         if let Some(server) = &mut self.server {
             server.handle_timeout(now);
         } else if let Some(limit) = self.cfg.lobby_timeout {
@@ -319,6 +384,14 @@ impl Endpoint {
             _ => None,
         };
         let resyncs = self.resyncs.iter().map(|(_, tx)| tx.poll_timeout());
+        let fetches = self.fetches.iter().flat_map(|f| {
+            let ask = f
+                .asked
+                .filter(|_| !f.rx.started())
+                .map(|t| t + HELLO_INTERVAL);
+            [ask, f.rx.poll_timeout(), Some(f.since + FETCH_LIMIT)]
+        });
+        let done = self.fetches_done.iter().map(|(_, rx)| rx.poll_timeout());
         [
             self.session.poll_timeout(),
             self.server.as_ref().and_then(Server::poll_timeout),
@@ -326,6 +399,8 @@ impl Endpoint {
         ]
         .into_iter()
         .chain(resyncs)
+        .chain(fetches)
+        .chain(done)
         .flatten()
         .min()
     }
@@ -401,6 +476,28 @@ impl Endpoint {
             };
             while let Some(bytes) = tx.poll_transmit(now, id) {
                 self.out.push_back(Transmit { to, bytes });
+            }
+        }
+        for f in &mut self.fetches {
+            let Some(to) = self.session.addr_of(f.from) else {
+                continue;
+            };
+            if !f.rx.started() && f.asked.is_none_or(|t| now >= t + HELLO_INTERVAL) {
+                f.asked = Some(now);
+                self.out.push_back(Transmit {
+                    to,
+                    bytes: resync_request(id, f.id),
+                });
+            }
+            while let Some(bytes) = f.rx.poll_transmit(now, id) {
+                self.out.push_back(Transmit { to, bytes });
+            }
+        }
+        for (from, rx) in &mut self.fetches_done {
+            if let Some(to) = self.session.addr_of(*from) {
+                while let Some(bytes) = rx.poll_transmit(now, id) {
+                    self.out.push_back(Transmit { to, bytes });
+                }
             }
         }
         let (session, events) = (&self.session, &mut self.events);
@@ -517,18 +614,41 @@ impl Endpoint {
                 } => {
                     let i = peer.index();
                     let stale = frame.0 < self.resynced_from[i];
-                    let send_state = !stale && !self.wanted[i];
-                    if send_state {
+                    let recover = !stale && !self.wanted[i];
+                    if recover {
                         self.wanted[i] = true;
                         // Reports from before the coming state are stale.
                         self.resynced_from[i] = u32::MAX;
+                    }
+                    let mut source = None;
+                    if recover && self.local.is_none() {
+                        // No machine here: ask a player whose checksum is the majority's.
+                        source = server.checksum_holder(frame, expected, peer).map(|p| p.0);
+                        if let Some(from) = source {
+                            match self.fetches.iter_mut().find(|f| f.from == from) {
+                                Some(f) => f.for_slots.push(peer.0),
+                                None => {
+                                    self.next_resync_id += 1;
+                                    self.fetches.push(Fetch {
+                                        id: self.next_resync_id,
+                                        from,
+                                        for_slots: vec![peer.0],
+                                        rx: ResyncRecv::default(),
+                                        // Asked with the next poll_transmit.
+                                        asked: None,
+                                        since: now,
+                                    });
+                                }
+                            }
+                        }
                     }
                     self.events.push_back(EndpointEvent::Desync {
                         frame,
                         slot: peer.0,
                         expected,
                         got,
-                        send_state,
+                        send_state: recover && self.local.is_some(),
+                        source,
                     });
                 }
             }
@@ -615,6 +735,8 @@ impl Endpoint {
             ..self.cfg.lockstep.clone()
         };
         let mut server = Server::new(now, cfg)?;
+        // With no machine of its own, no player's checksum is the reference.
+        server.set_majority_checksums(self.local.is_none());
         for p in players.iter().filter(|p| ready.contains(&p.slot)) {
             let peer = PeerId(p.slot);
             server.add_peer(now, peer)?;

@@ -44,7 +44,7 @@ pub use endpoint::{Endpoint, EndpointConfig, EndpointEvent, EndpointStats, OutRe
 pub use host::{HostConfig, HostEvent, HostSession, LeftReason, Player};
 pub use join::{JoinConfig, JoinEvent, JoinSession, StartState};
 pub use payload::{StartPayload, MAX_PAYLOAD};
-pub use resync::{ResyncRecv, ResyncSend};
+pub use resync::{resync_part, resync_request, ResyncPart, ResyncRecv, ResyncSend};
 pub use room::{is_kind, OpenEvent, RoomOpener, Upload, MAX_UPLOAD};
 
 /// Silence after which a handshake or start-state transfer is given up.

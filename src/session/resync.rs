@@ -1,6 +1,8 @@
 //! Desync recovery transfer: mid-session, the host sends its machine state as of a frame to
-//! one diverged joiner, which loads it and continues from that frame. Sans-IO like the rest
-//! of `session`; it reuses the start-state transfer (`transfer`: selective resends, pacing)
+//! one diverged joiner, which loads it and continues from that frame. A dedicated server,
+//! which has no machine, first asks a player whose checksum agrees with the majority for its
+//! state (a request), receives it the same way, and passes it on. Sans-IO like the rest of
+//! `session`; it reuses the start-state transfer (`transfer`: selective resends, pacing)
 //! and packing (`payload`: lz4 + xxh3).
 //!
 //! Every `Kind::Resync` datagram body starts with the transfer's identity, so a lost first
@@ -9,6 +11,8 @@
 //! u32 id, u32 frame, u32 raw_len, u64 xxh3(raw), u32 packed_len, u8 type,
 //!   type 0 (host -> joiner): u32 index, u32 seq, data (CHUNK_SIZE bytes but the last)
 //!   type 1 (joiner -> host): u32 cum, u32 latest_seq, u8 flags (bit 0 verified), bitmap
+//!   type 2 (server -> player): nothing more; send your state at your next frame as transfer
+//!          `id` (the other fields are 0)
 //! ```
 
 use std::sync::Arc;
@@ -23,6 +27,41 @@ use crate::wire::{Header, Kind, MAX_DATAGRAM};
 const IDENT_LEN: usize = 4 + 4 + 4 + 8 + 4;
 const CHUNK: u8 = 0;
 const ACK: u8 = 1;
+const REQUEST: u8 = 2;
+
+/// What a `Kind::Resync` datagram body is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ResyncPart {
+    /// A piece of a state (to a `ResyncRecv`).
+    Chunk,
+    /// An acknowledgement (to a `ResyncSend`).
+    Ack,
+    /// A request for this player's state as transfer `id`.
+    Request { id: u32 },
+}
+
+/// Tells the parts of a resync apart; `None` for a malformed body.
+pub fn resync_part(body: &[u8]) -> Option<ResyncPart> {
+    let (ident, kind, _) = Ident::parse(body)?;
+    match kind {
+        CHUNK => Some(ResyncPart::Chunk),
+        ACK => Some(ResyncPart::Ack),
+        REQUEST => Some(ResyncPart::Request { id: ident.id }),
+        _ => None,
+    }
+}
+
+/// The datagram that asks a player for its state as transfer `id`.
+pub fn resync_request(session: u32, id: u32) -> Vec<u8> {
+    Ident {
+        id,
+        frame: 0,
+        raw_len: 0,
+        hash: 0,
+        packed_len: 0,
+    }
+    .write(session, REQUEST)
+}
 /// Largest state a resync carries; the start state has the same bound in practice.
 const MAX_PACKED: u32 = 64 << 20;
 
@@ -149,6 +188,11 @@ pub struct ResyncRecv {
 }
 
 impl ResyncRecv {
+    /// Whether a transfer has begun (its first chunk came).
+    pub fn started(&self) -> bool {
+        self.current.is_some()
+    }
+
     /// Feeds a chunk body (after the wire header). Returns `(frame, state)` once a transfer
     /// is complete and verified; `Err` for a malformed datagram.
     pub fn handle_datagram(
