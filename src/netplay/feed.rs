@@ -120,7 +120,7 @@ pub enum Role {
         /// the transfer id, until the frame observer has serialized it.
         asked: Option<u32>,
         /// That state on its way to the server.
-        upload: Option<ResyncSend>,
+        upload: Option<Box<ResyncSend>>,
     },
 }
 
@@ -310,7 +310,7 @@ impl NetState {
             } => timers.extend([
                 session.poll_timeout(),
                 resync.poll_timeout(),
-                upload.as_ref().and_then(ResyncSend::poll_timeout),
+                upload.as_ref().and_then(|tx| tx.poll_timeout()),
             ]),
         }
         match timers.into_iter().flatten().min() {
@@ -728,7 +728,7 @@ impl NetState {
                         continue;
                     };
                     match ResyncSend::new(now, id, frame, state) {
-                        Ok(tx) => *upload = Some(tx),
+                        Ok(tx) => *upload = Some(Box::new(tx)),
                         Err(e) => tracing::error!("netplay: cannot send this machine's state: {e}"),
                     }
                 }
