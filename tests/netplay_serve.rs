@@ -363,7 +363,7 @@ fn ctrl_c_on_the_server_tells_every_player() {
 fn a_desync_in_a_room_is_healed_with_another_players_state() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let (mut server, addr) = start_server(d, &[]);
+    let (server, addr) = start_server(d, &[]);
     let common = ["--frames", "1500", "--no-record"];
     let mut host = open_room(
         d,
