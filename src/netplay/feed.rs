@@ -230,6 +230,8 @@ struct NetState {
     loop_at: Option<Instant>,
     /// Tells the network thread to end.
     stop: bool,
+    /// A network thread serves the socket (see `frame_loop_pull`).
+    threaded: bool,
 }
 
 /// The state and the signal the frame loop waits on.
@@ -343,6 +345,23 @@ impl NetState {
     /// Receives and dispatches every waiting datagram, runs timers and handles events; true
     /// if any datagram came.
     fn pull(&mut self, now: Instant) -> bool {
+        let came = self.receive(now);
+        self.service(now);
+        came
+    }
+
+    /// What the frame loop does where `pull` would: with a network thread, which reads the
+    /// socket the moment a datagram arrives, only the timers and events; without, all of it.
+    fn frame_loop_pull(&mut self, now: Instant) {
+        if self.threaded {
+            self.service(now);
+        } else {
+            self.pull(now);
+        }
+    }
+
+    /// Receives and dispatches every waiting datagram; true if any came.
+    fn receive(&mut self, now: Instant) -> bool {
         let datagrams = match self.link.recv(now) {
             Ok(d) => d,
             Err(e) => {
@@ -409,6 +428,11 @@ impl NetState {
                 self.link.note_invalid();
             }
         }
+        came
+    }
+
+    /// Runs the state machines' timers and handles their events.
+    fn service(&mut self, now: Instant) {
         match &mut self.role {
             Role::Host { endpoint } => {
                 if self.loop_at.is_none() {
@@ -451,7 +475,6 @@ impl NetState {
             }
         }
         self.handle_events(now);
-        came
     }
 
     fn handle_events(&mut self, now: Instant) {
@@ -783,7 +806,7 @@ impl NetState {
     /// The frame loop asks for the next frame: see [`Feed::next`].
     fn next(&mut self, now: Instant) -> FeedPoll {
         let now = self.frame_loop_call(now);
-        self.pull(now);
+        self.frame_loop_pull(now);
         self.take_from_observer(now);
         // After the host's goodbye, the frames it sent before are still played: a host that
         // reached its frame limit leaves once every joiner has them.
@@ -809,6 +832,10 @@ impl NetState {
                 }
                 FeedPoll::Run(inputs)
             }
+            // The network thread wakes the frame loop when a datagram comes (`wait_io`), so a
+            // stall waits for that or the next display slot; without it the frame loop must
+            // look at the socket itself, soon.
+            None if self.threaded => FeedPoll::Wait(None),
             None => FeedPoll::Wait(Some(now + STALL_POLL)),
         }
     }
@@ -957,6 +984,7 @@ impl NetFeed {
                 arrivals: 0,
                 loop_at: None,
                 stop: false,
+                threaded: false,
             }),
             arrived: Condvar::new(),
         });
@@ -974,8 +1002,9 @@ impl NetFeed {
                 None
             }
         };
-        if worker.is_none() {
-            tracing::warn!("netplay: the frame loop serves the network between frames");
+        match worker {
+            Some(_) => lock(&net.state).threaded = true,
+            None => tracing::warn!("netplay: the frame loop serves the network between frames"),
         }
         NetFeed {
             net,
@@ -1029,7 +1058,11 @@ impl NetFeed {
         let Some(worker) = self.worker.take() else {
             return;
         };
-        self.state().stop = true;
+        {
+            let mut s = self.state();
+            s.stop = true;
+            s.threaded = false;
+        }
         if worker.join().is_err() {
             tracing::error!("netplay: the network thread panicked");
         }
@@ -1061,7 +1094,7 @@ impl Feed for NetFeed {
         let mut s = lock(&self.net.state);
         let now = s.frame_loop_call(now);
         s.keys = local[0];
-        s.pull(now);
+        s.frame_loop_pull(now);
         s.push(now);
         self.seen = s.arrivals;
     }
@@ -1084,8 +1117,10 @@ impl Feed for NetFeed {
         self.state().client.take_start_delay()
     }
 
+    /// With a network thread the frame loop need not wake to serve the network: a datagram
+    /// ends its wait at once (`wait_io`), and otherwise it sleeps to its next frame.
     fn max_wait(&self) -> Option<Duration> {
-        Some(SERVICE_INTERVAL)
+        self.worker.is_none().then_some(SERVICE_INTERVAL)
     }
 
     /// Waits until the network thread received datagrams (a frame may have come) or
