@@ -234,7 +234,8 @@ impl Rooms {
         let header = Header::parse(datagram).ok().map(|(h, _)| h);
         if let Some(upload) = self.uploads.get_mut(&from) {
             let chunk = header.is_some_and(|h| h.kind == Kind::StateChunk);
-            let reopen = header.is_some_and(|h| h.kind == Kind::Room);
+            let reopen = header.is_some_and(|h| h.kind == Kind::Room)
+                && matches!(Msg::decode(datagram), Ok((_, Msg::Room(RoomMsg::Open(_)))));
             if chunk {
                 if header.is_some_and(|h| h.session == upload.session) {
                     self.validated.insert(from);

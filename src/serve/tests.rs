@@ -634,6 +634,9 @@ fn a_forged_source_gets_no_more_bytes_than_it_sent() {
         back <= sent,
         "sent {back} bytes to a forged source that sent {sent}"
     );
+    // What it could not read, or could not place in a room, it counted.
+    let s = net.server.stats();
+    assert!(s.garbage >= 40 && s.wrong_room >= 20, "{s:?}");
 }
 
 #[test]

@@ -1,20 +1,28 @@
 //! The session layer: who may join, with what, and the start state every joiner begins from.
 //! Sans-IO like quinn-proto: no sockets, no clock reads; `now` is passed in and randomness
 //! comes from a caller-provided seed. `net` carries the datagrams; `lockstep` takes over once
-//! every player is ready.
+//! every player is ready. [`Endpoint`] is a session's whole server side (this layer, the
+//! lockstep server and the transfers); `serve` runs one per room.
 //!
-//! Handshake (host = H, joiner = J; every datagram starts with `wire::Header`):
+//! Handshake (host = H, joiner = J; every datagram starts with `wire::Header`; on a
+//! dedicated server H is the room, see `room` for opening one):
 //! ```text
-//! J -> H  Hello      core, core version, content name + xxh3, player name   (resent every 250 ms)
-//! H -> J  Challenge  32-byte nonce                        (only if the host set a password)
-//! J -> H  Hello      ... + blake3 keyed hash of the nonce under a password-derived key
+//! J -> H  Hello      core, core version, content name + xxh3, player name, room (empty for
+//!                    a direct host), padded to 1200 bytes            (resent every 250 ms)
+//! H -> J  Challenge  the host's SPAKE2 message         (only if the host set a password)
+//! J -> H  Hello      ... + the joiner's SPAKE2 message and key confirmation (see `auth`)
 //! H -> J  Welcome    slot, session id, fps, payload length + xxh3, player names
 //!      or Refuse     "content differs: host has a.md (xxh3 ..), you have b.md (xxh3 ..)"
+//!      or Room/NoRoom  the room asked for does not exist, and the ones that do
 //! H -> J  StateChunk x N   lz4(options + state + SRAM) in 1152-byte chunks
 //! J -> H  StateAck   cumulative index + bitmap; the last one says "verified"
 //! H -> J  Lobby      players in and wanted, every 500 ms while the lobby waits for more
 //! J -> H  Loading    every 250 ms from the start state until the first CTRL (at most 30 s)
 //! ```
+//! In a room with a password the room's creator checks each answer: the server relays the
+//! challenge and the answer (`msg::RelayStep`) and admits the joiner on the creator's
+//! verdict.
+//!
 //! Calling order for both `HostSession` and `JoinSession`: feed every session-layer datagram
 //! (`is_session_datagram`) to `handle_datagram`, then call `handle_timeout(now)`, drain
 //! `poll_transmit(now)` and `poll_event()`, and sleep until `poll_timeout()` or the next
