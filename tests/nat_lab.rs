@@ -7,14 +7,12 @@
 
 mod netplay_common;
 
-use std::fs::File;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::path::Path;
+use std::process::Command;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use netplay_common::{checksum, genesis};
-use serde_json::Value;
+use netplay_common::{checksum, genesis, Peer};
 
 /// The server's address on the public network (every router reaches it).
 const SERVER: &str = "10.77.0.1";
@@ -145,132 +143,41 @@ impl Drop for Lab {
     }
 }
 
-/// A framelock process inside a namespace, its log in a file, killed on drop.
-struct Proc {
-    label: String,
-    child: Child,
-    log: PathBuf,
-    stats: PathBuf,
-    status: Option<ExitStatus>,
+/// A framelock process inside the namespace `ns`, as `label`.
+fn spawn(dir: &Path, ns: &str, label: &str, args: &[&str]) -> Peer {
+    let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+    Peer::spawn_in(dir, Some(ns), label, Some(label), &args)
 }
 
-impl Proc {
-    fn spawn(dir: &Path, ns: &str, label: &str, args: &[&str]) -> Proc {
-        let log = dir.join(format!("{label}.log"));
-        let stats = dir.join(format!("{label}.json"));
-        let child = Command::new("ip")
-            .args(["netns", "exec", ns, env!("CARGO_BIN_EXE_framelock")])
-            .args(args)
-            .arg("--stats-json")
-            .arg(&stats)
-            .env("XDG_CONFIG_HOME", dir.join("config"))
-            .env("XDG_DATA_HOME", dir.join("data"))
-            .env("USER", label)
-            .env("RUST_LOG", "info")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(File::create(&log).unwrap())
-            .spawn()
-            .expect("spawn ip netns exec framelock");
-        Proc {
-            label: label.into(),
-            child,
-            log,
-            stats,
-            status: None,
-        }
-    }
-
-    fn log_text(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-
-    fn wait_for_log(&mut self, needle: &str, timeout: Duration) -> bool {
-        let end = Instant::now() + timeout;
-        while Instant::now() < end {
-            if self.log_text().contains(needle) {
-                return true;
-            }
-            if self.child.try_wait().ok().flatten().is_some() {
-                return self.log_text().contains(needle);
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        false
-    }
-
-    fn wait(&mut self, timeout: Duration) -> ExitStatus {
-        let end = Instant::now() + timeout;
-        loop {
-            if let Some(s) = self.status.or_else(|| self.child.try_wait().ok().flatten()) {
-                self.status = Some(s);
-                return s;
-            }
-            if Instant::now() >= end {
-                self.kill();
-                panic!("{} did not exit in time\n{}", self.label, self.log_text());
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-
-    fn wait_ok(&mut self, timeout: Duration) {
-        let s = self.wait(timeout);
-        assert!(
-            s.success(),
-            "{} exited with {s}\n{}",
-            self.label,
-            self.log_text()
-        );
-    }
-
-    fn kill(&mut self) {
-        if self.status.is_none() {
-            let _ = self.child.kill();
-            self.status = self.child.wait().ok();
-        }
-    }
-
-    fn stats(&self) -> Value {
-        let text = std::fs::read_to_string(&self.stats)
-            .unwrap_or_else(|e| panic!("{}: no stats: {e}\n{}", self.label, self.log_text()));
-        serde_json::from_str(&text).unwrap()
-    }
-}
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        self.kill();
-    }
-}
-
-fn start_server(dir: &Path, lab: &Lab) -> Proc {
-    let mut server = Proc::spawn(dir, &lab.public(), "server", &["serve"]);
+fn start_server(dir: &Path, lab: &Lab) -> Peer {
+    let mut server = spawn(dir, &lab.public(), "server", &["serve"]);
     assert!(
-        server.wait_for_log("serve: listening on udp", Duration::from_secs(15)),
+        server
+            .wait_for_log("serve: listening on udp", Duration::from_secs(15))
+            .is_some(),
         "{}",
         server.log_text()
     );
     server
 }
 
-fn open_room(dir: &Path, lab: &Lab, home: usize, room: &str, extra: &[&str]) -> Proc {
+fn open_room(dir: &Path, lab: &Lab, home: usize, room: &str, extra: &[&str]) -> Peer {
     let mut a = vec!["host", "--headless", "--server", SERVER, "--room", room];
     a.extend_from_slice(extra);
-    let mut host = Proc::spawn(dir, &lab.home(home), "host", &a);
+    let mut host = spawn(dir, &lab.home(home), "host", &a);
     let said = format!("your friends join with `framelock join {SERVER} --room {room}");
     assert!(
-        host.wait_for_log(&said, Duration::from_secs(15)),
+        host.wait_for_log(&said, Duration::from_secs(15)).is_some(),
         "{}",
         host.log_text()
     );
     host
 }
 
-fn join_room(dir: &Path, lab: &Lab, home: usize, label: &str, room: &str, extra: &[&str]) -> Proc {
+fn join_room(dir: &Path, lab: &Lab, home: usize, label: &str, room: &str, extra: &[&str]) -> Peer {
     let mut a = vec!["join", SERVER, "--room", room, "--headless"];
     a.extend_from_slice(extra);
-    Proc::spawn(dir, &lab.home(home), label, &a)
+    spawn(dir, &lab.home(home), label, &a)
 }
 
 #[test]
@@ -278,15 +185,17 @@ fn a_direct_join_to_a_home_behind_a_router_gets_no_answer() {
     let lab = Lab::new(2);
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let mut host = Proc::spawn(
+    let mut host = spawn(
         d,
         &lab.home(1),
         "host",
         &["host", "--headless", "--lobby-timeout", "20"],
     );
-    assert!(host.wait_for_log("hosting on udp port 7845", Duration::from_secs(15)));
+    assert!(host
+        .wait_for_log("hosting on udp port 7845", Duration::from_secs(15))
+        .is_some());
     // Router 1's public address: the datagrams reach it and are dropped there.
-    let mut joiner = Proc::spawn(
+    let mut joiner = spawn(
         d,
         &lab.home(2),
         "join",
@@ -329,7 +238,7 @@ fn two_homes_through_a_server(content: &[&str], frames: &str) {
     );
     joiner.wait_ok(Duration::from_secs(60));
     host.wait_ok(Duration::from_secs(60));
-    let (h, j) = (host.stats(), joiner.stats());
+    let (h, j) = (host.read_stats(), joiner.read_stats());
     assert_eq!(h["frames"].as_u64(), Some(frames.parse().unwrap()));
     assert_eq!(checksum(&h), checksum(&j), "the two homes differ");
     // The server saw both players from their routers' addresses, not their own.
@@ -415,7 +324,9 @@ fn four_players_in_three_homes_stay_in_sync_over_loss_and_lose_a_killed_one() {
         &[&common[..], &["--password", "pw", "--bot", "4"]].concat(),
     );
     assert!(
-        server.wait_for_log("the game starts with 4 players", Duration::from_secs(30)),
+        server
+            .wait_for_log("the game starts with 4 players", Duration::from_secs(30))
+            .is_some(),
         "{}\n{}",
         server.log_text(),
         cy.log_text()
@@ -427,10 +338,13 @@ fn four_players_in_three_homes_stay_in_sync_over_loss_and_lose_a_killed_one() {
     }
     let sums: Vec<String> = [&host, &ana, &bob]
         .iter()
-        .map(|p| checksum(&p.stats()))
+        .map(|p| checksum(&p.read_stats()))
         .collect();
     assert!(sums.iter().all(|s| *s == sums[0]), "{sums:?}");
-    let left = host.stats()["players_left"].as_array().unwrap().clone();
+    let left = host.read_stats()["players_left"]
+        .as_array()
+        .unwrap()
+        .clone();
     assert_eq!(left.len(), 1, "{left:?}");
     assert!(
         server.log_text().contains("is out (timed out)"),

@@ -15,8 +15,8 @@ use rand::rngs::SmallRng;
 use rand::{Rng, RngCore, SeedableRng};
 
 use netplay_common::{
-    args, assert_sane_stats, checksum, free_port, start_host, start_host_as, start_join,
-    start_join_as,
+    args, assert_log_verifies, assert_sane_stats, checksum, free_port, start_host, start_host_as,
+    start_join, start_join_as,
 };
 
 /// Every kind of junk a port on the internet sees, from a socket that never joined: random
@@ -245,21 +245,6 @@ fn killed_host_ends_the_joiner_with_an_error() {
     eprintln!("joiner gave up {after:?} after the host was killed: {last}");
     let j = joiner.read_stats();
     assert!(j["frames"].as_u64().unwrap() < 1800, "{j:#}");
-}
-
-/// `framelock replay LOG --headless --fast --verify` passes.
-fn assert_log_verifies(dir: &std::path::Path, log: &std::path::Path) {
-    let out = netplay_common::framelock(dir)
-        .args(["replay", "--headless", "--fast", "--verify"])
-        .arg(log)
-        .output()
-        .expect("run framelock replay");
-    assert!(
-        out.status.success(),
-        "{} does not verify:\n{}",
-        log.display(),
-        netplay_common::text(&out)
-    );
 }
 
 #[test]

@@ -7,7 +7,7 @@ mod netplay_common;
 use std::path::Path;
 use std::time::Duration;
 
-use netplay_common::{args, checksum, free_port, genesis, Peer};
+use netplay_common::{args, assert_log_verifies, checksum, free_port, genesis, Peer};
 use serde_json::Value;
 
 /// `framelock serve` on a free port; returns once it listens.
@@ -55,20 +55,6 @@ fn rooms(dir: &Path, server: &str) -> Vec<Value> {
     assert!(out.status.success(), "{}", netplay_common::text(&out));
     let v: Value = serde_json::from_slice(&out.stdout).expect("rooms --json is JSON");
     v.as_array().expect("an array").clone()
-}
-
-fn assert_log_verifies(dir: &Path, log: &Path) {
-    let out = netplay_common::framelock(dir)
-        .args(["replay", "--headless", "--fast", "--verify"])
-        .arg(log)
-        .output()
-        .expect("run framelock replay");
-    assert!(
-        out.status.success(),
-        "{} does not verify:\n{}",
-        log.display(),
-        netplay_common::text(&out)
-    );
 }
 
 #[test]

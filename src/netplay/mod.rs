@@ -308,17 +308,12 @@ fn play_joined(
     // The network thread serves from here on: while this player loads the content and the
     // state and opens its window, it tells the host that it is still coming (`Loading`),
     // which otherwise drops a player silent for 2 s.
-    let lcfg = lockstep::Config {
+    let lcfg = start.lockstep(lockstep::Config {
         // Its one link is to the host: the host's address family sets the header size.
         udp_ip_header: header_overhead(addr),
-        ..lockstep_config(
-            start.slots,
-            u32::from(start.keyframe_interval),
-            start.session,
-            start.fps,
-            net,
-        )
-    };
+        send_budget: net.send_budget,
+        ..lockstep::Config::default()
+    });
     let client = Client::new(Instant::now(), lcfg, PeerId(start.slot))?;
     let bot = net
         .play

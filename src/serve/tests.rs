@@ -235,13 +235,7 @@ impl Net {
             j.handle_timeout(now);
             while let Some(ev) = j.poll_event() {
                 if let JoinEvent::Ready(start) = &ev {
-                    let cfg = lockstep::Config {
-                        players: start.slots,
-                        keyframe_interval: u32::from(start.keyframe_interval),
-                        session: start.session,
-                        fps: start.fps,
-                        ..lockstep::Config::default()
-                    };
+                    let cfg = start.lockstep(lockstep::Config::default());
                     p.game = Some(Game::new(now, cfg, start.slot, p.seed));
                 }
                 p.events.push(ev);

@@ -205,13 +205,7 @@ impl Net {
         j.join.handle_timeout(now);
         while let Some(ev) = j.join.poll_event() {
             if let JoinEvent::Ready(start) = &ev {
-                let cfg = lockstep::Config {
-                    players: start.slots,
-                    keyframe_interval: u32::from(start.keyframe_interval),
-                    session: start.session,
-                    fps: start.fps,
-                    ..lockstep::Config::default()
-                };
+                let cfg = start.lockstep(lockstep::Config::default());
                 j.game = Some(Game::new(now, cfg, start.slot, j.seed));
             }
             j.events.push(ev);

@@ -74,6 +74,22 @@ pub struct StartState {
     pub option_diffs: Vec<OptionDiff>,
 }
 
+impl StartState {
+    /// The lockstep settings this joiner plays with: the session's slots, keyframe interval,
+    /// id and frame rate over `base` (this end's own: send budget, header size, timeouts).
+    pub fn lockstep(&self, base: crate::lockstep::Config) -> crate::lockstep::Config {
+        let k = u32::from(self.keyframe_interval);
+        crate::lockstep::Config {
+            players: self.slots,
+            keyframe_interval: k,
+            min_lead: k.max(1),
+            session: self.session,
+            fps: self.fps,
+            ..base
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub enum JoinEvent {
     /// Admitted; the start state is on its way.

@@ -224,13 +224,7 @@ impl Generator {
                 while let Some(ev) = j.poll_event() {
                     match ev {
                         JoinEvent::Ready(start) => {
-                            let cfg = lockstep::Config {
-                                players: start.slots,
-                                keyframe_interval: u32::from(start.keyframe_interval),
-                                session: start.session,
-                                fps: start.fps,
-                                ..lockstep::Config::default()
-                            };
+                            let cfg = start.lockstep(lockstep::Config::default());
                             p.client = Some(Client::new(now, cfg, PeerId(start.slot)).unwrap());
                         }
                         JoinEvent::Failed(e) => panic!("joining: {e}"),

@@ -16,7 +16,8 @@ use serde_json::Value;
 mod fixtures;
 #[allow(unused_imports)] // each test crate uses a different subset
 pub use fixtures::{
-    checksum, emitted_per_sent, fixture, framelock, genesis, text, Genesis, SETUP_HINT,
+    checksum, emitted_per_sent, fixture, framelock, framelock_in, genesis, text, Genesis,
+    SETUP_HINT,
 };
 
 /// No process of a test may live longer than this.
@@ -47,9 +48,20 @@ impl Peer {
     /// `spawn` with `$USER` set to `user`, or for `None` with no login name at all
     /// (`$USER`, `$LOGNAME` and `$USERNAME` unset).
     pub fn spawn_as(dir: &Path, label: &str, user: Option<&str>, args: &[String]) -> Peer {
+        Peer::spawn_in(dir, None, label, user, args)
+    }
+
+    /// `spawn_as` inside the network namespace `netns`, if one is given.
+    pub fn spawn_in(
+        dir: &Path,
+        netns: Option<&str>,
+        label: &str,
+        user: Option<&str>,
+        args: &[String],
+    ) -> Peer {
         let log = dir.join(format!("{label}.log"));
         let stats = dir.join(format!("{label}.json"));
-        let mut cmd = fixtures::framelock(dir);
+        let mut cmd = fixtures::framelock_in(dir, netns);
         cmd.env_remove("LOGNAME").env_remove("USERNAME");
         match user {
             Some(user) => cmd.env("USER", user),
@@ -224,6 +236,21 @@ pub fn start_join_as(
     ];
     args.extend_from_slice(extra);
     Peer::spawn_as(dir, label, user, &args)
+}
+
+/// `framelock replay LOG --headless --fast --verify` passes.
+pub fn assert_log_verifies(dir: &Path, log: &Path) {
+    let out = fixtures::framelock(dir)
+        .args(["replay", "--headless", "--fast", "--verify"])
+        .arg(log)
+        .output()
+        .expect("run framelock replay");
+    assert!(
+        out.status.success(),
+        "{} does not verify:\n{}",
+        log.display(),
+        text(&out)
+    );
 }
 
 /// Owned argument lists from string slices.
