@@ -13,7 +13,6 @@
 //! lead grows by it.
 
 use std::collections::VecDeque;
-use std::net::SocketAddr;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -25,11 +24,7 @@ use crate::input::{Bot, Inputs, Pad};
 use crate::lockstep::{Client, ClientEvent, Frame, PeerId};
 use crate::net::{Link, SocketWaiter};
 use crate::replay::Event;
-use crate::session::{
-    is_session_datagram, resync_part, Endpoint, EndpointEvent, JoinEvent, JoinSession, OutReason,
-    ResyncPart, ResyncRecv, ResyncSend, LOADING_LIMIT,
-};
-use crate::wire::{Header, Kind, HEADER_LEN};
+use crate::session::{Endpoint, EndpointEvent, OutReason, Routed, Seat, SeatEvent, LOADING_LIMIT};
 
 use super::status::{PeerStatus, Status};
 
@@ -112,16 +107,8 @@ pub(crate) fn own_name(name: &str, slot: u8) -> Option<&str> {
 pub enum Role {
     /// The session's server side, beside this process's own player.
     Host { endpoint: Box<Endpoint> },
-    Join {
-        session: Box<JoinSession>,
-        host: SocketAddr,
-        resync: ResyncRecv,
-        /// A dedicated server asked for this player's state (to resync another player):
-        /// the transfer id, until the frame observer has serialized it.
-        asked: Option<u32>,
-        /// That state on its way to the server.
-        upload: Option<Box<ResyncSend>>,
-    },
+    /// A joiner's side of the session; its lockstep client is the feed's.
+    Join { seat: Box<Seat> },
 }
 
 impl Role {
@@ -131,13 +118,9 @@ impl Role {
         }
     }
 
-    pub fn join(session: JoinSession, host: SocketAddr) -> Role {
+    pub fn join(seat: Seat) -> Role {
         Role::Join {
-            session: Box::new(session),
-            host,
-            resync: ResyncRecv::default(),
-            asked: None,
-            upload: None,
+            seat: Box::new(seat),
         }
     }
 }
@@ -304,16 +287,7 @@ impl NetState {
         let mut timers = vec![self.link.poll_timeout(), self.client.poll_timeout()];
         match &self.role {
             Role::Host { endpoint } => timers.push(endpoint.poll_timeout()),
-            Role::Join {
-                session,
-                resync,
-                upload,
-                ..
-            } => timers.extend([
-                session.poll_timeout(),
-                resync.poll_timeout(),
-                upload.as_ref().and_then(|tx| tx.poll_timeout()),
-            ]),
+            Role::Join { seat } => timers.push(seat.poll_timeout()),
         }
         match timers.into_iter().flatten().min() {
             Some(t) if t <= now => now + SERVICE_INTERVAL,
@@ -371,58 +345,20 @@ impl NetState {
         };
         let came = !datagrams.is_empty();
         for (from, bytes) in datagrams {
-            let is_resync = matches!(Header::parse(&bytes), Ok((h, _)) if h.kind == Kind::Resync);
             let valid = match &mut self.role {
                 // The endpoint counts what it rejects itself.
                 Role::Host { endpoint } => {
                     endpoint.handle_datagram(now, from, &bytes);
                     true
                 }
-                Role::Join {
-                    session,
-                    host,
-                    resync,
-                    asked,
-                    upload,
-                } => {
-                    let body = bytes.get(HEADER_LEN..).unwrap_or_default();
-                    let part = resync_part(body).filter(|_| is_resync);
-                    if from != *host {
-                        false
-                    } else if let Some(ResyncPart::Request { id }) = part {
-                        if asked.is_none() && upload.as_ref().is_none_or(|u| u.is_complete()) {
-                            tracing::info!(
-                                "netplay: the server asks for this machine's state, to resync \
-                                 a player that diverged"
-                            );
-                            *asked = Some(id);
-                            lock(&self.shared).serialize_for.push(self.client.me().0);
-                        }
-                        true
-                    } else if part == Some(ResyncPart::Ack) {
-                        upload
-                            .as_mut()
-                            .is_some_and(|tx| tx.handle_datagram(now, body))
-                    } else if is_resync {
-                        match resync.handle_datagram(now, body) {
-                            Ok(Some((frame, state))) => {
-                                tracing::info!(
-                                    "netplay: received the host's state for frame {frame} ({} KiB)",
-                                    state.len() / 1024
-                                );
-                                lock(&self.shared).incoming = Some((frame, state));
-                                true
-                            }
-                            Ok(None) => true,
-                            Err(_) => false,
-                        }
-                    } else if is_session_datagram(&bytes) {
-                        session.handle_datagram(now, from, &bytes).is_ok()
-                    } else {
+                Role::Join { seat } => match seat.handle_datagram(now, from, &bytes) {
+                    Routed::Lockstep => {
                         self.client.handle_datagram(now, &bytes);
                         true
                     }
-                }
+                    Routed::Taken => true,
+                    Routed::Dropped => false,
+                },
             };
             if !valid {
                 self.link.note_invalid();
@@ -442,7 +378,7 @@ impl NetState {
                 }
                 endpoint.handle_timeout(now);
             }
-            Role::Join { session, .. } => session.handle_timeout(now),
+            Role::Join { seat } => seat.handle_timeout(now),
         }
         if !self.contact {
             self.contact = matches!(self.role, Role::Host { .. })
@@ -453,7 +389,7 @@ impl NetState {
         // lobby waiting for other players, which says so every `LOBBY_INTERVAL`), not a
         // lost host.
         let heard = match &self.role {
-            Role::Join { session, .. } => session
+            Role::Join { seat } => seat
                 .last_heard()
                 .map_or(self.started, |t| t.max(self.started)),
             Role::Host { .. } => self.started,
@@ -485,19 +421,12 @@ impl NetState {
         for ev in events {
             self.handle_endpoint_event(ev);
         }
-        if let Role::Join { session, .. } = &mut self.role {
-            while let Some(ev) = session.poll_event() {
-                match ev {
-                    JoinEvent::Failed(e) => {
-                        tracing::error!("netplay: {e}");
-                        self.end.get_or_insert(NetEnd::HostLeft(e.to_string()));
-                    }
-                    JoinEvent::Waiting { ready, want } => tracing::info!(
-                        "netplay: waiting for the game to start: {ready} of {want} players in"
-                    ),
-                    _ => {}
-                }
-            }
+        let mut events = Vec::new();
+        if let Role::Join { seat } = &mut self.role {
+            events.extend(std::iter::from_fn(|| seat.poll_event()));
+        }
+        for ev in events {
+            self.handle_seat_event(ev);
         }
         while let Some(ev) = self.client.poll_event() {
             match ev {
@@ -535,6 +464,37 @@ impl NetState {
                         self.name(peer.0)
                     );
                 }
+            }
+        }
+    }
+
+    /// Joiner: logs what the seat raised, and passes states to and from the frame observer.
+    fn handle_seat_event(&mut self, ev: SeatEvent) {
+        match ev {
+            SeatEvent::Failed(e) => {
+                tracing::error!("netplay: {e}");
+                self.end.get_or_insert(NetEnd::HostLeft(e.to_string()));
+            }
+            SeatEvent::Waiting { ready, want } => tracing::info!(
+                "netplay: waiting for the game to start: {ready} of {want} players in"
+            ),
+            SeatEvent::PasswordChecked { admitted } => tracing::info!(
+                "netplay: a joiner {} the room's password",
+                if admitted { "knew" } else { "got wrong" }
+            ),
+            SeatEvent::State { frame, state } => {
+                tracing::info!(
+                    "netplay: received the host's state for frame {frame} ({} KiB)",
+                    state.len() / 1024
+                );
+                lock(&self.shared).incoming = Some((frame, state));
+            }
+            SeatEvent::StateWanted => {
+                tracing::info!(
+                    "netplay: the server asks for this machine's state, to resync a player \
+                     that diverged"
+                );
+                lock(&self.shared).serialize_for.push(self.client.me().0);
             }
         }
     }
@@ -651,39 +611,18 @@ impl NetState {
                     self.link.send(now, t.to, t.bytes);
                 }
             }
-            Role::Join {
-                session,
-                host,
-                resync,
-                upload,
-                ..
-            } => {
+            Role::Join { seat } => {
+                let host = seat.host();
                 while let Some(bytes) = self.client.poll_transmit(now) {
-                    self.link.send(now, *host, bytes);
+                    self.link.send(now, host, bytes);
                     if self.first_ctrl.is_none() {
                         // The host hears this player from its CTRLs from now on.
                         self.first_ctrl = Some(now);
-                        session.running();
+                        seat.running();
                     }
                 }
-                while let Some(t) = session.poll_transmit(now) {
+                while let Some(t) = seat.poll_transmit(now) {
                     self.link.send(now, t.to, t.bytes);
-                }
-                let id = session.session_id();
-                while let Some(bytes) = resync.poll_transmit(now, id) {
-                    self.link.send(now, *host, bytes);
-                }
-                if let Some(tx) = upload {
-                    while let Some(bytes) = tx.poll_transmit(now, id) {
-                        self.link.send(now, *host, bytes);
-                    }
-                    if tx.is_complete() {
-                        tracing::info!(
-                            "netplay: sent this machine's state for frame {}",
-                            tx.frame()
-                        );
-                        *upload = None;
-                    }
                 }
             }
         }
@@ -719,7 +658,7 @@ impl NetState {
         let now = self.clock(Instant::now());
         match &mut self.role {
             Role::Host { endpoint } => endpoint.shutdown(reason),
-            Role::Join { session, .. } => session.leave(reason),
+            Role::Join { seat } => seat.leave(reason),
         }
         self.push(now);
         self.link.drain(super::GOODBYE_DRAIN);
@@ -745,15 +684,9 @@ impl NetState {
                     endpoint.handle_state(now, frame, state, &[slot]);
                 }
             }
-            Role::Join { asked, upload, .. } => {
+            Role::Join { seat } => {
                 for (_, frame, state) in shared.states.drain(..) {
-                    let Some(id) = asked.take() else {
-                        continue;
-                    };
-                    match ResyncSend::new(now, id, frame, state) {
-                        Ok(tx) => *upload = Some(Box::new(tx)),
-                        Err(e) => tracing::error!("netplay: cannot send this machine's state: {e}"),
-                    }
+                    seat.handle_state(now, frame, state);
                 }
             }
         }

@@ -319,7 +319,7 @@ fn play_joined(
         .play
         .bot
         .map(|seed| Bot::for_port(seed, usize::from(start.slot)));
-    let mut feed = NetFeed::new(link, Role::join(session, addr), client, bot)
+    let mut feed = NetFeed::new(link, Role::join(session::Seat::new(session)), client, bot)
         .with_names(start.players.clone())
         .with_room(room);
     start_delay(net);

@@ -12,10 +12,10 @@ use crate::net::conditioner::Conditioner;
 use crate::session::msg::{Msg, OpenRoom, RoomMsg};
 use crate::session::testkit::{info, Game};
 use crate::session::{
-    is_session_datagram, resync_part, JoinConfig, JoinEvent, JoinSession, OpenEvent, ResyncPart,
-    ResyncRecv, ResyncSend, RoomOpener, SessionError, StartPayload,
+    JoinConfig, JoinEvent, JoinSession, OpenEvent, RoomOpener, Routed, Seat, SeatEvent,
+    SessionError, StartPayload,
 };
-use crate::wire::{Transmit, HEADER_LEN};
+use crate::wire::Transmit;
 
 const SERVER: SocketAddr = SocketAddr::new(
     std::net::IpAddr::V4(std::net::Ipv4Addr::new(203, 0, 113, 7)),
@@ -52,12 +52,11 @@ struct Player {
     join: Option<JoinSession>,
     password: Option<String>,
     room: String,
+    /// Its side of the session once it has the start state.
+    seat: Option<Seat>,
     game: Option<Game>,
-    resync: ResyncRecv,
     /// States received for a resync, as (frame, state).
     states: Vec<(u32, Vec<u8>)>,
-    /// A state this player sends because the server asked for it.
-    upload: Option<ResyncSend>,
     open_events: Vec<OpenEvent>,
     events: Vec<JoinEvent>,
     seed: u64,
@@ -104,10 +103,9 @@ impl Net {
             join: None,
             password: password.map(str::to_string),
             room: room.into(),
+            seat: None,
             game: None,
-            resync: ResyncRecv::default(),
             states: Vec::new(),
-            upload: None,
             open_events: Vec::new(),
             events: Vec::new(),
             seed: 11 + i as u64,
@@ -163,33 +161,14 @@ impl Net {
         if let Some(o) = &mut p.opener {
             o.handle_datagram(now, from, bytes);
         }
-        let is_resync = bytes.len() > 3 && bytes[..2] == *b"FL" && bytes[3] == 0x08;
-        if is_resync {
-            let body = &bytes[HEADER_LEN..];
-            match resync_part(body) {
-                Some(ResyncPart::Request { id }) if p.upload.is_none() => {
-                    // The machine's state: here, who it is and how far it got.
-                    let frame = p.game.as_ref().map_or(0, |g| g.frames.len() as u32);
-                    let state = format!("{} at {frame}", p.addr).repeat(300).into_bytes();
-                    p.upload = Some(ResyncSend::new(now, id, frame, state).unwrap());
-                }
-                Some(ResyncPart::Ack) => {
-                    if let Some(tx) = &mut p.upload {
-                        tx.handle_datagram(now, body);
-                    }
-                }
-                _ => {
-                    if let Ok(Some(state)) = p.resync.handle_datagram(now, body) {
-                        p.states.push(state);
-                    }
+        if let Some(seat) = &mut p.seat {
+            if seat.handle_datagram(now, from, bytes) == Routed::Lockstep {
+                if let Some(g) = &mut p.game {
+                    g.client.handle_datagram(now, bytes);
                 }
             }
-        } else if is_session_datagram(bytes) {
-            if let Some(j) = &mut p.join {
-                let _ = j.handle_datagram(now, from, bytes);
-            }
-        } else if let Some(g) = &mut p.game {
-            g.client.handle_datagram(now, bytes);
+        } else if let Some(j) = &mut p.join {
+            let _ = j.handle_datagram(now, from, bytes);
         }
     }
 
@@ -240,6 +219,33 @@ impl Net {
                 }
                 p.events.push(ev);
             }
+            while let Some(t) = j.poll_transmit(now) {
+                out.push(t);
+            }
+            if p.game.is_some() {
+                p.seat = p.join.take().map(Seat::new);
+            }
+        }
+        if let Some(seat) = &mut p.seat {
+            seat.handle_timeout(now);
+            while let Some(ev) = seat.poll_event() {
+                match ev {
+                    SeatEvent::State { frame, state } => p.states.push((frame, state)),
+                    SeatEvent::StateWanted => {
+                        // The machine's state: here, who it is and how far it got.
+                        let frame = p.game.as_ref().map_or(0, |g| g.frames.len() as u32);
+                        let state = format!("{} at {frame}", p.addr).repeat(300).into_bytes();
+                        seat.handle_state(now, frame, state);
+                    }
+                    SeatEvent::Failed(e) => p.events.push(JoinEvent::Failed(e)),
+                    SeatEvent::PasswordChecked { admitted } => {
+                        p.events.push(JoinEvent::PasswordChecked { admitted })
+                    }
+                    SeatEvent::Waiting { ready, want } => {
+                        p.events.push(JoinEvent::Waiting { ready, want })
+                    }
+                }
+            }
             if let Some(g) = &mut p.game {
                 g.timers(now);
                 g.tick(now, limit);
@@ -249,20 +255,11 @@ impl Net {
                     out.push(Transmit { to: SERVER, bytes });
                 }
                 if first {
-                    j.running();
+                    seat.running();
                 }
             }
-            while let Some(t) = j.poll_transmit(now) {
+            while let Some(t) = seat.poll_transmit(now) {
                 out.push(t);
-            }
-            let id = j.session_id();
-            while let Some(bytes) = p.resync.poll_transmit(now, id) {
-                out.push(Transmit { to: SERVER, bytes });
-            }
-            if let Some(tx) = &mut p.upload {
-                while let Some(bytes) = tx.poll_transmit(now, id) {
-                    out.push(Transmit { to: SERVER, bytes });
-                }
             }
         }
         let from = p.addr;
@@ -297,8 +294,7 @@ impl Net {
                 [
                     p.opener.as_ref().and_then(RoomOpener::poll_timeout),
                     p.join.as_ref().and_then(JoinSession::poll_timeout),
-                    p.resync.poll_timeout(),
-                    p.upload.as_ref().and_then(ResyncSend::poll_timeout),
+                    p.seat.as_ref().and_then(Seat::poll_timeout),
                     p.game.as_ref().map(|g| g.next_tick),
                     p.game.as_ref().and_then(|g| g.client.poll_timeout()),
                 ]
@@ -330,6 +326,11 @@ impl Net {
             assert!(n > 0);
             assert_eq!(frames[..n], reference[..n], "player {k} differs");
         }
+    }
+
+    /// The player opened its room, or is joining or in one.
+    fn in_room(&self, k: usize) -> bool {
+        self.players[k].join.is_some() || self.players[k].seat.is_some()
     }
 
     fn failure(&self, k: usize) -> Option<&SessionError> {
@@ -373,9 +374,7 @@ fn serve_config() -> ServeConfig {
 fn a_room_opens_fills_plays_in_sync_and_closes_when_its_creator_leaves() {
     let mut net = Net::new(serve_config(), LOSSY, 600);
     let creator = net.create(open(3, "", false), None);
-    assert!(net.run_until(Duration::from_secs(30), |n| {
-        n.players[creator].join.is_some()
-    }));
+    assert!(net.run_until(Duration::from_secs(30), |n| { n.in_room(creator) }));
     // The server made up a name that reads aloud.
     let room = net.players[creator].room.clone();
     assert!(
@@ -409,7 +408,7 @@ fn a_room_opens_fills_plays_in_sync_and_closes_when_its_creator_leaves() {
     );
 
     net.players[creator]
-        .join
+        .seat
         .as_mut()
         .unwrap()
         .leave("finished");
@@ -457,7 +456,7 @@ fn a_room_password_is_checked_by_its_creator_and_never_crosses_the_server() {
     let mut net = Net::new(serve_config(), LOSSY, 200);
     let creator = net.create(open(3, "den", true), Some("open sesame"));
     assert!(net.run_until(Duration::from_secs(30), |n| {
-        n.players[creator].game.is_some() || n.players[creator].join.is_some()
+        n.players[creator].game.is_some() || n.in_room(creator)
     }));
     let good = net.join("den", Some("open sesame"));
     let bad = net.join("den", Some("open sesame!"));
@@ -534,7 +533,7 @@ fn openings_are_limited_per_address_and_in_all() {
         let addr = SocketAddr::new(client_addr(0).ip(), 41000 + k as u16);
         net.players[k].addr = addr;
     }
-    let opened = |n: &Net, k: usize| n.players[k].join.is_some();
+    let opened = |n: &Net, k: usize| n.in_room(k);
     let failed = |n: &Net, k: usize| {
         n.players[k]
             .open_events
@@ -639,7 +638,7 @@ fn a_player_of_one_room_cannot_reach_another() {
     let c1 = net.create(open(2, "one", false), None);
     let c2 = net.create(open(2, "two", false), None);
     assert!(net.run_until(Duration::from_secs(30), |n| {
-        n.players[c1].join.is_some() && n.players[c2].join.is_some()
+        n.in_room(c1) && n.in_room(c2)
     }));
     let j1 = net.join("one", None);
     let j2 = net.join("two", None);
@@ -647,7 +646,7 @@ fn a_player_of_one_room_cannot_reach_another() {
         n.players[j1].game.is_some() && n.players[j2].game.is_some()
     }));
     // j1 forges CTRLs for room two's session, pressing every button, each frame.
-    let two = net.players[j2].join.as_ref().unwrap().session_id();
+    let two = net.players[j2].seat.as_ref().unwrap().session_id();
     let mut forger = Client::new(
         net.now,
         lockstep::Config {
@@ -690,7 +689,7 @@ fn two_hundred_rooms_play_side_by_side() {
         net.players[k].addr = SocketAddr::from(([100, 64, (i >> 8) as u8, i as u8], 5000));
     }
     assert!(net.run_until(Duration::from_secs(30), |n| {
-        creators.iter().all(|&k| n.players[k].join.is_some())
+        creators.iter().all(|&k| n.in_room(k))
     }));
     let joiners: Vec<usize> = (0..200)
         .map(|i| net.join(&format!("room-{i}"), None))

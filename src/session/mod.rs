@@ -37,6 +37,7 @@ pub mod msg;
 mod payload;
 mod resync;
 mod room;
+mod seat;
 mod transfer;
 
 use std::fmt;
@@ -54,6 +55,7 @@ pub use join::{JoinConfig, JoinEvent, JoinSession, StartState};
 pub use payload::{StartPayload, MAX_PAYLOAD};
 pub use resync::{resync_part, resync_request, ResyncPart, ResyncRecv, ResyncSend};
 pub use room::{is_kind, OpenEvent, RoomOpener, Upload, MAX_UPLOAD};
+pub use seat::{Routed, Seat, SeatEvent};
 
 /// Silence after which a handshake or start-state transfer is given up.
 pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);

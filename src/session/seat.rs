@@ -1,0 +1,201 @@
+//! [`Seat`]: a joiner's side of a running session, sans-IO. After the handshake it keeps the
+//! session layer going (goodbyes, lobby notices, `Loading`), receives the states a desync
+//! recovery sends, sends this machine's state when a dedicated server asks for it, and tells
+//! its driver which datagrams are the lockstep client's. The counterpart of [`Endpoint`]
+//! (the server side), with the lockstep client beside it, as the host's own player is
+//! beside its endpoint.
+//!
+//! [`Endpoint`]: super::Endpoint
+
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::time::Instant;
+
+use super::{
+    is_session_datagram, resync_part, JoinEvent, JoinSession, ResyncPart, ResyncRecv, ResyncSend,
+    SessionError, Transmit,
+};
+use crate::wire::{Header, Kind, HEADER_LEN};
+
+/// Where a datagram went.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Routed {
+    /// The seat took it.
+    Taken,
+    /// A lockstep datagram from the host: give it to the lockstep client.
+    Lockstep,
+    /// Not from the host, or malformed: dropped (count it).
+    Dropped,
+}
+
+/// What happened, for the driver to act on or log.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SeatEvent {
+    /// The host (or server) left, or the session failed.
+    Failed(SessionError),
+    /// The lobby waits for more players: `ready` of `want` are in.
+    Waiting { ready: u8, want: u8 },
+    /// This player, a room's creator, checked a joiner's password.
+    PasswordChecked { admitted: bool },
+    /// A desync recovery's state as of the start of `frame`: load it.
+    State { frame: u32, state: Vec<u8> },
+    /// A dedicated server asks for this machine's state: hand it to
+    /// [`Seat::handle_state`] at the next frame boundary.
+    StateWanted,
+}
+
+/// A joiner's side of a running session. Calling order as for the other session machines.
+#[derive(Debug)]
+pub struct Seat {
+    session: JoinSession,
+    host: SocketAddr,
+    resync: ResyncRecv,
+    /// The transfer id of a state the server asked for, until it is handed in.
+    asked: Option<u32>,
+    upload: Option<Box<ResyncSend>>,
+    events: VecDeque<SeatEvent>,
+}
+
+impl Seat {
+    /// `session` has finished its handshake (it gave its start state).
+    pub fn new(session: JoinSession) -> Seat {
+        Seat {
+            host: session.host(),
+            session,
+            resync: ResyncRecv::default(),
+            asked: None,
+            upload: None,
+            events: VecDeque::new(),
+        }
+    }
+
+    pub fn host(&self) -> SocketAddr {
+        self.host
+    }
+
+    pub fn session_id(&self) -> u32 {
+        self.session.session_id()
+    }
+
+    /// When the host was last heard from by the session layer.
+    pub fn last_heard(&self) -> Option<Instant> {
+        self.session.last_heard()
+    }
+
+    /// The lockstep client speaks for this player now (its first CTRL left): no more
+    /// `Loading`.
+    pub fn running(&mut self) {
+        self.session.running();
+    }
+
+    /// Says goodbye (drain `poll_transmit` afterwards).
+    pub fn leave(&mut self, reason: &str) {
+        self.session.leave(reason);
+    }
+
+    pub fn handle_datagram(&mut self, now: Instant, from: SocketAddr, datagram: &[u8]) -> Routed {
+        if from != self.host {
+            return Routed::Dropped;
+        }
+        let is_resync = matches!(Header::parse(datagram), Ok((h, _)) if h.kind == Kind::Resync);
+        if !is_resync {
+            if !is_session_datagram(datagram) {
+                return Routed::Lockstep;
+            }
+            let ok = self.session.handle_datagram(now, from, datagram).is_ok();
+            self.take_session_events();
+            return if ok { Routed::Taken } else { Routed::Dropped };
+        }
+        let body = &datagram[HEADER_LEN..];
+        match resync_part(body) {
+            Some(ResyncPart::Request { id }) => {
+                let busy = self.upload.as_ref().is_some_and(|u| !u.is_complete());
+                if self.asked.is_none() && !busy {
+                    self.asked = Some(id);
+                    self.events.push_back(SeatEvent::StateWanted);
+                }
+                Routed::Taken
+            }
+            Some(ResyncPart::Ack) => {
+                let taken = self
+                    .upload
+                    .as_mut()
+                    .is_some_and(|tx| tx.handle_datagram(now, body));
+                if taken {
+                    Routed::Taken
+                } else {
+                    Routed::Dropped
+                }
+            }
+            _ => match self.resync.handle_datagram(now, body) {
+                Ok(Some((frame, state))) => {
+                    self.events.push_back(SeatEvent::State { frame, state });
+                    Routed::Taken
+                }
+                Ok(None) => Routed::Taken,
+                Err(_) => Routed::Dropped,
+            },
+        }
+    }
+
+    /// This machine's state as of the start of `frame`, asked for by `StateWanted`.
+    pub fn handle_state(&mut self, now: Instant, frame: u32, state: Vec<u8>) {
+        let Some(id) = self.asked.take() else {
+            return;
+        };
+        match ResyncSend::new(now, id, frame, state) {
+            Ok(tx) => self.upload = Some(Box::new(tx)),
+            Err(e) => tracing::error!("cannot send this machine's state: {e}"),
+        }
+    }
+
+    pub fn handle_timeout(&mut self, now: Instant) {
+        self.session.handle_timeout(now);
+        self.take_session_events();
+    }
+
+    pub fn poll_transmit(&mut self, now: Instant) -> Option<Transmit> {
+        if let Some(t) = self.session.poll_transmit(now) {
+            return Some(t);
+        }
+        let id = self.session.session_id();
+        let to = self.host;
+        if let Some(bytes) = self.resync.poll_transmit(now, id) {
+            return Some(Transmit { to, bytes });
+        }
+        let tx = self.upload.as_mut()?;
+        let bytes = tx.poll_transmit(now, id);
+        if tx.is_complete() {
+            tracing::info!("sent this machine's state for frame {}", tx.frame());
+            self.upload = None;
+        }
+        bytes.map(|bytes| Transmit { to, bytes })
+    }
+
+    pub fn poll_event(&mut self) -> Option<SeatEvent> {
+        self.events.pop_front()
+    }
+
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        [
+            self.session.poll_timeout(),
+            self.resync.poll_timeout(),
+            self.upload.as_ref().and_then(|tx| tx.poll_timeout()),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+    }
+
+    fn take_session_events(&mut self) {
+        while let Some(ev) = self.session.poll_event() {
+            let ev = match ev {
+                JoinEvent::Failed(e) => SeatEvent::Failed(e),
+                JoinEvent::Waiting { ready, want } => SeatEvent::Waiting { ready, want },
+                JoinEvent::PasswordChecked { admitted } => SeatEvent::PasswordChecked { admitted },
+                JoinEvent::Welcomed { .. } | JoinEvent::Ready(_) => continue,
+            };
+            self.events.push_back(ev);
+        }
+    }
+}
