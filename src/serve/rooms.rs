@@ -244,8 +244,13 @@ impl Rooms {
                     Ok(Some(payload)) => self.open_room(now, from, payload),
                     Ok(None) => {}
                     Err(e) => {
-                        let upload = self.uploads.remove(&from);
-                        let room = upload.map(|u| u.room).unwrap_or_default();
+                        let room = match self.uploads.remove(&from) {
+                            Some(u) => {
+                                self.by_session.remove(&u.session);
+                                u.room
+                            }
+                            None => String::new(),
+                        };
                         self.refuse(from, format!("the start state of room {room} is bad: {e}"));
                     }
                 }
@@ -536,9 +541,15 @@ impl Rooms {
         let Some(room) = self.rooms.get_mut(name) else {
             return;
         };
-        while let Some(t) = room.endpoint.poll_transmit(now) {
-            self.out.push_back(t);
+        let sent: Vec<Transmit> = std::iter::from_fn(|| room.endpoint.poll_transmit(now)).collect();
+        // Queued before the events below forget a departed player's address: its goodbye
+        // is among these.
+        for t in sent {
+            self.queue(t);
         }
+        let Some(room) = self.rooms.get_mut(name) else {
+            return;
+        };
         let mut close = None;
         while let Some(ev) = room.endpoint.poll_event() {
             let room_name = room.name.clone();
@@ -568,9 +579,10 @@ impl Rooms {
                     });
                 }
                 EndpointEvent::Left { slot, reason } => {
-                    // No longer routed to the room.
+                    // No longer routed to the room, nor trusted to receive.
                     if let Some(addr) = room.addrs.remove(&slot) {
                         self.by_addr.remove(&addr);
+                        self.validated.remove(&addr);
                     }
                     if slot == 0 && !matches!(reason, LeftReason::Kicked(_)) {
                         close.get_or_insert("its host left");
@@ -588,6 +600,7 @@ impl Rooms {
                 } => {
                     if let Some(addr) = room.addrs.remove(&slot) {
                         self.by_addr.remove(&addr);
+                        self.validated.remove(&addr);
                     }
                     if slot == 0 {
                         close.get_or_insert("its host left");
@@ -651,12 +664,14 @@ impl Rooms {
         }
         room.endpoint.shutdown(&format!("the room closed: {why}"));
         while let Some(t) = room.endpoint.poll_transmit(now) {
-            self.out.push_back(t);
+            self.queue(t);
         }
         for addr in room.addrs.values().chain([&room.creator]) {
             if self.by_addr.get(addr).is_some_and(|r| r == name) {
                 self.by_addr.remove(addr);
             }
+            // Forgotten with the room, so the set holds only players of open rooms.
+            self.validated.remove(addr);
         }
         self.by_session.remove(&room.endpoint.session_id());
         self.uploads.remove(&room.creator);
@@ -676,19 +691,34 @@ impl Rooms {
     }
 
     pub fn poll_transmit(&mut self, now: Instant) -> Option<Transmit> {
-        loop {
-            let t = match self.out.pop_front() {
-                Some(t) => t,
-                None => self.poll_uploads(now)?,
-            };
-            if !self.validated.contains(&t.to) && !self.spend_unvalidated(t.to, t.bytes.len()) {
-                self.stats.held_unvalidated += 1;
-                continue;
-            }
-            self.stats.datagrams_out += 1;
-            self.stats.bytes_out += t.bytes.len() as u64;
-            return Some(t);
+        let t = match self.out.pop_front() {
+            Some(t) => t,
+            None => loop {
+                let t = self.poll_uploads(now)?;
+                if self.allowed(&t) {
+                    break t;
+                }
+            },
+        };
+        self.stats.datagrams_out += 1;
+        self.stats.bytes_out += t.bytes.len() as u64;
+        Some(t)
+    }
+
+    /// Queues a datagram if the anti-amplification rule lets it go to its address: judged
+    /// now, while the address is known to be validated or not.
+    fn queue(&mut self, t: Transmit) {
+        if self.allowed(&t) {
+            self.out.push_back(t);
         }
+    }
+
+    fn allowed(&mut self, t: &Transmit) -> bool {
+        let ok = self.validated.contains(&t.to) || self.spend_unvalidated(t.to, t.bytes.len());
+        if !ok {
+            self.stats.held_unvalidated += 1;
+        }
+        ok
     }
 
     fn poll_uploads(&mut self, now: Instant) -> Option<Transmit> {
@@ -706,7 +736,7 @@ impl Rooms {
     }
 
     fn send(&mut self, to: SocketAddr, bytes: Vec<u8>) {
-        self.out.push_back(Transmit { to, bytes });
+        self.queue(Transmit { to, bytes });
     }
 
     fn refuse(&mut self, to: SocketAddr, reason: String) {
