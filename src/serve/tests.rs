@@ -2,15 +2,13 @@
 //! time: rooms open, fill, play in sync and close; passwords are checked end to end through
 //! the server; wrong rooms, floods, forged sources and cross-room datagrams change nothing.
 
-use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use super::*;
 use crate::lockstep::{self, Client, PeerId};
-use crate::net::conditioner::Conditioner;
 use crate::session::msg::{Msg, OpenRoom, RoomMsg};
-use crate::session::testkit::{info, Game};
+use crate::session::testkit::{info, Game, SimNet};
 use crate::session::{
     JoinConfig, JoinEvent, JoinSession, OpenEvent, RoomOpener, Routed, Seat, SeatEvent,
     SessionError, StartPayload,
@@ -67,9 +65,7 @@ struct Net {
     start: Instant,
     server: Rooms,
     players: Vec<Player>,
-    links: BTreeMap<SocketAddr, Conditioner>,
-    netsim: String,
-    seed: u64,
+    net: SimNet,
     limit: usize,
     events: Vec<ServeEvent>,
     /// Every datagram that reached the server, and what it sent back, by address.
@@ -85,9 +81,7 @@ impl Net {
             start: now,
             server: Rooms::new(cfg),
             players: Vec::new(),
-            links: BTreeMap::new(),
-            netsim: netsim.into(),
-            seed: 1,
+            net: SimNet::new(netsim),
             limit,
             events: Vec::new(),
             to_server: Vec::new(),
@@ -140,12 +134,7 @@ impl Net {
     }
 
     fn send(&mut self, from: SocketAddr, t: Transmit) {
-        self.seed += 1;
-        let sim = format!("{},seed={}", self.netsim, self.seed);
-        self.links
-            .entry(from)
-            .or_insert_with(|| Conditioner::new(sim.parse().unwrap()))
-            .push(self.now, t.to, t.bytes);
+        self.net.send(self.now, from, t);
     }
 
     fn deliver(&mut self, from: SocketAddr, to: SocketAddr, bytes: &[u8]) {
@@ -271,13 +260,7 @@ impl Net {
     fn run_until(&mut self, limit: Duration, mut done: impl FnMut(&Net) -> bool) -> bool {
         loop {
             let now = self.now;
-            let mut due = Vec::new();
-            for (from, c) in &mut self.links {
-                while let Some(t) = c.poll_transmit(now) {
-                    due.push((*from, t.to, t.bytes));
-                }
-            }
-            for (from, to, bytes) in due {
+            for (from, to, bytes) in self.net.due(now) {
                 self.deliver(from, to, &bytes);
             }
             self.step_server();
@@ -301,7 +284,7 @@ impl Net {
             });
             let next = players
                 .chain([self.server.poll_timeout()])
-                .chain(self.links.values().map(|c| c.poll_timeout()))
+                .chain([self.net.poll_timeout()])
                 .flatten()
                 .min()
                 .unwrap_or(now + Duration::from_millis(10));

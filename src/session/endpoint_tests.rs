@@ -2,15 +2,13 @@
 //! simulated time: the lobby, the start, the game, a silent player, a desync's recovery,
 //! and many rooms at once, without sockets, in milliseconds of real time.
 
-use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use super::*;
 use crate::input::Pad;
 use crate::lockstep::{self, Client};
-use crate::net::conditioner::Conditioner;
-use crate::session::testkit::{info, Game};
+use crate::session::testkit::{info, Game, SimNet};
 use crate::session::{JoinConfig, JoinEvent, JoinSession, ResyncRecv};
 use crate::wire::HEADER_LEN;
 
@@ -41,9 +39,7 @@ struct Net {
     start: Instant,
     rooms: Vec<Room>,
     joiners: Vec<Joiner>,
-    links: BTreeMap<SocketAddr, Conditioner>,
-    netsim: String,
-    seed: u64,
+    net: SimNet,
     /// Frames every game runs before it stops asking for more.
     limit: usize,
 }
@@ -75,9 +71,7 @@ impl Net {
             start: now,
             rooms: Vec::new(),
             joiners: Vec::new(),
-            links: BTreeMap::new(),
-            netsim: netsim.into(),
-            seed: 1,
+            net: SimNet::new(netsim),
             limit,
         }
     }
@@ -115,12 +109,7 @@ impl Net {
     }
 
     fn send(&mut self, from: SocketAddr, to: SocketAddr, bytes: Vec<u8>) {
-        self.seed += 1;
-        let sim = format!("{},seed={}", self.netsim, self.seed);
-        self.links
-            .entry(from)
-            .or_insert_with(|| Conditioner::new(sim.parse().unwrap()))
-            .push(self.now, to, bytes);
+        self.net.send(self.now, from, Transmit { to, bytes });
     }
 
     fn deliver(&mut self, from: SocketAddr, to: SocketAddr, bytes: &[u8]) {
@@ -240,13 +229,7 @@ impl Net {
     fn run_until(&mut self, limit: Duration, mut done: impl FnMut(&Net) -> bool) -> bool {
         loop {
             let now = self.now;
-            let mut due = Vec::new();
-            for (from, c) in &mut self.links {
-                while let Some(t) = c.poll_transmit(now) {
-                    due.push((*from, t.to, t.bytes));
-                }
-            }
-            for (from, to, bytes) in due {
+            for (from, to, bytes) in self.net.due(now) {
                 self.deliver(from, to, &bytes);
             }
             for r in 0..self.rooms.len() {
@@ -278,7 +261,7 @@ impl Net {
             });
             let next = rooms
                 .chain(joiners)
-                .chain(self.links.values().map(|c| c.poll_timeout()))
+                .chain([self.net.poll_timeout()])
                 .flatten()
                 .min()
                 .unwrap_or(now + Duration::from_millis(10));
