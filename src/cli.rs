@@ -47,9 +47,13 @@ pub enum Command {
     /// Host a netplay session: you are player 1, friends join with `framelock join`.
     #[command(after_help = HOST_HELP)]
     Host(HostArgs),
-    /// Join a netplay session hosted with `framelock host`, directly or in a server's room.
+    /// Join a netplay session hosted with `framelock host`, directly or in a server's room
+    /// (a running game too, if a seat is free; run it again to come back after a drop).
     #[command(after_help = JOIN_HELP)]
     Join(JoinArgs),
+    /// Watch a netplay session, directly or in a server's room: no input, no seat.
+    #[command(after_help = SPECTATE_HELP)]
+    Spectate(JoinArgs),
     /// Run a dedicated server: rooms that players behind home routers can reach.
     #[command(after_help = SERVE_HELP)]
     Serve(ServeArgs),
@@ -85,9 +89,13 @@ Examples:
   framelock host --server play.example.org         open a room on a server instead: no
                                                    port to forward; it prints the join command
   framelock host --server play.example.org --room friday --password secret
+  framelock host --players 4 --start-with 2        start with 2; 2 more can join later
 
 Everyone needs the same core and content; the host's core options and machine state are
-sent to every joiner. The game starts when --players players are in. Without --server, UDP
+sent to every joiner. The game starts when --players players are in (--start-with: that
+many); free seats can be taken while it runs, and a player who dropped takes its seat back
+by running the same `join` again. Up to --max-spectators people can watch with
+`framelock spectate`. Without --server, UDP
 port 7845 must be reachable (forward it on your router). Every peer records the session to
 ~/.local/share/framelock/recordings (--no-record: don't, --record FILE: there instead).";
 
@@ -96,7 +104,22 @@ Examples:
   framelock join 192.0.2.10                        join the built-in game on port 7845
   framelock join example.org:7900 game.md --core genesis_plus_gx_libretro.so
   framelock join [2001:db8::1]:7845 --password secret --name ana
-  framelock join play.example.org --room amber-otter-42   a room on a server";
+  framelock join play.example.org --room amber-otter-42   a room on a server
+
+Joining a running game takes a free seat (or, after a drop, your old one: by --name, or
+without one by your address): you get the machine's state, catch up, and your input counts
+from a frame the host announces.";
+
+const SPECTATE_HELP: &str = "\
+Examples:
+  framelock spectate 192.0.2.10                    watch the built-in game on port 7845
+  framelock spectate play.example.org --room amber-otter-42 game.md --core genesis_plus_gx_libretro.so
+  framelock spectate 192.0.2.10 --headless --record match.flr --frames 3600
+
+A spectator gets the machine's state at a recent frame, then every frame the players
+confirm, and shows them at the game's pace (catching up after a stall). It sends no input;
+the players never wait for it. The status bar shows how far behind the players it is.
+Needs the same core and content as the players (and the password, if the session has one).";
 
 const SERVE_HELP: &str = "\
 Examples:
@@ -167,6 +190,13 @@ pub struct HostArgs {
     /// Keyframe interval K: frames between two input messages (CTRL) of each player.
     #[arg(short = 'K', long = "keyframe-interval", value_name = "N", default_value_t = DEFAULT_KEYFRAME_INTERVAL, value_parser = clap::value_parser!(u32).range(1..=60))]
     pub keyframe_interval: u32,
+    /// Start the game when this many players are in (default: all of --players); the free
+    /// seats can be taken while it runs.
+    #[arg(long, value_name = "M", value_parser = clap::value_parser!(u8).range(1..=8))]
+    pub start_with: Option<u8>,
+    /// Spectators that may watch at once (`framelock spectate`; 0: none).
+    #[arg(long, value_name = "N", default_value_t = crate::session::DEFAULT_MAX_SPECTATORS, value_parser = clap::value_parser!(u8).range(0..=239))]
+    pub max_spectators: u8,
     /// Give up if the players are not all in after this many seconds (default: wait).
     #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..))]
     pub lobby_timeout: Option<u64>,
@@ -199,6 +229,9 @@ pub struct ServeArgs {
     /// Most bytes per second sent to each player, UDP/IP headers included (0: no limit).
     #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_SEND_BUDGET)]
     pub send_budget: u32,
+    /// Spectators each room takes at once (0: none).
+    #[arg(long, value_name = "N", default_value_t = crate::session::DEFAULT_MAX_SPECTATORS, value_parser = clap::value_parser!(u8).range(0..=239))]
+    pub max_spectators: u8,
     /// Impair outgoing packets (testing), as `host --netsim`.
     #[arg(long, value_name = "SPEC")]
     pub netsim: Option<NetSim>,
@@ -229,6 +262,7 @@ impl ServeArgs {
             max_rooms: self.max_rooms as usize,
             opens_per_minute: self.opens_per_minute,
             send_budget: self.send_budget,
+            max_spectators: self.max_spectators,
             netsim: self.netsim.clone(),
             duration: self.duration.map(Duration::from_secs),
             stats_json: self.stats_json.clone(),
@@ -288,6 +322,17 @@ impl HostArgs {
                 .to_options(self.play.to_netplay_options(config)?, "player 1"),
             port: self.port,
             players: self.players,
+            start_with: match self.start_with {
+                Some(m) if m > self.players => {
+                    return Err(CliError::Invalid(format!(
+                        "--start-with {m} is more than --players {}",
+                        self.players
+                    )))
+                }
+                Some(m) => m,
+                None => self.players,
+            },
+            max_spectators: self.max_spectators,
             keyframe_interval: self.keyframe_interval,
             lobby_timeout: self.lobby_timeout.map(Duration::from_secs),
             server: self.server.clone(),
@@ -304,7 +349,15 @@ impl JoinArgs {
                 .to_options(self.play.to_netplay_options(config)?, ""),
             host: self.host.clone(),
             room: self.room.clone(),
+            watch: false,
         })
+    }
+
+    /// As `framelock spectate`.
+    pub fn to_spectate_options(&self, config: &Config) -> Result<JoinOptions, CliError> {
+        let mut opts = self.to_options(config)?;
+        opts.watch = true;
+        Ok(opts)
     }
 }
 
@@ -449,6 +502,8 @@ pub enum CliError {
     ContentWithoutCore(PathBuf),
     #[error("--screenshot-at FRAME PATH: {0:?} is not a frame number")]
     ScreenshotFrame(String),
+    #[error("{0}")]
+    Invalid(String),
 }
 
 fn parse_option(s: &str) -> Result<(String, String), String> {

@@ -34,6 +34,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Join(args) => {
             framelock::netplay::join(&args.to_options(&config)?)?;
         }
+        Command::Spectate(args) => {
+            framelock::netplay::join(&args.to_spectate_options(&config)?)?;
+        }
         Command::Serve(args) => framelock::netplay::serve(&args.to_options())?,
         Command::Rooms(args) => {
             let rooms = framelock::netplay::list_rooms(&args.server)?;

@@ -30,7 +30,7 @@ use thiserror::Error;
 
 pub const MAGIC: [u8; 2] = *b"FL";
 /// Bumped on every incompatible wire change; peers with another version are refused by name.
-pub const PROTOCOL_VERSION: u8 = 8;
+pub const PROTOCOL_VERSION: u8 = 9;
 /// Header length of session-layer datagrams.
 pub const HEADER_LEN: usize = 8;
 /// Header length of lockstep datagrams (CTRL, UPDATE).
@@ -235,8 +235,11 @@ mod tests {
         );
         assert_eq!(Header::parse(&buf[..5]), Err(WireError::Truncated(5)));
         let mut bad = buf.clone();
-        bad[2] = 9;
-        assert_eq!(Header::parse(&bad), Err(WireError::Version(9)));
+        bad[2] = PROTOCOL_VERSION + 1;
+        assert_eq!(
+            Header::parse(&bad),
+            Err(WireError::Version(PROTOCOL_VERSION + 1))
+        );
         bad = buf.clone();
         bad[3] = 0x7f;
         assert_eq!(Header::parse(&bad), Err(WireError::UnknownKind(0x7f)));

@@ -415,6 +415,7 @@ fn a_joiner_of_another_protocol_version_is_told_both_versions() {
         content_hash: None,
         player_name: "future".into(),
         room: String::new(),
+        watch: false,
         auth: Auth::None,
     })
     .encode(0);

@@ -212,14 +212,28 @@ pub fn reserve(mode: &RecordMode, role: &str) -> Result<Option<Reserved>, Record
 /// Starts recording into `reserved` a session about to start on `core` (see
 /// [`session_header`]). `players` names the ports in use.
 pub fn begin(
-    mut reserved: Reserved,
+    reserved: Reserved,
     opts: &PlayOptions,
     core: &mut Core,
     players: &[(u8, String)],
     checksum_interval: u32,
 ) -> Result<Recording, RecordError> {
+    begin_at(reserved, opts, core, players, checksum_interval, 0)
+}
+
+/// [`begin`] for a session the recording joins at `start_frame` (a late joiner's or a
+/// spectator's start state): the log numbers its frames from there.
+fn begin_at(
+    mut reserved: Reserved,
+    opts: &PlayOptions,
+    core: &mut Core,
+    players: &[(u8, String)],
+    checksum_interval: u32,
+    start_frame: u32,
+) -> Result<Recording, RecordError> {
     // On an error the reservation's drop removes the empty file.
-    let header = session_header(core, opts, players, checksum_interval)?;
+    let mut header = session_header(core, opts, players, checksum_interval)?;
+    header.start_frame = start_frame;
     let Some(file) = reserved.file.take() else {
         return Err(ReplayError::Invalid("recording file already used").into());
     };
@@ -252,10 +266,18 @@ pub fn begin_netplay(
     core: &mut Core,
     players: &[(u8, String)],
     checksum_interval: u32,
+    start_frame: u32,
 ) -> Option<Recording> {
-    begin(reserved?, opts, core, players, checksum_interval)
-        .map_err(|e| tracing::error!("not recording this session: {e}"))
-        .ok()
+    begin_at(
+        reserved?,
+        opts,
+        core,
+        players,
+        checksum_interval,
+        start_frame,
+    )
+    .map_err(|e| tracing::error!("not recording this session: {e}"))
+    .ok()
 }
 
 /// The local players of `play`: the keyboard players (at least one).

@@ -75,6 +75,12 @@ pub trait Feed {
     fn take_behind(&mut self) -> Option<Duration> {
         None
     }
+    /// Frames the feed holds beyond what its clock asks for, to be run sooner (a netplay
+    /// spectator's buffer, a late joiner catching up): a tick that runs frames runs up to
+    /// this many more, within `catch_up_cap`, without moving the frame clock for them.
+    fn backlog(&mut self) -> u32 {
+        0
+    }
     /// Longest the run loop may wait before ticking again, even with no frame due: a
     /// netplay feed must answer its peers' datagrams promptly, not once per frame.
     fn max_wait(&self) -> Option<Duration> {
@@ -108,6 +114,12 @@ pub trait FrameObserver<M> {
         inputs: &Inputs,
         machine: &mut M,
     ) -> Result<(), ObserverError>;
+
+    /// Called when the feed has no frame to run (a stall), with the number of the next
+    /// frame: work that must not wait for one (netplay: a spectator's jump to a fresh state).
+    fn idle(&mut self, _next: u64, _machine: &mut M) -> Result<(), ObserverError> {
+        Ok(())
+    }
 }
 
 impl<M, F> FrameObserver<M> for F
@@ -404,6 +416,15 @@ impl<M: Machine, F: Feed, C: Clock> Runner<M, F, C> {
             }
         };
 
+        // Frames the feed asks to catch up run on top, within the cap; the clock does not
+        // advance for them.
+        let clock_due = due;
+        let due = if due > 0 && due < u32::MAX {
+            let extra = self.feed.backlog();
+            due.max(extra.saturating_add(1).min(self.config.catch_up_cap.max(1)))
+        } else {
+            due
+        };
         let mut ran = 0u32;
         let mut wait = None;
         while ran < due {
@@ -432,6 +453,14 @@ impl<M: Machine, F: Feed, C: Clock> Runner<M, F, C> {
                     }
                 }
                 FeedPoll::Wait(until) => {
+                    let next = self.stats.frames;
+                    for obs in &mut self.observers {
+                        obs.idle(next, machine)
+                            .map_err(|source| RunError::Observer {
+                                frame: next,
+                                source,
+                            })?;
+                    }
                     wait = Some(until);
                     break;
                 }
@@ -445,6 +474,11 @@ impl<M: Machine, F: Feed, C: Clock> Runner<M, F, C> {
             {
                 break;
             }
+        }
+        if ran > clock_due && clock_due < u32::MAX {
+            next_frame = next_frame
+                .checked_sub(period * (ran - clock_due))
+                .unwrap_or(next_frame);
         }
         self.next_frame = Some(next_frame);
         if ran > 0 {

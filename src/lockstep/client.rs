@@ -56,6 +56,12 @@ pub enum ClientEvent {
     PlayerLeft { peer: PeerId, from_frame: Frame },
     /// The server found `peer`'s checksum of `frame` different from the host player's.
     Desync { frame: Frame, peer: PeerId },
+    /// `peer` (a late joiner, or a player back) plays from `from_frame` on.
+    PlayerJoined {
+        peer: PeerId,
+        from_frame: Frame,
+        name: String,
+    },
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -156,9 +162,80 @@ pub struct Client {
     stalled: Duration,
     traffic: Traffic,
     latency: LatencyStats,
+    /// Watches only: pushes no samples, and its CTRLs carry acks alone.
+    spectator: bool,
+    /// Started from a state at a later frame than the others have reached: it runs the
+    /// frames it is behind faster (see [`backlog`](Self::backlog)) until it has caught up.
+    catching_up: bool,
 }
 
 impl Client {
+    /// A player that joins a running session (or comes back to it) from the machine's state
+    /// at the start of frame `start`; the server adds it with
+    /// [`Server::add_late_peer`](super::Server::add_late_peer).
+    pub fn new_at(
+        now: Instant,
+        cfg: Config,
+        me: PeerId,
+        start: Frame,
+    ) -> Result<Client, LockstepError> {
+        let mut c = Client::new(now, cfg, me)?;
+        c.start_at(start);
+        c.catching_up = start > Frame::ZERO;
+        Ok(c)
+    }
+
+    /// A spectator from the state at the start of frame `start`: it is sent every published
+    /// frame ([`Server::add_spectator`](super::Server::add_spectator)), pushes no input,
+    /// and acknowledges what it got every keyframe interval.
+    pub fn spectator(now: Instant, cfg: Config, start: Frame) -> Result<Client, LockstepError> {
+        let mut c = Client::new(now, cfg, PeerId(0))?;
+        c.start_at(start);
+        c.spectator = true;
+        c.catching_up = true;
+        Ok(c)
+    }
+
+    fn start_at(&mut self, start: Frame) {
+        self.next_frame = start;
+        self.samples_base = start.0;
+        self.sent_end = start.0;
+        self.info_base = start.0;
+        self.irtt_next = start.0;
+        self.lat_next = start.0;
+        self.frames.clear();
+        self.held.clear();
+    }
+
+    /// A spectator jumps to a fresh state at the start of `frame` (it fell too far behind):
+    /// the frames before it are dropped, and the server's stream restarts there.
+    pub fn skip_to(&mut self, frame: Frame) {
+        if !self.spectator || frame <= self.next_frame {
+            return;
+        }
+        self.start_at(frame);
+        self.catching_up = true;
+    }
+
+    pub fn is_spectator(&self) -> bool {
+        self.spectator
+    }
+
+    /// Frames a late starter should run beyond its frame clock, at most 4 per displayed frame
+    /// (the scheduler's cap): a spectator keeps a small buffer (the frames of about one
+    /// keyframe interval and a frame), a late joiner catches up to the frames it was sent
+    /// once, then plays at its clock as every player does.
+    pub fn backlog(&mut self) -> u32 {
+        if !self.catching_up {
+            return 0;
+        }
+        let keep = self.cfg.keyframe_interval + 1;
+        let extra = (self.frames.len() as u32).saturating_sub(keep);
+        if extra == 0 && !self.spectator && self.first_frames_at.is_some() {
+            self.catching_up = false;
+        }
+        extra
+    }
     pub fn new(now: Instant, cfg: Config, me: PeerId) -> Result<Client, LockstepError> {
         cfg.validate()?;
         if me.0 >= cfg.players {
@@ -213,6 +290,8 @@ impl Client {
             stalled: Duration::ZERO,
             traffic: Traffic::default(),
             latency: LatencyStats::default(),
+            spectator: false,
+            catching_up: false,
         })
     }
 
@@ -227,7 +306,7 @@ impl Client {
 
     /// True when the next frame has no local sample yet (call `push_local_input` first).
     pub fn wants_input(&self) -> bool {
-        self.samples_end() <= self.next_frame.0
+        !self.spectator && self.samples_end() <= self.next_frame.0
     }
 
     /// This player's pad for the next frame to emulate. Pushing again before that frame is
@@ -236,6 +315,9 @@ impl Client {
     /// (see `sample_while_waiting`).
     pub fn push_local_input(&mut self, now: Instant, pad: Pad) {
         self.last_now = self.last_now.max(now);
+        if self.spectator {
+            return;
+        }
         self.sample_while_waiting(pad);
         if !self.wants_input() {
             if pad == self.last_pad {
@@ -515,6 +597,11 @@ impl Client {
                     from_frame: from,
                 },
                 Notice::Desync { peer, frame } => ClientEvent::Desync { frame, peer },
+                Notice::Joined { peer, from, name } => ClientEvent::PlayerJoined {
+                    peer,
+                    from_frame: from,
+                    name: name.as_str().to_string(),
+                },
             });
         }
     }
@@ -553,7 +640,7 @@ impl Client {
     /// first CTRL as that player running (frame 0 waits for it), and a network thread would
     /// otherwise send one while the window is still opening.
     fn first_send_due(&self) -> bool {
-        self.last_send.is_none() && !self.samples.is_empty()
+        self.last_send.is_none() && (self.spectator || !self.samples.is_empty())
     }
 
     /// When a CTRL goes out without a new sample (retransmission and keepalive while

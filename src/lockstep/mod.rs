@@ -80,6 +80,8 @@ mod timesync;
 #[cfg(test)]
 mod event_tests;
 #[cfg(test)]
+mod late_tests;
+#[cfg(test)]
 mod sim;
 #[cfg(test)]
 mod tests;
@@ -92,7 +94,7 @@ use crate::input::MAX_PLAYERS;
 
 pub use client::{Client, ClientEvent};
 pub use frame::{Frame, PeerId};
-pub use server::{LeaveReason, Server, ServerEvent};
+pub use server::{LeaveReason, Server, ServerEvent, SPECTATOR_LAG_SECS};
 pub use stats::{ClientStats, LatencyStats, PeerStats, ServerStats, Traffic};
 
 /// Default keyframe interval: the smallest K whose traffic fits 2.5 KB/s per direction
@@ -198,4 +200,14 @@ pub enum LockstepError {
     NotPresent(PeerId),
     #[error("the session has started: players can only join before the first frame")]
     Started,
+    #[error("a stream cannot start at {start}: frames {oldest}..={frontier} are kept")]
+    StartOutOfRange {
+        start: Frame,
+        oldest: Frame,
+        frontier: Frame,
+    },
+    #[error("spectator {0} is already watching")]
+    SpectatorPresent(u8),
+    #[error("no spectator {0}")]
+    NoSpectator(u8),
 }

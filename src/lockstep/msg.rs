@@ -173,7 +173,12 @@ pub const MAX_NOTICES: usize = 32;
 pub const CTRL_OVERHEAD: usize = LOCKSTEP_HEADER_LEN + 12 + 6 + 1 + MAX_CHECKSUMS * 9;
 /// Bytes an UPDATE needs besides its input bits: header, head (10), advance, extras byte,
 /// lead, mask, run header (rel + varint), notice list.
-pub const UPDATE_OVERHEAD: usize = LOCKSTEP_HEADER_LEN + 10 + 1 + 3 + 5 + MAX_NOTICES * 5;
+pub const UPDATE_OVERHEAD: usize =
+    LOCKSTEP_HEADER_LEN + 10 + 1 + 3 + 5 + MAX_NOTICES * 5 + MAX_NAMED_NOTICES * (1 + NAME_LEN);
+/// `Joined` notices (which carry a name of up to `NAME_LEN` bytes) per UPDATE at most.
+pub const MAX_NAMED_NOTICES: usize = 2;
+/// Bytes of a player's name a `Joined` notice carries at most.
+pub const NAME_LEN: usize = 16;
 /// Input bits one datagram may carry.
 pub const CTRL_BIT_BUDGET: usize = (MAX_DATAGRAM - CTRL_OVERHEAD) * 8;
 pub const UPDATE_BIT_BUDGET: usize = (MAX_DATAGRAM - UPDATE_OVERHEAD) * 8;
@@ -239,6 +244,50 @@ pub enum Notice {
     Left { peer: PeerId, from: Frame },
     /// `peer`'s checksum for `frame` differed from the reference player's.
     Desync { peer: PeerId, frame: Frame },
+    /// `peer` (a late joiner, or a player back after a drop) plays from `from` on.
+    Joined {
+        peer: PeerId,
+        from: Frame,
+        name: NoticeName,
+    },
+}
+
+/// A player's name as a notice carries it: up to `NAME_LEN` bytes of UTF-8.
+#[derive(Clone, Copy, PartialEq, Eq, Default)]
+pub struct NoticeName {
+    len: u8,
+    bytes: [u8; NAME_LEN],
+}
+
+impl NoticeName {
+    /// `name`, cut to `NAME_LEN` bytes at a character boundary.
+    pub fn new(name: &str) -> NoticeName {
+        let mut end = name.len().min(NAME_LEN);
+        while !name.is_char_boundary(end) {
+            end -= 1;
+        }
+        let mut bytes = [0; NAME_LEN];
+        bytes[..end].copy_from_slice(&name.as_bytes()[..end]);
+        NoticeName {
+            len: end as u8,
+            bytes,
+        }
+    }
+
+    fn from_wire(raw: &[u8]) -> Option<NoticeName> {
+        let text = std::str::from_utf8(raw).ok()?;
+        (raw.len() <= NAME_LEN).then(|| NoticeName::new(text))
+    }
+
+    pub fn as_str(&self) -> &str {
+        std::str::from_utf8(&self.bytes[..usize::from(self.len)]).unwrap_or("")
+    }
+}
+
+impl std::fmt::Debug for NoticeName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:?}", self.as_str())
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -551,9 +600,14 @@ pub fn encode_update(
         let (kind, peer, frame) = match *n {
             Notice::Left { peer, from } => (1u8, peer, from),
             Notice::Desync { peer, frame } => (2u8, peer, frame),
+            Notice::Joined { peer, from, .. } => (3u8, peer, from),
         };
         out.push(kind << 4 | peer.0);
         put_u32(&mut out, frame.0);
+        if let Notice::Joined { name, .. } = n {
+            out.push(name.len);
+            out.extend_from_slice(&name.bytes[..usize::from(name.len)]);
+        }
     }
     shorten(&mut out);
     out
@@ -641,6 +695,16 @@ pub fn decode_update(
         notices.push(match tag >> 4 {
             1 => Notice::Left { peer, from: frame },
             2 => Notice::Desync { peer, frame },
+            3 => {
+                let len = r.u8().ok_or_else(malformed_update)?;
+                let raw = r.bytes(usize::from(len)).ok_or_else(malformed_update)?;
+                let name = NoticeName::from_wire(raw).ok_or_else(malformed_update)?;
+                Notice::Joined {
+                    peer,
+                    from: frame,
+                    name,
+                }
+            }
             _ => return Err(malformed_update()),
         });
     }
@@ -776,6 +840,11 @@ mod tests {
                 Notice::Desync {
                     peer: PeerId(1),
                     frame: Frame(600),
+                },
+                Notice::Joined {
+                    peer: PeerId(2),
+                    from: Frame(1234),
+                    name: NoticeName::new("ana"),
                 },
             ],
         }

@@ -2,6 +2,7 @@
 //! frames once every player's input for them is known, and sends UPDATEs.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::ops::Bound;
 use std::time::{Duration, Instant};
 
 use crate::input::{Inputs, Pad, MAX_PLAYERS};
@@ -10,7 +11,7 @@ use crate::wire::{self, Header, Kind, Transmit, WireError};
 use super::budget::SendBudget;
 use super::frame::{seq_newer, Frame, PeerId};
 use super::lead::LeadController;
-use super::msg::{self, AckRefs, Echo, FrameRun, Head, Notice, Update};
+use super::msg::{self, AckRefs, Echo, FrameRun, Head, Notice, NoticeName, Update};
 use super::rtt::{LossMeter, RttEstimator};
 use super::stats::{PeerStats, ServerStats, Traffic};
 use super::timesync::{pace_for, Phase};
@@ -24,6 +25,18 @@ const MAX_SENT_RECORDS: usize = 1024;
 const MAX_CHECKSUM_FRAMES: usize = 512;
 /// Desync notices queued per peer at most (the first ones matter).
 const MAX_DESYNC_NOTICES: usize = 8;
+/// Published frames kept beyond what every client holds, in seconds of play: a late
+/// joiner's or a spectator's start state is a player's machine at some frame a little
+/// behind the frontier, and its stream starts there.
+const RETAIN_SECS: f64 = 4.0;
+/// A spectator further behind the frontier than this (in seconds of play) gets no more
+/// frames; its driver sends it a fresh state instead ([`ServerEvent::SpectatorBehind`]).
+pub const SPECTATOR_LAG_SECS: f64 = 2.0;
+/// A late joiner counts as caught up, and its input enters the game, once its newest
+/// sample is within the lead plus this many keyframe intervals of the frontier; or after
+/// `ACTIVATE_ANYWAY` of CTRLs.
+const ACTIVATE_SLACK_K: u32 = 2;
+const ACTIVATE_ANYWAY: Duration = Duration::from_secs(3);
 /// Datagrams one UPDATE round may be split into when a peer lacks more frames than fit one
 /// (8 players whose input changes every frame fill one with about 60 frames).
 const MAX_SEGMENTS: usize = 4;
@@ -41,6 +54,14 @@ pub enum LeaveReason {
 pub enum ServerEvent {
     /// Nothing heard from `peer` for `silent_for` (>= `warn_after`); raised once per silence.
     PeerSilent { peer: PeerId, silent_for: Duration },
+    /// `peer`, added after the start ([`Server::add_late_peer`]), caught up: its input
+    /// enters the game from `from_frame` on (every client is told).
+    PeerJoined { peer: PeerId, from_frame: Frame },
+    /// Spectator `id` was silent past the timeout and is out.
+    SpectatorLeft { id: u8 },
+    /// Spectator `id` fell more than [`SPECTATOR_LAG_SECS`] behind the frontier: it gets no
+    /// frames until [`Server::restart_spectator`] gives it a fresh start.
+    SpectatorBehind { id: u8, frames: u32 },
     /// `peer` is out of the session; it gets neutral input from `from_frame` on.
     PeerLeft {
         peer: PeerId,
@@ -119,16 +140,27 @@ struct Peer {
     /// UDP/IP header bytes of a datagram on its link (see `Server::set_udp_ip_header`).
     header: usize,
     traffic: Traffic,
+    /// The first frame of its stream (0, or where a late joiner's or spectator's start
+    /// state is): the UPDATE that starts there carries its first frame in full.
+    first: Frame,
+    /// Added after the start and not caught up yet: neutral input, not waited for.
+    pending: bool,
+    /// When it was added (or restarted).
+    added: Instant,
+    /// A spectator too far behind: sent no frames until restarted.
+    behind: bool,
+    /// A late joiner's name, for the notice that it plays.
+    name: NoticeName,
 }
 
 impl Peer {
-    fn new(id: PeerId, now: Instant, send_budget: u32, header: usize) -> Peer {
+    fn new(id: PeerId, now: Instant, send_budget: u32, header: usize, first: Frame) -> Peer {
         Peer {
             id,
             samples: VecDeque::new(),
-            next: 0,
+            next: first.0,
             used: VecDeque::new(),
-            used_base: 0,
+            used_base: first.0,
             last: Pad::NEUTRAL,
             dropped: false,
             rtt: RttEstimator::default(),
@@ -143,8 +175,8 @@ impl Peer {
             advance_sent: None,
             send_seq: 0,
             sent: VecDeque::new(),
-            acked: Frame::ZERO,
-            sent_end: Frame::ZERO,
+            acked: first,
+            sent_end: first,
             lead_acked: None,
             notices: VecDeque::new(),
             next_notice: 0,
@@ -154,6 +186,11 @@ impl Peer {
             budget: SendBudget::new(send_budget, header),
             header,
             traffic: Traffic::default(),
+            first,
+            pending: false,
+            added: now,
+            behind: false,
+            name: NoticeName::default(),
         }
     }
 
@@ -374,6 +411,13 @@ pub struct Server {
     traffic: Traffic,
     /// Where `poll_transmit` looks first, so no peer starves.
     next_peer: usize,
+    /// Watchers by id: they get every published frame and send nothing but acks. Nothing
+    /// of the players' waits for them (see [`Server::add_spectator`]).
+    spectators: BTreeMap<u8, Peer>,
+    /// Where `poll_spectator_transmit` looks first.
+    next_spectator: u8,
+    /// Published frames kept at least (see `RETAIN_SECS`).
+    retain: usize,
 }
 
 impl Server {
@@ -381,7 +425,6 @@ impl Server {
         cfg.validate()?;
         let lead = LeadController::new(cfg.min_lead, cfg.max_lead, cfg.frame_duration());
         Ok(Server {
-            cfg,
             epoch: now,
             last_call: now,
             peers: Default::default(),
@@ -394,6 +437,10 @@ impl Server {
             events: VecDeque::new(),
             traffic: Traffic::default(),
             next_peer: 0,
+            spectators: BTreeMap::new(),
+            next_spectator: 0,
+            retain: (RETAIN_SECS * cfg.fps).ceil() as usize,
+            cfg,
         })
     }
 
@@ -411,11 +458,234 @@ impl Server {
         }
         // An UPDATE carries every player's input: the budget is for two players, more get
         // proportionally more.
-        let budget = self.cfg.send_budget * u32::from(self.cfg.players.max(2)) / 2;
-        let header = self.cfg.udp_ip_header;
-        self.peers[peer.index()] = Some(Peer::new(peer, now, budget, header));
+        self.peers[peer.index()] = Some(self.new_peer(peer, now, Frame::ZERO));
         self.publish(now);
         Ok(())
+    }
+
+    fn new_peer(&self, peer: PeerId, now: Instant, first: Frame) -> Peer {
+        // An UPDATE carries every player's input: the budget is for two players, more get
+        // proportionally more.
+        let budget = self.cfg.send_budget * u32::from(self.cfg.players.max(2)) / 2;
+        Peer::new(peer, now, budget, self.cfg.udp_ip_header, first)
+    }
+
+    /// Checks that a stream can start at `start`: a frame published and still kept.
+    fn check_start(&self, start: Frame) -> Result<(), LockstepError> {
+        if start < self.hist_base || start > self.frontier() {
+            return Err(LockstepError::StartOutOfRange {
+                start,
+                oldest: self.hist_base,
+                frontier: self.frontier(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Adds a player to a running session (a late joiner, or one back after a drop) whose
+    /// machine starts from the state at the start of frame `start` (its client: see
+    /// [`Client::new_at`](super::Client::new_at)). It is sent every frame from `start` on,
+    /// with neutral input on its slot, and nobody waits for it until it has caught up; then
+    /// its samples go on frames from the frontier on, which every client is told
+    /// ([`ServerEvent::PeerJoined`]). Before the first frame is published this is
+    /// [`add_peer`](Self::add_peer).
+    pub fn add_late_peer(
+        &mut self,
+        now: Instant,
+        peer: PeerId,
+        start: Frame,
+        name: &str,
+    ) -> Result<(), LockstepError> {
+        if !self.started && self.hist_base == Frame::ZERO && self.history.is_empty() {
+            return self.add_peer(now, peer);
+        }
+        if peer.0 >= self.cfg.players {
+            return Err(LockstepError::NoSuchSlot(peer));
+        }
+        if self.peers[peer.index()].is_some() {
+            return Err(LockstepError::AlreadyPresent(peer));
+        }
+        self.check_start(start)?;
+        let mut p = self.new_peer(peer, now, start);
+        p.pending = true;
+        p.name = NoticeName::new(name);
+        self.peers[peer.index()] = Some(p);
+        self.publish(now);
+        Ok(())
+    }
+
+    /// True while a late joiner has not caught up (its input is neutral).
+    pub fn is_pending(&self, peer: PeerId) -> bool {
+        self.peer(peer).is_some_and(|p| p.pending)
+    }
+
+    /// Adds a spectator: from `start` on it is sent every published frame, under its own
+    /// send budget (`Config::send_budget`, not scaled by the players), and it sends only
+    /// acks ([`Client::spectator`](super::Client::spectator)). No frame waits for it, its
+    /// acks pin no more history than `SPECTATOR_LAG_SECS` of frames, and its timeout only
+    /// removes it.
+    pub fn add_spectator(
+        &mut self,
+        now: Instant,
+        id: u8,
+        start: Frame,
+        header: usize,
+    ) -> Result<(), LockstepError> {
+        if self.spectators.contains_key(&id) {
+            return Err(LockstepError::SpectatorPresent(id));
+        }
+        self.check_start(start)?;
+        let mut p = Peer::new(PeerId(0), now, self.cfg.send_budget, header, start);
+        p.dirty = true;
+        self.spectators.insert(id, p);
+        Ok(())
+    }
+
+    /// Starts spectator `id`'s stream again at `start` (a fresh state after it fell behind).
+    pub fn restart_spectator(
+        &mut self,
+        now: Instant,
+        id: u8,
+        start: Frame,
+    ) -> Result<(), LockstepError> {
+        self.check_start(start)?;
+        let p = self
+            .spectators
+            .get_mut(&id)
+            .ok_or(LockstepError::NoSpectator(id))?;
+        p.acked = start;
+        p.sent_end = start;
+        p.first = start;
+        p.behind = false;
+        p.added = now;
+        p.lead_acked = None;
+        p.queued.clear();
+        p.dirty = true;
+        Ok(())
+    }
+
+    pub fn remove_spectator(&mut self, id: u8) -> bool {
+        self.spectators.remove(&id).is_some()
+    }
+
+    /// Shortest time between two UPDATEs to a spectator: it needs no frame the moment it is
+    /// published, so its frames go out a keyframe interval's worth at a time, which halves
+    /// its traffic where a lossy player's CTRLs publish a frame at a time.
+    fn spectator_batch(&self) -> Duration {
+        self.cfg.frame_duration() * self.cfg.keyframe_interval
+    }
+
+    /// Spectators watching.
+    pub fn spectator_count(&self) -> usize {
+        self.spectators.len()
+    }
+
+    /// Spectator `id`'s link: (round trip, frames it holds all before, traffic).
+    pub fn spectator(&self, id: u8) -> Option<(Option<Duration>, Frame, Traffic)> {
+        self.spectators
+            .get(&id)
+            .map(|p| (p.rtt.srtt(), p.acked, p.traffic))
+    }
+
+    /// The oldest frame a late stream can start at (see `RETAIN_SECS`).
+    pub fn oldest_frame(&self) -> Frame {
+        self.hist_base
+    }
+
+    /// Feeds a datagram from spectator `id`: a CTRL with acks (and the link's timestamps)
+    /// only. Anything else is dropped and counted.
+    pub fn handle_spectator_datagram(&mut self, now: Instant, id: u8, datagram: &[u8]) {
+        let watched = now.saturating_duration_since(self.last_call) <= MAX_UNWATCHED;
+        self.last_call = self.last_call.max(now);
+        let session = self.cfg.session;
+        let Some(p) = self.spectators.get_mut(&id) else {
+            self.traffic.packets_dropped_invalid += 1;
+            return;
+        };
+        self.traffic.received(datagram.len(), p.header);
+        p.traffic.received(datagram.len(), p.header);
+        let ctrl = match Header::parse(datagram) {
+            Ok((h, body)) if h.kind == Kind::Ctrl && h.session == session => {
+                let ack_ref = p.acks.reference(p.send_seq);
+                msg::decode_ctrl(
+                    body,
+                    wire::is_short(datagram),
+                    p.recv_end(),
+                    ack_ref,
+                    |_| None,
+                )
+            }
+            Ok((h, _)) => Err(WireError::Malformed(h.kind)),
+            Err(e) => Err(e),
+        };
+        let ctrl = match ctrl {
+            Ok(c) if c.samples.is_none() => c,
+            _ => {
+                self.traffic.packets_dropped_invalid += 1;
+                p.traffic.packets_dropped_invalid += 1;
+                return;
+            }
+        };
+        p.last_heard = now;
+        p.warned = false;
+        let newest = p.recv_seq.is_none_or(|r| seq_newer(ctrl.head.seq, r));
+        if !newest {
+            return;
+        }
+        if let Some(prev) = p.recv_seq {
+            p.up_loss.arrived(ctrl.head.seq.wrapping_sub(prev));
+        }
+        p.recv_seq = Some(ctrl.head.seq);
+        if let Some(ts) = ctrl.head.ts.filter(|_| watched) {
+            p.echo = Some((ts, now));
+        }
+        if let Some(e) = ctrl.head.echo.filter(|_| watched) {
+            if let Some(rtt) = rtt_sample(self.epoch, now, e) {
+                p.rtt.update(rtt);
+            }
+        }
+        if let Some(ack) = ctrl.head.ack {
+            p.handle_ack(ack);
+        }
+    }
+
+    /// Datagrams to spectators, one at a time, with the spectator's id. Call until `None`,
+    /// after the players' [`poll_transmit`](Self::poll_transmit).
+    pub fn poll_spectator_transmit(&mut self, now: Instant) -> Option<Transmit<u8>> {
+        let resend = self.cfg.resend_interval();
+        let batch = self.spectator_batch();
+        let frontier = self.frontier();
+        let ids: Vec<u8> = self
+            .spectators
+            .range((Bound::Included(self.next_spectator), Bound::Unbounded))
+            .chain(self.spectators.range(..self.next_spectator))
+            .map(|(id, _)| *id)
+            .collect();
+        for id in ids {
+            let p = self.spectators.get_mut(&id)?;
+            if let Some(bytes) = p.queued.pop_front() {
+                return Some(Transmit { to: id, bytes });
+            }
+            let due = p
+                .last_send
+                .is_none_or(|t| now >= t + resend || (p.dirty && now >= t + batch));
+            if due && p.budget.allows(now) {
+                self.next_spectator = id.wrapping_add(1);
+                let ctx = RoundCtx {
+                    epoch: self.epoch,
+                    frontier,
+                    hist_base: self.hist_base,
+                    history: &self.history,
+                    advance: 0.0,
+                    session: self.cfg.session,
+                    players: self.cfg.players,
+                    frames: !p.behind,
+                };
+                build_round(p, &ctx, now, &mut self.traffic);
+                return p.queued.pop_front().map(|bytes| Transmit { to: id, bytes });
+            }
+        }
+        None
     }
 
     /// Sets the send budget toward `peer` (bytes per second, UDP/IP headers included; 0 = no
@@ -617,7 +887,45 @@ impl Server {
         for (frame, value) in ctrl.checksums {
             self.record_checksum(frame, from, value);
         }
+        self.maybe_activate(now, from);
         self.publish(now);
+    }
+
+    /// A late joiner whose newest sample is about where a caught-up player's would be (or
+    /// that has sent for `ACTIVATE_ANYWAY`) plays from the frontier on: the samples it
+    /// pushed while it caught up are dropped but the newest, which goes on the frontier.
+    fn maybe_activate(&mut self, now: Instant, peer: PeerId) {
+        let frontier = self.frontier();
+        let lead = self.lead.lead();
+        let slack = ACTIVATE_SLACK_K * self.cfg.keyframe_interval;
+        let Some(p) = self.peers[peer.index()].as_mut().filter(|p| p.pending) else {
+            return;
+        };
+        let Some(newest) = p.recv_end().checked_sub(1).filter(|n| *n >= p.next) else {
+            return;
+        };
+        let caught_up = newest + lead + slack >= frontier.0;
+        if !caught_up && now < p.added + ACTIVATE_ANYWAY {
+            return;
+        }
+        while p.samples.len() > 1 {
+            p.take_sample();
+        }
+        p.pending = false;
+        p.last = Pad::NEUTRAL;
+        tracing::debug!(
+            "{peer}: caught up at sample {newest}; plays from {frontier} (lead {lead})"
+        );
+        let name = p.name;
+        self.notify_all(Notice::Joined {
+            peer,
+            from: frontier,
+            name,
+        });
+        self.events.push_back(ServerEvent::PeerJoined {
+            peer,
+            from_frame: frontier,
+        });
     }
 
     /// Datagrams to send, one at a time, with the peer each goes to. Call until `None`.
@@ -666,6 +974,19 @@ impl Server {
                 let warn = (!p.warned).then(|| p.last_heard + self.cfg.warn_after);
                 [send, warn, Some(p.last_heard + self.cfg.timeout)]
             })
+            .chain(self.spectators.values().flat_map(|p| {
+                let send = if !p.queued.is_empty() {
+                    Some(p.last_send.unwrap_or(p.last_heard))
+                } else if p.dirty {
+                    let at = p
+                        .last_send
+                        .map_or(p.last_heard, |t| t + self.spectator_batch());
+                    Some(p.budget.ready_at(at))
+                } else {
+                    p.last_send.map(|t| p.budget.ready_at(t + resend))
+                };
+                [send, Some(p.last_heard + self.cfg.timeout)]
+            }))
             .flatten()
             .min()
     }
@@ -689,6 +1010,18 @@ impl Server {
                     silent_for: silent,
                 });
             }
+        }
+        let timeout = self.cfg.timeout;
+        let gone: Vec<u8> = self
+            .spectators
+            .iter()
+            .filter(|(_, p)| now.saturating_duration_since(p.last_heard) >= timeout)
+            .map(|(id, _)| *id)
+            .collect();
+        for id in gone {
+            tracing::info!("spectator {id}: silent, dropped");
+            self.spectators.remove(&id);
+            self.events.push_back(ServerEvent::SpectatorLeft { id });
         }
         self.publish(now);
     }
@@ -759,9 +1092,7 @@ impl Server {
             return;
         }
         let from = self.frontier();
-        for p in self.peers.iter_mut().flatten() {
-            p.notify(Notice::Left { peer, from });
-        }
+        self.notify_all(Notice::Left { peer, from });
         self.events.push_back(ServerEvent::PeerLeft {
             peer,
             from_frame: from,
@@ -788,9 +1119,7 @@ impl Server {
                 expected,
                 got,
             });
-            for p in self.peers.iter_mut().flatten() {
-                p.notify(Notice::Desync { peer, frame });
-            }
+            self.notify_all(Notice::Desync { peer, frame });
         }
     }
 
@@ -825,6 +1154,7 @@ impl Server {
             .peers
             .iter()
             .flatten()
+            .filter(|p| !p.pending)
             .filter_map(|p| {
                 let rtt = p.input_rtt.or(p.rtt.conservative().map(|r| r + batching))?;
                 // A client that time sync speeds up (it runs behind) reaches its keyframe
@@ -832,7 +1162,12 @@ impl Server {
                 Some(rtt.mul_f64(pace_for(advances[p.id.index()]).max(1.0)))
             })
             .max();
-        let mut peers = self.peers.iter().flatten().peekable();
+        let mut peers = self
+            .peers
+            .iter()
+            .flatten()
+            .filter(|p| !p.pending)
+            .peekable();
         let measured = peers.peek().is_some() && peers.all(|p| p.input_rtt.is_some());
         let before = self.lead.lead();
         let lead = self.lead.update(now, worst, measured);
@@ -868,10 +1203,11 @@ impl Server {
                 .peers
                 .iter()
                 .flatten()
+                .filter(|p| !p.pending)
                 .map(|p| frame.saturating_sub(p.next))
                 .max()
                 .unwrap_or(0);
-            for p in self.peers.iter_mut().flatten() {
+            for p in self.peers.iter_mut().flatten().filter(|p| !p.pending) {
                 let offset = frame.saturating_sub(p.next);
                 if !p.dropped
                     && offset > lead
@@ -887,12 +1223,13 @@ impl Server {
                 .peers
                 .iter()
                 .flatten()
+                .filter(|p| !p.pending)
                 .all(|p| frame.saturating_sub(p.next) < lead || !p.samples.is_empty());
             if !ready {
                 break;
             }
             let mut inputs = [Pad::NEUTRAL; MAX_PLAYERS];
-            for p in self.peers.iter_mut().flatten() {
+            for p in self.peers.iter_mut().flatten().filter(|p| !p.pending) {
                 if frame.saturating_sub(p.next) >= lead {
                     if let Some(s) = p.take_sample() {
                         p.last = s;
@@ -910,101 +1247,178 @@ impl Server {
             for p in self.peers.iter_mut().flatten() {
                 p.dirty = true;
             }
+            for p in self.spectators.values_mut() {
+                p.dirty = true;
+            }
+            self.check_spectators();
         }
-        // Forget frames every client holds, but the newest of them: the next UPDATE's first
-        // frame is delta-coded against it.
-        if let Some(oldest) = self.peers.iter().flatten().map(|p| p.acked).min() {
-            while self.hist_base.next() < oldest && !self.history.is_empty() {
+        // Forget frames every client holds, but the newest of them (the next UPDATE's first
+        // frame is delta-coded against it), and keep `retain` for late streams.
+        let oldest = self
+            .peers
+            .iter()
+            .flatten()
+            .chain(self.spectators.values().filter(|p| !p.behind))
+            .map(|p| p.acked)
+            .min();
+        if let Some(oldest) = oldest {
+            while self.hist_base.next() < oldest && self.history.len() > self.retain {
                 self.history.pop_front();
                 self.hist_base = self.hist_base.next();
             }
         }
     }
 
-    /// Queues this round's UPDATE for peer `idx`: every frame it lacks, in up to
-    /// `MAX_SEGMENTS` consecutive datagrams, each carrying the unacknowledged notices.
-    fn build_round(&mut self, idx: usize, now: Instant) {
+    /// Marks spectators that fell more than `SPECTATOR_LAG_SECS` behind.
+    fn check_spectators(&mut self) {
         let frontier = self.frontier();
-        let advance = self.advances()[idx];
-        let (session, players) = (self.cfg.session, self.cfg.players);
-        let Some(p) = self.peers[idx].as_mut() else {
-            return;
-        };
-        let notices: Vec<Notice> = p
-            .notices
-            .iter()
-            .take(msg::MAX_NOTICES)
-            .map(|(_, n)| *n)
-            .collect();
-        // Id after the last notice carried: acknowledging a segment covers those.
-        let notices_end = match p.notices.len().min(msg::MAX_NOTICES) {
-            0 => p.next_notice,
-            n => p.notices[n - 1].0 + 1,
-        };
-        let mut from = p.acked.max(self.hist_base);
-        for _ in 0..MAX_SEGMENTS {
-            let start = (from.since(self.hist_base) as usize).min(self.history.len());
-            let avail: Vec<Inputs> = self.history.range(start..).copied().collect();
-            // The client holds frame `from - 1` (it acknowledged it, or it is the end of
-            // the previous segment, which it must take before this one).
-            let base = start.checked_sub(1).map(|i| self.history[i]);
-            let n = msg::frames_fitting(&avail, msg::UPDATE_BIT_BUDGET);
-            let seq = p.send_seq;
-            p.send_seq = p.send_seq.wrapping_add(1);
-            let advance = msg::refresh(
-                (advance * 16.0).round().clamp(-127.0, 127.0) as i8,
-                &mut p.advance_sent,
-                seq,
-            );
-            // The lead rides until the client acknowledges a datagram that names it.
-            let lead = frontier.0.saturating_sub(p.next).min(255) as u8;
-            let lead = (n > 0 && p.lead_acked != Some(lead)).then_some(lead);
-            let update = Update {
-                head: head(
-                    seq,
-                    p.recv_seq,
-                    self.epoch,
-                    now,
-                    &mut p.echo,
-                    p.rtt.srtt().is_some(),
-                ),
-                up_lossy: p.up_loss.lossy(),
-                advance,
-                frames: (n > 0).then(|| FrameRun {
-                    from,
-                    base,
-                    frames: avail[..n].to_vec(),
-                    lead,
-                }),
-                notices: notices.clone(),
-            };
-            // The client holds frames up to somewhere between what it acknowledged and the
-            // end of all we sent (this round's earlier segments included).
-            let refs = p.acked.0..=p.sent_end.0.max(from.0);
-            from = from.plus(n as u32);
-            p.sent_end = p.sent_end.max(from);
-            p.sent.push_back(SentUpdate {
-                seq,
-                ack: update.head.ack,
-                frames_end: from,
-                notices_end,
-                lead,
-            });
-            if p.sent.len() > MAX_SENT_RECORDS {
-                p.sent.pop_front();
-            }
-            let bytes = msg::encode_update(session, players, &update, refs, p.acks.held());
-            p.budget.spend(now, bytes.len());
-            p.traffic.sent(bytes.len(), p.header);
-            self.traffic.sent(bytes.len(), p.header);
-            p.queued.push_back(bytes);
-            if n == 0 || from >= frontier {
-                break;
+        let limit = (SPECTATOR_LAG_SECS * self.cfg.fps) as u32;
+        for (id, p) in &mut self.spectators {
+            let lag = frontier.since(p.acked);
+            if !p.behind && lag > limit {
+                p.behind = true;
+                tracing::info!("spectator {id}: {lag} frames behind; it needs a fresh state");
+                self.events.push_back(ServerEvent::SpectatorBehind {
+                    id: *id,
+                    frames: lag,
+                });
             }
         }
-        p.last_send = Some(now);
-        p.dirty = false;
     }
+
+    /// Queues this round's UPDATE for player `idx` (see [`build_round`]).
+    fn build_round(&mut self, idx: usize, now: Instant) {
+        let ctx = RoundCtx {
+            epoch: self.epoch,
+            frontier: self.frontier(),
+            hist_base: self.hist_base,
+            history: &self.history,
+            advance: self.advances()[idx],
+            session: self.cfg.session,
+            players: self.cfg.players,
+            frames: true,
+        };
+        if let Some(p) = self.peers[idx].as_mut() {
+            build_round(p, &ctx, now, &mut self.traffic);
+        }
+    }
+
+    /// Notices go to every player and spectator.
+    fn notify_all(&mut self, n: Notice) {
+        for p in self.peers.iter_mut().flatten() {
+            p.notify(n);
+        }
+        for p in self.spectators.values_mut() {
+            p.notify(n);
+        }
+    }
+}
+
+/// What a round's UPDATE is built from.
+struct RoundCtx<'a> {
+    epoch: Instant,
+    frontier: Frame,
+    hist_base: Frame,
+    history: &'a VecDeque<Inputs>,
+    advance: f64,
+    session: u32,
+    players: u8,
+    /// False for a spectator too far behind: acks and notices only.
+    frames: bool,
+}
+
+/// Queues this round's UPDATE for `p`: every frame it lacks, in up to `MAX_SEGMENTS`
+/// consecutive datagrams, each carrying the unacknowledged notices.
+fn build_round(p: &mut Peer, ctx: &RoundCtx, now: Instant, total: &mut Traffic) {
+    let frontier = ctx.frontier;
+    // In order, up to MAX_NOTICES, and up to MAX_NAMED_NOTICES of the named ones.
+    let mut named = 0;
+    let carried = p
+        .notices
+        .iter()
+        .take(msg::MAX_NOTICES)
+        .take_while(|(_, n)| {
+            named += usize::from(matches!(n, Notice::Joined { .. }));
+            named <= msg::MAX_NAMED_NOTICES
+        })
+        .count();
+    let notices: Vec<Notice> = p.notices.iter().take(carried).map(|(_, n)| *n).collect();
+    // Id after the last notice carried: acknowledging a segment covers those.
+    let notices_end = match carried {
+        0 => p.next_notice,
+        n => p.notices[n - 1].0 + 1,
+    };
+    let mut from = p.acked.max(ctx.hist_base);
+    for _ in 0..MAX_SEGMENTS {
+        let start = (from.since(ctx.hist_base) as usize).min(ctx.history.len());
+        let avail: Vec<Inputs> = if ctx.frames {
+            ctx.history.range(start..).copied().collect()
+        } else {
+            Vec::new()
+        };
+        // The client holds frame `from - 1` (it acknowledged it, or it is the end of the
+        // previous segment, which it must take before this one); one whose stream starts
+        // at `from` holds nothing yet.
+        let base = start
+            .checked_sub(1)
+            .filter(|_| from > p.first)
+            .map(|i| ctx.history[i]);
+        let n = msg::frames_fitting(&avail, msg::UPDATE_BIT_BUDGET);
+        let seq = p.send_seq;
+        p.send_seq = p.send_seq.wrapping_add(1);
+        let advance = msg::refresh(
+            (ctx.advance * 16.0).round().clamp(-127.0, 127.0) as i8,
+            &mut p.advance_sent,
+            seq,
+        );
+        // The lead rides until the client acknowledges a datagram that names it.
+        let lead = frontier.0.saturating_sub(p.next).min(255) as u8;
+        let lead = (n > 0 && p.lead_acked != Some(lead)).then_some(lead);
+        let update = Update {
+            head: head(
+                seq,
+                p.recv_seq,
+                ctx.epoch,
+                now,
+                &mut p.echo,
+                p.rtt.srtt().is_some(),
+            ),
+            up_lossy: p.up_loss.lossy(),
+            advance,
+            frames: (n > 0).then(|| FrameRun {
+                from,
+                base,
+                frames: avail[..n].to_vec(),
+                lead,
+            }),
+            notices: notices.clone(),
+        };
+        // The client holds frames up to somewhere between what it acknowledged and the
+        // end of all we sent (this round's earlier segments included).
+        let refs = p.acked.0..=p.sent_end.0.max(from.0);
+        from = from.plus(n as u32);
+        p.sent_end = p.sent_end.max(from);
+        p.sent.push_back(SentUpdate {
+            seq,
+            ack: update.head.ack,
+            frames_end: from,
+            notices_end,
+            lead,
+        });
+        if p.sent.len() > MAX_SENT_RECORDS {
+            p.sent.pop_front();
+        }
+        let bytes = msg::encode_update(ctx.session, ctx.players, &update, refs, p.acks.held());
+        p.budget.spend(now, bytes.len());
+        p.traffic.sent(bytes.len(), p.header);
+        total.sent(bytes.len(), p.header);
+        p.queued.push_back(bytes);
+        if n == 0 || from >= frontier {
+            break;
+        }
+    }
+    p.last_send = Some(now);
+    p.dirty = false;
 }
 
 /// The head of datagram `seq`: the ack, a timestamp in every `TS_EVERY`-th datagram (in

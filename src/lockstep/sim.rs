@@ -21,7 +21,7 @@ use rand::{Rng, SeedableRng};
 use crate::input::{Inputs, Pad};
 use crate::wire::Transmit;
 
-use super::{Client, ClientEvent, Config, PeerId, Server, ServerEvent, Traffic};
+use super::{Client, ClientEvent, Config, Frame, PeerId, Server, ServerEvent, Traffic};
 
 const CATCH_UP_CAP: u32 = 4;
 
@@ -208,6 +208,12 @@ pub struct Player {
     pub traffic_at_warmup: Option<Traffic>,
     /// Rolling hash of the inputs applied so far (stands in for a state checksum).
     checksum: u64,
+    /// The frame its machine started from (a late joiner's or spectator's start state).
+    pub first: u32,
+    /// A spectator's id on the server.
+    pub spectator: Option<u8>,
+    /// When (simulated time) it ran each frame of `applied`.
+    pub ran_at: Vec<Duration>,
 }
 
 impl Player {
@@ -276,9 +282,10 @@ impl SimConfig {
     }
 }
 
-#[derive(Debug)]
+#[derive(Clone, Copy, Debug)]
 enum Dest {
     Server(PeerId),
+    Spectating(u8),
     Player(usize),
 }
 
@@ -332,6 +339,10 @@ pub struct Sim {
     checksum_every: Option<u32>,
     corrupt_checksum: Option<(PeerId, u32)>,
     stuck: u32,
+    /// Spectators' links draw from their own generator, so that watching changes nothing
+    /// of the players' simulated network.
+    spectator_rng: SmallRng,
+    chaotic_bots: bool,
 }
 
 impl Sim {
@@ -382,6 +393,9 @@ impl Sim {
                     chaotic: cfg.chaotic_bots,
                 },
                 checksum: 0,
+                first: 0,
+                spectator: None,
+                ran_at: Vec::new(),
                 applied: Vec::new(),
                 pushed: Vec::new(),
                 next_frame: None,
@@ -412,7 +426,132 @@ impl Sim {
             checksum_every: cfg.checksum_every,
             corrupt_checksum: cfg.corrupt_checksum,
             stuck: 0,
+            spectator_rng: SmallRng::seed_from_u64(cfg.seed ^ 0x5bec),
+            chaotic_bots: cfg.chaotic_bots,
         }
+    }
+
+    /// The frame the host's machine (player 0) runs next: where a late stream's start state
+    /// is taken.
+    pub fn host_frame(&self) -> u32 {
+        let host = &self.players[0];
+        host.first + host.applied.len() as u32
+    }
+
+    fn new_player(&mut self, id: PeerId, spec: PlayerSpec, client: Client, first: u32) -> usize {
+        let base = self.base;
+        let seed = self.spectator_rng.gen();
+        let bot_seed = self.spectator_rng.gen();
+        self.players.push(Player {
+            client,
+            id,
+            rate: spec.clock_rate,
+            base,
+            up: LinkState {
+                spec: spec.up,
+                in_burst: false,
+            },
+            down: LinkState {
+                spec: spec.down,
+                in_burst: false,
+            },
+            bot: Bot {
+                real: crate::input::Bot::for_port(seed, id.index()),
+                rng: SmallRng::seed_from_u64(bot_seed),
+                pad: Pad::NEUTRAL,
+                frame: 0,
+                chaotic: self.chaotic_bots,
+            },
+            checksum: 0,
+            first,
+            spectator: None,
+            ran_at: Vec::new(),
+            applied: Vec::new(),
+            pushed: Vec::new(),
+            // Its scheduler starts now: display slots from the current time on.
+            next_frame: None,
+            slot: (self.t.as_secs_f64() * spec.clock_rate / self.frame).ceil() as u64,
+            slots: 0,
+            stalled_slots: 0,
+            events: Vec::new(),
+            traffic_at_warmup: None,
+        });
+        self.players.len() - 1
+    }
+
+    /// A player takes slot `id` of the running game (late, or back after a drop) from the
+    /// host machine's current frame; returns its index in `players`.
+    pub fn add_late_player(&mut self, id: PeerId, spec: PlayerSpec, name: &str) -> usize {
+        let now = self.server_now();
+        let first = self.host_frame();
+        self.server
+            .add_late_peer(now, id, Frame(first), name)
+            .expect("late peer");
+        let rtt = spec.up.delay + spec.down.delay;
+        self.server.seed_rtt(now, id, rtt).expect("seed rtt");
+        let client = Client::new_at(
+            now,
+            self.players[0].client.config().clone(),
+            id,
+            Frame(first),
+        )
+        .expect("client");
+        let i = self.new_player(id, spec, client, first);
+        self.fix_config(i);
+        i
+    }
+
+    /// A spectator with id `id` from the host machine's current frame.
+    pub fn add_spectator(&mut self, id: u8, spec: PlayerSpec) -> usize {
+        let now = self.server_now();
+        let first = self.host_frame();
+        self.server
+            .add_spectator(now, id, Frame(first), super::budget::UDP_IP_HEADER)
+            .expect("spectator");
+        let client = Client::spectator(now, self.players[0].client.config().clone(), Frame(first))
+            .expect("client");
+        let i = self.new_player(PeerId(0), spec, client, first);
+        self.players[i].spectator = Some(id);
+        self.fix_config(i);
+        i
+    }
+
+    /// Restarts spectator `i`'s stream at the host machine's current frame, as its driver
+    /// does with the fresh state it sends when the spectator fell behind.
+    pub fn restart_spectator(&mut self, i: usize) {
+        let now = self.server_now();
+        let first = self.host_frame();
+        let id = self.players[i].spectator.expect("a spectator");
+        self.server
+            .restart_spectator(now, id, Frame(first))
+            .expect("restart");
+        let p = &mut self.players[i];
+        p.client.skip_to(Frame(first));
+        p.first = first;
+        p.applied.clear();
+        p.ran_at.clear();
+    }
+
+    /// A remote client's config: player 0's may be the in-memory one (no budget, no header).
+    fn fix_config(&mut self, i: usize) {
+        let mut cfg = self.server_cfg();
+        cfg.udp_ip_header = super::budget::UDP_IP_HEADER;
+        let p = &mut self.players[i];
+        let first = Frame(p.first);
+        let now = p.local(self.t);
+        p.client = if p.spectator.is_some() {
+            Client::spectator(now, cfg, first).expect("client")
+        } else {
+            Client::new_at(now, cfg, p.id, first).expect("client")
+        };
+    }
+
+    fn server_cfg(&self) -> Config {
+        self.players
+            .iter()
+            .map(|p| p.client.config().clone())
+            .find(|c| c.send_budget > 0)
+            .unwrap_or_else(|| self.players[0].client.config().clone())
     }
 
     pub fn now(&self) -> Duration {
@@ -555,6 +694,10 @@ impl Sim {
                     let now = self.server_now();
                     self.server.handle_datagram(now, from, &p.bytes);
                 }
+                Dest::Spectating(id) => {
+                    let now = self.server_now();
+                    self.server.handle_spectator_datagram(now, id, &p.bytes);
+                }
                 Dest::Player(i) => {
                     let pl = &mut self.players[i];
                     let now = pl.local(self.t);
@@ -570,9 +713,31 @@ impl Sim {
         loop {
             let t = self.t;
             let now = self.server_now();
+            while let Some(Transmit { to, bytes }) = self.server.poll_spectator_transmit(now) {
+                let Some(i) = self.players.iter().position(|p| p.spectator == Some(to)) else {
+                    continue;
+                };
+                let arrivals = self.players[i].down.route(&mut self.spectator_rng, t);
+                for at in arrivals {
+                    self.order += 1;
+                    self.queue.push(Reverse(InFlight {
+                        at,
+                        order: self.order,
+                        dest: Dest::Player(i),
+                        bytes: bytes.clone(),
+                    }));
+                }
+            }
             while let Some(Transmit { to, bytes }) = self.server.poll_transmit(now) {
                 self.max_update = self.max_update.max(bytes.len());
-                let i = to.index();
+                // The newest client in that slot (an earlier one may have dropped out).
+                let Some(i) = self
+                    .players
+                    .iter()
+                    .rposition(|p| p.id == to && p.spectator.is_none())
+                else {
+                    continue;
+                };
                 let arrivals = self.players[i].down.route(&mut self.rng, t);
                 for at in arrivals {
                     self.order += 1;
@@ -587,15 +752,23 @@ impl Sim {
             for i in 0..self.players.len() {
                 let now = self.players[i].local(t);
                 while let Some(bytes) = self.players[i].client.poll_transmit(now) {
-                    self.max_ctrl = self.max_ctrl.max(bytes.len());
                     let id = self.players[i].id;
-                    let arrivals = self.players[i].up.route(&mut self.rng, t);
+                    let (dest, arrivals) = match self.players[i].spectator {
+                        Some(s) => (
+                            Dest::Spectating(s),
+                            self.players[i].up.route(&mut self.spectator_rng, t),
+                        ),
+                        None => {
+                            self.max_ctrl = self.max_ctrl.max(bytes.len());
+                            (Dest::Server(id), self.players[i].up.route(&mut self.rng, t))
+                        }
+                    };
                     for at in arrivals {
                         self.order += 1;
                         self.queue.push(Reverse(InFlight {
                             at,
                             order: self.order,
-                            dest: Dest::Server(id),
+                            dest,
                             bytes: bytes.clone(),
                         }));
                     }
@@ -629,11 +802,18 @@ impl Sim {
             }
         }
         // Netplay never drops a backlog (`max_lag` is unbounded there): it catches up.
-        let due = if next_frame > local + 1e-9 {
+        let clock_due = if next_frame > local + 1e-9 {
             0
         } else {
             (((local - next_frame) / period) as u32 + 1).min(CATCH_UP_CAP)
         };
+        // As `app::runner`: a late starter's backlog runs on top, off the clock.
+        let due = if clock_due > 0 {
+            clock_due.max((p.client.backlog() + 1).min(CATCH_UP_CAP))
+        } else {
+            0
+        };
+        let mut ran = 0;
         let mut stalled = false;
         for _ in 0..due {
             // As `netplay`'s feed: the pad before every frame asked for (during a stall too,
@@ -647,9 +827,15 @@ impl Sim {
             }
             match p.client.poll_frame() {
                 Some((f, inputs)) => {
-                    assert_eq!(f.0 as usize, p.applied.len(), "frames out of order");
+                    assert_eq!(
+                        f.0 as usize,
+                        p.first as usize + p.applied.len(),
+                        "frames out of order"
+                    );
                     p.applied.push(inputs);
+                    p.ran_at.push(self.t);
                     next_frame += period;
+                    ran += 1;
                     for pad in inputs {
                         p.checksum = p.checksum.wrapping_mul(0x100_0000_01b3) ^ u64::from(pad.0);
                     }
@@ -664,6 +850,9 @@ impl Sim {
                     break;
                 }
             }
+        }
+        if ran > clock_due {
+            next_frame -= period * f64::from(ran - clock_due);
         }
         // As in `app::runner`, the clock starts with frame 0, not while waiting for it.
         p.next_frame = (!p.applied.is_empty()).then_some(next_frame);

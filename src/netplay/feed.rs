@@ -24,7 +24,9 @@ use crate::input::{Bot, Inputs, Pad};
 use crate::lockstep::{Client, ClientEvent, Frame, PeerId};
 use crate::net::{Link, SocketWaiter};
 use crate::replay::Event;
-use crate::session::{Endpoint, EndpointEvent, OutReason, Routed, Seat, SeatEvent, LOADING_LIMIT};
+use crate::session::{
+    is_spectator_slot, Endpoint, EndpointEvent, OutReason, Routed, Seat, SeatEvent, LOADING_LIMIT,
+};
 
 use super::status::{PeerStatus, Status};
 
@@ -75,6 +77,9 @@ pub struct Exchange {
     pub loaded: Vec<u32>,
     /// feed -> observer: `(frame, event)` for the recording (players leaving, desyncs).
     pub events: Vec<(u32, Event)>,
+    /// observer -> feed (spectator): it loaded a fresh state for this frame and goes on
+    /// from there.
+    pub jumped: Option<u32>,
 }
 
 /// Shared by the frame observer (frame loop thread) and the feed (both threads).
@@ -144,9 +149,20 @@ struct Counters {
     resync_ms: Vec<f64>,
     desync_heard_at: Option<Instant>,
     players_left: Vec<(u8, u32)>,
+    players_joined: Vec<(u8, u32)>,
+    /// Spectator: fresh states it jumped to after falling behind.
+    jumps: u64,
     /// RTT samples (ms, one per frame run), as a 1 ms histogram capped at 5 s.
     rtt_ms: Vec<u64>,
     rtt_count: u64,
+    /// Spectator: its delay behind the players (ms), every 30th frame.
+    delay_ms: Vec<f64>,
+}
+
+fn median(v: &[f64]) -> Option<f64> {
+    let mut v = v.to_vec();
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied()
 }
 
 impl Counters {
@@ -215,6 +231,8 @@ struct NetState {
     stop: bool,
     /// A network thread serves the socket (see `frame_loop_pull`).
     threaded: bool,
+    /// The frame this peer's machine started from (0, or a late start state's).
+    first: u32,
 }
 
 /// The state and the signal the frame loop waits on.
@@ -452,6 +470,24 @@ impl NetState {
                     let left = Event::Left { slot: peer.0 };
                     lock(&self.shared).events.push((from_frame.0, left));
                 }
+                ClientEvent::PlayerJoined {
+                    peer,
+                    from_frame,
+                    name,
+                } => {
+                    if !name.is_empty() {
+                        self.names.retain(|(s, _)| *s != peer.0);
+                        self.names.push((peer.0, name.clone()));
+                    }
+                    tracing::info!(
+                        "netplay: {} joined from frame {}",
+                        self.name(peer.0),
+                        from_frame.0
+                    );
+                    self.counters.players_joined.push((peer.0, from_frame.0));
+                    let joined = Event::Joined { slot: peer.0, name };
+                    lock(&self.shared).events.push((from_frame.0, joined));
+                }
                 ClientEvent::Desync { frame, peer } => {
                     self.counters.desyncs += 1;
                     self.counters.desync_frames.push(frame.0);
@@ -483,10 +519,18 @@ impl NetState {
                 if admitted { "knew" } else { "got wrong" }
             ),
             SeatEvent::State { frame, state } => {
-                tracing::info!(
-                    "netplay: received the host's state for frame {frame} ({} KiB)",
-                    state.len() / 1024
-                );
+                if self.client.is_spectator() {
+                    tracing::info!(
+                        "netplay: fell behind the players; received a fresh state for frame \
+                         {frame} ({} KiB)",
+                        state.len() / 1024
+                    );
+                } else {
+                    tracing::info!(
+                        "netplay: received the host's state for frame {frame} ({} KiB)",
+                        state.len() / 1024
+                    );
+                }
                 lock(&self.shared).incoming = Some((frame, state));
             }
             SeatEvent::StateWanted => {
@@ -503,6 +547,42 @@ impl NetState {
     /// recording, and the state to send).
     fn handle_endpoint_event(&mut self, ev: EndpointEvent) {
         match ev {
+            EndpointEvent::Joined { slot, name, addr } if is_spectator_slot(slot) => {
+                tracing::info!("netplay: {name} ({addr}) asks to watch")
+            }
+            EndpointEvent::Joined { slot, name, addr } => {
+                tracing::info!(
+                    "netplay: {name} ({addr}) takes seat {} of the running game",
+                    slot + 1
+                );
+                self.names.retain(|(s, _)| *s != slot);
+                self.names.push((slot, name));
+            }
+            EndpointEvent::StateWanted { slots } => {
+                lock(&self.shared).serialize_for.extend(slots);
+            }
+            EndpointEvent::Watching { slot, frame } => {
+                let n = match &self.role {
+                    Role::Host { endpoint } => endpoint.spectator_count(),
+                    Role::Join { .. } => 0,
+                };
+                tracing::info!(
+                    "netplay: spectator {} watches from frame {frame} ({n} watching)",
+                    slot - crate::session::FIRST_SPECTATOR_SLOT + 1
+                )
+            }
+            EndpointEvent::SpectatorLeft { slot, reason } => tracing::info!(
+                "netplay: spectator {} {reason}",
+                slot - crate::session::FIRST_SPECTATOR_SLOT + 1
+            ),
+            EndpointEvent::NoState { slot } => tracing::warn!(
+                "netplay: no state could be sent to the joiner in slot {slot}; it was sent away"
+            ),
+            // The host's own client raises it too, with the name: logged there.
+            EndpointEvent::PlayerJoined { .. } => {}
+            EndpointEvent::Left { slot, reason } if is_spectator_slot(slot) => {
+                tracing::info!("netplay: a spectator {reason}")
+            }
             EndpointEvent::Left { slot, reason } => {
                 tracing::info!("netplay: {} {reason}", self.name(slot))
             }
@@ -670,6 +750,11 @@ impl NetState {
         while let Some((frame, sum)) = shared.checksums.pop_front() {
             self.client.report_checksum(Frame(frame), sum);
         }
+        if let Some(at) = shared.jumped.take() {
+            self.client.skip_to(Frame(at));
+            self.counters.jumps += 1;
+            tracing::info!("netplay: watching again from frame {at}");
+        }
         for frame in shared.loaded.drain(..) {
             self.counters.resyncs += 1;
             if let Some(heard) = self.counters.desync_heard_at.take() {
@@ -724,7 +809,19 @@ impl NetState {
                 traffic: None,
             }],
         };
+        let spectators = match &self.role {
+            Role::Host { endpoint } => Some(endpoint.spectator_count()),
+            Role::Join { .. } => None,
+        };
+        let watching = self.client.is_spectator().then(|| {
+            let buffered = Duration::from_secs_f64(
+                self.client.ready_frames() as f64 / self.client.config().fps,
+            );
+            buffered + self.client.rtt().unwrap_or_default() / 2
+        });
         Status {
+            spectators,
+            watching,
             keyframe_interval: s.keyframe_interval,
             lead: s.lead,
             stalls: s.stalls,
@@ -763,6 +860,11 @@ impl NetState {
                 if let Some(rtt) = self.rtt() {
                     self.counters.record_rtt(rtt);
                 }
+                if self.client.is_spectator() && frame.0.is_multiple_of(30) {
+                    if let Some(d) = self.status().watching {
+                        self.counters.delay_ms.push(d.as_secs_f64() * 1000.0);
+                    }
+                }
                 FeedPoll::Run(inputs)
             }
             // The network thread wakes the frame loop when a datagram comes (`wait_io`), so a
@@ -781,8 +883,30 @@ impl NetState {
             "kind".into(),
             json!(match self.role {
                 Role::Host { .. } => "host",
+                Role::Join { .. } if self.client.is_spectator() => "spectate",
                 Role::Join { .. } => "join",
             }),
+        );
+        m.insert("first_frame".into(), json!(self.first));
+        if let Role::Host { endpoint } = &self.role {
+            m.insert("spectators".into(), json!(endpoint.spectator_count()));
+        }
+        if self.client.is_spectator() {
+            m.insert("jumps".into(), json!(self.counters.jumps));
+            let delay = self.counters.delay_ms.clone();
+            m.insert(
+                "delay_ms".into(),
+                json!({ "median": median(&delay), "max": delay.iter().copied().fold(0.0, f64::max) }),
+            );
+        }
+        m.insert(
+            "players_joined".into(),
+            json!(self
+                .counters
+                .players_joined
+                .iter()
+                .map(|(slot, frame)| json!({"slot": slot, "from_frame": frame}))
+                .collect::<Vec<_>>()),
         );
         m.insert("slot".into(), json!(self.client.me().0));
         if let Some(room) = &self.room {
@@ -893,6 +1017,7 @@ impl NetFeed {
         let e = link.stats();
         let waiter = link.waiter();
         let now = Instant::now();
+        let first = client.frame().0;
         let net = Arc::new(Net {
             state: Mutex::new(NetState {
                 lobby_bytes: (e.wire_bytes_sent, e.wire_bytes_received),
@@ -918,6 +1043,7 @@ impl NetFeed {
                 loop_at: None,
                 stop: false,
                 threaded: false,
+                first,
             }),
             arrived: Condvar::new(),
         });
@@ -980,6 +1106,15 @@ impl NetFeed {
 
     pub fn is_host(&self) -> bool {
         matches!(self.state().role, Role::Host { .. })
+    }
+
+    pub fn is_spectator(&self) -> bool {
+        self.state().client.is_spectator()
+    }
+
+    /// The session frame the machine starts from.
+    pub fn first_frame(&self) -> u32 {
+        self.state().first
     }
 
     pub fn names(&self) -> Vec<(u8, String)> {
@@ -1047,7 +1182,16 @@ impl Feed for NetFeed {
     }
 
     fn take_behind(&mut self) -> Option<Duration> {
-        self.state().client.take_start_delay()
+        let mut s = self.state();
+        // A late starter catches up by its backlog instead (see `backlog`).
+        if s.first > 0 || s.client.is_spectator() {
+            return None;
+        }
+        s.client.take_start_delay()
+    }
+
+    fn backlog(&mut self) -> u32 {
+        self.state().client.backlog()
     }
 
     /// With a network thread the frame loop need not wake to serve the network: a datagram

@@ -63,8 +63,13 @@ pub struct NetOptions {
 pub struct HostOptions {
     pub net: NetOptions,
     pub port: u16,
-    /// Players in the session, the host's included; the game starts when all are in.
+    /// Players in the session, the host's included.
     pub players: u8,
+    /// The game starts when this many are in (0: all of `players`); the other seats can be
+    /// taken while it runs.
+    pub start_with: u8,
+    /// Spectators the session takes at once.
+    pub max_spectators: u8,
     pub keyframe_interval: u32,
     /// Give up waiting for players after this long.
     pub lobby_timeout: Option<Duration>,
@@ -81,6 +86,8 @@ pub struct JoinOptions {
     pub host: String,
     /// The room, when `host` is a dedicated server.
     pub room: Option<String>,
+    /// Watch (`framelock spectate`) instead of playing.
+    pub watch: bool,
 }
 
 #[derive(Debug, Error)]
@@ -184,6 +191,8 @@ pub fn host(opts: &HostOptions) -> Result<PlaySummary, NetplayError> {
     let mut host = session::HostConfig::new((seed >> 32) as u32, random_bytes(), fps);
     host.password = opts.net.password.clone();
     host.max_players = opts.players;
+    host.start_with = opts.start_with;
+    host.max_spectators = opts.max_spectators;
     host.keyframe_interval = opts.keyframe_interval as u8;
     let lcfg = lockstep_config(opts.players, opts.keyframe_interval, 0, fps, &opts.net);
     let cfg = EndpointConfig {
@@ -193,7 +202,11 @@ pub fn host(opts: &HostOptions) -> Result<PlaySummary, NetplayError> {
     };
     let mut endpoint =
         Endpoint::new(Instant::now(), cfg, info, state, sram).map_err(NetplayError::Session)?;
-    lobby::host_lobby(&mut link, &mut endpoint, opts.players)?;
+    let start_with = match opts.start_with {
+        0 => opts.players,
+        n => n.min(opts.players),
+    };
+    lobby::host_lobby(&mut link, &mut endpoint, start_with)?;
 
     // The host's own player talks to the server in memory: no wire, no send budget.
     let in_memory = lockstep::Config {
@@ -225,11 +238,12 @@ pub fn join(opts: &JoinOptions) -> Result<PlaySummary, NetplayError> {
     let core = open_core_only(&play)?;
     let info = session_info(&core, &opts.net)?;
     let link = Link::client(addr, opts.net.netsim.clone())?;
-    let recording = reserve_recording(&play, "join")?;
+    let recording = reserve_recording(&play, if opts.watch { "spectate" } else { "join" })?;
     let mut jcfg = JoinConfig::new(addr, info);
     jcfg.password = opts.net.password.clone();
     jcfg.entropy = random_bytes();
     jcfg.room = opts.room.clone().unwrap_or_default();
+    jcfg.watch = opts.watch;
     let session = JoinSession::new(Instant::now(), jcfg);
     play_joined(&opts.net, &play, core, link, session, recording, true)
 }
@@ -252,6 +266,10 @@ fn host_in_room(
     let open = session::msg::OpenRoom {
         room: opts.room.clone().unwrap_or_default(),
         players: opts.players,
+        start_with: match opts.start_with {
+            0 => opts.players,
+            n => n.min(opts.players),
+        },
         keyframe_interval: opts.keyframe_interval as u8,
         fps,
         password: password.is_some(),
@@ -314,10 +332,17 @@ fn play_joined(
         send_budget: net.send_budget,
         ..lockstep::Config::default()
     });
-    let client = Client::new(Instant::now(), lcfg, PeerId(start.slot))?;
+    let watch = start.slot == session::msg::SPECTATOR;
+    let first = lockstep::Frame(start.frame);
+    let client = if watch {
+        Client::spectator(Instant::now(), lcfg, first)?
+    } else {
+        Client::new_at(Instant::now(), lcfg, PeerId(start.slot), first)?
+    };
     let bot = net
         .play
         .bot
+        .filter(|_| !watch)
         .map(|seed| Bot::for_port(seed, usize::from(start.slot)));
     let mut feed = NetFeed::new(link, Role::join(session::Seat::new(session)), client, bot)
         .with_names(start.players.clone())
@@ -330,12 +355,29 @@ fn play_joined(
             return Err(e);
         }
     }
-    tracing::info!(
-        "netplay: in session {:08x} as player {} of {}",
-        start.session,
-        start.slot + 1,
-        start.slots
-    );
+    if watch {
+        tracing::info!(
+            "netplay: watching session {:08x} from frame {}",
+            start.session,
+            start.frame
+        );
+    } else if start.frame > 0 {
+        tracing::info!(
+            "netplay: in session {:08x} as player {} of {}, from frame {} (the game runs: \
+             catching up, then your input counts from a frame the host announces)",
+            start.session,
+            start.slot + 1,
+            start.slots,
+            start.frame
+        );
+    } else {
+        tracing::info!(
+            "netplay: in session {:08x} as player {} of {}",
+            start.session,
+            start.slot + 1,
+            start.slots
+        );
+    }
     run(play, &mut core, feed, net, recording)
 }
 
@@ -412,12 +454,23 @@ fn run(
     let mut runner_cfg = play.runner.clone();
     // Netplay never drops a backlog: every frame must run, so catch up (capped) instead.
     runner_cfg.max_lag = Duration::MAX;
-    let recording = begin_netplay(recording, play, core, &feed.names(), net.checksum_interval);
+    let first = feed.first_frame();
+    let recording = begin_netplay(
+        recording,
+        play,
+        core,
+        &feed.names(),
+        net.checksum_interval,
+        first,
+    );
+    let spectator = feed.is_spectator();
     let mut runner = Runner::new(feed, runner_cfg);
     runner.observe(Box::new(CoreSide::new(
         runner.feed().shared(),
         net.checksum_interval,
         recording.clone(),
+        u64::from(first),
+        spectator,
     )));
     if let Some(r) = &recording {
         runner.observe(r.observer());
@@ -480,8 +533,13 @@ const HISTORY: usize = 600;
 struct CoreSide {
     shared: Shared,
     interval: u64,
+    /// `(session frame, inputs)` of the frames run lately.
     history: VecDeque<(u64, Inputs)>,
     recording: Option<crate::app::Recording>,
+    /// The session frame of the runner's frame 0 (a late joiner's or spectator's start
+    /// state is at a later frame than 0), moved on by a spectator's jumps.
+    base: u64,
+    spectator: bool,
 }
 
 impl CoreSide {
@@ -489,12 +547,16 @@ impl CoreSide {
         shared: Shared,
         checksum_interval: u32,
         recording: Option<crate::app::Recording>,
+        base: u64,
+        spectator: bool,
     ) -> CoreSide {
         CoreSide {
             shared,
             interval: u64::from(checksum_interval.max(1)),
             history: VecDeque::with_capacity(HISTORY),
             recording,
+            base,
+            spectator,
         }
     }
 
@@ -522,12 +584,45 @@ impl CoreSide {
 }
 
 impl FrameObserver<Core> for CoreSide {
+    /// A spectator that fell too far behind jumps to the fresh state it was sent once it
+    /// has run every frame it held (the server sends no more until then).
+    fn idle(&mut self, next: u64, core: &mut Core) -> Result<(), ObserverError> {
+        if !self.spectator {
+            return Ok(());
+        }
+        let at_session = next + self.base;
+        let jump = {
+            let mut shared = feed::lock(&self.shared);
+            match &shared.incoming {
+                Some((at, _)) if u64::from(*at) > at_session => shared.incoming.take(),
+                _ => None,
+            }
+        };
+        let Some((at, state)) = jump else {
+            return Ok(());
+        };
+        match core.unserialize(&state) {
+            Ok(()) => {
+                self.base = u64::from(at) - next;
+                self.history.clear();
+                feed::lock(&self.shared).jumped = Some(at);
+                if let Some(r) = &self.recording {
+                    r.resync(next, core);
+                }
+            }
+            Err(e) => tracing::error!("netplay: cannot load the fresh state: {e}"),
+        }
+        Ok(())
+    }
+
     fn after_frame(
         &mut self,
         frame: u64,
         inputs: &Inputs,
         core: &mut Core,
     ) -> Result<(), ObserverError> {
+        let runner_next = frame + 1;
+        let frame = frame + self.base;
         if self.history.len() == HISTORY {
             self.history.pop_front();
         }
@@ -544,14 +639,15 @@ impl FrameObserver<Core> for CoreSide {
             if self.load(core, u64::from(at), next, &state) {
                 feed::lock(&self.shared).loaded.push(at);
                 if let Some(r) = &self.recording {
-                    r.resync(next, core);
+                    r.resync(runner_next, core);
                 }
             }
         }
         let mut shared = feed::lock(&self.shared);
         if let Some(r) = &self.recording {
             for (at, event) in shared.events.drain(..) {
-                r.event(u64::from(at), &event);
+                // In the log's numbering, which starts at its start state.
+                r.event(u64::from(at).saturating_sub(self.base), &event);
             }
         } else {
             shared.events.clear();

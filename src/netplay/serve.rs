@@ -28,6 +28,8 @@ pub struct ServeOptions {
     pub opens_per_minute: u32,
     /// Bytes per second to each player, UDP/IP headers included (0: unlimited).
     pub send_budget: u32,
+    /// Spectators each room takes at once.
+    pub max_spectators: u8,
     pub netsim: Option<NetSim>,
     /// Stop after this long (tests, benchmarks); `None`: until Ctrl-C.
     pub duration: Option<Duration>,
@@ -89,6 +91,7 @@ pub fn serve(opts: &ServeOptions) -> Result<(), NetplayError> {
             ..lockstep::Config::default()
         },
         entropy: random_bytes(),
+        max_spectators: opts.max_spectators,
     };
     let mut rooms = Rooms::new(cfg);
     let local = link.local_addr();
@@ -260,6 +263,27 @@ fn log_event(ev: &ServeEvent) {
             slot + 1
         ),
         ServeEvent::Closed { room, why } => tracing::info!("room {room}: closed ({why})"),
+        ServeEvent::PlayerJoined {
+            room,
+            slot,
+            name,
+            from_frame,
+        } => {
+            let who = match super::feed::own_name(name, *slot) {
+                Some(name) => format!("{name} (player {})", slot + 1),
+                None => format!("player {}", slot + 1),
+            };
+            tracing::info!("room {room}: {who} joined from frame {}", from_frame.0)
+        }
+        ServeEvent::Watching {
+            room,
+            name,
+            frame,
+            watching,
+        } => tracing::info!("room {room}: {name} watches from frame {frame} ({watching} watching)"),
+        ServeEvent::SpectatorLeft { room, reason } => {
+            tracing::info!("room {room}: spectator {reason}")
+        }
     }
 }
 

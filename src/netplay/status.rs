@@ -23,6 +23,10 @@ pub struct Status {
     /// The room, when the session runs on a dedicated server: the round trip shown is to
     /// the server then.
     pub room: Option<String>,
+    /// The host: spectators watching.
+    pub spectators: Option<usize>,
+    /// A spectator: how far behind the players it shows the game.
+    pub watching: Option<Duration>,
 }
 
 /// One other peer as this one sees it.
@@ -47,6 +51,13 @@ impl fmt::Display for Status {
         if let Some(room) = &self.room {
             write!(f, "room {room} | ")?;
         }
+        if let Some(delay) = self.watching {
+            write!(
+                f,
+                "watching, {} ms behind the players | ",
+                delay.as_millis()
+            )?;
+        }
         write!(
             f,
             "K {} lead {lead} stalls {} up {:.1} down {:.1} kbit/s",
@@ -66,6 +77,9 @@ impl fmt::Display for Status {
                 let (to, from) = (kbit(t.wire_out, self.secs), kbit(t.wire_in, self.secs));
                 write!(f, " {to:.1}/{from:.1}")?;
             }
+        }
+        if let Some(n) = self.spectators.filter(|n| *n > 0) {
+            write!(f, " | {n} watching")?;
         }
         Ok(())
     }
@@ -96,6 +110,8 @@ mod tests {
             wire_in: 24_500,
             secs: 10.0,
             room: None,
+            spectators: None,
+            watching: None,
             peers: vec![
                 PeerStatus {
                     player: Some(2),
@@ -120,7 +136,7 @@ mod tests {
                 rtt: Some(ms(101)),
                 traffic: None,
             }],
-            ..host
+            ..host.clone()
         };
         assert_eq!(
             joiner.to_string(),
@@ -135,6 +151,21 @@ mod tests {
             in_room.to_string(),
             "room amber-otter-42 | K 2 lead - stalls 3 up 38.4 down 19.6 kbit/s | server rtt 101 ms"
         );
+        // A host counts its spectators; a spectator says how far behind it is.
+        let watched = Status {
+            spectators: Some(3),
+            ..host.clone()
+        };
+        assert!(watched
+            .to_string()
+            .ends_with(" | P3 - ms 0.0/0.0 | 3 watching"));
+        let spectator = Status {
+            watching: Some(ms(140)),
+            ..joiner.clone()
+        };
+        assert!(spectator
+            .to_string()
+            .starts_with("watching, 140 ms behind the players | K 2"));
         // Shown from the first frame: 400 bytes after 2 ms are 3.2 kbit over a second.
         let first = Status {
             wire_out: 400,

@@ -40,6 +40,8 @@ pub struct ServeConfig {
     pub lockstep: lockstep::Config,
     /// Seeds session ids, room names and the rooms' password-check randomness.
     pub entropy: [u8; 32],
+    /// Spectators each room takes at once.
+    pub max_spectators: u8,
 }
 
 impl Default for ServeConfig {
@@ -49,6 +51,7 @@ impl Default for ServeConfig {
             opens_per_minute: 6,
             lockstep: lockstep::Config::default(),
             entropy: [0; 32],
+            max_spectators: crate::session::DEFAULT_MAX_SPECTATORS,
         }
     }
 }
@@ -107,6 +110,24 @@ pub enum ServeEvent {
         room: String,
         why: String,
     },
+    /// A player who joined the running game (or came back) plays from `from_frame` on.
+    PlayerJoined {
+        room: String,
+        slot: u8,
+        name: String,
+        from_frame: Frame,
+    },
+    /// A spectator has its state and watches; `watching` are in the room now.
+    Watching {
+        room: String,
+        name: String,
+        frame: u32,
+        watching: usize,
+    },
+    SpectatorLeft {
+        room: String,
+        reason: String,
+    },
 }
 
 /// Datagrams the server turned away, by why.
@@ -143,8 +164,9 @@ struct Room {
     closing: Option<Instant>,
     /// Its entry in `Rooms::timers`.
     due: Option<Instant>,
-    /// Its players' addresses by slot, as routed to it.
+    /// Its players' (and spectators') addresses by slot, as routed to it.
     addrs: HashMap<u8, SocketAddr>,
+    spectator_names: HashMap<u8, String>,
 }
 
 impl Room {
@@ -422,6 +444,8 @@ impl Rooms {
         self.rng.fill_bytes(&mut entropy);
         let mut host = HostConfig::new(upload.session, entropy, open.fps);
         host.max_players = open.players;
+        host.start_with = open.start_with;
+        host.max_spectators = self.cfg.max_spectators;
         host.host_is_player = false;
         host.keyframe_interval = open.keyframe_interval;
         host.creator = Some(creator);
@@ -467,6 +491,7 @@ impl Rooms {
                         closing: None,
                         due: None,
                         addrs: HashMap::new(),
+                        spectator_names: HashMap::new(),
                     },
                 );
                 self.reschedule(&name);
@@ -561,6 +586,10 @@ impl Rooms {
                         // The creator's upload is over once it joined its room.
                         self.uploads.remove(&addr);
                     }
+                    if crate::session::is_spectator_slot(slot) {
+                        room.spectator_names.insert(slot, name);
+                        continue;
+                    }
                     self.events.push_back(ServeEvent::Joined {
                         room: room_name,
                         slot,
@@ -576,6 +605,35 @@ impl Rooms {
                     self.events.push_back(ServeEvent::Started {
                         room: room_name,
                         players: slots.len(),
+                    });
+                }
+                EndpointEvent::PlayerJoined {
+                    slot,
+                    name,
+                    from_frame,
+                } => self.events.push_back(ServeEvent::PlayerJoined {
+                    room: room_name,
+                    slot,
+                    name,
+                    from_frame,
+                }),
+                EndpointEvent::Watching { slot, frame } => {
+                    self.events.push_back(ServeEvent::Watching {
+                        room: room_name,
+                        name: room.spectator_names.get(&slot).cloned().unwrap_or_default(),
+                        frame,
+                        watching: room.endpoint.spectator_count(),
+                    })
+                }
+                EndpointEvent::SpectatorLeft { slot, reason } => {
+                    if let Some(addr) = room.addrs.remove(&slot) {
+                        self.by_addr.remove(&addr);
+                        self.validated.remove(&addr);
+                    }
+                    let name = room.spectator_names.remove(&slot).unwrap_or_default();
+                    self.events.push_back(ServeEvent::SpectatorLeft {
+                        room: room_name,
+                        reason: format!("{name} {reason}"),
                     });
                 }
                 EndpointEvent::Left { slot, reason } => {

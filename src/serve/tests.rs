@@ -29,6 +29,7 @@ fn open(players: u8, room: &str, password: bool) -> OpenRoom {
     OpenRoom {
         room: room.into(),
         players,
+        start_with: players,
         keyframe_interval: 2,
         fps: 60.0,
         password,

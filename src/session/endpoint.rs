@@ -22,6 +22,7 @@ use crate::input::MAX_PLAYERS;
 use crate::lockstep::{self, Frame, LeaveReason, PeerId, Server, ServerEvent, ServerStats};
 use crate::wire::{header_overhead, Header, Kind, Transmit, HEADER_LEN};
 
+use super::host::is_spectator_slot;
 use super::{
     is_session_datagram, resync_request, HostConfig, HostEvent, HostSession, LeftReason, Player,
     ResyncRecv, ResyncSend, SessionError, SessionInfo, SessionStats, HELLO_INTERVAL, LOADING_LIMIT,
@@ -139,6 +140,21 @@ pub enum EndpointEvent {
     },
     /// The player has the state for `frame` and continues from it.
     Resynced { slot: u8, frame: u32 },
+    /// Hand the machine's state to [`Endpoint::handle_state`] at the next frame boundary,
+    /// for these joiners of the running game (late players, spectators).
+    StateWanted { slots: Vec<u8> },
+    /// A player who joined the running game (or came back) plays from `from_frame` on.
+    PlayerJoined {
+        slot: u8,
+        from_frame: Frame,
+        name: String,
+    },
+    /// A spectator has its state and watches from `frame` on.
+    Watching { slot: u8, frame: u32 },
+    /// A spectator left (`reason` says why).
+    SpectatorLeft { slot: u8, reason: String },
+    /// A joiner of the running game could not be given a state and was sent away.
+    NoState { slot: u8 },
 }
 
 /// A joiner the game waits for: it has the start state, but does not run yet.
@@ -262,7 +278,11 @@ impl Endpoint {
             // In the lobby a ready joiner's CTRLs only show that it is still there.
             self.session.handle_datagram(now, from, datagram).is_ok()
         } else if let (Some(slot), Some(server)) = (slot, &mut self.server) {
-            server.handle_datagram(now, PeerId(slot), datagram);
+            if is_spectator_slot(slot) {
+                server.handle_spectator_datagram(now, slot, datagram);
+            } else {
+                server.handle_datagram(now, PeerId(slot), datagram);
+            }
             true
         } else {
             false
@@ -313,7 +333,29 @@ impl Endpoint {
     /// by `Desync { send_state: true }`).
     pub fn handle_state(&mut self, now: Instant, frame: u32, state: Vec<u8>, slots: &[u8]) {
         for &slot in slots {
-            self.wanted[usize::from(slot)] = false;
+            if self.session.awaits_state(slot) {
+                if let Err(e) =
+                    self.session
+                        .provide_state(now, slot, frame, state.clone(), Vec::new())
+                {
+                    tracing::error!("cannot send a state to slot {slot}: {e}");
+                    self.session
+                        .kick(slot, "the state of the game could not be sent");
+                }
+                continue;
+            }
+            if is_spectator_slot(slot) {
+                // One that fell behind: its stream starts again at the fresh state.
+                let restarted = self
+                    .server
+                    .as_mut()
+                    .is_some_and(|s| s.restart_spectator(now, slot, Frame(frame)).is_ok());
+                if !restarted {
+                    continue;
+                }
+            } else {
+                self.wanted[usize::from(slot)] = false;
+            }
             self.next_resync_id += 1;
             match ResyncSend::new(now, self.next_resync_id, frame, state.clone()) {
                 Ok(tx) => {
@@ -329,6 +371,7 @@ impl Endpoint {
     pub fn handle_timeout(&mut self, now: Instant) {
         self.session.handle_timeout(now);
         let (wanted, resynced_from) = (&mut self.wanted, &mut self.resynced_from);
+        let mut starved = Vec::new();
         self.fetches.retain(|f| {
             let alive = now < f.since + FETCH_LIMIT;
             if !alive {
@@ -339,12 +382,26 @@ impl Endpoint {
                 );
                 // The next report of the desync asks again.
                 for &s in &f.for_slots {
-                    wanted[usize::from(s)] = false;
-                    resynced_from[usize::from(s)] = 0;
+                    if is_spectator_slot(s) || usize::from(s) >= MAX_PLAYERS {
+                        starved.push(s);
+                    } else {
+                        wanted[usize::from(s)] = false;
+                        resynced_from[usize::from(s)] = 0;
+                        starved.push(s);
+                    }
                 }
             }
             alive
         });
+        for slot in starved {
+            if self.session.awaits_state(slot) || is_spectator_slot(slot) {
+                self.session.kick(
+                    slot,
+                    "no player could send the state of the game; join again",
+                );
+                self.events.push_back(EndpointEvent::NoState { slot });
+            }
+        }
         self.fetches_done
             .retain(|(_, rx)| rx.poll_timeout().is_some());
         if let Some(server) = &mut self.server {
@@ -465,6 +522,11 @@ impl Endpoint {
                     self.out.push_back(Transmit { to, bytes: t.bytes });
                 }
             }
+            while let Some(t) = server.poll_spectator_transmit(now) {
+                if let Some(to) = self.session.addr_of(t.to) {
+                    self.out.push_back(Transmit { to, bytes: t.bytes });
+                }
+            }
         }
         while let Some(t) = self.session.poll_transmit(now) {
             self.out.push_back(t);
@@ -508,7 +570,9 @@ impl Endpoint {
                     slot: *slot,
                     frame: tx.frame(),
                 });
-                resynced_from[usize::from(*slot)] = tx.frame();
+                if let Some(r) = resynced_from.get_mut(usize::from(*slot)) {
+                    *r = tx.frame();
+                }
             }
             !tx.is_complete() && session.addr_of(*slot).is_some()
         });
@@ -534,13 +598,15 @@ impl Endpoint {
                 HostEvent::Joined { slot, name, addr } => self
                     .events
                     .push_back(EndpointEvent::Joined { slot, name, addr }),
+                HostEvent::Ready { slot } if self.server.is_some() => self.enter_running(now, slot),
                 HostEvent::Ready { slot } => {
                     self.events.push_back(EndpointEvent::Ready {
                         slot,
                         ready: self.ready_count(),
-                        want: self.cfg.host.max_players,
+                        want: self.session.start_with(),
                     });
                 }
+                HostEvent::WantsState { slot } => self.want_state(now, slot),
                 HostEvent::Loading { slot, since } => {
                     let heard = self
                         .server
@@ -553,6 +619,15 @@ impl Endpoint {
                 HostEvent::Refused { addr, reason } => self
                     .events
                     .push_back(EndpointEvent::Refused { addr, reason }),
+                HostEvent::Left { slot, reason } if is_spectator_slot(slot) => {
+                    if let Some(server) = &mut self.server {
+                        server.remove_spectator(slot);
+                    }
+                    self.events.push_back(EndpointEvent::SpectatorLeft {
+                        slot,
+                        reason: reason.to_string(),
+                    });
+                }
                 HostEvent::Left { slot, reason } => {
                     self.loading.retain(|l| l.slot != slot);
                     if let Some(server) = &mut self.server {
@@ -569,8 +644,25 @@ impl Endpoint {
         let Some(server) = &mut self.server else {
             return;
         };
+        let mut want = Vec::new();
         while let Some(ev) = server.poll_event() {
             match ev {
+                ServerEvent::PeerJoined { peer, from_frame } => {
+                    let name = self
+                        .session
+                        .players()
+                        .into_iter()
+                        .find(|p| p.slot == peer.0)
+                        .map(|p| p.name)
+                        .unwrap_or_default();
+                    self.events.push_back(EndpointEvent::PlayerJoined {
+                        slot: peer.0,
+                        from_frame,
+                        name,
+                    })
+                }
+                ServerEvent::SpectatorLeft { id } => self.session.kick(id, "timed out"),
+                ServerEvent::SpectatorBehind { id, .. } => want.push(id),
                 ServerEvent::PeerSilent { peer, silent_for } => {
                     self.events.push_back(EndpointEvent::PlayerSilent {
                         slot: peer.0,
@@ -653,6 +745,92 @@ impl Endpoint {
                 }
             }
         }
+        for id in want {
+            self.want_state(now, id);
+        }
+    }
+
+    /// A state of the running machine is needed for `slot` (a late joiner, a spectator, or
+    /// one that fell behind): from the local player's machine, or else fetched from a player
+    /// who runs.
+    fn want_state(&mut self, now: Instant, slot: u8) {
+        if self.local.is_some() {
+            self.events
+                .push_back(EndpointEvent::StateWanted { slots: vec![slot] });
+            return;
+        }
+        let Some(server) = &self.server else {
+            return;
+        };
+        let source = server
+            .peers()
+            .filter(|p| server.is_running(*p) && !server.is_pending(*p))
+            .map(|p| p.0)
+            .find(|p| *p != slot);
+        let Some(from) = source else {
+            tracing::warn!("no player runs that could send a state for slot {slot}");
+            return;
+        };
+        match self.fetches.iter_mut().find(|f| f.from == from) {
+            Some(f) => {
+                if !f.for_slots.contains(&slot) {
+                    f.for_slots.push(slot);
+                }
+            }
+            None => {
+                self.next_resync_id += 1;
+                self.fetches.push(Fetch {
+                    id: self.next_resync_id,
+                    from,
+                    for_slots: vec![slot],
+                    rx: ResyncRecv::default(),
+                    asked: None,
+                    since: now,
+                });
+            }
+        }
+    }
+
+    /// A joiner of the running game has its state: it enters the lockstep server, a player
+    /// as a late peer (its input counts once it caught up), a spectator as a watcher.
+    fn enter_running(&mut self, now: Instant, slot: u8) {
+        let (Some(server), Some(frame)) = (&mut self.server, self.session.start_frame(slot)) else {
+            return;
+        };
+        let Some(addr) = self.session.addr_of(slot) else {
+            return;
+        };
+        let header = header_overhead(addr);
+        let me = self.session.players().into_iter().find(|p| p.slot == slot);
+        let rtt = me.as_ref().and_then(|p| p.rtt);
+        let name = me.map(|p| p.name).unwrap_or_default();
+        let result = if is_spectator_slot(slot) {
+            server.add_spectator(now, slot, Frame(frame), header)
+        } else {
+            let peer = PeerId(slot);
+            server
+                .add_late_peer(now, peer, Frame(frame), &name)
+                .and_then(|()| {
+                    server.set_udp_ip_header(peer, header)?;
+                    match rtt {
+                        Some(rtt) => server.seed_rtt(now, peer, rtt),
+                        None => Ok(()),
+                    }
+                })
+        };
+        match result {
+            Ok(()) if is_spectator_slot(slot) => self
+                .events
+                .push_back(EndpointEvent::Watching { slot, frame }),
+            Ok(()) => {}
+            Err(e) => {
+                tracing::warn!("slot {slot} cannot enter the game: {e}");
+                self.session.kick(
+                    slot,
+                    "the state you were sent is too old by now; join again",
+                );
+            }
+        }
     }
 
     /// Says which players the game waits for while they load, `(slot, since)` from their
@@ -703,7 +881,7 @@ impl Endpoint {
     fn maybe_start(&mut self, now: Instant) {
         let players = self.session.players();
         let ready: Vec<u8> = players.iter().filter(|p| p.ready).map(|p| p.slot).collect();
-        if ready.len() < usize::from(self.cfg.host.max_players) || !self.session.all_ready() {
+        if ready.len() < usize::from(self.session.start_with()) || !self.session.all_ready() {
             return;
         }
         match self.start(now, &players, &ready) {
@@ -756,7 +934,21 @@ impl Endpoint {
         }
         self.session.close_lobby();
         self.server = Some(server);
+        // Spectators that have the start state watch from its frame.
+        for s in self.session.spectators().into_iter().filter(|s| s.ready) {
+            self.enter_running(now, s.slot);
+        }
         Ok(())
+    }
+
+    /// Spectators admitted (and not yet gone).
+    pub fn spectator_count(&self) -> usize {
+        self.session.spectators().len()
+    }
+
+    /// A spectator's round trip, the frames it holds all before, and its traffic.
+    pub fn spectator(&self, slot: u8) -> Option<(Option<Duration>, Frame, lockstep::Traffic)> {
+        self.server.as_ref()?.spectator(slot)
     }
 }
 

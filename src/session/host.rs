@@ -2,7 +2,7 @@
 
 use std::collections::VecDeque;
 use std::fmt;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -11,7 +11,7 @@ use rand::{rngs::StdRng, SeedableRng};
 use super::auth::Challenger;
 use super::msg::{
     foreign_version, Auth, Hello, Msg, RelayStep, RoomMsg, StateAck, Welcome, CHUNK_SIZE,
-    PAKE_MSG_LEN,
+    PAKE_MSG_LEN, SPECTATOR,
 };
 use super::payload::{Packed, StartPayload};
 use super::transfer::{Rtt, Sender};
@@ -30,6 +30,17 @@ const BYE_COPIES: usize = 3;
 pub const READY_TIMEOUT: Duration = Duration::from_secs(2);
 /// How often the lobby tells its ready joiners that it is there and how many are in.
 pub const LOBBY_INTERVAL: Duration = Duration::from_millis(500);
+/// Spectators are numbered from here in the session's slot space (players are 0..8).
+pub const FIRST_SPECTATOR_SLOT: u8 = 16;
+/// Default `HostConfig::max_spectators`.
+pub const DEFAULT_MAX_SPECTATORS: u8 = 16;
+/// Most spectators a session takes (slots 16..=254).
+pub const MAX_SPECTATORS: u8 = 239;
+
+/// True for a spectator's slot.
+pub fn is_spectator_slot(slot: u8) -> bool {
+    slot >= FIRST_SPECTATOR_SLOT
+}
 
 #[derive(Clone, Debug)]
 pub struct HostConfig {
@@ -46,6 +57,11 @@ pub struct HostConfig {
     pub relayed_password: bool,
     /// Players including the host's own (at most 8).
     pub max_players: u8,
+    /// The game starts once this many players are in (0: `max_players`); the other seats
+    /// can be taken while it runs.
+    pub start_with: u8,
+    /// Spectators admitted at once.
+    pub max_spectators: u8,
     /// The host plays in slot 0; `false` for a dedicated host (joiners take slots 0..).
     pub host_is_player: bool,
     pub fps: f64,
@@ -69,6 +85,8 @@ impl HostConfig {
             creator: None,
             relayed_password: false,
             max_players: MAX_PLAYERS as u8,
+            start_with: 0,
+            max_spectators: DEFAULT_MAX_SPECTATORS,
             host_is_player: true,
             fps,
             keyframe_interval: crate::lockstep::DEFAULT_KEYFRAME_INTERVAL as u8,
@@ -139,6 +157,11 @@ pub enum HostEvent {
         addr: SocketAddr,
         reason: String,
     },
+    /// A player taking a seat in the running game, or a spectator, was admitted: it needs
+    /// the machine's state at a frame boundary ([`HostSession::provide_state`]).
+    WantsState {
+        slot: u8,
+    },
 }
 
 /// A player as the host sees it.
@@ -156,6 +179,8 @@ pub struct Player {
 
 #[derive(Debug)]
 enum Phase {
+    /// Admitted to a running game: waits for a state to be sent (it hears `Lobby` meanwhile).
+    AwaitingState,
     /// Welcome sent, waiting for the first StateAck.
     Welcomed {
         sent_at: Instant,
@@ -181,6 +206,9 @@ struct Peer {
     last_heard: Instant,
     welcome: Vec<u8>,
     phase: Phase,
+    /// The frame its start state is at, and the packed payload it is sent.
+    frame: u32,
+    payload: Arc<[u8]>,
 }
 
 impl Peer {
@@ -188,6 +216,18 @@ impl Peer {
     fn is_ready(&self) -> bool {
         matches!(self.phase, Phase::Ready { .. })
     }
+
+    fn is_player(&self) -> bool {
+        !is_spectator_slot(self.slot)
+    }
+}
+
+/// A seat's last player, for giving it back when that player joins again.
+#[derive(Clone, Debug)]
+struct Departed {
+    slot: u8,
+    name: String,
+    ip: IpAddr,
 }
 
 #[derive(Debug)]
@@ -239,6 +279,8 @@ pub struct HostSession {
     last_refusal: Option<(SocketAddr, String)>,
     next_peer: usize,
     stats: SessionStats,
+    /// Who held each seat that came free while the game ran.
+    departed: Vec<Departed>,
 }
 
 impl HostSession {
@@ -271,7 +313,12 @@ impl HostSession {
             last_refusal: None,
             next_peer: 0,
             stats: SessionStats::default(),
+            departed: Vec::new(),
         };
+        if host.cfg.start_with == 0 || host.cfg.start_with > host.cfg.max_players {
+            host.cfg.start_with = host.cfg.max_players;
+        }
+        host.cfg.max_spectators = host.cfg.max_spectators.min(MAX_SPECTATORS);
         host.set_start_state(state, sram)?;
         Ok(host)
     }
@@ -313,10 +360,118 @@ impl HostSession {
         self.accepting = false;
     }
 
+    /// Players the game starts with.
+    pub fn start_with(&self) -> u8 {
+        self.cfg.start_with
+    }
+
+    /// True once the lobby closed (the game runs).
+    pub fn is_running(&self) -> bool {
+        !self.accepting
+    }
+
+    /// Spectators admitted (the ones still receiving their state included).
+    pub fn spectators(&self) -> Vec<Player> {
+        self.peers
+            .iter()
+            .filter(|p| !p.is_player())
+            .map(|p| Player {
+                slot: p.slot,
+                name: p.name.clone(),
+                addr: Some(p.addr),
+                ready: p.is_ready(),
+                rtt: None,
+            })
+            .collect()
+    }
+
+    /// The frame the start state of the joiner in `slot` is at.
+    pub fn start_frame(&self, slot: u8) -> Option<u32> {
+        self.peers.iter().find(|p| p.slot == slot).map(|p| p.frame)
+    }
+
+    /// True while the joiner in `slot` waits for [`provide_state`](Self::provide_state).
+    pub fn awaits_state(&self, slot: u8) -> bool {
+        self.peers
+            .iter()
+            .any(|p| p.slot == slot && matches!(p.phase, Phase::AwaitingState))
+    }
+
+    /// The state at the start of `frame` for a joiner admitted to the running game (asked
+    /// for by [`HostEvent::WantsState`]): it is welcomed with it.
+    pub fn provide_state(
+        &mut self,
+        now: Instant,
+        slot: u8,
+        frame: u32,
+        state: Vec<u8>,
+        sram: Vec<u8>,
+    ) -> Result<(), SessionError> {
+        let payload = StartPayload {
+            options: self.info.options.clone(),
+            state,
+            sram,
+        };
+        let packed = payload.pack()?;
+        let players = self.roster();
+        let (session, slots, k, fps) = (
+            self.cfg.session_id,
+            self.cfg.max_players,
+            self.cfg.keyframe_interval,
+            self.cfg.fps,
+        );
+        let Some(peer) = self
+            .peers
+            .iter_mut()
+            .find(|p| p.slot == slot && matches!(p.phase, Phase::AwaitingState))
+        else {
+            return Ok(());
+        };
+        let mut players = players;
+        if peer.is_player() {
+            players.retain(|(s, _)| *s != slot);
+            players.push((slot, peer.name.clone()));
+            players.sort();
+        }
+        peer.welcome = Msg::Welcome(Welcome {
+            slot: if peer.is_player() { slot } else { SPECTATOR },
+            fps,
+            frame,
+            raw_len: packed.raw_len,
+            packed_len: packed.bytes.len() as u32,
+            payload_hash: packed.hash,
+            chunk_size: CHUNK_SIZE as u16,
+            slots,
+            keyframe_interval: k,
+            players,
+        })
+        .encode(session);
+        peer.frame = frame;
+        peer.payload = packed.bytes.into();
+        peer.phase = Phase::Welcomed {
+            sent_at: now,
+            resent: false,
+        };
+        self.queue.push_back(Transmit {
+            to: peer.addr,
+            bytes: peer.welcome.clone(),
+        });
+        Ok(())
+    }
+
+    /// Players in the game by slot and name, the host's own included.
+    fn roster(&self) -> Vec<(u8, String)> {
+        self.players()
+            .into_iter()
+            .map(|p| (p.slot, p.name))
+            .collect()
+    }
+
     pub fn players(&self) -> Vec<Player> {
         let mut out: Vec<Player> = self
             .peers
             .iter()
+            .filter(|p| p.is_player())
             .map(|p| Player {
                 slot: p.slot,
                 name: p.name.clone(),
@@ -359,13 +514,18 @@ impl HostSession {
 
     /// Players that have the start state, the host's own included.
     fn ready_count(&self) -> u8 {
-        let joiners = self.peers.iter().filter(|p| p.is_ready()).count() as u8;
+        let joiners = self
+            .peers
+            .iter()
+            .filter(|p| p.is_player() && p.is_ready())
+            .count() as u8;
         joiners + u8::from(self.cfg.host_is_player)
     }
 
-    /// True when at least one joiner is in and every joiner is ready.
+    /// True when at least one joiner is in and every joining player is ready.
     pub fn all_ready(&self) -> bool {
-        !self.peers.is_empty() && self.peers.iter().all(Peer::is_ready)
+        let mut players = self.peers.iter().filter(|p| p.is_player()).peekable();
+        players.peek().is_some() && players.all(Peer::is_ready)
     }
 
     pub fn handle_datagram(
@@ -449,7 +609,10 @@ impl HostSession {
         if let Some(peer) = self.peers.iter_mut().find(|p| p.addr == from) {
             // A resent Hello: same slot, same Welcome, if it still needs one.
             peer.last_heard = now;
-            if matches!(peer.phase, Phase::Welcomed { .. }) {
+            if matches!(peer.phase, Phase::AwaitingState) {
+                let lobby = Msg::Lobby { ready: 0, want: 0 };
+                self.send(from, &lobby, self.cfg.session_id);
+            } else if matches!(peer.phase, Phase::Welcomed { .. }) {
                 peer.phase = Phase::Welcomed {
                     sent_at: now,
                     resent: true,
@@ -461,11 +624,26 @@ impl HostSession {
             }
             return;
         }
-        if !self.accepting {
-            return self.refuse(from, "the game has already started".into());
-        }
-        let Some(slot) = self.free_slot(from) else {
-            let reason = format!("session is full ({} players)", self.cfg.max_players);
+        let slot = if hello.watch {
+            self.free_spectator_slot()
+        } else {
+            self.seat_for(from, &hello.player_name)
+        };
+        let Some(slot) = slot else {
+            let reason = if hello.watch {
+                format!(
+                    "no room for another spectator: {} are watching, the most this session takes \
+                     (--max-spectators {})",
+                    self.spectators().len(),
+                    self.cfg.max_spectators
+                )
+            } else {
+                format!(
+                    "session is full: all {} seats are taken (you can watch it with \
+                     `framelock spectate`)",
+                    self.cfg.max_players
+                )
+            };
             return self.refuse(from, reason);
         };
         if !hello.room.is_empty() && self.cfg.creator.is_none() {
@@ -605,9 +783,14 @@ impl HostSession {
                 if !ok {
                     return self.refuse(addr, "wrong password".into());
                 }
-                match self.free_slot(addr) {
-                    Some(slot) if self.accepting => self.admit(now, addr, slot, hello),
-                    _ => self.refuse(addr, "the room filled up meanwhile".into()),
+                let slot = if hello.watch {
+                    self.free_spectator_slot()
+                } else {
+                    self.seat_for(addr, &hello.player_name)
+                };
+                match slot {
+                    Some(slot) => self.admit(now, addr, slot, hello),
+                    None => self.refuse(addr, "the room filled up meanwhile".into()),
                 }
             }
             RelayStep::Asks | RelayStep::Answer { .. } => {}
@@ -627,20 +810,51 @@ impl HostSession {
             return self.refuse(from, reason);
         }
         let name = hello.player_name.trim().to_string();
-        let name = if name.is_empty() {
+        let name = if name.is_empty() && !is_spectator_slot(slot) {
             format!("player {}", slot + 1)
+        } else if name.is_empty() {
+            format!("spectator {}", slot - FIRST_SPECTATOR_SLOT + 1)
         } else {
             name
         };
-        let mut players: Vec<(u8, String)> = self
-            .players()
-            .into_iter()
-            .map(|p| (p.slot, p.name))
-            .collect();
-        players.push((slot, name.clone()));
-        players.sort();
+        // A player back from another address while its old one still holds the seat (it
+        // crashed moments ago): the new one takes over.
+        if let Some(old) = self.peers.iter().find(|p| p.slot == slot).map(|p| p.slot) {
+            self.kick(old, "replaced by a new connection of the same player");
+        }
+        if !self.accepting {
+            // The game runs: the joiner is welcomed once a state of the running machine
+            // is there.
+            tracing::debug!(%from, slot, %name, "session: admitted, waiting for a state");
+            self.peers.push(Peer {
+                addr: from,
+                slot,
+                name: name.clone(),
+                last_heard: now,
+                welcome: Vec::new(),
+                phase: Phase::AwaitingState,
+                frame: 0,
+                payload: Arc::from(Vec::new()),
+            });
+            self.events.push_back(HostEvent::Joined {
+                slot,
+                name,
+                addr: from,
+            });
+            self.events.push_back(HostEvent::WantsState { slot });
+            return;
+        }
+        let mut players = self.roster();
+        if !is_spectator_slot(slot) {
+            players.push((slot, name.clone()));
+            players.sort();
+        }
         let welcome = Msg::Welcome(Welcome {
-            slot,
+            slot: if is_spectator_slot(slot) {
+                SPECTATOR
+            } else {
+                slot
+            },
             fps: self.cfg.fps,
             frame: self.cfg.frame,
             raw_len: self.raw_len,
@@ -667,6 +881,8 @@ impl HostSession {
                 sent_at: now,
                 resent: false,
             },
+            frame: self.cfg.frame,
+            payload: self.packed.clone(),
         });
         self.events.push_back(HostEvent::Joined {
             slot,
@@ -675,14 +891,58 @@ impl HostSession {
         });
     }
 
-    /// The first free slot for a joiner from `from`: slot 0 is the host's own player's, or
-    /// kept for a room's creator.
-    fn free_slot(&self, from: SocketAddr) -> Option<u8> {
+    /// The seat for a player joining from `from` as `name`: the seat it held before, if it
+    /// is back (by name; with no name of its own, by address); else a seat nobody left,
+    /// else any free one. Slot 0 is the host's own player's, or kept for a room's creator.
+    /// While the game runs, a seat still held by the same name from the same machine is
+    /// that player's too (it crashed and runs `join` again before it timed out).
+    fn seat_for(&self, from: SocketAddr, name: &str) -> Option<u8> {
         let first = match self.cfg.creator {
             Some(creator) => u8::from(creator != from),
             None => u8::from(self.cfg.host_is_player),
         };
-        (first..self.cfg.max_players).find(|s| self.peers.iter().all(|p| p.slot != *s))
+        let name = name.trim();
+        let free: Vec<u8> = (first..self.cfg.max_players)
+            .filter(|s| self.peers.iter().all(|p| p.slot != *s))
+            .collect();
+        let departed = |s: u8| self.departed.iter().rev().find(|d| d.slot == s);
+        let own_name = |s: u8| !name.is_empty() && name != format!("player {}", s + 1);
+        let by_name = free
+            .iter()
+            .copied()
+            .find(|&s| own_name(s) && departed(s).is_some_and(|d| d.name == name));
+        let still_held = || {
+            self.peers
+                .iter()
+                .filter(|p| p.is_player() && !self.accepting && p.slot >= first)
+                .find(|p| own_name(p.slot) && p.name == name && p.addr.ip() == from.ip())
+                .filter(|p| p.addr != from)
+                .map(|p| p.slot)
+        };
+        let by_addr = || {
+            free.iter().copied().find(|&s| {
+                !own_name(s)
+                    && departed(s).is_some_and(|d| {
+                        d.ip == from.ip()
+                            && (d.name.is_empty() || d.name == format!("player {}", s + 1))
+                    })
+            })
+        };
+        let unheld = || free.iter().copied().find(|&s| departed(s).is_none());
+        by_name
+            .or_else(still_held)
+            .or_else(by_addr)
+            .or_else(unheld)
+            .or_else(|| free.first().copied())
+    }
+
+    /// A spectator's slot, if the session takes one more.
+    fn free_spectator_slot(&self) -> Option<u8> {
+        let taken = self.peers.iter().filter(|p| !p.is_player()).count();
+        if taken >= usize::from(self.cfg.max_spectators) {
+            return None;
+        }
+        (FIRST_SPECTATOR_SLOT..=u8::MAX - 1).find(|s| self.peers.iter().all(|p| p.slot != *s))
     }
 
     fn handle_ack(
@@ -704,7 +964,7 @@ impl HostSession {
             }
             let chunk = CHUNK_SIZE;
             peer.phase =
-                Phase::Sending(Box::new(Sender::new(now, self.packed.clone(), chunk, rtt)));
+                Phase::Sending(Box::new(Sender::new(now, peer.payload.clone(), chunk, rtt)));
         }
         if let Phase::Sending(sender) = &mut peer.phase {
             sender.handle_ack(now, ack);
@@ -772,6 +1032,14 @@ impl HostSession {
     fn drop_peer(&mut self, slot: u8, reason: LeftReason) {
         if let Some(i) = self.peers.iter().position(|p| p.slot == slot) {
             let peer = self.peers.remove(i);
+            if peer.is_player() && !self.accepting {
+                self.departed.retain(|d| d.slot != slot);
+                self.departed.push(Departed {
+                    slot,
+                    name: peer.name.clone(),
+                    ip: peer.addr.ip(),
+                });
+            }
             tracing::debug!(slot, name = %peer.name, %reason, "session: player left");
             self.events.push_back(HostEvent::Left { slot, reason });
         }
@@ -920,6 +1188,7 @@ impl HostSession {
         let timeout = self.cfg.handshake_timeout;
         let pending = self.pending.iter().map(|p| p.since + timeout);
         let peers = self.peers.iter().flat_map(|p| match &p.phase {
+            Phase::AwaitingState => [Some(p.last_heard + timeout), None],
             Phase::Welcomed { sent_at, .. } => [
                 Some(*sent_at + HELLO_INTERVAL),
                 Some(p.last_heard + timeout),

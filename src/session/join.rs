@@ -41,6 +41,8 @@ pub struct JoinConfig {
     pub entropy: [u8; 32],
     /// Silence after which the join fails.
     pub timeout: Duration,
+    /// Watch the game (a spectator) instead of playing.
+    pub watch: bool,
 }
 
 impl JoinConfig {
@@ -53,6 +55,7 @@ impl JoinConfig {
             creator: false,
             entropy: [0; 32],
             timeout: HANDSHAKE_TIMEOUT,
+            watch: false,
         }
     }
 }
@@ -238,6 +241,7 @@ impl JoinSession {
             content_hash: i.content_hash,
             player_name: i.player_name.clone(),
             room: self.cfg.room.clone(),
+            watch: self.cfg.watch,
             auth: self.auth.clone(),
         })
         .encode(0)
@@ -321,6 +325,8 @@ impl JoinSession {
                     rooms,
                 })
             }
+            // A running game gets a state ready for us first: the host is there.
+            (Msg::Lobby { .. }, Phase::Hello) => {}
             (Msg::Room(RoomMsg::Relay { ticket, step }), _) if self.cfg.creator && welcomed => {
                 self.handle_relay(ticket, step)
             }

@@ -50,7 +50,10 @@ pub use crate::wire::Transmit;
 use crate::wire::{Kind, WireError, HEADER_LEN, MAGIC};
 
 pub use endpoint::{Endpoint, EndpointConfig, EndpointEvent, EndpointStats, OutReason};
-pub use host::{HostConfig, HostEvent, HostSession, LeftReason, Player};
+pub use host::{
+    is_spectator_slot, HostConfig, HostEvent, HostSession, LeftReason, Player,
+    DEFAULT_MAX_SPECTATORS, FIRST_SPECTATOR_SLOT, MAX_SPECTATORS,
+};
 pub use join::{JoinConfig, JoinEvent, JoinSession, StartState};
 pub use payload::{StartPayload, MAX_PAYLOAD};
 pub use resync::{resync_part, resync_request, ResyncPart, ResyncRecv, ResyncSend};

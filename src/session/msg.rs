@@ -87,8 +87,13 @@ pub struct Hello {
     pub player_name: String,
     /// The room asked for on a dedicated server; empty for a direct host.
     pub room: String,
+    /// Asks to watch (a spectator) rather than to play.
+    pub watch: bool,
     pub auth: Auth,
 }
+
+/// `Welcome::slot` of a spectator.
+pub const SPECTATOR: u8 = 0xff;
 
 /// A room as a dedicated server lists it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -109,6 +114,8 @@ pub struct OpenRoom {
     /// Empty: the server makes one up.
     pub room: String,
     pub players: u8,
+    /// Players the game starts with (the others may join it later).
+    pub start_with: u8,
     pub keyframe_interval: u8,
     pub fps: f64,
     pub password: bool,
@@ -251,6 +258,7 @@ impl Msg<'_> {
                 }
                 put_str8(&mut out, &h.player_name, MAX_PLAYER_NAME);
                 put_str8(&mut out, &h.room, MAX_ROOM_NAME);
+                out.push(u8::from(h.watch));
                 match &h.auth {
                     Auth::None => out.push(0),
                     Auth::Pake {
@@ -330,6 +338,11 @@ impl Msg<'_> {
                 };
                 let player_name = r.str8().map_err(bad)?;
                 let room = r.str8().map_err(bad)?;
+                let watch = match r.u8().map_err(bad)? {
+                    0 => false,
+                    1 => true,
+                    _ => return Err(WireError::Malformed(kind)),
+                };
                 let auth = match r.u8().map_err(bad)? {
                     0 => Auth::None,
                     1 => Auth::Pake {
@@ -350,6 +363,7 @@ impl Msg<'_> {
                     content_hash,
                     player_name,
                     room,
+                    watch,
                     auth,
                 })
             }
@@ -366,7 +380,7 @@ impl Msg<'_> {
                 let keyframe_interval = r.u8().map_err(bad)?;
                 let n = r.u8().map_err(bad)? as usize;
                 if n > MAX_PLAYERS
-                    || slot >= slots
+                    || (slot >= slots && slot != SPECTATOR)
                     || slots as usize > MAX_PLAYERS
                     || keyframe_interval == 0
                     || chunk_size == 0
@@ -477,6 +491,7 @@ fn encode_room(out: &mut Vec<u8>, msg: &RoomMsg) {
             out.extend_from_slice(&o.raw_len.to_le_bytes());
             out.extend_from_slice(&o.packed_len.to_le_bytes());
             out.extend_from_slice(&o.payload_hash.to_le_bytes());
+            out.push(o.start_with);
             pad(out);
         }
         RoomMsg::Opened { room } => {
@@ -560,8 +575,10 @@ fn decode_room(r: &mut Reader) -> Result<RoomMsg, ()> {
             let raw_len = r.u32()?;
             let packed_len = r.u32()?;
             let payload_hash = r.u64()?;
+            let start_with = r.u8()?;
             r.padding()?;
             let sane = (1..=MAX_PLAYERS as u8).contains(&players)
+                && (1..=players).contains(&start_with)
                 && (1..=60).contains(&keyframe_interval)
                 && fps.is_finite()
                 && (1.0..=1000.0).contains(&fps)
@@ -573,6 +590,7 @@ fn decode_room(r: &mut Reader) -> Result<RoomMsg, ()> {
             RoomMsg::Open(OpenRoom {
                 room,
                 players,
+                start_with,
                 keyframe_interval,
                 fps,
                 password: flags == 1,
@@ -772,6 +790,7 @@ mod tests {
             content_hash: Some(0x1a2b_3c4d_5e6f_7081),
             player_name: "ana".into(),
             room: "quiet-fox".into(),
+            watch: false,
             auth: Auth::Pake {
                 challenge: [7; PAKE_MSG_LEN],
                 msg: [8; PAKE_MSG_LEN],
@@ -814,6 +833,7 @@ mod tests {
             Msg::Room(RoomMsg::Open(OpenRoom {
                 room: String::new(),
                 players: 4,
+                start_with: 4,
                 keyframe_interval: 2,
                 fps: 59.92,
                 password: true,
@@ -933,6 +953,7 @@ mod tests {
             content_hash: Some(1),
             player_name: long.clone(),
             room: long.clone(),
+            watch: false,
             auth: Auth::Pake {
                 challenge: [0; PAKE_MSG_LEN],
                 msg: [0; PAKE_MSG_LEN],

@@ -77,6 +77,18 @@ impl Sim {
         addr(i)
     }
 
+    fn watch(&mut self, i: u16, info: SessionInfo) -> SocketAddr {
+        let mut cfg = JoinConfig::new(addr(0), info);
+        cfg.watch = true;
+        self.joiners
+            .push((addr(i), JoinSession::new(self.now, cfg)));
+        addr(i)
+    }
+
+    fn now(&self) -> Instant {
+        self.now
+    }
+
     fn send(&mut self, from: SocketAddr, t: Transmit) {
         self.wire.push((from, t.to, t.bytes.clone()));
         self.seed += 1;
@@ -317,7 +329,11 @@ fn lobby_fills_up_and_then_refuses() {
         assert!(sim.run_until(Duration::from_secs(30), |s| s.settled(late)));
         assert_eq!(
             sim.failure(late),
-            Some(&SessionError::Refused("session is full (8 players)".into()))
+            Some(&SessionError::Refused(
+                "session is full: all 8 seats are taken (you can watch it with `framelock \
+                 spectate`)"
+                    .into()
+            ))
         );
     }
 }
@@ -352,6 +368,7 @@ fn other_protocol_versions_get_a_readable_refusal() {
         content_hash: None,
         player_name: "old".into(),
         room: String::new(),
+        watch: false,
         auth: msg::Auth::None,
     })
     .encode(0);
@@ -509,17 +526,38 @@ fn bye_works_both_ways() {
 }
 
 #[test]
-fn closed_lobby_refuses_late_joiners() {
+fn a_running_game_welcomes_a_late_joiner_with_a_state_of_the_running_machine() {
     let mut sim = Sim::new(cfg(), vec![5; 5000], "");
     sim.host.close_lobby();
     let a = sim.join(1, info("ana"), None);
-    assert!(sim.run_until(Duration::from_secs(5), |s| s.settled(a)));
-    assert_eq!(
-        sim.failure(a),
-        Some(&SessionError::Refused(
-            "the game has already started".into()
-        ))
-    );
+    // Admitted, but not welcomed before there is a state to send.
+    assert!(sim.run_until(Duration::from_secs(2), |s| s
+        .host_events
+        .contains(&HostEvent::WantsState { slot: 1 })));
+    assert!(sim.ready(a).is_none() && sim.failure(a).is_none());
+    // Its Hellos keep being answered meanwhile, so it waits past its handshake timeout.
+    sim.run_until(Duration::from_secs(8), |_| false);
+    assert!(sim.failure(a).is_none(), "{:?}", sim.failure(a));
+    let now = sim.now();
+    sim.host
+        .provide_state(now, 1, 1234, vec![7; 3000], Vec::new())
+        .unwrap();
+    assert!(sim.run_until(Duration::from_secs(15), |s| s.settled(a)));
+    let start = sim.ready(a).expect("welcomed");
+    assert_eq!((start.slot, start.frame), (1, 1234));
+    assert_eq!(start.payload.state, vec![7; 3000]);
+    // A spectator takes no seat, and waits for a state of its own.
+    let w = sim.watch(2, info("eve"));
+    assert!(sim.run_until(Duration::from_secs(20), |s| s
+        .host_events
+        .contains(&HostEvent::WantsState { slot: 16 })));
+    let now = sim.now();
+    sim.host
+        .provide_state(now, 16, 1300, vec![8; 100], Vec::new())
+        .unwrap();
+    assert!(sim.run_until(Duration::from_secs(30), |s| s.settled(w)));
+    let start = sim.ready(w).expect("welcomed");
+    assert_eq!((start.slot, start.frame), (msg::SPECTATOR, 1300));
 }
 
 #[test]

@@ -135,6 +135,7 @@ impl Generator {
             let open = OpenRoom {
                 room: format!("load-{r}"),
                 players: 2,
+                start_with: 2,
                 keyframe_interval: 2,
                 fps: 60.0,
                 password: false,

@@ -316,11 +316,13 @@ fn session_messages() -> Vec<Vec<u8>> {
         content_hash: Some(0x1234),
         player_name: "ana".into(),
         room: room.into(),
+        watch: room == "den",
         auth,
     };
     let open = OpenRoom {
         room: "den".into(),
         players: 2,
+        start_with: 2,
         keyframe_interval: 2,
         fps: 60.0,
         password: false,
