@@ -37,6 +37,13 @@ pub const SPECTATOR_LAG_SECS: f64 = 2.0;
 /// `ACTIVATE_ANYWAY` of CTRLs.
 const ACTIVATE_SLACK_K: u32 = 2;
 const ACTIVATE_ANYWAY: Duration = Duration::from_secs(3);
+/// After a player left, the input round trips the others report are ignored this long (the
+/// window they are measured over, 4 s, and a margin): the frames that waited for the
+/// departed player until its timeout made their samples' round trips that long, which is
+/// no delay of their links. The lead follows the link round trips meanwhile. Trusted, those
+/// reports held everyone's lead at a second for the next 4 s, and a player who rejoined
+/// played with that delay.
+const FORGET_STALL: Duration = Duration::from_secs(5);
 /// Datagrams one UPDATE round may be split into when a peer lacks more frames than fit one
 /// (8 players whose input changes every frame fill one with about 60 frames).
 const MAX_SEGMENTS: usize = 4;
@@ -418,6 +425,8 @@ pub struct Server {
     next_spectator: u8,
     /// Published frames kept at least (see `RETAIN_SECS`).
     retain: usize,
+    /// Input round-trip reports are ignored until then (see `FORGET_STALL`).
+    ignore_input_rtt_until: Option<Instant>,
 }
 
 impl Server {
@@ -440,6 +449,7 @@ impl Server {
             spectators: BTreeMap::new(),
             next_spectator: 0,
             retain: (RETAIN_SECS * cfg.fps).ceil() as usize,
+            ignore_input_rtt_until: None,
             cfg,
         })
     }
@@ -858,7 +868,8 @@ impl Server {
         if let Some(ack) = ctrl.head.ack.filter(|_| newest) {
             peer.handle_ack(ack);
         }
-        if let Some(ms) = ctrl.input_rtt_ms.filter(|_| newest) {
+        let trusted = self.ignore_input_rtt_until.is_none_or(|t| now >= t);
+        if let Some(ms) = ctrl.input_rtt_ms.filter(|_| newest && trusted) {
             peer.input_rtt = Some(Duration::from_millis(u64::from(ms)));
         }
         // Only the newest datagram's samples: a late one (overtaken on the way) was coded
@@ -1088,11 +1099,19 @@ impl Server {
     }
 
     fn drop_peer(&mut self, peer: PeerId, now: Instant, reason: LeaveReason) {
-        if self.peers[peer.index()].take().is_none() {
+        let Some(gone) = self.peers[peer.index()].take() else {
             return;
-        }
+        };
+        // The others waited for it if it had gone silent (see `FORGET_STALL`).
+        let waited_for = reason == LeaveReason::TimedOut || (gone.warned && !gone.pending);
         let from = self.frontier();
         self.notify_all(Notice::Left { peer, from });
+        if waited_for {
+            self.ignore_input_rtt_until = Some(now + FORGET_STALL);
+            for p in self.peers.iter_mut().flatten() {
+                p.input_rtt = None;
+            }
+        }
         self.events.push_back(ServerEvent::PeerLeft {
             peer,
             from_frame: from,
@@ -1123,21 +1142,28 @@ impl Server {
         }
     }
 
-    /// Each peer's phase advance in frames (> 0: ahead of the mean); 0 when unknown.
+    /// Each peer's phase advance in frames (> 0: ahead of the mean of the players in the
+    /// game; a late joiner still catching up is measured against them, not counted in
+    /// their mean); 0 when unknown.
     fn advances(&self) -> [f64; MAX_PLAYERS] {
         let mut out = [0.0; MAX_PLAYERS];
-        let origins: Vec<(usize, f64)> = self
+        let origins: Vec<(usize, f64, bool)> = self
             .peers
             .iter()
             .flatten()
-            .filter_map(|p| p.phase.origin().map(|o| (p.id.index(), o)))
+            .filter_map(|p| p.phase.origin().map(|o| (p.id.index(), o, p.pending)))
             .collect();
-        if origins.len() < 2 {
+        let playing: Vec<f64> = origins
+            .iter()
+            .filter(|(_, _, pending)| !pending)
+            .map(|(_, o, _)| *o)
+            .collect();
+        if origins.len() < 2 || playing.is_empty() {
             return out;
         }
-        let mean = origins.iter().map(|(_, o)| o).sum::<f64>() / origins.len() as f64;
+        let mean = playing.iter().sum::<f64>() / playing.len() as f64;
         let frame = self.cfg.frame_duration().as_secs_f64();
-        for (i, o) in origins {
+        for (i, o, _) in origins {
             out[i] = (mean - o) / frame;
         }
         out

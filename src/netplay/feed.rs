@@ -888,6 +888,7 @@ impl NetState {
             }),
         );
         m.insert("first_frame".into(), json!(self.first));
+        m.insert("spectator".into(), json!(self.client.is_spectator()));
         if let Role::Host { endpoint } = &self.role {
             m.insert("spectators".into(), json!(endpoint.spectator_count()));
         }

@@ -214,11 +214,18 @@ pub fn join_lobby(link: &mut Link, session: &mut JoinSession) -> Result<StartSta
                 JoinEvent::Welcomed {
                     slot, packed_len, ..
                 } => {
-                    tracing::info!(
-                        "netplay: admitted as player {}; receiving {:.1} KiB of start state",
-                        slot + 1,
-                        packed_len as f64 / 1024.0
-                    );
+                    let kib = packed_len as f64 / 1024.0;
+                    if slot == crate::session::msg::SPECTATOR {
+                        tracing::info!(
+                            "netplay: admitted as a spectator; receiving {kib:.1} KiB of state"
+                        );
+                    } else {
+                        tracing::info!(
+                            "netplay: admitted as player {}; receiving {kib:.1} KiB of start \
+                             state",
+                            slot + 1
+                        );
+                    }
                     bar = DownloadBar::new(packed_len as u64, "start state");
                 }
                 JoinEvent::Ready(state) => return Ok(*state),

@@ -455,6 +455,10 @@ fn run(
     // Netplay never drops a backlog: every frame must run, so catch up (capped) instead.
     runner_cfg.max_lag = Duration::MAX;
     let first = feed.first_frame();
+    // --frames N ends the session at its frame N, wherever this peer's machine started.
+    if let Some(n) = runner_cfg.max_frames.as_mut() {
+        *n = n.saturating_sub(u64::from(first)).max(1);
+    }
     let recording = begin_netplay(
         recording,
         play,

@@ -473,11 +473,19 @@ impl Endpoint {
         let Some(server) = &self.server else {
             return 0;
         };
+        let spectators = self
+            .session
+            .spectators()
+            .iter()
+            .filter_map(|s| server.spectator(s.slot))
+            .filter(|(_, acked, _)| *acked < server.frontier())
+            .count();
         server
             .peers()
             .filter(|p| Some(*p) != self.local)
             .filter(|p| server.delivered(*p) < Some(server.frontier()))
             .count()
+            + spectators
     }
 
     /// The largest smoothed round trip to a remote player, once the game runs.
