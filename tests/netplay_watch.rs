@@ -399,6 +399,16 @@ fn a_spectator_and_a_late_joiner_in_a_room_on_a_server() {
     let log = d.join("eve.flr");
     let mut eve = room("spectate", "eve", &["--record", log.to_str().unwrap()]);
     let mut ana = room("join", "ana", &["--bot", "3", "--name", "ana"]);
+    // The server's room list counts who watches.
+    assert!(eve
+        .wait_for_log("watching session", Duration::from_secs(20))
+        .is_some());
+    let out = netplay_common::framelock(d)
+        .args(["rooms", &addr, "--json"])
+        .output()
+        .expect("run framelock rooms");
+    let listed: Value = serde_json::from_slice(&out.stdout).expect("rooms --json is JSON");
+    assert_eq!(listed[0]["spectators"], 1, "{listed:#}");
     for p in [&mut eve, &mut ana, &mut bob, &mut host] {
         p.wait_ok(Duration::from_secs(50));
     }

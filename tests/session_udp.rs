@@ -400,7 +400,10 @@ fn eight_joiners_fill_a_dedicated_host_and_the_ninth_is_refused() {
     let (ninth, _) = join(addr, ready, info("p9"), None, None, wire);
     assert_eq!(
         ninth.unwrap_err(),
-        SessionError::Refused("session is full (8 players)".into())
+        SessionError::Refused(
+            "session is full: all 8 seats are taken (you can watch it with `framelock spectate`)"
+                .into()
+        )
     );
     host.stop();
 }

@@ -50,6 +50,18 @@
 //!   from the same frame.
 //! - Desync detection: clients report checksums; the server compares them with the host
 //!   player's (slot 0), raises [`ServerEvent::Desync`] and tells every client.
+//! - Late streams: the server keeps 4 s of published frames, so a client can start from a
+//!   machine state at a recent frame ([`Client::new_at`], [`Server::add_late_peer`]). A
+//!   late player is sent every frame from there with neutral input on its seat, and no
+//!   frame waits for it, until its newest sample is within the lead and two keyframe
+//!   intervals of the frontier (it caught up, running what it holds up to 4 frames per
+//!   displayed frame); then its samples go on frames from the frontier on, which every
+//!   client is told with the player's name ([`ClientEvent::PlayerJoined`]).
+//! - Spectators ([`Server::add_spectator`], [`Client::spectator`]) get the same UPDATEs on
+//!   a stream of their own, at most one per keyframe interval, under their own send budget,
+//!   and send CTRLs with acks only. Nothing of the players' waits for them; a silent one is
+//!   dropped, and one more than 2 s behind gets no frames until its driver gives it a
+//!   fresh state ([`Server::restart_spectator`], [`Client::skip_to`]).
 //!
 //! # Default keyframe interval
 //! Measured on the simulated network (2 players, 100 ms RTT, clean link, no send budget;

@@ -44,7 +44,8 @@
 //!   run:    rel from, varint count (next keyframe = from + count), bits: frame-major
 //!           delta-coded pads of the carried players (the first frame against frame
 //!           `from - 1` with 0x80, else in full)
-//!   notices: n x (u8 kind<<4 | peer, u32 frame); kind 1 = left, 2 = desync
+//!   notices: n x (u8 kind<<4 | peer, u32 frame); kind 1 = left, 2 = desync, 3 = joined
+//!            (then u8 len + that many bytes of the player's name, at most 16)
 //! ```
 //! Fields that rarely change ride only in some datagrams: the budget of 2.5 KB/s per direction
 //! (28 bytes of UDP/IP header included) buys more datagrams, and so faster recovery from

@@ -352,8 +352,8 @@ pub fn rooms_table(rooms: &[RoomInfo]) -> String {
         return "no open rooms\n".into();
     }
     let mut out = format!(
-        "{:<20} {:<24} {:<18} {:>7} {:<8} {:<8} {:>6}\n",
-        "ROOM", "GAME", "CORE", "PLAYERS", "PASSWORD", "STATE", "AGE"
+        "{:<20} {:<24} {:<18} {:>7} {:>8} {:<8} {:<8} {:>6}\n",
+        "ROOM", "GAME", "CORE", "PLAYERS", "WATCHING", "PASSWORD", "STATE", "AGE"
     );
     for r in rooms {
         let game = if r.content.is_empty() {
@@ -362,11 +362,12 @@ pub fn rooms_table(rooms: &[RoomInfo]) -> String {
             &r.content
         };
         out.push_str(&format!(
-            "{:<20} {:<24} {:<18} {:>7} {:<8} {:<8} {:>6}\n",
+            "{:<20} {:<24} {:<18} {:>7} {:>8} {:<8} {:<8} {:>6}\n",
             r.name,
             game,
             r.core,
             format!("{}/{}", r.players, r.seats),
+            r.spectators,
             if r.password { "yes" } else { "no" },
             if r.playing { "playing" } else { "lobby" },
             age(r.age_secs)
@@ -387,6 +388,7 @@ pub fn rooms_json(rooms: &[RoomInfo]) -> serde_json::Value {
             "password": r.password,
             "playing": r.playing,
             "age_s": r.age_secs,
+            "spectators": r.spectators,
         }))
         .collect::<Vec<_>>())
 }

@@ -839,6 +839,7 @@ fn info(r: &Room, now: Instant) -> RoomInfo {
         password: r.open.password,
         playing: r.started,
         age_secs: now.saturating_duration_since(r.opened).as_secs() as u32,
+        spectators: r.endpoint.spectator_count().min(255) as u8,
     }
 }
 

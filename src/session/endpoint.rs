@@ -36,6 +36,10 @@ const LOADING_NOTICE: Duration = Duration::from_secs(5);
 /// How long a server waits for a player's state it asked for before it gives up (a later
 /// desync report asks again, maybe another player).
 const FETCH_LIMIT: Duration = Duration::from_secs(10);
+/// A spectator that falls too far behind again within this long of a fresh state cannot
+/// follow the game on its link (its acknowledgements take over 2 s): it is sent away rather
+/// than sent a state over and over.
+const BEHIND_AGAIN: Duration = Duration::from_secs(30);
 
 /// With no machine of its own: a state asked of a player in the majority, for the players
 /// in `for_slots`.
@@ -201,6 +205,8 @@ pub struct Endpoint {
     resynced_from: [u32; MAX_PLAYERS],
     next_resync_id: u32,
     loading: Vec<Loading>,
+    /// When each spectator last fell too far behind.
+    fell_behind: Vec<(u8, Instant)>,
     lobby_opened: Instant,
     lobby_expired: bool,
     out: VecDeque<Transmit>,
@@ -233,6 +239,7 @@ impl Endpoint {
             resynced_from: [0; MAX_PLAYERS],
             next_resync_id: 0,
             loading: Vec::new(),
+            fell_behind: Vec::new(),
             lobby_opened: now,
             lobby_expired: false,
             out: VecDeque::new(),
@@ -754,6 +761,20 @@ impl Endpoint {
             }
         }
         for id in want {
+            let again = self
+                .fell_behind
+                .iter()
+                .any(|(s, t)| *s == id && now < *t + BEHIND_AGAIN);
+            self.fell_behind.retain(|(s, _)| *s != id);
+            if again {
+                self.session.kick(
+                    id,
+                    "your link cannot follow the game: it fell more than 2 s behind twice \
+                     within 30 s",
+                );
+                continue;
+            }
+            self.fell_behind.push((id, now));
             self.want_state(now, id);
         }
     }

@@ -632,7 +632,7 @@ impl HostSession {
         let Some(slot) = slot else {
             let reason = if hello.watch {
                 format!(
-                    "no room for another spectator: {} are watching, the most this session takes \
+                    "no room for another spectator: {} watching, the most this session takes \
                      (--max-spectators {})",
                     self.spectators().len(),
                     self.cfg.max_spectators

@@ -23,6 +23,16 @@
 //! challenge and the answer (`msg::RelayStep`) and admits the joiner on the creator's
 //! verdict.
 //!
+//! Spectators (Hello with `watch`) take slots from 16 on, not a seat; the Welcome names
+//! them with slot 0xff. A Hello for a running game (a free seat, a spectator) is admitted
+//! first and welcomed once the [`Endpoint`] has a state of the running machine
+//! (`HostSession::provide_state`: the local player's, or a running player's fetched with a
+//! resync request); the Welcome's frame says where the state is, and the lockstep server
+//! sends frames from there (a late player's input counts once it caught up, see
+//! `lockstep::Server::add_late_peer`). Meanwhile the joiner's Hellos are answered with an
+//! empty `Lobby`. A seat that came free while the game ran goes back to its player: by
+//! name, or, for one with no name of its own, by address.
+//!
 //! Calling order for both `HostSession` and `JoinSession`: feed every session-layer datagram
 //! (`is_session_datagram`) to `handle_datagram`, then call `handle_timeout(now)`, drain
 //! `poll_transmit(now)` and `poll_event()`, and sleep until `poll_timeout()` or the next

@@ -4,12 +4,14 @@
 //! ```text
 //! Hello      str8 core_name, str8 core_version, str8 content_name,
 //!            u8 has_hash, [u64 content_hash if has_hash], str8 player_name, str8 room
-//!            (empty: a direct host), u8 auth (0 = none, 1 = PAKE answer, 2 = no password
+//!            (empty: a direct host), u8 watch (1: a spectator), u8 auth (0 = none, 1 = PAKE answer, 2 = no password
 //!            to offer), [33] the challenge answered (auth 1, 2), [33] the joiner's SPAKE2
 //!            message and [32] its key confirmation (auth 1), u16 n + n zero bytes of
 //!            padding to `PADDED_LEN` (see below)
 //! Challenge  [33] the host's SPAKE2 message (side B)
-//! Welcome    u8 slot, u64 fps (f64 bits), u32 frame, u32 raw_len, u32 packed_len,
+//! Welcome    u8 slot (0xff: a spectator), u64 fps (f64 bits), u32 frame (the session frame
+//!            the state is at: 0, or later for a joiner of a running game), u32 raw_len,
+//!            u32 packed_len,
 //!            u64 xxh3(raw payload), u16 chunk_size, u8 slots (session size), u8 keyframe
 //!            interval K, u8 n, n x (u8 slot, str8 name)
 //! Refuse     u16 len + UTF-8 reason           (frozen: the same in every protocol version)
@@ -18,20 +20,22 @@
 //!            (bit 0: whole state received and verified), bitmap (the rest;
 //!            bit i, LSB first, = chunk cum + i arrived)
 //! Bye        str8 reason
-//! Lobby      u8 ready (players with the start state, the host's included), u8 want
+//! Lobby      u8 ready (players with the start state, the host's included), u8 want; a
+//!            running game answers a joiner's Hellos with 0, 0 while its state is made
 //! Loading    (empty: the joiner has the start state and is not running yet)
 //! Room       u8 op, then by op (a dedicated server's rooms; see `RoomMsg`):
 //!            1 Open     str8 room (empty: the server names it), u8 players, u8 K,
 //!                       u64 fps bits, u8 flags (bit 0: password), str8 core_name,
 //!                       str8 core_version, str8 content_name, u8 has_hash [u64 hash],
 //!                       str8 player_name, u32 raw_len, u32 packed_len, u64 xxh3(raw
-//!                       payload), u16 n + n zero bytes of padding to `PADDED_LEN`
+//!                       payload), u8 start_with (players the game starts with),
+//!                       u16 n + n zero bytes of padding to `PADDED_LEN`
 //!            2 Opened   str8 room (the header carries the room's session id)
 //!            3 NoRoom   str8 room asked for, u8 n, n x str8 open room
 //!            4 List     u16 first (index of the first room wanted), padding as Open's
 //!            5 Rooms    u16 total, u16 first, u8 n, n x (str8 name, str8 content,
 //!                       str8 core, u8 players in, u8 seats, u8 flags (bit 0: password,
-//!                       bit 1: playing), u32 age in seconds)
+//!                       bit 1: playing), u32 age in seconds, u8 spectators)
 //!            6 Relay    u32 ticket, u8 step, then by step: 1 (server -> creator: a
 //!                       joiner asks in) nothing; 2 (creator: its challenge) [33];
 //!                       3 (server: the joiner's answer) [33] message, [32] confirmation;
@@ -106,6 +110,7 @@ pub struct RoomInfo {
     pub password: bool,
     pub playing: bool,
     pub age_secs: u32,
+    pub spectators: u8,
 }
 
 /// What a room's creator asks a dedicated server to open.
@@ -530,6 +535,7 @@ fn encode_room(out: &mut Vec<u8>, msg: &RoomMsg) {
                 out.push(r.seats);
                 out.push(u8::from(r.password) | u8::from(r.playing) << 1);
                 out.extend_from_slice(&r.age_secs.to_le_bytes());
+                out.push(r.spectators);
             }
         }
         RoomMsg::Relay { ticket, step } => {
@@ -632,6 +638,7 @@ fn decode_room(r: &mut Reader) -> Result<RoomMsg, ()> {
                 let seats = r.u8()?;
                 let flags = r.u8()?;
                 let age_secs = r.u32()?;
+                let spectators = r.u8()?;
                 if flags > 3 || players > seats || usize::from(seats) > MAX_PLAYERS {
                     return Err(());
                 }
@@ -644,6 +651,7 @@ fn decode_room(r: &mut Reader) -> Result<RoomMsg, ()> {
                     password: flags & 1 != 0,
                     playing: flags & 2 != 0,
                     age_secs,
+                    spectators,
                 });
             }
             RoomMsg::Rooms {
@@ -869,6 +877,7 @@ mod tests {
                     password: true,
                     playing: false,
                     age_secs: 61,
+                    spectators: 3,
                 }],
             })
             .encode(0),

@@ -78,8 +78,13 @@ impl Sim {
     }
 
     fn watch(&mut self, i: u16, info: SessionInfo) -> SocketAddr {
+        self.watch_with(i, info, None)
+    }
+
+    fn watch_with(&mut self, i: u16, info: SessionInfo, password: Option<&str>) -> SocketAddr {
         let mut cfg = JoinConfig::new(addr(0), info);
         cfg.watch = true;
+        cfg.password = password.map(str::to_string);
         self.joiners
             .push((addr(i), JoinSession::new(self.now, cfg)));
         addr(i)
@@ -833,4 +838,43 @@ fn joiners_that_load_are_kept_until_they_run_or_the_loading_limit() {
         "{:?}",
         sim.failure(b)
     );
+}
+
+#[test]
+fn spectators_need_the_password_and_are_capped() {
+    let mut c = cfg();
+    c.password = Some("hunter2".into());
+    c.max_spectators = 1;
+    let mut sim = Sim::new(c, vec![5; 5000], "");
+    sim.host.close_lobby();
+    let nopass = sim.watch_with(1, info("eve"), None);
+    let wrong = sim.watch_with(2, info("mallory"), Some("guess"));
+    assert!(sim.run_until(Duration::from_secs(5), |s| s.settled(nopass)
+        && s.settled(wrong)));
+    assert!(
+        matches!(sim.failure(nopass), Some(SessionError::Refused(r)) if r.starts_with("wrong password")),
+        "{:?}",
+        sim.failure(nopass)
+    );
+    assert_eq!(
+        sim.failure(wrong),
+        Some(&SessionError::Refused("wrong password".into()))
+    );
+    let ok = sim.watch_with(3, info("ann"), Some("hunter2"));
+    assert!(sim.run_until(Duration::from_secs(10), |s| s
+        .host_events
+        .iter()
+        .any(|e| matches!(e, HostEvent::WantsState { slot: 16 }))));
+    // The one seat for a spectator is taken: the next is told so.
+    let more = sim.watch_with(4, info("bo"), Some("hunter2"));
+    assert!(sim.run_until(Duration::from_secs(15), |s| s.settled(more)));
+    assert_eq!(
+        sim.failure(more),
+        Some(&SessionError::Refused(
+            "no room for another spectator: 1 watching, the most this session takes \
+             (--max-spectators 1)"
+                .into()
+        ))
+    );
+    assert!(sim.failure(ok).is_none());
 }

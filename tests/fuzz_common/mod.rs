@@ -400,6 +400,7 @@ fn session_messages() -> Vec<Vec<u8>> {
                 password: false,
                 playing: false,
                 age_secs: 3,
+                spectators: 1,
             }],
         })
         .encode(0),

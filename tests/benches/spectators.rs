@@ -1,0 +1,201 @@
+//! What spectators cost the players, over real UDP (numbers, not pass/fail):
+//! `cargo bench --bench spectators`.
+//!
+//! Two players with bots on the built-in game, 100 ms RTT between them (each impairs what it
+//! sends with `--netsim delay=50ms,jitter=10ms,loss=2%`), played twice with the same bots:
+//! alone, and with 16 spectators attached 5 s in (each 20 ms from the host,
+//! `--netsim delay=10ms` on what it sends). Per player: median and 95th percentile added
+//! input latency and the share of frames stalled, side by side. Per spectator: what the
+//! host sent it per second, UDP/IP headers included (its bytes received after the start
+//! state over its session time), the start state apart, and its delay behind the players
+//! as its status bar shows it. `FRAMELOCK_BENCH_SECS` sets the play time (default 60 s).
+
+use std::fs::File;
+use std::path::Path;
+use std::process::{Child, Stdio};
+use std::time::Duration;
+
+use serde_json::Value;
+
+#[path = "../fixtures/mod.rs"]
+mod fixtures;
+
+fn spawn(dir: &Path, label: &str, args: &[String]) -> Child {
+    fixtures::framelock(dir)
+        .args(args)
+        .arg("--stats-json")
+        .arg(dir.join(format!("{label}.json")))
+        .env("RUST_LOG", "info")
+        .stdout(Stdio::null())
+        .stderr(File::create(dir.join(format!("{label}.log"))).unwrap())
+        .spawn()
+        .expect("spawn framelock")
+}
+
+fn strings(a: &[&str]) -> Vec<String> {
+    a.iter().map(|s| s.to_string()).collect()
+}
+
+fn wait_for(dir: &Path, label: &str, needle: &str) {
+    for _ in 0..1000 {
+        let log = std::fs::read_to_string(dir.join(format!("{label}.log"))).unwrap_or_default();
+        if log.contains(needle) {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    panic!("{label} never said {needle:?}");
+}
+
+fn stats(dir: &Path, label: &str) -> Value {
+    let text = std::fs::read_to_string(dir.join(format!("{label}.json")))
+        .unwrap_or_else(|e| panic!("{label}: no stats ({e})"));
+    serde_json::from_str(&text).unwrap()
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
+}
+
+/// One session of `frames` frames with `spectators` watching; the players' stats.
+fn session(d: &Path, tag: &str, frames: &str, spectators: usize) -> (Value, Value, Vec<Value>) {
+    let port = fixtures::free_port().to_string();
+    let far = "delay=50ms,jitter=10ms,loss=2%";
+    let host_label = format!("{tag}-host");
+    let mut host = spawn(
+        d,
+        &host_label,
+        &strings(&[
+            "host",
+            "--headless",
+            "--port",
+            &port,
+            "--frames",
+            frames,
+            "--bot",
+            "1",
+            "--no-record",
+            "--netsim",
+            far,
+        ]),
+    );
+    wait_for(d, &host_label, "hosting on udp port");
+    let join_label = format!("{tag}-join");
+    let mut join = spawn(
+        d,
+        &join_label,
+        &strings(&[
+            "join",
+            &format!("127.0.0.1:{port}"),
+            "--headless",
+            "--frames",
+            frames,
+            "--bot",
+            "2",
+            "--no-record",
+            "--netsim",
+            far,
+        ]),
+    );
+    wait_for(d, &join_label, "netplay: in session");
+    std::thread::sleep(Duration::from_secs(5));
+    let mut watchers: Vec<Child> = (0..spectators)
+        .map(|i| {
+            spawn(
+                d,
+                &format!("{tag}-s{i}"),
+                &strings(&[
+                    "spectate",
+                    &format!("127.0.0.1:{port}"),
+                    "--headless",
+                    "--frames",
+                    frames,
+                    "--no-record",
+                    "--netsim",
+                    "delay=10ms",
+                ]),
+            )
+        })
+        .collect();
+    for w in &mut watchers {
+        w.wait().unwrap();
+    }
+    join.wait().unwrap();
+    host.wait().unwrap();
+    let specs = (0..spectators)
+        .map(|i| stats(d, &format!("{tag}-s{i}")))
+        .collect();
+    (stats(d, &host_label), stats(d, &join_label), specs)
+}
+
+fn cells(s: &Value) -> String {
+    let ms = |f: &Value| f.as_f64().unwrap_or(f64::NAN) * 1000.0 / 60.0;
+    let frames = s["frames"].as_f64().unwrap_or(1.0);
+    format!(
+        "{:.0} / {:.0} ms, {:.2}%",
+        ms(&s["input_latency_frames"]["median"]),
+        ms(&s["input_latency_frames"]["p95"]),
+        s["stall_frames"].as_f64().unwrap_or(0.0) / frames * 100.0
+    )
+}
+
+fn main() {
+    let secs: u64 = std::env::var("FRAMELOCK_BENCH_SECS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(60);
+    let frames = (secs * 60).to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (h0, j0, _) = session(d, "alone", &frames, 0);
+    let (h1, j1, specs) = session(d, "watched", &frames, 16);
+    let sums = |v: &[&Value]| {
+        v.iter()
+            .map(|s| s["checksum"].as_str().unwrap_or("-").to_string())
+            .collect::<std::collections::BTreeSet<_>>()
+            .len()
+    };
+    let mut watched: Vec<&Value> = vec![&h1, &j1];
+    watched.extend(specs.iter());
+    let in_sync = sums(&[&h0, &j0]) == 1 && sums(&watched) == 1;
+    println!("| player | alone: latency median / p95, stalled | 16 spectators |");
+    println!("|---|---|---|");
+    println!("| 1 (host) | {} | {} |", cells(&h0), cells(&h1));
+    println!("| 2 | {} | {} |", cells(&j0), cells(&j1));
+    let per_spectator: Vec<f64> = specs
+        .iter()
+        .map(|s| {
+            let bytes =
+                s["bytes_received"].as_f64().unwrap() - s["lobby_bytes_received"].as_f64().unwrap();
+            bytes / s["session_s"].as_f64().unwrap()
+        })
+        .collect();
+    let start: Vec<f64> = specs
+        .iter()
+        .map(|s| s["lobby_bytes_received"].as_f64().unwrap())
+        .collect();
+    let delay: Vec<f64> = specs
+        .iter()
+        .filter_map(|s| s["delay_ms"]["median"].as_f64())
+        .collect();
+    let worst = per_spectator.iter().copied().fold(0.0, f64::max);
+    println!(
+        "upload per spectator from the host, UDP/IP headers included: median {:.0} B/s, \
+         max {worst:.0} B/s; start state and handshake: {:.1} KiB each",
+        median(per_spectator.clone()),
+        median(start) / 1024.0
+    );
+    println!(
+        "spectators' delay behind the players (status bar): median {:.0} ms",
+        median(delay)
+    );
+    println!(
+        "checksums: {}",
+        if in_sync {
+            "equal within each run (players and spectators)"
+        } else {
+            "DIFFER"
+        }
+    );
+}
