@@ -821,9 +821,10 @@ impl NetState {
         });
         Status {
             spectators,
-            watching,
             keyframe_interval: s.keyframe_interval,
-            lead: s.lead,
+            // A spectator has no lead of its own.
+            lead: s.lead.filter(|_| watching.is_none()),
+            watching,
             stalls: s.stalls,
             wire_out: e.wire_bytes_sent - self.lobby_bytes.0,
             wire_in: e.wire_bytes_received - self.lobby_bytes.1,

@@ -54,7 +54,7 @@ impl fmt::Display for Status {
         if let Some(delay) = self.watching {
             write!(
                 f,
-                "watching, {} ms behind the players | ",
+                "watching: {} ms behind the players | ",
                 delay.as_millis()
             )?;
         }
@@ -165,7 +165,7 @@ mod tests {
         };
         assert!(spectator
             .to_string()
-            .starts_with("watching, 140 ms behind the players | K 2"));
+            .starts_with("watching: 140 ms behind the players | K 2"));
         // Shown from the first frame: 400 bytes after 2 ms are 3.2 kbit over a second.
         let first = Status {
             wire_out: 400,
