@@ -489,16 +489,9 @@ impl Sim {
             .expect("late peer");
         let rtt = spec.up.delay + spec.down.delay;
         self.server.seed_rtt(now, id, rtt).expect("seed rtt");
-        let client = Client::new_at(
-            now,
-            self.players[0].client.config().clone(),
-            id,
-            Frame(first),
-        )
-        .expect("client");
-        let i = self.new_player(id, spec, client, first);
-        self.fix_config(i);
-        i
+        let local = self.base + self.t.mul_f64(spec.clock_rate);
+        let client = Client::new_at(local, self.remote_config(), id, Frame(first)).expect("client");
+        self.new_player(id, spec, client, first)
     }
 
     /// A spectator with id `id` from the host machine's current frame.
@@ -508,11 +501,10 @@ impl Sim {
         self.server
             .add_spectator(now, id, Frame(first), super::budget::UDP_IP_HEADER)
             .expect("spectator");
-        let client = Client::spectator(now, self.players[0].client.config().clone(), Frame(first))
-            .expect("client");
+        let local = self.base + self.t.mul_f64(spec.clock_rate);
+        let client = Client::spectator(local, self.remote_config(), Frame(first)).expect("client");
         let i = self.new_player(PeerId(0), spec, client, first);
         self.players[i].spectator = Some(id);
-        self.fix_config(i);
         i
     }
 
@@ -532,26 +524,16 @@ impl Sim {
         p.ran_at.clear();
     }
 
-    /// A remote client's config: player 0's may be the in-memory one (no budget, no header).
-    fn fix_config(&mut self, i: usize) {
-        let mut cfg = self.server_cfg();
-        cfg.udp_ip_header = super::budget::UDP_IP_HEADER;
-        let p = &mut self.players[i];
-        let first = Frame(p.first);
-        let now = p.local(self.t);
-        p.client = if p.spectator.is_some() {
-            Client::spectator(now, cfg, first).expect("client")
-        } else {
-            Client::new_at(now, cfg, p.id, first).expect("client")
-        };
-    }
-
-    fn server_cfg(&self) -> Config {
-        self.players
+    /// A remote client's config (player 0's may be the in-memory one: no budget, no header).
+    fn remote_config(&self) -> Config {
+        let mut cfg = self
+            .players
             .iter()
             .map(|p| p.client.config().clone())
             .find(|c| c.send_budget > 0)
-            .unwrap_or_else(|| self.players[0].client.config().clone())
+            .unwrap_or_else(|| self.players[0].client.config().clone());
+        cfg.udp_ip_header = super::budget::UDP_IP_HEADER;
+        cfg
     }
 
     pub fn now(&self) -> Duration {
