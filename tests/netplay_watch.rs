@@ -162,6 +162,61 @@ fn a_killed_spectator_and_a_slow_one_leave_the_players_stalls_unchanged() {
 }
 
 #[test]
+fn a_paused_spectator_gets_a_fresh_state_and_its_log_still_verifies() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let port = free_port();
+    let frames = ["--frames", "2100"];
+    let mut host = start_host(d, port, &args(&[&frames[..], &["--bot", "1"]].concat()));
+    let mut bob = start_join(
+        d,
+        port,
+        "bob",
+        &args(&[&frames[..], &["--bot", "2"]].concat()),
+    );
+    wait_frames(&mut bob, 120);
+    let log = d.join("eve.flr");
+    let mut eve = spectate(
+        d,
+        port,
+        "eve",
+        &args(&[&frames[..], &["--record", log.to_str().unwrap()]].concat()),
+    );
+    assert!(eve
+        .wait_for_log("watching session", Duration::from_secs(20))
+        .is_some());
+    std::thread::sleep(Duration::from_secs(4));
+    // Stopped for longer than the 2 s of frames the host keeps for it (a closed laptop lid).
+    let pid = eve.pid().to_string();
+    let signal = |sig: &str| {
+        let ok = std::process::Command::new("kill")
+            .args([sig, &pid])
+            .status()
+            .expect("run kill");
+        assert!(ok.success());
+    };
+    signal("-STOP");
+    std::thread::sleep(Duration::from_millis(3500));
+    signal("-CONT");
+    for p in [&mut eve, &mut bob, &mut host] {
+        p.wait_ok(Duration::from_secs(50));
+    }
+    let e = eve.read_stats();
+    assert_eq!(e["jumps"], 1, "{}", eve.log_text());
+    assert_eq!(
+        checksum(&e),
+        checksum(&host.read_stats()),
+        "{}",
+        eve.log_text()
+    );
+    let text = eve.log_text();
+    assert!(text.contains("received a fresh state for frame"), "{text}");
+    assert!(text.contains("watching again from frame"), "{text}");
+    // Its log holds the jump as a resync and replays to the same end.
+    assert_log_verifies(d, &log);
+}
+
+#[test]
 fn a_third_player_takes_a_free_seat_of_a_running_game() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();

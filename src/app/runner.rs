@@ -81,6 +81,12 @@ pub trait Feed {
     fn backlog(&mut self) -> u32 {
         0
     }
+    /// The feed's frames come at their own pace (a netplay spectator's): after a wait for
+    /// one, the clock starts again from the frame that came instead of catching up the wait,
+    /// which would empty the feed's buffer again at once. Its backlog catches it up instead.
+    fn paced_by_arrival(&self) -> bool {
+        false
+    }
     /// Longest the run loop may wait before ticking again, even with no frame due: a
     /// netplay feed must answer its peers' datagrams promptly, not once per frame.
     fn max_wait(&self) -> Option<Duration> {
@@ -500,7 +506,13 @@ impl<M: Machine, F: Feed, C: Clock> Runner<M, F, C> {
 
         let next_slot = self.slot_start(slot + 1);
         if let (0, Some(until)) = (ran, wait) {
-            if self.stats.frames == 0 {
+            if self.stats.frames > 0 && self.feed.paced_by_arrival() {
+                if self.last_stall_slot != Some(slot) {
+                    self.last_stall_slot = Some(slot);
+                    self.stats.stall_frames += 1;
+                }
+                self.next_frame = None;
+            } else if self.stats.frames == 0 {
                 // Waiting for the very first frame is the session starting, not a stall, and
                 // not a backlog either: the clock starts with frame 0. Catching up the wait
                 // would put a netplay joiner that many frames ahead of the host, its inputs

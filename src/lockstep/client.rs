@@ -211,13 +211,15 @@ impl Client {
     }
 
     /// A spectator jumps to a fresh state at the start of `frame` (it fell too far behind):
-    /// the frames before it are dropped, and the server's stream restarts there.
-    pub fn skip_to(&mut self, frame: Frame) {
+    /// the frames before it are dropped, and the server's stream restarts there. False (and
+    /// nothing done) for a player, or a frame not ahead of the next one.
+    pub fn skip_to(&mut self, frame: Frame) -> bool {
         if !self.spectator || frame <= self.next_frame {
-            return;
+            return false;
         }
         self.start_at(frame);
         self.catching_up = true;
+        true
     }
 
     pub fn is_spectator(&self) -> bool {

@@ -106,7 +106,7 @@ use crate::input::MAX_PLAYERS;
 
 pub use client::{Client, ClientEvent};
 pub use frame::{Frame, PeerId};
-pub use server::{LeaveReason, Server, ServerEvent, SPECTATOR_LAG_SECS};
+pub use server::{LeaveReason, Server, ServerEvent, SPECTATOR_LAG_SECS, SPECTATOR_TIMEOUT};
 pub use stats::{ClientStats, LatencyStats, PeerStats, ServerStats, Traffic};
 
 /// Default keyframe interval: the smallest K whose traffic fits 2.5 KB/s per direction

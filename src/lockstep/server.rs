@@ -32,6 +32,10 @@ const RETAIN_SECS: f64 = 4.0;
 /// A spectator further behind the frontier than this (in seconds of play) gets no more
 /// frames; its driver sends it a fresh state instead ([`ServerEvent::SpectatorBehind`]).
 pub const SPECTATOR_LAG_SECS: f64 = 2.0;
+/// A spectator silent this long is dropped: nothing waits for it, so it may be away longer
+/// than a player (a closed laptop lid, a Wi-Fi hiccup) and get a fresh state when it is
+/// back, as one that fell behind does.
+pub const SPECTATOR_TIMEOUT: Duration = Duration::from_secs(10);
 /// A late joiner counts as caught up, and its input enters the game, once its newest
 /// sample is within the lead plus this many keyframe intervals of the frontier; or after
 /// `ACTIVATE_ANYWAY` of CTRLs.
@@ -996,7 +1000,10 @@ impl Server {
                 } else {
                     p.last_send.map(|t| p.budget.ready_at(t + resend))
                 };
-                [send, Some(p.last_heard + self.cfg.timeout)]
+                [
+                    send,
+                    Some(p.last_heard + self.cfg.timeout.max(SPECTATOR_TIMEOUT)),
+                ]
             }))
             .flatten()
             .min()
@@ -1022,7 +1029,7 @@ impl Server {
                 });
             }
         }
-        let timeout = self.cfg.timeout;
+        let timeout = self.cfg.timeout.max(SPECTATOR_TIMEOUT);
         let gone: Vec<u8> = self
             .spectators
             .iter()
@@ -1276,7 +1283,7 @@ impl Server {
             for p in self.spectators.values_mut() {
                 p.dirty = true;
             }
-            self.check_spectators();
+            self.check_spectators(now);
         }
         // Forget frames every client holds, but the newest of them (the next UPDATE's first
         // frame is delta-coded against it), and keep `retain` for late streams.
@@ -1295,13 +1302,18 @@ impl Server {
         }
     }
 
-    /// Marks spectators that fell more than `SPECTATOR_LAG_SECS` behind.
-    fn check_spectators(&mut self) {
+    /// Marks spectators that fell more than `SPECTATOR_LAG_SECS` behind. One just (re)started
+    /// gets twice that to load its state and acknowledge its first frames.
+    fn check_spectators(&mut self, now: Instant) {
         let frontier = self.frontier();
         let limit = (SPECTATOR_LAG_SECS * self.cfg.fps) as u32;
+        let grace = Duration::from_secs_f64(2.0 * SPECTATOR_LAG_SECS);
         for (id, p) in &mut self.spectators {
             let lag = frontier.since(p.acked);
-            if !p.behind && lag > limit {
+            // One that went silent is away, not behind: it times out, or is sent a fresh
+            // state once it is heard again.
+            let heard = now < p.last_heard + self.cfg.warn_after;
+            if !p.behind && lag > limit && now >= p.added + grace && heard {
                 p.behind = true;
                 tracing::info!("spectator {id}: {lag} frames behind; it needs a fresh state");
                 self.events.push_back(ServerEvent::SpectatorBehind {

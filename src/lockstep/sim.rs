@@ -518,7 +518,7 @@ impl Sim {
             .restart_spectator(now, id, Frame(first))
             .expect("restart");
         let p = &mut self.players[i];
-        p.client.skip_to(Frame(first));
+        assert!(p.client.skip_to(Frame(first)));
         p.first = first;
         p.applied.clear();
         p.ran_at.clear();

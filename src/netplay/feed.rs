@@ -233,6 +233,10 @@ struct NetState {
     threaded: bool,
     /// The frame this peer's machine started from (0, or a late start state's).
     first: u32,
+    /// Spectator: a fresh state for this frame waits to be loaded; no frame runs till then.
+    jump: Option<u32>,
+    /// The session frame at which this peer stops (`--frames`).
+    end_at: Option<u64>,
 }
 
 /// The state and the signal the frame loop waits on.
@@ -401,7 +405,7 @@ impl NetState {
         if !self.contact {
             self.contact = matches!(self.role, Role::Host { .. })
                 || self.client.ready_frames() > 0
-                || self.client.frame().0 > 0;
+                || self.client.frame().0 > self.first;
         }
         // Before the first frames the silence is the start-up round trip (or the host's
         // lobby waiting for other players, which says so every `LOBBY_INTERVAL`), not a
@@ -421,11 +425,15 @@ impl NetState {
         {
             if now >= sent + WAIT_NOTICE + self.client.rtt().unwrap_or_default() {
                 self.told_waiting = true;
-                tracing::info!(
-                    "netplay: waiting for every player to start: frame 0 runs once all of \
-                     them run (one still loading may take up to {} s)",
-                    LOADING_LIMIT.as_secs()
-                );
+                if self.first > 0 {
+                    tracing::info!("netplay: waiting for the host's first frames");
+                } else {
+                    tracing::info!(
+                        "netplay: waiting for every player to start: frame 0 runs once all of \
+                         them run (one still loading may take up to {} s)",
+                        LOADING_LIMIT.as_secs()
+                    );
+                }
             }
         }
         self.handle_events(now);
@@ -525,6 +533,11 @@ impl NetState {
                          {frame} ({} KiB)",
                         state.len() / 1024
                     );
+                    // The frames held are stale: none runs until the state is loaded (the
+                    // frame observer does it as soon as the runner waits, see `next`).
+                    if self.client.skip_to(Frame(frame)) {
+                        self.jump = Some(frame);
+                    }
                 } else {
                     tracing::info!(
                         "netplay: received the host's state for frame {frame} ({} KiB)",
@@ -751,7 +764,7 @@ impl NetState {
             self.client.report_checksum(Frame(frame), sum);
         }
         if let Some(at) = shared.jumped.take() {
-            self.client.skip_to(Frame(at));
+            self.jump = None;
             self.counters.jumps += 1;
             tracing::info!("netplay: watching again from frame {at}");
         }
@@ -843,6 +856,17 @@ impl NetState {
         // reached its frame limit leaves once every joiner has them.
         if self.end.is_some() && self.client.ready_frames() == 0 {
             return FeedPoll::End;
+        }
+        if self
+            .end_at
+            .is_some_and(|end| u64::from(self.client.frame().0) >= end)
+        {
+            return FeedPoll::End;
+        }
+        if self.jump.is_some() {
+            // The runner waits, and its frame observer loads the fresh state meanwhile.
+            self.push(now);
+            return FeedPoll::Wait(None);
         }
         // A bot decides per frame, even when several frames run in one tick.
         let pad = self.local_pad();
@@ -1046,6 +1070,8 @@ impl NetFeed {
                 stop: false,
                 threaded: false,
                 first,
+                jump: None,
+                end_at: None,
             }),
             arrived: Condvar::new(),
         });
@@ -1117,6 +1143,11 @@ impl NetFeed {
     /// The session frame the machine starts from.
     pub fn first_frame(&self) -> u32 {
         self.state().first
+    }
+
+    /// Stops before session frame `frame` (`--frames`).
+    pub fn end_at(&mut self, frame: u64) {
+        self.state().end_at = Some(frame);
     }
 
     pub fn names(&self) -> Vec<(u8, String)> {
@@ -1194,6 +1225,10 @@ impl Feed for NetFeed {
 
     fn backlog(&mut self) -> u32 {
         self.state().client.backlog()
+    }
+
+    fn paced_by_arrival(&self) -> bool {
+        self.state().client.is_spectator()
     }
 
     /// With a network thread the frame loop need not wake to serve the network: a datagram

@@ -40,6 +40,8 @@ use crate::session::{
 pub const DEFAULT_PORT: u16 = 7845;
 /// How long the host keeps serving peers after its own last frame, so they can finish.
 const LINGER: Duration = Duration::from_secs(3);
+/// A spectator's frame clock forgets a lag past this (about three frames at 60 fps).
+const SPECTATOR_MAX_LAG: Duration = Duration::from_millis(50);
 
 /// Settings common to both ends.
 #[derive(Clone, Debug)]
@@ -335,6 +337,11 @@ fn play_joined(
     let watch = start.slot == session::msg::SPECTATOR;
     let first = lockstep::Frame(start.frame);
     let client = if watch {
+        // The host keeps a spectator that long, too: one back from a pause gets a fresh state.
+        let lcfg = lockstep::Config {
+            timeout: lockstep::SPECTATOR_TIMEOUT,
+            ..lcfg
+        };
         Client::spectator(Instant::now(), lcfg, first)?
     } else {
         Client::new_at(Instant::now(), lcfg, PeerId(start.slot), first)?
@@ -452,11 +459,20 @@ fn run(
         feed = feed.with_injected_desync(frame, mask);
     }
     let mut runner_cfg = play.runner.clone();
-    // Netplay never drops a backlog: every frame must run, so catch up (capped) instead.
-    runner_cfg.max_lag = Duration::MAX;
+    // A player never drops a backlog: its frames are due on the session's clock, so it
+    // catches up (capped) instead. A spectator's pace is the frames' arrival (its feed's
+    // backlog runs what it holds beyond a keyframe interval's worth, see
+    // `Feed::paced_by_arrival`), and a clock left behind by a pause is forgotten, as in `play`.
+    runner_cfg.max_lag = if feed.is_spectator() {
+        SPECTATOR_MAX_LAG
+    } else {
+        Duration::MAX
+    };
     let first = feed.first_frame();
-    // --frames N ends the session at its frame N, wherever this peer's machine started.
+    // --frames N ends the session at its frame N, wherever this peer's machine started (a
+    // spectator's jumps to fresh states skip frames: its feed ends there too).
     if let Some(n) = runner_cfg.max_frames.as_mut() {
+        feed.end_at(*n);
         *n = n.saturating_sub(u64::from(first)).max(1);
     }
     let recording = begin_netplay(

@@ -856,7 +856,7 @@ impl Endpoint {
                 tracing::warn!("slot {slot} cannot enter the game: {e}");
                 self.session.kick(
                     slot,
-                    "the state you were sent is too old by now; join again",
+                    "the state you were sent is too old by now; run the same command again",
                 );
             }
         }

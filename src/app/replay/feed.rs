@@ -30,10 +30,12 @@ impl ReplayMachine for Core {
 /// What the feed read ahead of the frames that ran, and how the log ended.
 #[derive(Debug, Default)]
 pub struct LogState {
-    /// Checksum records not yet compared: (log frame, value).
-    checksums: VecDeque<(u32, u64)>,
-    /// Resync states to load before the given log frame runs.
-    resyncs: VecDeque<(u32, Vec<u8>)>,
+    /// Checksum records not yet compared: (log frame, value, place in the log).
+    checksums: VecDeque<(u32, u64, u64)>,
+    /// Resync states to load before the given log frame runs, with their place in the log.
+    resyncs: VecDeque<(u32, Vec<u8>, u64)>,
+    /// Records read so far (the place of the next one).
+    read: u64,
     /// Desyncs the recording session itself reported: (frame, local, remote).
     pub recorded_desyncs: Vec<(u32, u64, u64)>,
     /// Why reading stopped early (a corrupt record), if it did.
@@ -100,8 +102,8 @@ impl<R: Read + Seek> ReplayFeed<R> {
         let first = self.log.header().start_frame;
         let mut s = self.state.borrow_mut();
         let mut state = None;
-        while s.resyncs.front().is_some_and(|(f, _)| *f <= first) {
-            state = s.resyncs.pop_front().map(|(_, st)| st);
+        while s.resyncs.front().is_some_and(|(f, _, _)| *f <= first) {
+            state = s.resyncs.pop_front().map(|(_, st, _)| st);
         }
         state
     }
@@ -121,11 +123,13 @@ impl<R: Read + Seek> ReplayFeed<R> {
                 }
             };
             let mut s = self.state.borrow_mut();
+            let seq = s.read;
+            s.read += 1;
             match item {
                 Item::Frame(_, inputs) => return Some(inputs),
-                Item::Checksum { frame, value } => s.checksums.push_back((frame, value)),
+                Item::Checksum { frame, value } => s.checksums.push_back((frame, value, seq)),
                 Item::Event { frame, event } => match event {
-                    Event::Resync { state: Some(st) } => s.resyncs.push_back((frame, st)),
+                    Event::Resync { state: Some(st) } => s.resyncs.push_back((frame, st, seq)),
                     Event::Desync { local, remote } => {
                         s.recorded_desyncs.push((frame, local, remote))
                     }
@@ -167,7 +171,8 @@ impl<R: Read + Seek> Feed for ReplayFeed<R> {
 }
 
 /// After each frame: loads a resync state recorded for the next frame (it replaced the state
-/// after this one), then compares the log's checksum for this frame, if any.
+/// after this one) and compares the log's checksum for this frame, if any, in the order the
+/// log has them.
 pub struct LogObserver {
     state: Rc<RefCell<LogState>>,
     result: Rc<RefCell<Verification>>,
@@ -197,12 +202,24 @@ impl<M: ReplayMachine> FrameObserver<M> for LogObserver {
     ) -> Result<(), ObserverError> {
         let at = u64::from(self.start_frame) + frame;
         let mut s = self.state.borrow_mut();
-        // A resync replaced the state after this frame, so it comes before the checksum.
-        while let Some((f, _)) = s.resyncs.front() {
+        let mut r = self.result.borrow_mut();
+        // A resync replaced the state after this frame. The session records this frame's
+        // checksum after the load when it loaded between frames (a desync recovery), and
+        // before it when its machine jumped while no frame ran (a spectator's fresh state):
+        // each checksum describes the machine as it was where it stands in the log.
+        let resync_at = s
+            .resyncs
+            .iter()
+            .find(|(f, _, _)| u64::from(*f) == at + 1)
+            .map(|(_, _, seq)| *seq);
+        if let Some(resync_at) = resync_at {
+            check(&mut s, &mut r, at, machine, |seq| seq < resync_at);
+        }
+        while let Some((f, _, _)) = s.resyncs.front() {
             if u64::from(*f) > at + 1 {
                 break;
             }
-            let (f, state) = s.resyncs.pop_front().expect("front exists");
+            let (f, state, _) = s.resyncs.pop_front().expect("front exists");
             if u64::from(f) == at + 1 {
                 machine
                     .load_state(&state)
@@ -212,32 +229,43 @@ impl<M: ReplayMachine> FrameObserver<M> for LogObserver {
                 tracing::warn!("resync state for frame {f} came too late in the log; ignored");
             }
         }
-        let mut r = self.result.borrow_mut();
-        while let Some(&(f, value)) = s.checksums.front() {
-            if u64::from(f) > at {
-                break;
-            }
-            s.checksums.pop_front();
-            if u64::from(f) < at {
-                r.skipped += 1;
-                continue;
-            }
-            let got = machine.state_checksum();
-            r.checked += 1;
-            if got == value {
-                r.matched += 1;
-            } else if r.first_desync.is_none() {
-                tracing::warn!(
-                    "replay diverged at frame {f}: log has {value:016x}, replay has {got:016x}"
-                );
-                r.first_desync = Some(Desync {
-                    frame: f,
-                    log: value,
-                    replay: got,
-                });
-            }
-        }
+        check(&mut s, &mut r, at, machine, |_| true);
         Ok(())
+    }
+}
+
+/// Compares the log's checksums for frame `at` that `take` accepts (by their place in the
+/// log) with `machine`; older ones came too late to compare and are counted as skipped.
+fn check<M: ReplayMachine>(
+    s: &mut LogState,
+    r: &mut Verification,
+    at: u64,
+    machine: &mut M,
+    take: impl Fn(u64) -> bool,
+) {
+    while let Some(&(f, value, seq)) = s.checksums.front() {
+        if u64::from(f) > at || (u64::from(f) == at && !take(seq)) {
+            break;
+        }
+        s.checksums.pop_front();
+        if u64::from(f) < at {
+            r.skipped += 1;
+            continue;
+        }
+        let got = machine.state_checksum();
+        r.checked += 1;
+        if got == value {
+            r.matched += 1;
+        } else if r.first_desync.is_none() {
+            tracing::warn!(
+                "replay diverged at frame {f}: log has {value:016x}, replay has {got:016x}"
+            );
+            r.first_desync = Some(Desync {
+                frame: f,
+                log: value,
+                replay: got,
+            });
+        }
     }
 }
 
@@ -275,6 +303,17 @@ mod tests {
     /// change the recorded checksum of a frame. A resync at `r` replaces the state after
     /// frame `r - 1`, as netplay does: after its inputs, before its checksum.
     fn log(frames: u32, tamper: impl Fn(u32, u64) -> u64, resync: Option<u32>) -> Vec<u8> {
+        log_with(frames, tamper, resync, false)
+    }
+
+    /// `log`, with the resync recorded after frame `r - 1`'s checksum when `jump` (a
+    /// spectator's machine jumping to a fresh state while no frame ran).
+    fn log_with(
+        frames: u32,
+        tamper: impl Fn(u32, u64) -> u64,
+        resync: Option<u32>,
+        jump: bool,
+    ) -> Vec<u8> {
         let mut buf = Vec::new();
         let header = Header {
             checksum_interval: 10,
@@ -295,9 +334,14 @@ mod tests {
             let i = pads(f);
             m.0 += u64::from(i[0].0);
             rec.record_frame(f, &i).unwrap();
-            resync_at(f + 1, &mut m, &mut rec);
+            if !jump {
+                resync_at(f + 1, &mut m, &mut rec);
+            }
             if (f + 1) % 10 == 0 {
                 rec.record_checksum(f, tamper(f, m.0)).unwrap();
+            }
+            if jump {
+                resync_at(f + 1, &mut m, &mut rec);
             }
         }
         rec.finish().unwrap();
@@ -348,6 +392,11 @@ mod tests {
         let (_, v, _) = replay(log(95, |_, v| v, Some(33)));
         assert_eq!((v.checked, v.matched), (9, 9));
         let (_, v, _) = replay(log(95, |_, v| v, Some(0)));
+        assert_eq!((v.checked, v.matched), (9, 9));
+        // A checksum recorded before the resync describes the machine before it.
+        let (_, v, _) = replay(log_with(95, |_, v| v, Some(40), true));
+        assert_eq!((v.checked, v.matched), (9, 9), "{:?}", v.first_desync);
+        let (_, v, _) = replay(log_with(95, |_, v| v, Some(33), true));
         assert_eq!((v.checked, v.matched), (9, 9));
     }
 
