@@ -6,7 +6,7 @@ use std::time::Duration;
 use crate::input::{Inputs, Pad};
 
 use super::sim::{Link, PlayerSpec, Sim, SimConfig};
-use super::tests::{config, secs, uniform};
+use super::tests::{collapse, config, secs, uniform};
 use super::{ClientEvent, Frame, PeerId, ServerEvent};
 
 fn lossy(rtt: u64) -> Link {
@@ -107,16 +107,6 @@ fn a_late_joiner_catches_up_and_plays_from_a_frame_everyone_is_told() {
         "late player stalled {:.1}%",
         stalled * 100.0
     );
-}
-
-fn collapse(seq: impl IntoIterator<Item = Pad>) -> Vec<Pad> {
-    let mut out: Vec<Pad> = Vec::new();
-    for p in seq {
-        if out.last() != Some(&p) {
-            out.push(p);
-        }
-    }
-    out
 }
 
 #[test]

@@ -247,6 +247,35 @@ impl Peer {
         self.dirty = true;
     }
 
+    /// A valid CTRL with `head` arrived: the peer is heard; if it is the newest datagram,
+    /// its sequence number (loss), timestamp, echo (RTT) and ack count. True if newest.
+    fn heard(&mut self, now: Instant, head: &Head, watched: bool, epoch: Instant) -> bool {
+        self.last_heard = now;
+        self.warned = false;
+        let newest = self.recv_seq.is_none_or(|r| seq_newer(head.seq, r));
+        if !newest {
+            return false;
+        }
+        if let Some(prev) = self.recv_seq {
+            self.up_loss.arrived(head.seq.wrapping_sub(prev));
+        }
+        self.recv_seq = Some(head.seq);
+        if let Some(ts) = head.ts.filter(|_| watched) {
+            self.echo = Some((ts, now));
+        }
+        // Only the newest datagram gives an RTT sample: a late duplicate would inflate it.
+        if let Some(e) = head.echo.filter(|_| watched) {
+            if let Some(rtt) = rtt_sample(epoch, now, e) {
+                self.rtt.update(rtt);
+            }
+        }
+        // Only the newest datagram's ack (see `Client::handle_datagram`).
+        if let Some(ack) = head.ack {
+            self.handle_ack(ack);
+        }
+        true
+    }
+
     fn handle_ack(&mut self, ack: u16) {
         self.acks.received(ack);
         while let Some(rec) = self.sent.front().copied() {
@@ -640,27 +669,7 @@ impl Server {
                 return;
             }
         };
-        p.last_heard = now;
-        p.warned = false;
-        let newest = p.recv_seq.is_none_or(|r| seq_newer(ctrl.head.seq, r));
-        if !newest {
-            return;
-        }
-        if let Some(prev) = p.recv_seq {
-            p.up_loss.arrived(ctrl.head.seq.wrapping_sub(prev));
-        }
-        p.recv_seq = Some(ctrl.head.seq);
-        if let Some(ts) = ctrl.head.ts.filter(|_| watched) {
-            p.echo = Some((ts, now));
-        }
-        if let Some(e) = ctrl.head.echo.filter(|_| watched) {
-            if let Some(rtt) = rtt_sample(self.epoch, now, e) {
-                p.rtt.update(rtt);
-            }
-        }
-        if let Some(ack) = ctrl.head.ack {
-            p.handle_ack(ack);
-        }
+        p.heard(now, &ctrl.head, watched, self.epoch);
     }
 
     /// Datagrams to spectators, one at a time, with the spectator's id. Call until `None`,
@@ -850,28 +859,7 @@ impl Server {
                 return;
             }
         };
-        peer.last_heard = now;
-        peer.warned = false;
-        let newest = peer.recv_seq.is_none_or(|r| seq_newer(ctrl.head.seq, r));
-        if newest {
-            if let Some(prev) = peer.recv_seq {
-                peer.up_loss.arrived(ctrl.head.seq.wrapping_sub(prev));
-            }
-            peer.recv_seq = Some(ctrl.head.seq);
-            if let Some(ts) = ctrl.head.ts.filter(|_| watched) {
-                peer.echo = Some((ts, now));
-            }
-            // Only the newest datagram gives an RTT sample: a late duplicate would inflate it.
-            if let Some(e) = ctrl.head.echo.filter(|_| watched) {
-                if let Some(rtt) = rtt_sample(self.epoch, now, e) {
-                    peer.rtt.update(rtt);
-                }
-            }
-        }
-        // Only the newest datagram's ack (see `Client::handle_datagram`).
-        if let Some(ack) = ctrl.head.ack.filter(|_| newest) {
-            peer.handle_ack(ack);
-        }
+        let newest = peer.heard(now, &ctrl.head, watched, self.epoch);
         let trusted = self.ignore_input_rtt_until.is_none_or(|t| now >= t);
         if let Some(ms) = ctrl.input_rtt_ms.filter(|_| newest && trusted) {
             peer.input_rtt = Some(Duration::from_millis(u64::from(ms)));

@@ -690,6 +690,19 @@ impl Sim {
         any
     }
 
+    /// Puts a datagram on the wire, to arrive at each of `arrivals` (none: lost).
+    fn launch(&mut self, arrivals: Vec<Duration>, dest: Dest, bytes: &[u8]) {
+        for at in arrivals {
+            self.order += 1;
+            self.queue.push(Reverse(InFlight {
+                at,
+                order: self.order,
+                dest,
+                bytes: bytes.to_vec(),
+            }));
+        }
+    }
+
     /// Moves every pending datagram onto its link; zero-delay ones arrive at once.
     fn flush(&mut self) {
         loop {
@@ -700,15 +713,7 @@ impl Sim {
                     continue;
                 };
                 let arrivals = self.players[i].down.route(&mut self.spectator_rng, t);
-                for at in arrivals {
-                    self.order += 1;
-                    self.queue.push(Reverse(InFlight {
-                        at,
-                        order: self.order,
-                        dest: Dest::Player(i),
-                        bytes: bytes.clone(),
-                    }));
-                }
+                self.launch(arrivals, Dest::Player(i), &bytes);
             }
             while let Some(Transmit { to, bytes }) = self.server.poll_transmit(now) {
                 self.max_update = self.max_update.max(bytes.len());
@@ -721,15 +726,7 @@ impl Sim {
                     continue;
                 };
                 let arrivals = self.players[i].down.route(&mut self.rng, t);
-                for at in arrivals {
-                    self.order += 1;
-                    self.queue.push(Reverse(InFlight {
-                        at,
-                        order: self.order,
-                        dest: Dest::Player(i),
-                        bytes: bytes.clone(),
-                    }));
-                }
+                self.launch(arrivals, Dest::Player(i), &bytes);
             }
             for i in 0..self.players.len() {
                 let now = self.players[i].local(t);
@@ -745,15 +742,7 @@ impl Sim {
                             (Dest::Server(id), self.players[i].up.route(&mut self.rng, t))
                         }
                     };
-                    for at in arrivals {
-                        self.order += 1;
-                        self.queue.push(Reverse(InFlight {
-                            at,
-                            order: self.order,
-                            dest,
-                            bytes: bytes.clone(),
-                        }));
-                    }
+                    self.launch(arrivals, dest, &bytes);
                 }
             }
             if !self.deliver_due() {

@@ -141,7 +141,7 @@ pub(super) fn assert_in_sync(sim: &Sim) {
     }
 }
 
-fn collapse(seq: impl IntoIterator<Item = Pad>) -> Vec<Pad> {
+pub(super) fn collapse(seq: impl IntoIterator<Item = Pad>) -> Vec<Pad> {
     let mut out: Vec<Pad> = Vec::new();
     for p in seq {
         if out.last() != Some(&p) {

@@ -11,48 +11,13 @@
 //! pad sample to the frame it is applied on, in ms) and the share of frames stalled.
 //! `FRAMELOCK_BENCH_SECS` sets the play time (default 60 s).
 
-use std::fs::File;
-use std::path::Path;
-use std::process::{Child, Stdio};
-use std::time::Duration;
-
 use serde_json::Value;
 
 #[path = "../fixtures/mod.rs"]
 mod fixtures;
+mod procs;
 
-fn spawn(dir: &Path, label: &str, args: &[String]) -> Child {
-    fixtures::framelock(dir)
-        .args(args)
-        .arg("--stats-json")
-        .arg(dir.join(format!("{label}.json")))
-        .env("RUST_LOG", "info")
-        .stdout(Stdio::null())
-        .stderr(File::create(dir.join(format!("{label}.log"))).unwrap())
-        .spawn()
-        .expect("spawn framelock")
-}
-
-fn strings(a: &[&str]) -> Vec<String> {
-    a.iter().map(|s| s.to_string()).collect()
-}
-
-fn wait_for(dir: &Path, label: &str, needle: &str) {
-    for _ in 0..500 {
-        let log = std::fs::read_to_string(dir.join(format!("{label}.log"))).unwrap_or_default();
-        if log.contains(needle) {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    panic!("{label} never said {needle:?}");
-}
-
-fn stats(dir: &Path, label: &str) -> Value {
-    let text = std::fs::read_to_string(dir.join(format!("{label}.json")))
-        .unwrap_or_else(|e| panic!("{label}: no stats ({e})"));
-    serde_json::from_str(&text).unwrap()
-}
+use procs::{spawn, stats, strings, wait_for};
 
 fn row(name: &str, player: &str, s: &Value) {
     let ms = |f: &Value| f.as_f64().unwrap_or(f64::NAN) * 1000.0 / 60.0;

@@ -10,48 +10,17 @@
 //! state over its session time), the start state apart, and its delay behind the players
 //! as its status bar shows it. `FRAMELOCK_BENCH_SECS` sets the play time (default 60 s).
 
-use std::fs::File;
 use std::path::Path;
-use std::process::{Child, Stdio};
+use std::process::Child;
 use std::time::Duration;
 
 use serde_json::Value;
 
 #[path = "../fixtures/mod.rs"]
 mod fixtures;
+mod procs;
 
-fn spawn(dir: &Path, label: &str, args: &[String]) -> Child {
-    fixtures::framelock(dir)
-        .args(args)
-        .arg("--stats-json")
-        .arg(dir.join(format!("{label}.json")))
-        .env("RUST_LOG", "info")
-        .stdout(Stdio::null())
-        .stderr(File::create(dir.join(format!("{label}.log"))).unwrap())
-        .spawn()
-        .expect("spawn framelock")
-}
-
-fn strings(a: &[&str]) -> Vec<String> {
-    a.iter().map(|s| s.to_string()).collect()
-}
-
-fn wait_for(dir: &Path, label: &str, needle: &str) {
-    for _ in 0..1000 {
-        let log = std::fs::read_to_string(dir.join(format!("{label}.log"))).unwrap_or_default();
-        if log.contains(needle) {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    panic!("{label} never said {needle:?}");
-}
-
-fn stats(dir: &Path, label: &str) -> Value {
-    let text = std::fs::read_to_string(dir.join(format!("{label}.json")))
-        .unwrap_or_else(|e| panic!("{label}: no stats ({e})"));
-    serde_json::from_str(&text).unwrap()
-}
+use procs::{spawn, stats, strings, wait_for};
 
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);

@@ -1,0 +1,48 @@
+//! Running framelock processes from a benchmark: each with its log and `--stats-json` in a
+//! directory, named by a label.
+#![allow(dead_code)] // each benchmark uses a different subset
+
+use std::fs::File;
+use std::path::Path;
+use std::process::{Child, Stdio};
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::fixtures;
+
+/// `framelock ARGS --stats-json DIR/LABEL.json`, its log in `DIR/LABEL.log`.
+pub fn spawn(dir: &Path, label: &str, args: &[String]) -> Child {
+    fixtures::framelock(dir)
+        .args(args)
+        .arg("--stats-json")
+        .arg(dir.join(format!("{label}.json")))
+        .env("RUST_LOG", "info")
+        .stdout(Stdio::null())
+        .stderr(File::create(dir.join(format!("{label}.log"))).unwrap())
+        .spawn()
+        .expect("spawn framelock")
+}
+
+pub fn strings(a: &[&str]) -> Vec<String> {
+    a.iter().map(|s| s.to_string()).collect()
+}
+
+/// Waits (up to 20 s) until `label`'s log says `needle`.
+pub fn wait_for(dir: &Path, label: &str, needle: &str) {
+    for _ in 0..1000 {
+        let log = std::fs::read_to_string(dir.join(format!("{label}.log"))).unwrap_or_default();
+        if log.contains(needle) {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    panic!("{label} never said {needle:?}");
+}
+
+/// `label`'s `--stats-json`.
+pub fn stats(dir: &Path, label: &str) -> Value {
+    let text = std::fs::read_to_string(dir.join(format!("{label}.json")))
+        .unwrap_or_else(|e| panic!("{label}: no stats ({e})"));
+    serde_json::from_str(&text).unwrap()
+}
