@@ -389,13 +389,11 @@ impl Endpoint {
                 );
                 // The next report of the desync asks again.
                 for &s in &f.for_slots {
-                    if is_spectator_slot(s) || usize::from(s) >= MAX_PLAYERS {
-                        starved.push(s);
-                    } else {
-                        wanted[usize::from(s)] = false;
+                    if let Some(w) = wanted.get_mut(usize::from(s)) {
+                        *w = false;
                         resynced_from[usize::from(s)] = 0;
-                        starved.push(s);
                     }
+                    starved.push(s);
                 }
             }
             alive

@@ -46,3 +46,11 @@ pub fn stats(dir: &Path, label: &str) -> Value {
         .unwrap_or_else(|e| panic!("{label}: no stats ({e})"));
     serde_json::from_str(&text).unwrap()
 }
+
+/// Seconds of play a benchmark runs: `FRAMELOCK_BENCH_SECS`, else `default`.
+pub fn bench_secs(default: u64) -> u64 {
+    std::env::var("FRAMELOCK_BENCH_SECS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}

@@ -110,10 +110,7 @@ fn cells(s: &Value) -> String {
 }
 
 fn main() {
-    let secs: u64 = std::env::var("FRAMELOCK_BENCH_SECS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(60);
+    let secs = procs::bench_secs(60);
     let frames = (secs * 60).to_string();
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
