@@ -14,7 +14,7 @@ use super::rtt::{LossMeter, RttEstimator, WindowQuantile};
 use super::server::{head, rtt_sample, MAX_UNWATCHED};
 use super::stats::{ClientStats, LatencyStats, Traffic};
 use super::timesync::pace_for;
-use super::{Config, LockstepError};
+use super::{Config, LockstepError, Mode};
 
 /// Samples a client keeps beyond the next frame when the caller pushes changes without
 /// polling frames (during a stall); past this, the newest is overwritten.
@@ -38,6 +38,18 @@ const INPUT_RTT_QUANTILE: f64 = 0.99;
 /// Samples measured before the input round trip is reported: the server trusts the first
 /// reports over its handshake estimate at once, so they must be more than a lucky few.
 const INPUT_RTT_MIN_SAMPLES: usize = 60;
+
+/// Optimistic mode's playout: frames whose wait (arrival to being run) is measured for the
+/// pace, the quantile read, and the band (in frames) it is kept in by running 1% slower
+/// below it and 1% faster above it. The band is over a frame wide because frames run on
+/// display slots: a frame's wait moves by whole slots as its deadline crosses one.
+const SLACK_WINDOW: usize = 30;
+const SLACK_QUANTILE: f64 = 0.1;
+const SLACK_LOW: f64 = 0.25;
+const SLACK_HIGH: f64 = 1.3;
+const PLAYOUT_PACE_STEP: f64 = 0.01;
+/// Optimistic mode: frames a client keeps in hand; more are run sooner (see `backlog`).
+const PLAYOUT_KEEP_EXTRA: u32 = 2;
 
 /// When a local sample was pushed, and the frame of the player's clock it was taken on.
 #[derive(Clone, Copy, Debug)]
@@ -122,8 +134,11 @@ pub struct Client {
     first_frames_at: Option<Instant>,
     /// `take_start_delay` answered.
     start_delay_taken: bool,
-    /// Received frames not handed out yet, from `next_frame`, each with our lead on it.
-    frames: VecDeque<(Inputs, u8)>,
+    /// Received frames not handed out yet, from `next_frame`, each with our lead on it and
+    /// when it arrived.
+    frames: VecDeque<(Inputs, u8, Instant)>,
+    /// Optimistic mode: how long the latest frames waited between arriving and being run.
+    slack: WindowQuantile,
     /// The newest received frames, handed out or not, up to the last one received: an
     /// UPDATE's first frame is delta-coded against the frame before it, which we acknowledged.
     held: VecDeque<Inputs>,
@@ -226,6 +241,17 @@ impl Client {
         self.spectator
     }
 
+    fn optimistic(&self) -> bool {
+        self.cfg.mode == Mode::Optimistic
+    }
+
+    /// The frames come at the server's pace, not at one the client must keep (a spectator,
+    /// or any client of an optimistic session): after a wait for one, the scheduler starts
+    /// its clock again from the frame that came instead of catching the wait up.
+    pub fn paced_by_arrival(&self) -> bool {
+        self.spectator || self.optimistic()
+    }
+
     /// Frames a late starter should run beyond its frame clock, at most 4 per displayed frame
     /// (the scheduler's cap): a spectator keeps a small buffer (the frames of about one
     /// keyframe interval and a frame); a late joiner runs every frame it was sent once, then
@@ -233,6 +259,12 @@ impl Client {
     /// frame would run behind the others' phase, and they would wait for its input at every
     /// keyframe until time sync had caught it up.
     pub fn backlog(&mut self) -> u32 {
+        if self.optimistic() && !self.spectator {
+            // Played like a recording: the frames beyond a keyframe interval and a little
+            // are run sooner, so a burst (the link back after an outage) is caught up.
+            let keep = self.cfg.keyframe_interval + PLAYOUT_KEEP_EXTRA;
+            return (self.frames.len() as u32).saturating_sub(keep);
+        }
         if !self.catching_up {
             return self.behind_phase();
         }
@@ -286,6 +318,7 @@ impl Client {
             start_delay_taken: false,
             held: VecDeque::new(),
             frames: VecDeque::new(),
+            slack: WindowQuantile::new(SLACK_WINDOW),
             next_frame: Frame::ZERO,
             lead: None,
             send_seq: 0,
@@ -370,7 +403,7 @@ impl Client {
     /// already. The session's start is no stall: nothing is sampled ahead before the first
     /// frames.
     fn sample_while_waiting(&mut self, pad: Pad) {
-        let Some(since) = self.stall_since else {
+        let Some(since) = self.stall_since.filter(|_| !self.paced_by_arrival()) else {
             return;
         };
         let waited = self.last_now.saturating_duration_since(since);
@@ -403,7 +436,7 @@ impl Client {
     /// The next frame to emulate and everyone's inputs for it, in order, each exactly once;
     /// `None` at a keyframe whose UPDATE has not arrived (a stall).
     pub fn poll_frame(&mut self) -> Option<(Frame, Inputs)> {
-        let Some((inputs, lead)) = self.frames.pop_front() else {
+        let Some((inputs, lead, arrived)) = self.frames.pop_front() else {
             // Waiting for the first frames is the session starting (every player getting
             // ready: see the server's `publish`), not a stall, as in `app::runner`.
             if self.stall_since.is_none() && self.first_frames_at.is_some() {
@@ -419,6 +452,8 @@ impl Client {
             self.append_sample(self.last_pad, self.last_now);
         }
         self.record_latency(frame, u32::from(lead));
+        self.slack
+            .record(self.last_now.saturating_duration_since(arrived));
         self.next_frame = frame.next();
         Some((frame, inputs))
     }
@@ -591,7 +626,7 @@ impl Client {
             if run.from.0 <= known_end && run.to().0 > known_end {
                 let skip = (known_end - run.from.0) as usize;
                 self.frames
-                    .extend(run.frames[skip..].iter().map(|f| (*f, lead as u8)));
+                    .extend(run.frames[skip..].iter().map(|f| (*f, lead as u8, now)));
                 self.held.extend(&run.frames[skip..]);
                 let excess = self.held.len().saturating_sub(HELD_FRAMES);
                 self.held.drain(..excess);
@@ -833,10 +868,32 @@ impl Client {
     /// frames in hand; or the others were catching up a stall of their own) corrects it
     /// faster, up to 10%: at 2% a two-frame lead takes two seconds, stalling every keyframe.
     pub fn pace(&self) -> f64 {
+        if self.optimistic() {
+            return self.playout_pace();
+        }
         if self.late && self.advance.abs() >= 1.0 {
             return (1.0 - 0.03 * self.advance).clamp(0.9, 1.1);
         }
         pace_for(self.advance)
+    }
+
+    /// Optimistic mode: the server's frames come on its clock, so the client keeps its phase
+    /// just behind their arrival: it runs 1% slower while the frames wait less than
+    /// `SLACK_LOW` frames before they run (it is about to miss one), 1% faster while they
+    /// wait more than `SLACK_HIGH` (that wait is input latency). This also absorbs clock
+    /// drift between the machines.
+    fn playout_pace(&self) -> f64 {
+        let Some(wait) = self.slack.quantile(SLACK_QUANTILE) else {
+            return 1.0;
+        };
+        let frames = wait.as_secs_f64() * self.cfg.fps;
+        if frames < SLACK_LOW {
+            1.0 - PLAYOUT_PACE_STEP
+        } else if frames > SLACK_HIGH {
+            1.0 + PLAYOUT_PACE_STEP
+        } else {
+            1.0
+        }
     }
 
     /// Smoothed RTT to the server.
@@ -852,6 +909,9 @@ impl Client {
     /// and never catches this up runs a one-way trip behind the host, which time sync, at
     /// 2 %, takes 25 s to undo at 2 s RTT, stalling meanwhile.
     pub fn take_start_delay(&mut self) -> Option<Duration> {
+        if self.paced_by_arrival() {
+            return None;
+        }
         if self.start_delay_taken || self.first_frames_at.is_none() {
             return None;
         }

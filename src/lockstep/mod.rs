@@ -94,6 +94,8 @@ mod event_tests;
 #[cfg(test)]
 mod late_tests;
 #[cfg(test)]
+mod optimistic_tests;
+#[cfg(test)]
 mod sim;
 #[cfg(test)]
 mod tests;
@@ -107,14 +109,84 @@ use crate::input::MAX_PLAYERS;
 pub use client::{Client, ClientEvent};
 pub use frame::{Frame, PeerId};
 pub use server::{LeaveReason, Server, ServerEvent, SPECTATOR_LAG_SECS, SPECTATOR_TIMEOUT};
-pub use stats::{ClientStats, LatencyStats, PeerStats, ServerStats, Traffic};
+pub use stats::{ClientStats, LatencyStats, PeerStats, Placement, ServerStats, Traffic};
 
 /// Default keyframe interval: the smallest K whose traffic fits 2.5 KB/s per direction
 /// (see the table in the module doc).
 pub const DEFAULT_KEYFRAME_INTERVAL: u32 = 2;
 
+/// When the server publishes a frame.
+///
+/// - **Strict**: once every player's input for it is known. Everyone plays with the same
+///   delay, the worst player's round trip: fair, but one slow link slows the whole game.
+/// - **Optimistic**: on its own frame clock at the core's rate, with every player's input as
+///   far as it has heard. Nobody waits for anybody: each player's samples go on frames at
+///   that player's own offset (its round trip to the server and a margin for its jitter),
+///   and a sample that comes later than that goes on the first frame not yet published,
+///   after the player's earlier ones (its *command buffer*). A slow player sees its own
+///   input late; the others do not notice it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Mode {
+    #[default]
+    Strict,
+    Optimistic,
+}
+
+impl Mode {
+    pub const ALL: [Mode; 2] = [Mode::Strict, Mode::Optimistic];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Strict => "strict",
+            Mode::Optimistic => "optimistic",
+        }
+    }
+
+    /// The mode's byte in handshakes and recordings.
+    /// The keyframe interval a session of this mode uses unless told otherwise. Strict: the
+    /// smallest within 2.5 KB/s (see the table above). Optimistic: 1, a CTRL with every
+    /// sample and an UPDATE with every tick: nothing waits at a keyframe there, so K is
+    /// latency alone, a frame per step of K each way (20 ms round trip, simulated: a median
+    /// of 3 frames at K = 1, 4 at K = 2 even with an UPDATE every tick), and about 2.4 KB/s
+    /// each way still fits the budget.
+    pub fn default_keyframe_interval(self) -> u32 {
+        match self {
+            Mode::Strict => DEFAULT_KEYFRAME_INTERVAL,
+            Mode::Optimistic => 1,
+        }
+    }
+
+    pub fn to_byte(self) -> u8 {
+        match self {
+            Mode::Strict => 0,
+            Mode::Optimistic => 1,
+        }
+    }
+
+    pub fn from_byte(b: u8) -> Option<Mode> {
+        Mode::ALL.into_iter().find(|m| m.to_byte() == b)
+    }
+}
+
+impl std::fmt::Display for Mode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for Mode {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Mode, String> {
+        Mode::ALL
+            .into_iter()
+            .find(|m| m.as_str().eq_ignore_ascii_case(s))
+            .ok_or_else(|| format!("unknown mode {s:?}: strict or optimistic"))
+    }
+}
+
 /// Settings shared by the server and every client of a session (they must agree on
-/// `players`, `session`, `fps` and `keyframe_interval`).
+/// `players`, `session`, `fps`, `keyframe_interval` and `mode`).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Config {
     /// Player slots in the session, 1..=8; slots `0..players` may join.
@@ -139,6 +211,8 @@ pub struct Config {
     /// send budget and the wire counters of `Traffic` add it per datagram; a server's peers
     /// start with it (see `Server::set_udp_ip_header`).
     pub udp_ip_header: usize,
+    /// When frames are published (see [`Mode`]).
+    pub mode: Mode,
 }
 
 /// Default send budget: under the 2.5 KB/s per direction that netplay promises, with room
@@ -162,6 +236,7 @@ impl Default for Config {
             fps: 60.0,
             send_budget: DEFAULT_SEND_BUDGET,
             udp_ip_header: budget::UDP_IP_HEADER,
+            mode: Mode::Strict,
         }
     }
 }

@@ -12,10 +12,10 @@ use super::budget::SendBudget;
 use super::frame::{seq_newer, Frame, PeerId};
 use super::lead::LeadController;
 use super::msg::{self, AckRefs, Echo, FrameRun, Head, Notice, NoticeName, Update};
-use super::rtt::{LossMeter, RttEstimator};
-use super::stats::{PeerStats, ServerStats, Traffic};
+use super::rtt::{LossMeter, RttEstimator, WindowQuantile};
+use super::stats::{PeerStats, Placement, ServerStats, Traffic};
 use super::timesync::{pace_for, Phase};
-use super::{Config, LockstepError};
+use super::{Config, LockstepError, Mode};
 
 /// Samples a peer may have buffered beyond the frame being published; more are ignored.
 const MAX_BUFFERED: usize = 8192;
@@ -48,6 +48,16 @@ const ACTIVATE_ANYWAY: Duration = Duration::from_secs(3);
 /// reports held everyone's lead at a second for the next 4 s, and a player who rejoined
 /// played with that delay.
 const FORGET_STALL: Duration = Duration::from_secs(5);
+/// Optimistic mode: arrival lateness samples kept per player (4 s at 60 fps), the quantile
+/// its offset covers, and how many it takes before they replace the handshake's estimate.
+const LATENESS_WINDOW: usize = 240;
+const LATENESS_QUANTILE: f64 = 0.99;
+const LATENESS_MIN_SAMPLES: usize = 60;
+/// Optimistic mode: a sample counts as at most this many keyframe intervals later than the
+/// newest one that came with it. The older samples of a burst (a link back after an outage)
+/// were held up by the outage, not by the link's usual delay, and must not size the offset
+/// for the seconds after it.
+const LATENESS_SPREAD_K: u32 = 2;
 /// Datagrams one UPDATE round may be split into when a peer lacks more frames than fit one
 /// (8 players whose input changes every frame fill one with about 60 frames).
 const MAX_SEGMENTS: usize = 4;
@@ -162,10 +172,23 @@ struct Peer {
     behind: bool,
     /// A late joiner's name, for the notice that it plays.
     name: NoticeName,
+    /// Optimistic mode: its own offset (sample to frame), sized by `lateness`.
+    placement: LeadController,
+    /// Optimistic mode: how late each of its samples arrived, in frames after the tick of
+    /// the frame with its own index (as a duration at the nominal rate).
+    lateness: WindowQuantile,
+    placed: Placement,
 }
 
 impl Peer {
-    fn new(id: PeerId, now: Instant, send_budget: u32, header: usize, first: Frame) -> Peer {
+    fn new(
+        cfg: &Config,
+        id: PeerId,
+        now: Instant,
+        send_budget: u32,
+        header: usize,
+        first: Frame,
+    ) -> Peer {
         Peer {
             id,
             samples: VecDeque::new(),
@@ -202,6 +225,9 @@ impl Peer {
             added: now,
             behind: false,
             name: NoticeName::default(),
+            placement: LeadController::new(cfg.min_lead, cfg.max_lead, cfg.frame_duration()),
+            lateness: WindowQuantile::new(LATENESS_WINDOW),
+            placed: Placement::default(),
         }
     }
 
@@ -460,6 +486,9 @@ pub struct Server {
     retain: usize,
     /// Input round-trip reports are ignored until then (see `FORGET_STALL`).
     ignore_input_rtt_until: Option<Instant>,
+    /// Optimistic mode: when frame 0 was published; frame `f` is published at
+    /// `clock + f` frame durations.
+    clock: Option<Instant>,
 }
 
 impl Server {
@@ -483,6 +512,7 @@ impl Server {
             next_spectator: 0,
             retain: (RETAIN_SECS * cfg.fps).ceil() as usize,
             ignore_input_rtt_until: None,
+            clock: None,
             cfg,
         })
     }
@@ -510,7 +540,7 @@ impl Server {
         // An UPDATE carries every player's input: the budget is for two players, more get
         // proportionally more.
         let budget = self.cfg.send_budget * u32::from(self.cfg.players.max(2)) / 2;
-        Peer::new(peer, now, budget, self.cfg.udp_ip_header, first)
+        Peer::new(&self.cfg, peer, now, budget, self.cfg.udp_ip_header, first)
     }
 
     /// Checks that a stream can start at `start`: a frame published and still kept.
@@ -578,7 +608,14 @@ impl Server {
             return Err(LockstepError::SpectatorPresent(id));
         }
         self.check_start(start)?;
-        let mut p = Peer::new(PeerId(0), now, self.cfg.send_budget, header, start);
+        let mut p = Peer::new(
+            &self.cfg,
+            PeerId(0),
+            now,
+            self.cfg.send_budget,
+            header,
+            start,
+        );
         p.dirty = true;
         self.spectators.insert(id, p);
         Ok(())
@@ -876,6 +913,16 @@ impl Server {
             while peer.used_base + 1 < run.first && peer.used.pop_front().is_some() {
                 peer.used_base += 1;
             }
+            if let (Some(clock), false) = (self.clock, peer.pending) {
+                record_lateness(
+                    peer,
+                    &self.cfg,
+                    clock,
+                    now,
+                    run.first + skip as u32,
+                    run.first + run.pads.len() as u32,
+                );
+            }
             if let Some(age_ms) = run.age_ms {
                 // When the client pushed its newest sample, on our clock (see `timesync`).
                 let one_way = peer.rtt.srtt().unwrap_or_default() / 2;
@@ -899,10 +946,16 @@ impl Server {
     /// pushed while it caught up are dropped but the newest, which goes on the frontier.
     fn maybe_activate(&mut self, now: Instant, peer: PeerId) {
         let frontier = self.frontier();
-        let lead = self.lead.lead();
         let slack = ACTIVATE_SLACK_K * self.cfg.keyframe_interval;
+        let optimistic = self.cfg.mode == Mode::Optimistic;
+        let global = self.lead.lead();
         let Some(p) = self.peers[peer.index()].as_mut().filter(|p| p.pending) else {
             return;
+        };
+        let lead = if optimistic {
+            p.placement.lead()
+        } else {
+            global
         };
         let Some(newest) = p.recv_end().checked_sub(1).filter(|n| *n >= p.next) else {
             return;
@@ -943,7 +996,9 @@ impl Server {
             if let Some(bytes) = p.queued.pop_front() {
                 return Some(Transmit { to: p.id, bytes });
             }
-            if (p.dirty || p.last_send.is_none_or(|t| now >= t + resend)) && p.budget.allows(now) {
+            let batch = batch_for(&self.cfg, p);
+            let dirty = p.dirty && p.last_send.is_none_or(|t| now >= t + batch);
+            if (dirty || p.last_send.is_none_or(|t| now >= t + resend)) && p.budget.allows(now) {
                 self.next_peer = (idx + 1) % MAX_PLAYERS;
                 self.build_round(idx, now);
                 let p = self.peers[idx].as_mut()?;
@@ -970,7 +1025,10 @@ impl Server {
                 let send = if !p.queued.is_empty() {
                     Some(p.last_send.unwrap_or(p.last_heard))
                 } else if p.dirty {
-                    Some(p.budget.ready_at(p.last_send.unwrap_or(p.last_heard)))
+                    let at = p
+                        .last_send
+                        .map_or(p.last_heard, |t| t + batch_for(&self.cfg, p));
+                    Some(p.budget.ready_at(at))
                 } else {
                     p.last_send.map(|t| p.budget.ready_at(t + resend))
                 };
@@ -993,8 +1051,23 @@ impl Server {
                     Some(p.last_heard + self.cfg.timeout.max(SPECTATOR_TIMEOUT)),
                 ]
             }))
+            .chain(self.next_tick())
             .flatten()
             .min()
+    }
+
+    /// Optimistic mode: when the next frame is due.
+    fn next_tick(&self) -> Option<Option<Instant>> {
+        let clock = self.clock?;
+        if self.peers.iter().all(Option::is_none) {
+            return None;
+        }
+        Some(Some(clock + self.tick_offset(self.frontier())))
+    }
+
+    /// Optimistic mode: time from frame 0's publication to `frame`'s.
+    fn tick_offset(&self, frame: Frame) -> Duration {
+        Duration::from_secs_f64(f64::from(frame.0) / self.cfg.fps)
     }
 
     /// Raises silence warnings, drops peers past the timeout, and lets the lead step down.
@@ -1077,6 +1150,7 @@ impl Server {
                     advance_frames: advances[p.id.index()],
                     buffered_samples: p.samples.len(),
                     traffic: p.traffic,
+                    placement: p.placed.clone(),
                 })
                 .collect(),
         }
@@ -1164,8 +1238,116 @@ impl Server {
         out
     }
 
-    /// Updates the lead and publishes every frame whose inputs are all known.
+    /// Publishes what can be: every frame whose inputs are all known (strict), or every
+    /// frame whose time has come (optimistic); then marks the streams to send and forgets
+    /// the history nobody needs.
     fn publish(&mut self, now: Instant) {
+        let published = match self.cfg.mode {
+            Mode::Strict => self.publish_strict(now),
+            Mode::Optimistic => self.publish_optimistic(now),
+        };
+        if published {
+            for p in self.peers.iter_mut().flatten() {
+                p.dirty = true;
+            }
+            for p in self.spectators.values_mut() {
+                p.dirty = true;
+            }
+            self.check_spectators(now);
+        }
+        // Forget frames every client holds, but the newest of them (the next UPDATE's first
+        // frame is delta-coded against it), and keep `retain` for late streams.
+        let oldest = self
+            .peers
+            .iter()
+            .flatten()
+            .chain(self.spectators.values().filter(|p| !p.behind))
+            .map(|p| p.acked)
+            .min();
+        if let Some(oldest) = oldest {
+            while self.hist_base.next() < oldest && self.history.len() > self.retain {
+                self.history.pop_front();
+                self.hist_base = self.hist_base.next();
+            }
+        }
+    }
+
+    /// Frame 0 waits for every player's first CTRL: each is running then (state loaded,
+    /// window open). Started at once, a peer that took longer to get there (a window opening
+    /// after the lobby) ran behind the others by that much, and (strict) they waited for its
+    /// inputs at every keyframe until time sync (2%) had caught it up.
+    fn everyone_running(&self) -> bool {
+        self.frontier() > Frame::ZERO || self.peers.iter().flatten().all(|p| p.recv_seq.is_some())
+    }
+
+    /// Optimistic mode: moves each player's offset toward what its samples' lateness needs,
+    /// then publishes every frame whose tick has come, each player's next sample on it
+    /// (see [`Mode::Optimistic`]). True if any was published.
+    fn publish_optimistic(&mut self, now: Instant) -> bool {
+        let batching = self
+            .cfg
+            .frame_duration()
+            .mul_f64(f64::from(self.cfg.keyframe_interval - 1));
+        let frontier = self.frontier();
+        for p in self.peers.iter_mut().flatten().filter(|p| !p.pending) {
+            let measured = p.lateness.len() >= LATENESS_MIN_SAMPLES;
+            let need = if measured {
+                p.lateness.quantile(LATENESS_QUANTILE)
+            } else {
+                p.rtt.conservative().map(|r| r + batching)
+            };
+            let before = p.placement.lead();
+            let lead = p.placement.update(now, need, measured);
+            if lead != before {
+                tracing::debug!(
+                    "lockstep: {} offset {before} -> {lead} frames at {frontier} ({})",
+                    p.id,
+                    if measured { "measured" } else { "estimated" }
+                );
+            }
+        }
+        if self.peers.iter().all(|p| p.is_none()) || !self.everyone_running() {
+            return false;
+        }
+        let clock = *self.clock.get_or_insert(now);
+        let mut published = false;
+        while clock + self.tick_offset(self.frontier()) <= now {
+            let frame = self.frontier().0;
+            let mut inputs = [Pad::NEUTRAL; MAX_PLAYERS];
+            for p in self.peers.iter_mut().flatten().filter(|p| !p.pending) {
+                let target = p.placement.lead();
+                let mut offset = frame.saturating_sub(p.next);
+                // Below its offset the player's input is repeated (the offset grows).
+                if offset >= target {
+                    // A backlog drains by merging samples equal to the input before them;
+                    // a change is never merged away, so a tap keeps its frame.
+                    while offset > target && p.samples.front() == Some(&p.last) {
+                        p.take_sample();
+                        p.placed.merged += 1;
+                        offset -= 1;
+                    }
+                    // Nothing buffered: the player keeps its last input, and its next
+                    // sample goes on the first frame after it arrives.
+                    if let Some(s) = p.take_sample() {
+                        p.last = s;
+                        self.started = true;
+                        if offset > target {
+                            p.placed.late += 1;
+                            p.placed.late_frames.record(offset - target);
+                        }
+                    }
+                }
+                inputs[p.id.index()] = p.last;
+            }
+            self.history.push_back(inputs);
+            published = true;
+        }
+        published
+    }
+
+    /// Strict mode: updates the lead and publishes every frame whose inputs are all known.
+    /// True if any was published.
+    fn publish_strict(&mut self, now: Instant) -> bool {
         let batching = self
             .cfg
             .frame_duration()
@@ -1200,17 +1382,8 @@ impl Server {
                 if measured { "measured" } else { "estimated" }
             );
         }
-        if self.peers.iter().all(|p| p.is_none()) {
-            return;
-        }
-        // Frame 0 waits for every player's first CTRL: each is running then (state loaded,
-        // window open). Started at once, a peer that took longer to get there (a window
-        // opening after the lobby) ran behind the others by that much, and they waited for
-        // its inputs at every keyframe until time sync (2%) had caught it up.
-        if self.frontier() == Frame::ZERO
-            && self.peers.iter().flatten().any(|p| p.recv_seq.is_none())
-        {
-            return;
+        if self.peers.iter().all(|p| p.is_none()) || !self.everyone_running() {
+            return false;
         }
         let mut published = false;
         loop {
@@ -1264,30 +1437,7 @@ impl Server {
             self.history.push_back(inputs);
             published = true;
         }
-        if published {
-            for p in self.peers.iter_mut().flatten() {
-                p.dirty = true;
-            }
-            for p in self.spectators.values_mut() {
-                p.dirty = true;
-            }
-            self.check_spectators(now);
-        }
-        // Forget frames every client holds, but the newest of them (the next UPDATE's first
-        // frame is delta-coded against it), and keep `retain` for late streams.
-        let oldest = self
-            .peers
-            .iter()
-            .flatten()
-            .chain(self.spectators.values().filter(|p| !p.behind))
-            .map(|p| p.acked)
-            .min();
-        if let Some(oldest) = oldest {
-            while self.hist_base.next() < oldest && self.history.len() > self.retain {
-                self.history.pop_front();
-                self.hist_base = self.hist_base.next();
-            }
-        }
+        published
     }
 
     /// Marks spectators that fell more than `SPECTATOR_LAG_SECS` behind. One just (re)started
@@ -1319,7 +1469,11 @@ impl Server {
             frontier: self.frontier(),
             hist_base: self.hist_base,
             history: &self.history,
-            advance: self.advances()[idx],
+            advance: match self.cfg.mode {
+                Mode::Strict => self.advances()[idx],
+                // Clients pace themselves by the frames' arrival (see `Client::pace`).
+                Mode::Optimistic => 0.0,
+            },
             session: self.cfg.session,
             players: self.cfg.players,
             frames: true,
@@ -1337,6 +1491,35 @@ impl Server {
         for p in self.spectators.values_mut() {
             p.notify(n);
         }
+    }
+}
+
+/// Shortest time between two UPDATEs with new frames to `p`. Strict: none, a frame is
+/// published when a CTRL brings its last input, about once per keyframe interval. Optimistic:
+/// a frame is published every tick, and sending each at once would double the traffic, so
+/// they go out a keyframe interval's worth at a time (half a frame early, so a send is not
+/// put off to the tick after); a player in memory gets each at once.
+fn batch_for(cfg: &Config, p: &Peer) -> Duration {
+    match cfg.mode {
+        Mode::Optimistic if p.header > 0 => cfg
+            .frame_duration()
+            .mul_f64(f64::from(cfg.keyframe_interval) - 0.5),
+        _ => Duration::ZERO,
+    }
+}
+
+/// Optimistic mode: records how late samples `from..end` of `p` (just received, at `now`)
+/// came: in frames after the tick of the frame with their own index. The offset that covers
+/// that puts a sample on a frame not yet published.
+fn record_lateness(p: &mut Peer, cfg: &Config, clock: Instant, now: Instant, from: u32, end: u32) {
+    let Some(newest) = end.checked_sub(1) else {
+        return;
+    };
+    let ticks = now.saturating_duration_since(clock).as_secs_f64() * cfg.fps;
+    let cap = ticks - f64::from(newest) + f64::from(LATENESS_SPREAD_K * cfg.keyframe_interval);
+    for i in from..end {
+        let late = (ticks - f64::from(i)).min(cap).max(0.0);
+        p.lateness.record(Duration::from_secs_f64(late / cfg.fps));
     }
 }
 

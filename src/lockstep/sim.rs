@@ -44,6 +44,8 @@ pub struct Link {
     pub delay_changes: Vec<(Duration, Duration)>,
     /// Everything is lost from this time on.
     pub dead_after: Option<Duration>,
+    /// Everything sent within these spans is lost.
+    pub outages: Vec<(Duration, Duration)>,
 }
 
 impl Link {
@@ -87,6 +89,12 @@ impl Link {
         self
     }
 
+    /// Everything sent from `at` for `len` is lost.
+    pub fn outage(mut self, at: Duration, len: Duration) -> Link {
+        self.outages.push((at, at + len));
+        self
+    }
+
     pub fn dead_after(mut self, at: Duration) -> Link {
         self.dead_after = Some(at);
         self
@@ -103,7 +111,8 @@ impl LinkState {
     /// Arrival times of a datagram sent at `t` (none if lost, two if duplicated).
     fn route(&mut self, rng: &mut SmallRng, t: Duration) -> Vec<Duration> {
         let s = &self.spec;
-        if s.dead_after.is_some_and(|d| t >= d) {
+        if s.dead_after.is_some_and(|d| t >= d) || s.outages.iter().any(|(a, b)| t >= *a && t < *b)
+        {
             return Vec::new();
         }
         if let Some((enter, leave)) = s.burst {
@@ -825,8 +834,10 @@ impl Sim {
         if ran > clock_due {
             next_frame -= period * f64::from(ran - clock_due);
         }
-        // As in `app::runner`, the clock starts with frame 0, not while waiting for it.
-        p.next_frame = (!p.applied.is_empty()).then_some(next_frame);
+        // As in `app::runner`, the clock starts with frame 0, not while waiting for it; and a
+        // client paced by the frames' arrival starts it again after waiting for one.
+        let restart = ran == 0 && stalled && p.client.paced_by_arrival();
+        p.next_frame = (!p.applied.is_empty() && !restart).then_some(next_frame);
         if warm {
             p.slots += 1;
             if stalled {

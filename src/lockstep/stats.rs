@@ -133,6 +133,19 @@ pub struct ClientStats {
     pub latency: LatencyStats,
 }
 
+/// Optimistic mode: where the server put one player's samples.
+#[derive(Clone, Debug, Default)]
+pub struct Placement {
+    /// Samples placed on a later frame than the player's own offset would have put them
+    /// (they arrived too late for it).
+    pub late: u64,
+    /// By how many frames each of those was late.
+    pub late_frames: LatencyStats,
+    /// Samples equal to the input before them, dropped to drain a backlog (a burst after
+    /// an outage, or the offset coming down).
+    pub merged: u64,
+}
+
 /// One peer as the server sees it.
 #[derive(Clone, Debug)]
 pub struct PeerStats {
@@ -145,9 +158,11 @@ pub struct PeerStats {
     pub lead: u32,
     /// Its phase relative to the other clients, in frames (> 0: ahead).
     pub advance_frames: f64,
-    /// Samples received and not yet placed on a frame.
+    /// Samples received and not yet placed on a frame (the command buffer).
     pub buffered_samples: usize,
     pub traffic: Traffic,
+    /// Optimistic mode: how its samples were placed.
+    pub placement: Placement,
 }
 
 /// The server's numbers; see [`super::Server::stats`].
