@@ -13,7 +13,7 @@ use crate::app::{PlayOptions, RecordMode, RunnerConfig};
 use crate::config::Config;
 use crate::frontend::audio::AudioSettings;
 use crate::host::{CoreSource, HostConfig};
-use crate::lockstep::{DEFAULT_KEYFRAME_INTERVAL, DEFAULT_SEND_BUDGET};
+use crate::lockstep::{Mode, DEFAULT_SEND_BUDGET};
 use crate::net::NetSim;
 use crate::netplay::{HostOptions, JoinOptions, NetOptions, ServeOptions, DEFAULT_PORT};
 
@@ -169,6 +169,10 @@ pub struct NetArgs {
     pub start_delay_ms: Option<u64>,
 }
 
+fn parse_mode(s: &str) -> Result<Mode, String> {
+    s.parse()
+}
+
 fn parse_inject(s: &str) -> Result<(u32, u16), String> {
     let (frame, mask) = s.split_once(':').unwrap_or((s, "4"));
     let frame = frame.parse().map_err(|_| format!("bad frame {frame:?}"))?;
@@ -187,9 +191,16 @@ pub struct HostArgs {
     /// game starts when all have joined.
     #[arg(long, value_name = "N", default_value_t = 2, value_parser = clap::value_parser!(u8).range(2..=8))]
     pub players: u8,
-    /// Keyframe interval K: frames between two input messages (CTRL) of each player.
-    #[arg(short = 'K', long = "keyframe-interval", value_name = "N", default_value_t = DEFAULT_KEYFRAME_INTERVAL, value_parser = clap::value_parser!(u32).range(1..=60))]
-    pub keyframe_interval: u32,
+    /// How frames are published. strict: each waits for every player's input, so everyone
+    /// plays with the slowest link's delay (fair). optimistic: on the host's clock with the
+    /// inputs it has; nobody waits for a slow player, whose own input shows late instead.
+    /// With --server, the server's --mode unless given.
+    #[arg(long, value_name = "MODE", value_parser = parse_mode)]
+    pub mode: Option<Mode>,
+    /// Keyframe interval K: frames between two input messages (CTRL) of each player
+    /// (default: 2 in strict mode, 1 in optimistic mode).
+    #[arg(short = 'K', long = "keyframe-interval", value_name = "N", value_parser = clap::value_parser!(u32).range(1..=60))]
+    pub keyframe_interval: Option<u32>,
     /// Start the game when this many players are in (default: all of --players); the free
     /// seats can be taken while it runs.
     #[arg(long, value_name = "M", value_parser = clap::value_parser!(u8).range(1..=8))]
@@ -232,6 +243,10 @@ pub struct ServeArgs {
     /// Spectators each room takes at once (0: none).
     #[arg(long, value_name = "N", default_value_t = crate::session::DEFAULT_MAX_SPECTATORS, value_parser = clap::value_parser!(u8).range(0..=239))]
     pub max_spectators: u8,
+    /// Mode of the rooms whose creator does not ask for one (`host --mode`): strict or
+    /// optimistic.
+    #[arg(long, value_name = "MODE", default_value = "strict", value_parser = parse_mode)]
+    pub mode: Mode,
     /// Impair outgoing packets (testing), as `host --netsim`.
     #[arg(long, value_name = "SPEC")]
     pub netsim: Option<NetSim>,
@@ -263,6 +278,7 @@ impl ServeArgs {
             opens_per_minute: self.opens_per_minute,
             send_budget: self.send_budget,
             max_spectators: self.max_spectators,
+            mode: self.mode,
             netsim: self.netsim.clone(),
             duration: self.duration.map(Duration::from_secs),
             stats_json: self.stats_json.clone(),
@@ -333,6 +349,7 @@ impl HostArgs {
                 None => self.players,
             },
             max_spectators: self.max_spectators,
+            mode: self.mode,
             keyframe_interval: self.keyframe_interval,
             lobby_timeout: self.lobby_timeout.map(Duration::from_secs),
             server: self.server.clone(),
@@ -724,9 +741,24 @@ mod tests {
         };
         let o = h.to_options(&Config::default()).unwrap();
         assert_eq!(
-            (o.players, o.keyframe_interval, o.port),
-            (8, 3, DEFAULT_PORT)
+            (o.players, o.keyframe_interval, o.port, o.mode),
+            (8, Some(3), DEFAULT_PORT, None)
         );
+        assert_eq!(
+            (o.session_mode(), o.session_keyframe_interval()),
+            (Mode::Strict, 3)
+        );
+        let cli = Cli::try_parse_from(["framelock", "host", "--mode", "optimistic"]).unwrap();
+        let Command::Host(h) = cli.command else {
+            panic!("not host")
+        };
+        let o = h.to_options(&Config::default()).unwrap();
+        assert_eq!(
+            (o.session_mode(), o.session_keyframe_interval()),
+            (Mode::Optimistic, 1)
+        );
+        let bad = Cli::try_parse_from(["framelock", "host", "--mode", "fast"]).unwrap_err();
+        assert!(bad.to_string().contains("strict or optimistic"), "{bad}");
         assert!(Cli::try_parse_from(["framelock", "host", "--players", "9"]).is_err());
         // A session of one would wait for a joiner it does not want.
         let alone = Cli::try_parse_from(["framelock", "host", "--players", "1"]).unwrap_err();

@@ -151,6 +151,7 @@ pub fn session_header(
         content_path,
         start_sram: core.memory(MemoryRegion::SaveRam).map(<[u8]>::to_vec),
         netplay_context: opts.host.netplay,
+        netplay_mode: None,
     })
 }
 
@@ -218,7 +219,7 @@ pub fn begin(
     players: &[(u8, String)],
     checksum_interval: u32,
 ) -> Result<Recording, RecordError> {
-    begin_at(reserved, opts, core, players, checksum_interval, 0)
+    begin_at(reserved, opts, core, players, checksum_interval, 0, None)
 }
 
 /// [`begin`] for a session the recording joins at `start_frame` (a late joiner's or a
@@ -230,10 +231,12 @@ fn begin_at(
     players: &[(u8, String)],
     checksum_interval: u32,
     start_frame: u32,
+    mode: Option<&str>,
 ) -> Result<Recording, RecordError> {
     // On an error the reservation's drop removes the empty file.
     let mut header = session_header(core, opts, players, checksum_interval)?;
     header.start_frame = start_frame;
+    header.netplay_mode = mode.map(str::to_string);
     let Some(file) = reserved.file.take() else {
         return Err(ReplayError::Invalid("recording file already used").into());
     };
@@ -267,6 +270,7 @@ pub fn begin_netplay(
     players: &[(u8, String)],
     checksum_interval: u32,
     start_frame: u32,
+    mode: &str,
 ) -> Option<Recording> {
     begin_at(
         reserved?,
@@ -275,6 +279,7 @@ pub fn begin_netplay(
         players,
         checksum_interval,
         start_frame,
+        Some(mode),
     )
     .map_err(|e| tracing::error!("not recording this session: {e}"))
     .ok()

@@ -21,7 +21,7 @@ use serde_json::{json, Map, Value};
 
 use crate::app::{Feed, FeedPoll};
 use crate::input::{Bot, Inputs, Pad};
-use crate::lockstep::{Client, ClientEvent, Frame, PeerId};
+use crate::lockstep::{Client, ClientEvent, Frame, Mode, PeerId};
 use crate::net::{Link, SocketWaiter};
 use crate::replay::Event;
 use crate::session::{
@@ -834,6 +834,7 @@ impl NetState {
         });
         Status {
             spectators,
+            mode: self.client.config().mode,
             keyframe_interval: s.keyframe_interval,
             // A spectator has no lead of its own.
             lead: s.lead.filter(|_| watching.is_none()),
@@ -945,6 +946,11 @@ impl NetState {
             json!({ "median": s.latency.median(), "p95": s.latency.p95() }),
         );
         m.insert("rtt_ms".into(), json!(self.counters.rtt_median()));
+        m.insert("mode".into(), json!(self.client.config().mode.as_str()));
+        if let Role::Host { endpoint } = &self.role {
+            let peers = endpoint.server_stats().map(|s| s.peers).unwrap_or_default();
+            m.insert("placement".into(), super::placement_json(&peers));
+        }
         m.insert("keyframe_interval".into(), json!(s.keyframe_interval));
         m.insert("lead".into(), json!(s.lead));
         m.insert("pace".into(), json!(s.pace));
@@ -1140,6 +1146,11 @@ impl NetFeed {
         self.state().client.is_spectator()
     }
 
+    /// The session's lockstep mode.
+    pub fn mode(&self) -> Mode {
+        self.state().client.config().mode
+    }
+
     /// The session frame the machine starts from.
     pub fn first_frame(&self) -> u32 {
         self.state().first
@@ -1216,8 +1227,9 @@ impl Feed for NetFeed {
 
     fn take_behind(&mut self) -> Option<Duration> {
         let mut s = self.state();
-        // A late starter catches up by its backlog instead (see `backlog`).
-        if s.first > 0 || s.client.is_spectator() {
+        // A late starter catches up by its backlog instead (see `backlog`), and a client
+        // paced by the frames' arrival has no clock of the host's to keep.
+        if s.first > 0 || s.client.paced_by_arrival() {
             return None;
         }
         s.client.take_start_delay()
@@ -1228,7 +1240,7 @@ impl Feed for NetFeed {
     }
 
     fn paced_by_arrival(&self) -> bool {
-        self.state().client.is_spectator()
+        self.state().client.paced_by_arrival()
     }
 
     /// With a network thread the frame loop need not wake to serve the network: a datagram

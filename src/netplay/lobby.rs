@@ -122,7 +122,8 @@ pub fn host_lobby(
     let start = Instant::now();
     let port = link.local_addr().port();
     tracing::info!(
-        "netplay: hosting on udp port {port}; waiting for {} more player(s)",
+        "netplay: hosting on udp port {port} ({} mode); waiting for {} more player(s)",
+        endpoint.mode(),
         want.saturating_sub(1)
     );
     let here = crate::net::lan_address().map_or("THIS-MACHINE".into(), |ip| {
@@ -212,17 +213,22 @@ pub fn join_lobby(link: &mut Link, session: &mut JoinSession) -> Result<StartSta
         while let Some(ev) = session.poll_event() {
             match ev {
                 JoinEvent::Welcomed {
-                    slot, packed_len, ..
+                    slot,
+                    packed_len,
+                    mode,
+                    keyframe_interval,
+                    ..
                 } => {
                     let kib = packed_len as f64 / 1024.0;
                     if slot == crate::session::msg::SPECTATOR {
                         tracing::info!(
-                            "netplay: admitted as a spectator; receiving {kib:.1} KiB of state"
+                            "netplay: admitted as a spectator ({mode} mode); receiving \
+                             {kib:.1} KiB of state"
                         );
                     } else {
                         tracing::info!(
-                            "netplay: admitted as player {}; receiving {kib:.1} KiB of start \
-                             state",
+                            "netplay: admitted as player {} ({mode} mode, K {keyframe_interval}); \
+                             receiving {kib:.1} KiB of start state",
                             slot + 1
                         );
                     }

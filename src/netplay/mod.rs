@@ -72,13 +72,29 @@ pub struct HostOptions {
     pub start_with: u8,
     /// Spectators the session takes at once.
     pub max_spectators: u8,
-    pub keyframe_interval: u32,
+    /// `None`: strict, or with `server` the server's mode.
+    pub mode: Option<lockstep::Mode>,
+    /// `None`: the mode's default.
+    pub keyframe_interval: Option<u32>,
     /// Give up waiting for players after this long.
     pub lobby_timeout: Option<Duration>,
     /// Open a room on this dedicated server (`HOST[:PORT]` as typed) instead of listening.
     pub server: Option<String>,
     /// The room's name there (default: the server makes one up).
     pub room: Option<String>,
+}
+
+impl HostOptions {
+    /// The mode of a session this host runs itself.
+    pub fn session_mode(&self) -> lockstep::Mode {
+        self.mode.unwrap_or_default()
+    }
+
+    /// Its keyframe interval: as given, else the mode's default.
+    pub fn session_keyframe_interval(&self) -> u32 {
+        self.keyframe_interval
+            .unwrap_or_else(|| self.session_mode().default_keyframe_interval())
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -163,6 +179,25 @@ fn lockstep_config(
     }
 }
 
+/// Per player, where the lockstep server put its samples (optimistic mode: how many came
+/// later than its own offset, by how many frames, and how many equal ones were merged to
+/// drain a backlog; all zero in strict mode), for `--stats-json`.
+pub(crate) fn placement_json(peers: &[lockstep::PeerStats]) -> serde_json::Value {
+    serde_json::json!(peers
+        .iter()
+        .map(|p| serde_json::json!({
+            "slot": p.peer.0,
+            "offset": p.lead,
+            "placed_late": p.placement.late,
+            "placed_late_frames": {
+                "median": p.placement.late_frames.median(),
+                "p95": p.placement.late_frames.p95(),
+            },
+            "merged": p.placement.merged,
+        }))
+        .collect::<Vec<_>>())
+}
+
 /// Hosts a session: waits for the players, sends them the start state, then plays.
 pub fn host(opts: &HostOptions) -> Result<PlaySummary, NetplayError> {
     check_display(&opts.net.play)?;
@@ -195,8 +230,13 @@ pub fn host(opts: &HostOptions) -> Result<PlaySummary, NetplayError> {
     host.max_players = opts.players;
     host.start_with = opts.start_with;
     host.max_spectators = opts.max_spectators;
-    host.keyframe_interval = opts.keyframe_interval as u8;
-    let lcfg = lockstep_config(opts.players, opts.keyframe_interval, 0, fps, &opts.net);
+    let (mode, k) = (opts.session_mode(), opts.session_keyframe_interval());
+    host.keyframe_interval = k as u8;
+    host.mode = mode;
+    let lcfg = lockstep::Config {
+        mode,
+        ..lockstep_config(opts.players, k, 0, fps, &opts.net)
+    };
     let cfg = EndpointConfig {
         host,
         lockstep: lcfg.clone(),
@@ -272,7 +312,9 @@ fn host_in_room(
             0 => opts.players,
             n => n.min(opts.players),
         },
-        keyframe_interval: opts.keyframe_interval as u8,
+        // 0: the default of the mode the room gets.
+        keyframe_interval: opts.keyframe_interval.unwrap_or(0) as u8,
+        mode: opts.mode,
         fps,
         password: password.is_some(),
         core_name: info.core_name.clone(),
@@ -482,6 +524,7 @@ fn run(
         &feed.names(),
         net.checksum_interval,
         first,
+        feed.mode().as_str(),
     );
     let spectator = feed.is_spectator();
     let mut runner = Runner::new(feed, runner_cfg);

@@ -30,6 +30,8 @@ pub struct ServeOptions {
     pub send_budget: u32,
     /// Spectators each room takes at once.
     pub max_spectators: u8,
+    /// Mode of rooms whose creator does not ask for one.
+    pub mode: lockstep::Mode,
     pub netsim: Option<NetSim>,
     /// Stop after this long (tests, benchmarks); `None`: until Ctrl-C.
     pub duration: Option<Duration>,
@@ -88,6 +90,7 @@ pub fn serve(opts: &ServeOptions) -> Result<(), NetplayError> {
         opens_per_minute: opts.opens_per_minute,
         lockstep: lockstep::Config {
             send_budget: opts.send_budget,
+            mode: opts.mode,
             ..lockstep::Config::default()
         },
         entropy: random_bytes(),
@@ -145,6 +148,17 @@ pub fn serve(opts: &ServeOptions) -> Result<(), NetplayError> {
         let over = opts.duration.is_some_and(|d| now >= started + d);
         if crate::app::interrupt::requested() || over {
             let n = rooms.len();
+            let open_rooms: Vec<serde_json::Value> = rooms
+                .room_stats()
+                .into_iter()
+                .map(|(room, mode, peers)| {
+                    json!({
+                        "room": room,
+                        "mode": mode.as_str(),
+                        "placement": super::placement_json(&peers),
+                    })
+                })
+                .collect();
             rooms.shutdown(now);
             while let Some(t) = rooms.poll_transmit(now) {
                 link.send(now, t.to, t.bytes);
@@ -169,6 +183,7 @@ pub fn serve(opts: &ServeOptions) -> Result<(), NetplayError> {
                     "held_unvalidated": s.held_unvalidated,
                     "rooms_opened": s.rooms_opened,
                     "rooms_closed": s.rooms_closed,
+                    "rooms": open_rooms,
                     "answer_us": {
                         "p50": answers.quantile_us(0.5),
                         "p99": answers.quantile_us(0.99),
@@ -352,8 +367,8 @@ pub fn rooms_table(rooms: &[RoomInfo]) -> String {
         return "no open rooms\n".into();
     }
     let mut out = format!(
-        "{:<20} {:<24} {:<18} {:>7} {:>8} {:<8} {:<8} {:>6}\n",
-        "ROOM", "GAME", "CORE", "PLAYERS", "WATCHING", "PASSWORD", "STATE", "AGE"
+        "{:<20} {:<24} {:<18} {:<10} {:>7} {:>8} {:<8} {:<8} {:>6}\n",
+        "ROOM", "GAME", "CORE", "MODE", "PLAYERS", "WATCHING", "PASSWORD", "STATE", "AGE"
     );
     for r in rooms {
         let game = if r.content.is_empty() {
@@ -362,10 +377,11 @@ pub fn rooms_table(rooms: &[RoomInfo]) -> String {
             &r.content
         };
         out.push_str(&format!(
-            "{:<20} {:<24} {:<18} {:>7} {:>8} {:<8} {:<8} {:>6}\n",
+            "{:<20} {:<24} {:<18} {:<10} {:>7} {:>8} {:<8} {:<8} {:>6}\n",
             r.name,
             game,
             r.core,
+            r.mode,
             format!("{}/{}", r.players, r.seats),
             r.spectators,
             if r.password { "yes" } else { "no" },
@@ -389,6 +405,7 @@ pub fn rooms_json(rooms: &[RoomInfo]) -> serde_json::Value {
             "playing": r.playing,
             "age_s": r.age_secs,
             "spectators": r.spectators,
+            "mode": r.mode.as_str(),
         }))
         .collect::<Vec<_>>())
 }

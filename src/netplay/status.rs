@@ -1,5 +1,5 @@
 //! The status line a netplay window shows (`Feed::status_line`) from the first frame on,
-//! refreshed every second: this player's keyframe interval, lead, stalls and traffic, then
+//! refreshed every second: the session's mode, this player's keyframe interval, lead, stalls and traffic, then
 //! per peer its round trip (a host: every joiner's, with the traffic to and from it; a
 //! joiner: the host's). Segments are " | "-separated so the window can wrap them
 //! (`frontend::status_bar`).
@@ -7,11 +7,12 @@
 use std::fmt;
 use std::time::Duration;
 
-use crate::lockstep::Traffic;
+use crate::lockstep::{Mode, Traffic};
 
 /// What the line shows, gathered from the feed's state.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Status {
+    pub mode: Mode,
     pub keyframe_interval: u32,
     pub lead: Option<u32>,
     pub stalls: u64,
@@ -60,7 +61,8 @@ impl fmt::Display for Status {
         }
         write!(
             f,
-            "K {} lead {lead} stalls {} up {:.1} down {:.1} kbit/s",
+            "{} K {} lead {lead} stalls {} up {:.1} down {:.1} kbit/s",
+            self.mode,
             self.keyframe_interval,
             self.stalls,
             kbit(self.wire_out, self.secs),
@@ -103,6 +105,7 @@ mod tests {
             packets_dropped_invalid: 0,
         };
         let host = Status {
+            mode: Mode::Strict,
             keyframe_interval: 2,
             lead: Some(9),
             stalls: 3,
@@ -127,7 +130,7 @@ mod tests {
         };
         assert_eq!(
             host.to_string(),
-            "K 2 lead 9 stalls 3 up 38.4 down 19.6 kbit/s | P2 98 ms 37.4/27.2 | P3 - ms 0.0/0.0"
+            "strict K 2 lead 9 stalls 3 up 38.4 down 19.6 kbit/s | P2 98 ms 37.4/27.2 | P3 - ms 0.0/0.0"
         );
         let joiner = Status {
             lead: None,
@@ -140,7 +143,7 @@ mod tests {
         };
         assert_eq!(
             joiner.to_string(),
-            "K 2 lead - stalls 3 up 38.4 down 19.6 kbit/s | rtt 101 ms"
+            "strict K 2 lead - stalls 3 up 38.4 down 19.6 kbit/s | rtt 101 ms"
         );
         // Through a server the round trip is to the server, and the room is named.
         let in_room = Status {
@@ -149,7 +152,7 @@ mod tests {
         };
         assert_eq!(
             in_room.to_string(),
-            "room amber-otter-42 | K 2 lead - stalls 3 up 38.4 down 19.6 kbit/s | server rtt 101 ms"
+            "room amber-otter-42 | strict K 2 lead - stalls 3 up 38.4 down 19.6 kbit/s | server rtt 101 ms"
         );
         // A host counts its spectators; a spectator says how far behind it is.
         let watched = Status {
@@ -165,7 +168,16 @@ mod tests {
         };
         assert!(spectator
             .to_string()
-            .starts_with("watching: 140 ms behind the players | K 2"));
+            .starts_with("watching: 140 ms behind the players | strict K 2"));
+        let optimistic = Status {
+            mode: Mode::Optimistic,
+            keyframe_interval: 1,
+            lead: Some(3),
+            ..joiner.clone()
+        };
+        assert!(optimistic
+            .to_string()
+            .starts_with("optimistic K 1 lead 3 stalls 3"));
         // Shown from the first frame: 400 bytes after 2 ms are 3.2 kbit over a second.
         let first = Status {
             wire_out: 400,
@@ -176,7 +188,7 @@ mod tests {
         };
         assert_eq!(
             first.to_string(),
-            "K 2 lead - stalls 3 up 3.2 down 0.0 kbit/s"
+            "strict K 2 lead - stalls 3 up 3.2 down 0.0 kbit/s"
         );
     }
 }

@@ -45,6 +45,7 @@ const HF_CORE_PATH: u8 = 0x01;
 const HF_CONTENT_PATH: u8 = 0x02;
 const HF_START_SRAM: u8 = 0x03;
 const HF_NETPLAY_CONTEXT: u8 = 0x04;
+const HF_NETPLAY_MODE: u8 = 0x05;
 
 /// How the recorded session started.
 #[derive(Clone, PartialEq, Eq, Debug, Default)]
@@ -86,6 +87,9 @@ pub struct Header {
     pub start_sram: Option<Vec<u8>>,
     /// The core ran with the netplay savestate context (`HostConfig::netplay`).
     pub netplay_context: bool,
+    /// A netplay session's lockstep mode ("strict" or "optimistic"); `None` for local play.
+    /// The inputs recorded are the ones applied either way, so replay ignores it.
+    pub netplay_mode: Option<String>,
 }
 
 impl Default for Header {
@@ -106,6 +110,7 @@ impl Default for Header {
             content_path: None,
             start_sram: None,
             netplay_context: false,
+            netplay_mode: None,
         }
     }
 }
@@ -382,6 +387,9 @@ fn put_optional_fields(body: &mut Vec<u8>, h: &Header) -> Result<(), Reason> {
     if h.netplay_context {
         field(HF_NETPLAY_CONTEXT, &[]);
     }
+    if let Some(mode) = &h.netplay_mode {
+        field(HF_NETPLAY_MODE, mode.as_bytes());
+    }
     Ok(())
 }
 
@@ -402,6 +410,7 @@ fn read_optional_fields(b: &mut Bytes, h: &mut Header) -> Result<(), Reason> {
                 }
             }
             HF_NETPLAY_CONTEXT => h.netplay_context = true,
+            HF_NETPLAY_MODE => h.netplay_mode = Some(text()?),
             _ => {}
         }
     }

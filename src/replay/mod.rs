@@ -58,6 +58,7 @@
 //!     0x03  save RAM at the start: varint uncompressed length, varint length, LZ4 block
 //!           (for cores whose savestates leave save RAM out; load it before the start state)
 //!     0x04  (empty) the core ran with the netplay savestate context
+//!     0x05  the netplay session's lockstep mode (UTF-8: "strict" or "optimistic")
 //!     other tags are skipped
 //! ```
 //! Readers ignore body bytes after the fields they know, so new header fields are added as

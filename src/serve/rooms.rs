@@ -36,7 +36,8 @@ pub struct ServeConfig {
     pub max_rooms: usize,
     /// Rooms one IP address may open per minute.
     pub opens_per_minute: u32,
-    /// Every room's lockstep settings (players, session, fps and K come from its creator).
+    /// Every room's lockstep settings (players, session, fps and K come from its creator; the
+    /// mode too if the creator asks for one).
     pub lockstep: lockstep::Config,
     /// Seeds session ids, room names and the rooms' password-check randomness.
     pub entropy: [u8; 32],
@@ -231,6 +232,21 @@ impl Rooms {
 
     pub fn stats(&self) -> ServeStats {
         self.stats
+    }
+
+    /// Each open room's name, mode and its players' lockstep numbers (for `--stats-json`).
+    pub fn room_stats(&self) -> Vec<(String, lockstep::Mode, Vec<lockstep::PeerStats>)> {
+        self.rooms
+            .values()
+            .map(|r| {
+                let peers = r
+                    .endpoint
+                    .server_stats()
+                    .map(|s| s.peers)
+                    .unwrap_or_default();
+                (r.name.clone(), r.endpoint.mode(), peers)
+            })
+            .collect()
     }
 
     /// Rooms open (their start state uploaded).
@@ -447,14 +463,25 @@ impl Rooms {
         host.start_with = open.start_with;
         host.max_spectators = self.cfg.max_spectators;
         host.host_is_player = false;
-        host.keyframe_interval = open.keyframe_interval;
+        // The creator's choices, else the server's; K 0 is the mode's default.
+        let mode = open.mode.unwrap_or(self.cfg.lockstep.mode);
+        let k = match open.keyframe_interval {
+            0 => mode.default_keyframe_interval() as u8,
+            k => k,
+        };
+        let mut open = open;
+        open.mode = Some(mode);
+        open.keyframe_interval = k;
+        host.keyframe_interval = k;
+        host.mode = mode;
         host.creator = Some(creator);
         host.relayed_password = open.password;
         let cfg = EndpointConfig {
             host,
             lockstep: lockstep::Config {
-                keyframe_interval: u32::from(open.keyframe_interval),
-                min_lead: u32::from(open.keyframe_interval),
+                keyframe_interval: u32::from(k),
+                min_lead: u32::from(k),
+                mode,
                 ..self.cfg.lockstep.clone()
             },
             lobby_timeout: None,
@@ -840,6 +867,7 @@ fn info(r: &Room, now: Instant) -> RoomInfo {
         playing: r.started,
         age_secs: now.saturating_duration_since(r.opened).as_secs() as u32,
         spectators: r.endpoint.spectator_count().min(255) as u8,
+        mode: r.open.mode.unwrap_or_default(),
     }
 }
 

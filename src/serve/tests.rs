@@ -31,6 +31,7 @@ fn open(players: u8, room: &str, password: bool) -> OpenRoom {
         players,
         start_with: players,
         keyframe_interval: 2,
+        mode: None,
         fps: 60.0,
         password,
         core_name: i.core_name,

@@ -249,6 +249,11 @@ impl Endpoint {
         })
     }
 
+    /// The session's lockstep mode.
+    pub fn mode(&self) -> lockstep::Mode {
+        self.cfg.lockstep.mode
+    }
+
     pub fn session_id(&self) -> u32 {
         self.session.session_id()
     }

@@ -65,8 +65,9 @@ pub struct HostConfig {
     /// The host plays in slot 0; `false` for a dedicated host (joiners take slots 0..).
     pub host_is_player: bool,
     pub fps: f64,
-    /// Lockstep keyframe interval K, told to joiners in Welcome.
+    /// Lockstep keyframe interval K and mode, told to joiners in Welcome.
     pub keyframe_interval: u8,
+    pub mode: crate::lockstep::Mode,
     /// Frame at which the start state was taken.
     pub frame: u32,
     pub handshake_timeout: Duration,
@@ -90,6 +91,7 @@ impl HostConfig {
             host_is_player: true,
             fps,
             keyframe_interval: crate::lockstep::DEFAULT_KEYFRAME_INTERVAL as u8,
+            mode: crate::lockstep::Mode::Strict,
             frame: 0,
             handshake_timeout: HANDSHAKE_TIMEOUT,
             ready_timeout: READY_TIMEOUT,
@@ -443,6 +445,7 @@ impl HostSession {
             chunk_size: CHUNK_SIZE as u16,
             slots,
             keyframe_interval: k,
+            mode: self.cfg.mode,
             players,
         })
         .encode(session);
@@ -863,6 +866,7 @@ impl HostSession {
             chunk_size: CHUNK_SIZE as u16,
             slots: self.cfg.max_players,
             keyframe_interval: self.cfg.keyframe_interval,
+            mode: self.cfg.mode,
             players,
         })
         .encode(self.cfg.session_id);

@@ -71,6 +71,7 @@ pub struct StartState {
     /// Session size in player slots and the lockstep keyframe interval, as the host set them.
     pub slots: u8,
     pub keyframe_interval: u8,
+    pub mode: crate::lockstep::Mode,
     /// Host's options, state and SRAM; apply the options before loading the state.
     pub payload: StartPayload,
     /// Where the joiner's own option values differed (already replaced by the host's).
@@ -79,7 +80,7 @@ pub struct StartState {
 
 impl StartState {
     /// The lockstep settings this joiner plays with: the session's slots, keyframe interval,
-    /// id and frame rate over `base` (this end's own: send budget, header size, timeouts).
+    /// mode, id and frame rate over `base` (this end's own: send budget, header size, timeouts).
     pub fn lockstep(&self, base: crate::lockstep::Config) -> crate::lockstep::Config {
         let k = u32::from(self.keyframe_interval);
         crate::lockstep::Config {
@@ -88,6 +89,7 @@ impl StartState {
             min_lead: k.max(1),
             session: self.session,
             fps: self.fps,
+            mode: self.mode,
             ..base
         }
     }
@@ -101,6 +103,8 @@ pub enum JoinEvent {
         session: u32,
         players: Vec<(u8, String)>,
         packed_len: usize,
+        mode: crate::lockstep::Mode,
+        keyframe_interval: u8,
     },
     /// The start state arrived and verified.
     Ready(Box<StartState>),
@@ -438,6 +442,8 @@ impl JoinSession {
             session,
             players: w.players.clone(),
             packed_len: w.packed_len as usize,
+            mode: w.mode,
+            keyframe_interval: w.keyframe_interval,
         });
         let mut rx = Box::new(Receiver::new(w.packed_len as usize, w.chunk_size as usize));
         rx.ack_soon(now);
@@ -462,6 +468,7 @@ impl JoinSession {
                     frame: welcome.frame,
                     slots: welcome.slots,
                     keyframe_interval: welcome.keyframe_interval,
+                    mode: welcome.mode,
                     option_diffs: option_diffs(&payload.options, &self.cfg.info.options),
                     payload,
                 };

@@ -13,7 +13,8 @@
 //!            the state is at: 0, or later for a joiner of a running game), u32 raw_len,
 //!            u32 packed_len,
 //!            u64 xxh3(raw payload), u16 chunk_size, u8 slots (session size), u8 keyframe
-//!            interval K, u8 n, n x (u8 slot, str8 name)
+//!            interval K, u8 mode (0 strict, 1 optimistic: `lockstep::Mode`), u8 n,
+//!            n x (u8 slot, str8 name)
 //! Refuse     u16 len + UTF-8 reason           (frozen: the same in every protocol version)
 //! StateChunk u32 index, u32 seq, data (the rest; chunk_size bytes except the last chunk)
 //! StateAck   u32 cum (every chunk < cum arrived), u32 seq of the latest arrival, u8 flags
@@ -24,18 +25,20 @@
 //!            running game answers a joiner's Hellos with 0, 0 while its state is made
 //! Loading    (empty: the joiner has the start state and is not running yet)
 //! Room       u8 op, then by op (a dedicated server's rooms; see `RoomMsg`):
-//!            1 Open     str8 room (empty: the server names it), u8 players, u8 K,
+//!            1 Open     str8 room (empty: the server names it), u8 players, u8 K (0: the
+//!                       mode's default),
 //!                       u64 fps bits, u8 flags (bit 0: password), str8 core_name,
 //!                       str8 core_version, str8 content_name, u8 has_hash [u64 hash],
 //!                       str8 player_name, u32 raw_len, u32 packed_len, u64 xxh3(raw
 //!                       payload), u8 start_with (players the game starts with),
+//!                       u8 mode (as Welcome's; 0xff: the server's),
 //!                       u16 n + n zero bytes of padding to `PADDED_LEN`
 //!            2 Opened   str8 room (the header carries the room's session id)
 //!            3 NoRoom   str8 room asked for, u8 n, n x str8 open room
 //!            4 List     u16 first (index of the first room wanted), padding as Open's
 //!            5 Rooms    u16 total, u16 first, u8 n, n x (str8 name, str8 content,
 //!                       str8 core, u8 players in, u8 seats, u8 flags (bit 0: password,
-//!                       bit 1: playing), u32 age in seconds, u8 spectators)
+//!                       bit 1: playing, bit 2: optimistic), u32 age in seconds, u8 spectators)
 //!            6 Relay    u32 ticket, u8 step, then by step: 1 (server -> creator: a
 //!                       joiner asks in) nothing; 2 (creator: its challenge) [33];
 //!                       3 (server: the joiner's answer) [33] message, [32] confirmation;
@@ -47,6 +50,7 @@
 //! larger than what it sent, so a forged source address gets nothing amplified.
 
 use crate::input::MAX_PLAYERS;
+use crate::lockstep::Mode;
 use crate::wire::{Header, Kind, WireError, HEADER_LEN, MAGIC, MAX_DATAGRAM, PROTOCOL_VERSION};
 
 /// A SPAKE2 message on Ed25519: a side byte and a point.
@@ -98,6 +102,8 @@ pub struct Hello {
 
 /// `Welcome::slot` of a spectator.
 pub const SPECTATOR: u8 = 0xff;
+/// OpenRoom's mode byte when the creator leaves the mode to the server.
+const NO_MODE: u8 = 0xff;
 
 /// A room as a dedicated server lists it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -111,6 +117,7 @@ pub struct RoomInfo {
     pub playing: bool,
     pub age_secs: u32,
     pub spectators: u8,
+    pub mode: Mode,
 }
 
 /// What a room's creator asks a dedicated server to open.
@@ -121,7 +128,10 @@ pub struct OpenRoom {
     pub players: u8,
     /// Players the game starts with (the others may join it later).
     pub start_with: u8,
+    /// 0: the default of the room's mode.
     pub keyframe_interval: u8,
+    /// The mode the creator asks for; `None`: the server's (`serve --mode`).
+    pub mode: Option<Mode>,
     pub fps: f64,
     pub password: bool,
     pub core_name: String,
@@ -190,6 +200,8 @@ pub struct Welcome {
     /// client must use the host's.
     pub slots: u8,
     pub keyframe_interval: u8,
+    /// When the lockstep server publishes frames: the joiner's client plays accordingly.
+    pub mode: Mode,
     pub players: Vec<(u8, String)>,
 }
 
@@ -294,6 +306,7 @@ impl Msg<'_> {
                 out.extend_from_slice(&w.chunk_size.to_le_bytes());
                 out.push(w.slots);
                 out.push(w.keyframe_interval);
+                out.push(w.mode.to_byte());
                 let players = &w.players[..w.players.len().min(MAX_PLAYERS)];
                 out.push(players.len() as u8);
                 for (slot, name) in players {
@@ -383,6 +396,8 @@ impl Msg<'_> {
                 let chunk_size = r.u16().map_err(bad)?;
                 let slots = r.u8().map_err(bad)?;
                 let keyframe_interval = r.u8().map_err(bad)?;
+                let mode =
+                    Mode::from_byte(r.u8().map_err(bad)?).ok_or(WireError::Malformed(kind))?;
                 let n = r.u8().map_err(bad)? as usize;
                 if n > MAX_PLAYERS
                     || (slot >= slots && slot != SPECTATOR)
@@ -413,6 +428,7 @@ impl Msg<'_> {
                     chunk_size,
                     slots,
                     keyframe_interval,
+                    mode,
                     players,
                 })
             }
@@ -497,6 +513,7 @@ fn encode_room(out: &mut Vec<u8>, msg: &RoomMsg) {
             out.extend_from_slice(&o.packed_len.to_le_bytes());
             out.extend_from_slice(&o.payload_hash.to_le_bytes());
             out.push(o.start_with);
+            out.push(o.mode.map_or(NO_MODE, Mode::to_byte));
             pad(out);
         }
         RoomMsg::Opened { room } => {
@@ -533,7 +550,11 @@ fn encode_room(out: &mut Vec<u8>, msg: &RoomMsg) {
                 put_str8(out, &r.core, 24);
                 out.push(r.players);
                 out.push(r.seats);
-                out.push(u8::from(r.password) | u8::from(r.playing) << 1);
+                out.push(
+                    u8::from(r.password)
+                        | u8::from(r.playing) << 1
+                        | u8::from(r.mode == Mode::Optimistic) << 2,
+                );
                 out.extend_from_slice(&r.age_secs.to_le_bytes());
                 out.push(r.spectators);
             }
@@ -582,10 +603,14 @@ fn decode_room(r: &mut Reader) -> Result<RoomMsg, ()> {
             let packed_len = r.u32()?;
             let payload_hash = r.u64()?;
             let start_with = r.u8()?;
+            let mode = match r.u8()? {
+                NO_MODE => None,
+                b => Some(Mode::from_byte(b).ok_or(())?),
+            };
             r.padding()?;
             let sane = (1..=MAX_PLAYERS as u8).contains(&players)
                 && (1..=players).contains(&start_with)
-                && (1..=60).contains(&keyframe_interval)
+                && (0..=60).contains(&keyframe_interval)
                 && fps.is_finite()
                 && (1.0..=1000.0).contains(&fps)
                 && flags <= 1
@@ -597,6 +622,7 @@ fn decode_room(r: &mut Reader) -> Result<RoomMsg, ()> {
                 room,
                 players,
                 start_with,
+                mode,
                 keyframe_interval,
                 fps,
                 password: flags == 1,
@@ -639,7 +665,7 @@ fn decode_room(r: &mut Reader) -> Result<RoomMsg, ()> {
                 let flags = r.u8()?;
                 let age_secs = r.u32()?;
                 let spectators = r.u8()?;
-                if flags > 3 || players > seats || usize::from(seats) > MAX_PLAYERS {
+                if flags > 7 || players > seats || usize::from(seats) > MAX_PLAYERS {
                     return Err(());
                 }
                 rooms.push(RoomInfo {
@@ -650,6 +676,11 @@ fn decode_room(r: &mut Reader) -> Result<RoomMsg, ()> {
                     seats,
                     password: flags & 1 != 0,
                     playing: flags & 2 != 0,
+                    mode: if flags & 4 != 0 {
+                        Mode::Optimistic
+                    } else {
+                        Mode::Strict
+                    },
                     age_secs,
                     spectators,
                 });
@@ -818,6 +849,7 @@ mod tests {
                 chunk_size: CHUNK_SIZE as u16,
                 slots: 4,
                 keyframe_interval: 2,
+                mode: Mode::Optimistic,
                 players: vec![(0, "host".into()), (2, "ana".into())],
             })
             .encode(5),
@@ -843,6 +875,7 @@ mod tests {
                 players: 4,
                 start_with: 4,
                 keyframe_interval: 2,
+                mode: Some(Mode::Optimistic),
                 fps: 59.92,
                 password: true,
                 core_name: "Genesis Plus GX".into(),
@@ -878,6 +911,7 @@ mod tests {
                     playing: false,
                     age_secs: 61,
                     spectators: 3,
+                    mode: Mode::Optimistic,
                 }],
             })
             .encode(0),
@@ -933,6 +967,7 @@ mod tests {
             chunk_size: CHUNK_SIZE as u16,
             slots: 2,
             keyframe_interval: 2,
+            mode: Mode::Strict,
             players: vec![(0, evil.into())],
         })
         .encode(5);

@@ -16,7 +16,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::{Duration, Instant};
 
 use framelock::input::Pad;
-use framelock::lockstep::{Client, Config, PeerId, Server};
+use framelock::lockstep::{Client, Config, Mode, PeerId, Server};
 use framelock::serve::{Rooms, ServeConfig};
 use framelock::session::msg::{
     Auth, Hello, Msg, OpenRoom, RelayStep, RoomInfo, RoomMsg, StateAck, Welcome, CHUNK_SIZE,
@@ -324,6 +324,7 @@ fn session_messages() -> Vec<Vec<u8>> {
         players: 2,
         start_with: 2,
         keyframe_interval: 2,
+        mode: Some(Mode::Optimistic),
         fps: 60.0,
         password: false,
         core_name: "lightcycles".into(),
@@ -360,6 +361,7 @@ fn session_messages() -> Vec<Vec<u8>> {
             chunk_size: CHUNK_SIZE as u16,
             slots: 2,
             keyframe_interval: 2,
+            mode: Mode::Optimistic,
             players: vec![(0, "host".into()), (1, "ana".into())],
         })
         .encode(9),
@@ -401,6 +403,7 @@ fn session_messages() -> Vec<Vec<u8>> {
                 playing: false,
                 age_secs: 3,
                 spectators: 1,
+                mode: Mode::Optimistic,
             }],
         })
         .encode(0),
