@@ -489,6 +489,8 @@ pub struct Server {
     /// Optimistic mode: when frame 0 was published; frame `f` is published at
     /// `clock + f` frame durations.
     clock: Option<Instant>,
+    /// Placement counts of players who left, by slot (their stats outlive them).
+    departed: [Option<Placement>; MAX_PLAYERS],
 }
 
 impl Server {
@@ -513,6 +515,7 @@ impl Server {
             retain: (RETAIN_SECS * cfg.fps).ceil() as usize,
             ignore_input_rtt_until: None,
             clock: None,
+            departed: Default::default(),
             cfg,
         })
     }
@@ -1153,6 +1156,20 @@ impl Server {
                     placement: p.placed.clone(),
                 })
                 .collect(),
+            placements: (0..MAX_PLAYERS)
+                .filter_map(|i| {
+                    let now = self.peers[i].as_ref().map(|p| &p.placed);
+                    let before = self.departed[i].as_ref();
+                    if now.is_none() && before.is_none() {
+                        return None;
+                    }
+                    let mut all = before.cloned().unwrap_or_default();
+                    if let Some(now) = now {
+                        all.merge(now);
+                    }
+                    Some((PeerId(i as u8), all))
+                })
+                .collect(),
         }
     }
 
@@ -1171,6 +1188,9 @@ impl Server {
         let Some(gone) = self.peers[peer.index()].take() else {
             return;
         };
+        self.departed[peer.index()]
+            .get_or_insert_with(Placement::default)
+            .merge(&gone.placed);
         // The others waited for it if it had gone silent (see `FORGET_STALL`).
         let waited_for = reason == LeaveReason::TimedOut || (gone.warned && !gone.pending);
         let from = self.frontier();

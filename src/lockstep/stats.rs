@@ -97,6 +97,15 @@ impl LatencyStats {
     pub fn clear(&mut self) {
         *self = LatencyStats::default();
     }
+
+    /// Adds what `other` recorded.
+    pub fn merge(&mut self, other: &LatencyStats) {
+        for (a, b) in self.buckets.iter_mut().zip(other.buckets.iter()) {
+            *a += b;
+        }
+        self.count += other.count;
+        self.sum += other.sum;
+    }
 }
 
 /// A client's numbers; see [`super::Client::stats`].
@@ -146,6 +155,15 @@ pub struct Placement {
     pub merged: u64,
 }
 
+impl Placement {
+    /// Adds what `other` counted (a player's earlier stays in the session).
+    pub fn merge(&mut self, other: &Placement) {
+        self.late += other.late;
+        self.late_frames.merge(&other.late_frames);
+        self.merged += other.merged;
+    }
+}
+
 /// One peer as the server sees it.
 #[derive(Clone, Debug)]
 pub struct PeerStats {
@@ -175,6 +193,9 @@ pub struct ServerStats {
     /// All traffic, including datagrams from unknown peers.
     pub traffic: Traffic,
     pub peers: Vec<PeerStats>,
+    /// Every slot that has played, in slot order, with where its samples were placed over
+    /// the whole session (players who left included).
+    pub placements: Vec<(PeerId, Placement)>,
 }
 
 #[cfg(test)]

@@ -948,8 +948,8 @@ impl NetState {
         m.insert("rtt_ms".into(), json!(self.counters.rtt_median()));
         m.insert("mode".into(), json!(self.client.config().mode.as_str()));
         if let Role::Host { endpoint } = &self.role {
-            let peers = endpoint.server_stats().map(|s| s.peers).unwrap_or_default();
-            m.insert("placement".into(), super::placement_json(&peers));
+            let stats = endpoint.server_stats();
+            m.insert("placement".into(), super::placement_json(stats.as_ref()));
         }
         m.insert("keyframe_interval".into(), json!(s.keyframe_interval));
         m.insert("lead".into(), json!(s.lead));

@@ -182,18 +182,23 @@ fn lockstep_config(
 /// Per player, where the lockstep server put its samples (optimistic mode: how many came
 /// later than its own offset, by how many frames, and how many equal ones were merged to
 /// drain a backlog; all zero in strict mode), for `--stats-json`.
-pub(crate) fn placement_json(peers: &[lockstep::PeerStats]) -> serde_json::Value {
-    serde_json::json!(peers
+pub(crate) fn placement_json(stats: Option<&lockstep::ServerStats>) -> serde_json::Value {
+    let Some(stats) = stats else {
+        return serde_json::json!([]);
+    };
+    serde_json::json!(stats
+        .placements
         .iter()
-        .map(|p| serde_json::json!({
-            "slot": p.peer.0,
-            "offset": p.lead,
-            "placed_late": p.placement.late,
+        .map(|(peer, p)| serde_json::json!({
+            "slot": peer.0,
+            // Its offset now, if it still plays.
+            "offset": stats.peers.iter().find(|s| s.peer == *peer).map(|s| s.lead),
+            "placed_late": p.late,
             "placed_late_frames": {
-                "median": p.placement.late_frames.median(),
-                "p95": p.placement.late_frames.p95(),
+                "median": p.late_frames.median(),
+                "p95": p.late_frames.p95(),
             },
-            "merged": p.placement.merged,
+            "merged": p.merged,
         }))
         .collect::<Vec<_>>())
 }

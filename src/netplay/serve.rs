@@ -151,11 +151,11 @@ pub fn serve(opts: &ServeOptions) -> Result<(), NetplayError> {
             let open_rooms: Vec<serde_json::Value> = rooms
                 .room_stats()
                 .into_iter()
-                .map(|(room, mode, peers)| {
+                .map(|(room, mode, stats)| {
                     json!({
                         "room": room,
                         "mode": mode.as_str(),
-                        "placement": super::placement_json(&peers),
+                        "placement": super::placement_json(stats.as_ref()),
                     })
                 })
                 .collect();

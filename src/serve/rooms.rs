@@ -235,17 +235,10 @@ impl Rooms {
     }
 
     /// Each open room's name, mode and its players' lockstep numbers (for `--stats-json`).
-    pub fn room_stats(&self) -> Vec<(String, lockstep::Mode, Vec<lockstep::PeerStats>)> {
+    pub fn room_stats(&self) -> Vec<(String, lockstep::Mode, Option<lockstep::ServerStats>)> {
         self.rooms
             .values()
-            .map(|r| {
-                let peers = r
-                    .endpoint
-                    .server_stats()
-                    .map(|s| s.peers)
-                    .unwrap_or_default();
-                (r.name.clone(), r.endpoint.mode(), peers)
-            })
+            .map(|r| (r.name.clone(), r.endpoint.mode(), r.endpoint.server_stats()))
             .collect()
     }
 
