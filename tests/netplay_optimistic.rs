@@ -127,3 +127,94 @@ fn airstriker_a_slow_joiner_holds_nobody_up_in_optimistic_mode() {
     let host_only = args(&["--option", "genesis_plus_gx_addr_error=disabled"]);
     compare(&game, &host_only);
 }
+
+/// An optimistic session that starts with two of its three players: a spectator attaches
+/// midway and the third player takes the free seat while the game runs. All four end with
+/// the host's checksum, and the late ones' recordings verify.
+#[test]
+fn a_spectator_and_a_late_joiner_in_an_optimistic_session() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let port = free_port();
+    let frames = ["--frames", "1500"];
+    let lossy = ["--netsim", "loss=5%,delay=20ms,jitter=5ms"];
+    let record =
+        |label: &str| args(&["--record", d.join(format!("{label}.flr")).to_str().unwrap()]);
+    let host_args = [
+        args(&[
+            "--mode",
+            "optimistic",
+            "--players",
+            "3",
+            "--start-with",
+            "2",
+            "--bot",
+            "1",
+        ]),
+        args(&frames),
+        args(&lossy),
+    ]
+    .concat();
+    let mut host = start_host(d, port, &host_args);
+    let mut bob = start_join(
+        d,
+        port,
+        "bob",
+        &[args(&frames), args(&lossy), args(&["--bot", "2"])].concat(),
+    );
+    assert!(
+        bob.wait_for_log("netplay: in session", Duration::from_secs(20))
+            .is_some(),
+        "{}",
+        bob.log_text()
+    );
+    std::thread::sleep(Duration::from_secs(8));
+    let mut eve = netplay_common::Peer::spawn(
+        d,
+        "eve",
+        &[
+            args(&["spectate", &format!("127.0.0.1:{port}"), "--headless"]),
+            args(&frames),
+            args(&lossy),
+            record("eve"),
+        ]
+        .concat(),
+    );
+    let mut ana = start_join(
+        d,
+        port,
+        "ana",
+        &[
+            args(&frames),
+            args(&lossy),
+            args(&["--bot", "3"]),
+            record("ana"),
+        ]
+        .concat(),
+    );
+    for p in [&mut bob, &mut eve, &mut ana, &mut host] {
+        p.wait_ok(Duration::from_secs(50));
+    }
+    let stats: Vec<Value> = [&host, &bob, &eve, &ana]
+        .iter()
+        .map(|p| p.read_stats())
+        .collect();
+    let want = checksum(&stats[0]);
+    for s in &stats {
+        assert_eq!(checksum(s), want, "{s:#}");
+        assert_eq!(s["mode"], "optimistic", "{s:#}");
+    }
+    assert_eq!(stats[2]["spectator"], true);
+    assert!(
+        stats[3]["first_frame"].as_u64().unwrap() > 300,
+        "{:#}",
+        stats[3]
+    );
+    let joined = stats[0]["players_joined"]
+        .as_array()
+        .expect("players_joined");
+    assert!(joined.iter().any(|j| j["slot"] == 2), "{:#}", stats[0]);
+    for label in ["eve", "ana"] {
+        assert_log_verifies(d, &d.join(format!("{label}.flr")));
+    }
+}

@@ -14,7 +14,7 @@ fn lossy(rtt: u64) -> Link {
 }
 
 /// The frame a late player's input entered the game, from the server's events.
-fn joined_from(sim: &Sim, peer: PeerId) -> Frame {
+pub(super) fn joined_from(sim: &Sim, peer: PeerId) -> Frame {
     sim.server_events
         .iter()
         .rev()
@@ -29,7 +29,7 @@ fn joined_from(sim: &Sim, peer: PeerId) -> Frame {
 }
 
 /// Player `i` applied the same inputs as the host's machine on every frame both ran.
-fn assert_matches_host(sim: &Sim, i: usize) {
+pub(super) fn assert_matches_host(sim: &Sim, i: usize) {
     let host = &sim.players[0];
     let p = &sim.players[i];
     assert!(p.first >= host.first);

@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use super::late_tests::{assert_matches_host, joined_from};
 use super::sim::{Link, PlayerSpec, Sim, SimConfig};
 use super::tests::{assert_in_sync, assert_no_tap_lost, config, secs, FPS};
 use super::{ClientEvent, Mode, PeerId, ServerEvent};
@@ -207,5 +208,68 @@ fn a_player_silent_for_a_second_loses_nothing() {
             )
         });
         assert!(warned, "{name}: the silence was not noticed");
+    }
+}
+
+/// What makes a session trustworthy holds in optimistic mode too: a late joiner plays from
+/// a frame everyone is told, a spectator sees the players' inputs, and a wrong checksum is
+/// reported as a desync.
+#[test]
+fn late_join_spectators_and_desync_detection_work_in_optimistic_mode() {
+    let mut cfg = one_slow(3, &[1], Mode::Optimistic, 2540);
+    cfg.dedicated = false;
+    cfg.corrupt_checksum = Some((PeerId(1), 1200));
+    let mut players = cfg.players.clone();
+    players.truncate(2);
+    cfg.players = players;
+    let mut sim = Sim::new(cfg);
+    sim.run_until(secs(10));
+    let ana = sim.add_late_player(PeerId(2), PlayerSpec::symmetric(Link::rtt_ms(40)), "ana");
+    let watcher = sim.add_spectator(16, PlayerSpec::symmetric(Link::rtt_ms(60).loss(0.02)));
+    sim.run_until(secs(40));
+    let from = joined_from(&sim, PeerId(2));
+    assert!(from.0 > sim.players[ana].first, "{from}");
+    for i in 1..sim.players.len() {
+        assert_matches_host(&sim, i);
+    }
+    for p in &sim.players[..2] {
+        assert!(
+            p.events.iter().any(|(_, e)| matches!(
+                e,
+                ClientEvent::PlayerJoined {
+                    peer: PeerId(2),
+                    ..
+                }
+            )),
+            "{}: {:?}",
+            p.id,
+            p.events
+        );
+    }
+    let desync = sim.server_events.iter().any(
+        |(_, e)| matches!(e, ServerEvent::Desync { frame, peer: PeerId(1), .. } if frame.0 == 1200),
+    );
+    assert!(desync, "{:?}", sim.server_events);
+    // The late joiner, once in, plays at its own short delay, not the slow player's.
+    let late = sim.players[ana].client.stats().latency;
+    assert!(late.median().unwrap_or(99) <= 4, "{:?}", late.median());
+    assert!(sim.players[watcher].applied.len() > 1000);
+}
+
+/// Two equal players 100 ms apart with jitter and loss (the benchmark's second scenario):
+/// in optimistic mode the joiner's frames come on the server's clock through the jitter
+/// and the losses, and its playout margin must cover both.
+#[test]
+fn a_jittery_lossy_joiner_rarely_stalls_in_optimistic_mode() {
+    for mode in Mode::ALL {
+        let mut lockstep = config(2, mode.default_keyframe_interval());
+        lockstep.mode = mode;
+        let link = Link::rtt_ms(100).rtt_jitter_ms(20).loss(0.05);
+        let cfg = SimConfig::new(lockstep, vec![PlayerSpec::symmetric(link.clone()); 2], 2550);
+        let sim = run(cfg, 6000);
+        let o = print_players(&format!("100 ms +-20 5% {mode}"), &sim);
+        assert_in_sync(&sim);
+        assert_no_tap_lost(&sim, |_| None);
+        assert!(o[1].stall_pct <= 0.5, "{mode}: {:?}", o[1]);
     }
 }

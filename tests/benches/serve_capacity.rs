@@ -137,6 +137,7 @@ impl Generator {
                 players: 2,
                 start_with: 2,
                 keyframe_interval: 2,
+                mode: None,
                 fps: 60.0,
                 password: false,
                 core_name: "lightcycles".into(),

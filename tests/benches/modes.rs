@@ -1,0 +1,162 @@
+//! Strict and optimistic keyframe lockstep side by side over real UDP (numbers, not
+//! pass/fail): `cargo bench --bench modes`.
+//!
+//! Two scenarios on the built-in game with bots, each played in both modes with the same
+//! bots and impairments (`--netsim` on what each process sends; the host sends clean unless
+//! said):
+//! - **one slow player**: 3 players; the host, a joiner 20 ms away (`delay=20ms`) and a joiner
+//!   about 300 ms away on a lossy link (`delay=300ms,jitter=20ms,loss=10%`);
+//! - **two equal players**: 100 ms round trip, ±20 ms, 5% loss (`delay=50ms,jitter=10ms,
+//!   loss=5%` on both).
+//!
+//! Per player: the share of frames stalled, median and 95th percentile added input latency
+//! (frames from a sample to the frame it is applied on), and bytes per second sent and
+//! received, UDP/IP headers included (the host's over all its links, divided by the
+//! joiners). `FRAMELOCK_BENCH_SECS` sets the play time (default 60 s).
+
+use std::path::Path;
+use std::process::Child;
+
+use serde_json::Value;
+
+#[path = "../fixtures/mod.rs"]
+mod fixtures;
+mod procs;
+
+use procs::{spawn, stats, strings, wait_for};
+
+/// One session: the host with `host_netsim`, then one joiner per entry of `joiners`;
+/// returns every player's stats, host first.
+fn session(
+    d: &Path,
+    tag: &str,
+    mode: &str,
+    frames: &str,
+    host_netsim: Option<&str>,
+    joiners: &[Option<&str>],
+) -> Vec<Value> {
+    let port = fixtures::free_port().to_string();
+    let players = (joiners.len() + 1).to_string();
+    let host_label = format!("{tag}-{mode}-host");
+    let mut args = strings(&[
+        "host",
+        "--headless",
+        "--port",
+        &port,
+        "--players",
+        &players,
+        "--mode",
+        mode,
+        "--frames",
+        frames,
+        "--bot",
+        "1",
+        "--no-record",
+    ]);
+    if let Some(n) = host_netsim {
+        args.extend(strings(&["--netsim", n]));
+    }
+    let mut host = spawn(d, &host_label, &args);
+    wait_for(d, &host_label, "hosting on udp port");
+    let labels: Vec<String> = (0..joiners.len())
+        .map(|i| format!("{tag}-{mode}-join{}", i + 1))
+        .collect();
+    let mut procs: Vec<Child> = joiners
+        .iter()
+        .zip(&labels)
+        .enumerate()
+        .map(|(i, (netsim, label))| {
+            let mut a = strings(&[
+                "join",
+                &format!("127.0.0.1:{port}"),
+                "--headless",
+                "--frames",
+                frames,
+                "--bot",
+                &(i + 2).to_string(),
+                "--no-record",
+            ]);
+            if let Some(n) = netsim {
+                a.extend(strings(&["--netsim", n]));
+            }
+            spawn(d, label, &a)
+        })
+        .collect();
+    for p in &mut procs {
+        p.wait().unwrap();
+    }
+    host.wait().unwrap();
+    let mut all = vec![stats(d, &host_label)];
+    all.extend(labels.iter().map(|l| stats(d, l)));
+    all
+}
+
+fn row(mode: &str, player: &str, s: &Value, links: f64) {
+    let ms = |f: &Value| f.as_f64().unwrap_or(f64::NAN) * 1000.0 / 60.0;
+    let frames = s["frames"].as_f64().unwrap_or(1.0);
+    let secs = s["session_s"].as_f64().unwrap_or(1.0);
+    let rate = |k: &str| s[k].as_f64().unwrap_or(f64::NAN) / secs / links;
+    println!(
+        "| {mode} | {player} | {:.2}% | {:.0} / {:.0} ms | {:.0} / {:.0} |",
+        s["stall_frames"].as_f64().unwrap_or(0.0) / frames * 100.0,
+        ms(&s["input_latency_frames"]["median"]),
+        ms(&s["input_latency_frames"]["p95"]),
+        rate("bytes_sent"),
+        rate("bytes_received"),
+    );
+}
+
+fn in_sync(all: &[Value]) -> bool {
+    all.iter()
+        .map(|s| s["checksum"].as_str().unwrap_or("-"))
+        .collect::<std::collections::BTreeSet<_>>()
+        .len()
+        == 1
+}
+
+fn main() {
+    let secs = procs::bench_secs(60);
+    let frames = (secs * 60).to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let mut synced = true;
+    println!("One slow player: host, a joiner at 20 ms, a joiner at ~300 ms with 10% loss");
+    println!();
+    println!("| mode | player | stalled | latency median / p95 | sent / received B/s |");
+    println!("|---|---|---|---|---|");
+    for mode in ["strict", "optimistic"] {
+        let all = session(
+            d,
+            "slow",
+            mode,
+            &frames,
+            None,
+            &[Some("delay=20ms"), Some("delay=300ms,jitter=20ms,loss=10%")],
+        );
+        synced &= in_sync(&all);
+        row(mode, "host", &all[0], 2.0);
+        row(mode, "20 ms", &all[1], 1.0);
+        row(mode, "300 ms, 10% loss", &all[2], 1.0);
+    }
+    println!();
+    println!("Two equal players: 100 ms round trip, ±20 ms, 5% loss");
+    println!();
+    println!("| mode | player | stalled | latency median / p95 | sent / received B/s |");
+    println!("|---|---|---|---|---|");
+    let far = "delay=50ms,jitter=10ms,loss=5%";
+    for mode in ["strict", "optimistic"] {
+        let all = session(d, "equal", mode, &frames, Some(far), &[Some(far)]);
+        synced &= in_sync(&all);
+        row(mode, "host", &all[0], 1.0);
+        row(mode, "joiner", &all[1], 1.0);
+    }
+    println!();
+    println!(
+        "checksums: {}",
+        if synced {
+            "equal within each run"
+        } else {
+            "DIFFER"
+        }
+    );
+}
