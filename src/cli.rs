@@ -90,6 +90,8 @@ Examples:
                                                    port to forward; it prints the join command
   framelock host --server play.example.org --room friday --password secret
   framelock host --players 4 --start-with 2        start with 2; 2 more can join later
+  framelock host --players 3 --mode optimistic     nobody waits for a slow player, whose
+                                                   own input shows late instead
 
 Everyone needs the same core and content; the host's core options and machine state are
 sent to every joiner. The game starts when --players players are in (--start-with: that
@@ -126,6 +128,8 @@ Examples:
   framelock serve                                  every address, udp port 7845
   framelock serve --port 7900 --max-rooms 200
   framelock serve --bind 203.0.113.7
+  framelock serve --mode optimistic                rooms publish frames on the server's
+                                                   clock unless their host picks strict
 
 No core, content or display is needed. Hosts open rooms with `framelock host --server
 THIS-HOST`, players join them with `framelock join THIS-HOST --room NAME`; everyone only

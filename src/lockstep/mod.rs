@@ -63,6 +63,32 @@
 //!   dropped, and one more than 2 s behind gets no frames until its driver gives it a
 //!   fresh state ([`Server::restart_spectator`], [`Client::skip_to`]).
 //!
+//! # Optimistic mode
+//! With [`Mode::Optimistic`] everything above holds (samples, CTRLs and UPDATEs, their
+//! reliability, notices, checksums, late streams) except when a frame is published:
+//! - The server publishes frame `f` at `t0 + f / fps`, `t0` being when frame 0 could start
+//!   (every player's first CTRL in), with each player's input as far as it has heard;
+//!   [`Server::poll_timeout`] names the next tick. Nothing waits for a player.
+//! - Each player has its own offset (sample `i` goes on frame `i + offset`), sized like the
+//!   lead but from that player's samples alone: how late each arrived, in frames after the
+//!   tick of the frame with its own index (99th percentile over 4 s, a sample counting as at
+//!   most two keyframe intervals later than the newest one that came with it, so an
+//!   outage's backlog does not size the offset afterwards), up at once, down slowly.
+//! - Its unplaced samples are its *command buffer*. Below its offset the player's last
+//!   input is repeated (the offset grows); at it, the next buffered sample is placed, or, if
+//!   none has arrived, the last input is repeated and the late sample goes on the first
+//!   frame after it arrives, after its earlier ones (counted in [`Placement`]). Above it,
+//!   buffered samples equal to the last input are merged away until the offset is back;
+//!   a change is never merged, so every press and release keeps a frame of its own.
+//! - UPDATEs go out every tick to a player in memory and about every keyframe interval to
+//!   the others (K defaults to 1 in this mode: [`Mode::default_keyframe_interval`]); the
+//!   server sends no phase advance.
+//! - Clients play the stream like a recording ([`Client::paced_by_arrival`]): after a wait
+//!   for a frame their scheduler restarts its clock from the frame that came, frames beyond
+//!   K + 6 in hand are run sooner ([`Client::backlog`]), and [`Client::pace`] keeps the time
+//!   frames wait between arriving and being run within about a frame, which also absorbs
+//!   clock drift. Nothing is sampled ahead during a wait.
+//!
 //! # Default keyframe interval
 //! Measured on the simulated network (2 players, 100 ms RTT, clean link, no send budget;
 //! `tests::keyframe_interval_table`):

@@ -1,5 +1,6 @@
 //! The lockstep server: collects every client's samples, places them on frames, publishes
-//! frames once every player's input for them is known, and sends UPDATEs.
+//! frames once every player's input for them is known (strict) or on its own clock
+//! (optimistic, see [`Mode`]), and sends UPDATEs.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::ops::Bound;

@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use super::*;
-use crate::lockstep::{self, Client, PeerId};
+use crate::lockstep::{self, Client, Mode, PeerId};
 use crate::session::msg::{Msg, OpenRoom, RoomMsg};
 use crate::session::testkit::{info, Game, SimNet};
 use crate::session::{
@@ -751,4 +751,47 @@ fn a_desync_in_a_room_is_judged_by_majority_and_healed_with_a_majority_players_s
         )));
     // Nobody else was sent anything.
     assert!(net.players[a].states.is_empty() && net.players[creator].states.is_empty());
+}
+
+#[test]
+fn a_room_takes_its_creators_mode_or_else_the_servers() {
+    let mut cfg = serve_config();
+    cfg.lockstep.mode = Mode::Optimistic;
+    let mut net = Net::new(cfg, LOSSY, 600);
+    let mut strict = open(2, "fair", false);
+    strict.mode = Some(Mode::Strict);
+    strict.keyframe_interval = 0;
+    let mut default = open(2, "quick", false);
+    default.keyframe_interval = 0;
+    let creators = [net.create(strict, None), net.create(default, None)];
+    assert!(net.run_until(Duration::from_secs(30), |n| creators
+        .iter()
+        .all(|&c| n.in_room(c))));
+    let joiners = [net.join("fair", None), net.join("quick", None)];
+    let all = [creators[0], creators[1], joiners[0], joiners[1]];
+    assert!(net.run_until(Duration::from_secs(60), |n| n.finished(&all)));
+    net.assert_in_sync(&[creators[0], joiners[0]]);
+    net.assert_in_sync(&[creators[1], joiners[1]]);
+    let mut listed: Vec<(String, Mode)> = net
+        .server
+        .list(net.now)
+        .into_iter()
+        .map(|r| (r.name, r.mode))
+        .collect();
+    listed.sort_by(|a, b| a.0.cmp(&b.0));
+    assert_eq!(
+        listed,
+        [
+            ("fair".into(), Mode::Strict),
+            ("quick".into(), Mode::Optimistic)
+        ]
+    );
+    // Each joiner learnt its room's mode, and K 0 became that mode's default.
+    for (j, mode) in [(joiners[0], Mode::Strict), (joiners[1], Mode::Optimistic)] {
+        let got = net.players[j].events.iter().find_map(|e| match e {
+            JoinEvent::Ready(s) => Some((s.mode, u32::from(s.keyframe_interval))),
+            _ => None,
+        });
+        assert_eq!(got, Some((mode, mode.default_keyframe_interval())));
+    }
 }

@@ -171,8 +171,17 @@ fn two_player_config() -> Config {
 
 fn ctrl_target(c: &Corpus) -> impl FnMut(&[u8]) + '_ {
     let mut server = Server::new(c.t0, two_player_config()).unwrap();
-    server.add_peer(c.t0, PeerId(0)).unwrap();
-    server.add_peer(c.t0, PeerId(1)).unwrap();
+    // An optimistic server publishes on its clock: its time runs a millisecond a datagram,
+    // so its ticks place whatever the datagrams left in its command buffers.
+    let optimistic_cfg = Config {
+        mode: Mode::Optimistic,
+        ..two_player_config()
+    };
+    let mut optimistic = Server::new(c.t0, optimistic_cfg).unwrap();
+    for s in [&mut server, &mut optimistic] {
+        s.add_peer(c.t0, PeerId(0)).unwrap();
+        s.add_peer(c.t0, PeerId(1)).unwrap();
+    }
     let mut n = 0u64;
     move |d: &[u8]| {
         n += 1;
@@ -180,6 +189,13 @@ fn ctrl_target(c: &Corpus) -> impl FnMut(&[u8]) + '_ {
         server.handle_datagram(now, PeerId((n % 2) as u8), d);
         while server.poll_transmit(now).is_some() {}
         while server.poll_event().is_some() {}
+        let now = c.t0 + Duration::from_millis(n);
+        optimistic.handle_datagram(now, PeerId((n % 2) as u8), d);
+        if optimistic.poll_timeout().is_some_and(|t| t <= now) {
+            optimistic.handle_timeout(now);
+        }
+        while optimistic.poll_transmit(now).is_some() {}
+        while optimistic.poll_event().is_some() {}
     }
 }
 
