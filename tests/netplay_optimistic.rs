@@ -218,3 +218,40 @@ fn a_spectator_and_a_late_joiner_in_an_optimistic_session() {
         assert_log_verifies(d, &d.join(format!("{label}.flr")));
     }
 }
+
+/// A divergence on the joiner's machine is detected and healed in optimistic mode as in
+/// strict mode: the host's state goes to the joiner, and both end on the same machine.
+#[test]
+fn an_injected_divergence_is_healed_in_optimistic_mode() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let port = free_port();
+    let frames = ["--frames", "900"];
+    let mut host = start_host(
+        d,
+        port,
+        &[
+            args(&["--mode", "optimistic", "--bot", "11"]),
+            args(&frames),
+        ]
+        .concat(),
+    );
+    // The joiner stays idle: the flipped Select is a lone tap on its machine only.
+    let mut join = start_join(
+        d,
+        port,
+        "ana",
+        &[args(&frames), args(&["--inject-desync", "300"])].concat(),
+    );
+    join.wait_ok(Duration::from_secs(50));
+    host.wait_ok(Duration::from_secs(50));
+    let (h, j) = (host.read_stats(), join.read_stats());
+    let ctx = format!("host: {h:#}\njoiner: {j:#}");
+    let first = h["desync_frames"][0]
+        .as_u64()
+        .unwrap_or_else(|| panic!("no desync\n{ctx}"));
+    assert!((300..360).contains(&first), "desync at {first}\n{ctx}");
+    assert!(j["resyncs"].as_u64() >= Some(1), "{ctx}");
+    assert_eq!(checksum(&h), checksum(&j), "{ctx}");
+    assert_eq!(j["mode"], "optimistic", "{ctx}");
+}

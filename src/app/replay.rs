@@ -144,6 +144,10 @@ pub fn replay(opts: &ReplayOptions) -> Result<ReplaySummary, ReplayRunError> {
     play.content = content;
     play.host.options = header.core_options.clone();
     play.host.netplay = header.netplay_context;
+    if let Some(mode) = &header.netplay_mode {
+        // The log holds the inputs every peer applied, whichever way frames were published.
+        tracing::info!("replay: recorded in a {mode} netplay session");
+    }
     play.host.save_dir = scratch.0.clone();
     play.record = RecordMode::Off;
     play.bot = None;

@@ -751,6 +751,7 @@ mod tests {
             content_path: Some("/roms/airstriker.md".into()),
             start_sram: Some(vec![0; 65536]),
             netplay_context: true,
+            netplay_mode: Some("optimistic".into()),
             ..Header::default()
         };
         h.players[0] = Some("ana".into());
