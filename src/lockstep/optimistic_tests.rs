@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use super::late_tests::{assert_matches_host, joined_from};
 use super::sim::{Link, PlayerSpec, Sim, SimConfig};
-use super::tests::{assert_in_sync, assert_no_tap_lost, config, secs, FPS};
+use super::tests::{assert_in_sync, assert_no_tap_lost, assert_session_up, config, secs, FPS};
 use super::{ClientEvent, Mode, PeerId, ServerEvent};
 
 /// One player's numbers after the warm-up.
@@ -114,21 +114,6 @@ fn run(cfg: SimConfig, frames: usize) -> Sim {
     sim
 }
 
-fn assert_nobody_left(sim: &Sim) {
-    let left = sim
-        .server_events
-        .iter()
-        .find(|(_, e)| matches!(e, ServerEvent::PeerLeft { .. }));
-    assert!(left.is_none(), "server: {left:?}");
-    for p in &sim.players {
-        let bad = p
-            .events
-            .iter()
-            .find(|(_, e)| matches!(e, ClientEvent::ServerLost | ClientEvent::PlayerLeft { .. }));
-        assert!(bad.is_none(), "{}: {bad:?}", p.id);
-    }
-}
-
 /// The scenario of the issue, in both modes: in optimistic mode the fast players barely
 /// stall and keep a latency of about their own round trip; in strict mode everybody plays at
 /// the slow player's delay.
@@ -139,7 +124,7 @@ fn slow_player_scenario(players: usize, seed: u64) {
     let opt = print_players(&format!("{players}p optimistic"), &sim);
     assert_in_sync(&sim);
     assert_no_tap_lost(&sim, |_| None);
-    assert_nobody_left(&sim);
+    assert_session_up(&sim);
     for i in fast.clone() {
         let o = &opt[i];
         assert!(o.stall_pct <= 0.5, "player {}: {o:?}", i + 1);
@@ -191,7 +176,7 @@ fn a_player_silent_for_a_second_loses_nothing() {
         let o = print_players(&format!("silent 1 s ({name})"), &sim);
         assert_in_sync(&sim);
         assert_no_tap_lost(&sim, |_| None);
-        assert_nobody_left(&sim);
+        assert_session_up(&sim);
         for (i, o) in o.iter().enumerate().take(2) {
             assert!(o.stall_pct <= 0.5, "{name}: player {}: {o:?}", i + 1);
         }

@@ -180,7 +180,7 @@ pub(super) fn assert_no_tap_lost(sim: &Sim, until: impl Fn(PeerId) -> Option<usi
 }
 
 /// Nobody left and nobody lost the server.
-fn assert_session_up(sim: &Sim) {
+pub(super) fn assert_session_up(sim: &Sim) {
     let left = sim
         .server_events
         .iter()
