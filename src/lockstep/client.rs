@@ -566,6 +566,14 @@ impl Client {
             }
             Err(e) => Err(e),
         };
+        let sent_any = self.last_send.is_some();
+        let update = update.and_then(|u| {
+            if u.head.plausible(self.recv_seq, self.send_seq, sent_any) {
+                Ok(u)
+            } else {
+                Err(WireError::Malformed(Kind::Update))
+            }
+        });
         let update = match update {
             Ok(u) => u,
             Err(WireError::MissingBase(_, f)) if f >= known_end => {

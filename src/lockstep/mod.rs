@@ -116,6 +116,8 @@ mod stats;
 mod timesync;
 
 #[cfg(test)]
+mod bounds_tests;
+#[cfg(test)]
 mod event_tests;
 #[cfg(test)]
 mod late_tests;

@@ -198,6 +198,27 @@ pub struct Head {
     pub echo: Option<Echo>,
 }
 
+/// Sequence numbers a datagram may be ahead of the newest one received. A sender keeps at
+/// most 1024 datagrams unacknowledged, so anything further is no datagram it sent; trusted,
+/// it would make every genuine datagram after it look old, and be ignored (its samples, its
+/// frames, its acks), until the sender's count caught up: minutes of a frozen session.
+pub const MAX_SEQ_JUMP: u16 = 1024;
+
+impl Head {
+    /// Whether the peer can have sent this head: its sequence number at most
+    /// `MAX_SEQ_JUMP` past `recv` (the newest received), and its ack, if any, of a datagram
+    /// we sent (`sent_any`, the newest being `next_send - 1`). An ack of one never sent
+    /// would become the reference later acks are read against, and they would read wrong.
+    pub fn plausible(&self, recv: Option<u16>, next_send: u16, sent_any: bool) -> bool {
+        let seq_ok = recv
+            .is_none_or(|r| self.seq.wrapping_sub(r) <= MAX_SEQ_JUMP || !seq_newer(self.seq, r));
+        let ack_ok = self
+            .ack
+            .is_none_or(|a| sent_any && !seq_newer(a, next_send.wrapping_sub(1)));
+        seq_ok && ack_ok
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SampleRun {
     /// Index of `pads[0]` in the client's sample stream.

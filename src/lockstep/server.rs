@@ -703,7 +703,13 @@ impl Server {
             Err(e) => Err(e),
         };
         let ctrl = match ctrl {
-            Ok(c) if c.samples.is_none() => c,
+            Ok(c)
+                if c.samples.is_none()
+                    && c.head
+                        .plausible(p.recv_seq, p.send_seq, p.last_send.is_some()) =>
+            {
+                c
+            }
             _ => {
                 self.traffic.packets_dropped_invalid += 1;
                 p.traffic.packets_dropped_invalid += 1;
@@ -840,6 +846,7 @@ impl Server {
     pub fn handle_datagram(&mut self, now: Instant, from: PeerId, datagram: &[u8]) {
         let watched = now.saturating_duration_since(self.last_call) <= MAX_UNWATCHED;
         self.last_call = self.last_call.max(now);
+        let frontier = self.frontier();
         let Some(peer) = self.peers.get_mut(from.index()).and_then(|p| p.as_mut()) else {
             self.traffic
                 .received(datagram.len(), self.cfg.udp_ip_header);
@@ -872,14 +879,20 @@ impl Server {
             Err(e) => Err(e),
         };
         // A run must continue the samples we hold and fit the buffer; otherwise acking
-        // this datagram would make the client forget samples we never stored.
+        // this datagram would make the client forget samples we never stored. Its head must
+        // be one the client can have sent, and its checksums of frames it can have run
+        // (published ones): a checksum of a frame to come would be a desync when it comes.
         let ctrl = ctrl.and_then(|c| {
             let fits = c.samples.as_ref().is_none_or(|run| {
                 let end = peer.recv_end();
                 let new = (run.first + run.pads.len() as u32).saturating_sub(end) as usize;
                 run.first <= end && peer.samples.len() + new <= MAX_BUFFERED
             });
-            if fits {
+            let plausible =
+                c.head
+                    .plausible(peer.recv_seq, peer.send_seq, peer.last_send.is_some())
+                    && c.checksums.iter().all(|(f, _)| *f < frontier);
+            if fits && plausible {
                 Ok(c)
             } else {
                 Err(WireError::Malformed(Kind::Ctrl))
@@ -1122,6 +1135,12 @@ impl Server {
     /// The frames `peer` has acknowledged: it holds every frame before this one.
     pub fn delivered(&self, peer: PeerId) -> Option<Frame> {
         self.peer(peer).map(|p| p.acked)
+    }
+
+    /// The newest sequence number received from `peer`.
+    #[cfg(test)]
+    pub(crate) fn newest_seq_from(&self, peer: PeerId) -> Option<u16> {
+        self.peer(peer).and_then(|p| p.recv_seq)
     }
 
     /// Smoothed RTT to `peer`.

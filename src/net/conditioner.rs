@@ -11,6 +11,9 @@
 //!   (at most `REORDER_HOLD` late).
 //! - `rate`: bottleneck bandwidth (`bit`, `kbit`, `mbit`, `gbit` per second, or `B`, `kB`,
 //!   `MB` per second); datagrams queue behind each other, with 28 bytes of IP/UDP header each.
+//! - `corrupt`: probability (`3%`) that a datagram is altered on the way, as a forger or a
+//!   broken middlebox would: one to three bits flipped, cut short, or up to 16 random bytes
+//!   appended (a third of the altered ones each).
 //! - `seed`: RNG seed (default 1), so a run can be repeated exactly.
 //!
 //! The conditioner is only as punctual as its caller's timer: a datagram leaves when
@@ -34,7 +37,9 @@ use crate::wire::Transmit;
 pub const LATE: Duration = Duration::from_millis(4);
 /// Longest a reordered datagram waits for a later one to overtake it.
 pub const REORDER_HOLD: Duration = Duration::from_millis(100);
-const KEYS: &str = "delay, jitter, dist, loss, dup, reorder, rate, seed";
+const KEYS: &str = "delay, jitter, dist, loss, dup, reorder, corrupt, rate, seed";
+/// Most random bytes `corrupt` appends to a datagram.
+const MAX_APPENDED: usize = 16;
 
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
 pub enum JitterDist {
@@ -52,6 +57,8 @@ pub struct NetSim {
     pub loss: f64,
     pub dup: f64,
     pub reorder: f64,
+    /// Chance that a datagram is altered (bits flipped, cut short or padded).
+    pub corrupt: f64,
     /// Bits per second; `None` = unlimited.
     pub rate: Option<u64>,
     pub seed: u64,
@@ -66,6 +73,7 @@ impl Default for NetSim {
             loss: 0.0,
             dup: 0.0,
             reorder: 0.0,
+            corrupt: 0.0,
             rate: None,
             seed: 1,
         }
@@ -131,6 +139,10 @@ impl FromStr for NetSim {
                     sim.reorder =
                         parse_prob(value).ok_or_else(|| bad("a probability like 2% or 0.02"))?
                 }
+                "corrupt" => {
+                    sim.corrupt =
+                        parse_prob(value).ok_or_else(|| bad("a probability like 3% or 0.03"))?
+                }
                 "rate" => {
                     sim.rate = Some(
                         parse_rate(value).ok_or_else(|| bad("a bandwidth like 1mbit or 500kB"))?,
@@ -162,6 +174,9 @@ impl fmt::Display for NetSim {
             self.dup * 100.0,
             self.reorder * 100.0
         )?;
+        if self.corrupt > 0.0 {
+            write!(f, ",corrupt={}%", self.corrupt * 100.0)?;
+        }
         if let Some(rate) = self.rate {
             write!(f, ",rate={rate}bit")?;
         }
@@ -218,6 +233,8 @@ pub struct ConditionerStats {
     pub dropped: u64,
     pub duplicated: u64,
     pub reordered: u64,
+    /// Datagrams altered on the way (`corrupt`).
+    pub corrupted: u64,
     pub released: u64,
     /// Released `LATE` or more after the due time: delay the machine added.
     pub released_late: u64,
@@ -304,6 +321,13 @@ impl Conditioner {
             self.stats.dropped += 1;
             return;
         }
+        // Drawn only when asked for, so the other impairments of a seed stay as they were.
+        let bytes = if self.sim.corrupt > 0.0 && self.rng.gen::<f64>() < self.sim.corrupt {
+            self.stats.corrupted += 1;
+            self.corrupt(bytes)
+        } else {
+            bytes
+        };
         let mut copies = vec![bytes];
         if self.rng.gen::<f64>() < self.sim.dup {
             self.stats.duplicated += 1;
@@ -341,6 +365,27 @@ impl Conditioner {
                 self.queue.push(Reverse(packet));
             }
         }
+    }
+
+    /// Alters a datagram: flips one to three bits, cuts it short, or appends random bytes.
+    fn corrupt(&mut self, mut bytes: Vec<u8>) -> Vec<u8> {
+        match self.rng.gen_range(0..3) {
+            0 if !bytes.is_empty() => {
+                for _ in 0..self.rng.gen_range(1..=3) {
+                    let bit = self.rng.gen_range(0..bytes.len() * 8);
+                    bytes[bit / 8] ^= 1 << (bit % 8);
+                }
+            }
+            1 if !bytes.is_empty() => {
+                let len = self.rng.gen_range(0..bytes.len());
+                bytes.truncate(len);
+            }
+            _ => {
+                let n = self.rng.gen_range(1..=MAX_APPENDED);
+                bytes.extend((0..n).map(|_| self.rng.gen::<u8>()));
+            }
+        }
+        bytes
     }
 
     /// Schedules datagrams held for `to` just after `next_due`, the due time of the datagram
@@ -482,6 +527,52 @@ mod tests {
         assert!(c.poll_transmit(t0 + ms(22)).is_some());
         let s = c.stats();
         assert_eq!((s.released, s.released_late, s.late_max), (2, 1, ms(7)));
+    }
+
+    #[test]
+    fn corrupt_alters_the_share_asked_for_by_flips_cuts_and_padding() {
+        let mut c = Conditioner::new("corrupt=3%,seed=4".parse().unwrap());
+        let t0 = Instant::now();
+        let original: Vec<u8> = (0..40).collect();
+        let (mut flipped, mut cut, mut padded) = (0, 0, 0);
+        for _ in 0..N {
+            c.push(t0, addr(), original.clone());
+            let got = c.poll_transmit(t0).expect("nothing lost").bytes;
+            match got.len().cmp(&original.len()) {
+                std::cmp::Ordering::Less => cut += 1,
+                std::cmp::Ordering::Greater => {
+                    assert!(got.len() <= original.len() + MAX_APPENDED);
+                    assert_eq!(got[..original.len()], original[..]);
+                    padded += 1;
+                }
+                std::cmp::Ordering::Equal if got != original => {
+                    let bits: u32 = got
+                        .iter()
+                        .zip(&original)
+                        .map(|(a, b)| (a ^ b).count_ones())
+                        .sum();
+                    assert!((1..=3).contains(&bits), "{bits} bits flipped");
+                    flipped += 1;
+                }
+                std::cmp::Ordering::Equal => {}
+            }
+        }
+        let altered = flipped + cut + padded;
+        // Two flips of the same bit cancel out: a handful of altered ones look untouched.
+        assert!(c.stats().corrupted >= altered && c.stats().corrupted - altered < 30);
+        let share = altered as f64 / f64::from(N);
+        assert!((share - 0.03).abs() < 0.003, "{share}");
+        for kind in [flipped, cut, padded] {
+            assert!(
+                kind * 4 > altered,
+                "{flipped} flipped, {cut} cut, {padded} padded"
+            );
+        }
+        // Without corrupt a seed impairs as before: no random draw was added.
+        assert_eq!(
+            run("loss=5%,dup=1%,seed=3", 1000),
+            run("loss=5%,dup=1%,corrupt=0%,seed=3", 1000)
+        );
     }
 
     #[test]

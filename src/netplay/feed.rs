@@ -988,6 +988,7 @@ impl NetState {
                     "dropped": n.dropped,
                     "duplicated": n.duplicated,
                     "reordered": n.reordered,
+                    "corrupted": n.corrupted,
                     "released": n.released,
                     "released_late": n.released_late,
                     "late_max_ms": n.late_max.as_secs_f64() * 1000.0,
