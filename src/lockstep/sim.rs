@@ -22,6 +22,7 @@ use crate::input::{Inputs, Pad};
 use crate::wire::Transmit;
 
 use super::{Client, ClientEvent, Config, Frame, PeerId, Server, ServerEvent, Traffic};
+use crate::wire::keys::{Keys, Side};
 
 const CATCH_UP_CAP: u32 = 4;
 
@@ -46,6 +47,8 @@ pub struct Link {
     pub dead_after: Option<Duration>,
     /// Everything sent within these spans is lost.
     pub outages: Vec<(Duration, Duration)>,
+    /// Chance that a datagram is altered on the way (`net::conditioner::corrupt`).
+    pub corrupt: f64,
 }
 
 impl Link {
@@ -86,6 +89,11 @@ impl Link {
     pub fn rtt_change(mut self, at: Duration, rtt_ms: u64) -> Link {
         self.delay_changes
             .push((at, Duration::from_millis(rtt_ms) / 2));
+        self
+    }
+
+    pub fn corrupt(mut self, p: f64) -> Link {
+        self.corrupt = p;
         self
     }
 
@@ -271,6 +279,9 @@ pub struct SimConfig {
     /// The server is a process of its own (`framelock serve`): player 0 is a remote client
     /// like the others, on its own links.
     pub dedicated: bool,
+    /// Remote players' datagrams carry tags under per-link keys, as the session layer's do
+    /// (`session::keys`): altered ones are dropped before the state machines see them.
+    pub sealed: bool,
 }
 
 impl SimConfig {
@@ -287,6 +298,7 @@ impl SimConfig {
             chaotic_bots: false,
             handshake_rtt: true,
             dedicated: false,
+            sealed: false,
         }
     }
 }
@@ -304,6 +316,10 @@ struct InFlight {
     order: u64,
     dest: Dest,
     bytes: Vec<u8>,
+    /// The player whose link it travels (its keys, with `sealed`).
+    link: usize,
+    /// Altered on the way.
+    altered: bool,
 }
 
 impl PartialEq for InFlight {
@@ -352,6 +368,20 @@ pub struct Sim {
     /// of the players' simulated network.
     spectator_rng: SmallRng,
     chaotic_bots: bool,
+    sealed: bool,
+    /// Each player's link keys (host side, joiner side), made when first needed.
+    keys: Vec<Option<(Keys, Keys)>>,
+    /// Draws the alterations, apart from the other generators so that `corrupt` 0 changes
+    /// nothing of a seed's run.
+    corrupt_rng: SmallRng,
+    /// Datagrams altered on the way, and those of them dropped for a wrong tag (with
+    /// `sealed`); a few altered ones come out unchanged (the same bit flipped twice).
+    pub corrupted: u64,
+    pub dropped_auth: u64,
+    /// Altered datagrams that reached their receiver (the rest were lost or in flight).
+    pub corrupted_arrived: u64,
+    /// Altered datagrams handed to the state machines untagged (without `sealed`).
+    pub corrupted_delivered: u64,
 }
 
 impl Sim {
@@ -437,6 +467,13 @@ impl Sim {
             stuck: 0,
             spectator_rng: SmallRng::seed_from_u64(cfg.seed ^ 0x5bec),
             chaotic_bots: cfg.chaotic_bots,
+            sealed: cfg.sealed,
+            keys: Vec::new(),
+            corrupt_rng: SmallRng::seed_from_u64(cfg.seed ^ 0xc022),
+            corrupted: 0,
+            dropped_auth: 0,
+            corrupted_arrived: 0,
+            corrupted_delivered: 0,
         }
     }
 
@@ -680,6 +717,10 @@ impl Sim {
                 break;
             };
             any = true;
+            let p = match self.unseal(p) {
+                Some(p) => p,
+                None => continue,
+            };
             match p.dest {
                 Dest::Server(from) => {
                     let now = self.server_now();
@@ -699,15 +740,76 @@ impl Sim {
         any
     }
 
-    /// Puts a datagram on the wire, to arrive at each of `arrivals` (none: lost).
-    fn launch(&mut self, arrivals: Vec<Duration>, dest: Dest, bytes: &[u8]) {
+    /// Player `link`'s keys: (the server's end, the player's end).
+    fn link_keys(&mut self, link: usize) -> &(Keys, Keys) {
+        if self.keys.len() <= link {
+            self.keys.resize(link + 1, None);
+        }
+        self.keys[link].get_or_insert_with(|| {
+            let seed = 0x5ea1 + link as u64;
+            (
+                Keys::for_test(seed, Side::Host),
+                Keys::for_test(seed, Side::Joiner),
+            )
+        })
+    }
+
+    /// A datagram that arrived, its tag checked and removed (with `sealed`); `None` if the
+    /// tag is wrong: dropped and counted, as the session layer does.
+    fn unseal(&mut self, mut p: InFlight) -> Option<InFlight> {
+        self.corrupted_arrived += u64::from(p.altered);
+        if !self.sealed {
+            self.corrupted_delivered += u64::from(p.altered);
+            return Some(p);
+        }
+        let to_player = matches!(p.dest, Dest::Player(_));
+        let (host, joiner) = self.link_keys(p.link);
+        let keys = if to_player { joiner } else { host };
+        match keys.open(&p.bytes) {
+            Some(body) => {
+                let n = body.len();
+                p.bytes.truncate(n);
+                Some(p)
+            }
+            None => {
+                self.dropped_auth += 1;
+                None
+            }
+        }
+    }
+
+    /// Puts a datagram on player `link`'s link, to arrive at each of `arrivals` (none:
+    /// lost), each copy altered on the way with chance `corrupt`.
+    fn launch(
+        &mut self,
+        arrivals: Vec<Duration>,
+        dest: Dest,
+        bytes: &[u8],
+        link: usize,
+        corrupt: f64,
+    ) {
+        let mut bytes = bytes.to_vec();
+        if self.sealed {
+            let from_player = !matches!(dest, Dest::Player(_));
+            let (host, joiner) = self.link_keys(link);
+            if from_player { joiner } else { host }.seal(&mut bytes);
+        }
         for at in arrivals {
+            let mut copy = bytes.clone();
+            let mut altered = false;
+            if corrupt > 0.0 && self.corrupt_rng.gen_bool(corrupt) {
+                copy = crate::net::conditioner::corrupt(&mut self.corrupt_rng, copy);
+                altered = copy != bytes;
+                self.corrupted += u64::from(altered);
+            }
             self.order += 1;
             self.queue.push(Reverse(InFlight {
                 at,
                 order: self.order,
                 dest,
-                bytes: bytes.to_vec(),
+                bytes: copy,
+                link,
+                altered,
             }));
         }
     }
@@ -722,7 +824,8 @@ impl Sim {
                     continue;
                 };
                 let arrivals = self.players[i].down.route(&mut self.spectator_rng, t);
-                self.launch(arrivals, Dest::Player(i), &bytes);
+                let corrupt = self.players[i].down.spec.corrupt;
+                self.launch(arrivals, Dest::Player(i), &bytes, i, corrupt);
             }
             while let Some(Transmit { to, bytes }) = self.server.poll_transmit(now) {
                 self.max_update = self.max_update.max(bytes.len());
@@ -735,7 +838,8 @@ impl Sim {
                     continue;
                 };
                 let arrivals = self.players[i].down.route(&mut self.rng, t);
-                self.launch(arrivals, Dest::Player(i), &bytes);
+                let corrupt = self.players[i].down.spec.corrupt;
+                self.launch(arrivals, Dest::Player(i), &bytes, i, corrupt);
             }
             for i in 0..self.players.len() {
                 let now = self.players[i].local(t);
@@ -751,7 +855,8 @@ impl Sim {
                             (Dest::Server(id), self.players[i].up.route(&mut self.rng, t))
                         }
                     };
-                    self.launch(arrivals, dest, &bytes);
+                    let corrupt = self.players[i].up.spec.corrupt;
+                    self.launch(arrivals, dest, &bytes, i, corrupt);
                 }
             }
             if !self.deliver_due() {

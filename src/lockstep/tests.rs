@@ -232,6 +232,7 @@ fn conditions() -> Vec<(&'static str, Link)> {
         ("jitter +-40 ms", rtt(100).rtt_jitter_ms(40)),
         ("reordering 20%", rtt(80).rtt_jitter_ms(10).reorder(0.2)),
         ("duplication 20%", rtt(80).duplicate(0.2)),
+        ("corrupt 3%, loss 5%", rtt(40).loss(0.05).corrupt(0.03)),
         ("latency 2 s", rtt(2000)),
         (
             "rtt 20 -> 300 -> 20 ms",
@@ -244,13 +245,23 @@ fn conditions() -> Vec<(&'static str, Link)> {
 /// taps and that the session stays up.
 fn matrix(players: usize, frames: usize) {
     for (i, (name, link)) in conditions().into_iter().enumerate() {
-        let cfg = SimConfig::new(
+        let mut cfg = SimConfig::new(
             config(players, super::DEFAULT_KEYFRAME_INTERVAL),
             drifting(players, link),
             1000 + i as u64,
         );
+        // Tagged as the session layer tags them: an altered datagram never reaches the
+        // state machines.
+        cfg.sealed = true;
         let (sim, o) = run(cfg, frames);
         print(&format!("{players}p {name}"), &o);
+        // Every altered datagram that arrived was dropped, and nothing else.
+        assert_eq!(
+            sim.corrupted_arrived, sim.dropped_auth,
+            "{name}: {} altered datagrams arrived, {} dropped",
+            sim.corrupted_arrived, sim.dropped_auth
+        );
+        assert!(sim.corrupted_arrived + 8 >= sim.corrupted, "{name}");
         assert_in_sync(&sim);
         assert_no_tap_lost(&sim, |_| None);
         assert_session_up(&sim);

@@ -226,6 +226,28 @@ fn parse_rate(v: &str) -> Option<u64> {
     (bits >= 1.0 && bits < u64::MAX as f64).then_some(bits as u64)
 }
 
+/// Alters a datagram as `corrupt` does: flips one to three bits, cuts it short, or appends
+/// up to `MAX_APPENDED` random bytes (a third of the time each).
+pub fn corrupt(rng: &mut SmallRng, mut bytes: Vec<u8>) -> Vec<u8> {
+    match rng.gen_range(0..3) {
+        0 if !bytes.is_empty() => {
+            for _ in 0..rng.gen_range(1..=3) {
+                let bit = rng.gen_range(0..bytes.len() * 8);
+                bytes[bit / 8] ^= 1 << (bit % 8);
+            }
+        }
+        1 if !bytes.is_empty() => {
+            let len = rng.gen_range(0..bytes.len());
+            bytes.truncate(len);
+        }
+        _ => {
+            let n = rng.gen_range(1..=MAX_APPENDED);
+            bytes.extend((0..n).map(|_| rng.gen::<u8>()));
+        }
+    }
+    bytes
+}
+
 /// Counts of what the conditioner did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ConditionerStats {
@@ -324,7 +346,7 @@ impl Conditioner {
         // Drawn only when asked for, so the other impairments of a seed stay as they were.
         let bytes = if self.sim.corrupt > 0.0 && self.rng.gen::<f64>() < self.sim.corrupt {
             self.stats.corrupted += 1;
-            self.corrupt(bytes)
+            corrupt(&mut self.rng, bytes)
         } else {
             bytes
         };
@@ -365,27 +387,6 @@ impl Conditioner {
                 self.queue.push(Reverse(packet));
             }
         }
-    }
-
-    /// Alters a datagram: flips one to three bits, cuts it short, or appends random bytes.
-    fn corrupt(&mut self, mut bytes: Vec<u8>) -> Vec<u8> {
-        match self.rng.gen_range(0..3) {
-            0 if !bytes.is_empty() => {
-                for _ in 0..self.rng.gen_range(1..=3) {
-                    let bit = self.rng.gen_range(0..bytes.len() * 8);
-                    bytes[bit / 8] ^= 1 << (bit % 8);
-                }
-            }
-            1 if !bytes.is_empty() => {
-                let len = self.rng.gen_range(0..bytes.len());
-                bytes.truncate(len);
-            }
-            _ => {
-                let n = self.rng.gen_range(1..=MAX_APPENDED);
-                bytes.extend((0..n).map(|_| self.rng.gen::<u8>()));
-            }
-        }
-        bytes
     }
 
     /// Schedules datagrams held for `to` just after `next_due`, the due time of the datagram

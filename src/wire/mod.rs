@@ -24,6 +24,8 @@
 //! already tells them apart from strays. All multi-byte integers on the wire are little
 //! endian.
 
+pub mod keys;
+
 use std::net::{IpAddr, SocketAddr};
 
 use thiserror::Error;
