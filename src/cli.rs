@@ -12,7 +12,7 @@ use crate::app::replay::ReplayOptions;
 use crate::app::{PlayOptions, RecordMode, RunnerConfig};
 use crate::config::Config;
 use crate::frontend::audio::AudioSettings;
-use crate::host::{CoreSource, HostConfig};
+use crate::host::{catalog, CoreSource, HostConfig};
 use crate::lockstep::{Mode, DEFAULT_SEND_BUDGET};
 use crate::net::NetSim;
 use crate::netplay::{HostOptions, JoinOptions, NetOptions, ServeOptions, DEFAULT_PORT};
@@ -20,10 +20,11 @@ use crate::netplay::{HostOptions, JoinOptions, NetOptions, ServeOptions, DEFAULT
 const AFTER_HELP: &str = "\
 Examples:
   framelock play                                   play the built-in game (lightcycles)
-  framelock play game.md --core genesis_plus_gx_libretro.so
-  framelock play sf2.zip --core fbneo_libretro.so --option fbneo-hiscores=disabled
+  framelock play game.md --core genesis_plus_gx     a core by name (`framelock cores`)
+  framelock play game.md                           the one core found that takes .md
+  framelock play sf2.zip --core ./fbneo_libretro.so --option fbneo-hiscores=disabled
   framelock play --headless --fast --frames 6000 --bot 1 --stats-json stats.json
-  framelock play game.md --core genesis_plus_gx_libretro.so --record match.flr
+  framelock play game.md --core genesis_plus_gx --record match.flr
 
 Keys: arrows/Z/X/A/S/Q/W/Enter/RShift = player 1, I/J/K/L/V/B/F/G/R/T/6/5 = player 2,
 P pause, F11 or Alt+Enter fullscreen, F12 screenshot, Esc quit.
@@ -63,6 +64,66 @@ pub enum Command {
     /// Replay an input log (.flr) recorded by `play --record` or by netplay, and verify it.
     #[command(after_help = REPLAY_HELP)]
     Replay(ReplayArgs),
+    /// List the libretro cores found by name: what `--core NAME` takes.
+    #[command(after_help = CORES_HELP)]
+    Cores(CoresArgs),
+}
+
+const CORES_HELP: &str = "\
+Examples:
+  framelock cores                                  name, version, extensions, where
+  framelock cores --json
+
+Cores are found as NAME_libretro.so in, in order: [paths] cores_dir in the config,
+~/.config/retroarch/cores, /usr/lib/x86_64-linux-gnu/libretro (Debian's libretro-*
+packages) and /usr/lib/libretro; the first one of a name wins. `--core NAME` runs it; with
+CONTENT and no --core, the one core that takes its extension runs it.";
+
+#[derive(Debug, Clone, Args)]
+pub struct CoresArgs {
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// The table `framelock cores` prints, or what it says when none is found.
+pub fn cores_table(cores: &[catalog::FoundCore], dirs: &[PathBuf]) -> String {
+    if cores.is_empty() {
+        let looked: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
+        return format!(
+            "no libretro cores found; looked in {} (set [paths] cores_dir in the config)\n",
+            looked.join(", ")
+        );
+    }
+    let mut out = format!(
+        "{:<20} {:<24} {:<16} {:<28} {}\n",
+        "NAME", "CORE", "VERSION", "EXTENSIONS", "PATH"
+    );
+    for c in cores {
+        out.push_str(&format!(
+            "{:<20} {:<24} {:<16} {:<28} {}\n",
+            c.name,
+            c.library_name,
+            c.version,
+            c.extensions.join(","),
+            c.path.display()
+        ));
+    }
+    out
+}
+
+/// `framelock cores --json`.
+pub fn cores_json(cores: &[catalog::FoundCore]) -> serde_json::Value {
+    serde_json::json!(cores
+        .iter()
+        .map(|c| serde_json::json!({
+            "name": c.name,
+            "core": c.library_name,
+            "version": c.version,
+            "extensions": c.extensions,
+            "path": c.path.display().to_string(),
+        }))
+        .collect::<Vec<_>>())
 }
 
 const REPLAY_HELP: &str = "\
@@ -384,11 +445,15 @@ impl JoinArgs {
 
 #[derive(Debug, Clone, Args)]
 pub struct PlayArgs {
-    /// Game file (ROM, or an FBNeo romset zip). Needs --core.
+    /// Game file (ROM, or an FBNeo romset zip). Without --core, the one core found that
+    /// takes its extension runs it.
     #[arg(value_name = "CONTENT")]
     pub content: Option<PathBuf>,
-    /// libretro core (*_libretro.so). Default: the built-in game.
-    #[arg(long, value_name = "PATH")]
+    /// libretro core: a name (genesis_plus_gx, fbneo, snes9x: NAME_libretro.so in [paths]
+    /// cores_dir, ~/.config/retroarch/cores, /usr/lib/x86_64-linux-gnu/libretro or
+    /// /usr/lib/libretro; `framelock cores` lists them) or a path. Default: the built-in
+    /// game, or with CONTENT the core that takes it.
+    #[arg(long, value_name = "NAME|PATH")]
     pub core: Option<PathBuf>,
     /// No window, no audio device, no input devices (tests, CI, servers).
     #[arg(long)]
@@ -430,8 +495,10 @@ pub struct ReplayArgs {
     /// Game file, if it is no longer where the log was recorded.
     #[arg(value_name = "CONTENT")]
     pub content: Option<PathBuf>,
-    /// libretro core, if it is no longer where the log was recorded.
-    #[arg(long, value_name = "PATH")]
+    /// libretro core (a name, as `framelock cores` lists them, or a path), if it is no longer
+    /// where the log was recorded; without it, a core found by name of the name and version
+    /// the log names runs it.
+    #[arg(long, value_name = "NAME|PATH")]
     pub core: Option<PathBuf>,
     /// No window, no audio device (tests, CI, servers).
     #[arg(long)]
@@ -505,9 +572,15 @@ impl ReplayArgs {
             no_record: true,
         }
         .to_options(config)?;
+        let core_dirs = core_dirs(config);
         Ok(ReplayOptions {
             log: self.log.clone(),
-            core: self.core.clone(),
+            core: self
+                .core
+                .as_deref()
+                .map(|c| core_path(c, &core_dirs))
+                .transpose()?,
+            core_dirs,
             content: self.content.clone(),
             play,
             speed: self.speed,
@@ -519,12 +592,27 @@ impl ReplayArgs {
 
 #[derive(Debug, thiserror::Error)]
 pub enum CliError {
-    #[error("which core should run {}? pass --core PATH (without CONTENT and --core the built-in game runs)", .0.display())]
-    ContentWithoutCore(PathBuf),
+    #[error(transparent)]
+    Core(#[from] crate::host::HostError),
     #[error("--screenshot-at FRAME PATH: {0:?} is not a frame number")]
     ScreenshotFrame(String),
     #[error("{0}")]
     Invalid(String),
+}
+
+/// Where cores are looked for by name (see `host::catalog`).
+pub fn core_dirs(config: &Config) -> Vec<PathBuf> {
+    let home = directories::BaseDirs::new().map(|d| d.home_dir().to_path_buf());
+    catalog::search_dirs(config.paths.cores_dir.as_deref(), home.as_deref())
+}
+
+/// `--core VALUE`: a core's name looked up in `dirs`, or a path (a file of that name in the
+/// working directory is taken as the path it is).
+fn core_path(value: &std::path::Path, dirs: &[PathBuf]) -> Result<PathBuf, CliError> {
+    match value.to_str() {
+        Some(name) if catalog::is_name(name) && !value.is_file() => Ok(catalog::find(name, dirs)?),
+        _ => Ok(value.to_path_buf()),
+    }
 }
 
 fn parse_option(s: &str) -> Result<(String, String), String> {
@@ -547,10 +635,14 @@ impl PlayArgs {
 
     /// Merges flags over the config file (flags win).
     pub fn to_options(&self, config: &Config) -> Result<PlayOptions, CliError> {
+        let dirs = core_dirs(config);
         let core = match (&self.core, &self.content) {
-            (Some(p), _) => CoreSource::Path(p.clone()),
+            (Some(p), _) => CoreSource::Path(core_path(p, &dirs)?),
             (None, None) => CoreSource::Builtin,
-            (None, Some(c)) => return Err(CliError::ContentWithoutCore(c.clone())),
+            (None, Some(c)) => {
+                let cores = catalog::list(&dirs);
+                CoreSource::Path(catalog::for_content(c, &cores, &dirs)?.path.clone())
+            }
         };
         let paths = config.resolved_paths();
         let mut options: Vec<(String, String)> = Vec::new();
@@ -841,10 +933,24 @@ mod tests {
 
     #[test]
     fn bad_arguments_are_errors() {
-        assert!(matches!(
-            play(&["rom.md"]).to_options(&Config::default()),
-            Err(CliError::ContentWithoutCore(_))
-        ));
+        // No core found takes it: the message says where framelock looked.
+        let empty = tempfile::tempdir().unwrap();
+        let mut config = Config::default();
+        config.paths.cores_dir = Some(empty.path().to_path_buf());
+        let err = play(&["rom.zzz"])
+            .to_options(&config)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("no core found takes rom.zzz"), "{err}");
+        assert!(err.contains(&empty.path().display().to_string()), "{err}");
+        let err = play(&["--core", "nosuch"])
+            .to_options(&config)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("no core named nosuch: looked for nosuch_libretro.so in "),
+            "{err}"
+        );
         assert!(Cli::try_parse_from(["framelock", "play", "--option", "novalue"]).is_err());
         assert!(Cli::try_parse_from(["framelock", "play", "--scale", "0"]).is_err());
         let p = play(&["--screenshot-at", "x", "out.png"]);

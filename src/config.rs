@@ -25,6 +25,7 @@ pub const EXAMPLE: &str = r#"# framelock config: ~/.config/framelock/config.toml
 # save_dir = "/home/me/.local/share/framelock/saves"            # <game>.srm save RAM
 # screenshots_dir = "/home/me/.local/share/framelock/screenshots"
 # recordings_dir = "/home/me/.local/share/framelock/recordings"   # netplay input logs (.flr)
+# cores_dir = "/home/me/cores"   # searched first for --core NAME (NAME_libretro.so)
 
 [video]
 scale = 3            # initial window size in multiples of the game's resolution
@@ -125,12 +126,15 @@ pub struct PathsConfig {
     pub save_dir: Option<PathBuf>,
     pub screenshots_dir: Option<PathBuf>,
     pub recordings_dir: Option<PathBuf>,
+    /// Searched first for `--core NAME` (see `host::catalog`).
+    pub cores_dir: Option<PathBuf>,
 }
 
 impl PathsConfig {
     /// Every path setting, by key.
-    fn entries(&mut self) -> [(&'static str, &mut Option<PathBuf>); 4] {
+    fn entries(&mut self) -> [(&'static str, &mut Option<PathBuf>); 5] {
         [
+            ("cores_dir", &mut self.cores_dir),
             ("system_dir", &mut self.system_dir),
             ("save_dir", &mut self.save_dir),
             ("screenshots_dir", &mut self.screenshots_dir),
@@ -257,6 +261,7 @@ const KNOWN_KEYS: &[(&str, Option<&[&str]>)] = &[
             "save_dir",
             "screenshots_dir",
             "recordings_dir",
+            "cores_dir",
         ]),
     ),
     ("video", Some(&["scale", "fullscreen", "vsync"])),

@@ -49,6 +49,15 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Replay(args) => {
             framelock::app::replay::replay(&args.to_options(&config)?)?;
         }
+        Command::Cores(args) => {
+            let dirs = framelock::cli::core_dirs(&config);
+            let cores = framelock::host::catalog::list(&dirs);
+            if args.json {
+                println!("{}", framelock::cli::cores_json(&cores));
+            } else {
+                print!("{}", framelock::cli::cores_table(&cores, &dirs));
+            }
+        }
     }
     Ok(())
 }

@@ -43,6 +43,9 @@ pub struct ReplayOptions {
     pub verify: bool,
     /// Stop before this log frame.
     pub to_frame: Option<u64>,
+    /// Where cores are found by name (`host::catalog`): a log whose core is no longer where
+    /// it was recorded is replayed with the core found there of the name and version it names.
+    pub core_dirs: Vec<PathBuf>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -295,10 +298,29 @@ fn find_core(opts: &ReplayOptions, h: &Header) -> Result<CoreSource, ReplayRunEr
         // A log without the hint: a core that needs no content may be the built-in one
         // (`check_core` refuses it if not).
         None if h.content_hash.is_none() => Ok(CoreSource::Builtin),
-        hint => Err(ReplayRunError::CoreNeeded {
-            core: core_label(&h.core_name, &h.core_version),
-            where_: where_recorded(hint),
-        }),
+        hint => {
+            let cores = crate::host::catalog::list(&opts.core_dirs);
+            let named = |c: &&crate::host::catalog::FoundCore| c.library_name == h.core_name;
+            // The version it was recorded with, else any of that name (`check_core` then
+            // says which versions differ).
+            let found = cores
+                .iter()
+                .filter(named)
+                .find(|c| c.version == h.core_version)
+                .or_else(|| cores.iter().find(named));
+            if let Some(c) = found {
+                tracing::info!(
+                    "replay: the recorded core is gone; using {} ({})",
+                    c.path.display(),
+                    c.version
+                );
+                return Ok(CoreSource::Path(c.path.clone()));
+            }
+            Err(ReplayRunError::CoreNeeded {
+                core: core_label(&h.core_name, &h.core_version),
+                where_: where_recorded(hint),
+            })
+        }
     }
 }
 

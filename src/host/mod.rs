@@ -7,6 +7,7 @@
 //! [`HostError::AlreadyOpen`] otherwise. Run two cores in two processes.
 
 mod api;
+pub mod catalog;
 mod checksum;
 mod environment;
 mod fbneo;
@@ -29,6 +30,13 @@ pub use self::api::CoreSource;
 pub use self::instance::{hash_file, Core};
 pub use self::options::OptionDef;
 pub use self::video::VideoFrame;
+
+fn dir_list(dirs: &[PathBuf]) -> String {
+    dirs.iter()
+        .map(|d| d.display().to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
 
 /// How the host presents itself to a core.
 #[derive(Clone, Debug, Default)]
@@ -116,6 +124,21 @@ impl MemoryRegion {
 
 #[derive(Debug, thiserror::Error)]
 pub enum HostError {
+    /// `--core NAME` is in none of the search directories.
+    #[error("no core named {name}: looked for {name}_libretro.so in {} (set [paths] cores_dir in the config, or pass --core PATH)", dir_list(.looked))]
+    CoreNotFound { name: String, looked: Vec<PathBuf> },
+    /// CONTENT without `--core`, and no core found takes its extension.
+    #[error("no core found takes {}: looked in {} (pass --core NAME or --core PATH)", .content.display(), dir_list(.looked))]
+    NoCoreFor {
+        content: PathBuf,
+        looked: Vec<PathBuf>,
+    },
+    /// CONTENT without `--core`, and more than one core takes its extension.
+    #[error("several cores take {}: {}; pick one with --core NAME", .content.display(), .names.join(", "))]
+    SeveralCoresFor {
+        content: PathBuf,
+        names: Vec<String>,
+    },
     /// The core file is missing, unreadable or a directory.
     #[error("cannot open core {}: {}", .path.display(), io_reason(.io))]
     OpenCore { path: PathBuf, io: std::io::Error },

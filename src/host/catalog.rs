@@ -1,0 +1,171 @@
+//! Cores found by name: `--core genesis_plus_gx` means `genesis_plus_gx_libretro.so` in the
+//! first of these directories that has it:
+//! 1. `[paths] cores_dir` in the config;
+//! 2. RetroArch's `~/.config/retroarch/cores`;
+//! 3. Debian's `/usr/lib/x86_64-linux-gnu/libretro` (where the `libretro-*` packages install);
+//! 4. `/usr/lib/libretro`.
+//!
+//! A core's name, version and extensions come from `retro_get_system_info`, which libretro
+//! allows before `retro_init`: listing cores loads each library but runs none of them.
+
+use std::ffi::{c_char, CStr};
+use std::path::{Path, PathBuf};
+
+use super::api::CoreApi;
+use super::ffi::{self, SystemInfo};
+use super::{CoreSource, HostError};
+
+/// What every core library's file name ends with.
+pub const SUFFIX: &str = "_libretro.so";
+
+/// The directories searched for cores, in order (see the module doc).
+pub fn search_dirs(cores_dir: Option<&Path>, home: Option<&Path>) -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = cores_dir.map(Path::to_path_buf).into_iter().collect();
+    if let Some(home) = home {
+        dirs.push(home.join(".config/retroarch/cores"));
+    }
+    dirs.push(PathBuf::from("/usr/lib/x86_64-linux-gnu/libretro"));
+    dirs.push(PathBuf::from("/usr/lib/libretro"));
+    dirs
+}
+
+/// Whether `--core VALUE` names a core rather than a file: no directory part and no
+/// `.so` at the end (`./x.so`, `/opt/x_libretro.so` and `x_libretro.so` are files).
+pub fn is_name(value: &str) -> bool {
+    !value.is_empty() && !value.contains('/') && !value.ends_with(".so")
+}
+
+/// The first `NAME_libretro.so` in `dirs`.
+pub fn find(name: &str, dirs: &[PathBuf]) -> Result<PathBuf, HostError> {
+    let file = format!("{name}{SUFFIX}");
+    dirs.iter()
+        .map(|d| d.join(&file))
+        .find(|p| p.is_file())
+        .ok_or_else(|| HostError::CoreNotFound {
+            name: name.to_string(),
+            looked: dirs.to_vec(),
+        })
+}
+
+/// A core library found in the search directories.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FoundCore {
+    /// What `--core` takes: the file name without `_libretro.so`.
+    pub name: String,
+    pub path: PathBuf,
+    pub library_name: String,
+    pub version: String,
+    /// Content extensions it takes, lower case, without dots.
+    pub extensions: Vec<String>,
+}
+
+impl FoundCore {
+    pub fn takes(&self, extension: &str) -> bool {
+        self.extensions
+            .iter()
+            .any(|e| e.eq_ignore_ascii_case(extension))
+    }
+}
+
+/// Every core in `dirs`, each name once (the first directory that has it wins), sorted by
+/// name; libraries that are no libretro core are left out (and logged).
+pub fn list(dirs: &[PathBuf]) -> Vec<FoundCore> {
+    let mut found: Vec<FoundCore> = Vec::new();
+    for dir in dirs {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            continue;
+        };
+        let mut files: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
+        files.sort();
+        for path in files {
+            let Some(name) = path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .and_then(|n| n.strip_suffix(SUFFIX))
+                .map(str::to_string)
+            else {
+                continue;
+            };
+            if found.iter().any(|f| f.name == name) || !path.is_file() {
+                continue;
+            }
+            match probe(&path) {
+                Ok(core) => found.push(FoundCore { name, ..core }),
+                Err(e) => tracing::warn!("{}: not a usable core: {e}", path.display()),
+            }
+        }
+    }
+    found.sort_by(|a, b| a.name.cmp(&b.name));
+    found
+}
+
+/// A core library's name, version and extensions, without initialising it.
+pub fn probe(path: &Path) -> Result<FoundCore, HostError> {
+    let api = CoreApi::open(&CoreSource::Path(path.to_path_buf()))?;
+    // SAFETY: plain queries, valid before retro_init.
+    let found = unsafe { (api.api_version)() };
+    if found != ffi::RETRO_API_VERSION {
+        return Err(HostError::ApiVersion {
+            found,
+            expected: ffi::RETRO_API_VERSION,
+        });
+    }
+    let mut raw = SystemInfo {
+        library_name: std::ptr::null(),
+        library_version: std::ptr::null(),
+        valid_extensions: std::ptr::null(),
+        need_fullpath: false,
+        block_extract: false,
+    };
+    // SAFETY: `raw` is a valid out-pointer; the core fills in static strings.
+    unsafe { (api.get_system_info)(&mut raw) };
+    let text = |p: *const c_char| {
+        if p.is_null() {
+            String::new()
+        } else {
+            // SAFETY: non-null strings from retro_get_system_info are NUL-terminated.
+            unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
+        }
+    };
+    let name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .map(|n| n.strip_suffix(SUFFIX).unwrap_or(n).to_string())
+        .unwrap_or_default();
+    Ok(FoundCore {
+        name,
+        path: path.to_path_buf(),
+        library_name: text(raw.library_name),
+        version: text(raw.library_version),
+        extensions: text(raw.valid_extensions)
+            .split('|')
+            .map(|e| e.trim().trim_start_matches('.').to_ascii_lowercase())
+            .filter(|e| !e.is_empty())
+            .collect(),
+    })
+}
+
+/// The one core in `cores` that takes `content`'s extension.
+pub fn for_content<'a>(
+    content: &Path,
+    cores: &'a [FoundCore],
+    dirs: &[PathBuf],
+) -> Result<&'a FoundCore, HostError> {
+    let ext = content
+        .extension()
+        .and_then(|e| e.to_str())
+        .unwrap_or_default()
+        .to_ascii_lowercase();
+    let takers: Vec<&FoundCore> = cores.iter().filter(|c| c.takes(&ext)).collect();
+    match takers.as_slice() {
+        [one] => Ok(one),
+        [] => Err(HostError::NoCoreFor {
+            content: content.to_path_buf(),
+            looked: dirs.to_vec(),
+        }),
+        many => Err(HostError::SeveralCoresFor {
+            content: content.to_path_buf(),
+            names: many.iter().map(|c| c.name.clone()).collect(),
+        }),
+    }
+}
