@@ -214,6 +214,7 @@ pub struct NetArgs {
     #[arg(long, value_name = "NICK")]
     pub name: Option<String>,
     /// Impair this peer's outgoing packets, e.g. delay=50ms,jitter=10ms,loss=5%,dup=1%,reorder=2%,seed=7
+    /// (also corrupt=3%: datagrams altered on the way; rate=1mbit: a bottleneck)
     #[arg(long, value_name = "SPEC")]
     pub netsim: Option<NetSim>,
     /// Frames between desync checks (each peer's machine checksum is compared).
