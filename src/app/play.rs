@@ -168,7 +168,21 @@ pub fn run_session<F: Feed>(
             status: runner.feed().status_line(),
         };
         let mut window = WindowFrontend::open(settings, core, &opts.keymaps, &opts.audio, shot)?;
-        run_loop(runner, core, &mut window)
+        let end = run_loop(runner, core, &mut window);
+        let a = window.audio_stats();
+        extra.insert(
+            "audio".into(),
+            json!({
+                "live": a.live,
+                "callbacks": a.callbacks,
+                "underruns": a.underruns,
+                "underruns_after_1s": a.underruns_after_1s,
+                "fill_min": a.fill_min,
+                "fill_max": a.fill_max,
+                "dropped": a.dropped,
+            }),
+        );
+        end
     };
     // Save RAM and the recording even if the loop failed: the player's progress matters
     // more than the error.

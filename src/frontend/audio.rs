@@ -6,6 +6,10 @@
 //! `MAX_RATE_DEVIATION` off. Without a usable device the output is a silent sink that just
 //! drops samples: no sound card must never fail a run.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
 use cpal::traits::{DeviceTrait, HostTrait, StreamTrait};
 use cpal::{FromSample, SampleFormat, SizedSample};
 use ringbuf::traits::{Consumer, Observer, Producer, Split};
@@ -120,17 +124,50 @@ impl RateConverter {
     }
 }
 
+/// The start-up the numbers below leave out: the prefilled buffer and the first frames
+/// settling the rate control.
+const SETTLE: Duration = Duration::from_secs(1);
+
+/// What the device's output callback saw, shared with it.
+#[derive(Debug, Default)]
+struct Counters {
+    callbacks: AtomicU64,
+    underruns: AtomicU64,
+    underruns_settled: AtomicU64,
+}
+
+/// What the live output did (see [`AudioOut::stats`]).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct AudioStats {
+    /// A device was open and its callback fed.
+    pub live: bool,
+    /// Output callbacks run, and how many found the buffer short (playing silence for the
+    /// rest): in all, and after the first second.
+    pub callbacks: u64,
+    pub underruns: u64,
+    pub underruns_after_1s: u64,
+    /// How full the buffer was (0..=1, rate control aims at 0.5) at each push after the
+    /// first second: lowest and highest.
+    pub fill_min: Option<f64>,
+    pub fill_max: Option<f64>,
+    /// Samples dropped on a full buffer (fast-forward).
+    pub dropped: u64,
+}
+
 /// A running cpal stream fed through the ring.
 struct Live {
     stream: cpal::Stream,
     producer: HeapProd<f32>,
     converter: RateConverter,
+    counters: Arc<Counters>,
+    opened: Instant,
 }
 
 /// Where the frontend sends the core's audio. Silent when disabled or without a device.
 pub struct AudioOut {
     live: Option<Live>,
     dropped: u64,
+    fill_range: Option<(f64, f64)>,
 }
 
 impl AudioOut {
@@ -139,6 +176,27 @@ impl AudioOut {
         AudioOut {
             live: None,
             dropped: 0,
+            fill_range: None,
+        }
+    }
+
+    /// What the output did so far.
+    pub fn stats(&self) -> AudioStats {
+        let Some(live) = &self.live else {
+            return AudioStats {
+                dropped: self.dropped,
+                ..AudioStats::default()
+            };
+        };
+        let c = &live.counters;
+        AudioStats {
+            live: true,
+            callbacks: c.callbacks.load(Ordering::Relaxed),
+            underruns: c.underruns.load(Ordering::Relaxed),
+            underruns_after_1s: c.underruns_settled.load(Ordering::Relaxed),
+            fill_min: self.fill_range.map(|r| r.0),
+            fill_max: self.fill_range.map(|r| r.1),
+            dropped: self.dropped,
         }
     }
 
@@ -153,6 +211,7 @@ impl AudioOut {
             Ok(live) => AudioOut {
                 live: Some(live),
                 dropped: 0,
+                fill_range: None,
             },
             Err(e) => {
                 tracing::warn!("no audio output ({e}); continuing without sound");
@@ -181,6 +240,11 @@ impl AudioOut {
             return;
         };
         let fill = live.producer.occupied_len() as f64 / live.producer.capacity().get() as f64;
+        if live.opened.elapsed() >= SETTLE {
+            let (lo, hi) = self.fill_range.get_or_insert((fill, fill));
+            *lo = lo.min(fill);
+            *hi = hi.max(fill);
+        }
         let producer = &mut live.producer;
         let dropped = &mut self.dropped;
         live.converter.push(samples, fill, |out| {
@@ -226,12 +290,15 @@ fn open_live(settings: &AudioSettings, in_rate: f64) -> Result<Live, AudioError>
     let (mut producer, consumer) = HeapRb::<f32>::new(frames * 2 * 2).split();
     let prefill = vec![0.0f32; frames * 2];
     producer.push_slice(&prefill);
+    let counters = Arc::new(Counters::default());
+    let opened = Instant::now();
+    let c = (Arc::clone(&counters), opened);
     let stream = match supported.sample_format() {
-        SampleFormat::F32 => build::<f32>(&device, config, consumer),
-        SampleFormat::I16 => build::<i16>(&device, config, consumer),
-        SampleFormat::U16 => build::<u16>(&device, config, consumer),
-        SampleFormat::I32 => build::<i32>(&device, config, consumer),
-        SampleFormat::F64 => build::<f64>(&device, config, consumer),
+        SampleFormat::F32 => build::<f32>(&device, config, consumer, c),
+        SampleFormat::I16 => build::<i16>(&device, config, consumer, c),
+        SampleFormat::U16 => build::<u16>(&device, config, consumer, c),
+        SampleFormat::I32 => build::<i32>(&device, config, consumer, c),
+        SampleFormat::F64 => build::<f64>(&device, config, consumer, c),
         other => return Err(AudioError::Format(other)),
     }?;
     stream.play()?;
@@ -244,6 +311,8 @@ fn open_live(settings: &AudioSettings, in_rate: f64) -> Result<Live, AudioError>
         stream,
         producer,
         converter: RateConverter::new(in_rate, f64::from(out_rate))?,
+        counters,
+        opened,
     })
 }
 
@@ -251,6 +320,7 @@ fn build<T>(
     device: &cpal::Device,
     config: cpal::StreamConfig,
     mut consumer: HeapCons<f32>,
+    (counters, opened): (Arc<Counters>, Instant),
 ) -> Result<cpal::Stream, AudioError>
 where
     T: SizedSample + FromSample<f32>,
@@ -264,6 +334,13 @@ where
             let frames = data.len() / channels;
             stereo.resize(frames * 2, 0.0);
             let got = consumer.pop_slice(&mut stereo);
+            counters.callbacks.fetch_add(1, Ordering::Relaxed);
+            if got < stereo.len() {
+                counters.underruns.fetch_add(1, Ordering::Relaxed);
+                if opened.elapsed() >= SETTLE {
+                    counters.underruns_settled.fetch_add(1, Ordering::Relaxed);
+                }
+            }
             // Underrun: play silence for the missing part.
             stereo[got..].fill(0.0);
             for (out, lr) in data.chunks_exact_mut(channels).zip(stereo.chunks_exact(2)) {
@@ -292,6 +369,14 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_silent_sink_reports_no_device_and_counts_nothing() {
+        let mut out = AudioOut::silent();
+        out.push(&tone(800));
+        assert_eq!(out.stats(), AudioStats::default());
+        assert!(!out.stats().live);
+    }
 
     fn tone(frames: usize) -> Vec<i16> {
         (0..frames)

@@ -290,6 +290,11 @@ pub struct WindowFrontend {
 }
 
 impl WindowFrontend {
+    /// What the sound output did (`--stats-json`'s `audio`).
+    pub fn audio_stats(&self) -> super::audio::AudioStats {
+        self.audio.stats()
+    }
+
     /// Opens the window (sized from the core's geometry), audio and gamepads.
     pub fn open(
         settings: WindowSettings,
