@@ -8,11 +8,9 @@
 //! A core's name, version and extensions come from `retro_get_system_info`, which libretro
 //! allows before `retro_init`: listing cores loads each library but runs none of them.
 
-use std::ffi::{c_char, CStr};
 use std::path::{Path, PathBuf};
 
-use super::api::CoreApi;
-use super::ffi::{self, SystemInfo};
+use super::instance;
 use super::{CoreSource, HostError};
 
 /// What every core library's file name ends with.
@@ -101,32 +99,8 @@ pub fn list(dirs: &[PathBuf]) -> Vec<FoundCore> {
 
 /// A core library's name, version and extensions, without initialising it.
 pub fn probe(path: &Path) -> Result<FoundCore, HostError> {
-    let api = CoreApi::open(&CoreSource::Path(path.to_path_buf()))?;
-    // SAFETY: plain queries, valid before retro_init.
-    let found = unsafe { (api.api_version)() };
-    if found != ffi::RETRO_API_VERSION {
-        return Err(HostError::ApiVersion {
-            found,
-            expected: ffi::RETRO_API_VERSION,
-        });
-    }
-    let mut raw = SystemInfo {
-        library_name: std::ptr::null(),
-        library_version: std::ptr::null(),
-        valid_extensions: std::ptr::null(),
-        need_fullpath: false,
-        block_extract: false,
-    };
-    // SAFETY: `raw` is a valid out-pointer; the core fills in static strings.
-    unsafe { (api.get_system_info)(&mut raw) };
-    let text = |p: *const c_char| {
-        if p.is_null() {
-            String::new()
-        } else {
-            // SAFETY: non-null strings from retro_get_system_info are NUL-terminated.
-            unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
-        }
-    };
+    let api = instance::load_checked(&CoreSource::Path(path.to_path_buf()))?;
+    let info = instance::system_info(&api);
     let name = path
         .file_name()
         .and_then(|n| n.to_str())
@@ -135,9 +109,10 @@ pub fn probe(path: &Path) -> Result<FoundCore, HostError> {
     Ok(FoundCore {
         name,
         path: path.to_path_buf(),
-        library_name: text(raw.library_name),
-        version: text(raw.library_version),
-        extensions: text(raw.valid_extensions)
+        library_name: info.library_name,
+        version: info.library_version,
+        extensions: info
+            .valid_extensions
             .split('|')
             .map(|e| e.trim().trim_start_matches('.').to_ascii_lowercase())
             .filter(|e| !e.is_empty())

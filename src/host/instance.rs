@@ -524,6 +524,11 @@ fn prepare(source: &CoreSource, config: &HostConfig) -> Result<CoreApi, HostErro
             io,
         })?;
     }
+    load_checked(source)
+}
+
+/// Loads the core's functions and checks its libretro API version; runs nothing of it.
+pub(super) fn load_checked(source: &CoreSource) -> Result<CoreApi, HostError> {
     let api = CoreApi::open(source)?;
     // SAFETY: plain query, valid before retro_init.
     let found = unsafe { (api.api_version)() };
@@ -536,7 +541,8 @@ fn prepare(source: &CoreSource, config: &HostConfig) -> Result<CoreApi, HostErro
     Ok(api)
 }
 
-fn system_info(api: &CoreApi) -> CoreInfo {
+/// The core's name, version and extensions: libretro allows the query before retro_init.
+pub(super) fn system_info(api: &CoreApi) -> CoreInfo {
     let mut raw = SystemInfo {
         library_name: std::ptr::null(),
         library_version: std::ptr::null(),
