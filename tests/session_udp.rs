@@ -419,6 +419,7 @@ fn a_joiner_of_another_protocol_version_is_told_both_versions() {
         player_name: "future".into(),
         room: String::new(),
         watch: false,
+        key: [0x4b; 32],
         auth: Auth::None,
     })
     .encode(0);

@@ -374,11 +374,12 @@ impl NetState {
                     true
                 }
                 Role::Join { seat } => match seat.handle_datagram(now, from, &bytes) {
-                    Routed::Lockstep => {
-                        self.client.handle_datagram(now, &bytes);
+                    Routed::Lockstep(body) => {
+                        self.client.handle_datagram(now, body);
                         true
                     }
-                    Routed::Taken => true,
+                    // Counted by the seat (`packets_dropped_auth`).
+                    Routed::Taken | Routed::Unauthentic => true,
                     Routed::Dropped => false,
                 },
             };
@@ -705,9 +706,9 @@ impl NetState {
                 }
             }
             Role::Join { seat } => {
-                let host = seat.host();
                 while let Some(bytes) = self.client.poll_transmit(now) {
-                    self.link.send(now, host, bytes);
+                    let t = seat.seal(bytes);
+                    self.link.send(now, t.to, t.bytes);
                     if self.first_ctrl.is_none() {
                         // The host hears this player from its CTRLs from now on.
                         self.first_ctrl = Some(now);
@@ -980,6 +981,11 @@ impl NetState {
         m.insert("packets_sent".into(), json!(e.packets_sent));
         m.insert("packets_received".into(), json!(e.packets_received));
         m.insert("packets_dropped_invalid".into(), json!(dropped));
+        let dropped_auth = match &self.role {
+            Role::Host { endpoint } => endpoint.stats().dropped_auth,
+            Role::Join { seat } => seat.stats().dropped_auth,
+        };
+        m.insert("packets_dropped_auth".into(), json!(dropped_auth));
         if let Some(n) = e.netsim {
             m.insert(
                 "netsim".into(),

@@ -31,10 +31,11 @@ use crate::app::{
 use crate::host::{hash_file, Core, HostError};
 use crate::input::{Bot, Inputs};
 use crate::lockstep::{self, Client, PeerId};
-use crate::net::{header_overhead, random_bytes, random_seed, Link, NetError, NetSim};
+use crate::net::{random_bytes, random_seed, Link, NetError, NetSim};
 use crate::session::{
     self, Endpoint, EndpointConfig, JoinConfig, JoinSession, SessionError, SessionInfo, StartState,
 };
+use crate::wire::link_overhead;
 
 /// The UDP port `host` listens on and `join` connects to by default.
 pub const DEFAULT_PORT: u16 = 7845;
@@ -377,7 +378,7 @@ fn play_joined(
     // which otherwise drops a player silent for 2 s.
     let lcfg = start.lockstep(lockstep::Config {
         // Its one link is to the host: the host's address family sets the header size.
-        udp_ip_header: header_overhead(addr),
+        udp_ip_header: link_overhead(addr),
         send_budget: net.send_budget,
         ..lockstep::Config::default()
     });

@@ -153,9 +153,9 @@ impl Net {
             o.handle_datagram(now, from, bytes);
         }
         if let Some(seat) = &mut p.seat {
-            if seat.handle_datagram(now, from, bytes) == Routed::Lockstep {
+            if let Routed::Lockstep(body) = seat.handle_datagram(now, from, bytes) {
                 if let Some(g) = &mut p.game {
-                    g.client.handle_datagram(now, bytes);
+                    g.client.handle_datagram(now, body);
                 }
             }
         } else if let Some(j) = &mut p.join {
@@ -243,7 +243,7 @@ impl Net {
                 let mut first = false;
                 while let Some(bytes) = g.client.poll_transmit(now) {
                     first = true;
-                    out.push(Transmit { to: SERVER, bytes });
+                    out.push(seat.seal(bytes));
                 }
                 if first {
                     seat.running();

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use crate::input::MAX_PLAYERS;
 use crate::lockstep::{self, Frame, LeaveReason, PeerId, Server, ServerEvent, ServerStats};
-use crate::wire::{header_overhead, Header, Kind, Transmit, HEADER_LEN};
+use crate::wire::{link_overhead, Header, Kind, Transmit, HEADER_LEN};
 
 use super::host::is_spectator_slot;
 use super::{
@@ -184,6 +184,8 @@ pub struct EndpointStats {
     /// Malformed, unknown-sender, unexpected and wrong-session datagrams, the session
     /// layer's and the router's (the lockstep server counts its own in `ServerStats`).
     pub dropped_invalid: u64,
+    /// Datagrams from a joiner that holds the session keys whose tag did not check out.
+    pub dropped_auth: u64,
 }
 
 /// The server side of one session. See the module docs for the calling order.
@@ -276,6 +278,10 @@ impl Endpoint {
     /// A datagram from `from`. Rejected ones are counted in [`EndpointStats`] or, for the
     /// lockstep server's, in its own stats.
     pub fn handle_datagram(&mut self, now: Instant, from: SocketAddr, datagram: &[u8]) {
+        // A joiner's tag is checked before anything reads a field of its datagram.
+        let Some(datagram) = self.session.open(from, datagram) else {
+            return;
+        };
         let slot = self.session.slot_of(from);
         let is_resync = matches!(Header::parse(datagram), Ok((h, _)) if h.kind == Kind::Resync);
         let valid = if is_resync {
@@ -288,7 +294,7 @@ impl Endpoint {
             acked || self.handle_fetched(now, slot, body)
         } else if is_session_datagram(datagram) || self.server.is_none() {
             // In the lobby a ready joiner's CTRLs only show that it is still there.
-            self.session.handle_datagram(now, from, datagram).is_ok()
+            self.session.handle_opened(now, from, datagram).is_ok()
         } else if let (Some(slot), Some(server)) = (slot, &mut self.server) {
             if is_spectator_slot(slot) {
                 server.handle_spectator_datagram(now, slot, datagram);
@@ -523,29 +529,35 @@ impl Endpoint {
     }
 
     pub fn stats(&self) -> EndpointStats {
-        self.stats
+        EndpointStats {
+            dropped_auth: self.session.stats().dropped_auth,
+            ..self.stats
+        }
     }
 
     fn ready_count(&self) -> usize {
         self.session.players().iter().filter(|p| p.ready).count()
     }
 
-    /// Moves what the state machines want to send into the queues.
+    /// Moves what the state machines want to send into the queues, tagged for their
+    /// joiners (the session layer tags its own).
     fn collect(&mut self, now: Instant) {
+        let mut untagged = Vec::new();
         if let Some(server) = &mut self.server {
             while let Some(t) = server.poll_transmit(now) {
                 if Some(t.to) == self.local {
                     self.to_local.push_back(t.bytes);
                 } else if let Some(to) = self.session.addr_of(t.to.0) {
-                    self.out.push_back(Transmit { to, bytes: t.bytes });
+                    untagged.push(Transmit { to, bytes: t.bytes });
                 }
             }
             while let Some(t) = server.poll_spectator_transmit(now) {
                 if let Some(to) = self.session.addr_of(t.to) {
-                    self.out.push_back(Transmit { to, bytes: t.bytes });
+                    untagged.push(Transmit { to, bytes: t.bytes });
                 }
             }
         }
+        self.push_tagged(&mut untagged);
         while let Some(t) = self.session.poll_transmit(now) {
             self.out.push_back(t);
         }
@@ -555,7 +567,7 @@ impl Endpoint {
                 continue;
             };
             while let Some(bytes) = tx.poll_transmit(now, id) {
-                self.out.push_back(Transmit { to, bytes });
+                untagged.push(Transmit { to, bytes });
             }
         }
         for f in &mut self.fetches {
@@ -564,22 +576,23 @@ impl Endpoint {
             };
             if !f.rx.started() && f.asked.is_none_or(|t| now >= t + HELLO_INTERVAL) {
                 f.asked = Some(now);
-                self.out.push_back(Transmit {
+                untagged.push(Transmit {
                     to,
                     bytes: resync_request(id, f.id),
                 });
             }
             while let Some(bytes) = f.rx.poll_transmit(now, id) {
-                self.out.push_back(Transmit { to, bytes });
+                untagged.push(Transmit { to, bytes });
             }
         }
         for (from, rx) in &mut self.fetches_done {
             if let Some(to) = self.session.addr_of(*from) {
                 while let Some(bytes) = rx.poll_transmit(now, id) {
-                    self.out.push_back(Transmit { to, bytes });
+                    untagged.push(Transmit { to, bytes });
                 }
             }
         }
+        self.push_tagged(&mut untagged);
         let (session, events) = (&self.session, &mut self.events);
         let resynced_from = &mut self.resynced_from;
         self.resyncs.retain(|(slot, tx)| {
@@ -594,6 +607,13 @@ impl Endpoint {
             }
             !tx.is_complete() && session.addr_of(*slot).is_some()
         });
+    }
+
+    fn push_tagged(&mut self, untagged: &mut Vec<Transmit>) {
+        for mut t in untagged.drain(..) {
+            self.session.seal(t.to, &mut t.bytes);
+            self.out.push_back(t);
+        }
     }
 
     /// Applies the policy between the session layer and the lockstep server to what they
@@ -832,7 +852,7 @@ impl Endpoint {
         let Some(addr) = self.session.addr_of(slot) else {
             return;
         };
-        let header = header_overhead(addr);
+        let header = link_overhead(addr);
         let me = self.session.players().into_iter().find(|p| p.slot == slot);
         let rtt = me.as_ref().and_then(|p| p.rtt);
         let name = me.map(|p| p.name).unwrap_or_default();
@@ -951,7 +971,7 @@ impl Endpoint {
             let peer = PeerId(p.slot);
             server.add_peer(now, peer)?;
             match p.addr {
-                Some(addr) => server.set_udp_ip_header(peer, header_overhead(addr))?,
+                Some(addr) => server.set_udp_ip_header(peer, link_overhead(addr))?,
                 // The local player talks in memory: no wire, no send budget.
                 None => {
                     server.set_send_budget(peer, 0)?;

@@ -8,9 +8,11 @@ use std::time::{Duration, Instant};
 use super::*;
 use crate::input::Pad;
 use crate::lockstep::{self, Client};
+use crate::session::msg::Msg;
 use crate::session::testkit::{info, Game, SimNet};
 use crate::session::{JoinConfig, JoinEvent, JoinSession, ResyncRecv};
 use crate::wire::HEADER_LEN;
+use rand::{rngs::SmallRng, Rng, RngCore, SeedableRng};
 
 /// A remote player: the joiner's handshake, then its lockstep client.
 struct Joiner {
@@ -42,6 +44,8 @@ struct Net {
     net: SimNet,
     /// Frames every game runs before it stops asking for more.
     limit: usize,
+    /// Every datagram delivered, as (from, to, bytes), while `Some`.
+    tap: Option<Vec<(SocketAddr, SocketAddr, Vec<u8>)>>,
 }
 
 fn room_addr(i: usize) -> SocketAddr {
@@ -73,6 +77,7 @@ impl Net {
             joiners: Vec::new(),
             net: SimNet::new(netsim),
             limit,
+            tap: None,
         }
     }
 
@@ -120,13 +125,17 @@ impl Net {
             if j.dead_at.is_some_and(|t| now >= t) || from != room_addr(j.room) {
                 return;
             }
+            let Some(bytes) = j.join.open(bytes) else {
+                j.join.note_unauthentic();
+                return;
+            };
             let is_resync = bytes.len() > 3 && bytes[..2] == *b"FL" && bytes[3] == 0x08;
             if is_resync {
                 if let Ok(Some(state)) = j.resync.handle_datagram(now, &bytes[HEADER_LEN..]) {
                     j.states.push(state);
                 }
             } else if is_session_datagram(bytes) {
-                let _ = j.join.handle_datagram(now, from, bytes);
+                let _ = j.join.handle_opened(now, bytes);
             } else if let Some(game) = &mut j.game {
                 game.client.handle_datagram(now, bytes);
             }
@@ -204,8 +213,9 @@ impl Net {
             game.timers(now);
             game.tick(now, limit);
             let mut first = false;
-            while let Some(bytes) = game.client.poll_transmit(now) {
+            while let Some(mut bytes) = game.client.poll_transmit(now) {
                 first = true;
+                j.join.seal(&mut bytes);
                 out.push(Transmit { to, bytes });
             }
             if first {
@@ -216,7 +226,8 @@ impl Net {
             out.push(t);
         }
         let id = j.join.session_id();
-        while let Some(bytes) = j.resync.poll_transmit(now, id) {
+        while let Some(mut bytes) = j.resync.poll_transmit(now, id) {
+            j.join.seal(&mut bytes);
             out.push(Transmit { to, bytes });
         }
         let from = j.addr;
@@ -231,6 +242,9 @@ impl Net {
             let now = self.now;
             for (from, to, bytes) in self.net.due(now) {
                 self.deliver(from, to, &bytes);
+                if let Some(tap) = &mut self.tap {
+                    tap.push((from, to, bytes));
+                }
             }
             for r in 0..self.rooms.len() {
                 self.step_room(r);
@@ -539,10 +553,11 @@ fn strays_and_other_sessions_are_counted_and_change_nothing() {
     ep.handle_datagram(now, bob_addr, &[]);
     let after = ep.stats().dropped_invalid;
     let server_after = ep.server_stats().unwrap().traffic.packets_dropped_invalid;
-    // From an address not in the room: the router; from ana's, with bob's session id: the
-    // lockstep server.
+    // From an address not in the room: the router; from ana's: its tag is not ana's, so
+    // nothing reads it.
     assert_eq!(after - before, 3);
-    assert_eq!(server_after - server_before, 1);
+    assert_eq!(server_after - server_before, 0);
+    assert_eq!(ep.stats().dropped_auth, 1);
 }
 
 #[test]
@@ -564,4 +579,98 @@ fn a_lobby_that_does_not_fill_expires() {
     assert!(net.run_until(Duration::from_secs(10), expired));
     assert!(net.now - net.start >= Duration::from_secs(3));
     assert!(!net.rooms[room].endpoint.is_running());
+}
+
+/// Runs a host with its own player and one joiner for 600 frames; with `forge`, every 50 ms
+/// of the game someone on the path sends each side copies of what it just received (bit
+/// flipped, tag replaced, tag cut off) and a goodbye and a CTRL of its own, from the right
+/// address with the right session id. Returns both players' frames and the datagrams forged.
+fn play_with_forgeries(
+    forge: bool,
+) -> (
+    Vec<crate::input::Inputs>,
+    Vec<crate::input::Inputs>,
+    u64,
+    Net,
+) {
+    use crate::wire::keys::TAG_LEN;
+    let mut net = Net::new("delay=10ms,jitter=3ms,loss=2%", 600);
+    let room = net.room(2, true);
+    net.join(room, "ana");
+    let (host, ana) = (room_addr(room), joiner_addr(0));
+    let mut rng = SmallRng::seed_from_u64(77);
+    let mut forged = 0u64;
+    let mut t = Duration::ZERO;
+    while !net.finished(room) && t < Duration::from_secs(60) {
+        t += Duration::from_millis(50);
+        net.run_until(t, |_| false);
+        let running = net.rooms[room].endpoint.is_running() && net.joiners[0].game.is_some();
+        if !running {
+            continue;
+        }
+        net.tap = Some(net.tap.take().unwrap_or_default());
+        if !forge {
+            continue;
+        }
+        let session = net.rooms[room].endpoint.session_id();
+        let seen = net.tap.replace(Vec::new()).unwrap_or_default();
+        let mut fakes: Vec<(SocketAddr, SocketAddr, Vec<u8>)> = Vec::new();
+        for (from, to, bytes) in seen.into_iter().rev().take(6) {
+            let mut flipped = bytes.clone();
+            let bit = rng.gen_range(0..flipped.len() * 8);
+            flipped[bit / 8] ^= 1 << (bit % 8);
+            let mut retagged = bytes.clone();
+            let n = retagged.len();
+            rng.fill_bytes(&mut retagged[n - TAG_LEN..]);
+            let untagged = bytes[..bytes.len() - TAG_LEN].to_vec();
+            fakes.extend([flipped, retagged, untagged].map(|b| (from, to, b)));
+        }
+        let mut bye = Msg::Bye("forged: the host quit".into()).encode(session);
+        bye.extend_from_slice(&[0xa5; TAG_LEN]);
+        fakes.push((host, ana, bye));
+        let mut liar = Client::new(
+            net.now,
+            lockstep::Config {
+                session,
+                ..lockstep::Config::default()
+            },
+            PeerId(1),
+        )
+        .unwrap();
+        liar.push_local_input(net.now, Pad(0x0ff0));
+        let ctrl = liar.poll_transmit(net.now).unwrap();
+        fakes.push((ana, host, ctrl));
+        for (from, to, bytes) in fakes {
+            net.deliver(from, to, &bytes);
+            forged += 1;
+        }
+    }
+    assert!(net.finished(room), "the session did not finish");
+    net.assert_in_sync(room);
+    let local = net.rooms[room].local.as_ref().unwrap().frames.clone();
+    let joiner = net.joiners[0].game.as_ref().unwrap().frames.clone();
+    (local, joiner, forged, net)
+}
+
+#[test]
+fn forged_datagrams_from_the_right_address_with_the_right_session_change_nothing() {
+    let (local, joiner, none, _) = play_with_forgeries(false);
+    assert_eq!(none, 0);
+    let (forged_local, forged_joiner, forged, net) = play_with_forgeries(true);
+    assert!(forged > 500, "only {forged} forged");
+    // Every player applied the same inputs on the same frames as without the forger.
+    assert_eq!(forged_local, local);
+    assert_eq!(forged_joiner, joiner);
+    // And every forged datagram was dropped for its tag, on the side it was sent to.
+    let host_side = net.rooms[0].endpoint.stats().dropped_auth;
+    let joiner_side = net.joiners[0].join.stats().dropped_auth;
+    assert_eq!(host_side + joiner_side, forged);
+    assert!(
+        host_side > 0 && joiner_side > 0,
+        "{host_side} {joiner_side}"
+    );
+    assert!(net.joiners[0]
+        .events
+        .iter()
+        .all(|e| !matches!(e, JoinEvent::Failed(_))));
 }

@@ -6,7 +6,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rand::{rngs::StdRng, SeedableRng};
+use rand::{rngs::StdRng, Rng, SeedableRng};
 
 use super::auth::Challenger;
 use super::msg::{
@@ -20,7 +20,8 @@ use super::{
     LOADING_LIMIT,
 };
 use crate::input::MAX_PLAYERS;
-use crate::wire::{Kind, WireError, PROTOCOL_VERSION};
+use crate::wire::keys::{KeyPair, Keys, Side, PUBLIC_KEY_LEN};
+use crate::wire::{Header, Kind, WireError, PROTOCOL_VERSION};
 
 /// Unanswered password challenges kept at once (oldest evicted).
 const MAX_PENDING: usize = 64;
@@ -203,9 +204,15 @@ enum Phase {
 #[derive(Debug)]
 struct Peer {
     addr: SocketAddr,
+    /// This link's datagram keys: every datagram either way carries their tag once the
+    /// joiner can have the Welcome (see `HostSession::open`).
+    keys: Keys,
+    /// The joiner's public key the keys were made with.
+    their_key: [u8; PUBLIC_KEY_LEN],
     slot: u8,
     name: String,
     last_heard: Instant,
+    /// The Welcome, untagged (tagged as it is sent: see `Peer::tagged_welcome`).
     welcome: Vec<u8>,
     phase: Phase,
     /// The frame its start state is at, and the packed payload it is sent.
@@ -221,6 +228,20 @@ impl Peer {
 
     fn is_player(&self) -> bool {
         !is_spectator_slot(self.slot)
+    }
+
+    /// The joiner may hold the keys: it was sent a Welcome.
+    fn keyed(&self) -> bool {
+        !matches!(self.phase, Phase::AwaitingState)
+    }
+
+    /// The Welcome with its tag: the joiner takes it only if the tag is the one its own
+    /// keys make, so a Welcome or Hello altered on the way (the host's or the joiner's
+    /// public key) costs a resend, not a session whose two ends hold different keys.
+    fn tagged_welcome(&self) -> Vec<u8> {
+        let mut bytes = self.welcome.clone();
+        self.keys.seal(&mut bytes);
+        bytes
     }
 }
 
@@ -267,6 +288,8 @@ pub struct HostSession {
     cfg: HostConfig,
     info: SessionInfo,
     rng: StdRng,
+    /// This session's half of every joiner's key exchange.
+    key_pair: KeyPair,
     next_ticket: u32,
     packed: Arc<[u8]>,
     raw_len: u32,
@@ -298,8 +321,11 @@ impl HostSession {
         if cfg.password.as_deref() == Some("") {
             cfg.password = None;
         }
+        let mut rng = StdRng::from_seed(cfg.entropy);
+        let key_pair = KeyPair::from_entropy(rng.gen());
         let mut host = HostSession {
-            rng: StdRng::from_seed(cfg.entropy),
+            rng,
+            key_pair,
             next_ticket: 0,
             cfg,
             info,
@@ -446,6 +472,7 @@ impl HostSession {
             slots,
             keyframe_interval: k,
             mode: self.cfg.mode,
+            key: self.key_pair.public(),
             players,
         })
         .encode(session);
@@ -457,7 +484,7 @@ impl HostSession {
         };
         self.queue.push_back(Transmit {
             to: peer.addr,
-            bytes: peer.welcome.clone(),
+            bytes: peer.tagged_welcome(),
         });
         Ok(())
     }
@@ -537,6 +564,54 @@ impl HostSession {
         from: SocketAddr,
         datagram: &[u8],
     ) -> Result<(), Dropped> {
+        match self.open(from, datagram) {
+            Some(body) => self.handle_opened(now, from, body),
+            None => Err(Dropped::Unauthentic),
+        }
+    }
+
+    /// A datagram as it arrived from `from`, without its tag if the sender is a joiner
+    /// that has the keys; `None` (counted in `SessionStats::dropped_auth`) if its tag is not
+    /// that joiner's. Unknown senders' datagrams pass as they are (the handshake is
+    /// unauthenticated), and so do a joiner's Hello until it acknowledged its Welcome, and
+    /// its goodbye until it was sent one: neither changes a seat whose keys are in use.
+    pub fn open<'a>(&mut self, from: SocketAddr, datagram: &'a [u8]) -> Option<&'a [u8]> {
+        let Some(peer) = self.peers.iter().find(|p| p.addr == from) else {
+            return Some(datagram);
+        };
+        if let Some(body) = peer.keys.open(datagram) {
+            return Some(body);
+        }
+        // Hellos are resent until the Welcome arrives; after the start state they would
+        // only keep a silent seat alive.
+        let handshake = matches!(peer.phase, Phase::AwaitingState | Phase::Welcomed { .. });
+        let kind = Header::parse(datagram).ok().map(|(h, _)| h.kind);
+        match kind {
+            Some(Kind::Hello) if handshake => Some(datagram),
+            Some(Kind::Bye) if !peer.keyed() => Some(datagram),
+            _ => {
+                self.stats.datagrams_in += 1;
+                self.stats.dropped_auth += 1;
+                tracing::trace!(%from, "session: dropped a datagram with a wrong tag");
+                None
+            }
+        }
+    }
+
+    /// Tags a datagram for the joiner at `to` once it may hold the keys.
+    pub fn seal(&self, to: SocketAddr, bytes: &mut Vec<u8>) {
+        if let Some(peer) = self.peers.iter().find(|p| p.addr == to && p.keyed()) {
+            peer.keys.seal(bytes);
+        }
+    }
+
+    /// A datagram from `from` that [`open`](Self::open) let through.
+    pub fn handle_opened(
+        &mut self,
+        now: Instant,
+        from: SocketAddr,
+        datagram: &[u8],
+    ) -> Result<(), Dropped> {
         self.stats.datagrams_in += 1;
         let result = self.dispatch(now, from, datagram);
         if let Err(why) = &result {
@@ -610,7 +685,16 @@ impl HostSession {
 
     fn handle_hello(&mut self, now: Instant, from: SocketAddr, hello: Hello) {
         if let Some(peer) = self.peers.iter_mut().find(|p| p.addr == from) {
-            // A resent Hello: same slot, same Welcome, if it still needs one.
+            // A resent Hello: same slot, same Welcome, if it still needs one. Its key differs
+            // only if one of the two was altered on the way (`open` lets Hellos through only
+            // until the joiner used its keys): the newer one makes the keys.
+            if hello.key != peer.their_key {
+                let id = self.cfg.session_id;
+                if let Some(keys) = self.key_pair.agree(Side::Host, &hello.key, id, None) {
+                    peer.keys = keys;
+                    peer.their_key = hello.key;
+                }
+            }
             peer.last_heard = now;
             if matches!(peer.phase, Phase::AwaitingState) {
                 let lobby = Msg::Lobby { ready: 0, want: 0 };
@@ -622,7 +706,7 @@ impl HostSession {
                 };
                 self.queue.push_back(Transmit {
                     to: from,
-                    bytes: peer.welcome.clone(),
+                    bytes: peer.tagged_welcome(),
                 });
             }
             return;
@@ -812,6 +896,12 @@ impl HostSession {
         if let Some(reason) = incompatibility(&self.info, &hello) {
             return self.refuse(from, reason);
         }
+        let Some(keys) = self
+            .key_pair
+            .agree(Side::Host, &hello.key, self.cfg.session_id, None)
+        else {
+            return self.refuse(from, "your Hello carries no usable public key".into());
+        };
         let name = hello.player_name.trim().to_string();
         let name = if name.is_empty() && !is_spectator_slot(slot) {
             format!("player {}", slot + 1)
@@ -831,6 +921,8 @@ impl HostSession {
             tracing::debug!(%from, slot, %name, "session: admitted, waiting for a state");
             self.peers.push(Peer {
                 addr: from,
+                keys,
+                their_key: hello.key,
                 slot,
                 name: name.clone(),
                 last_heard: now,
@@ -867,16 +959,15 @@ impl HostSession {
             slots: self.cfg.max_players,
             keyframe_interval: self.cfg.keyframe_interval,
             mode: self.cfg.mode,
+            key: self.key_pair.public(),
             players,
         })
         .encode(self.cfg.session_id);
         tracing::debug!(%from, slot, %name, "session: player joined");
-        self.queue.push_back(Transmit {
-            to: from,
-            bytes: welcome.clone(),
-        });
-        self.peers.push(Peer {
+        let peer = Peer {
             addr: from,
+            keys,
+            their_key: hello.key,
             slot,
             name: name.clone(),
             last_heard: now,
@@ -887,7 +978,12 @@ impl HostSession {
             },
             frame: self.cfg.frame,
             payload: self.packed.clone(),
+        };
+        self.queue.push_back(Transmit {
+            to: from,
+            bytes: peer.tagged_welcome(),
         });
+        self.peers.push(peer);
         self.events.push_back(HostEvent::Joined {
             slot,
             name,
@@ -1027,10 +1123,9 @@ impl HostSession {
     }
 
     fn send(&mut self, to: SocketAddr, msg: &Msg, session: u32) {
-        self.queue.push_back(Transmit {
-            to,
-            bytes: msg.encode(session),
-        });
+        let mut bytes = msg.encode(session);
+        self.seal(to, &mut bytes);
+        self.queue.push_back(Transmit { to, bytes });
     }
 
     fn drop_peer(&mut self, slot: u8, reason: LeftReason) {
@@ -1090,7 +1185,7 @@ impl HostSession {
                     *resent = true;
                     self.queue.push_back(Transmit {
                         to: peer.addr,
-                        bytes: peer.welcome.clone(),
+                        bytes: peer.tagged_welcome(),
                     });
                 }
                 Phase::Sending(sender) => sender.detect_losses(now),
@@ -1173,9 +1268,11 @@ impl HostSession {
                         seq,
                         data: sender.chunk(index),
                     };
+                    let mut bytes = msg.encode(self.cfg.session_id);
+                    peer.keys.seal(&mut bytes);
                     return Some(Transmit {
                         to: peer.addr,
-                        bytes: msg.encode(self.cfg.session_id),
+                        bytes,
                     });
                 }
             }

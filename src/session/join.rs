@@ -5,7 +5,7 @@ use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use rand::{rngs::StdRng, SeedableRng};
+use rand::{rngs::StdRng, Rng, SeedableRng};
 
 use super::auth::Challenger;
 use super::msg::{
@@ -17,7 +17,8 @@ use super::{
     auth, option_diffs, Dropped, OptionDiff, SessionError, SessionInfo, SessionStats, Transmit,
     HANDSHAKE_TIMEOUT, HELLO_INTERVAL, LOADING_INTERVAL, LOADING_LIMIT,
 };
-use crate::wire::{Kind, WireError, HEADER_LEN, MAGIC, MAX_DATAGRAM, PROTOCOL_VERSION};
+use crate::wire::keys::{KeyPair, Keys, Side, TAG_LEN};
+use crate::wire::{Header, Kind, WireError, HEADER_LEN, MAGIC, MAX_DATAGRAM, PROTOCOL_VERSION};
 
 const BYE_COPIES: usize = 3;
 /// The final "verified" ack is sent this many times unprompted (and again whenever the host
@@ -143,6 +144,10 @@ enum Phase {
 pub struct JoinSession {
     cfg: JoinConfig,
     rng: StdRng,
+    /// This joiner's half of the key exchange; its public key rides in every Hello.
+    key_pair: KeyPair,
+    /// The datagram keys, from the Welcome on: every datagram either way carries their tag.
+    keys: Option<Keys>,
     /// The creator's challenges under way, by the server's ticket (oldest first).
     checks: VecDeque<(u32, Challenger)>,
     /// Verdicts given, by ticket, to answer a repeated answer the same (oldest first).
@@ -164,8 +169,12 @@ pub struct JoinSession {
 
 impl JoinSession {
     pub fn new(now: Instant, cfg: JoinConfig) -> JoinSession {
+        let mut rng = StdRng::from_seed(cfg.entropy);
+        let key_pair = KeyPair::from_entropy(rng.gen());
         JoinSession {
-            rng: StdRng::from_seed(cfg.entropy),
+            rng,
+            key_pair,
+            keys: None,
             checks: VecDeque::new(),
             verdicts: VecDeque::new(),
             cfg,
@@ -246,6 +255,7 @@ impl JoinSession {
             player_name: i.player_name.clone(),
             room: self.cfg.room.clone(),
             watch: self.cfg.watch,
+            key: self.key_pair.public(),
             auth: self.auth.clone(),
         })
         .encode(0)
@@ -261,7 +271,10 @@ impl JoinSession {
         let result = if from != self.cfg.host {
             Err(Dropped::NotFromHost(from))
         } else {
-            self.dispatch(now, datagram)
+            match self.open(datagram) {
+                Some(body) => self.dispatch(now, body),
+                None => Err(Dropped::Unauthentic),
+            }
         };
         match &result {
             Ok(()) => self.last_heard = Some(now),
@@ -273,6 +286,55 @@ impl JoinSession {
             }
         }
         result
+    }
+
+    /// A datagram from the host without its tag, once this joiner has the keys; `None` if
+    /// the tag is not the host's. Before the Welcome the datagram passes as it is, except
+    /// the Welcome itself: it carries the host's public key and the tag made with the keys
+    /// that key gives, which must check out.
+    pub fn open<'a>(&self, datagram: &'a [u8]) -> Option<&'a [u8]> {
+        if let Some(keys) = &self.keys {
+            return keys.open(datagram);
+        }
+        let welcome = Header::parse(datagram).is_ok_and(|(h, _)| h.kind == Kind::Welcome);
+        if !welcome {
+            return Some(datagram);
+        }
+        let body = &datagram[..datagram.len().checked_sub(TAG_LEN)?];
+        let (header, Msg::Welcome(w)) = Msg::decode(body).ok()? else {
+            return None;
+        };
+        let keys = self
+            .key_pair
+            .agree(Side::Joiner, &w.key, header.session, None)?;
+        keys.open(datagram)
+    }
+
+    /// Tags a datagram for the host, once this joiner has the keys.
+    pub fn seal(&self, bytes: &mut Vec<u8>) {
+        if let Some(keys) = &self.keys {
+            keys.seal(bytes);
+        }
+    }
+
+    /// A session datagram from the host that [`open`](Self::open) let through.
+    pub(crate) fn handle_opened(&mut self, now: Instant, datagram: &[u8]) -> Result<(), Dropped> {
+        self.stats.datagrams_in += 1;
+        let result = self.dispatch(now, datagram);
+        match &result {
+            Ok(()) => self.last_heard = Some(now),
+            Err(why) => {
+                tracing::trace!("session: dropped datagram: {why}");
+                self.stats.drop(why);
+            }
+        }
+        result
+    }
+
+    /// Counts a datagram from the host whose tag did not check out.
+    pub(crate) fn note_unauthentic(&mut self) {
+        self.stats.datagrams_in += 1;
+        self.stats.drop(&Dropped::Unauthentic);
     }
 
     fn dispatch(&mut self, now: Instant, datagram: &[u8]) -> Result<(), Dropped> {
@@ -430,6 +492,11 @@ impl JoinSession {
         if session == 0 || w.chunk_size as usize > MAX_DATAGRAM {
             return self.fail(SessionError::BadState("malformed welcome".into()));
         }
+        // `open` checked the Welcome's tag with these keys.
+        let Some(keys) = self.key_pair.agree(Side::Joiner, &w.key, session, None) else {
+            return;
+        };
+        self.keys = Some(keys);
         self.session = session;
         tracing::info!(
             slot = w.slot,
@@ -570,6 +637,8 @@ impl JoinSession {
             },
         }?;
         self.stats.datagrams_out += 1;
+        let mut bytes = bytes;
+        self.seal(&mut bytes);
         Some(Transmit {
             to: self.cfg.host,
             bytes,

@@ -154,6 +154,9 @@ pub enum Dropped {
     Unexpected(Kind),
     #[error("state chunk out of range or of the wrong length")]
     BadChunk,
+    /// Counted in `SessionStats::dropped_auth`, not in `dropped_invalid`.
+    #[error("its tag is not the peer's (forged or altered on the way)")]
+    Unauthentic,
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -164,6 +167,9 @@ pub struct SessionStats {
     pub dropped_invalid: u64,
     /// The subset of `dropped_invalid` that carried another session id.
     pub dropped_wrong_session: u64,
+    /// Datagrams from a peer that holds the session keys whose tag did not check out
+    /// (forged, or altered on the way), dropped before any field of them was read.
+    pub dropped_auth: u64,
     /// Host: start-state chunks sent, and how many of those were resends.
     pub chunks_sent: u64,
     pub chunks_resent: u64,
@@ -173,6 +179,10 @@ pub struct SessionStats {
 
 impl SessionStats {
     fn drop(&mut self, why: &Dropped) {
+        if matches!(why, Dropped::Unauthentic) {
+            self.dropped_auth += 1;
+            return;
+        }
         self.dropped_invalid += 1;
         if matches!(why, Dropped::WrongSession { .. }) {
             self.dropped_wrong_session += 1;

@@ -4,7 +4,8 @@
 //! ```text
 //! Hello      str8 core_name, str8 core_version, str8 content_name,
 //!            u8 has_hash, [u64 content_hash if has_hash], str8 player_name, str8 room
-//!            (empty: a direct host), u8 watch (1: a spectator), u8 auth (0 = none, 1 = PAKE answer, 2 = no password
+//!            (empty: a direct host), u8 watch (1: a spectator), [32] the joiner's X25519
+//!            public key (`wire::keys`), u8 auth (0 = none, 1 = PAKE answer, 2 = no password
 //!            to offer), [33] the challenge answered (auth 1, 2), [33] the joiner's SPAKE2
 //!            message and [32] its key confirmation (auth 1), u16 n + n zero bytes of
 //!            padding to `PADDED_LEN` (see below)
@@ -13,7 +14,8 @@
 //!            the state is at: 0, or later for a joiner of a running game), u32 raw_len,
 //!            u32 packed_len,
 //!            u64 xxh3(raw payload), u16 chunk_size, u8 slots (session size), u8 keyframe
-//!            interval K, u8 mode (0 strict, 1 optimistic: `lockstep::Mode`), u8 n,
+//!            interval K, u8 mode (0 strict, 1 optimistic: `lockstep::Mode`), [32] the
+//!            host's X25519 public key, u8 n,
 //!            n x (u8 slot, str8 name)
 //! Refuse     u16 len + UTF-8 reason           (frozen: the same in every protocol version)
 //! StateChunk u32 index, u32 seq, data (the rest; chunk_size bytes except the last chunk)
@@ -51,6 +53,7 @@
 
 use crate::input::MAX_PLAYERS;
 use crate::lockstep::Mode;
+use crate::wire::keys::PUBLIC_KEY_LEN;
 use crate::wire::{Header, Kind, WireError, HEADER_LEN, MAGIC, MAX_DATAGRAM, PROTOCOL_VERSION};
 
 /// A SPAKE2 message on Ed25519: a side byte and a point.
@@ -97,6 +100,8 @@ pub struct Hello {
     pub room: String,
     /// Asks to watch (a spectator) rather than to play.
     pub watch: bool,
+    /// The joiner's X25519 public key for this session's datagram keys (`wire::keys`).
+    pub key: [u8; PUBLIC_KEY_LEN],
     pub auth: Auth,
 }
 
@@ -202,6 +207,8 @@ pub struct Welcome {
     pub keyframe_interval: u8,
     /// When the lockstep server publishes frames: the joiner's client plays accordingly.
     pub mode: Mode,
+    /// The host's X25519 public key for this joiner's datagram keys (`wire::keys`).
+    pub key: [u8; PUBLIC_KEY_LEN],
     pub players: Vec<(u8, String)>,
 }
 
@@ -276,6 +283,7 @@ impl Msg<'_> {
                 put_str8(&mut out, &h.player_name, MAX_PLAYER_NAME);
                 put_str8(&mut out, &h.room, MAX_ROOM_NAME);
                 out.push(u8::from(h.watch));
+                out.extend_from_slice(&h.key);
                 match &h.auth {
                     Auth::None => out.push(0),
                     Auth::Pake {
@@ -307,6 +315,7 @@ impl Msg<'_> {
                 out.push(w.slots);
                 out.push(w.keyframe_interval);
                 out.push(w.mode.to_byte());
+                out.extend_from_slice(&w.key);
                 let players = &w.players[..w.players.len().min(MAX_PLAYERS)];
                 out.push(players.len() as u8);
                 for (slot, name) in players {
@@ -361,6 +370,7 @@ impl Msg<'_> {
                     1 => true,
                     _ => return Err(WireError::Malformed(kind)),
                 };
+                let key = r.array().map_err(bad)?;
                 let auth = match r.u8().map_err(bad)? {
                     0 => Auth::None,
                     1 => Auth::Pake {
@@ -382,6 +392,7 @@ impl Msg<'_> {
                     player_name,
                     room,
                     watch,
+                    key,
                     auth,
                 })
             }
@@ -398,6 +409,7 @@ impl Msg<'_> {
                 let keyframe_interval = r.u8().map_err(bad)?;
                 let mode =
                     Mode::from_byte(r.u8().map_err(bad)?).ok_or(WireError::Malformed(kind))?;
+                let key = r.array().map_err(bad)?;
                 let n = r.u8().map_err(bad)? as usize;
                 if n > MAX_PLAYERS
                     || (slot >= slots && slot != SPECTATOR)
@@ -429,6 +441,7 @@ impl Msg<'_> {
                     slots,
                     keyframe_interval,
                     mode,
+                    key,
                     players,
                 })
             }
@@ -830,6 +843,7 @@ mod tests {
             player_name: "ana".into(),
             room: "quiet-fox".into(),
             watch: false,
+            key: [0x4b; 32],
             auth: Auth::Pake {
                 challenge: [7; PAKE_MSG_LEN],
                 msg: [8; PAKE_MSG_LEN],
@@ -850,6 +864,7 @@ mod tests {
                 slots: 4,
                 keyframe_interval: 2,
                 mode: Mode::Optimistic,
+                key: [0x4b; 32],
                 players: vec![(0, "host".into()), (2, "ana".into())],
             })
             .encode(5),
@@ -968,6 +983,7 @@ mod tests {
             slots: 2,
             keyframe_interval: 2,
             mode: Mode::Strict,
+            key: [0x4b; 32],
             players: vec![(0, evil.into())],
         })
         .encode(5);
@@ -998,6 +1014,7 @@ mod tests {
             player_name: long.clone(),
             room: long.clone(),
             watch: false,
+            key: [0x4b; 32],
             auth: Auth::Pake {
                 challenge: [0; PAKE_MSG_LEN],
                 msg: [0; PAKE_MSG_LEN],

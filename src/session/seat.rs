@@ -19,13 +19,16 @@ use crate::wire::{Header, Kind, HEADER_LEN};
 
 /// Where a datagram went.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Routed {
+pub enum Routed<'a> {
     /// The seat took it.
     Taken,
-    /// A lockstep datagram from the host: give it to the lockstep client.
-    Lockstep,
+    /// A lockstep datagram from the host, without its tag: give it to the lockstep client.
+    Lockstep(&'a [u8]),
     /// Not from the host, or malformed: dropped (count it).
     Dropped,
+    /// Its tag is not the host's: dropped before any field was read (counted in
+    /// [`Seat::stats`]).
+    Unauthentic,
 }
 
 /// What happened, for the driver to act on or log.
@@ -93,16 +96,25 @@ impl Seat {
         self.session.leave(reason);
     }
 
-    pub fn handle_datagram(&mut self, now: Instant, from: SocketAddr, datagram: &[u8]) -> Routed {
+    pub fn handle_datagram<'a>(
+        &mut self,
+        now: Instant,
+        from: SocketAddr,
+        datagram: &'a [u8],
+    ) -> Routed<'a> {
         if from != self.host {
             return Routed::Dropped;
         }
+        let Some(datagram) = self.session.open(datagram) else {
+            self.session.note_unauthentic();
+            return Routed::Unauthentic;
+        };
         let is_resync = matches!(Header::parse(datagram), Ok((h, _)) if h.kind == Kind::Resync);
         if !is_resync {
             if !is_session_datagram(datagram) {
-                return Routed::Lockstep;
+                return Routed::Lockstep(datagram);
             }
-            let ok = self.session.handle_datagram(now, from, datagram).is_ok();
+            let ok = self.session.handle_opened(now, datagram).is_ok();
             self.take_session_events();
             return if ok { Routed::Taken } else { Routed::Dropped };
         }
@@ -154,14 +166,27 @@ impl Seat {
         self.take_session_events();
     }
 
+    /// Tags a datagram of this player's lockstep client for the host.
+    pub fn seal(&self, mut bytes: Vec<u8>) -> Transmit {
+        self.session.seal(&mut bytes);
+        Transmit {
+            to: self.host,
+            bytes,
+        }
+    }
+
+    /// The session layer's counters (`dropped_auth` among them).
+    pub fn stats(&self) -> super::SessionStats {
+        self.session.stats()
+    }
+
     pub fn poll_transmit(&mut self, now: Instant) -> Option<Transmit> {
         if let Some(t) = self.session.poll_transmit(now) {
             return Some(t);
         }
         let id = self.session.session_id();
-        let to = self.host;
         if let Some(bytes) = self.resync.poll_transmit(now, id) {
-            return Some(Transmit { to, bytes });
+            return Some(self.seal(bytes));
         }
         let tx = self.upload.as_mut()?;
         let bytes = tx.poll_transmit(now, id);
@@ -169,7 +194,7 @@ impl Seat {
             tracing::info!("sent this machine's state for frame {}", tx.frame());
             self.upload = None;
         }
-        bytes.map(|bytes| Transmit { to, bytes })
+        bytes.map(|bytes| self.seal(bytes))
     }
 
     pub fn poll_event(&mut self) -> Option<SeatEvent> {

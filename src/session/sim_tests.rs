@@ -374,6 +374,7 @@ fn other_protocol_versions_get_a_readable_refusal() {
         player_name: "old".into(),
         room: String::new(),
         watch: false,
+        key: [0x4b; 32],
         auth: msg::Auth::None,
     })
     .encode(0);
@@ -450,7 +451,10 @@ fn hostile_datagrams_do_not_disturb_a_transfer_and_are_counted() {
         "{:?}",
         sim.host.stats()
     );
-    assert_eq!(sim.joiners[0].1.stats().dropped_invalid, sent);
+    // Before the Welcome they are invalid; after it, no tag is the host's.
+    let j = sim.joiners[0].1.stats();
+    assert_eq!(j.dropped_invalid + j.dropped_auth, sent);
+    assert!(j.dropped_auth > 0, "{j:?}");
 }
 
 #[test]
@@ -622,6 +626,13 @@ fn bare_ctrl(session: u32) -> Vec<u8> {
     ctrl
 }
 
+/// `bytes` tagged as the joiner at `who` tags what it sends.
+fn sealed_by(sim: &Sim, who: SocketAddr, mut bytes: Vec<u8>) -> Vec<u8> {
+    let (_, j) = sim.joiners.iter().find(|(x, _)| *x == who).expect("joiner");
+    j.seal(&mut bytes);
+    bytes
+}
+
 #[test]
 fn the_lobby_keeps_ready_joiners_informed_and_drops_silent_ones() {
     // Four players: ana and bob have the start state and wait for the fourth. Ana's
@@ -630,7 +641,7 @@ fn the_lobby_keeps_ready_joiners_informed_and_drops_silent_ones() {
     // for a lost host), and drops bob after `READY_TIMEOUT` of silence, freeing his slot.
     let (mut sim, a, b) = ana_and_bob_ready(4);
     let (ready_a, ready_b) = (sim.ready(a).unwrap().clone(), sim.ready(b).unwrap().clone());
-    let ctrl = bare_ctrl(ready_a.session);
+    let ctrl = sealed_by(&sim, a, bare_ctrl(ready_a.session));
     sim.joiners.retain(|(x, _)| *x == a);
     let died = sim.now;
     let mut dropped_at = None;
@@ -787,7 +798,8 @@ fn joiners_that_load_are_kept_until_they_run_or_the_loading_limit() {
 
     // Ana runs: her lockstep client's CTRLs come every 100 ms, and `Loading` stops.
     let session = sim.ready(a).unwrap().session;
-    let ctrl = bare_ctrl(session);
+    let ctrl = sealed_by(&sim, a, bare_ctrl(session));
+    let loading_b = sealed_by(&sim, b, msg::Msg::Loading.encode(session));
     sim.joiners
         .iter_mut()
         .find(|(x, _)| *x == a)
@@ -802,9 +814,7 @@ fn joiners_that_load_are_kept_until_they_run_or_the_loading_limit() {
         let now = sim.now;
         sim.host.handle_datagram(now, a, &ctrl).unwrap();
         if now - ready > LOADING_LIMIT && sim.host.slot_of(b).is_some() {
-            sim.host
-                .handle_datagram(now, b, &msg::Msg::Loading.encode(session))
-                .unwrap();
+            sim.host.handle_datagram(now, b, &loading_b).unwrap();
         }
         let until = elapsed(&sim) + Duration::from_millis(100);
         sim.run_until(until, |_| false);
@@ -877,4 +887,112 @@ fn spectators_need_the_password_and_are_capped() {
         ))
     );
     assert!(sim.failure(ok).is_none());
+}
+
+/// Datagrams altered on the way (bit flips, cuts, junk appended), a Hello's or Welcome's
+/// public key among them: the two ends never settle on different keys. A Welcome whose tag
+/// does not match the keys it names is not taken, and the next Hello rekeys the seat.
+#[test]
+fn joins_over_a_link_that_alters_datagrams_end_with_both_sides_keyed_alike() {
+    let state = random_state(40_000, 9);
+    for seed in 0..6u64 {
+        let mut sim = Sim::new(cfg(), state.clone(), "corrupt=25%,loss=5%,delay=5ms");
+        sim.seed = 1000 * seed;
+        let mut joiners = Vec::new();
+        for i in 1..4u16 {
+            let mut c = JoinConfig::new(addr(0), info(&format!("p{i}")));
+            c.entropy = [(seed as u8) << 4 | i as u8; 32];
+            sim.joiners.push((addr(i), JoinSession::new(sim.now, c)));
+            joiners.push(addr(i));
+        }
+        let all = |s: &Sim| joiners.iter().all(|a| s.settled(*a));
+        let done = sim.run_until(Duration::from_secs(30), all);
+        let stuck: Vec<_> = joiners
+            .iter()
+            .filter(|a| !sim.settled(**a))
+            .map(|a| {
+                (
+                    a,
+                    sim.joiners.iter().find(|(x, _)| x == a).unwrap().1.stats(),
+                )
+            })
+            .collect();
+        assert!(done, "seed {seed}: {stuck:?} {:?}", sim.host.stats());
+        for a in &joiners {
+            let why = sim.failure(*a);
+            let ready = sim
+                .ready(*a)
+                .unwrap_or_else(|| panic!("seed {seed}: {a}: {why:?}"));
+            assert_eq!(ready.payload.state, state, "seed {seed}");
+        }
+        // The start state's acks reach the host through the tag check: it has every
+        // joiner ready, and what it sends each one now opens there.
+        let limit = sim.now - sim.start + Duration::from_secs(10);
+        assert!(
+            sim.run_until(limit, |s| s.host.all_ready()),
+            "seed {seed}: {:?}",
+            sim.host.players()
+        );
+        for a in &joiners {
+            let mut probe = Msg::Lobby { ready: 1, want: 1 }.encode(sim.host.session_id());
+            sim.host.seal(*a, &mut probe);
+            let (_, j) = sim.joiners.iter().find(|(x, _)| x == a).unwrap();
+            assert!(
+                j.open(&probe).is_some(),
+                "seed {seed}: {a} keyed differently"
+            );
+        }
+        let altered: u64 = sim.links.values().map(|c| c.stats().corrupted).sum();
+        assert!(altered > 20, "seed {seed}: {altered}");
+    }
+}
+
+/// The two ways a public key can be altered on the way, one at a time: the Hello's (the
+/// host makes keys the joiner does not have, so the joiner refuses the Welcome's tag and its
+/// next Hello rekeys the seat) and the Welcome's (the joiner refuses it and takes the next).
+#[test]
+fn an_altered_public_key_costs_a_resend_not_the_session() {
+    let state = random_state(5_000, 3);
+    let mut sim = Sim::new(cfg(), state.clone(), "delay=5ms");
+    let a = sim.join(1, info("ana"), None);
+    let now = sim.now;
+    let hello = sim.joiners[0].1.hello();
+    let Ok((_, Msg::Hello(h))) = Msg::decode(&hello) else {
+        panic!("a Hello")
+    };
+    let at = hello.windows(32).position(|w| w == h.key).unwrap();
+    let mut altered = hello.clone();
+    altered[at + 3] ^= 0x10;
+    sim.host.handle_datagram(now, a, &altered).unwrap();
+    let welcome = sim.host.poll_transmit(now).unwrap().bytes;
+    let ana = &mut sim.joiners[0].1;
+    assert_eq!(
+        ana.handle_datagram(now, addr(0), &welcome),
+        Err(Dropped::Unauthentic)
+    );
+    assert_eq!(ana.session_id(), 0, "taken for welcomed");
+    assert!(sim.run_until(Duration::from_secs(10), |s| s.settled(a)));
+    assert_eq!(sim.ready(a).expect("ready").payload.state, state);
+
+    let b = sim.join(2, info("bob"), None);
+    let now = sim.now;
+    let hello = sim.joiners[1].1.hello();
+    sim.host.handle_datagram(now, b, &hello).unwrap();
+    let welcome = sim.host.poll_transmit(now).unwrap().bytes;
+    let body = &welcome[..welcome.len() - crate::wire::keys::TAG_LEN];
+    let Ok((_, Msg::Welcome(w))) = Msg::decode(body) else {
+        panic!("a Welcome")
+    };
+    let at = welcome.windows(32).position(|x| x == w.key).unwrap();
+    let mut altered = welcome.clone();
+    altered[at + 30] ^= 0x01;
+    let bob = &mut sim.joiners[1].1;
+    assert_eq!(
+        bob.handle_datagram(now, addr(0), &altered),
+        Err(Dropped::Unauthentic)
+    );
+    bob.handle_datagram(now, addr(0), &welcome).unwrap();
+    assert!(sim.run_until(Duration::from_secs(20), |s| s.settled(b)));
+    assert_eq!(sim.ready(b).expect("ready").payload.state, state);
+    assert_eq!(sim.joiners[1].1.stats().dropped_auth, 1);
 }

@@ -32,7 +32,7 @@ use thiserror::Error;
 
 pub const MAGIC: [u8; 2] = *b"FL";
 /// Bumped on every incompatible wire change; peers with another version are refused by name.
-pub const PROTOCOL_VERSION: u8 = 10;
+pub const PROTOCOL_VERSION: u8 = 11;
 /// Header length of session-layer datagrams.
 pub const HEADER_LEN: usize = 8;
 /// Header length of lockstep datagrams (CTRL, UPDATE).
@@ -54,6 +54,12 @@ pub fn header_overhead(addr: SocketAddr) -> usize {
         IpAddr::V6(v6) if v6.to_ipv4_mapped().is_some() => IPV4_UDP_OVERHEAD,
         IpAddr::V6(_) => IPV6_UDP_OVERHEAD,
     }
+}
+
+/// Bytes a tagged datagram to or from `addr` carries beyond what its protocol wrote: the IP
+/// and UDP headers and the tag. The lockstep send budget counts them.
+pub fn link_overhead(addr: SocketAddr) -> usize {
+    header_overhead(addr) + keys::TAG_LEN
 }
 
 /// What a datagram's body holds. Session-layer kinds are 0x01..=0x0F, lockstep kinds 0x10..=0x1F.

@@ -333,6 +333,7 @@ fn session_messages() -> Vec<Vec<u8>> {
         player_name: "ana".into(),
         room: room.into(),
         watch: room == "den",
+        key: [0x4b; 32],
         auth,
     };
     let open = OpenRoom {
@@ -378,6 +379,7 @@ fn session_messages() -> Vec<Vec<u8>> {
             slots: 2,
             keyframe_interval: 2,
             mode: Mode::Optimistic,
+            key: [0x4b; 32],
             players: vec![(0, "host".into()), (1, "ana".into())],
         })
         .encode(9),
