@@ -46,6 +46,11 @@ fn grab_screen(display: &str, png: &Path) -> Option<Screen> {
     if !ok {
         return None;
     }
+    grab_png(png)
+}
+
+/// An RGB image from a PNG file.
+fn grab_png(png: &Path) -> Option<Screen> {
     let mut decoder = png::Decoder::new(std::fs::File::open(png).ok()?);
     decoder.set_transformations(png::Transformations::EXPAND | png::Transformations::STRIP_16);
     let mut reader = decoder.read_info().ok()?;
@@ -108,9 +113,17 @@ fn watch(child: &mut Child, display: &str, shots: &Path, mut look: impl FnMut(&S
 /// Only one window test at a time: they share the screen-grab directory.
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
+/// What a window showed: the grab with the most lit pixels (their bounding box) and the
+/// core's own frame 240 (`--screenshot-at`).
+struct Shown {
+    log: String,
+    lit_box: (u32, u32, u32, u32),
+    frame_240: PathBuf,
+}
+
 /// Runs `framelock play ARGS --frames 300` in a window on a fresh Xvfb, grabbing the X screen
-/// every 250 ms. Checks the run and returns the stderr log.
-fn play_in_window(name: &str, args: &[&std::ffi::OsStr], window: (u32, u32)) -> String {
+/// every 250 ms. Checks the run and returns what it showed.
+fn play_in_window(name: &str, args: &[&std::ffi::OsStr], window: (u32, u32)) -> Shown {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     assert!(
         Command::new("import").arg("-version").output().is_ok(),
@@ -184,7 +197,11 @@ fn play_in_window(name: &str, args: &[&std::ffi::OsStr], window: (u32, u32)) -> 
     if !Path::new("/dev/snd").exists() {
         assert_eq!(warnings, 1, "no sound card, but no warning:\n{stderr}");
     }
-    stderr
+    Shown {
+        log: stderr,
+        lit_box: (x0, y0, x1, y1),
+        frame_240: hook,
+    }
 }
 
 #[test]
@@ -203,9 +220,28 @@ fn genesis_game_in_a_window() {
         f.gpgx.as_os_str(),
         f.airstriker.as_os_str(),
     ];
-    // Airstriker's 320x224; the window opens at the core's initial 256x192 geometry and
-    // follows the first frame's size.
-    play_in_window("genesis", &args, (640, 448));
+    // Airstriker's 320x224 at the core's aspect: the window opens at the core's initial
+    // 256x192 geometry and follows the image's size, 585x448 at scale 2. Genesis Plus GX
+    // gives the NTSC pixel shape of its 320-pixel mode, 32:35 (1.306:1 for the image,
+    // about 4:3).
+    let shown = play_in_window("genesis", &args, (585, 448));
+    // The title's logo stands still: on screen it is twice as tall as in the core's frame,
+    // and 32/35 of that as wide.
+    let frame = grab_png(&shown.frame_240).expect("frame 240 readable");
+    let (_, (fx0, fy0, fx1, fy1)) = frame.lit_box();
+    let (x0, y0, x1, y1) = shown.lit_box;
+    let sx = f64::from(x1 - x0 + 1) / f64::from(fx1 - fx0 + 1);
+    let sy = f64::from(y1 - y0 + 1) / f64::from(fy1 - fy0 + 1);
+    let shape = sx / sy;
+    eprintln!("genesis: logo scaled {sx:.3} x {sy:.3} (pixel aspect {shape:.3})");
+    assert!((sy - 2.0).abs() < 0.02, "height scaled {sy:.3}, not 2");
+    assert!(
+        (shape - 32.0 / 35.0).abs() < 0.02,
+        "pixels shown {shape:.3} as wide as tall, not 0.914 (32:35)"
+    );
+    assert!(shown
+        .log
+        .contains("image 320x224 shown at the core's aspect 1.306"));
 }
 
 #[test]

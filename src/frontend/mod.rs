@@ -1,6 +1,7 @@
 //! What the player sees, hears and holds: window, audio, keyboard and gamepads.
 //! Everything here is optional at run time: headless runs use none of it.
 
+pub mod aspect;
 pub mod audio;
 pub mod gamepads;
 pub mod image;

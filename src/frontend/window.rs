@@ -2,9 +2,9 @@
 //! 0.17 for drawing, plus keyboard, gamepads and audio.
 //!
 //! The run loop owns the timing: `wait` pumps window events for at most the runner's
-//! timeout, so the same loop can poll a network socket between frames. The image keeps
-//! its aspect ratio (square pixels), scaled by the largest integer that fits the window,
-//! or scaled down smoothly if the window is smaller than the image. Rotation requested by
+//! timeout, so the same loop can poll a network socket between frames. The image is shown
+//! at the core's display aspect ratio, its height scaled by the largest integer that fits
+//! the window, or scaled down smoothly if the window is smaller (`aspect`). Rotation requested by
 //! the core (SET_ROTATION) is applied while copying into the pixels buffer. In netplay the
 //! buffer is taller by a status bar below the image (`status_bar`).
 
@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use pixels::{Pixels, PixelsBuilder, ScalingMode, SurfaceTexture};
+use pixels::{Pixels, PixelsBuilder, SurfaceTexture};
 use winit::application::ApplicationHandler;
 use winit::dpi::PhysicalSize;
 use winit::event::{ElementState, WindowEvent};
@@ -21,6 +21,7 @@ use winit::keyboard::{KeyCode, PhysicalKey};
 use winit::platform::pump_events::{EventLoopExtPumpEvents, PumpStatus};
 use winit::window::{Fullscreen, Window, WindowId};
 
+use super::aspect::{self, AspectRenderer};
 use super::audio::{AudioOut, AudioSettings};
 use super::gamepads::Gamepads;
 use super::image::{copy_rotated, rotated_size};
@@ -76,8 +77,11 @@ struct App {
     initial: PhysicalSize<u32>,
     window: Option<Arc<Window>>,
     pixels: Option<Pixels<'static>>,
+    renderer: Option<AspectRenderer>,
     /// The pixels buffer: the game's image with the status bar below it.
     buffer: (u32, u32),
+    /// Width of the game's pixels relative to their height (`aspect::pixel_aspect`).
+    par: f32,
     /// Text rows the status bar holds (0: no bar).
     bar_rows: u32,
     /// Size the drawing surface was configured for.
@@ -120,25 +124,14 @@ impl App {
             size.height,
             pixels.adapter().get_info().backend
         );
+        self.renderer = Some(AspectRenderer::new(
+            pixels.device(),
+            pixels.render_texture_format(),
+        ));
         self.window = Some(window);
         self.pixels = Some(pixels);
         self.surface = PhysicalSize::new(size.width.max(1), size.height.max(1));
-        self.update_scaling();
         Ok(())
-    }
-
-    /// Integer scaling when the image fits in the window, smooth downscaling when not.
-    fn update_scaling(&mut self) {
-        let (Some(window), Some(pixels)) = (&self.window, &mut self.pixels) else {
-            return;
-        };
-        let size = window.inner_size();
-        let fits = size.width >= self.buffer.0 && size.height >= self.buffer.1;
-        pixels.set_scaling_mode(if fits {
-            ScalingMode::PixelPerfect
-        } else {
-            ScalingMode::Fill
-        });
     }
 
     fn key(&mut self, code: KeyCode, pressed: bool, repeat: bool) {
@@ -179,10 +172,11 @@ impl App {
         let rotation = core.rotation();
         let (w, h) = image.rotated_size(rotation);
         let size = (w, h + status_bar::height(self.bar_rows));
+        let par = pixel_aspect_of(core, (w, h));
         let Some(pixels) = &mut self.pixels else {
             return;
         };
-        if size != self.buffer {
+        if size != self.buffer || par != self.par {
             if let Err(e) = pixels.resize_buffer(size.0, size.1) {
                 tracing::warn!(
                     "cannot resize the frame buffer to {}x{}: {e}",
@@ -191,9 +185,14 @@ impl App {
                 );
                 return;
             }
-            let old = std::mem::replace(&mut self.buffer, size);
+            tracing::info!(
+                "image {w}x{h} shown at the core's aspect {:.3} (pixels {par:.3} as wide as tall)",
+                core.av_info().aspect_ratio
+            );
+            let old = (self.buffer, self.par);
+            self.buffer = size;
+            self.par = par;
             self.follow_geometry(old);
-            self.update_scaling();
         }
         if let Some(pixels) = &mut self.pixels {
             copy_rotated(&image, rotation, pixels.frame_mut(), 4);
@@ -205,15 +204,16 @@ impl App {
 
     /// The core changed its geometry (often right after boot): if the window still has the
     /// size we gave it, give it the new geometry's size; a size the user chose stays.
-    fn follow_geometry(&mut self, old: (u32, u32)) {
+    fn follow_geometry(&mut self, (old, old_par): ((u32, u32), f32)) {
         let Some(window) = &self.window else {
             return;
         };
         let scale = self.settings.scale.clamp(1, 16);
         let current = window.inner_size();
-        if !self.fullscreen && current == PhysicalSize::new(old.0 * scale, old.1 * scale) {
-            let size = PhysicalSize::new(self.buffer.0 * scale, self.buffer.1 * scale);
-            let _ = window.request_inner_size(size);
+        let was = aspect::window_size(old, old_par, scale);
+        if !self.fullscreen && current == PhysicalSize::new(was.0, was.1) {
+            let (w, h) = aspect::window_size(self.buffer, self.par, scale);
+            let _ = window.request_inner_size(PhysicalSize::new(w, h));
         }
     }
 
@@ -231,7 +231,6 @@ impl App {
             }
         }
         self.surface = size;
-        self.update_scaling();
     }
 
     fn render(&mut self) {
@@ -240,10 +239,17 @@ impl App {
         if let Some(size) = self.window.as_ref().map(|w| w.inner_size()) {
             self.fit_surface(size);
         }
-        if let Some(pixels) = &self.pixels {
-            if let Err(e) = pixels.render() {
-                tracing::warn!("render: {e}");
-            }
+        let (Some(pixels), Some(renderer)) = (&self.pixels, &self.renderer) else {
+            return;
+        };
+        let surface = (self.surface.width, self.surface.height);
+        let fit = aspect::layout(self.buffer, self.par, surface);
+        let drawn = pixels.render_with(|encoder, target, ctx| {
+            renderer.render(encoder, target, ctx, fit, surface);
+            Ok(())
+        });
+        if let Err(e) = drawn {
+            tracing::warn!("render: {e}");
         }
     }
 }
@@ -310,15 +316,19 @@ impl WindowFrontend {
             let rows = status_bar::layout(line, bw).len() as u32;
             rows.max(status_bar::DEFAULT_ROWS)
         });
+        let par = pixel_aspect_of(core, (bw, bh));
         let bh = bh + status_bar::height(bar_rows);
         let scale = settings.scale.clamp(1, 16);
+        let (iw, ih) = aspect::window_size((bw, bh), par, scale);
         let mut app = App {
-            initial: PhysicalSize::new(bw * scale, bh * scale),
+            initial: PhysicalSize::new(iw, ih),
             fullscreen: settings.fullscreen,
             settings,
             window: None,
             pixels: None,
+            renderer: None,
             buffer: (bw, bh),
+            par,
             bar_rows,
             surface: PhysicalSize::new(0, 0),
             keyboard: Keyboard::new(keymaps),
@@ -438,4 +448,16 @@ impl Frontend<Core> for WindowFrontend {
             }
         }
     }
+}
+
+/// The core's display aspect ratio as a pixel shape for an image of `size` (after the
+/// core's rotation, which turns the ratio over).
+fn pixel_aspect_of(core: &Core, size: (u32, u32)) -> f32 {
+    let a = core.av_info().aspect_ratio;
+    let a = if core.rotation() % 2 == 1 && a > 0.0 {
+        1.0 / a
+    } else {
+        a
+    };
+    aspect::pixel_aspect(size, a)
 }
