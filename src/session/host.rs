@@ -690,7 +690,7 @@ impl HostSession {
             // until the joiner used its keys): the newer one makes the keys.
             if hello.key != peer.their_key {
                 let id = self.cfg.session_id;
-                if let Some(keys) = self.key_pair.agree(Side::Host, &hello.key, id, None) {
+                if let Some(keys) = self.key_pair.agree(Side::Host, &hello.key, id) {
                     peer.keys = keys;
                     peer.their_key = hello.key;
                 }
@@ -898,7 +898,7 @@ impl HostSession {
         }
         let Some(keys) = self
             .key_pair
-            .agree(Side::Host, &hello.key, self.cfg.session_id, None)
+            .agree(Side::Host, &hello.key, self.cfg.session_id)
         else {
             return self.refuse(from, "your Hello carries no usable public key".into());
         };

@@ -304,9 +304,7 @@ impl JoinSession {
         let (header, Msg::Welcome(w)) = Msg::decode(body).ok()? else {
             return None;
         };
-        let keys = self
-            .key_pair
-            .agree(Side::Joiner, &w.key, header.session, None)?;
+        let keys = self.key_pair.agree(Side::Joiner, &w.key, header.session)?;
         keys.open(datagram)
     }
 
@@ -493,7 +491,7 @@ impl JoinSession {
             return self.fail(SessionError::BadState("malformed welcome".into()));
         }
         // `open` checked the Welcome's tag with these keys.
-        let Some(keys) = self.key_pair.agree(Side::Joiner, &w.key, session, None) else {
+        let Some(keys) = self.key_pair.agree(Side::Joiner, &w.key, session) else {
             return;
         };
         self.keys = Some(keys);

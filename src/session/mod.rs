@@ -8,10 +8,13 @@
 //! dedicated server H is the room, see `room` for opening one):
 //! ```text
 //! J -> H  Hello      core, core version, content name + xxh3, player name, room (empty for
-//!                    a direct host), padded to 1200 bytes            (resent every 250 ms)
+//!                    a direct host), the joiner's X25519 public key, padded to 1200 bytes
+//!                                                                    (resent every 250 ms)
 //! H -> J  Challenge  the host's SPAKE2 message         (only if the host set a password)
 //! J -> H  Hello      ... + the joiner's SPAKE2 message and key confirmation (see `auth`)
-//! H -> J  Welcome    slot, session id, fps, payload length + xxh3, player names
+//! H -> J  Welcome    slot, session id, fps, payload length + xxh3, player names, the
+//!                    host's X25519 public key; tagged with the keys the two public keys
+//!                    give (`wire::keys`), as is every datagram either way from here on
 //!      or Refuse     "content differs: host has a.md (xxh3 ..), you have b.md (xxh3 ..)"
 //!      or Room/NoRoom  the room asked for does not exist, and the ones that do
 //! H -> J  StateChunk x N   lz4(options + state + SRAM) in 1152-byte chunks
@@ -19,6 +22,12 @@
 //! H -> J  Lobby      players in and wanted, every 500 ms while the lobby waits for more
 //! J -> H  Loading    every 250 ms from the start state until the first CTRL (at most 30 s)
 //! ```
+//! The joiner takes a Welcome only if its tag matches: a public key altered on the way (in
+//! the Hello or the Welcome) costs a resend, and a Hello with another key rekeys the seat
+//! until the joiner has used its keys. After that a datagram from the joiner's address
+//! whose tag fails is dropped unread (`SessionStats::dropped_auth`), a Hello no longer
+//! counts as a sign of life, and the joiner drops untagged datagrams from the host.
+//!
 //! In a room with a password the room's creator checks each answer: the server relays the
 //! challenge and the answer (`msg::RelayStep`) and admits the joiner on the creator's
 //! verdict.

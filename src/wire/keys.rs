@@ -3,10 +3,10 @@
 //!
 //! Each side makes an X25519 key pair from its entropy for the handshake; the joiner's
 //! public key rides in Hello, the host's in Welcome. Both compute the shared secret and
-//! derive, with BLAKE3 in key-derivation mode over that secret, both public keys, the session
-//! id and the password check's key where there is a password, one 32-byte key per direction.
-//! Someone who saw the handshake learns nothing of the keys; one who also knows the password
-//! still lacks the X25519 secret.
+//! derive, with BLAKE3 in key-derivation mode over that secret, both public keys and the
+//! session id, one 32-byte key per direction. Someone who saw the handshake learns nothing
+//! of the keys, password or not. The exchange is not bound to the password check: whoever
+//! can rewrite the handshake in flight could run one exchange with each side.
 //!
 //! A datagram's tag is the first [`TAG_LEN`] bytes of BLAKE3 keyed with the sender's
 //! direction key, over the whole datagram before it, appended at its end. The receiver
@@ -56,16 +56,9 @@ impl KeyPair {
         self.public
     }
 
-    /// Both directions' keys with the peer whose public key is `theirs`. `pake` is the
-    /// password check's shared key, where there was one. `None` if `theirs` is a low-order
-    /// point (the shared secret would be all zeros: anyone could compute it).
-    pub fn agree(
-        &self,
-        side: Side,
-        theirs: &[u8; PUBLIC_KEY_LEN],
-        session: u32,
-        pake: Option<&[u8]>,
-    ) -> Option<Keys> {
+    /// Both directions' keys with the peer whose public key is `theirs`. `None` if `theirs`
+    /// is a low-order point (the shared secret would be all zeros: anyone could compute it).
+    pub fn agree(&self, side: Side, theirs: &[u8; PUBLIC_KEY_LEN], session: u32) -> Option<Keys> {
         let shared = self.secret.diffie_hellman(&PublicKey::from(*theirs));
         if !shared.was_contributory() {
             return None;
@@ -79,10 +72,6 @@ impl KeyPair {
         kdf.update(host_pub);
         kdf.update(joiner_pub);
         kdf.update(&session.to_le_bytes());
-        if let Some(p) = pake {
-            kdf.update(&(p.len() as u32).to_le_bytes());
-            kdf.update(p);
-        }
         let mut both = [0u8; 64];
         kdf.finalize_xof().fill(&mut both);
         let (to_host, to_joiner) = both.split_at(32);
@@ -144,8 +133,8 @@ impl Keys {
         let host = KeyPair::from_entropy(blake3::hash(&seed.to_le_bytes()).into());
         let joiner = KeyPair::from_entropy(blake3::hash(&(!seed).to_le_bytes()).into());
         match side {
-            Side::Host => host.agree(Side::Host, &joiner.public(), 0, None),
-            Side::Joiner => joiner.agree(Side::Joiner, &host.public(), 0, None),
+            Side::Host => host.agree(Side::Host, &joiner.public(), 0),
+            Side::Joiner => joiner.agree(Side::Joiner, &host.public(), 0),
         }
         .expect("contributory")
     }
@@ -162,8 +151,8 @@ mod tests {
     #[test]
     fn both_sides_agree_and_each_direction_has_its_own_key() {
         let (h, j) = (pair(1), pair(2));
-        let host = h.agree(Side::Host, &j.public(), 7, None).unwrap();
-        let joiner = j.agree(Side::Joiner, &h.public(), 7, None).unwrap();
+        let host = h.agree(Side::Host, &j.public(), 7).unwrap();
+        let joiner = j.agree(Side::Joiner, &h.public(), 7).unwrap();
         let mut d = b"an UPDATE".to_vec();
         host.seal(&mut d);
         assert_eq!(d.len(), 9 + TAG_LEN);
@@ -173,11 +162,10 @@ mod tests {
         let mut c = b"a CTRL".to_vec();
         joiner.seal(&mut c);
         assert_eq!(host.open(&c), Some(&b"a CTRL"[..]));
-        // Another session, another password, or another joiner: other keys.
-        let other_session = j.agree(Side::Joiner, &h.public(), 8, None).unwrap();
-        let with_password = j.agree(Side::Joiner, &h.public(), 7, Some(b"pw")).unwrap();
-        let other_joiner = pair(3).agree(Side::Joiner, &h.public(), 7, None).unwrap();
-        for k in [other_session, with_password, other_joiner] {
+        // Another session or another joiner: other keys.
+        let other_session = j.agree(Side::Joiner, &h.public(), 8).unwrap();
+        let other_joiner = pair(3).agree(Side::Joiner, &h.public(), 7).unwrap();
+        for k in [other_session, other_joiner] {
             assert_ne!(k, joiner);
             assert_eq!(k.open(&d), None);
         }
@@ -206,6 +194,6 @@ mod tests {
     #[test]
     fn a_low_order_public_key_gives_no_keys() {
         // The identity point: the shared secret would be zero whatever our secret is.
-        assert!(pair(1).agree(Side::Host, &[0; 32], 1, None).is_none());
+        assert!(pair(1).agree(Side::Host, &[0; 32], 1).is_none());
     }
 }

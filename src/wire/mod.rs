@@ -23,6 +23,11 @@
 //! they carry it in 4 bits and need no magic: the session id (and the sender's address)
 //! already tells them apart from strays. All multi-byte integers on the wire are little
 //! endian.
+//!
+//! Every datagram between a host and a joiner after the handshake (from the Welcome on,
+//! which carries the host's public key) ends with a [`keys::TAG_LEN`]-byte tag over all
+//! of it; see [`keys`]. Layouts here and in `session::msg` and `lockstep::msg` are without
+//! it.
 
 pub mod keys;
 

@@ -1,0 +1,55 @@
+//! What the datagram tags cost in CPU (numbers, not pass/fail): `cargo bench --bench tags`.
+//!
+//! Tags (`wire::keys`) and checks datagrams of the sizes netplay sends: a 20-byte CTRL, an
+//! 80-byte UPDATE, a 1,168-byte state chunk, a million times each (`FRAMELOCK_BENCH_ROUNDS`
+//! changes the count), and one key agreement (X25519 and the key derivation, once per joiner).
+//! Compare with the 16.7 ms of a frame at 60 fps: a peer handles at most a few hundred
+//! datagrams a second.
+
+use std::hint::black_box;
+use std::time::Instant;
+
+use framelock::wire::keys::{KeyPair, Keys, Side, TAG_LEN};
+
+fn main() {
+    let rounds: u32 = std::env::var("FRAMELOCK_BENCH_ROUNDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1_000_000);
+    let host = Keys::for_test(1, Side::Host);
+    let joiner = Keys::for_test(1, Side::Joiner);
+    println!("| datagram | bytes | tag (seal) | check (open) | per frame at 60 fps, 4 each way |");
+    println!("|---|---|---|---|---|");
+    for (what, len) in [("CTRL", 20), ("UPDATE", 80), ("state chunk", 1168)] {
+        let plain: Vec<u8> = (0..len).map(|i| i as u8).collect();
+        let mut sealed = plain.clone();
+        host.seal(&mut sealed);
+        assert_eq!(sealed.len(), len + TAG_LEN);
+        let t = Instant::now();
+        for _ in 0..rounds {
+            let mut d = black_box(plain.clone());
+            host.seal(&mut d);
+            black_box(&d);
+        }
+        let seal_ns = t.elapsed().as_nanos() as f64 / f64::from(rounds);
+        let t = Instant::now();
+        for _ in 0..rounds {
+            assert!(joiner.open(black_box(&sealed)).is_some());
+        }
+        let open_ns = t.elapsed().as_nanos() as f64 / f64::from(rounds);
+        let frame_share = 4.0 * (seal_ns + open_ns) / 16_666_667.0 * 100.0;
+        println!(
+            "| {what} | {len} + {TAG_LEN} | {seal_ns:.0} ns | {open_ns:.0} ns | {frame_share:.4}% |"
+        );
+    }
+    let n = 1000u32;
+    let t = Instant::now();
+    for i in 0..n {
+        let a = KeyPair::from_entropy([i as u8; 32]);
+        let b = KeyPair::from_entropy([!(i as u8); 32]);
+        black_box(a.agree(Side::Host, &b.public(), i));
+    }
+    // Two key pairs and one agreement per round: what a host spends per joiner, and more.
+    let us = t.elapsed().as_secs_f64() * 1e6 / f64::from(n);
+    println!("\nkey agreement per joiner (two key pairs + X25519 + derivation): {us:.0} µs");
+}
