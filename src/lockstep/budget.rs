@@ -11,9 +11,10 @@
 
 use std::time::{Duration, Instant};
 
-/// Bytes of IPv4 and UDP header every datagram costs on the wire (IPv6: 48; see
+/// Bytes every datagram costs on the wire beyond what the protocol wrote, over IPv4: 28 of
+/// IPv4 and UDP header and the 4-byte tag (`wire::link_overhead`; IPv6: 52; see
 /// `Config::udp_ip_header`).
-pub const UDP_IP_HEADER: usize = 28;
+pub const UDP_IP_HEADER: usize = crate::wire::IPV4_UDP_OVERHEAD + crate::wire::keys::TAG_LEN;
 
 /// A side never stays silent longer than this for want of budget: a huge round (8 players,
 /// seconds of unacknowledged input) must not starve keepalives into a timeout.

@@ -1,6 +1,6 @@
 //! The CTRL (client -> server) and UPDATE (server -> client) bodies.
 //!
-//! Both follow the 5-byte lockstep `wire::Header`. Little endian; `rel` = the low 7 bits of a
+//! Both follow the 1-byte lockstep `wire::Header` (and, on a link, precede the tag). Little endian; `rel` = the low 7 bits of a
 //! counter in one byte, or its low 15 bits in two (`codec::put_rel`, `codec::put_seq`),
 //! expanded by the receiver to the value nearest to what it expects next. Only the newest
 //! datagram's rel fields are read (run starts, acks): a late one may have been written
@@ -883,7 +883,8 @@ mod tests {
             assert_eq!(back, Ok(c.clone()), "ack expanded around {ack_ref}");
         }
         let (h, body) = Header::parse(&bytes).unwrap();
-        assert_eq!((h.kind, h.session), (Kind::Ctrl, 42));
+        // Lockstep datagrams carry no session id: their tag stands for it.
+        assert_eq!((h.kind, h.session), (Kind::Ctrl, 0));
         // The server expects a sample in 70_000..=70_010: the 7-bit index expands to 70_000.
         for reference in [70_000, 70_010] {
             assert_eq!(

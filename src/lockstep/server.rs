@@ -681,7 +681,6 @@ impl Server {
     pub fn handle_spectator_datagram(&mut self, now: Instant, id: u8, datagram: &[u8]) {
         let watched = now.saturating_duration_since(self.last_call) <= MAX_UNWATCHED;
         self.last_call = self.last_call.max(now);
-        let session = self.cfg.session;
         let Some(p) = self.spectators.get_mut(&id) else {
             self.traffic.packets_dropped_invalid += 1;
             return;
@@ -689,7 +688,7 @@ impl Server {
         self.traffic.received(datagram.len(), p.header);
         p.traffic.received(datagram.len(), p.header);
         let ctrl = match Header::parse(datagram) {
-            Ok((h, body)) if h.kind == Kind::Ctrl && h.session == session => {
+            Ok((h, body)) if h.kind == Kind::Ctrl => {
                 let ack_ref = p.acks.reference(p.send_seq);
                 msg::decode_ctrl(
                     body,
@@ -856,7 +855,7 @@ impl Server {
         self.traffic.received(datagram.len(), peer.header);
         peer.traffic.received(datagram.len(), peer.header);
         let ctrl = match Header::parse(datagram) {
-            Ok((h, body)) if h.kind == Kind::Ctrl && h.session == self.cfg.session => {
+            Ok((h, body)) if h.kind == Kind::Ctrl => {
                 let ack_ref = peer.acks.reference(peer.send_seq);
                 msg::decode_ctrl(
                     body,
@@ -867,11 +866,7 @@ impl Server {
                 )
             }
             Ok((h, _)) => {
-                tracing::debug!(
-                    "{from}: dropped {:?} datagram of session {}",
-                    h.kind,
-                    h.session
-                );
+                tracing::debug!("{from}: dropped a {:?} datagram", h.kind);
                 self.traffic.packets_dropped_invalid += 1;
                 peer.traffic.packets_dropped_invalid += 1;
                 return;

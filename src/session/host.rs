@@ -626,10 +626,10 @@ impl HostSession {
             if h.kind == Kind::Ctrl {
                 // A ready joiner's lockstep client sends CTRLs while it waits for the game
                 // to start: in the lobby they only show that it is still there.
-                let id = self.cfg.session_id;
+                // Its tag (checked in `open`) says whose session it is.
                 let peer = self.peers.iter_mut().find(|p| p.addr == from);
                 return match peer {
-                    Some(p) if h.session == id && p.is_ready() => {
+                    Some(p) if p.is_ready() => {
                         p.last_heard = now;
                         if let Phase::Ready { loading, .. } = &mut p.phase {
                             *loading = false;

@@ -17,7 +17,7 @@
 use x25519_dalek::{PublicKey, StaticSecret};
 
 /// Tag bytes per datagram.
-pub const TAG_LEN: usize = 6;
+pub const TAG_LEN: usize = 4;
 /// Bytes of an X25519 public key in Hello and Welcome.
 pub const PUBLIC_KEY_LEN: usize = 32;
 

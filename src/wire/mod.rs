@@ -16,13 +16,13 @@
 //!      0    1 version << 4 | short << 1 | kind  (kind: CTRL 0, UPDATE 1; short: the body
 //!           leaves out its first byte, the flags, which then have their usual value, see
 //!           `lockstep::msg`; bits 2-3 are 0, so the byte is never b'F', 0x46)
-//!      1    4 session id, u32 little endian
-//!      5    . body
+//!      1    . body
 //! ```
-//! Lockstep datagrams flow only between peers whose handshake agreed on the version, so
-//! they carry it in 4 bits and need no magic: the session id (and the sender's address)
-//! already tells them apart from strays. All multi-byte integers on the wire are little
-//! endian.
+//! Lockstep datagrams flow only between peers whose handshake agreed on the version and
+//! the keys, so they carry the version in 4 bits and need neither magic nor session id:
+//! their tag, made with keys derived for this session and this peer, tells them apart from
+//! strays and from other sessions' datagrams (`Header::session` is 0 for them). All
+//! multi-byte integers on the wire are little endian.
 //!
 //! Every datagram between a host and a joiner after the handshake (from the Welcome on,
 //! which carries the host's public key) ends with a [`keys::TAG_LEN`]-byte tag over all
@@ -41,7 +41,7 @@ pub const PROTOCOL_VERSION: u8 = 11;
 /// Header length of session-layer datagrams.
 pub const HEADER_LEN: usize = 8;
 /// Header length of lockstep datagrams (CTRL, UPDATE).
-pub const LOCKSTEP_HEADER_LEN: usize = 5;
+pub const LOCKSTEP_HEADER_LEN: usize = 1;
 /// Bit of a lockstep datagram's first byte: its body leaves out the flags byte.
 pub const LOCKSTEP_SHORT: u8 = 0x02;
 /// Datagrams larger than this are never sent (fits a 1280-byte IPv6 MTU with headers to spare).
@@ -136,6 +136,7 @@ pub struct Transmit<To = SocketAddr> {
 #[derive(Copy, Clone, PartialEq, Eq, Debug)]
 pub struct Header {
     pub kind: Kind,
+    /// The session id of a session-layer datagram; lockstep kinds carry none (0).
     pub session: u32,
 }
 
@@ -183,8 +184,8 @@ impl Header {
             out.extend_from_slice(&MAGIC);
             out.push(PROTOCOL_VERSION);
             out.push(self.kind as u8);
+            out.extend_from_slice(&self.session.to_le_bytes());
         }
-        out.extend_from_slice(&self.session.to_le_bytes());
     }
 
     /// Splits a datagram into its header and body.
@@ -222,8 +223,8 @@ impl Header {
         if datagram[0] >> 4 != PROTOCOL_VERSION {
             return Err(WireError::Version(datagram[0] >> 4));
         }
-        let session = u32::from_le_bytes(datagram[1..5].try_into().expect("4 bytes"));
-        Ok((Header { kind, session }, &datagram[LOCKSTEP_HEADER_LEN..]))
+        let header = Header { kind, session: 0 };
+        Ok((header, &datagram[LOCKSTEP_HEADER_LEN..]))
     }
 }
 
@@ -261,15 +262,26 @@ mod tests {
     }
 
     #[test]
-    fn lockstep_header_is_five_bytes_with_version_and_session() {
+    fn lockstep_header_is_one_byte_with_version_and_kind() {
         let mut buf = Vec::new();
         Header {
             kind: Kind::Ctrl,
             session: 7,
         }
         .write(&mut buf);
-        assert_eq!(buf, [PROTOCOL_VERSION << 4, 7, 0, 0, 0]);
-        assert_eq!(Header::parse(&buf[..4]), Err(WireError::Truncated(4)));
+        // The session id stays off the wire: the tag stands for it.
+        assert_eq!(buf, [PROTOCOL_VERSION << 4]);
+        assert_eq!(
+            Header::parse(&buf),
+            Ok((
+                Header {
+                    kind: Kind::Ctrl,
+                    session: 0
+                },
+                &[][..]
+            ))
+        );
+        assert_eq!(Header::parse(&[]), Err(WireError::Truncated(0)));
         // Another version's CTRL, and the old 8-byte layout of lockstep kinds, are refused.
         buf[0] = (PROTOCOL_VERSION + 1) << 4;
         assert_eq!(
@@ -283,9 +295,9 @@ mod tests {
         // Neither a lockstep kind nor the magic: not ours.
         assert_eq!(Header::parse(&[0x35, 7, 0, 0, 0]), Err(WireError::BadMagic));
         // The short bit: the same kind, told apart by `is_short`.
-        let short = [PROTOCOL_VERSION << 4 | LOCKSTEP_SHORT | 1, 7, 0, 0, 0];
+        let short = [PROTOCOL_VERSION << 4 | LOCKSTEP_SHORT | 1, 7];
         assert_eq!(Header::parse(&short).unwrap().0.kind, Kind::Update);
-        assert!(is_short(&short) && !is_short(&[PROTOCOL_VERSION << 4 | 1, 7, 0, 0, 0]));
+        assert!(is_short(&short) && !is_short(&[PROTOCOL_VERSION << 4 | 1, 7]));
         assert!(!is_short(b"FL") && !is_short(&[]));
     }
 }
