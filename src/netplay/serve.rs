@@ -178,6 +178,7 @@ pub fn serve(opts: &ServeOptions) -> Result<(), NetplayError> {
                     "bytes_out": s.bytes_out,
                     "dropped_garbage": s.garbage,
                     "dropped_wrong_room": s.wrong_room,
+                    "packets_dropped_auth": s.dropped_auth,
                     "refused_rate_limited": s.rate_limited,
                     "refused_full": s.full,
                     "held_unvalidated": s.held_unvalidated,

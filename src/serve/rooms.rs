@@ -151,6 +151,9 @@ pub struct ServeStats {
     pub held_unvalidated: u64,
     pub rooms_opened: u64,
     pub rooms_closed: u64,
+    /// Datagrams from a room's player whose tag was not that player's (forged or altered),
+    /// over every room, open or closed.
+    pub dropped_auth: u64,
 }
 
 struct Room {
@@ -231,7 +234,15 @@ impl Rooms {
     }
 
     pub fn stats(&self) -> ServeStats {
-        self.stats
+        let open: u64 = self
+            .rooms
+            .values()
+            .map(|r| r.endpoint.stats().dropped_auth)
+            .sum();
+        ServeStats {
+            dropped_auth: self.stats.dropped_auth + open,
+            ..self.stats
+        }
     }
 
     /// Each open room's name, mode and its players' lockstep numbers (for `--stats-json`).
@@ -754,6 +765,7 @@ impl Rooms {
         self.by_session.remove(&room.endpoint.session_id());
         self.uploads.remove(&room.creator);
         self.stats.rooms_closed += 1;
+        self.stats.dropped_auth += room.endpoint.stats().dropped_auth;
         self.events.push_back(ServeEvent::Closed {
             room: name.to_string(),
             why: why.to_string(),

@@ -642,13 +642,17 @@ fn a_player_of_one_room_cannot_reach_another() {
     )
     .unwrap();
     let j1_addr = net.players[j1].addr;
+    let mut forged = 0;
     for f in 0..120u64 {
         let t = net.now + Duration::from_millis(16 * f);
         forger.push_local_input(t, crate::input::Pad(0x0fff));
         while let Some(bytes) = forger.poll_transmit(t) {
             net.server.handle_datagram(t, j1_addr, &bytes);
+            forged += 1;
         }
     }
+    // Room one drops them unread: they do not carry j1's tag.
+    assert_eq!(net.server.stats().dropped_auth, forged);
     assert!(net.run_until(Duration::from_secs(60), |n| n.finished(&[c1, c2, j1, j2])));
     net.assert_in_sync(&[c1, j1]);
     net.assert_in_sync(&[c2, j2]);
