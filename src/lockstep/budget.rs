@@ -5,8 +5,9 @@
 //! input), and sending more often makes a loss cost less (the next datagram comes sooner).
 //! On a lossy link a side therefore wants to send every frame; on a long one its datagrams
 //! grow with the unacknowledged input. The budget turns both into "as often as fits": a
-//! datagram may leave while the bucket is not empty, and its size plus its UDP/IP header (28
-//! bytes over IPv4, 48 over IPv6) is taken out, so the bucket may go below zero once. Nothing is ever dropped: a
+//! datagram may leave while the bucket is not empty, and its size plus its UDP/IP header and
+//! tag (32 bytes over IPv4, 52 over IPv6) is taken out, so the bucket may go below zero once.
+//! Nothing is ever dropped: a
 //! datagram that waits carries everything the skipped one would have, and a bit more.
 
 use std::time::{Duration, Instant};

@@ -63,20 +63,37 @@ struct SampleInfo {
     frame: u32,
 }
 
+/// What happened, for the driver to act on or log.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ClientEvent {
     /// Nothing heard from the server for `silent_for` (>= `warn_after`); once per silence.
-    ServerSilent { silent_for: Duration },
+    ServerSilent {
+        /// How long nothing has come.
+        silent_for: Duration,
+    },
     /// The server was silent past the timeout; the client stops sending.
     ServerLost,
     /// `peer` left; it has neutral input from `from_frame` on.
-    PlayerLeft { peer: PeerId, from_frame: Frame },
+    PlayerLeft {
+        /// The player's slot.
+        peer: PeerId,
+        /// The first frame of neutral input.
+        from_frame: Frame,
+    },
     /// The server found `peer`'s checksum of `frame` different from the host player's.
-    Desync { frame: Frame, peer: PeerId },
+    Desync {
+        /// The frame compared.
+        frame: Frame,
+        /// The player whose checksum differs.
+        peer: PeerId,
+    },
     /// `peer` (a late joiner, or a player back) plays from `from_frame` on.
     PlayerJoined {
+        /// The player's slot.
         peer: PeerId,
+        /// The first frame its input counts.
         from_frame: Frame,
+        /// The player's name.
         name: String,
     },
 }
@@ -243,6 +260,7 @@ impl Client {
         true
     }
 
+    /// True for a spectator's client (it sends acks only).
     pub fn is_spectator(&self) -> bool {
         self.spectator
     }
@@ -299,6 +317,7 @@ impl Client {
         // and trails what we do, so more would overshoot, and we would wait for the others.
         1.min(self.frames.len() as u32)
     }
+    /// The client of player `me`, at frame 0. Fails if `cfg` is invalid or `me` is no slot of it.
     pub fn new(now: Instant, cfg: Config, me: PeerId) -> Result<Client, LockstepError> {
         cfg.validate()?;
         if me.0 >= cfg.players {
@@ -361,6 +380,7 @@ impl Client {
         })
     }
 
+    /// The slot this client plays.
     pub fn me(&self) -> PeerId {
         self.me
     }
@@ -827,6 +847,7 @@ impl Client {
         &self.cfg
     }
 
+    /// The next event, if any.
     pub fn poll_event(&mut self) -> Option<ClientEvent> {
         self.events.pop_front()
     }
@@ -938,6 +959,7 @@ impl Client {
         Some(one_way)
     }
 
+    /// The client's numbers as of now.
     pub fn stats(&self) -> ClientStats {
         ClientStats {
             rtt: self.rtt.srtt(),

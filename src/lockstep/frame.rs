@@ -9,12 +9,15 @@ use crate::input::MAX_PLAYERS;
 pub struct Frame(pub u32);
 
 impl Frame {
+    /// The first frame of a session.
     pub const ZERO: Frame = Frame(0);
 
+    /// The frame after this one.
     pub fn next(self) -> Frame {
         Frame(self.0.saturating_add(1))
     }
 
+    /// `n` frames later.
     pub fn plus(self, n: u32) -> Frame {
         Frame(self.0.saturating_add(n))
     }
@@ -41,6 +44,7 @@ impl PeerId {
         (usize::from(slot) < MAX_PLAYERS).then_some(PeerId(slot))
     }
 
+    /// The slot as an array index.
     pub fn index(self) -> usize {
         usize::from(self.0)
     }

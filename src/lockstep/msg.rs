@@ -48,20 +48,16 @@
 //!            (then u8 len + that many bytes of the player's name, at most 16)
 //! ```
 //! Fields that rarely change ride only in some datagrams: the budget of 2.5 KB/s per direction
-//! (28 bytes of UDP/IP header included) buys more datagrams, and so faster recovery from
-//! loss, the smaller each one is; on a lossy link each side would send every frame if the
-//! budget allowed. Mean sizes a joiner sends and receives, 2 players, 100 ms RTT, ±20 ms
-//! each way, 5% loss, K = 2, bots pressing buttons, a checksum every 60 frames (the
-//! simulator, `tests::bench_datagram_sizes`): CTRL 13.4 bytes, UPDATE 17.5. That is what
-//! makes a CTRL per frame nearly fit 2.4 KB/s with its 28 bytes of UDP/IP header (60 x 41.4
-//! = 2484 B/s: 58 a second), and 59 of the 60 fit the default 2450 B/s. Version 6 sent 17.1
-//! and 19.5 (a timestamp in every 4th datagram, refreshes every 8th, a 2-byte ack, a flags
-//! byte in every datagram, a count in every CTRL run): 53 CTRLs a second, one sample in ten
-//! waiting a frame for its CTRL, and the lead a frame longer at 100 ms, ±20 ms each way, 5%
-//! loss. Version 3
-//! sent 18.7-byte CTRLs; version 2's datagrams were about 35% larger than version 3's
-//! (8-byte header, 16-bit run offsets, the first CTRL sample in full, the lead and mask in
-//! every UPDATE).
+//! (UDP/IP header and tag included) buys more datagrams, and so faster recovery from loss,
+//! the smaller each one is; on a lossy link each side would send every frame if the budget
+//! allowed. Mean sizes a joiner sends and receives, 2 players, 100 ms RTT, ±20 ms each way,
+//! 5% loss, K = 2, bots pressing buttons, a checksum every 60 frames (the simulator,
+//! `tests::bench_datagram_sizes`): CTRL 9.4 bytes, UPDATE 13.5. That is what makes a CTRL
+//! per frame nearly fit the budget with its 32 bytes of UDP/IP header and tag (60 x 41.4 =
+//! 2484 B/s): 59 of the 60 fit the default 2450 B/s, where every CTRL left out costs a
+//! sample a frame of waiting, and at 100 ms, ±20 ms each way, enough of those cost the lead
+//! a frame. Hence a one-byte ack, no count for the CTRL's sample run, no flags byte
+//! when it holds its usual value, and a timestamp in every 16th datagram only.
 //!
 //! Size cap: no datagram exceeds `wire::MAX_DATAGRAM` (1200). A CTRL holds one player's
 //! samples: even changing every frame (at most 18 bits), more than 500 fit, far beyond 2 s.
@@ -112,7 +108,7 @@ const X_MASK: u8 = 0x80;
 /// Every this many datagrams carries the sender's timestamp: at 50-60 datagrams a second,
 /// 3-4 RTT samples, plenty for the smoothed RTT (time sync, timeouts, the stats). The lead
 /// does not depend on it: it follows the input round trip, which the client measures from
-/// its own samples. Every 4th (version 6) cost 0.8 bytes per CTRL.
+/// its own samples. Every 4th would cost 0.8 bytes per CTRL.
 pub const TS_EVERY: u16 = 16;
 /// Slowly changing fields (input round trip, advance) go out when they change and at least
 /// every this many datagrams, in case the one that changed them was lost.
@@ -1049,8 +1045,6 @@ mod tests {
         // The ack (7) in one byte: the server holds ack 3 or newer from an acknowledged CTRL.
         let n = encode_ctrl(1, &c, 70_000..=70_008, Some(3)).len();
         assert_eq!(n, H + 4 + 2 + 3, "{n}");
-        // Protocol version 2 spent 21 bytes on this: an 8-byte header, a 16-bit first
-        // index, and the first sample in full.
     }
 
     #[test]

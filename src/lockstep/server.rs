@@ -72,30 +72,56 @@ pub enum LeaveReason {
     TimedOut,
 }
 
+/// What happened, for the driver to act on or log.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ServerEvent {
     /// Nothing heard from `peer` for `silent_for` (>= `warn_after`); raised once per silence.
-    PeerSilent { peer: PeerId, silent_for: Duration },
+    PeerSilent {
+        /// The player's slot.
+        peer: PeerId,
+        /// How long nothing has come.
+        silent_for: Duration,
+    },
     /// `peer`, added after the start ([`Server::add_late_peer`]), caught up: its input
     /// enters the game from `from_frame` on (every client is told).
-    PeerJoined { peer: PeerId, from_frame: Frame },
+    PeerJoined {
+        /// The player's slot.
+        peer: PeerId,
+        /// The first frame its input counts.
+        from_frame: Frame,
+    },
     /// Spectator `id` was silent past the timeout and is out.
-    SpectatorLeft { id: u8 },
+    SpectatorLeft {
+        /// The spectator.
+        id: u8,
+    },
     /// Spectator `id` fell more than [`SPECTATOR_LAG_SECS`] behind the frontier: it gets no
     /// frames until [`Server::restart_spectator`] gives it a fresh start.
-    SpectatorBehind { id: u8, frames: u32 },
+    SpectatorBehind {
+        /// The spectator.
+        id: u8,
+        /// How far behind the frontier its acks are.
+        frames: u32,
+    },
     /// `peer` is out of the session; it gets neutral input from `from_frame` on.
     PeerLeft {
+        /// The player's slot.
         peer: PeerId,
+        /// The first frame of neutral input.
         from_frame: Frame,
+        /// Why.
         reason: LeaveReason,
     },
     /// `peer`'s checksum of `frame` differs from the reference player's (slot 0, the host's
     /// player, or the lowest slot still in the session).
     Desync {
+        /// The frame compared.
         frame: Frame,
+        /// The player whose checksum differs.
         peer: PeerId,
+        /// The reference checksum.
         expected: u64,
+        /// The player's.
         got: u64,
     },
 }
@@ -495,6 +521,7 @@ pub struct Server {
 }
 
 impl Server {
+    /// A server with no players yet (add them with `add_peer`). Fails if `cfg` is invalid.
     pub fn new(now: Instant, cfg: Config) -> Result<Server, LockstepError> {
         cfg.validate()?;
         let lead = LeadController::new(cfg.min_lead, cfg.max_lead, cfg.frame_duration());
@@ -648,6 +675,7 @@ impl Server {
         Ok(())
     }
 
+    /// Drops spectator `id`; false if there was none.
     pub fn remove_spectator(&mut self, id: u8) -> bool {
         self.spectators.remove(&id).is_some()
     }
@@ -1023,6 +1051,7 @@ impl Server {
         None
     }
 
+    /// The next event, if any.
     pub fn poll_event(&mut self) -> Option<ServerEvent> {
         self.events.pop_front()
     }
@@ -1148,6 +1177,7 @@ impl Server {
         self.peers.iter().flatten().map(|p| p.id)
     }
 
+    /// The server's numbers as of now.
     pub fn stats(&self) -> ServerStats {
         let advances = self.advances();
         ServerStats {
@@ -1689,13 +1719,10 @@ pub(crate) fn head(
 /// echoed, nor the echoes it then reads taken as round trips: a datagram read after such a
 /// gap may have waited in the socket for all of it, and the hold time of an echo, counted
 /// from the read, would leave that wait in the peer's round trip, as an echo read then
-/// would in our own. `netplay`'s network thread calls as datagrams arrive and at every timer
-/// (before it, the frame loop called every 2 ms, about 17 in a window with vsync); a host
-/// opening its window after the lobby did not for about 120 ms, and its joiner took the
-/// round trips of that time (80-120 ms on loopback) for the link, caught half of it up as
-/// its start delay and ran that far ahead of the host, stalling at every keyframe for a
-/// second; a joiner whose new window drew its first frames slowly read the host's echo late
-/// and caught up 58 ms on loopback.
+/// would in our own. `netplay`'s network thread calls as datagrams arrive and at every
+/// timer, so a gap means the process was busy elsewhere (a window opening takes about
+/// 120 ms): a round trip taken across it would read as a slow link, and a joiner would
+/// catch half of it up as start delay and run that far ahead of the host.
 pub(crate) const MAX_UNWATCHED: Duration = Duration::from_millis(50);
 
 /// Milliseconds since `epoch`, wrapping at 16 bits (the wire timestamp).

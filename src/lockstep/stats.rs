@@ -7,13 +7,18 @@ use super::frame::{Frame, PeerId};
 /// Datagram counters of one endpoint (or one peer on the server).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Traffic {
+    /// Datagram bytes received (the protocol's, no headers).
     pub bytes_in: u64,
+    /// Datagram bytes sent.
     pub bytes_out: u64,
-    /// `bytes_in`/`bytes_out` as on the wire: each datagram's UDP/IP header included (28
-    /// bytes over IPv4, 48 over IPv6: the link's `Config::udp_ip_header`).
+    /// `bytes_in`/`bytes_out` as on the wire: each datagram's UDP/IP header and tag included
+    /// (32 bytes over IPv4, 52 over IPv6: the link's `Config::udp_ip_header`).
     pub wire_in: u64,
+    /// See `wire_in`.
     pub wire_out: u64,
+    /// Datagrams received.
     pub packets_in: u64,
+    /// Datagrams sent.
     pub packets_out: u64,
     /// Datagrams dropped as malformed, truncated, of another session or kind, or from an
     /// unknown peer. Counted in `packets_in`/`bytes_in` too.
@@ -65,6 +70,7 @@ impl LatencyStats {
         self.count
     }
 
+    /// The mean in frames; `None` before any sample.
     pub fn mean(&self) -> Option<f64> {
         (self.count > 0).then(|| self.sum as f64 / self.count as f64)
     }
@@ -85,10 +91,12 @@ impl LatencyStats {
         Some(255)
     }
 
+    /// The median in frames.
     pub fn median(&self) -> Option<u32> {
         self.quantile(0.5)
     }
 
+    /// The 95th percentile in frames.
     pub fn p95(&self) -> Option<u32> {
         self.quantile(0.95)
     }
@@ -113,9 +121,11 @@ impl LatencyStats {
 pub struct ClientStats {
     /// Smoothed RTT to the server and its mean deviation.
     pub rtt: Option<Duration>,
+    /// See `rtt`.
     pub rtt_var: Duration,
     /// 99th percentile of the time from pushing a sample to receiving its frame.
     pub input_rtt: Option<Duration>,
+    /// K, as the server set it.
     pub keyframe_interval: u32,
     /// Sending a CTRL every frame because the link loses datagrams.
     pub redundant: bool,
@@ -136,7 +146,9 @@ pub struct ClientStats {
     pub stalled_frames: f64,
     /// Speed factor for the scheduler (drift correction) and the advance it came from.
     pub pace: f64,
+    /// See `pace`.
     pub advance_frames: f64,
+    /// Datagrams to and from the server.
     pub traffic: Traffic,
     /// Frames from sampling a local input to the frame it was applied on.
     pub latency: LatencyStats,
@@ -167,8 +179,11 @@ impl Placement {
 /// One peer as the server sees it.
 #[derive(Clone, Debug)]
 pub struct PeerStats {
+    /// The player's slot.
     pub peer: PeerId,
+    /// Smoothed RTT to it, and its mean deviation.
     pub rtt: Option<Duration>,
+    /// See `rtt`.
     pub rtt_var: Duration,
     /// The input round trip it reported (the lead is sized by the worst one).
     pub input_rtt: Option<Duration>,
@@ -178,6 +193,7 @@ pub struct PeerStats {
     pub advance_frames: f64,
     /// Samples received and not yet placed on a frame (the command buffer).
     pub buffered_samples: usize,
+    /// Datagrams to and from it.
     pub traffic: Traffic,
     /// Optimistic mode: how its samples were placed.
     pub placement: Placement,
@@ -186,12 +202,15 @@ pub struct PeerStats {
 /// The server's numbers; see [`super::Server::stats`].
 #[derive(Clone, Debug)]
 pub struct ServerStats {
+    /// The lead in frames (strict mode's sample-to-frame offset).
     pub lead: u32,
+    /// K.
     pub keyframe_interval: u32,
     /// The next keyframe: frames before it are published.
     pub frontier: Frame,
     /// All traffic, including datagrams from unknown peers.
     pub traffic: Traffic,
+    /// Each player in the session.
     pub peers: Vec<PeerStats>,
     /// Every slot that has played, in slot order, with where its samples were placed over
     /// the whole session (players who left included).

@@ -1331,7 +1331,7 @@ fn bench_latency_goal_each_way() {
 }
 
 /// Delay through a dedicated server halfway between two players, against the server inside
-/// player 1's process (numbers, not pass/fail; README's "Through a server" table):
+/// player 1's process (numbers, not pass/fail; the simulated column of `serve_latency`'s table):
 /// `cargo test --release --lib -- --ignored --exact lockstep::tests::bench_server_halfway --nocapture`
 ///
 /// Direct: 100 ms RTT between the players. Halfway: 50 ms RTT from each player to the server.

@@ -60,7 +60,9 @@ pub enum Start {
 /// Everything needed to set up the core before replaying the inputs.
 #[derive(Clone, PartialEq, Debug)]
 pub struct Header {
+    /// The core's `library_name`.
     pub core_name: String,
+    /// The core's `library_version`; a replay needs the same.
     pub core_version: String,
     /// File name of the content (no directories), or empty for a core that needs none.
     pub content_name: String,
@@ -70,9 +72,11 @@ pub struct Header {
     pub core_options: Vec<(String, String)>,
     /// Player name per RetroPad port; `None` for ports nobody uses.
     pub players: [Option<String>; MAX_PLAYERS],
+    /// Power-on, or the state the first frame started from.
     pub start: Start,
     /// Index of the first recorded frame (0 unless recording began mid-session).
     pub start_frame: u32,
+    /// Frames per second the session ran at.
     pub frame_rate: f64,
     /// Frames between `Checksum` records (0: none recorded).
     pub checksum_interval: u32,
@@ -119,15 +123,36 @@ impl Default for Header {
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub enum Event {
     /// A player took port `slot` (0-based).
-    Joined { slot: u8, name: String },
+    Joined {
+        /// The port, 0-based.
+        slot: u8,
+        /// The player's name.
+        name: String,
+    },
     /// The player on port `slot` left; the port is neutral from this frame on.
-    Left { slot: u8 },
+    Left {
+        /// The port, 0-based.
+        slot: u8,
+    },
     /// Local and remote state checksums differed.
-    Desync { local: u64, remote: u64 },
+    Desync {
+        /// This machine's checksum.
+        local: u64,
+        /// The other machine's.
+        remote: u64,
+    },
     /// Emulation was resynchronised; `state` (uncompressed) was loaded at this frame, if any.
-    Resync { state: Option<Vec<u8>> },
+    Resync {
+        /// The state loaded, if the log keeps it.
+        state: Option<Vec<u8>>,
+    },
     /// An event kind this build does not know (from a newer framelock); `data` is its body.
-    Other { kind: u8, data: Vec<u8> },
+    Other {
+        /// The event kind.
+        kind: u8,
+        /// Its body, unread.
+        data: Vec<u8>,
+    },
 }
 
 impl Event {

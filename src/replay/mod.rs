@@ -139,31 +139,81 @@ pub use writer::{open_log_file, Recorder, RecorderOptions, Sink, Summary};
 /// File name extension of input logs.
 pub const EXTENSION: &str = "flr";
 
+/// Why a recording could not be written or a log not read; the messages name the file.
 #[derive(Debug, Error)]
 pub enum ReplayError {
+    /// `--record FILE` names a file that is there already.
     #[error("{} already exists (not overwriting it)", .path.display())]
-    Exists { path: PathBuf },
+    Exists {
+        /// The log file.
+        path: PathBuf,
+    },
+    /// The file could not be made.
     #[error("cannot create {}: {}", .path.display(), io_reason(.io))]
-    Create { path: PathBuf, io: io::Error },
+    Create {
+        /// The log file.
+        path: PathBuf,
+        /// What the system said.
+        io: io::Error,
+    },
+    /// A write failed (a full disk, a lost device).
     #[error("cannot write {}: {}", .path.display(), io_reason(.io))]
-    Write { path: PathBuf, io: io::Error },
+    Write {
+        /// The log file.
+        path: PathBuf,
+        /// What the system said.
+        io: io::Error,
+    },
+    /// An earlier error stopped the recording; nothing more goes in.
     #[error("recording to {} stopped after an earlier error", .path.display())]
-    Stopped { path: PathBuf },
+    Stopped {
+        /// The log file.
+        path: PathBuf,
+    },
+    /// Frames must be recorded one after the other.
     #[error("frame {got} recorded out of order (expected frame {expected})")]
-    FrameOrder { expected: u32, got: u32 },
+    FrameOrder {
+        /// The frame due next.
+        expected: u32,
+        /// The frame handed in.
+        got: u32,
+    },
+    /// The header cannot be written as given (the reason).
     #[error("cannot record: {0}")]
     Invalid(&'static str),
+    /// The log could not be opened.
     #[error("cannot open {}: {}", .path.display(), io_reason(.io))]
-    Open { path: PathBuf, io: io::Error },
+    Open {
+        /// The log file.
+        path: PathBuf,
+        /// What the system said.
+        io: io::Error,
+    },
+    /// A read failed.
     #[error("cannot read {}: {}", .path.display(), io_reason(.io))]
-    Read { path: PathBuf, io: io::Error },
+    Read {
+        /// The log file.
+        path: PathBuf,
+        /// What the system said.
+        io: io::Error,
+    },
+    /// The file does not start with the `.flr` magic.
     #[error("{} is not a framelock input log", .path.display())]
-    NotALog { path: PathBuf },
+    NotALog {
+        /// The log file.
+        path: PathBuf,
+    },
+    /// A newer framelock wrote it (its header check matches as that version lays it out).
     #[error(
         "{} was made by a newer framelock (format v{found}, this build reads up to v{})",
         .path.display(), FORMAT_VERSION
     )]
-    NewerVersion { path: PathBuf, found: u16 },
+    NewerVersion {
+        /// The log file.
+        path: PathBuf,
+        /// The format version in the file.
+        found: u16,
+    },
     /// A version this build does not read, and a header check that does not match as this
     /// build lays headers out: damage and a newer layout look alike.
     #[error(
@@ -171,27 +221,46 @@ pub enum ReplayError {
          reads up to v{}); nothing in it can be replayed",
         .path.display(), FORMAT_VERSION
     )]
-    NewerOrCorrupt { path: PathBuf, found: u16 },
+    NewerOrCorrupt {
+        /// The log file.
+        path: PathBuf,
+        /// The format version in the file.
+        found: u16,
+    },
+    /// The header does not check out; nothing can be replayed.
     #[error("{} has a corrupt header ({reason}); nothing in it can be replayed", .path.display())]
-    CorruptHeader { path: PathBuf, reason: &'static str },
+    CorruptHeader {
+        /// The log file.
+        path: PathBuf,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+    /// A record in the body does not check out; the frames before it are good.
     #[error(
         "{}: corrupt record at byte {at_byte} ({reason}); {}",
         .path.display(), intact_before(*.frames)
     )]
     CorruptRecord {
+        /// The log file.
         path: PathBuf,
+        /// Where the record starts.
         at_byte: u64,
+        /// What is wrong with it.
         reason: &'static str,
         /// Frames read intact before the corrupt record.
         frames: u32,
     },
+    /// A record kind only a newer framelock reads.
     #[error(
         "{}: record type {tag:#04x} at byte {at_byte} needs a newer framelock",
         .path.display()
     )]
     UnsupportedRecord {
+        /// The log file.
         path: PathBuf,
+        /// The record's tag.
         tag: u8,
+        /// Where the record starts.
         at_byte: u64,
     },
 }

@@ -16,11 +16,16 @@ pub enum Item {
     Frame(u32, Inputs),
     /// A state checksum taken at `frame`.
     Checksum {
+        /// The frame after which it was taken.
         frame: u32,
+        /// The checksum.
         value: u64,
     },
+    /// Something that happened at `frame` (a player left, a desync, a resync).
     Event {
+        /// The frame it happened at.
         frame: u32,
+        /// What happened.
         event: Event,
     },
 }
@@ -30,16 +35,28 @@ pub enum Item {
 #[derive(Copy, Clone, PartialEq, Eq, Debug)]
 pub enum Status {
     /// The writer finished cleanly (`End` record).
-    Complete { frames: u32 },
+    Complete {
+        /// Frames read.
+        frames: u32,
+    },
     /// The file ends between two records without `End`: the writer is still going, or stopped
     /// (crash, kill) right after a complete record.
-    Incomplete { frames: u32 },
+    Incomplete {
+        /// Frames read.
+        frames: u32,
+    },
     /// The file ends inside a record starting at `at_byte` (torn write: crash, kill, full disk);
     /// everything before it was read.
-    Truncated { frames: u32, at_byte: u64 },
+    Truncated {
+        /// Frames read.
+        frames: u32,
+        /// Where the torn record starts.
+        at_byte: u64,
+    },
 }
 
 impl Status {
+    /// Frames read, however the body ended.
     pub fn frames(&self) -> u32 {
         match *self {
             Status::Complete { frames }
@@ -121,10 +138,12 @@ impl<R: Read + Seek> Replay<R> {
         })
     }
 
+    /// The log's header.
     pub fn header(&self) -> &Header {
         &self.header
     }
 
+    /// The file being read.
     pub fn path(&self) -> &Path {
         &self.path
     }

@@ -48,7 +48,9 @@ pub struct RecorderOptions {
 /// What `Recorder::finish` wrote.
 #[derive(Copy, Clone, PartialEq, Eq, Debug)]
 pub struct Summary {
+    /// Frames in the file.
     pub frames: u32,
+    /// The file's size.
     pub bytes: u64,
 }
 
@@ -94,6 +96,7 @@ impl Recorder<File> {
         Recorder::create_with(path, header, &RecorderOptions::default())
     }
 
+    /// `create` with options (how often the file is synced).
     pub fn create_with(
         path: impl AsRef<Path>,
         header: &Header,
@@ -195,6 +198,7 @@ impl<S: Sink> Recorder<S> {
         })
     }
 
+    /// The file being written.
     pub fn path(&self) -> &Path {
         &self.path
     }

@@ -98,67 +98,141 @@ impl fmt::Display for OutReason {
 pub enum EndpointEvent {
     /// Admitted to the lobby; its start-state transfer follows.
     Joined {
+        /// The slot (a spectator's from 16 on).
         slot: u8,
+        /// The name it goes by.
         name: String,
+        /// Its address.
         addr: SocketAddr,
     },
     /// It has the whole start state; `ready` of `want` players are in.
-    Ready { slot: u8, ready: usize, want: u8 },
+    Ready {
+        /// The slot (a spectator's from 16 on).
+        slot: u8,
+        /// Players with the start state, the host's included.
+        ready: usize,
+        /// Players the session takes.
+        want: u8,
+    },
     /// A join attempt was refused, with the reason the joiner was sent.
-    Refused { addr: SocketAddr, reason: String },
+    Refused {
+        /// Its address.
+        addr: SocketAddr,
+        /// Why.
+        reason: String,
+    },
     /// It left the lobby, or said goodbye during the game (a `PlayerOut` follows then).
-    Left { slot: u8, reason: LeftReason },
+    Left {
+        /// The slot (a spectator's from 16 on).
+        slot: u8,
+        /// Why.
+        reason: LeftReason,
+    },
     /// Every player is in and ready: the lockstep server runs, with these slots.
-    Started { slots: Vec<u8> },
+    Started {
+        /// The slots.
+        slots: Vec<u8>,
+    },
     /// The lobby's time ran out before every player was in.
-    LobbyExpired { ready: usize, want: u8 },
+    LobbyExpired {
+        /// Players with the start state, the host's included.
+        ready: usize,
+        /// Players the session takes.
+        want: u8,
+    },
     /// Nothing heard from the player for `silent_for` (once per silence).
-    PlayerSilent { slot: u8, silent_for: Duration },
+    PlayerSilent {
+        /// The slot (a spectator's from 16 on).
+        slot: u8,
+        /// How long nothing has come.
+        silent_for: Duration,
+    },
     /// The player is out of the game: neutral input from `from_frame` on.
     PlayerOut {
+        /// The slot (a spectator's from 16 on).
         slot: u8,
+        /// The frame it counts from.
         from_frame: Frame,
+        /// Why.
         reason: OutReason,
     },
     /// The game waits for a player that is still loading, `waited` after it had the start
     /// state; `again` on the later reminders.
     StillLoading {
+        /// The slot (a spectator's from 16 on).
         slot: u8,
+        /// Time since it had the start state.
         waited: Duration,
+        /// A reminder, not the first notice.
         again: bool,
     },
     /// A player the game waited for runs, `waited` after it had the start state.
-    Running { slot: u8, waited: Duration },
+    Running {
+        /// The slot (a spectator's from 16 on).
+        slot: u8,
+        /// Time since it had the start state.
+        waited: Duration,
+    },
     /// The player's checksum of `frame` differs from the reference player's (with no local
     /// player: from most players'). With `send_state`, hand the machine's state to
     /// [`Endpoint::handle_state`] at the next frame boundary; otherwise a recovery is under
     /// way already, or (with no local player) the endpoint fetches a state itself, from
     /// `source`.
     Desync {
+        /// The frame.
         frame: Frame,
+        /// The slot (a spectator's from 16 on).
         slot: u8,
+        /// The reference checksum.
         expected: u64,
+        /// The player's checksum.
         got: u64,
+        /// Hand in a state for it.
         send_state: bool,
+        /// The player the endpoint fetches a state from.
         source: Option<u8>,
     },
     /// The player has the state for `frame` and continues from it.
-    Resynced { slot: u8, frame: u32 },
+    Resynced {
+        /// The slot (a spectator's from 16 on).
+        slot: u8,
+        /// The frame.
+        frame: u32,
+    },
     /// Hand the machine's state to [`Endpoint::handle_state`] at the next frame boundary,
     /// for these joiners of the running game (late players, spectators).
-    StateWanted { slots: Vec<u8> },
+    StateWanted {
+        /// The slots.
+        slots: Vec<u8>,
+    },
     /// A player who joined the running game (or came back) plays from `from_frame` on.
     PlayerJoined {
+        /// The slot (a spectator's from 16 on).
         slot: u8,
+        /// The frame it counts from.
         from_frame: Frame,
+        /// The name it goes by.
         name: String,
     },
     /// A spectator has its state and watches from `frame` on.
-    Watching { slot: u8, frame: u32 },
+    Watching {
+        /// The slot (a spectator's from 16 on).
+        slot: u8,
+        /// The frame.
+        frame: u32,
+    },
     /// A spectator left (`reason` says why).
-    SpectatorLeft { slot: u8, reason: String },
+    SpectatorLeft {
+        /// The slot (a spectator's from 16 on).
+        slot: u8,
+        /// Why.
+        reason: String,
+    },
     /// A joiner of the running game could not be given a state and was sent away.
-    NoState { slot: u8 },
+    NoState {
+        /// The slot (a spectator's from 16 on).
+        slot: u8,
+    },
 }
 
 /// A joiner the game waits for: it has the start state, but does not run yet.
@@ -256,6 +330,7 @@ impl Endpoint {
         self.cfg.lockstep.mode
     }
 
+    /// The session id every datagram of it carries.
     pub fn session_id(&self) -> u32 {
         self.session.session_id()
     }
@@ -446,6 +521,7 @@ impl Endpoint {
         self.to_local.pop_front()
     }
 
+    /// The next event, if any.
     pub fn poll_event(&mut self) -> Option<EndpointEvent> {
         self.events.pop_front()
     }
@@ -524,10 +600,12 @@ impl Endpoint {
         self.server.as_ref().and_then(|s| s.rtt(PeerId(slot)))
     }
 
+    /// The session layer's counters (handshakes, transfers, tags).
     pub fn session_stats(&self) -> SessionStats {
         self.session.stats()
     }
 
+    /// Datagrams turned away before any state machine read them.
     pub fn stats(&self) -> EndpointStats {
         EndpointStats {
             dropped_auth: self.session.stats().dropped_auth,

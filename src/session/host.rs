@@ -43,6 +43,7 @@ pub fn is_spectator_slot(slot: u8) -> bool {
     slot >= FIRST_SPECTATOR_SLOT
 }
 
+/// The host's side of the handshake: who may join, and what they are told.
 #[derive(Clone, Debug)]
 pub struct HostConfig {
     /// Random, non-zero (0 means "unassigned" on the wire and is replaced by 1).
@@ -55,6 +56,7 @@ pub struct HostConfig {
     /// the password, if one is set (`relayed_password`): every other joiner's check is
     /// relayed to it (`HostEvent::Relay`, `HostSession::handle_relay`).
     pub creator: Option<SocketAddr>,
+    /// A password is set in a room: its creator checks it (see `creator`).
     pub relayed_password: bool,
     /// Players including the host's own (at most 8).
     pub max_players: u8,
@@ -65,12 +67,15 @@ pub struct HostConfig {
     pub max_spectators: u8,
     /// The host plays in slot 0; `false` for a dedicated host (joiners take slots 0..).
     pub host_is_player: bool,
+    /// Frames per second of the core, told to joiners.
     pub fps: f64,
     /// Lockstep keyframe interval K and mode, told to joiners in Welcome.
     pub keyframe_interval: u8,
+    /// See `keyframe_interval`.
     pub mode: crate::lockstep::Mode,
     /// Frame at which the start state was taken.
     pub frame: u32,
+    /// Silence after which a joiner in the handshake or transfer is dropped.
     pub handshake_timeout: Duration,
     /// A joiner that has the start state and waits for the others in the lobby is dropped
     /// after this long without a datagram (it sends `Msg::Loading` while it loads, then its
@@ -79,6 +84,7 @@ pub struct HostConfig {
 }
 
 impl HostConfig {
+    /// Defaults: 8 seats, the host plays slot 0, no password, the usual timeouts.
     pub fn new(session_id: u32, entropy: [u8; 32], fps: f64) -> HostConfig {
         HostConfig {
             session_id,
@@ -100,6 +106,7 @@ impl HostConfig {
     }
 }
 
+/// Why a joiner left the lobby or the session.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum LeftReason {
     /// The joiner said goodbye, with its reason.
@@ -130,16 +137,21 @@ impl fmt::Display for LeftReason {
     }
 }
 
+/// What happened, for the driver (`Endpoint`) to act on.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum HostEvent {
     /// Admitted; the start state transfer follows.
     Joined {
+        /// The slot (a spectator's from 16 on).
         slot: u8,
+        /// The name it goes by.
         name: String,
+        /// Its address.
         addr: SocketAddr,
     },
     /// The joiner has the whole start state and verified it.
     Ready {
+        /// The slot (a spectator's from 16 on).
         slot: u8,
     },
     /// A ready joiner does not run yet (loads its content, opens its window) but says it is
@@ -148,21 +160,29 @@ pub enum HostEvent {
     /// has passed: once the lobby is closed, pass it on to the lockstep server
     /// (`Server::starting`), which hears a player only from its CTRLs otherwise.
     Loading {
+        /// The slot (a spectator's from 16 on).
         slot: u8,
+        /// Time since it had the start state.
         since: Duration,
     },
+    /// It left the lobby or the session.
     Left {
+        /// The slot (a spectator's from 16 on).
         slot: u8,
+        /// Why.
         reason: LeftReason,
     },
     /// A join attempt was refused, with the reason the joiner was sent.
     Refused {
+        /// Its address.
         addr: SocketAddr,
+        /// Why.
         reason: String,
     },
     /// A player taking a seat in the running game, or a spectator, was admitted: it needs
     /// the machine's state at a frame boundary ([`HostSession::provide_state`]).
     WantsState {
+        /// The slot (a spectator's from 16 on).
         slot: u8,
     },
 }
@@ -170,10 +190,13 @@ pub enum HostEvent {
 /// A player as the host sees it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Player {
+    /// Its slot.
     pub slot: u8,
+    /// Its name.
     pub name: String,
     /// `None` for the host's own player.
     pub addr: Option<SocketAddr>,
+    /// It has the start state.
     pub ready: bool,
     /// Round trip to the host measured during the start-state transfer (`None` for the
     /// host's own player, or before any unambiguous sample).
@@ -370,10 +393,12 @@ impl HostSession {
         Ok(())
     }
 
+    /// The session id.
     pub fn session_id(&self) -> u32 {
         self.cfg.session_id
     }
 
+    /// The counters.
     pub fn stats(&self) -> SessionStats {
         self.stats
     }
@@ -497,6 +522,7 @@ impl HostSession {
             .collect()
     }
 
+    /// Players in the session, the host's own included, by slot.
     pub fn players(&self) -> Vec<Player> {
         let mut out: Vec<Player> = self
             .peers
@@ -534,10 +560,12 @@ impl HostSession {
         }
     }
 
+    /// The slot of the joiner at `addr`.
     pub fn slot_of(&self, addr: SocketAddr) -> Option<u8> {
         self.peers.iter().find(|p| p.addr == addr).map(|p| p.slot)
     }
 
+    /// The address of the joiner in `slot`.
     pub fn addr_of(&self, slot: u8) -> Option<SocketAddr> {
         self.peers.iter().find(|p| p.slot == slot).map(|p| p.addr)
     }
@@ -558,6 +586,7 @@ impl HostSession {
         players.peek().is_some() && players.all(Peer::is_ready)
     }
 
+    /// A datagram from `from`: its tag checked (`open`), then handled.
     pub fn handle_datagram(
         &mut self,
         now: Instant,
@@ -1162,6 +1191,7 @@ impl HostSession {
         }
     }
 
+    /// Resends, timeouts and the lobby's notices due by `now`.
     pub fn handle_timeout(&mut self, now: Instant) {
         let timeout = self.cfg.handshake_timeout;
         self.pending.retain(|p| now < p.since + timeout);
@@ -1245,6 +1275,7 @@ impl HostSession {
         }
     }
 
+    /// The next datagram to send.
     pub fn poll_transmit(&mut self, now: Instant) -> Option<Transmit> {
         let t = self.poll_transmit_inner(now)?;
         self.stats.datagrams_out += 1;
@@ -1280,6 +1311,7 @@ impl HostSession {
         None
     }
 
+    /// The next event, if any.
     pub fn poll_event(&mut self) -> Option<HostEvent> {
         self.events.pop_front()
     }

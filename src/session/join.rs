@@ -28,10 +28,14 @@ const FINAL_ACK_SPACING: Duration = Duration::from_millis(15);
 /// Password checks a room's creator keeps under way at once (oldest dropped).
 const MAX_CHECKS: usize = 64;
 
+/// What a joiner asks for and with what.
 #[derive(Clone, Debug)]
 pub struct JoinConfig {
+    /// The host (or server) to join.
     pub host: SocketAddr,
+    /// What this joiner runs; the host compares it with its own.
     pub info: SessionInfo,
+    /// The session's password, if it has one.
     pub password: Option<String>,
     /// The room on a dedicated server; empty for a direct host.
     pub room: String,
@@ -47,6 +51,7 @@ pub struct JoinConfig {
 }
 
 impl JoinConfig {
+    /// Defaults: no password, no room, a player, the usual timeout.
     pub fn new(host: SocketAddr, info: SessionInfo) -> JoinConfig {
         JoinConfig {
             host,
@@ -64,14 +69,21 @@ impl JoinConfig {
 /// Everything a joiner needs to start: load the options and the state, then play `slot`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct StartState {
+    /// The slot to play (0xff: a spectator).
     pub slot: u8,
+    /// The session id.
     pub session: u32,
+    /// Players in, by slot and name.
     pub players: Vec<(u8, String)>,
+    /// The core's frames per second, as the host runs it.
     pub fps: f64,
+    /// The session frame the state is at.
     pub frame: u32,
     /// Session size in player slots and the lockstep keyframe interval, as the host set them.
     pub slots: u8,
+    /// See `slots`.
     pub keyframe_interval: u8,
+    /// The session's lockstep mode.
     pub mode: crate::lockstep::Mode,
     /// Host's options, state and SRAM; apply the options before loading the state.
     pub payload: StartPayload,
@@ -96,26 +108,41 @@ impl StartState {
     }
 }
 
+/// What happened, for the driver to act on.
 #[derive(Clone, Debug, PartialEq)]
 pub enum JoinEvent {
     /// Admitted; the start state is on its way.
     Welcomed {
+        /// The slot to play (0xff: a spectator).
         slot: u8,
+        /// The session id.
         session: u32,
+        /// Players in, by slot and name.
         players: Vec<(u8, String)>,
+        /// Bytes of the compressed start state to come.
         packed_len: usize,
+        /// The session's lockstep mode.
         mode: crate::lockstep::Mode,
+        /// Its keyframe interval K.
         keyframe_interval: u8,
     },
     /// The start state arrived and verified.
     Ready(Box<StartState>),
     /// The host's lobby waits for more players: `ready` of `want` are in (the host's player
     /// included). Raised when the numbers change.
-    Waiting { ready: u8, want: u8 },
+    Waiting {
+        /// Players with the start state, the host's included.
+        ready: u8,
+        /// Players the session takes.
+        want: u8,
+    },
     /// The join failed (refused, no answer, corrupt state) or the host left.
     Failed(SessionError),
     /// The room's creator checked a joiner's password, which the server relayed.
-    PasswordChecked { admitted: bool },
+    PasswordChecked {
+        /// The password was right.
+        admitted: bool,
+    },
 }
 
 #[derive(Debug)]
@@ -168,6 +195,7 @@ pub struct JoinSession {
 }
 
 impl JoinSession {
+    /// Starts the handshake: the first Hello is due at once.
     pub fn new(now: Instant, cfg: JoinConfig) -> JoinSession {
         let mut rng = StdRng::from_seed(cfg.entropy);
         let key_pair = KeyPair::from_entropy(rng.gen());
@@ -192,6 +220,7 @@ impl JoinSession {
         }
     }
 
+    /// The address it joins.
     pub fn host(&self) -> SocketAddr {
         self.cfg.host
     }
@@ -206,6 +235,7 @@ impl JoinSession {
         self.session
     }
 
+    /// The counters.
     pub fn stats(&self) -> SessionStats {
         self.stats
     }
@@ -218,6 +248,7 @@ impl JoinSession {
         }
     }
 
+    /// It has the start state.
     pub fn is_ready(&self) -> bool {
         matches!(self.phase, Phase::Ready { .. })
     }
@@ -261,6 +292,7 @@ impl JoinSession {
         .encode(0)
     }
 
+    /// A datagram from `from`: only the host's count, and once there are keys only with its tag.
     pub fn handle_datagram(
         &mut self,
         now: Instant,
@@ -557,6 +589,7 @@ impl JoinSession {
         }
     }
 
+    /// Resends and timeouts due by `now`.
     pub fn handle_timeout(&mut self, now: Instant) {
         let timeout = self.cfg.timeout;
         if matches!(self.phase, Phase::Hello | Phase::Receiving { .. }) {
@@ -606,6 +639,7 @@ impl JoinSession {
         }
     }
 
+    /// The next datagram to send, tagged once there are keys.
     pub fn poll_transmit(&mut self, now: Instant) -> Option<Transmit> {
         let bytes = match self.queue.pop_front() {
             Some(b) => Some(b),
@@ -648,10 +682,12 @@ impl JoinSession {
         self.last_heard
     }
 
+    /// The next event, if any.
     pub fn poll_event(&mut self) -> Option<JoinEvent> {
         self.events.pop_front()
     }
 
+    /// When `handle_timeout` or `poll_transmit` has work next.
     pub fn poll_timeout(&self) -> Option<Instant> {
         if !self.queue.is_empty() {
             return Some(self.started); // already due

@@ -97,7 +97,9 @@ pub const LOADING_LIMIT: Duration = Duration::from_secs(30);
 /// What a peer runs; the host refuses joiners whose core, core version or content differ.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SessionInfo {
+    /// The core's `library_name`.
     pub core_name: String,
+    /// The core's `library_version`.
     pub core_version: String,
     /// File name of the content, shown in messages only; the hash decides.
     pub content_name: String,
@@ -105,38 +107,72 @@ pub struct SessionInfo {
     pub content_hash: Option<u64>,
     /// Core option values. The host's are sent to joiners, which apply them.
     pub options: Vec<(String, String)>,
+    /// The name the others see.
     pub player_name: String,
 }
 
+/// Why a join failed or a session ended, worded for the player.
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
 pub enum SessionError {
+    /// The host refused the join (its reason).
     #[error("refused by the host: {0}")]
     Refused(String),
+    /// A dedicated server refused it (its reason).
     #[error("refused by the server: {0}")]
     RefusedByServer(String),
+    /// The server has no room of that name.
     #[error("no room {room} on {addr}{}", open_rooms(.rooms))]
     NoRoom {
+        /// The room asked for.
         room: String,
+        /// The server.
         addr: SocketAddr,
+        /// The rooms it has (some of them).
         rooms: Vec<String>,
     },
+    /// Nothing came back from the address.
     #[error("no answer from {addr} after {secs} s: is the host running and the port open?")]
-    NoAnswer { addr: SocketAddr, secs: u64 },
+    NoAnswer {
+        /// The address asked.
+        addr: SocketAddr,
+        /// How long it waited.
+        secs: u64,
+    },
+    /// Something answered that is not framelock.
     #[error(
         "{addr} answered with {datagrams} datagram(s) that are not a framelock host's: is \
          that the host's address and port?"
     )]
-    NotFramelock { addr: SocketAddr, datagrams: u32 },
+    NotFramelock {
+        /// The address asked.
+        addr: SocketAddr,
+        /// How many datagrams it sent.
+        datagrams: u32,
+    },
+    /// The host stopped answering mid-handshake.
     #[error("the host went silent during the handshake ({secs} s without a datagram)")]
-    HostSilent { secs: u64 },
+    HostSilent {
+        /// How long it was silent.
+        secs: u64,
+    },
+    /// The host speaks another protocol version.
     #[error("the host speaks framelock protocol {host}, this build speaks {ours}")]
-    VersionMismatch { host: u8, ours: u8 },
+    VersionMismatch {
+        /// The host's version.
+        host: u8,
+        /// This build's.
+        ours: u8,
+    },
+    /// The host said goodbye (its reason).
     #[error("the host left: {0}")]
     HostLeft(String),
+    /// The start state failed its check or cannot be used (why).
     #[error("start state is bad: {0}")]
     BadState(String),
+    /// The start state is over `MAX_PAYLOAD`.
     #[error("start state is too big (limit {} MiB)", MAX_PAYLOAD >> 20)]
     PayloadTooBig,
+    /// This side left on purpose.
     #[error("left the session")]
     Left,
 }
@@ -151,16 +187,27 @@ fn open_rooms(rooms: &[String]) -> String {
 /// Why a datagram was dropped (also counted in `SessionStats::dropped_invalid`).
 #[derive(Debug, Error, PartialEq, Eq)]
 pub enum Dropped {
+    /// The header or body does not parse.
     #[error(transparent)]
     Wire(#[from] WireError),
+    /// The datagram names another session.
     #[error("wrong session id {got:#010x} (this session is {want:#010x})")]
-    WrongSession { got: u32, want: u32 },
+    WrongSession {
+        /// The id in the datagram.
+        got: u32,
+        /// This session's id.
+        want: u32,
+    },
+    /// A kind only a joined peer sends, from an address that has not joined.
     #[error("{0:?} from an address that has not joined")]
     UnknownPeer(Kind),
+    /// A joiner heard from an address other than the host's.
     #[error("datagram from {0}, which is not the host")]
     NotFromHost(SocketAddr),
+    /// A kind this side does not take now.
     #[error("unexpected {0:?} datagram")]
     Unexpected(Kind),
+    /// A state chunk outside the state, or of the wrong length.
     #[error("state chunk out of range or of the wrong length")]
     BadChunk,
     /// Counted in `SessionStats::dropped_auth`, not in `dropped_invalid`.
@@ -168,9 +215,12 @@ pub enum Dropped {
     Unauthentic,
 }
 
+/// Datagram counters of one session-layer state machine.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SessionStats {
+    /// Datagrams handed in.
     pub datagrams_in: u64,
+    /// Datagrams handed out to send.
     pub datagrams_out: u64,
     /// Malformed, truncated, unknown-sender, unexpected and wrong-session datagrams.
     pub dropped_invalid: u64,
@@ -181,6 +231,7 @@ pub struct SessionStats {
     pub dropped_auth: u64,
     /// Host: start-state chunks sent, and how many of those were resends.
     pub chunks_sent: u64,
+    /// See `chunks_sent`.
     pub chunks_resent: u64,
     /// Joiner: chunks that arrived again after they were already in (wasted resends).
     pub chunks_duplicate: u64,
@@ -208,8 +259,11 @@ pub fn is_session_datagram(datagram: &[u8]) -> bool {
 /// A core option whose value the joiner had different from the host's (the host's wins).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct OptionDiff {
+    /// The option.
     pub key: String,
+    /// The host's value (`None`: unset).
     pub host: Option<String>,
+    /// This joiner's value.
     pub local: Option<String>,
 }
 

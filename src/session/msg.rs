@@ -75,26 +75,39 @@ pub const MAX_ACK_BITMAP: usize = 1024;
 /// Start-state bytes per `StateChunk` datagram (datagram = 8 + 8 + this = 1168 bytes).
 pub const CHUNK_SIZE: usize = 1152;
 
+/// What a Hello says about the password.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Auth {
     /// First contact: no answer yet.
     None,
     /// Answer to `challenge`: the joiner's SPAKE2 message and its key confirmation.
     Pake {
+        /// The challenge answered.
         challenge: [u8; PAKE_MSG_LEN],
+        /// The joiner's SPAKE2 message.
         msg: [u8; PAKE_MSG_LEN],
+        /// Its key confirmation.
         confirm: [u8; CONFIRM_LEN],
     },
     /// Answer to `challenge` from a joiner that was given no password.
-    NoPassword { challenge: [u8; PAKE_MSG_LEN] },
+    NoPassword {
+        /// The challenge answered.
+        challenge: [u8; PAKE_MSG_LEN],
+    },
 }
 
+/// A joiner asks in (see the layout above).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Hello {
+    /// The joiner's core.
     pub core_name: String,
+    /// Its version.
     pub core_version: String,
+    /// The game file's name (shown in messages).
     pub content_name: String,
+    /// xxh3 of the game file; `None` without content.
     pub content_hash: Option<u64>,
+    /// The name the others see.
     pub player_name: String,
     /// The room asked for on a dedicated server; empty for a direct host.
     pub room: String,
@@ -102,6 +115,7 @@ pub struct Hello {
     pub watch: bool,
     /// The joiner's X25519 public key for this session's datagram keys (`wire::keys`).
     pub key: [u8; PUBLIC_KEY_LEN],
+    /// The answer to the password check, if any.
     pub auth: Auth,
 }
 
@@ -113,15 +127,25 @@ const NO_MODE: u8 = 0xff;
 /// A room as a dedicated server lists it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RoomInfo {
+    /// The room's name.
     pub name: String,
+    /// The game file's name.
     pub content: String,
+    /// The core's name.
     pub core: String,
+    /// Players in.
     pub players: u8,
+    /// Seats in all.
     pub seats: u8,
+    /// A password is set.
     pub password: bool,
+    /// The game runs (not the lobby).
     pub playing: bool,
+    /// Seconds since it opened.
     pub age_secs: u32,
+    /// Spectators watching.
     pub spectators: u8,
+    /// Its lockstep mode.
     pub mode: Mode,
 }
 
@@ -130,6 +154,7 @@ pub struct RoomInfo {
 pub struct OpenRoom {
     /// Empty: the server makes one up.
     pub room: String,
+    /// Seats in the room.
     pub players: u8,
     /// Players the game starts with (the others may join it later).
     pub start_with: u8,
@@ -137,16 +162,25 @@ pub struct OpenRoom {
     pub keyframe_interval: u8,
     /// The mode the creator asks for; `None`: the server's (`serve --mode`).
     pub mode: Option<Mode>,
+    /// The core's frames per second.
     pub fps: f64,
+    /// A password is set; the creator checks it.
     pub password: bool,
+    /// The creator's core.
     pub core_name: String,
+    /// Its version.
     pub core_version: String,
+    /// The game file's name.
     pub content_name: String,
+    /// xxh3 of the game file.
     pub content_hash: Option<u64>,
+    /// The creator's name.
     pub player_name: String,
     /// The start payload the creator uploads next (`StateChunk`s, acked by `StateAck`).
     pub raw_len: u32,
+    /// See `raw_len`.
     pub packed_len: u32,
+    /// See `raw_len`.
     pub payload_hash: u64,
 }
 
@@ -160,7 +194,9 @@ pub enum RelayStep {
     Challenge([u8; PAKE_MSG_LEN]),
     /// Server -> creator: the joiner's answer.
     Answer {
+        /// The joiner's SPAKE2 message.
         msg: [u8; PAKE_MSG_LEN],
+        /// Its key confirmation.
         confirm: [u8; CONFIRM_LEN],
     },
     /// Creator -> server: whether the answer proves the password.
@@ -170,81 +206,126 @@ pub enum RelayStep {
 /// Messages between a dedicated server and its clients about rooms.
 #[derive(Clone, Debug, PartialEq)]
 pub enum RoomMsg {
+    /// Creator -> server: open a room.
     Open(OpenRoom),
+    /// Server -> creator: the room is open (the header has its session id); upload the state.
     Opened {
+        /// Its name.
         room: String,
     },
+    /// Server -> joiner: no such room.
     NoRoom {
+        /// The room asked for.
         room: String,
+        /// Some that are open.
         rooms: Vec<String>,
     },
+    /// Anyone -> server: the open rooms, please.
     List {
+        /// Index of the first one wanted.
         first: u16,
     },
+    /// Server -> asker: some open rooms.
     Rooms {
+        /// Rooms open.
         total: u16,
+        /// Index of the first listed.
         first: u16,
+        /// The rooms.
         rooms: Vec<RoomInfo>,
     },
+    /// A relayed step of a password check.
     Relay {
+        /// The check's number.
         ticket: u32,
+        /// The step.
         step: RelayStep,
     },
 }
 
+/// The host admits a joiner (see the layout above).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Welcome {
+    /// The joiner's slot (`SPECTATOR` for one).
     pub slot: u8,
+    /// The core's frames per second.
     pub fps: f64,
+    /// The session frame the start state is at.
     pub frame: u32,
+    /// The start payload's length, uncompressed.
     pub raw_len: u32,
+    /// Its length compressed, as sent.
     pub packed_len: u32,
+    /// xxh3 of the uncompressed payload.
     pub payload_hash: u64,
+    /// Bytes per `StateChunk`.
     pub chunk_size: u16,
     /// Player slots of the session and the lockstep keyframe interval: the joiner's lockstep
     /// client must use the host's.
     pub slots: u8,
+    /// See `slots`.
     pub keyframe_interval: u8,
     /// When the lockstep server publishes frames: the joiner's client plays accordingly.
     pub mode: Mode,
     /// The host's X25519 public key for this joiner's datagram keys (`wire::keys`).
     pub key: [u8; PUBLIC_KEY_LEN],
+    /// Players in, by slot and name.
     pub players: Vec<(u8, String)>,
 }
 
+/// Which start-state chunks arrived.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StateAck {
+    /// Every chunk below this arrived.
     pub cum: u32,
+    /// Sequence number of the latest arrival.
     pub latest_seq: u32,
+    /// The whole state arrived and checks out.
     pub verified: bool,
+    /// Bit i: chunk `cum + i` arrived.
     pub bitmap: Vec<u8>,
 }
 
+/// A session-layer datagram's body, by kind.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Msg<'a> {
+    /// Joiner -> host.
     Hello(Hello),
+    /// Host -> joiner: its SPAKE2 message.
     Challenge([u8; PAKE_MSG_LEN]),
+    /// Host -> joiner.
     Welcome(Welcome),
+    /// Host -> joiner: why not.
     Refuse(String),
+    /// Host -> joiner: a piece of the start state.
     StateChunk {
+        /// Its index.
         index: u32,
+        /// The sender's sequence number (for RTT and loss).
         seq: u32,
+        /// Its bytes.
         data: &'a [u8],
     },
+    /// Joiner -> host.
     StateAck(StateAck),
+    /// Either way: leaving, and why.
     Bye(String),
     /// The host's lobby to a ready joiner: players in (the host's included) and wanted.
     Lobby {
+        /// Players in, the host's included.
         ready: u8,
+        /// Players wanted.
         want: u8,
     },
     /// A joiner with the start state that does not run yet (loads its content, opens its
     /// window) to the host: it is still coming. Sent until its first CTRL.
     Loading,
+    /// A dedicated server's rooms.
     Room(RoomMsg),
 }
 
 impl Msg<'_> {
+    /// The header kind this body goes with.
     pub fn kind(&self) -> Kind {
         match self {
             Msg::Hello(_) => Kind::Hello,

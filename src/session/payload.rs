@@ -34,6 +34,7 @@ pub struct Packed {
 }
 
 impl StartPayload {
+    /// Serializes, compresses (lz4) and hashes (xxh3) it; fails past `MAX_PAYLOAD`.
     pub fn pack(&self) -> Result<Packed, SessionError> {
         let mut raw = Vec::with_capacity(self.state.len() + self.sram.len() + 64);
         let n = u16::try_from(self.options.len()).map_err(|_| SessionError::PayloadTooBig)?;

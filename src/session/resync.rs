@@ -37,7 +37,10 @@ pub enum ResyncPart {
     /// An acknowledgement (to a `ResyncSend`).
     Ack,
     /// A request for this player's state as transfer `id`.
-    Request { id: u32 },
+    Request {
+        /// The transfer id to send it as.
+        id: u32,
+    },
 }
 
 /// Tells the parts of a resync apart; `None` for a malformed body.
@@ -137,6 +140,7 @@ impl ResyncSend {
         })
     }
 
+    /// The frame whose start the state is at.
     pub fn frame(&self) -> u32 {
         self.ident.frame
     }

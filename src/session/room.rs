@@ -36,14 +36,19 @@ const FINAL_ACK_COPIES: u8 = 3;
 pub enum OpenEvent {
     /// The server opened the room: the upload of the start state begins.
     Opened {
+        /// The room's name.
         room: String,
+        /// Its session id.
         session: u32,
     },
     /// The server has the whole start state: join the room now.
     Uploaded {
+        /// The room's name.
         room: String,
+        /// Its session id.
         session: u32,
     },
+    /// The server refused the room, or went silent.
     Failed(SessionError),
 }
 
@@ -102,6 +107,7 @@ impl RoomOpener {
         })
     }
 
+    /// The server it opens the room on.
     pub fn server(&self) -> SocketAddr {
         self.server
     }
@@ -117,6 +123,7 @@ impl RoomOpener {
         }
     }
 
+    /// A datagram from `from`; false if it was not the server's answer.
     pub fn handle_datagram(&mut self, now: Instant, from: SocketAddr, datagram: &[u8]) -> bool {
         if from != self.server {
             return false;
@@ -168,6 +175,7 @@ impl RoomOpener {
         }
     }
 
+    /// Resends and timeouts due by `now`.
     pub fn handle_timeout(&mut self, now: Instant) {
         if matches!(self.phase, Phase::Done) {
             return;
@@ -198,6 +206,7 @@ impl RoomOpener {
         }
     }
 
+    /// The next datagram to send.
     pub fn poll_transmit(&mut self, now: Instant) -> Option<Transmit> {
         let bytes = match self.queue.pop_front() {
             Some(b) => b,
@@ -220,10 +229,12 @@ impl RoomOpener {
         })
     }
 
+    /// The next event, if any.
     pub fn poll_event(&mut self) -> Option<OpenEvent> {
         self.events.pop_front()
     }
 
+    /// When `handle_timeout` or `poll_transmit` has work next.
     pub fn poll_timeout(&self) -> Option<Instant> {
         if !self.queue.is_empty() {
             return Some(self.started);
@@ -241,8 +252,11 @@ impl RoomOpener {
 /// The server's side of one creator's upload.
 #[derive(Debug)]
 pub struct Upload {
+    /// What the creator asked for.
     pub open: OpenRoom,
+    /// The room's session id.
     pub session: u32,
+    /// The room's name.
     pub room: String,
     creator: SocketAddr,
     rx: Receiver,
@@ -281,6 +295,7 @@ impl Upload {
         })
     }
 
+    /// Who opens the room.
     pub fn creator(&self) -> SocketAddr {
         self.creator
     }
@@ -327,10 +342,12 @@ impl Upload {
         now >= self.last_heard + HANDSHAKE_TIMEOUT
     }
 
+    /// The whole start state is in and verified.
     pub fn is_done(&self) -> bool {
         self.done.is_some()
     }
 
+    /// The next ack to send.
     pub fn poll_transmit(&mut self, now: Instant) -> Option<Transmit> {
         let ack = if self.done.is_some() {
             if self.copies == 0 {
@@ -352,6 +369,7 @@ impl Upload {
         })
     }
 
+    /// When `poll_transmit` has an ack due.
     pub fn poll_timeout(&self) -> Option<Instant> {
         let ack = if self.done.is_some() {
             (self.copies > 0).then_some(self.last_heard)

@@ -37,11 +37,24 @@ pub enum SeatEvent {
     /// The host (or server) left, or the session failed.
     Failed(SessionError),
     /// The lobby waits for more players: `ready` of `want` are in.
-    Waiting { ready: u8, want: u8 },
+    Waiting {
+        /// Players with the start state, the host's included.
+        ready: u8,
+        /// Players the session takes.
+        want: u8,
+    },
     /// This player, a room's creator, checked a joiner's password.
-    PasswordChecked { admitted: bool },
+    PasswordChecked {
+        /// The password was right.
+        admitted: bool,
+    },
     /// A desync recovery's state as of the start of `frame`: load it.
-    State { frame: u32, state: Vec<u8> },
+    State {
+        /// The frame the state is at the start of.
+        frame: u32,
+        /// The state.
+        state: Vec<u8>,
+    },
     /// A dedicated server asks for this machine's state: hand it to
     /// [`Seat::handle_state`] at the next frame boundary.
     StateWanted,
@@ -72,10 +85,12 @@ impl Seat {
         }
     }
 
+    /// The host (or server) it plays with.
     pub fn host(&self) -> SocketAddr {
         self.host
     }
 
+    /// The session id.
     pub fn session_id(&self) -> u32 {
         self.session.session_id()
     }
@@ -96,6 +111,7 @@ impl Seat {
         self.session.leave(reason);
     }
 
+    /// A datagram from `from`: its tag is checked, then it is taken or handed back.
     pub fn handle_datagram<'a>(
         &mut self,
         now: Instant,
@@ -161,6 +177,7 @@ impl Seat {
         }
     }
 
+    /// Resends and timeouts due by `now`.
     pub fn handle_timeout(&mut self, now: Instant) {
         self.session.handle_timeout(now);
         self.take_session_events();
@@ -180,6 +197,7 @@ impl Seat {
         self.session.stats()
     }
 
+    /// The next session-layer datagram to send, tagged.
     pub fn poll_transmit(&mut self, now: Instant) -> Option<Transmit> {
         if let Some(t) = self.session.poll_transmit(now) {
             return Some(t);
@@ -197,10 +215,12 @@ impl Seat {
         bytes.map(|bytes| self.seal(bytes))
     }
 
+    /// The next event, if any.
     pub fn poll_event(&mut self) -> Option<SeatEvent> {
         self.events.pop_front()
     }
 
+    /// When `handle_timeout` or `poll_transmit` has work next.
     pub fn poll_timeout(&self) -> Option<Instant> {
         [
             self.session.poll_timeout(),

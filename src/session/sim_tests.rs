@@ -573,7 +573,7 @@ fn a_running_game_welcomes_a_late_joiner_with_a_state_of_the_running_machine() {
 fn the_host_measures_each_joiners_round_trip_despite_resent_welcomes() {
     // At 250 ms the joiner resends its Hello (every 250 ms) before the Welcome arrives, so
     // the host sends the Welcome twice: the first StateAck must not count as a round trip
-    // from the second copy (it used to read about 0 ms). 1 KiB (one chunk) like the
+    // from the second copy (that would read about 0 ms). 1 KiB (one chunk) like the
     // built-in game, and 100 KiB.
     for (len, netsim) in [
         (1024, "delay=125ms"),

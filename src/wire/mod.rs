@@ -88,10 +88,10 @@ pub enum Kind {
     /// either way: desync recovery, the host's state for one joiner and its acks.
     Resync = 0x08,
     /// host -> ready joiner, while the lobby waits for the others: players in and wanted
-    /// (the joiner knows the host is there; since protocol version 5).
+    /// (the joiner knows the host is there).
     Lobby = 0x09,
     /// client -> host, from the start state until its first CTRL: still loading (content,
-    /// window), not gone (since protocol version 6).
+    /// window), not gone.
     Loading = 0x0A,
     /// A dedicated server's rooms: opening one, its directory, and the password exchange
     /// it relays between a joiner and the room's creator (see `session::msg::RoomMsg`).

@@ -6,6 +6,18 @@
 //!     excluded), best of 3, and their ratio (goal: replay >= 90% of play).
 //! (b) Log size of a minute (3600 frames) of 2-player play with bots on both ports, a
 //!     checksum every 60 frames (goal: <= 20 KB per minute, the start state extra).
+//!
+//! # Results
+//!
+//! `cargo bench --bench replay` (best of 3):
+//!
+//! | run | play --fast --headless | replay --fast --headless --verify | ratio | log size |
+//! |---|---|---|---|---|
+//! | built-in game, 20000 frames | 25935 fps | 25977 fps | 100.2% | 25.6 KB |
+//! | Genesis Plus GX, 6000 frames | 3258 fps | 3185 fps | 97.8% | 13.1 KB |
+//!
+//! One minute (3600 frames) of 2-player play with bots: 5.6 KB of records plus a 0.3 KB header
+//! (the goal is at most 20 KB; the start state is extra).
 
 use std::path::Path;
 use std::process::Command;

@@ -9,6 +9,40 @@
 //! host sent it per second, UDP/IP headers included (its bytes received after the start
 //! state over its session time), the start state apart, and its delay behind the players
 //! as its status bar shows it. `FRAMELOCK_BENCH_SECS` sets the play time (default 60 s).
+//!
+//! # Results
+//!
+//! `cargo bench --bench spectators`: two players with bots on the built-in game, 100 ms RTT
+//! between them (`--netsim delay=50ms,jitter=10ms,loss=2%` on each), 60 s, played alone and
+//! then with 16 spectators attached 5 s in (`--netsim delay=10ms` on each).
+//!
+//! | player | alone: latency median / p95, stalled | with 16 spectators |
+//! |---|---|---|
+//! | 1 (host) | 150 / 167 ms, 0.00% | 150 / 150 ms, 0.00% |
+//! | 2 | 150 / 167 ms, 0.06% | 150 / 150 ms, 0.00% |
+//!
+//! Upload per spectator from the host, UDP/IP headers included: 1.30 KB/s (median and max of
+//! 16; goal 2.5 KB/s), plus 0.9 KiB once for the handshake and the built-in game's state
+//! (Genesis Plus GX with Airstriker: 12 KiB compressed). Delay behind the players as the
+//! status bar shows it: 47 ms median. Checksums equal across players and spectators. Two runs
+//! of the same session differ by a few hundredths of a percent of stalls and a frame of p95
+//! either way; spectators or not.
+//!
+//! The simulated run measures the delay directly (the time from the host's machine running a
+//! frame to the spectator running it), with four seeds, 2% loss, ±20 ms jitter, spectators
+//! from 10 s to 60 s, one of them 300 ms away and one whose link dies at 20 s:
+//! `cargo test --release --lib bench_spectators -- --ignored --nocapture`.
+//!
+//! | spectators | players' worst stall | median latency | p95 |
+//! |---|---|---|---|
+//! | 0 | 0.151% | 150 ms | 150 ms |
+//! | 16 | 0.121% | 150 ms | 150 ms |
+//!
+//! Upload per spectator 1.33 KB/s (max 1.36); delay behind the host 0 ms at 60 ms RTT (a
+//! spectator shows a frame once its inputs are known, the host's player when its clock says
+//! so) and 83 ms at 300 ms RTT (goal: one round trip plus 100 ms). The players' numbers do
+//! not depend on the spectators: `spectators_change_nothing_for_the_players` runs the same
+//! seed with and without them and compares.
 
 use std::path::Path;
 use std::process::Child;
