@@ -1,13 +1,14 @@
 //! The live audio path: cpal's real output callback, through ALSA's pulse plugin into a
 //! PulseAudio null sink (a device on a real clock that plays nowhere), for a minute of the
-//! built-in game in a window under Xvfb. After the first second, dynamic rate control keeps
-//! the buffer off both ends, and no output callback finds it short. (ALSA's own `null`
-//! device is no use here: it takes samples as fast as they come, on no clock.)
+//! built-in game in a window under Xvfb. After the first second of sound, dynamic rate
+//! control keeps the buffer off both ends, and no output callback finds it short. (ALSA's
+//! own `null` device is no use here: it takes samples as fast as they come, on no clock.)
 //!
-//! Needs `pulseaudio` and `libasound2-plugins`. Ignored until it passes: today the buffer
-//! reaches full and about 2.8% of the samples are dropped over the minute (fill 0.43..1.00,
-//! 161,442 samples, no underruns), more than the ±0.5% rate control can steer. Whether the
-//! sink's clock (through the ALSA pulse plugin) or framelock's rate is off is not known yet.
+//! This device asks for nothing for half a second or more after its first callbacks: the
+//! game's sound of that time is dropped (the ring is full), the callback skips the backlog
+//! when the device starts, and the first second counts from there.
+//!
+//! Needs `pulseaudio` and `libasound2-plugins` (`.ci/setup` installs them).
 
 mod play_common;
 
@@ -74,7 +75,6 @@ fn start_pulse(home: &Path) -> Pulse {
 }
 
 #[test]
-#[ignore = "the buffer reaches full under a PulseAudio null sink: see the module doc"]
 fn a_minute_of_sound_keeps_the_buffer_within_bounds() {
     let home = tempfile::tempdir().unwrap();
     let h = home.path();
@@ -108,8 +108,11 @@ fn a_minute_of_sound_keeps_the_buffer_within_bounds() {
         a["fill_min"].as_f64().unwrap(),
         a["fill_max"].as_f64().unwrap(),
     );
+    eprintln!("audio: {a}");
+    // Rate control aims at half full; a frame's samples (800 of a 6,144-frame ring) and
+    // the callbacks' timing move it by about a tenth either way.
     assert!(
-        lo > 0.05 && hi < 0.95,
+        lo > 0.15 && hi < 0.85,
         "buffer fill {lo:.2}..{hi:.2}: {ctx}"
     );
 }

@@ -8,7 +8,6 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use cpal::traits::{DeviceTrait, HostTrait, StreamTrait};
 use cpal::{FromSample, SampleFormat, SizedSample};
@@ -124,9 +123,11 @@ impl RateConverter {
     }
 }
 
-/// The start-up the numbers below leave out: the prefilled buffer and the first frames
-/// settling the rate control.
-const SETTLE: Duration = Duration::from_secs(1);
+/// The start-up the numbers below leave out: the first second the device played (the
+/// prefilled buffer and the rate control settling). Counted in what the device asked for,
+/// not from the opening: PulseAudio through ALSA asks for nothing for 0.5-0.7 s after its
+/// first callbacks.
+const SETTLE_SECS: f64 = 1.0;
 
 /// What the device's output callback saw, shared with it.
 #[derive(Debug, Default)]
@@ -134,6 +135,10 @@ struct Counters {
     callbacks: AtomicU64,
     underruns: AtomicU64,
     underruns_settled: AtomicU64,
+    /// Samples the callback skipped to bring an overfull buffer back to its target.
+    skipped: AtomicU64,
+    /// Frames the device asked for.
+    consumed: AtomicU64,
 }
 
 /// What the live output did (see [`AudioOut::stats`]).
@@ -150,8 +155,12 @@ pub struct AudioStats {
     /// first second: lowest and highest.
     pub fill_min: Option<f64>,
     pub fill_max: Option<f64>,
-    /// Samples dropped on a full buffer (fast-forward).
+    /// Samples never played: dropped on a full buffer (fast-forward, or while a device
+    /// that starts late asks for nothing), or skipped by the callback to bring the latency
+    /// back after the device stalled.
     pub dropped: u64,
+    /// The part of `dropped` the callback skipped.
+    pub skipped: u64,
 }
 
 /// A running cpal stream fed through the ring.
@@ -160,7 +169,8 @@ struct Live {
     producer: HeapProd<f32>,
     converter: RateConverter,
     counters: Arc<Counters>,
-    opened: Instant,
+    /// Frames the device plays in `SETTLE_SECS`.
+    settle_frames: u64,
 }
 
 /// Where the frontend sends the core's audio. Silent when disabled or without a device.
@@ -196,7 +206,8 @@ impl AudioOut {
             underruns_after_1s: c.underruns_settled.load(Ordering::Relaxed),
             fill_min: self.fill_range.map(|r| r.0),
             fill_max: self.fill_range.map(|r| r.1),
-            dropped: self.dropped,
+            dropped: self.dropped + c.skipped.load(Ordering::Relaxed),
+            skipped: c.skipped.load(Ordering::Relaxed),
         }
     }
 
@@ -240,7 +251,7 @@ impl AudioOut {
             return;
         };
         let fill = live.producer.occupied_len() as f64 / live.producer.capacity().get() as f64;
-        if live.opened.elapsed() >= SETTLE {
+        if live.counters.consumed.load(Ordering::Relaxed) >= live.settle_frames {
             let (lo, hi) = self.fill_range.get_or_insert((fill, fill));
             *lo = lo.min(fill);
             *hi = hi.max(fill);
@@ -291,8 +302,8 @@ fn open_live(settings: &AudioSettings, in_rate: f64) -> Result<Live, AudioError>
     let prefill = vec![0.0f32; frames * 2];
     producer.push_slice(&prefill);
     let counters = Arc::new(Counters::default());
-    let opened = Instant::now();
-    let c = (Arc::clone(&counters), opened);
+    let settle_frames = (f64::from(out_rate) * SETTLE_SECS) as u64;
+    let c = (Arc::clone(&counters), settle_frames, prefill.len());
     let stream = match supported.sample_format() {
         SampleFormat::F32 => build::<f32>(&device, config, consumer, c),
         SampleFormat::I16 => build::<i16>(&device, config, consumer, c),
@@ -312,7 +323,7 @@ fn open_live(settings: &AudioSettings, in_rate: f64) -> Result<Live, AudioError>
         producer,
         converter: RateConverter::new(in_rate, f64::from(out_rate))?,
         counters,
-        opened,
+        settle_frames,
     })
 }
 
@@ -320,7 +331,7 @@ fn build<T>(
     device: &cpal::Device,
     config: cpal::StreamConfig,
     mut consumer: HeapCons<f32>,
-    (counters, opened): (Arc<Counters>, Instant),
+    (counters, settle_frames, target): (Arc<Counters>, u64, usize),
 ) -> Result<cpal::Stream, AudioError>
 where
     T: SizedSample + FromSample<f32>,
@@ -331,13 +342,24 @@ where
     let stream = device.build_output_stream(
         config,
         move |data: &mut [T], _: &cpal::OutputCallbackInfo| {
+            // A device that asked for nothing for a while (at its start, or a stall) finds
+            // the ring full: the rate control, at 0.5%, would take a minute to bring the
+            // latency back, so the backlog beyond the target is skipped at once.
+            let occupied = consumer.occupied_len();
+            if occupied > target + target / 2 {
+                let n = consumer.skip((occupied - target) & !1);
+                counters.skipped.fetch_add(n as u64, Ordering::Relaxed);
+            }
             let frames = data.len() / channels;
+            let before = counters
+                .consumed
+                .fetch_add(frames as u64, Ordering::Relaxed);
             stereo.resize(frames * 2, 0.0);
             let got = consumer.pop_slice(&mut stereo);
             counters.callbacks.fetch_add(1, Ordering::Relaxed);
             if got < stereo.len() {
                 counters.underruns.fetch_add(1, Ordering::Relaxed);
-                if opened.elapsed() >= SETTLE {
+                if before >= settle_frames {
                     counters.underruns_settled.fetch_add(1, Ordering::Relaxed);
                 }
             }
