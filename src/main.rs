@@ -21,6 +21,19 @@ fn main() -> ExitCode {
     }
 }
 
+/// Leaving a lobby with Esc is what the player asked for, not an error.
+fn left_ok<T>(
+    result: Result<T, framelock::netplay::NetplayError>,
+) -> Result<(), framelock::netplay::NetplayError> {
+    match result {
+        Err(framelock::netplay::NetplayError::Left) => {
+            tracing::info!("left before the game started");
+            Ok(())
+        }
+        other => other.map(drop),
+    }
+}
+
 fn run(cli: Cli) -> anyhow::Result<()> {
     let (config, _path) = Config::load(cli.config.as_deref())?;
     match cli.command {
@@ -28,15 +41,11 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             let options = args.to_options(&config)?;
             framelock::app::play(&options)?;
         }
-        Command::Host(args) => {
-            framelock::netplay::host(&args.to_options(&config)?)?;
-        }
-        Command::Join(args) => {
-            framelock::netplay::join(&args.to_options(&config)?)?;
-        }
-        Command::Spectate(args) => {
-            framelock::netplay::join(&args.to_spectate_options(&config)?)?;
-        }
+        Command::Host(args) => left_ok(framelock::netplay::host(&args.to_options(&config)?))?,
+        Command::Join(args) => left_ok(framelock::netplay::join(&args.to_options(&config)?))?,
+        Command::Spectate(args) => left_ok(framelock::netplay::join(
+            &args.to_spectate_options(&config)?,
+        ))?,
         Command::Serve(args) => framelock::netplay::serve(&args.to_options())?,
         Command::Rooms(args) => {
             let rooms = framelock::netplay::list_rooms(&args.server)?;

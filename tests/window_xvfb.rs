@@ -293,8 +293,13 @@ fn a_netplay_window_shows_its_status_bar_below_the_game() {
         "{}",
         log("join").unwrap_or_default()
     );
-    // A 640x520 window: the game's 640x480 plus the bar's 2 x 20 rows.
-    assert!(host_log.contains("window 640x520"), "{host_log}");
+    // The window opens on the lobby, 640x480, and becomes 640x520 with the game: its
+    // 640x480 plus the bar's 2 x 20 rows.
+    assert!(host_log.contains("window 640x480, drawing"), "{host_log}");
+    assert!(
+        host_log.contains("window 640x520 for the image"),
+        "{host_log}"
+    );
     // "K 2 LEAD 2 STALLS 0 ..." in white, doubled: hundreds of pixels.
     assert!(
         text > 300,
@@ -302,4 +307,181 @@ fn a_netplay_window_shows_its_status_bar_below_the_game() {
         shots.display()
     );
     assert_eq!(outside, 0, "lit pixels outside the 640x520 window");
+}
+
+/// Where `text` shows on `screen` in the 5x7 font at `scale` (white on black, lower case
+/// drawn as upper case): the top-left corner of the first match.
+fn find_text(screen: &Screen, text: &str, scale: u32) -> Option<(u32, u32)> {
+    use lightcycles::font::{glyph, ADVANCE, GLYPH_H, GLYPH_W};
+    let height = screen.rgb.len() as u32 / screen.width;
+    let cols = text.chars().count() as u32;
+    let (w, h) = (cols * ADVANCE as u32 * scale, GLYPH_H as u32 * scale);
+    // Font pixels on (white) and off (dark), sampled at the middle of each scaled pixel.
+    let mut pattern = Vec::new();
+    for (i, c) in text.chars().enumerate() {
+        for (gy, bits) in glyph(c.to_ascii_uppercase()).iter().enumerate() {
+            for gx in 0..ADVANCE {
+                let on = gx < GLYPH_W && bits & (1 << (GLYPH_W - 1 - gx)) != 0;
+                let (x, y) = ((i * ADVANCE + gx) as u32, gy as u32);
+                pattern.push((x * scale + scale / 2, y * scale + scale / 2, on));
+            }
+        }
+    }
+    let px = |x: u32, y: u32| screen.rgb[(y * screen.width + x) as usize];
+    (0..height.saturating_sub(h)).find_map(|y0| {
+        (0..screen.width.saturating_sub(w))
+            .find(|&x0| {
+                pattern.iter().all(|&(x, y, on)| {
+                    let p = px(x0 + x, y0 + y);
+                    if on {
+                        p.iter().all(|&c| c >= 250)
+                    } else {
+                        p.iter().all(|&c| c < 24)
+                    }
+                })
+            })
+            .map(|x0| (x0, y0))
+    })
+}
+
+#[test]
+fn the_lobby_shows_in_the_window_and_esc_leaves() {
+    // A 3-seat host in a window (scale 2): before anyone joins, the lobby shows the seats
+    // and the exact join command the host logs; when a headless joiner is in, it shows two
+    // players in and the joiner's name. Esc leaves: the host exits cleanly and the joiner
+    // hears that the host left.
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let x = start_xvfb();
+    let dir = tempfile::tempdir().unwrap();
+    let shots = Path::new(env!("CARGO_TARGET_TMPDIR")).join("window_xvfb/lobby");
+    let _ = std::fs::remove_dir_all(&shots);
+    std::fs::create_dir_all(&shots).unwrap();
+    let port = free_port().to_string();
+    let log_path = |label: &str| dir.path().join(format!("{label}.log"));
+    let log = |label: &str| std::fs::read_to_string(log_path(label)).unwrap_or_default();
+    let spawn = |label: &str, args: &[&str]| {
+        framelock(&dir.path().join(label))
+            .env("DISPLAY", &x.display)
+            .env_remove("WAYLAND_DISPLAY")
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(log_path(label)).unwrap())
+            .spawn()
+            .unwrap()
+    };
+    let mut host = spawn(
+        "host",
+        &["host", "--port", &port, "--players", "3", "--scale", "2"],
+    );
+    let mut joiner: Option<Child> = None;
+    // Grabs until `want` shows (or 30 s pass); the last grab and where each text was.
+    let mut n = 0;
+    let mut look_for = |want: &[&str]| -> Vec<Option<(u32, u32)>> {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            std::thread::sleep(Duration::from_millis(250));
+            let png = shots.join(format!("lobby-{n:02}.png"));
+            n += 1;
+            let found: Vec<_> = match grab_screen(&x.display, &png) {
+                Some(screen) => want.iter().map(|t| find_text(&screen, t, 2)).collect(),
+                None => vec![None; want.len()],
+            };
+            if found.iter().all(Option::is_some) || Instant::now() > deadline {
+                return found;
+            }
+        }
+    };
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        // The command the host logs is the one on screen.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let command = loop {
+            let text = log("host");
+            if let Some(cmd) = text
+                .split("players join with `")
+                .nth(1)
+                .and_then(|rest| rest.split('`').next())
+            {
+                break cmd.to_string();
+            }
+            assert!(Instant::now() < deadline, "no join command logged:\n{text}");
+            std::thread::sleep(Duration::from_millis(100));
+        };
+        assert!(command.starts_with("framelock join "), "{command}");
+        assert!(command.ends_with(&format!(":{port}")), "{command}");
+        let seats = "Players: 1 of 3 in, 2 seats free";
+        let found = look_for(&[&command, seats, "Esc leaves"]);
+        assert!(
+            found.iter().all(Option::is_some),
+            "lobby text not on screen: {found:?} for {command:?}, {seats:?} ({})",
+            shots.display()
+        );
+        // Drawn at scale 2 inside the 640x480 window at the top-left corner.
+        for (x, y) in found.into_iter().flatten() {
+            assert!(x < 640 && y < 480, "text at ({x},{y}), outside the window");
+        }
+
+        joiner = Some(spawn(
+            "join",
+            &[
+                "join",
+                &format!("127.0.0.1:{port}"),
+                "--headless",
+                "--name",
+                "bob",
+            ],
+        ));
+        let found = look_for(&["Players: 2 of 3 in, 1 seat free", "P2 bob"]);
+        assert!(
+            found.iter().all(Option::is_some),
+            "the joiner does not show in the lobby: {found:?} ({})\n{}",
+            shots.display(),
+            log("join")
+        );
+
+        let esc = Command::new("xdotool")
+            .env("DISPLAY", &x.display)
+            .args(["search", "--name", "framelock", "windowfocus", "--sync"])
+            .args(["key", "Escape"])
+            .status()
+            .unwrap();
+        assert!(esc.success(), "xdotool could not press Esc");
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while host.try_wait().unwrap().is_none() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let status = host.try_wait().unwrap();
+        assert!(
+            status.is_some_and(|s| s.success()),
+            "host after Esc: {status:?}\n{}",
+            log("host")
+        );
+        assert!(
+            log("host").contains("left before the game started"),
+            "{}",
+            log("host")
+        );
+        let j = joiner.as_mut().unwrap();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while j.try_wait().unwrap().is_none() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let status = j.try_wait().unwrap();
+        assert!(
+            status.is_some_and(|s| !s.success()),
+            "joiner after the host left: {status:?}\n{}",
+            log("join")
+        );
+        assert!(
+            log("join").contains("the host left before the game started"),
+            "{}",
+            log("join")
+        );
+    }));
+    for child in [Some(&mut host), joiner.as_mut()].into_iter().flatten() {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    if let Err(panic) = result {
+        std::panic::resume_unwind(panic);
+    }
 }

@@ -136,18 +136,84 @@ pub fn play(opts: &PlayOptions) -> Result<PlaySummary, PlayError> {
     if let Some(r) = &recording {
         runner.observe(r.observer());
     }
-    run_session(opts, &mut core, &mut runner, Map::new(), recording)
+    run_session(
+        opts,
+        &mut core,
+        &mut runner,
+        Map::new(),
+        recording,
+        EarlyWindow::none(),
+    )
+}
+
+/// A window opened before its game, showing text (netplay's lobby, what is loading) until
+/// `run_session` plays the game in it. Headless there is none and `show` does nothing.
+pub struct EarlyWindow(Option<WindowFrontend>);
+
+impl EarlyWindow {
+    /// No window: headless, or a frontend that opens its window with the game.
+    pub fn none() -> EarlyWindow {
+        EarlyWindow(None)
+    }
+
+    /// Opens the window now unless `opts.headless`.
+    pub fn open(opts: &PlayOptions) -> Result<EarlyWindow, PlayError> {
+        if opts.headless {
+            return Ok(EarlyWindow(None));
+        }
+        let name = opts
+            .content
+            .as_ref()
+            .and_then(|p| p.file_stem())
+            .map_or_else(
+                || String::from("netplay"),
+                |s| s.to_string_lossy().into_owned(),
+            );
+        let settings = window_settings(opts, name, None);
+        Ok(EarlyWindow(Some(WindowFrontend::open_for_text(
+            settings,
+            &opts.keymaps,
+        )?)))
+    }
+
+    /// A window is open.
+    pub fn is_open(&self) -> bool {
+        self.0.is_some()
+    }
+
+    /// Shows `rows` and handles the window's events for at most `timeout` (headless:
+    /// returns at once). True when the player asked to leave (Esc, closing the window).
+    pub fn show(&mut self, rows: &[String], timeout: Duration) -> Result<bool, PlayError> {
+        match &mut self.0 {
+            Some(window) => Ok(window.show_text(rows, timeout)?),
+            None => Ok(false),
+        }
+    }
+}
+
+fn window_settings(opts: &PlayOptions, name: String, status: Option<String>) -> WindowSettings {
+    WindowSettings {
+        title: format!("framelock - {name}"),
+        scale: opts.scale,
+        fullscreen: opts.fullscreen,
+        vsync: opts.vsync,
+        screenshots_dir: opts.screenshots_dir.clone(),
+        shot_name: name,
+        status,
+    }
 }
 
 /// Runs `runner` on a loaded `core` in a window or headless until it ends, saves SRAM,
 /// finishes `recording` (whose observer the caller registered) and writes `--stats-json`
 /// (with `extra` and the recording's outcome merged in). Shared by play, netplay and replay.
+/// The game plays in `early`'s window if one is open, else in a new one.
 pub fn run_session<F: Feed>(
     opts: &PlayOptions,
     core: &mut Core,
     runner: &mut Runner<Core, F>,
     mut extra: Map<String, Value>,
     recording: Option<Recording>,
+    early: EarlyWindow,
 ) -> Result<PlaySummary, PlayError> {
     let shot = opts
         .screenshot_at
@@ -157,17 +223,17 @@ pub fn run_session<F: Feed>(
     let end = if opts.headless {
         run_loop(runner, core, &mut Headless::new(shot, opts.busy_frame))
     } else {
-        let name = content_name(opts, core);
-        let settings = WindowSettings {
-            title: format!("framelock - {name}"),
-            scale: opts.scale,
-            fullscreen: opts.fullscreen,
-            vsync: opts.vsync,
-            screenshots_dir: opts.screenshots_dir.clone(),
-            shot_name: name,
-            status: runner.feed().status_line(),
+        let status = runner.feed().status_line();
+        let mut window = match early.0 {
+            Some(mut window) => {
+                window.start_game(core, &opts.audio, shot, status);
+                window
+            }
+            None => {
+                let settings = window_settings(opts, content_name(opts, core), status);
+                WindowFrontend::open(settings, core, &opts.keymaps, &opts.audio, shot)?
+            }
         };
-        let mut window = WindowFrontend::open(settings, core, &opts.keymaps, &opts.audio, shot)?;
         let end = run_loop(runner, core, &mut window);
         let a = window.audio_stats();
         extra.insert(

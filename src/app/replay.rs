@@ -200,7 +200,14 @@ pub fn replay(opts: &ReplayOptions) -> Result<ReplaySummary, ReplayRunError> {
         stats_json: None,
         ..play.clone()
     };
-    let result = run_session(&quiet, &mut core, &mut runner, Map::new(), None);
+    let result = run_session(
+        &quiet,
+        &mut core,
+        &mut runner,
+        Map::new(),
+        None,
+        super::play::EarlyWindow::none(),
+    );
     if let Some(bar) = &bar {
         bar.finish_and_clear();
     }

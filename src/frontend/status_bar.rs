@@ -86,17 +86,25 @@ pub fn draw(frame: &mut [u8], width: u32, top: u32, rows: &[String]) {
             px.copy_from_slice(&[RULE, RULE, RULE, 255]);
         }
     }
+    write(frame, width as u32, (1, top + 2), rows);
+}
+
+/// Writes `rows` white in the built-in game's 5x7 font, the first glyph's top-left corner
+/// at `(x0, y0)`, a text row every `ROW_H` pixels. Rows that do not fit are left out.
+pub fn write(frame: &mut [u8], width: u32, (x0, y0): (usize, usize), rows: &[String]) {
+    let width = width as usize;
+    let height = frame.len() / 4 / width.max(1);
     for (r, text) in rows.iter().enumerate() {
-        let y0 = top + 2 + r * ROW_H;
-        if y0 + GLYPH_H > height {
+        let y = y0 + r * ROW_H;
+        if y + GLYPH_H > height {
             break;
         }
         for (i, c) in text.chars().enumerate() {
             for (gy, bits) in glyph(c.to_ascii_uppercase()).iter().enumerate() {
                 for gx in 0..GLYPH_W {
-                    let x = 1 + i * ADVANCE + gx;
+                    let x = x0 + i * ADVANCE + gx;
                     if bits & (1 << (GLYPH_W - 1 - gx)) != 0 && x < width {
-                        frame[((y0 + gy) * width + x) * 4..][..4].fill(255);
+                        frame[((y + gy) * width + x) * 4..][..4].fill(255);
                     }
                 }
             }

@@ -21,6 +21,8 @@ use winit::keyboard::{KeyCode, PhysicalKey};
 use winit::platform::pump_events::{EventLoopExtPumpEvents, PumpStatus};
 use winit::window::{Fullscreen, Window, WindowId};
 
+use lightcycles::font::ADVANCE;
+
 use super::aspect::{self, AspectRenderer};
 use super::audio::{AudioOut, AudioSettings};
 use super::gamepads::Gamepads;
@@ -33,6 +35,12 @@ use crate::app::machine::{core_image, ShotAt};
 use crate::app::runner::{RunError, Tick};
 use crate::host::Core;
 use crate::input::{Inputs, KeyMap, Pad, MAX_PLAYERS};
+
+/// The text screen's pixels (`WindowFrontend::show_text`): 52 columns and 23 rows of the
+/// 5x7 font, shown at the window's integer scale like a game of that size.
+pub const TEXT_SIZE: (u32, u32) = (320, 240);
+/// Pixels between the text screen's edges and its text.
+const TEXT_MARGIN: usize = 8;
 
 #[derive(Debug, thiserror::Error)]
 pub enum WindowError {
@@ -95,6 +103,8 @@ struct App {
     error: Option<WindowError>,
     /// Netplay status rows for the bar (see `status_bar::layout`).
     status: Vec<String>,
+    /// Rows on the text screen, as last drawn (`WindowFrontend::show_text`).
+    text: Vec<String>,
 }
 
 impl App {
@@ -202,6 +212,38 @@ impl App {
         }
     }
 
+    /// Draws the text screen's rows into a `TEXT_SIZE` buffer.
+    fn draw_text(&mut self) {
+        let Some(pixels) = &mut self.pixels else {
+            return;
+        };
+        if self.buffer != TEXT_SIZE || self.par != 1.0 {
+            if let Err(e) = pixels.resize_buffer(TEXT_SIZE.0, TEXT_SIZE.1) {
+                tracing::warn!("cannot resize the frame buffer for text: {e}");
+                return;
+            }
+            (self.buffer, self.par) = (TEXT_SIZE, 1.0);
+        }
+        let frame = pixels.frame_mut();
+        for px in frame.chunks_exact_mut(4) {
+            px.copy_from_slice(&[0, 0, 0, 255]);
+        }
+        let (margin, width) = (TEXT_MARGIN, TEXT_SIZE.0);
+        // Rows wrap at spaces; a row's indent is kept, and its wrapped rows line up with it.
+        let cols = (width as usize - 2 * margin) / ADVANCE;
+        let mut rows = Vec::new();
+        for row in &self.text {
+            let indent = row.len() - row.trim_start().len();
+            let pad = " ".repeat(indent.min(cols / 2));
+            let room = ((cols - pad.len()) * ADVANCE) as u32 + 2;
+            match status_bar::layout(row.trim_start(), room) {
+                wrapped if wrapped.is_empty() => rows.push(String::new()),
+                wrapped => rows.extend(wrapped.into_iter().map(|r| format!("{pad}{r}"))),
+            }
+        }
+        status_bar::write(frame, width, (margin, margin), &rows);
+    }
+
     /// The core changed its geometry (often right after boot): if the window still has the
     /// size we gave it, give it the new geometry's size; a size the user chose stays.
     fn follow_geometry(&mut self, (old, old_par): ((u32, u32), f32)) {
@@ -213,6 +255,7 @@ impl App {
         let was = aspect::window_size(old, old_par, scale);
         if !self.fullscreen && current == PhysicalSize::new(was.0, was.1) {
             let (w, h) = aspect::window_size(self.buffer, self.par, scale);
+            tracing::info!("window {w}x{h} for the image");
             let _ = window.request_inner_size(PhysicalSize::new(w, h));
         }
     }
@@ -309,14 +352,78 @@ impl WindowFrontend {
         audio: &AudioSettings,
         shot_at: Option<ShotAt>,
     ) -> Result<WindowFrontend, WindowError> {
-        let event_loop = EventLoop::new().map_err(|e| WindowError::EventLoop(e.to_string()))?;
         let av = core.av_info();
         let (bw, bh) = rotated_size(av.base_width.max(1), av.base_height.max(1), core.rotation());
-        let bar_rows = settings.status.as_ref().map_or(0, |line| {
-            let rows = status_bar::layout(line, bw).len() as u32;
-            rows.max(status_bar::DEFAULT_ROWS)
-        });
+        let bar_rows = bar_rows_for(settings.status.as_deref(), bw);
         let par = pixel_aspect_of(core, (bw, bh));
+        let mut window = Self::open_sized(settings, keymaps, (bw, bh), par, bar_rows)?;
+        window.audio = AudioOut::open(audio, av.sample_rate);
+        window.audio_rate = av.sample_rate;
+        window.shot_at = shot_at;
+        Ok(window)
+    }
+
+    /// Opens the window on a text screen (`show_text`) before any core runs, sized as a
+    /// `TEXT_SIZE` game would be; `start_game` turns it into the game's window.
+    pub fn open_for_text(
+        settings: WindowSettings,
+        keymaps: &[KeyMap],
+    ) -> Result<WindowFrontend, WindowError> {
+        Self::open_sized(settings, keymaps, TEXT_SIZE, 1.0, 0)
+    }
+
+    /// The game starts in a window opened by `open_for_text`: sound starts, and the first
+    /// frame resizes the buffer (and the window, unless the player resized it) to the game.
+    pub fn start_game(
+        &mut self,
+        core: &Core,
+        audio: &AudioSettings,
+        shot_at: Option<ShotAt>,
+        status: Option<String>,
+    ) {
+        let av = core.av_info();
+        let (bw, _) = rotated_size(av.base_width.max(1), av.base_height.max(1), core.rotation());
+        self.app.bar_rows = bar_rows_for(status.as_deref(), bw);
+        self.app.settings.status = status;
+        self.audio = AudioOut::open(audio, av.sample_rate);
+        self.audio_rate = av.sample_rate;
+        self.shot_at = shot_at;
+        self.app.text.clear();
+    }
+
+    /// Shows `rows` of text on a black screen (each wrapped at spaces to the screen's
+    /// width), handling the window's events for at most `timeout`. Returns true when the
+    /// player asked to leave: Esc, or closing the window.
+    pub fn show_text(&mut self, rows: &[String], timeout: Duration) -> Result<bool, WindowError> {
+        let status = self
+            .event_loop
+            .pump_app_events(Some(timeout), &mut self.app);
+        if let Some(e) = self.app.error.take() {
+            return Err(e);
+        }
+        self.gamepads.poll();
+        let requests = std::mem::take(&mut self.app.requests);
+        // Screenshots save the core's frame; there is none yet.
+        self.app.screenshot = false;
+        let redraw = std::mem::take(&mut self.app.redraw);
+        if redraw || rows != self.app.text.as_slice() {
+            self.app.text = rows.to_vec();
+            self.app.draw_text();
+            self.app.render();
+        }
+        Ok(requests.quit || matches!(status, PumpStatus::Exit(_)))
+    }
+
+    /// The window, its event loop and gamepads, on a `buffer`-sized image of pixels `par`
+    /// as wide as tall with a status bar of `bar_rows` below; silent until given audio.
+    fn open_sized(
+        settings: WindowSettings,
+        keymaps: &[KeyMap],
+        (bw, bh): (u32, u32),
+        par: f32,
+        bar_rows: u32,
+    ) -> Result<WindowFrontend, WindowError> {
+        let event_loop = EventLoop::new().map_err(|e| WindowError::EventLoop(e.to_string()))?;
         let bh = bh + status_bar::height(bar_rows);
         let scale = settings.scale.clamp(1, 16);
         let (iw, ih) = aspect::window_size((bw, bh), par, scale);
@@ -338,6 +445,7 @@ impl WindowFrontend {
             redraw: false,
             error: None,
             status: Vec::new(),
+            text: Vec::new(),
         };
         let mut event_loop = event_loop;
         // The first pump delivers `resumed`, where the window is created.
@@ -357,10 +465,10 @@ impl WindowFrontend {
         Ok(WindowFrontend {
             event_loop,
             gamepads: Gamepads::new(keymaps.len()),
-            audio: AudioOut::open(audio, av.sample_rate),
-            audio_rate: av.sample_rate,
+            audio: AudioOut::silent(),
+            audio_rate: 0.0,
             audio_buf: Vec::new(),
-            shot_at,
+            shot_at: None,
             app,
         })
     }
@@ -448,6 +556,15 @@ impl Frontend<Core> for WindowFrontend {
             }
         }
     }
+}
+
+/// Rows of the status bar for a game `width` pixels wide: none without a status line,
+/// else as many as the line needs and at least `status_bar::DEFAULT_ROWS`.
+fn bar_rows_for(status: Option<&str>, width: u32) -> u32 {
+    status.map_or(0, |line| {
+        let rows = status_bar::layout(line, width).len() as u32;
+        rows.max(status_bar::DEFAULT_ROWS)
+    })
 }
 
 /// The core's display aspect ratio as a pixel shape for an image of `size` (after the

@@ -97,17 +97,18 @@ pub fn list(dirs: &[PathBuf]) -> Vec<FoundCore> {
     found
 }
 
+/// What `--core` calls the library at `path`: its file name without `_libretro.so`.
+pub fn core_name(path: &Path) -> Option<String> {
+    let file = path.file_name()?.to_str()?;
+    Some(file.strip_suffix(SUFFIX).unwrap_or(file).to_string())
+}
+
 /// A core library's name, version and extensions, without initialising it.
 pub fn probe(path: &Path) -> Result<FoundCore, HostError> {
     let api = instance::load_checked(&CoreSource::Path(path.to_path_buf()))?;
     let info = instance::system_info(&api);
-    let name = path
-        .file_name()
-        .and_then(|n| n.to_str())
-        .map(|n| n.strip_suffix(SUFFIX).unwrap_or(n).to_string())
-        .unwrap_or_default();
     Ok(FoundCore {
-        name,
+        name: core_name(path).unwrap_or_default(),
         path: path.to_path_buf(),
         library_name: info.library_name,
         version: info.library_version,

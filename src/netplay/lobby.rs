@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
+use crate::app::play::EarlyWindow;
 use crate::lockstep::PeerId;
 use crate::net::Link;
 use crate::session::{
@@ -18,6 +19,8 @@ use super::NetplayError;
 
 /// Longest a lobby sleeps between looks at the session (and at Ctrl-C).
 const POLL: Duration = Duration::from_millis(50);
+/// Longest it sleeps with a window open, whose events (Esc, resizing) wait meanwhile.
+const WINDOW_POLL: Duration = Duration::from_millis(20);
 
 /// The part of a handshake session a lobby loop drives.
 trait Handshake {
@@ -96,13 +99,154 @@ fn send_queued(link: &mut Link, session: &mut impl Handshake, now: Instant) {
     link.flush_due(now);
 }
 
-/// Until a datagram arrives, the session's next timer, or `POLL`.
-fn sleep(link: &Link, session: &impl Handshake, now: Instant) -> Result<(), NetplayError> {
-    let wake = session
+/// Shows `rows` in the window, if one is open, and handles its events; then waits until a
+/// datagram arrives, the session's next timer, or `POLL` (`WINDOW_POLL` with a window).
+/// Err(Left) when the player pressed Esc or closed the window.
+fn sleep(
+    link: &Link,
+    session: &impl Handshake,
+    now: Instant,
+    window: &mut EarlyWindow,
+    rows: impl FnOnce() -> Vec<String>,
+) -> Result<(), NetplayError> {
+    let mut wake = session
         .poll_timeout()
         .map_or(now + POLL, |t| t.min(now + POLL));
+    if window.is_open() {
+        if window.show(&rows(), Duration::ZERO)? {
+            return Err(NetplayError::Left);
+        }
+        wake = wake.min(now + WINDOW_POLL);
+    }
     link.wait_until(now, Some(wake))?;
     Ok(())
+}
+
+/// What a host's lobby tells players about joining (on screen and in the log).
+#[derive(Clone, Debug)]
+pub struct Invite {
+    /// What is played: the content's file name, or the built-in game.
+    pub game: String,
+    /// The command a friend types to join.
+    pub command: String,
+    /// More they need to know (a router's port forward, the password).
+    pub notes: Vec<String>,
+}
+
+impl Invite {
+    fn rows(&self, rows: &mut Vec<String>) {
+        rows.push("Friends join with:".into());
+        rows.push(format!("  {}", self.command));
+        rows.extend(self.notes.iter().cloned());
+    }
+}
+
+/// The host's lobby screen: the game, who is in, the free seats and how to join.
+fn host_rows(endpoint: &Endpoint, seats: u8, want: u8, invite: &Invite) -> Vec<String> {
+    let players = endpoint.players();
+    let mut rows = vec![format!("framelock: hosting {}", invite.game), String::new()];
+    let free = usize::from(seats).saturating_sub(players.len());
+    let starts = if want < seats {
+        format!(", the game starts with {want}")
+    } else {
+        String::new()
+    };
+    rows.push(format!(
+        "Players: {} of {seats} in, {free} seat{} free{starts}",
+        players.len(),
+        if free == 1 { "" } else { "s" }
+    ));
+    for p in &players {
+        let name = own_name(&p.name, p.slot).unwrap_or("");
+        let state = match (p.addr, p.ready) {
+            (None, _) => "(you)".to_string(),
+            (Some(addr), ready) => format!(
+                "{addr}  {}{}",
+                if ready { "ready" } else { "receiving the game" },
+                p.rtt
+                    .map(|r| format!("  {} ms", r.as_millis()))
+                    .unwrap_or_default()
+            ),
+        };
+        rows.push(format!("  P{} {name}  {state}", p.slot + 1));
+    }
+    let watching = endpoint.spectator_count();
+    if watching > 0 {
+        rows.push(format!("  and {watching} watching"));
+    }
+    rows.push(String::new());
+    invite.rows(&mut rows);
+    rows.push(String::new());
+    rows.push("Esc leaves".into());
+    rows
+}
+
+/// A joiner's screen before the game: where it joins, how far it got, who is in.
+#[derive(Clone, Debug)]
+pub struct JoinScreen {
+    /// "joining HOST" (and the room).
+    pub title: String,
+    /// What is happening now.
+    pub doing: String,
+    /// Players in, by slot and name; this player's slot.
+    pub players: Vec<(u8, String)>,
+    pub slot: Option<u8>,
+    /// The room's invite, shown to the player who opened it.
+    pub invite: Option<Invite>,
+}
+
+impl JoinScreen {
+    pub fn new(title: String, invite: Option<Invite>) -> JoinScreen {
+        JoinScreen {
+            title,
+            doing: "waiting for an answer".into(),
+            players: Vec::new(),
+            slot: None,
+            invite,
+        }
+    }
+
+    pub fn rows(&self) -> Vec<String> {
+        let mut rows = vec![
+            format!("framelock: {}", self.title),
+            String::new(),
+            self.doing.clone(),
+        ];
+        if !self.players.is_empty() {
+            rows.push(String::new());
+            rows.push("Players in:".into());
+            for (slot, name) in &self.players {
+                let you = if Some(*slot) == self.slot {
+                    "  (you)"
+                } else {
+                    ""
+                };
+                let name = own_name(name, *slot).unwrap_or("");
+                rows.push(format!("  P{} {name}{you}", slot + 1));
+            }
+        }
+        if let Some(invite) = &self.invite {
+            rows.push(String::new());
+            invite.rows(&mut rows);
+        }
+        rows.push(String::new());
+        rows.push("Esc leaves".into());
+        rows
+    }
+
+    /// The screen with `doing` as what happens now.
+    pub fn loading(mut self, doing: &str) -> JoinScreen {
+        self.doing = doing.to_string();
+        self
+    }
+
+    /// Shows the screen once (nothing to wait for: the caller is about to do slow work).
+    pub fn show(&self, window: &mut EarlyWindow) -> Result<(), NetplayError> {
+        if window.show(&self.rows(), Duration::ZERO)? {
+            return Err(NetplayError::Left);
+        }
+        Ok(())
+    }
 }
 
 /// Sends the goodbyes the session queued and lets them leave the conditioner.
@@ -117,7 +261,9 @@ fn goodbye(link: &mut Link, session: &mut impl Handshake) {
 pub fn host_lobby(
     link: &mut Link,
     endpoint: &mut Endpoint,
-    want: u8,
+    (seats, want): (u8, u8),
+    invite: &Invite,
+    window: &mut EarlyWindow,
 ) -> Result<Vec<u8>, NetplayError> {
     let start = Instant::now();
     let port = link.local_addr().port();
@@ -126,13 +272,10 @@ pub fn host_lobby(
         endpoint.mode(),
         want.saturating_sub(1)
     );
-    let here = crate::net::lan_address().map_or("THIS-MACHINE".into(), |ip| {
-        SocketAddr::new(ip, port).to_string()
-    });
     tracing::info!(
-        "netplay: on this network, players join with `framelock join {here}` and the same \
-         game; over the internet, with your public address and udp port {port} forwarded to \
-         this machine"
+        "netplay: on this network, players join with `{}` and the same game; over the \
+         internet, with your public address and udp port {port} forwarded to this machine",
+        invite.command
     );
     loop {
         let now = exchange(link, endpoint)?;
@@ -171,13 +314,23 @@ pub fn host_lobby(
             goodbye(link, endpoint);
             return Err(NetplayError::Interrupted);
         }
-        sleep(link, endpoint, now)?;
+        let rows = || host_rows(endpoint, seats, want, invite);
+        if let Err(e) = sleep(link, endpoint, now, window, rows) {
+            endpoint.shutdown("the host left before the game started");
+            goodbye(link, endpoint);
+            return Err(e);
+        }
     }
 }
 
 /// Opens a room on a dedicated server and uploads the start state; returns the room's name.
-pub fn open_room(link: &mut Link, opener: &mut RoomOpener) -> Result<String, NetplayError> {
+pub fn open_room(
+    link: &mut Link,
+    opener: &mut RoomOpener,
+    window: &mut EarlyWindow,
+) -> Result<String, NetplayError> {
     tracing::info!("netplay: opening a room on {}", opener.server());
+    let mut screen = JoinScreen::new(format!("opening a room on {}", opener.server()), None);
     let mut bar = DownloadBar(None);
     loop {
         let now = exchange(link, opener)?;
@@ -195,19 +348,29 @@ pub fn open_room(link: &mut Link, opener: &mut RoomOpener) -> Result<String, Net
                 OpenEvent::Failed(e) => return Err(NetplayError::Join(e)),
             }
         }
-        bar.at(opener.progress().0 as u64);
+        let (sent, len) = opener.progress();
+        bar.at(sent as u64);
+        if len > 0 {
+            screen.doing = format!("uploading the game: {}", kib_of(sent, len));
+        }
         if crate::app::interrupt::requested() {
             return Err(NetplayError::Interrupted);
         }
-        sleep(link, opener, now)?;
+        sleep(link, opener, now, window, || screen.rows())?;
     }
 }
 
 /// Runs the joiner's handshake to the end: the host's start state, or why not.
-pub fn join_lobby(link: &mut Link, session: &mut JoinSession) -> Result<StartState, NetplayError> {
+pub fn join_lobby(
+    link: &mut Link,
+    session: &mut JoinSession,
+    screen: &mut JoinScreen,
+    window: &mut EarlyWindow,
+) -> Result<StartState, NetplayError> {
     let host = session.host();
     tracing::info!("netplay: joining {host}");
     let mut bar = DownloadBar(None);
+    let mut welcomed = false;
     loop {
         let now = exchange(link, session)?;
         while let Some(ev) = session.poll_event() {
@@ -217,8 +380,12 @@ pub fn join_lobby(link: &mut Link, session: &mut JoinSession) -> Result<StartSta
                     packed_len,
                     mode,
                     keyframe_interval,
+                    players,
                     ..
                 } => {
+                    welcomed = true;
+                    screen.players = players;
+                    screen.slot = Some(slot);
                     let kib = packed_len as f64 / 1024.0;
                     if slot == crate::session::msg::SPECTATOR {
                         tracing::info!(
@@ -244,14 +411,36 @@ pub fn join_lobby(link: &mut Link, session: &mut JoinSession) -> Result<StartSta
                 ),
             }
         }
-        bar.at(session.progress().0 as u64);
+        let (got, len) = session.progress();
+        bar.at(got as u64);
+        if welcomed && len > 0 {
+            let what = match screen.slot {
+                Some(crate::session::msg::SPECTATOR) => "admitted to watch".to_string(),
+                Some(slot) => format!("admitted as player {}", slot + 1),
+                None => String::new(),
+            };
+            screen.doing = format!("{what}; receiving the game: {}", kib_of(got, len));
+        }
         if crate::app::interrupt::requested() {
             session.leave("quit");
             goodbye(link, session);
             return Err(NetplayError::Interrupted);
         }
-        sleep(link, session, now)?;
+        if let Err(e) = sleep(link, session, now, window, || screen.rows()) {
+            session.leave("quit");
+            goodbye(link, session);
+            return Err(e);
+        }
     }
+}
+
+/// "12.3 of 45.6 KiB".
+fn kib_of(done: usize, len: usize) -> String {
+    format!(
+        "{:.1} of {:.1} KiB",
+        done as f64 / 1024.0,
+        len as f64 / 1024.0
+    )
 }
 
 /// The start state's download on stderr, once its size is known: long at long round trips

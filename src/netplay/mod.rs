@@ -14,7 +14,7 @@ mod status;
 
 use std::collections::VecDeque;
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Map};
@@ -23,7 +23,7 @@ use thiserror::Error;
 pub use feed::{Exchange, NetEnd, NetFeed, Role, Shared};
 pub use serve::{list_rooms, rooms_json, rooms_table, serve, ServeOptions};
 
-use crate::app::play::{load_content, open_core, open_core_only, run_session};
+use crate::app::play::{load_content, open_core, open_core_only, run_session, EarlyWindow};
 use crate::app::record::{begin_netplay, reserve, RecordMode, Reserved};
 use crate::app::{
     EndReason, Feed, FrameObserver, ObserverError, PlayError, PlayOptions, PlaySummary, Runner,
@@ -133,6 +133,9 @@ pub enum NetplayError {
     Ended(String),
     #[error("interrupted before the game started")]
     Interrupted,
+    /// The player pressed Esc or closed the window before the game started.
+    #[error("left before the game started")]
+    Left,
 }
 
 /// Time a goodbye gets to leave the network conditioner before the process exits.
@@ -209,6 +212,12 @@ pub fn host(opts: &HostOptions) -> Result<PlaySummary, NetplayError> {
     check_display(&opts.net.play)?;
     let mut play = opts.net.play.clone();
     play.host.netplay = true;
+    // The window opens at once and tells what is loading, then shows the lobby.
+    let mut window = EarlyWindow::open(&play)?;
+    let game = game_name(&play);
+    lobby::JoinScreen::new(format!("hosting {game}"), None)
+        .loading(&format!("loading {game}"))
+        .show(&mut window)?;
     let mut core = open_core(&play)?;
     let mut info = session_info(&core, &opts.net)?;
     // Every option the core has, so joiners end up with exactly the host's values.
@@ -226,7 +235,7 @@ pub fn host(opts: &HostOptions) -> Result<PlaySummary, NetplayError> {
             state,
             sram,
         };
-        return host_in_room(opts, server, &play, core, info, payload, fps);
+        return host_in_room(opts, server, &play, core, info, payload, window);
     }
     let mut link = Link::host(opts.port, opts.net.netsim.clone())?;
     let recording = reserve_recording(&play, "host")?;
@@ -254,7 +263,22 @@ pub fn host(opts: &HostOptions) -> Result<PlaySummary, NetplayError> {
         0 => opts.players,
         n => n.min(opts.players),
     };
-    lobby::host_lobby(&mut link, &mut endpoint, start_with)?;
+    let port = link.local_addr().port();
+    let here = crate::net::lan_address().map_or("THIS-MACHINE".into(), |ip| {
+        SocketAddr::new(ip, port).to_string()
+    });
+    let invite = lobby::Invite {
+        game,
+        command: join_command(&here, None, &play),
+        notes: invite_notes(
+            Some(format!(
+                "Over the internet: your public address, with udp port {port} forwarded here."
+            )),
+            opts.net.password.is_some(),
+        ),
+    };
+    let seats = (opts.players, start_with);
+    lobby::host_lobby(&mut link, &mut endpoint, seats, &invite, &mut window)?;
 
     // The host's own player talks to the server in memory: no wire, no send budget.
     let in_memory = lockstep::Config {
@@ -272,15 +296,22 @@ pub fn host(opts: &HostOptions) -> Result<PlaySummary, NetplayError> {
     let bot = opts.net.play.bot.map(|seed| Bot::for_port(seed, 0));
     let feed = NetFeed::new(link, Role::host(endpoint), client, bot).with_names(names);
     start_delay(&opts.net);
-    run(&play, &mut core, feed, &opts.net, recording)
+    run(&play, &mut core, feed, &opts.net, recording, window)
 }
 
 /// Joins a session: handshake, the host's options and state, then play.
 pub fn join(opts: &JoinOptions) -> Result<PlaySummary, NetplayError> {
     check_display(&opts.net.play)?;
-    let addr = resolve(&opts.host)?;
     let mut play = opts.net.play.clone();
     play.host.netplay = true;
+    let mut window = EarlyWindow::open(&play)?;
+    let mut title = format!("joining {}", opts.host);
+    if let Some(room) = &opts.room {
+        title.push_str(&format!(", room {room}"));
+    }
+    let screen = lobby::JoinScreen::new(title, None);
+    screen.show(&mut window)?;
+    let addr = resolve(&opts.host)?;
     // The core is opened first (the handshake compares its name and version) but the
     // content is loaded only once the host's option values are known.
     let core = open_core_only(&play)?;
@@ -293,7 +324,79 @@ pub fn join(opts: &JoinOptions) -> Result<PlaySummary, NetplayError> {
     jcfg.room = opts.room.clone().unwrap_or_default();
     jcfg.watch = opts.watch;
     let session = JoinSession::new(Instant::now(), jcfg);
-    play_joined(&opts.net, &play, core, link, session, recording, true)
+    let joined = Joined {
+        link,
+        session,
+        screen,
+        window,
+    };
+    play_joined(&opts.net, &play, core, joined, recording, true)
+}
+
+/// A joiner's way to its host and what it shows meanwhile.
+struct Joined {
+    link: Link,
+    session: JoinSession,
+    screen: lobby::JoinScreen,
+    window: EarlyWindow,
+}
+
+/// The content's file name, or what is played without content.
+fn game_name(play: &PlayOptions) -> String {
+    match &play.content {
+        Some(path) => path.file_name().map_or_else(
+            || path.display().to_string(),
+            |n| n.to_string_lossy().into(),
+        ),
+        None if play.core == crate::host::CoreSource::Builtin => "the built-in game".into(),
+        None => "the core without content".into(),
+    }
+}
+
+/// The exact command a friend types to join: the address (and room), the core by name
+/// when it is not the built-in one, and the content's file name.
+fn join_command(addr: &str, room: Option<&str>, play: &PlayOptions) -> String {
+    join_command_for(addr, room, &play.core, play.content.as_deref())
+}
+
+fn join_command_for(
+    addr: &str,
+    room: Option<&str>,
+    core: &crate::host::CoreSource,
+    content: Option<&Path>,
+) -> String {
+    let mut cmd = format!("framelock join {addr}");
+    if let Some(room) = room {
+        cmd.push_str(&format!(" --room {}", shell_word(room)));
+    }
+    if let crate::host::CoreSource::Path(path) = core {
+        if let Some(name) = crate::host::catalog::core_name(path) {
+            cmd.push_str(&format!(" --core {}", shell_word(&name)));
+        }
+    }
+    if let Some(name) = content.and_then(|p| p.file_name()) {
+        cmd.push_str(&format!(" {}", shell_word(&name.to_string_lossy())));
+    }
+    cmd
+}
+
+/// The invite's notes: `first`, then the password if the session has one.
+fn invite_notes(first: Option<String>, password: bool) -> Vec<String> {
+    let mut notes: Vec<String> = first.into_iter().collect();
+    if password {
+        notes.push("They need the password too (--password).".into());
+    }
+    notes
+}
+
+/// `word` quoted for a shell when it holds anything but plain characters.
+fn shell_word(word: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "-_.,+/:@%=".contains(c);
+    if !word.is_empty() && word.chars().all(plain) {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
+    }
 }
 
 /// Opens a room on a dedicated server, uploads the start state, then joins it as player 1
@@ -305,8 +408,9 @@ fn host_in_room(
     core: Core,
     info: SessionInfo,
     payload: session::StartPayload,
-    fps: f64,
+    mut window: EarlyWindow,
 ) -> Result<PlaySummary, NetplayError> {
+    let fps = core.av_info().fps;
     let addr = resolve(server)?;
     let mut link = Link::client(addr, opts.net.netsim.clone())?;
     let recording = reserve_recording(play, "host")?;
@@ -334,15 +438,15 @@ fn host_in_room(
     };
     let mut opener = session::RoomOpener::new(Instant::now(), addr, open, &payload)
         .map_err(NetplayError::Session)?;
-    let room = lobby::open_room(&mut link, &mut opener)?;
-    let content = play
-        .content
-        .as_ref()
-        .map(|p| format!(" {}", p.display()))
-        .unwrap_or_default();
+    let room = lobby::open_room(&mut link, &mut opener, &mut window)?;
+    let invite = lobby::Invite {
+        game: game_name(play),
+        command: join_command(server, Some(&room), play),
+        notes: invite_notes(None, password.is_some()),
+    };
     tracing::info!(
-        "netplay: room {room} is open on {server}; your friends join with \
-         `framelock join {server} --room {room}{content}`{}",
+        "netplay: room {room} is open on {server}; your friends join with `{}`{}",
+        invite.command,
         if password.is_some() {
             " and the password"
         } else {
@@ -352,11 +456,18 @@ fn host_in_room(
     let mut jcfg = JoinConfig::new(addr, info);
     jcfg.password = password;
     jcfg.entropy = random_bytes();
-    jcfg.room = room;
+    jcfg.room = room.clone();
     jcfg.creator = true;
     let session = JoinSession::new(Instant::now(), jcfg);
+    let screen = lobby::JoinScreen::new(format!("room {room} on {server}"), Some(invite));
+    let joined = Joined {
+        link,
+        session,
+        screen,
+        window,
+    };
     // The creator's core is at the start state already: nothing to load.
-    play_joined(&opts.net, play, core, link, session, recording, false)
+    play_joined(&opts.net, play, core, joined, recording, false)
 }
 
 /// A joiner's handshake through to the end of the game. With `load`, the host's options,
@@ -365,14 +476,19 @@ fn play_joined(
     net: &NetOptions,
     play: &PlayOptions,
     mut core: Core,
-    mut link: Link,
-    mut session: JoinSession,
+    joined: Joined,
     recording: Option<Reserved>,
     load: bool,
 ) -> Result<PlaySummary, NetplayError> {
+    let Joined {
+        mut link,
+        mut session,
+        mut screen,
+        mut window,
+    } = joined;
     let addr = session.host();
     let room = session.room().map(str::to_string);
-    let start = lobby::join_lobby(&mut link, &mut session)?;
+    let start = lobby::join_lobby(&mut link, &mut session, &mut screen, &mut window)?;
     // The network thread serves from here on: while this player loads the content and the
     // state and opens its window, it tells the host that it is still coming (`Loading`),
     // which otherwise drops a player silent for 2 s.
@@ -402,6 +518,13 @@ fn play_joined(
     let mut feed = NetFeed::new(link, Role::join(session::Seat::new(session)), client, bot)
         .with_names(start.players.clone())
         .with_room(room);
+    screen.players = start.players.clone();
+    if load {
+        screen.doing = format!("loading {}", game_name(play));
+        screen
+            .show(&mut window)
+            .inspect_err(|_| feed.close("quit"))?;
+    }
     start_delay(net);
     if load {
         if let Err(e) = load_start(&mut core, play, &start) {
@@ -433,7 +556,16 @@ fn play_joined(
             start.slots
         );
     }
-    run(play, &mut core, feed, net, recording)
+    // The screen stays until the first frame is drawn over it.
+    screen.doing = if watch {
+        "ready; the game shows as soon as its frames arrive".into()
+    } else {
+        "ready; the game starts when everyone is in".into()
+    };
+    screen
+        .show(&mut window)
+        .inspect_err(|_| feed.close("quit"))?;
+    run(play, &mut core, feed, net, recording, window)
 }
 
 /// Loads the host's options, the content, the host's save RAM and state into `core`.
@@ -502,6 +634,7 @@ fn run(
     mut feed: NetFeed,
     net: &NetOptions,
     recording: Option<Reserved>,
+    window: EarlyWindow,
 ) -> Result<PlaySummary, NetplayError> {
     if let Some((frame, mask)) = net.inject_desync {
         feed = feed.with_injected_desync(frame, mask);
@@ -549,7 +682,7 @@ fn run(
         stats_json: None,
         ..play.clone()
     };
-    let result = run_session(&quiet, core, &mut runner, Map::new(), recording);
+    let result = run_session(&quiet, core, &mut runner, Map::new(), recording, window);
     let quit = matches!(
         result,
         Ok(PlaySummary {
@@ -581,7 +714,11 @@ fn run(
     }
     if quit && summary.frames == 0 {
         // Admitted, and waiting for the others when the player gave up: as in the lobby.
-        return Err(NetplayError::Interrupted);
+        return Err(if crate::app::interrupt::requested() {
+            NetplayError::Interrupted
+        } else {
+            NetplayError::Left
+        });
     }
     // A joiner that reached its own frame limit finished, whenever the host left.
     if let (Some(NetEnd::HostLeft(why)), false) = (ended, summary.end == EndReason::FrameLimit) {
@@ -790,6 +927,31 @@ fn check_host_address(addr: SocketAddr) -> Result<SocketAddr, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_join_command_names_the_core_and_the_content_file_as_typed() {
+        use crate::host::CoreSource;
+        let gpgx = CoreSource::Path("/opt/cores/genesis_plus_gx_libretro.so".into());
+        assert_eq!(
+            join_command_for(
+                "192.0.2.7:7845",
+                None,
+                &gpgx,
+                Some(Path::new("/home/ana/roms/Sonic 2 (W).md"))
+            ),
+            "framelock join 192.0.2.7:7845 --core genesis_plus_gx 'Sonic 2 (W).md'"
+        );
+        assert_eq!(
+            join_command_for(
+                "play.example.org",
+                Some("friday"),
+                &CoreSource::Builtin,
+                None
+            ),
+            "framelock join play.example.org --room friday"
+        );
+        assert_eq!(shell_word("it's.md"), "'it'\\''s.md'");
+    }
 
     #[test]
     fn host_addresses_get_the_default_port() {

@@ -23,7 +23,7 @@ use std::path::Path;
 use std::process::Command;
 
 use clap::Parser;
-use framelock::app::play::{open_core, run_session};
+use framelock::app::play::{open_core, run_session, EarlyWindow};
 use framelock::app::{record, LocalFeed, Runner};
 use framelock::cli::{Cli, Command as Sub};
 use framelock::config::Config;
@@ -124,6 +124,7 @@ fn two_player_minute(home: &Path) {
         &mut runner,
         Default::default(),
         Some(recording),
+        EarlyWindow::none(),
     )
     .unwrap();
     assert_eq!(summary.stats["recording"]["complete"], true);

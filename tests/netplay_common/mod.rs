@@ -206,11 +206,20 @@ pub fn start_host_as(dir: &Path, port: u16, user: Option<&str>, extra: &[String]
         host.log_text()
     );
     // It tells its players what to run: its address on this network (THIS-MACHINE when it
-    // has no route) and the port.
-    let hint = format!(":{port}` and the same game");
+    // has no route) and the port, then the core and content if any.
+    let needle = "players join with `";
+    host.wait_for_log(needle, Duration::from_secs(5));
+    let log = host.log_text();
+    let command = log
+        .split(needle)
+        .nth(1)
+        .and_then(|rest| rest.split('`').next())
+        .unwrap_or_default()
+        .to_string();
+    let addr = command.split(' ').nth(2).unwrap_or_default();
     assert!(
-        host.wait_for_log(&hint, Duration::from_secs(5)).is_some(),
-        "host did not say how to join ({hint})\n{}",
+        addr.ends_with(&format!(":{port}")),
+        "host did not say how to join on port {port} ({command:?})\n{}",
         host.log_text()
     );
     host
