@@ -13,6 +13,7 @@ use crate::app::{PlayOptions, RecordMode, RunnerConfig};
 use crate::config::Config;
 use crate::frontend::audio::AudioSettings;
 use crate::host::{catalog, CoreSource, HostConfig};
+use crate::input::Button;
 use crate::lockstep::{Mode, DEFAULT_SEND_BUDGET};
 use crate::net::NetSim;
 use crate::netplay::{HostOptions, JoinOptions, NetOptions, ServeOptions, DEFAULT_PORT};
@@ -25,6 +26,8 @@ Examples:
   framelock play sf2.zip --core ./fbneo_libretro.so --option fbneo-hiscores=disabled
   framelock play --headless --fast --frames 6000 --bot 1 --stats-json stats.json
   framelock play game.md --core genesis_plus_gx --record match.flr
+  framelock play game.md --run-ahead 2             hide 2 frames of the game's input lag
+  framelock play game.md --headless --fast --frames 3600 --bot 1 --sync-test 8
 
 Keys: arrows/Z/X/A/S/Q/W/Enter/RShift = player 1, I/J/K/L/V/B/F/G/R/T/6/5 = player 2,
 P pause, F11 or Alt+Enter fullscreen, F12 screenshot, Esc quit.
@@ -44,7 +47,7 @@ pub struct Cli {
 pub enum Command {
     /// Play a game locally (the built-in game without CONTENT and --core).
     #[command(after_help = AFTER_HELP)]
-    Play(PlayArgs),
+    Play(LocalArgs),
     /// Host a netplay session: you are player 1, friends join with `framelock join`.
     #[command(after_help = HOST_HELP)]
     Host(HostArgs),
@@ -444,6 +447,65 @@ impl JoinArgs {
     }
 }
 
+/// `framelock play`: everything `host` and `join` take, plus what only local play does.
+#[derive(Debug, Clone, Args)]
+pub struct LocalArgs {
+    #[command(flatten)]
+    pub play: PlayArgs,
+    /// Hide N frames of the game's own input lag (0-8): every frame, run N frames ahead
+    /// with the pads held as they are, show the last, and go back. Costs about N+1 times
+    /// the CPU; the recording and checksums are those of the real frames.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(0..=8))]
+    pub run_ahead: Option<u32>,
+    /// Check that the core's savestates round-trip (the test a core passes before rollback
+    /// can trust it): after every frame, load the state of N frames back, run those N
+    /// again and compare each frame's checksum; the first difference ends the run with
+    /// the frame and both checksums.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=16))]
+    pub sync_test: Option<u32>,
+    /// Test hook: press BUTTON on port 1 for the one frame FRAME.
+    #[arg(long, hide = true, value_name = "FRAME:BUTTON", value_parser = parse_tap)]
+    pub tap: Vec<(u64, Button)>,
+    /// Test hook: a hash of every image shown from frame FROM on, for COUNT frames, in
+    /// --stats-json's `shown`.
+    #[arg(long, hide = true, value_name = "FROM:COUNT", value_parser = parse_span)]
+    pub hash_shown: Option<(u64, u64)>,
+    /// Test hook: the core ignores every state loaded into it (a core whose savestates do
+    /// not round-trip).
+    #[arg(long, hide = true)]
+    pub test_ignore_loads: bool,
+}
+
+impl LocalArgs {
+    pub fn to_options(&self, config: &Config) -> Result<PlayOptions, CliError> {
+        let mut o = self.play.to_options(config)?;
+        o.runner.run_ahead = self.run_ahead.unwrap_or(0);
+        o.sync_test = self.sync_test;
+        o.taps = self.tap.clone();
+        o.hash_shown = self.hash_shown;
+        o.host.ignore_loads = self.test_ignore_loads;
+        Ok(o)
+    }
+}
+
+fn parse_tap(s: &str) -> Result<(u64, Button), String> {
+    let (frame, button) = s.split_once(':').ok_or("expected FRAME:BUTTON")?;
+    let frame = frame
+        .parse()
+        .map_err(|_| format!("{frame:?} is not a frame"))?;
+    let button = Button::from_name(button).ok_or(format!("{button:?} is not a button"))?;
+    Ok((frame, button))
+}
+
+fn parse_span(s: &str) -> Result<(u64, u64), String> {
+    let (a, b) = s.split_once(':').ok_or("expected FROM:COUNT")?;
+    let n = |v: &str| {
+        v.parse::<u64>()
+            .map_err(|_| format!("{v:?} is not a number"))
+    };
+    Ok((n(a)?, n(b)?))
+}
+
 #[derive(Debug, Clone, Args)]
 pub struct PlayArgs {
     /// Game file (ROM, or an FBNeo romset zip). Without --core, the one core found that
@@ -684,6 +746,7 @@ impl PlayArgs {
                 save_dir: self.save_dir.clone().unwrap_or(paths.save_dir),
                 options,
                 netplay: false,
+                ignore_loads: false,
             },
             headless: self.headless,
             runner,
@@ -704,6 +767,9 @@ impl PlayArgs {
                 .record
                 .clone()
                 .map_or(RecordMode::Off, RecordMode::File),
+            sync_test: None,
+            taps: Vec::new(),
+            hash_shown: None,
         })
     }
 }
@@ -717,7 +783,7 @@ mod tests {
         let mut argv = vec!["framelock", "play"];
         argv.extend_from_slice(args);
         match Cli::try_parse_from(argv).unwrap().command {
-            Command::Play(p) => p,
+            Command::Play(p) => p.play,
             other => panic!("parsed as {other:?}"),
         }
     }

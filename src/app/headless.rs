@@ -15,6 +15,9 @@ pub struct Headless {
     shot: Option<ShotAt>,
     /// Test hook: time to stay busy after each displayed frame (a window's draw).
     busy: Option<Duration>,
+    /// Test hook (`--hash-shown`): frames to hash the shown image of, and the hashes.
+    hash_span: Option<(u64, u64)>,
+    shown: Vec<(u64, u64)>,
 }
 
 impl Headless {
@@ -23,7 +26,21 @@ impl Headless {
             audio: Vec::new(),
             shot,
             busy,
+            hash_span: None,
+            shown: Vec::new(),
         }
+    }
+
+    /// Hashes the image shown after each tick that leaves `frames run` within
+    /// `from..from + count`.
+    pub fn with_hash_shown(mut self, span: Option<(u64, u64)>) -> Headless {
+        self.hash_span = span;
+        self
+    }
+
+    /// `(frames run, xxh3 of the image shown)` for each displayed frame in the span.
+    pub fn shown(&self) -> &[(u64, u64)] {
+        &self.shown
     }
 }
 
@@ -47,6 +64,14 @@ impl Frontend<Core> for Headless {
             if let Some(shot) = &mut self.shot {
                 shot.check(frame, core)
                     .map_err(|e| RunError::Frontend(e.to_string()))?;
+            }
+            if let Some((from, count)) = self.hash_span {
+                if (from..from.saturating_add(count)).contains(&frame) {
+                    let video = core.video();
+                    let bytes: Vec<u8> =
+                        video.pixels.iter().flat_map(|p| p.to_le_bytes()).collect();
+                    self.shown.push((frame, xxhash_rust::xxh3::xxh3_64(&bytes)));
+                }
             }
             if let Some(busy) = self.busy {
                 std::thread::sleep(busy);

@@ -5,7 +5,7 @@ use std::time::Instant;
 use serde_json::{json, Map, Value};
 
 use super::runner::{Feed, FeedPoll};
-use crate::input::{Bot, Inputs, Pad, MAX_PLAYERS};
+use crate::input::{Bot, Button, Inputs, Pad, MAX_PLAYERS};
 
 /// Runs every frame at once with the latest local pads; bots press on top (OR) of them.
 /// Never stalls and never ends (the runner's frame limit or the user ends the run).
@@ -14,11 +14,21 @@ pub struct LocalFeed {
     latest: Inputs,
     bots: Vec<(usize, Bot)>,
     frame: u64,
+    /// The inputs of the last frame run: what run-ahead expects to stay held.
+    last: Inputs,
+    /// Test hook: buttons pressed on port 1 for one frame each.
+    taps: Vec<(u64, Button)>,
 }
 
 impl LocalFeed {
     pub fn new() -> LocalFeed {
         LocalFeed::default()
+    }
+
+    /// Presses each `(frame, button)` on port 1 for that one frame (the `--tap` test hook).
+    pub fn with_taps(mut self, taps: &[(u64, Button)]) -> LocalFeed {
+        self.taps = taps.to_vec();
+        self
     }
 
     /// Adds a bot on `port` (0-based). Its pads depend only on its seed, port and the frame
@@ -42,8 +52,17 @@ impl Feed for LocalFeed {
             let Pad(bits) = bot.next(self.frame);
             inputs[*port].0 |= bits;
         }
+        for (_, button) in self.taps.iter().filter(|(f, _)| *f == self.frame) {
+            inputs[0] = inputs[0].with(*button);
+        }
         self.frame += 1;
+        self.last = inputs;
         FeedPoll::Run(inputs)
+    }
+
+    /// Run-ahead (`play --run-ahead N`): the pads stay as they are for N more frames.
+    fn predict(&mut self, max: u32, out: &mut Vec<Inputs>) {
+        out.extend(std::iter::repeat_n(self.last, max as usize));
     }
 
     fn stats(&self) -> Map<String, Value> {
@@ -57,7 +76,6 @@ impl Feed for LocalFeed {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::input::Button;
 
     #[test]
     fn bot_and_local_pads_are_merged() {

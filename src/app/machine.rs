@@ -20,6 +20,22 @@ impl Machine for Core {
     fn shutdown_requested(&self) -> bool {
         Core::shutdown_requested(self)
     }
+
+    fn save_state(&mut self) -> Option<Vec<u8>> {
+        self.serialize()
+            .inspect_err(|e| tracing::debug!("save state: {e}"))
+            .ok()
+    }
+
+    fn load_state(&mut self, state: &[u8]) -> bool {
+        self.unserialize(state)
+            .inspect_err(|e| tracing::debug!("load state: {e}"))
+            .is_ok()
+    }
+
+    fn discard_audio(&mut self) {
+        self.clear_audio();
+    }
 }
 
 /// The core's last frame as plain pixels.

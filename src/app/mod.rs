@@ -11,6 +11,7 @@ pub mod record;
 pub mod replay;
 pub mod runner;
 pub mod stats;
+pub mod sync_test;
 
 pub use driver::{run_loop, Frontend, Requests};
 pub use local::LocalFeed;

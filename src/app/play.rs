@@ -12,6 +12,7 @@ use super::machine::ShotAt;
 use super::record::{self, RecordError, RecordMode, Recording};
 use super::runner::{EndReason, Feed, RunError, Runner, RunnerConfig};
 use super::stats::{self, checksum_hex, StatsError};
+use super::sync_test::SyncTest;
 use crate::frontend::audio::AudioSettings;
 use crate::frontend::window::{WindowError, WindowFrontend, WindowSettings};
 use crate::host::{Core, CoreSource, HostConfig, HostError};
@@ -41,6 +42,12 @@ pub struct PlayOptions {
     pub keymaps: Vec<KeyMap>,
     /// Record the session to an input log (`--record`; netplay records by default).
     pub record: RecordMode,
+    /// `play --sync-test N`: check the core's savestates round-trip, N frames deep.
+    pub sync_test: Option<u32>,
+    /// Test hook (`--tap`): buttons pressed on port 1 for one frame each.
+    pub taps: Vec<(u64, crate::input::Button)>,
+    /// Test hook (`--hash-shown FROM:COUNT`): hashes of the images shown.
+    pub hash_shown: Option<(u64, u64)>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -119,10 +126,16 @@ pub fn load_content(core: &mut Core, opts: &PlayOptions) -> Result<(), PlayError
 /// Runs a whole `play` session and writes the stats file if asked.
 pub fn play(opts: &PlayOptions) -> Result<PlaySummary, PlayError> {
     let mut core = open_core(opts)?;
-    let mut feed = LocalFeed::new();
+    let mut feed = LocalFeed::new().with_taps(&opts.taps);
     if let Some(seed) = opts.bot {
         feed = feed.with_bot(0, seed);
         tracing::info!("bot (seed {seed}) plays player 1");
+    }
+    if opts.runner.run_ahead > 0 {
+        tracing::info!(
+            "run-ahead: showing every frame {} frame(s) ahead",
+            opts.runner.run_ahead
+        );
     }
     let mut runner = Runner::new(feed, opts.runner.clone());
     let players = record::local_players(opts);
@@ -136,14 +149,35 @@ pub fn play(opts: &PlayOptions) -> Result<PlaySummary, PlayError> {
     if let Some(r) = &recording {
         runner.observe(r.observer());
     }
-    run_session(
+    let sync = opts.sync_test.map(|depth| {
+        tracing::info!("sync test: every frame, {depth} frame(s) re-run from a loaded state");
+        let (test, report) = SyncTest::new(depth);
+        runner.observe(Box::new(test));
+        report
+    });
+    let result = run_session(
         opts,
         &mut core,
         &mut runner,
         Map::new(),
         recording,
         EarlyWindow::none(),
-    )
+    );
+    if let Some(report) = sync {
+        let r = report.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        match &result {
+            Ok(_) => tracing::info!(
+                "sync test passed: {} frames re-run {} deep, every checksum equal",
+                r.frames_checked,
+                r.depth
+            ),
+            Err(_) => tracing::info!(
+                "sync test: {} frames re-run and equal before the failure",
+                r.frames_checked
+            ),
+        }
+    }
+    result
 }
 
 /// A window opened before its game, showing text (netplay's lobby, what is loading) until
@@ -221,7 +255,12 @@ pub fn run_session<F: Feed>(
         .map(|(f, p)| ShotAt::new(*f, p.clone()));
 
     let end = if opts.headless {
-        run_loop(runner, core, &mut Headless::new(shot, opts.busy_frame))
+        let mut headless = Headless::new(shot, opts.busy_frame).with_hash_shown(opts.hash_shown);
+        let end = run_loop(runner, core, &mut headless);
+        if opts.hash_shown.is_some() {
+            extra.insert("shown".into(), json!(headless.shown()));
+        }
+        end
     } else {
         let status = runner.feed().status_line();
         let mut window = match early.0 {

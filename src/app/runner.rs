@@ -44,6 +44,17 @@ pub trait Machine {
     fn shutdown_requested(&self) -> bool {
         false
     }
+    /// The whole machine's state, for running ahead and coming back (`None`: it cannot).
+    fn save_state(&mut self) -> Option<Vec<u8>> {
+        None
+    }
+    /// Restores a state from `save_state`; false if the machine refused it.
+    fn load_state(&mut self, _state: &[u8]) -> bool {
+        false
+    }
+    /// Drops the sound of the frames run since the last frontend drain: frames whose sound
+    /// was already played, or will never be shown.
+    fn discard_audio(&mut self) {}
 }
 
 /// What a feed says when asked for the next frame's inputs.
@@ -99,6 +110,10 @@ pub trait Feed {
     fn wait_io(&mut self, _timeout: Duration) -> bool {
         false
     }
+    /// Inputs to run ahead with, after the frames run so far: up to `max` frames, one
+    /// entry per frame, pushed to `out` (empty: nothing to show ahead). The frames are
+    /// shown, then taken back; the feed's own frames stay the only ones that count.
+    fn predict(&mut self, _max: u32, _out: &mut Vec<Inputs>) {}
     /// A short status line for the window (netplay: RTT, keyframe interval, lead, ...).
     fn status_line(&self) -> Option<String> {
         None
@@ -162,6 +177,9 @@ pub struct RunnerConfig {
     pub max_lag: Duration,
     /// In fast mode, how long one tick may keep running frames (at least one runs).
     pub fast_budget: Duration,
+    /// Frames to run ahead of the feed after each tick that ran frames, with the feed's
+    /// predicted inputs, to show and take back (`play --run-ahead`); 0: none.
+    pub run_ahead: u32,
 }
 
 impl Default for RunnerConfig {
@@ -172,6 +190,7 @@ impl Default for RunnerConfig {
             catch_up_cap: 4,
             max_lag: Duration::from_millis(250),
             fast_budget: Duration::from_millis(2),
+            run_ahead: 0,
         }
     }
 }
@@ -219,6 +238,9 @@ pub struct RunStats {
     pub catch_up_frames: u64,
     /// Times the backlog exceeded `max_lag` and was dropped.
     pub lag_resets: u64,
+    /// Frames run ahead and taken back, and the time that took (saves and loads included).
+    pub ahead_frames: u64,
+    pub ahead_time: Duration,
     pub wall: Duration,
 }
 
@@ -240,6 +262,10 @@ pub struct Runner<M, F, C = SystemClock> {
     started: Option<Instant>,
     ended: Option<EndReason>,
     stats: RunStats,
+    /// Run-ahead: the newest frame whose sound was played (frames run ahead play theirs
+    /// once; the feed's own run of them later is silent), and the predicted inputs.
+    heard: Option<u64>,
+    predicted: Vec<Inputs>,
 }
 
 /// Frame period for `fps`, with a sane fallback for cores that report nonsense.
@@ -275,6 +301,8 @@ impl<M: Machine, F: Feed, C: Clock> Runner<M, F, C> {
             started: None,
             ended: None,
             stats: RunStats::default(),
+            heard: None,
+            predicted: Vec::new(),
         }
     }
 
@@ -338,6 +366,20 @@ impl<M: Machine, F: Feed, C: Clock> Runner<M, F, C> {
         m.insert("displayed_frames".into(), json!(s.displayed_frames));
         m.insert("catch_up_frames".into(), json!(s.catch_up_frames));
         m.insert("lag_resets".into(), json!(s.lag_resets));
+        if self.config.run_ahead > 0 {
+            m.insert(
+                "run_ahead".into(),
+                json!({
+                    "depth": self.config.run_ahead,
+                    "frames": s.ahead_frames,
+                    "ms_per_displayed_frame": if s.displayed_frames > 0 {
+                        s.ahead_time.as_secs_f64() * 1e3 / s.displayed_frames as f64
+                    } else {
+                        0.0
+                    },
+                }),
+            );
+        }
         m.insert("feed".into(), Value::Object(self.feed.stats()));
         m
     }
@@ -359,6 +401,40 @@ impl<M: Machine, F: Feed, C: Clock> Runner<M, F, C> {
             wake_at,
             timeout: wake_at.saturating_duration_since(end),
         }
+    }
+
+    /// Runs the feed's predicted frames past the last one run, leaving the newest one's
+    /// picture (and the sound of frames not heard yet) for the frontend, then restores the
+    /// machine: the frames that count are the feed's own, whatever was shown.
+    fn run_ahead(&mut self, machine: &mut M) {
+        let t0 = self.clock.now();
+        let mut predicted = std::mem::take(&mut self.predicted);
+        predicted.clear();
+        self.feed.predict(self.config.run_ahead, &mut predicted);
+        if !predicted.is_empty() {
+            if let Some(state) = machine.save_state() {
+                let first = self.stats.frames;
+                for (i, inputs) in predicted.iter().enumerate() {
+                    machine.run_frame(inputs);
+                    let frame = first + i as u64;
+                    if self.heard.is_some_and(|h| frame <= h) {
+                        machine.discard_audio();
+                    }
+                }
+                let last = first + predicted.len() as u64 - 1;
+                self.heard = Some(self.heard.map_or(last, |h| h.max(last)));
+                self.stats.ahead_frames += predicted.len() as u64;
+                if !machine.load_state(&state) {
+                    tracing::warn!("run-ahead: the core refused its own state; stopping");
+                    self.config.run_ahead = 0;
+                }
+            } else {
+                tracing::warn!("run-ahead: the core cannot save its state; running without");
+                self.config.run_ahead = 0;
+            }
+        }
+        self.predicted = predicted;
+        self.stats.ahead_time += self.clock.now().saturating_duration_since(t0);
     }
 
     /// Samples local input, runs the frames that are due and says when to come back.
@@ -446,6 +522,9 @@ impl<M: Machine, F: Feed, C: Clock> Runner<M, F, C> {
                 FeedPoll::Run(inputs) => {
                     machine.run_frame(&inputs);
                     let frame = self.stats.frames;
+                    if self.heard.is_some_and(|h| frame <= h) {
+                        machine.discard_audio();
+                    }
                     self.stats.frames += 1;
                     ran += 1;
                     next_frame += period;
@@ -499,6 +578,10 @@ impl<M: Machine, F: Feed, C: Clock> Runner<M, F, C> {
                 .is_some_and(|m| self.stats.frames >= m)
         {
             self.ended = Some(EndReason::FrameLimit);
+        }
+        // Not after the last frame: the run ends on the frame that counts, picture and all.
+        if ran > 0 && self.config.run_ahead > 0 && self.ended.is_none() {
+            self.run_ahead(machine);
         }
         if let Some(reason) = self.ended {
             return Ok(self.finish(ran, Status::Ended(reason), now));

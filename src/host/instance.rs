@@ -48,6 +48,8 @@ pub struct Core {
     /// The allocation `pixels` held before the last new frame, reused by the next conversion.
     spare_pixels: Cell<Vec<u32>>,
     frame_count: u64,
+    /// Test hook (`HostConfig::ignore_loads`).
+    ignore_loads: bool,
     // Last: dropped after `Drop::drop` has unloaded and deinitialised the core.
     api: CoreApi,
 }
@@ -90,6 +92,7 @@ impl Core {
             pixels: OnceCell::new(),
             spare_pixels: Cell::new(Vec::new()),
             frame_count: 0,
+            ignore_loads: config.ignore_loads,
             api,
         };
         // SAFETY: the callbacks match libretro.h's types; environment comes first, as
@@ -299,6 +302,16 @@ impl Core {
         state::with(|s| out.append(&mut s.audio));
     }
 
+    /// Queues `samples` as if the core had just produced them.
+    pub fn queue_audio(&mut self, samples: &[i16]) {
+        state::with(|s| s.audio.extend_from_slice(samples));
+    }
+
+    /// Drops the sound produced since the last drain.
+    pub fn clear_audio(&mut self) {
+        state::with(|s| s.audio.clear());
+    }
+
     pub fn av_info(&self) -> AvInfo {
         state::with(|s| s.av).unwrap_or_default()
     }
@@ -350,6 +363,9 @@ impl Core {
     pub fn unserialize(&mut self, state: &[u8]) -> Result<(), HostError> {
         if !self.loaded {
             return Err(HostError::NotLoaded);
+        }
+        if self.ignore_loads {
+            return Ok(());
         }
         // SAFETY: `state` is readable for its length; the core only reads it.
         if unsafe { (self.api.unserialize)(state.as_ptr().cast(), state.len()) } {
@@ -413,6 +429,26 @@ impl Core {
         }
         let state = self.serialize().unwrap_or_default();
         checksum::compute(&Basis::State(&state), &self.video())
+    }
+
+    /// `checksum` without the picture: the machine's memory (its state where it exposes
+    /// none). What rollback must restore exactly; a picture the core repeats instead of
+    /// drawing (while it boots) is whatever ran last, before or after a load.
+    pub fn memory_checksum(&mut self) -> u64 {
+        let blank = VideoFrame {
+            width: 0,
+            height: 0,
+            pixels: &[],
+        };
+        let regions: Vec<(MemoryRegion, &[u8])> = checksum::REGIONS
+            .iter()
+            .filter_map(|&r| self.memory(r).map(|m| (r, m)))
+            .collect();
+        if !regions.is_empty() {
+            return checksum::compute(&Basis::Memory(regions), &blank);
+        }
+        let state = self.serialize().unwrap_or_default();
+        checksum::compute(&Basis::State(&state), &blank)
     }
 
     /// Current value of every option the core registered, in registration order.

@@ -50,6 +50,9 @@ pub struct HostConfig {
     /// Report the ROLLBACK_NETPLAY savestate context (fixed for the core's lifetime) and
     /// default `fbneo-hiscores` to `disabled` unless `options` sets it.
     pub netplay: bool,
+    /// Test hook: `unserialize` reports success and loads nothing, as a core whose states
+    /// do not round-trip (`play --test-ignore-loads`, for the sync test's own test).
+    pub ignore_loads: bool,
 }
 
 /// What a core says about itself (`retro_get_system_info`).

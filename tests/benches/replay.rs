@@ -104,10 +104,10 @@ fn two_player_minute(home: &Path) {
         "--record",
         path.to_str().unwrap(),
     ];
-    let Sub::Play(args) = Cli::try_parse_from(argv).unwrap().command else {
+    let Sub::Play(local) = Cli::try_parse_from(argv).unwrap().command else {
         unreachable!("parsed play")
     };
-    let mut opts = args.to_options(&Config::default()).unwrap();
+    let mut opts = local.to_options(&Config::default()).unwrap();
     opts.host.save_dir = home.join("saves");
     opts.host.system_dir = home.join("system");
     let mut core = open_core(&opts).unwrap();

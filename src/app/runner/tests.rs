@@ -415,3 +415,84 @@ fn observers_see_every_frame_in_order_and_can_fail() {
     assert!(matches!(err, RunError::Observer { frame: 20, .. }), "{err}");
     assert_eq!(m.last[1], Pad(0x40));
 }
+
+/// A machine whose state is its frame count and whose "sound" is the number of each
+/// frame it ran, kept until drained: what run-ahead must play once per frame.
+#[derive(Default)]
+struct Tape {
+    frames: u64,
+    sound: Vec<u64>,
+    loads: u32,
+}
+
+impl Machine for Tape {
+    fn run_frame(&mut self, _inputs: &Inputs) {
+        self.sound.push(self.frames);
+        self.frames += 1;
+    }
+    fn fps(&self) -> f64 {
+        60.0
+    }
+    fn save_state(&mut self) -> Option<Vec<u8>> {
+        Some(self.frames.to_le_bytes().to_vec())
+    }
+    fn load_state(&mut self, state: &[u8]) -> bool {
+        self.loads += 1;
+        self.frames = u64::from_le_bytes(state.try_into().unwrap());
+        true
+    }
+    fn discard_audio(&mut self) {
+        self.sound.clear();
+    }
+}
+
+/// Repeats its pads; predicts them held.
+struct Held;
+
+impl Feed for Held {
+    fn sample(&mut self, _now: Instant, _local: &Inputs) {}
+    fn next(&mut self, _now: Instant) -> FeedPoll {
+        FeedPoll::Run([Pad::NEUTRAL; MAX_PLAYERS])
+    }
+    fn predict(&mut self, max: u32, out: &mut Vec<Inputs>) {
+        out.extend(std::iter::repeat_n(
+            [Pad::NEUTRAL; MAX_PLAYERS],
+            max as usize,
+        ));
+    }
+}
+
+#[test]
+fn run_ahead_plays_each_frames_sound_once_and_leaves_the_machine_on_the_real_frame() {
+    // Ticks every 16.7 ms, sometimes late by up to three frames (catch-up ticks run
+    // several frames): the sound heard is every frame's exactly once, in order, and
+    // after each tick the machine is back on the last real frame, run ahead 3.
+    let clock = ManualClock::new();
+    let cfg = RunnerConfig {
+        run_ahead: 3,
+        ..RunnerConfig::default()
+    };
+    let mut runner = Runner::with_clock(Held, cfg, clock.clone());
+    let mut tape = Tape::default();
+    let mut heard = Vec::new();
+    let period = Duration::from_secs_f64(1.0 / 60.0);
+    for i in 0..300u32 {
+        let tick = runner
+            .tick(&mut tape, &[Pad::NEUTRAL; MAX_PLAYERS])
+            .unwrap();
+        assert_eq!(
+            tape.frames,
+            runner.frame(),
+            "tick {i} left the machine ahead"
+        );
+        heard.append(&mut tape.sound);
+        if tick.frames > 0 {
+            // The newest frame heard is the one shown: 3 past the last real one.
+            assert_eq!(heard.last(), Some(&(runner.frame() + 2)), "tick {i}");
+        }
+        clock.advance(period * if i % 37 == 36 { 3 } else { 1 });
+    }
+    let expected: Vec<u64> = (0..=runner.frame() + 2).collect();
+    assert_eq!(heard, expected);
+    assert!(tape.loads >= 250);
+}
