@@ -13,7 +13,7 @@ use crate::app::{PlayOptions, RecordMode, RunnerConfig};
 use crate::config::Config;
 use crate::frontend::audio::AudioSettings;
 use crate::host::{catalog, CoreSource, HostConfig};
-use crate::input::Button;
+use crate::input::{BotSpec, Button};
 use crate::lockstep::{Mode, DEFAULT_SEND_BUDGET};
 use crate::net::NetSim;
 use crate::netplay::{HostOptions, JoinOptions, NetOptions, ServeOptions, DEFAULT_PORT};
@@ -229,6 +229,13 @@ pub struct NetArgs {
     pub send_budget: u32,
     /// Test hook: FRAME[:MASK] flips input bits (default: Select) of this peer's own player
     /// at FRAME, on this peer only, to exercise desync detection and recovery.
+    /// Show your own input on the next frame: run the game ahead of the frames everyone
+    /// agreed on, to where your newest input lands, guessing the others hold theirs, and
+    /// run it again when they did not (rollback). `auto` runs as far as the lead, at most
+    /// 8 frames; N at most N. The agreed frames, checksums and recording stay as without;
+    /// a core that fails the rollback check (`play --sync-test`) plays without.
+    #[arg(long, value_name = "off|auto|N", default_value = "off", value_parser = parse_speculate)]
+    pub speculate: Speculate,
     #[arg(long, hide = true, value_name = "FRAME[:MASK]", value_parser = parse_inject)]
     pub inject_desync: Option<(u32, u16)>,
     /// Test hook: stay busy MS milliseconds between the start state (a joiner's, or the
@@ -395,6 +402,7 @@ impl NetArgs {
             send_budget: self.send_budget,
             inject_desync: self.inject_desync,
             start_delay: self.start_delay_ms.map(Duration::from_millis),
+            speculate: self.speculate.depth(),
         }
     }
 }
@@ -470,10 +478,6 @@ pub struct LocalArgs {
     /// --stats-json's `shown`.
     #[arg(long, hide = true, value_name = "FROM:COUNT", value_parser = parse_span)]
     pub hash_shown: Option<(u64, u64)>,
-    /// Test hook: the core ignores every state loaded into it (a core whose savestates do
-    /// not round-trip).
-    #[arg(long, hide = true)]
-    pub test_ignore_loads: bool,
 }
 
 impl LocalArgs {
@@ -483,8 +487,42 @@ impl LocalArgs {
         o.sync_test = self.sync_test;
         o.taps = self.tap.clone();
         o.hash_shown = self.hash_shown;
-        o.host.ignore_loads = self.test_ignore_loads;
         Ok(o)
+    }
+}
+
+/// `--speculate`: how far ahead of the agreed frames a player's picture runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Speculate {
+    Off,
+    Auto,
+    Frames(u32),
+}
+
+/// What `auto` runs ahead at most (the lead sets how far within it).
+pub const SPECULATE_AUTO_MAX: u32 = 8;
+
+impl Speculate {
+    /// The most frames to run ahead (0: off).
+    pub fn depth(self) -> u32 {
+        match self {
+            Speculate::Off => 0,
+            Speculate::Auto => SPECULATE_AUTO_MAX,
+            Speculate::Frames(n) => n,
+        }
+    }
+}
+
+fn parse_speculate(s: &str) -> Result<Speculate, String> {
+    match s {
+        "off" | "0" => Ok(Speculate::Off),
+        "auto" => Ok(Speculate::Auto),
+        n => match n.parse::<u32>() {
+            Ok(n) if (1..=16).contains(&n) => Ok(Speculate::Frames(n)),
+            _ => Err(format!(
+                "{n:?}: expected off, auto or a number of frames, 1 to 16"
+            )),
+        },
     }
 }
 
@@ -528,9 +566,10 @@ pub struct PlayArgs {
     #[arg(long)]
     pub fast: bool,
     /// A synthetic player pressing random but plausible buttons, the same for a SEED: player
-    /// 1 in `play` and `host`, a joiner's own player in `join`.
-    #[arg(long, value_name = "SEED")]
-    pub bot: Option<u64>,
+    /// 1 in `play` and `host`, a joiner's own player in `join`. SEED:human changes the pad
+    /// about 10 times a second, as a busy player does.
+    #[arg(long, value_name = "SEED[:human]")]
+    pub bot: Option<BotSpec>,
     /// Write run statistics (frames, checksum, fps, wall_s, core, content) as JSON at exit.
     #[arg(long, value_name = "FILE")]
     pub stats_json: Option<PathBuf>,
@@ -548,6 +587,10 @@ pub struct PlayArgs {
     /// Don't record (netplay records every session into [paths] recordings_dir by default).
     #[arg(long, conflicts_with = "record")]
     pub no_record: bool,
+    /// Test hook: the core ignores every state loaded into it (a core whose savestates do
+    /// not round-trip).
+    #[arg(long, hide = true)]
+    pub test_ignore_loads: bool,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -633,6 +676,7 @@ impl ReplayArgs {
             view: self.view.clone(),
             record: None,
             no_record: true,
+            test_ignore_loads: false,
         }
         .to_options(config)?;
         let core_dirs = core_dirs(config);
@@ -746,7 +790,7 @@ impl PlayArgs {
                 save_dir: self.save_dir.clone().unwrap_or(paths.save_dir),
                 options,
                 netplay: false,
-                ignore_loads: false,
+                ignore_loads: self.test_ignore_loads,
             },
             headless: self.headless,
             runner,
@@ -844,7 +888,7 @@ mod tests {
         assert_eq!(o.host.system_dir, PathBuf::from("/sys"));
         assert_eq!(o.runner.max_frames, Some(60));
         assert!(o.runner.fast && o.headless && !o.audio.enabled);
-        assert_eq!(o.bot, Some(9));
+        assert_eq!(o.bot.map(|b| b.seed), Some(9));
     }
 
     #[test]
@@ -897,7 +941,10 @@ mod tests {
         assert_eq!(o.host, "127.0.0.1:9000");
         assert_eq!(o.net.play.content, Some(PathBuf::from("rom.md")));
         assert!(o.net.play.headless && o.net.netsim.is_some());
-        assert_eq!((o.net.name.as_str(), o.net.play.bot), ("ana", Some(3)));
+        assert_eq!(
+            (o.net.name.as_str(), o.net.play.bot.map(|b| b.seed)),
+            ("ana", Some(3))
+        );
         let cli = Cli::try_parse_from(["framelock", "host", "-K", "3", "--players", "8"]).unwrap();
         let Command::Host(h) = cli.command else {
             panic!("not host")

@@ -5,7 +5,7 @@ use std::time::Instant;
 use serde_json::{json, Map, Value};
 
 use super::runner::{Feed, FeedPoll};
-use crate::input::{Bot, Button, Inputs, Pad, MAX_PLAYERS};
+use crate::input::{Bot, BotSpec, Button, Inputs, Pad, MAX_PLAYERS};
 
 /// Runs every frame at once with the latest local pads; bots press on top (OR) of them.
 /// Never stalls and never ends (the runner's frame limit or the user ends the run).
@@ -33,9 +33,14 @@ impl LocalFeed {
 
     /// Adds a bot on `port` (0-based). Its pads depend only on its seed, port and the frame
     /// number, so a bot-only run is reproducible.
-    pub fn with_bot(mut self, port: usize, seed: u64) -> LocalFeed {
+    pub fn with_bot(self, port: usize, seed: u64) -> LocalFeed {
+        self.with_bot_spec(port, BotSpec { seed, human: false })
+    }
+
+    /// Adds the bot `spec` on `port` (`--bot SEED[:human]`).
+    pub fn with_bot_spec(mut self, port: usize, spec: BotSpec) -> LocalFeed {
         if port < MAX_PLAYERS {
-            self.bots.push((port, Bot::for_port(seed, port)));
+            self.bots.push((port, spec.bot(port)));
         }
         self
     }

@@ -28,7 +28,7 @@ pub struct PlayOptions {
     pub headless: bool,
     pub runner: RunnerConfig,
     /// Seed of a bot playing port 1.
-    pub bot: Option<u64>,
+    pub bot: Option<crate::input::BotSpec>,
     pub stats_json: Option<PathBuf>,
     pub screenshot_at: Option<(u64, PathBuf)>,
     /// Test hook (`--busy-frame-ms`): headless, the loop stays busy this long after each
@@ -127,9 +127,9 @@ pub fn load_content(core: &mut Core, opts: &PlayOptions) -> Result<(), PlayError
 pub fn play(opts: &PlayOptions) -> Result<PlaySummary, PlayError> {
     let mut core = open_core(opts)?;
     let mut feed = LocalFeed::new().with_taps(&opts.taps);
-    if let Some(seed) = opts.bot {
-        feed = feed.with_bot(0, seed);
-        tracing::info!("bot (seed {seed}) plays player 1");
+    if let Some(spec) = opts.bot {
+        feed = feed.with_bot_spec(0, spec);
+        tracing::info!("bot (seed {spec}) plays player 1");
     }
     if opts.runner.run_ahead > 0 {
         tracing::info!(
@@ -327,7 +327,8 @@ fn summarize<F: Feed>(
     );
     stats.insert("headless".into(), json!(opts.headless));
     stats.insert("fast".into(), json!(opts.runner.fast));
-    stats.insert("bot_seed".into(), json!(opts.bot));
+    stats.insert("bot_seed".into(), json!(opts.bot.map(|b| b.seed)));
+    stats.insert("bot_human".into(), json!(opts.bot.is_some_and(|b| b.human)));
     stats.insert("end".into(), json!(format!("{end:?}").to_lowercase()));
     stats.extend(extra);
     let frames = runner.frame();

@@ -114,6 +114,9 @@ pub trait Feed {
     /// entry per frame, pushed to `out` (empty: nothing to show ahead). The frames are
     /// shown, then taken back; the feed's own frames stay the only ones that count.
     fn predict(&mut self, _max: u32, _out: &mut Vec<Inputs>) {}
+    /// The picture of frame `head` (the runner's count: 0 is the first frame it ran) was
+    /// shown at `now`, run `depth` frames ahead of the last frame that counts.
+    fn displayed(&mut self, _now: Instant, _head: u64, _depth: u32) {}
     /// A short status line for the window (netplay: RTT, keyframe interval, lead, ...).
     fn status_line(&self) -> Option<String> {
         None
@@ -241,6 +244,13 @@ pub struct RunStats {
     /// Frames run ahead and taken back, and the time that took (saves and loads included).
     pub ahead_frames: u64,
     pub ahead_time: Duration,
+    /// Frames that count whose inputs differed from those run ahead with: ticks that found
+    /// one (each a rollback: what was shown ahead is run again from the last real frame),
+    /// how many frames ahead each had to redo, and pictures shown that a later frame's
+    /// inputs proved wrong.
+    pub rollbacks: u64,
+    pub rollback_frames: crate::lockstep::LatencyStats,
+    pub corrected_frames_shown: u64,
     pub wall: Duration,
 }
 
@@ -266,6 +276,27 @@ pub struct Runner<M, F, C = SystemClock> {
     /// once; the feed's own run of them later is silent), and the predicted inputs.
     heard: Option<u64>,
     predicted: Vec<Inputs>,
+    /// Pictures shown ahead not yet proven right or wrong: (first frame run ahead, the
+    /// inputs it was run with through the frame shown).
+    shown_ahead: std::collections::VecDeque<(u64, Vec<Inputs>)>,
+    /// Depth run ahead now: `config.run_ahead`, lowered while the core cannot afford it.
+    depth: u32,
+    /// Time one frame takes to run (smoothed) and one save plus load.
+    frame_cost: Option<Duration>,
+    save_load_cost: Option<Duration>,
+    said_budget: bool,
+    /// The frame of the picture shown last, and the inputs it was run ahead with from
+    /// which frame (to tell a rollback).
+    last_head: Option<u64>,
+    last_ahead: (u64, Vec<Inputs>),
+}
+
+/// An exponentially smoothed duration (1/8 of each new sample).
+fn smooth(old: Option<Duration>, new: Duration) -> Duration {
+    match old {
+        Some(old) => old.mul_f64(0.875) + new.mul_f64(0.125),
+        None => new,
+    }
 }
 
 /// Frame period for `fps`, with a sane fallback for cores that report nonsense.
@@ -286,6 +317,7 @@ impl<M: Machine, F: Feed> Runner<M, F, SystemClock> {
 impl<M: Machine, F: Feed, C: Clock> Runner<M, F, C> {
     pub fn with_clock(feed: F, config: RunnerConfig, mut clock: C) -> Self {
         let now = clock.now();
+        let config_depth = config.run_ahead;
         Runner {
             feed,
             clock,
@@ -303,6 +335,13 @@ impl<M: Machine, F: Feed, C: Clock> Runner<M, F, C> {
             stats: RunStats::default(),
             heard: None,
             predicted: Vec::new(),
+            shown_ahead: std::collections::VecDeque::new(),
+            depth: config_depth,
+            frame_cost: None,
+            save_load_cost: None,
+            said_budget: false,
+            last_head: None,
+            last_ahead: (0, Vec::new()),
         }
     }
 
@@ -367,6 +406,19 @@ impl<M: Machine, F: Feed, C: Clock> Runner<M, F, C> {
         m.insert("catch_up_frames".into(), json!(s.catch_up_frames));
         m.insert("lag_resets".into(), json!(s.lag_resets));
         if self.config.run_ahead > 0 {
+            m.insert("speculate_depth".into(), json!(self.depth));
+            m.insert("rollbacks".into(), json!(s.rollbacks));
+            m.insert(
+                "rollback_frames".into(),
+                json!({
+                    "median": s.rollback_frames.median(),
+                    "max": s.rollback_frames.quantile(1.0),
+                }),
+            );
+            m.insert(
+                "corrected_frames_shown".into(),
+                json!(s.corrected_frames_shown),
+            );
             m.insert(
                 "run_ahead".into(),
                 json!({
@@ -403,17 +455,101 @@ impl<M: Machine, F: Feed, C: Clock> Runner<M, F, C> {
         }
     }
 
+    /// A frame that counts ran with `inputs`: were the pictures shown ahead of it run
+    /// with the same? The newest picture's first wrong frame starts a rollback (see
+    /// `note_rollback`); each picture shown with other inputs was a corrected one.
+    fn check_prediction(&mut self, frame: u64, inputs: &Inputs, wrong_from: &mut Option<u64>) {
+        if let Some((first, ahead)) = self.shown_ahead.back() {
+            let guess = frame
+                .checked_sub(*first)
+                .and_then(|i| ahead.get(i as usize));
+            if guess.is_some_and(|g| g != inputs) && wrong_from.is_none() {
+                *wrong_from = Some(frame);
+            }
+        }
+        let before = self.shown_ahead.len();
+        self.shown_ahead.retain(|(first, ahead)| {
+            match frame
+                .checked_sub(*first)
+                .and_then(|i| ahead.get(i as usize))
+            {
+                Some(guess) => guess == inputs,
+                None => true,
+            }
+        });
+        self.stats.corrected_frames_shown += (before - self.shown_ahead.len()) as u64;
+        // Proven right through the frame shown.
+        self.shown_ahead
+            .retain(|(first, ahead)| first + ahead.len() as u64 > frame + 1);
+    }
+
+    /// A rollback: the picture shown last was run with other inputs from frame `from` on
+    /// than what is known now, so the frames from there to it are run again.
+    fn note_rollback(&mut self, from: u64) {
+        if let Some(head) = self.last_head.filter(|h| *h >= from) {
+            self.stats.rollbacks += 1;
+            self.stats.rollback_frames.record((head + 1 - from) as u32);
+        }
+    }
+
+    /// How far the core can afford to run ahead: a tick's frame plus `depth` more and a
+    /// save and a load within 70% of a frame period. Said once when it lowers the depth.
+    fn affordable_depth(&mut self) -> u32 {
+        let (Some(frame), Some(save_load)) = (self.frame_cost, self.save_load_cost) else {
+            return self.config.run_ahead;
+        };
+        if self.config.fast {
+            return self.config.run_ahead;
+        }
+        let budget = self.period.mul_f64(0.7).saturating_sub(save_load);
+        let frames = (budget.as_secs_f64() / frame.as_secs_f64().max(1e-6)) as u32;
+        let depth = frames.saturating_sub(1).min(self.config.run_ahead);
+        if depth < self.config.run_ahead && !self.said_budget {
+            self.said_budget = true;
+            tracing::warn!(
+                "running ahead: a frame takes {:.2} ms and a save and load {:.2} ms here, so \
+                 at most {depth} of {} frame(s) ahead fit a frame's time",
+                frame.as_secs_f64() * 1e3,
+                save_load.as_secs_f64() * 1e3,
+                self.config.run_ahead
+            );
+        }
+        depth
+    }
+
     /// Runs the feed's predicted frames past the last one run, leaving the newest one's
     /// picture (and the sound of frames not heard yet) for the frontend, then restores the
     /// machine: the frames that count are the feed's own, whatever was shown.
-    fn run_ahead(&mut self, machine: &mut M) {
+    fn run_ahead(&mut self, machine: &mut M, mut wrong_from: Option<u64>) {
         let t0 = self.clock.now();
+        self.depth = self.affordable_depth();
         let mut predicted = std::mem::take(&mut self.predicted);
         predicted.clear();
-        self.feed.predict(self.config.run_ahead, &mut predicted);
+        self.feed.predict(self.depth, &mut predicted);
+        let first = self.stats.frames;
+        // Frames the last picture ran ahead through that are known otherwise now (newly
+        // received inputs, or this player's own placed elsewhere).
+        let (old_first, old) = &self.last_ahead;
+        if wrong_from.is_none() {
+            wrong_from = predicted
+                .iter()
+                .enumerate()
+                .map(|(i, p)| (first + i as u64, p))
+                .find(|(f, p)| {
+                    f.checked_sub(*old_first)
+                        .and_then(|j| old.get(j as usize))
+                        .is_some_and(|o| o != *p)
+                })
+                .map(|(f, _)| f);
+        }
+        if let Some(from) = wrong_from {
+            self.note_rollback(from);
+        }
+        let mut head = first.saturating_sub(1);
         if !predicted.is_empty() {
+            let t_save = self.clock.now();
             if let Some(state) = machine.save_state() {
-                let first = self.stats.frames;
+                let mut save_load = self.clock.now().saturating_duration_since(t_save);
                 for (i, inputs) in predicted.iter().enumerate() {
                     machine.run_frame(inputs);
                     let frame = first + i as u64;
@@ -422,19 +558,35 @@ impl<M: Machine, F: Feed, C: Clock> Runner<M, F, C> {
                     }
                 }
                 let last = first + predicted.len() as u64 - 1;
+                head = last;
                 self.heard = Some(self.heard.map_or(last, |h| h.max(last)));
                 self.stats.ahead_frames += predicted.len() as u64;
+                let t_load = self.clock.now();
                 if !machine.load_state(&state) {
-                    tracing::warn!("run-ahead: the core refused its own state; stopping");
+                    tracing::warn!("running ahead: the core refused its own state; stopping");
                     self.config.run_ahead = 0;
                 }
+                save_load += self.clock.now().saturating_duration_since(t_load);
+                self.save_load_cost = Some(smooth(self.save_load_cost, save_load));
+                if self.shown_ahead.len() >= 64 {
+                    self.shown_ahead.pop_front();
+                }
+                self.shown_ahead.push_back((first, predicted.clone()));
+                self.last_ahead = (first, predicted.clone());
             } else {
-                tracing::warn!("run-ahead: the core cannot save its state; running without");
+                tracing::warn!("running ahead: the core cannot save its state; running without");
                 self.config.run_ahead = 0;
             }
         }
+        if predicted.is_empty() {
+            self.last_ahead.1.clear();
+        }
         self.predicted = predicted;
-        self.stats.ahead_time += self.clock.now().saturating_duration_since(t0);
+        self.last_head = Some(head);
+        let now = self.clock.now();
+        self.feed
+            .displayed(now, head, (head + 1).saturating_sub(first) as u32);
+        self.stats.ahead_time += now.saturating_duration_since(t0);
     }
 
     /// Samples local input, runs the frames that are due and says when to come back.
@@ -509,6 +661,7 @@ impl<M: Machine, F: Feed, C: Clock> Runner<M, F, C> {
         };
         let mut ran = 0u32;
         let mut wait = None;
+        let mut wrong_from = None;
         while ran < due {
             if self
                 .config
@@ -520,8 +673,14 @@ impl<M: Machine, F: Feed, C: Clock> Runner<M, F, C> {
             }
             match self.feed.next(now) {
                 FeedPoll::Run(inputs) => {
+                    let t0 = self.clock.now();
                     machine.run_frame(&inputs);
                     let frame = self.stats.frames;
+                    if self.config.run_ahead > 0 {
+                        let took = self.clock.now().saturating_duration_since(t0);
+                        self.frame_cost = Some(smooth(self.frame_cost, took));
+                        self.check_prediction(frame, &inputs, &mut wrong_from);
+                    }
                     if self.heard.is_some_and(|h| frame <= h) {
                         machine.discard_audio();
                     }
@@ -581,7 +740,10 @@ impl<M: Machine, F: Feed, C: Clock> Runner<M, F, C> {
         }
         // Not after the last frame: the run ends on the frame that counts, picture and all.
         if ran > 0 && self.config.run_ahead > 0 && self.ended.is_none() {
-            self.run_ahead(machine);
+            self.run_ahead(machine, wrong_from);
+        } else if ran > 0 {
+            let now = self.clock.now();
+            self.feed.displayed(now, self.stats.frames - 1, 0);
         }
         if let Some(reason) = self.ended {
             return Ok(self.finish(ran, Status::Ended(reason), now));

@@ -152,3 +152,42 @@ impl<M: Checksummed> FrameObserver<M> for SyncTest {
         Ok(())
     }
 }
+
+/// The rollback check a netplay session runs before it speculates: from the state now,
+/// `depth` frames with neutral input, a load back, the same frames again, each frame's
+/// memory checksum compared; then the state is loaded back once more, so the session
+/// starts where it was. Err names the first frame (counted from 1) that differed.
+pub fn check_rollback<M: Checksummed>(machine: &mut M, depth: u32) -> Result<(), String> {
+    let start = machine
+        .save_state()
+        .ok_or("the core cannot save its state")?;
+    let heard = machine.take_audio();
+    let neutral = [crate::input::Pad::NEUTRAL; crate::input::MAX_PLAYERS];
+    let mut first = Vec::new();
+    for _ in 0..depth {
+        machine.run_frame(&neutral);
+        first.push(machine.checksum());
+    }
+    let mut result = Ok(());
+    if !machine.load_state(&start) {
+        result = Err("the core refused its own state".to_string());
+    } else {
+        for (i, want) in first.iter().enumerate() {
+            machine.run_frame(&neutral);
+            let got = machine.checksum();
+            if got != *want {
+                result = Err(format!(
+                    "frame {} run again from a loaded state has checksum {got:016x}, the \
+                     first run had {want:016x}",
+                    i + 1
+                ));
+                break;
+            }
+        }
+    }
+    if !machine.load_state(&start) && result.is_ok() {
+        result = Err("the core refused its own state".to_string());
+    }
+    machine.put_back_audio(heard);
+    result
+}

@@ -36,6 +36,46 @@ const ACTIONS: [Button; 6] = [
 /// Frames during which a game usually shows its title screen: Start is pressed more often.
 const TITLE_FRAMES: u64 = 600;
 
+/// `--bot SEED[:human]`: which bot, and how busy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BotSpec {
+    pub seed: u64,
+    /// The human-rate profile: the pad changes about 10 times a second, as a busy player's
+    /// does, instead of on about a third of all frames.
+    pub human: bool,
+}
+
+impl BotSpec {
+    /// The bot for `port`.
+    pub fn bot(self, port: usize) -> Bot {
+        let mut bot = Bot::for_port(self.seed, port);
+        bot.human = self.human;
+        bot
+    }
+}
+
+impl std::str::FromStr for BotSpec {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<BotSpec, String> {
+        let (seed, profile) = s.split_once(':').unwrap_or((s, ""));
+        let seed = seed
+            .parse()
+            .map_err(|_| format!("{seed:?} is not a seed (a number)"))?;
+        match profile {
+            "" => Ok(BotSpec { seed, human: false }),
+            "human" => Ok(BotSpec { seed, human: true }),
+            other => Err(format!("{other:?} is not a bot profile (human)")),
+        }
+    }
+}
+
+impl std::fmt::Display for BotSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}{}", self.seed, if self.human { ":human" } else { "" })
+    }
+}
+
 /// How one bot plays; drawn once per (seed, port).
 #[derive(Clone, Debug)]
 struct Temperament {
@@ -65,6 +105,10 @@ pub struct Bot {
     select_until: u64,
     /// A paused game gets unpaused: Start pressed again at this frame.
     start_again_at: Option<u64>,
+    /// The human-rate profile (`BotSpec::human`): the pad holds until this frame.
+    human: bool,
+    hold_until: u64,
+    pad: Pad,
 }
 
 impl Bot {
@@ -98,6 +142,9 @@ impl Bot {
             start_until: 0,
             select_until: 0,
             start_again_at: None,
+            human: false,
+            hold_until: 0,
+            pad: Pad::NEUTRAL,
         }
     }
 
@@ -134,6 +181,9 @@ impl Bot {
     }
 
     fn step(&mut self, frame: u64) -> Pad {
+        if self.human {
+            return self.step_human(frame);
+        }
         let mut pad = Pad::NEUTRAL;
 
         if frame >= self.direction_until {
@@ -196,9 +246,57 @@ impl Bot {
     }
 }
 
+impl Bot {
+    /// The human-rate profile: a new pad every 3 to 9 frames (6 on average, 10 changes a
+    /// second): a direction or none, and now and then an action button with it.
+    fn step_human(&mut self, frame: u64) -> Pad {
+        if frame >= self.hold_until {
+            let old = self.pad;
+            while self.pad == old {
+                let mut pad = Pad::NEUTRAL;
+                if !self.rng.gen_bool(self.style.neutral_chance) {
+                    for &b in DIRECTIONS[self.rng.gen_range(0..DIRECTIONS.len())] {
+                        pad.set(b, true);
+                    }
+                }
+                if self.rng.gen_bool(0.4) {
+                    pad.set(ACTIONS[self.rng.gen_range(0..ACTIONS.len())], true);
+                }
+                if frame < TITLE_FRAMES && self.rng.gen_bool(0.05) {
+                    pad.set(Button::Start, true);
+                }
+                self.pad = pad;
+            }
+            self.hold_until = frame + self.rng.gen_range(3..=9);
+        }
+        self.pad
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_human_profile_changes_its_pad_about_ten_times_a_second() {
+        let spec: BotSpec = "4:human".parse().unwrap();
+        assert_eq!(
+            spec,
+            BotSpec {
+                seed: 4,
+                human: true
+            }
+        );
+        assert!("4:robot".parse::<BotSpec>().is_err());
+        let count = |mut bot: Bot| {
+            let pads: Vec<Pad> = (0..3600).map(|f| bot.next(f)).collect();
+            pads.windows(2).filter(|w| w[0] != w[1]).count()
+        };
+        // A minute at 60 fps: about 600 changes.
+        let human = count(spec.bot(1));
+        assert!((480..=720).contains(&human), "{human} changes a minute");
+        assert_ne!(count(Bot::for_port(4, 1)), human);
+    }
 
     fn run(mut bot: Bot, frames: u64) -> Vec<Pad> {
         (0..frames).map(|f| bot.next(f)).collect()

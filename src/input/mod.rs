@@ -4,6 +4,6 @@ mod bot;
 mod keymap;
 mod pad;
 
-pub use bot::Bot;
+pub use bot::{Bot, BotSpec};
 pub use keymap::{KeyMap, KeyMapError, KEYBOARD_PLAYERS};
 pub use pad::{Button, Inputs, Pad, MAX_PLAYERS};

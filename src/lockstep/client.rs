@@ -19,6 +19,8 @@ use super::{Config, LockstepError, Mode};
 /// Samples a client keeps beyond the next frame when the caller pushes changes without
 /// polling frames (during a stall); past this, the newest is overwritten.
 const MAX_AHEAD: u32 = 256;
+/// Own samples kept for speculation: more than any lead plus stall backlog.
+const MINE: usize = 512;
 /// Samples taken ahead for frame periods spent waiting, at most (2 s at 60 fps, the default
 /// timeout after which a silent peer is dropped and the others go on); leaves room under
 /// `MAX_AHEAD` for the changes of a long stall.
@@ -207,6 +209,14 @@ pub struct Client {
     catching_up: bool,
     /// A player that joined the running game (see `behind_phase`).
     late: bool,
+    /// Speculation: this player's newest samples (index, pad, when pushed), whatever the
+    /// server acknowledged, to place on frames not received yet; the inputs of the last
+    /// frame handed out (the others' are repeated ahead); the first of `mine` whose
+    /// landing frame was not shown yet, and how long each waited to be (`shown`).
+    mine: VecDeque<(u32, Pad, Instant)>,
+    last_inputs: Inputs,
+    unseen: u32,
+    perceived: LatencyStats,
 }
 
 impl Client {
@@ -377,6 +387,10 @@ impl Client {
             spectator: false,
             catching_up: false,
             late: false,
+            mine: VecDeque::new(),
+            last_inputs: [Pad::NEUTRAL; crate::input::MAX_PLAYERS],
+            unseen: 0,
+            perceived: LatencyStats::default(),
         })
     }
 
@@ -453,6 +467,10 @@ impl Client {
         let index = self.samples_end();
         self.samples.push_back(pad);
         self.info.push_back(SampleInfo { pushed: at, frame });
+        if self.mine.len() >= MINE {
+            self.mine.pop_front();
+        }
+        self.mine.push_back((index, pad, at));
         self.last_pad = pad;
         self.newest_pushed_at = Some(at);
         if self.every_sample() || (index + 1).is_multiple_of(self.cfg.keyframe_interval) {
@@ -479,11 +497,71 @@ impl Client {
             self.append_sample(self.last_pad, self.last_now);
         }
         self.record_latency(frame, u32::from(lead));
+        self.last_inputs = inputs;
         let wait = self.last_now.saturating_duration_since(arrived);
         self.slack.record(wait);
         self.slack_long.record(wait);
         self.next_frame = frame.next();
         Some((frame, inputs))
+    }
+
+    /// The inputs to run ahead with (speculation), up to `max` frames after the last one
+    /// handed out: the frames received and not handed out yet as they are, then frames
+    /// through the one this player's newest sample lands on (sample `i` goes on frame
+    /// `i + lead`), with this player's samples where the server will place them and every
+    /// other player's input of the last frame repeated. Nothing for a spectator.
+    pub fn predict(&self, max: u32, out: &mut Vec<Inputs>) {
+        if self.spectator || max == 0 {
+            return;
+        }
+        let max = max as usize;
+        out.extend(self.frames.iter().take(max).map(|(inputs, _, _)| *inputs));
+        let Some(lead) = self.lead else {
+            return;
+        };
+        let base = self.frames.back().map_or(self.last_inputs, |f| f.0);
+        let me = usize::from(self.me.0);
+        let mut frame = self.next_frame.0 + self.frames.len() as u32;
+        let last = (self.samples_end() + lead).saturating_sub(1);
+        while frame <= last && out.len() < max {
+            let mut inputs = base;
+            if let Some(slot) = inputs.get_mut(me) {
+                *slot = self.own_sample(frame.wrapping_sub(lead));
+            }
+            out.push(inputs);
+            frame += 1;
+        }
+    }
+
+    /// This player's sample `index`, or its newest if that is older.
+    fn own_sample(&self, index: u32) -> Pad {
+        let first = self.mine.front().map_or(0, |m| m.0);
+        match index.checked_sub(first) {
+            Some(i) => self.mine.get(i as usize).map_or(self.last_pad, |m| m.1),
+            None => self.mine.front().map_or(self.last_pad, |m| m.1),
+        }
+    }
+
+    /// The picture of frame `head` (speculative or not) was shown at `now`: each of this
+    /// player's samples that lands on or before it was seen, after how many frame periods
+    /// ([`ClientStats::perceived`]).
+    pub fn shown(&mut self, now: Instant, head: Frame) {
+        let Some(lead) = self.lead else {
+            return;
+        };
+        let first = self.mine.front().map_or(0, |m| m.0);
+        self.unseen = self.unseen.max(first);
+        while let Some(&(index, _, pushed)) = self.mine.get((self.unseen - first) as usize) {
+            if index + lead > head.0 {
+                break;
+            }
+            // Samples from before the first frames waited for the session to start.
+            if self.pushed_in_session(pushed) {
+                let periods = now.saturating_duration_since(pushed).as_secs_f64() * self.cfg.fps;
+                self.perceived.record(periods.round() as u32);
+            }
+            self.unseen += 1;
+        }
     }
 
     /// Frames that [`poll_frame`](Self::poll_frame) can hand out right now.
@@ -978,12 +1056,14 @@ impl Client {
             advance_frames: self.advance,
             traffic: self.traffic,
             latency: self.latency.clone(),
+            perceived: self.perceived.clone(),
         }
     }
 
     /// Forgets latency samples and stall counts (e.g. after a warm-up).
     pub fn reset_measurements(&mut self) {
         self.latency.clear();
+        self.perceived.clear();
         self.stalls = 0;
         self.stalled = Duration::ZERO;
     }

@@ -156,6 +156,8 @@ mod optimistic_tests;
 #[cfg(test)]
 mod sim;
 #[cfg(test)]
+mod speculate_tests;
+#[cfg(test)]
 mod tests;
 
 use std::time::Duration;

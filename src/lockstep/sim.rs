@@ -231,6 +231,12 @@ pub struct Player {
     pub spectator: Option<u8>,
     /// When (simulated time) it ran each frame of `applied`.
     pub ran_at: Vec<Duration>,
+    /// Speculation: the most frames it ran ahead in one slot, and what it ran ahead with
+    /// (frame, inputs) for the frames it has not run yet.
+    pub deepest: usize,
+    pub ahead: Vec<(u32, Inputs)>,
+    /// Per frame (from `first`), its own input it last ran ahead with.
+    pub own_guess: Vec<Option<Pad>>,
 }
 
 impl Player {
@@ -282,6 +288,10 @@ pub struct SimConfig {
     /// Remote players' datagrams carry tags under per-link keys, as the session layer's do
     /// (`session::keys`): altered ones are dropped before the state machines see them.
     pub sealed: bool,
+    /// Speculation, as `app::runner` runs it: after each slot that ran frames, each player
+    /// asks `Client::predict` for up to this many frames and shows the last (0: it shows
+    /// the last frame it ran); either way it tells `Client::shown`.
+    pub speculate: u32,
 }
 
 impl SimConfig {
@@ -299,6 +309,7 @@ impl SimConfig {
             handshake_rtt: true,
             dedicated: false,
             sealed: false,
+            speculate: 0,
         }
     }
 }
@@ -369,6 +380,7 @@ pub struct Sim {
     spectator_rng: SmallRng,
     chaotic_bots: bool,
     sealed: bool,
+    speculate: u32,
     /// Each player's link keys (host side, joiner side), made when first needed.
     keys: Vec<Option<(Keys, Keys)>>,
     /// Draws the alterations, apart from the other generators so that `corrupt` 0 changes
@@ -435,6 +447,9 @@ impl Sim {
                 first: 0,
                 spectator: None,
                 ran_at: Vec::new(),
+                deepest: 0,
+                ahead: Vec::new(),
+                own_guess: Vec::new(),
                 applied: Vec::new(),
                 pushed: Vec::new(),
                 next_frame: None,
@@ -468,6 +483,7 @@ impl Sim {
             spectator_rng: SmallRng::seed_from_u64(cfg.seed ^ 0x5bec),
             chaotic_bots: cfg.chaotic_bots,
             sealed: cfg.sealed,
+            speculate: cfg.speculate,
             keys: Vec::new(),
             corrupt_rng: SmallRng::seed_from_u64(cfg.seed ^ 0xc022),
             corrupted: 0,
@@ -512,6 +528,9 @@ impl Sim {
             first,
             spectator: None,
             ran_at: Vec::new(),
+            deepest: 0,
+            ahead: Vec::new(),
+            own_guess: Vec::new(),
             applied: Vec::new(),
             pushed: Vec::new(),
             // Its scheduler starts now: display slots from the current time on.
@@ -938,6 +957,24 @@ impl Sim {
         }
         if ran > clock_due {
             next_frame -= period * f64::from(ran - clock_due);
+        }
+        if ran > 0 && p.spectator.is_none() {
+            let next = p.first + p.applied.len() as u32;
+            let mut ahead = Vec::new();
+            p.client.predict(self.speculate, &mut ahead);
+            p.deepest = p.deepest.max(ahead.len());
+            p.ahead = (next..).zip(ahead.iter().copied()).collect();
+            let me = usize::from(p.id.0);
+            for (f, inputs) in &p.ahead {
+                if let Some(i) = f.checked_sub(p.first) {
+                    let i = i as usize;
+                    if p.own_guess.len() <= i {
+                        p.own_guess.resize(i + 1, None);
+                    }
+                    p.own_guess[i] = Some(inputs[me]);
+                }
+            }
+            p.client.shown(now, Frame(next - 1 + ahead.len() as u32));
         }
         // As in `app::runner`, the clock starts with frame 0, not while waiting for it; and a
         // client paced by the frames' arrival starts it again after waiting for one.

@@ -152,6 +152,9 @@ pub struct ClientStats {
     pub traffic: Traffic,
     /// Frames from sampling a local input to the frame it was applied on.
     pub latency: LatencyStats,
+    /// Frame periods from each of this player's samples to the first picture shown that
+    /// used it (`Client::shown`): the latency the player sees, speculation included.
+    pub perceived: LatencyStats,
 }
 
 /// Optimistic mode: where the server put one player's samples.

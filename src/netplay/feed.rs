@@ -237,6 +237,8 @@ struct NetState {
     jump: Option<u32>,
     /// The session frame at which this peer stops (`--frames`).
     end_at: Option<u64>,
+    /// Frames the last picture was run ahead of the last frame that counts (speculation).
+    ahead: Option<u32>,
 }
 
 /// The state and the signal the frame loop waits on.
@@ -846,6 +848,7 @@ impl NetState {
             secs: self.started.elapsed().as_secs_f64(),
             peers,
             room: self.room.clone(),
+            ahead: self.ahead,
         }
     }
 
@@ -945,6 +948,10 @@ impl NetState {
         m.insert(
             "input_latency_frames".into(),
             json!({ "median": s.latency.median(), "p95": s.latency.p95() }),
+        );
+        m.insert(
+            "perceived_latency_frames".into(),
+            json!({ "median": s.perceived.median(), "p95": s.perceived.p95() }),
         );
         m.insert("rtt_ms".into(), json!(self.counters.rtt_median()));
         m.insert("mode".into(), json!(self.client.config().mode.as_str()));
@@ -1085,6 +1092,7 @@ impl NetFeed {
                 first,
                 jump: None,
                 end_at: None,
+                ahead: None,
             }),
             arrived: Condvar::new(),
         });
@@ -1283,6 +1291,20 @@ impl Feed for NetFeed {
 
     fn stats(&self) -> Map<String, Value> {
         self.state().stats_map()
+    }
+
+    /// Speculation (`--speculate`): see [`Client::predict`].
+    fn predict(&mut self, max: u32, out: &mut Vec<Inputs>) {
+        self.state().client.predict(max, out);
+    }
+
+    fn displayed(&mut self, now: Instant, head: u64, depth: u32) {
+        let mut s = self.state();
+        let head = crate::lockstep::Frame(s.first.saturating_add(head as u32));
+        s.client.shown(now, head);
+        if depth > 0 || s.ahead.is_some() {
+            s.ahead = Some(depth);
+        }
     }
 }
 

@@ -29,7 +29,7 @@ use crate::app::{
     EndReason, Feed, FrameObserver, ObserverError, PlayError, PlayOptions, PlaySummary, Runner,
 };
 use crate::host::{hash_file, Core, HostError};
-use crate::input::{Bot, Inputs};
+use crate::input::Inputs;
 use crate::lockstep::{self, Client, PeerId};
 use crate::net::{random_bytes, random_seed, Link, NetError, NetSim};
 use crate::session::{
@@ -60,6 +60,8 @@ pub struct NetOptions {
     /// Test hook: the main thread stays busy this long after the start state (joiner) or
     /// the lobby (host), before the content is loaded and the first frame runs.
     pub start_delay: Option<Duration>,
+    /// Speculation: the most frames a player's picture runs ahead (0: off).
+    pub speculate: u32,
 }
 
 #[derive(Clone, Debug)]
@@ -293,7 +295,7 @@ pub fn host(opts: &HostOptions) -> Result<PlaySummary, NetplayError> {
         .into_iter()
         .map(|p| (p.slot, p.name))
         .collect();
-    let bot = opts.net.play.bot.map(|seed| Bot::for_port(seed, 0));
+    let bot = opts.net.play.bot.map(|spec| spec.bot(0));
     let feed = NetFeed::new(link, Role::host(endpoint), client, bot).with_names(names);
     start_delay(&opts.net);
     run(&play, &mut core, feed, &opts.net, recording, window)
@@ -514,7 +516,7 @@ fn play_joined(
         .play
         .bot
         .filter(|_| !watch)
-        .map(|seed| Bot::for_port(seed, usize::from(start.slot)));
+        .map(|spec| spec.bot(usize::from(start.slot)));
     let mut feed = NetFeed::new(link, Role::join(session::Seat::new(session)), client, bot)
         .with_names(start.players.clone())
         .with_room(room);
@@ -649,6 +651,9 @@ fn run(
     } else {
         Duration::MAX
     };
+    if net.speculate > 0 && !feed.is_spectator() {
+        runner_cfg.run_ahead = speculation_depth(core, net.speculate);
+    }
     let first = feed.first_frame();
     // --frames N ends the session at its frame N, wherever this peer's machine started (a
     // spectator's jumps to fresh states skip frames: its feed ends there too).
@@ -728,6 +733,24 @@ fn run(
         )));
     }
     Ok(summary)
+}
+
+/// The depth to speculate at: `want`, if the core passes the rollback check (see
+/// `app::sync_test::check_rollback`), else 0 with the reason logged.
+fn speculation_depth(core: &mut Core, want: u32) -> u32 {
+    match crate::app::sync_test::check_rollback(core, want.max(2)) {
+        Ok(()) => {
+            tracing::info!("netplay: speculating up to {want} frame(s) ahead");
+            want
+        }
+        Err(why) => {
+            tracing::warn!(
+                "netplay: {} failed the rollback check ({why}); playing without speculation",
+                core.info().library_name
+            );
+            0
+        }
+    }
 }
 
 /// Frames kept to replay after loading an older state from the host (10 s at 60 fps).

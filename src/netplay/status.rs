@@ -28,6 +28,8 @@ pub struct Status {
     pub spectators: Option<usize>,
     /// A spectator: how far behind the players it shows the game.
     pub watching: Option<Duration>,
+    /// Speculation: frames the picture runs ahead of the last frame that counts.
+    pub ahead: Option<u32>,
 }
 
 /// One other peer as this one sees it.
@@ -68,6 +70,9 @@ impl fmt::Display for Status {
             kbit(self.wire_out, self.secs),
             kbit(self.wire_in, self.secs),
         )?;
+        if let Some(ahead) = self.ahead {
+            write!(f, " ahead {ahead}")?;
+        }
         for p in &self.peers {
             let rtt = p.rtt.map_or("-".into(), |r| r.as_millis().to_string());
             match p.player {
@@ -115,6 +120,7 @@ mod tests {
             room: None,
             spectators: None,
             watching: None,
+            ahead: None,
             peers: vec![
                 PeerStatus {
                     player: Some(2),
@@ -164,6 +170,7 @@ mod tests {
             .ends_with(" | P3 - ms 0.0/0.0 | 3 watching"));
         let spectator = Status {
             watching: Some(ms(140)),
+            ahead: None,
             ..joiner.clone()
         };
         assert!(spectator
