@@ -94,7 +94,8 @@ fn run_ahead_shows_a_taps_effect_two_frames_sooner_and_records_the_same() {
     assert_eq!(checksum(&replayed), checksum(&plain));
 
     assert_eq!(ahead["run_ahead"]["depth"], 2);
-    assert!(ahead["run_ahead"]["frames"].as_u64().unwrap() >= 2 * 120);
+    // At least the newest frame each displayed frame; the others are reused while held.
+    assert!(ahead["run_ahead"]["frames"].as_u64().unwrap() >= 120);
 }
 
 #[test]
@@ -120,7 +121,7 @@ fn run_ahead_on_genesis_plus_gx_keeps_the_checksum() {
     let plain = headless_stats(home.path(), "plain", &args("0"));
     let ahead = headless_stats(home.path(), "ahead", &args("3"));
     assert_eq!(checksum(&plain), checksum(&ahead));
-    assert!(ahead["run_ahead"]["frames"].as_u64().unwrap() >= 3 * 500);
+    assert!(ahead["run_ahead"]["frames"].as_u64().unwrap() >= 500);
 }
 
 #[test]

@@ -27,10 +27,20 @@ impl Machine for Core {
             .ok()
     }
 
+    fn save_state_into(&mut self, buf: &mut Vec<u8>) -> bool {
+        self.serialize_into(buf)
+            .inspect_err(|e| tracing::debug!("save state: {e}"))
+            .is_ok()
+    }
+
     fn load_state(&mut self, state: &[u8]) -> bool {
         self.unserialize(state)
             .inspect_err(|e| tracing::debug!("load state: {e}"))
             .is_ok()
+    }
+
+    fn loads(&self) -> u64 {
+        Core::loads(self)
     }
 
     fn discard_audio(&mut self) {

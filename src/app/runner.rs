@@ -48,9 +48,23 @@ pub trait Machine {
     fn save_state(&mut self) -> Option<Vec<u8>> {
         None
     }
+    /// `save_state` into `buf` (its allocation reused); false if it cannot.
+    fn save_state_into(&mut self, buf: &mut Vec<u8>) -> bool {
+        match self.save_state() {
+            Some(state) => {
+                *buf = state;
+                true
+            }
+            None => false,
+        }
+    }
     /// Restores a state from `save_state`; false if the machine refused it.
     fn load_state(&mut self, _state: &[u8]) -> bool {
         false
+    }
+    /// States loaded so far, by anyone: tells the runner when its states ahead are stale.
+    fn loads(&self) -> u64 {
+        0
     }
     /// Drops the sound of the frames run since the last frontend drain: frames whose sound
     /// was already played, or will never be shown.
@@ -241,7 +255,8 @@ pub struct RunStats {
     pub catch_up_frames: u64,
     /// Times the backlog exceeded `max_lag` and was dropped.
     pub lag_resets: u64,
-    /// Frames run ahead and taken back, and the time that took (saves and loads included).
+    /// Frames run ahead and taken back (those reused from the tick before not counted), and
+    /// the time that took (saves and loads included).
     pub ahead_frames: u64,
     pub ahead_time: Duration,
     /// Frames that count whose inputs differed from those run ahead with: ticks that found
@@ -289,6 +304,13 @@ pub struct Runner<M, F, C = SystemClock> {
     /// which frame (to tell a rollback).
     last_head: Option<u64>,
     last_ahead: (u64, Vec<Inputs>),
+    /// The state after each frame of `last_ahead`, kept for the next tick: frames whose
+    /// inputs are still the same are not run again. Spare buffers for reuse, the last
+    /// frame that counts's state, and `Machine::loads` when the states were made.
+    ahead_states: Vec<Vec<u8>>,
+    spare_states: Vec<Vec<u8>>,
+    base_state: Vec<u8>,
+    loads_seen: Option<u64>,
 }
 
 /// An exponentially smoothed duration (1/8 of each new sample).
@@ -342,6 +364,10 @@ impl<M: Machine, F: Feed, C: Clock> Runner<M, F, C> {
             said_budget: false,
             last_head: None,
             last_ahead: (0, Vec::new()),
+            ahead_states: Vec::new(),
+            spare_states: Vec::new(),
+            base_state: Vec::new(),
+            loads_seen: None,
         }
     }
 
@@ -459,13 +485,12 @@ impl<M: Machine, F: Feed, C: Clock> Runner<M, F, C> {
     /// with the same? The newest picture's first wrong frame starts a rollback (see
     /// `note_rollback`); each picture shown with other inputs was a corrected one.
     fn check_prediction(&mut self, frame: u64, inputs: &Inputs, wrong_from: &mut Option<u64>) {
-        if let Some((first, ahead)) = self.shown_ahead.back() {
-            let guess = frame
-                .checked_sub(*first)
-                .and_then(|i| ahead.get(i as usize));
-            if guess.is_some_and(|g| g != inputs) && wrong_from.is_none() {
-                *wrong_from = Some(frame);
-            }
+        let (first, ahead) = &self.last_ahead;
+        let guess = frame
+            .checked_sub(*first)
+            .and_then(|i| ahead.get(i as usize));
+        if guess.is_some_and(|g| g != inputs) && wrong_from.is_none() {
+            *wrong_from = Some(frame);
         }
         let before = self.shown_ahead.len();
         self.shown_ahead.retain(|(first, ahead)| {
@@ -547,39 +572,11 @@ impl<M: Machine, F: Feed, C: Clock> Runner<M, F, C> {
         }
         let mut head = first.saturating_sub(1);
         if !predicted.is_empty() {
-            let t_save = self.clock.now();
-            if let Some(state) = machine.save_state() {
-                let mut save_load = self.clock.now().saturating_duration_since(t_save);
-                for (i, inputs) in predicted.iter().enumerate() {
-                    machine.run_frame(inputs);
-                    let frame = first + i as u64;
-                    if self.heard.is_some_and(|h| frame <= h) {
-                        machine.discard_audio();
-                    }
-                }
-                let last = first + predicted.len() as u64 - 1;
-                head = last;
-                self.heard = Some(self.heard.map_or(last, |h| h.max(last)));
-                self.stats.ahead_frames += predicted.len() as u64;
-                let t_load = self.clock.now();
-                if !machine.load_state(&state) {
-                    tracing::warn!("running ahead: the core refused its own state; stopping");
-                    self.config.run_ahead = 0;
-                }
-                save_load += self.clock.now().saturating_duration_since(t_load);
-                self.save_load_cost = Some(smooth(self.save_load_cost, save_load));
-                if self.shown_ahead.len() >= 64 {
-                    self.shown_ahead.pop_front();
-                }
-                self.shown_ahead.push_back((first, predicted.clone()));
-                self.last_ahead = (first, predicted.clone());
-            } else {
-                tracing::warn!("running ahead: the core cannot save its state; running without");
-                self.config.run_ahead = 0;
-            }
+            head = self.run_predicted(machine, &predicted, wrong_from);
         }
         if predicted.is_empty() {
             self.last_ahead.1.clear();
+            self.spare_states.append(&mut self.ahead_states);
         }
         self.predicted = predicted;
         self.last_head = Some(head);
@@ -587,6 +584,84 @@ impl<M: Machine, F: Feed, C: Clock> Runner<M, F, C> {
         self.feed
             .displayed(now, head, (head + 1).saturating_sub(first) as u32);
         self.stats.ahead_time += now.saturating_duration_since(t0);
+    }
+
+    /// Runs `predicted` from the last frame that counts (first the frames whose states from
+    /// the last tick still hold: same inputs since, and nobody else loaded a state), shows
+    /// the last, and loads the machine back. Returns the frame shown.
+    fn run_predicted(
+        &mut self,
+        machine: &mut M,
+        predicted: &[Inputs],
+        wrong_from: Option<u64>,
+    ) -> u64 {
+        let first = self.stats.frames;
+        let t_save = self.clock.now();
+        let mut base = std::mem::take(&mut self.base_state);
+        if !machine.save_state_into(&mut base) {
+            tracing::warn!("running ahead: the core cannot save its state; running without");
+            self.config.run_ahead = 0;
+            return first.saturating_sub(1);
+        }
+        let mut save_load = self.clock.now().saturating_duration_since(t_save);
+        // The states ahead that still hold, moved to the front.
+        let (old_first, old) = std::mem::take(&mut self.last_ahead);
+        let mut states = std::mem::take(&mut self.ahead_states);
+        let fresh = self.loads_seen == Some(machine.loads()) && old_first <= first;
+        let skip = ((first - old_first.min(first)) as usize).min(states.len());
+        self.spare_states.extend(states.drain(..skip));
+        let mut keep = 0;
+        if fresh && wrong_from.is_none_or(|w| w >= first) {
+            while keep + 1 < predicted.len()
+                && keep < states.len()
+                && old.get(skip + keep) == Some(&predicted[keep])
+                && wrong_from.is_none_or(|w| w > first + keep as u64)
+            {
+                keep += 1;
+            }
+        }
+        self.spare_states.extend(states.drain(keep..));
+        if keep > 0 {
+            let t = self.clock.now();
+            if !machine.load_state(&states[keep - 1]) {
+                keep = 0;
+                self.spare_states.append(&mut states);
+            }
+            save_load += self.clock.now().saturating_duration_since(t);
+        }
+        for (i, inputs) in predicted.iter().enumerate().skip(keep) {
+            machine.run_frame(inputs);
+            let frame = first + i as u64;
+            if self.heard.is_some_and(|h| frame <= h) {
+                machine.discard_audio();
+            }
+            let mut buf = self.spare_states.pop().unwrap_or_default();
+            let t = self.clock.now();
+            if !machine.save_state_into(&mut buf) {
+                buf.clear();
+            }
+            save_load += self.clock.now().saturating_duration_since(t);
+            states.push(buf);
+        }
+        let last = first + predicted.len() as u64 - 1;
+        self.heard = Some(self.heard.map_or(last, |h| h.max(last)));
+        self.stats.ahead_frames += (predicted.len() - keep) as u64;
+        let t_load = self.clock.now();
+        if !machine.load_state(&base) {
+            tracing::warn!("running ahead: the core refused its own state; stopping");
+            self.config.run_ahead = 0;
+        }
+        save_load += self.clock.now().saturating_duration_since(t_load);
+        self.save_load_cost = Some(smooth(self.save_load_cost, save_load));
+        self.loads_seen = Some(machine.loads());
+        self.base_state = base;
+        self.ahead_states = states;
+        if self.shown_ahead.len() >= 64 {
+            self.shown_ahead.pop_front();
+        }
+        self.shown_ahead.push_back((first, predicted.to_vec()));
+        self.last_ahead = (first, predicted.to_vec());
+        last
     }
 
     /// Samples local input, runs the frames that are due and says when to come back.

@@ -50,6 +50,8 @@ pub struct Core {
     frame_count: u64,
     /// Test hook (`HostConfig::ignore_loads`).
     ignore_loads: bool,
+    /// `unserialize` calls (see `loads`).
+    loads: u64,
     // Last: dropped after `Drop::drop` has unloaded and deinitialised the core.
     api: CoreApi,
 }
@@ -93,6 +95,7 @@ impl Core {
             spare_pixels: Cell::new(Vec::new()),
             frame_count: 0,
             ignore_loads: config.ignore_loads,
+            loads: 0,
             api,
         };
         // SAFETY: the callbacks match libretro.h's types; environment comes first, as
@@ -343,6 +346,14 @@ impl Core {
     }
 
     pub fn serialize(&mut self) -> Result<Vec<u8>, HostError> {
+        let mut buf = Vec::new();
+        self.serialize_into(&mut buf)?;
+        Ok(buf)
+    }
+
+    /// `serialize` into `buf`, reusing its allocation: rollback saves a state every frame,
+    /// and a fresh megabyte each time (Genesis Plus GX's size) costs page faults.
+    pub fn serialize_into(&mut self, buf: &mut Vec<u8>) -> Result<(), HostError> {
         if !self.loaded {
             return Err(HostError::NotLoaded);
         }
@@ -351,19 +362,25 @@ impl Core {
         if size == 0 {
             return Err(HostError::SerializeUnsupported);
         }
-        let mut buf = vec![0u8; size];
+        buf.resize(size, 0);
         // SAFETY: `buf` is writable for `size` bytes.
         if unsafe { (self.api.serialize)(buf.as_mut_ptr().cast(), size) } {
-            Ok(buf)
+            Ok(())
         } else {
             Err(HostError::SerializeFailed)
         }
+    }
+
+    /// States loaded into the core so far (`unserialize` calls that succeeded).
+    pub fn loads(&self) -> u64 {
+        self.loads
     }
 
     pub fn unserialize(&mut self, state: &[u8]) -> Result<(), HostError> {
         if !self.loaded {
             return Err(HostError::NotLoaded);
         }
+        self.loads += 1;
         if self.ignore_loads {
             return Ok(());
         }

@@ -27,20 +27,9 @@ use std::time::Duration;
 
 #[path = "../fixtures/mod.rs"]
 mod fixtures;
+mod procs;
 
-/// Waits for `child` and returns its user + system CPU seconds.
-fn cpu_of(child: Child) -> f64 {
-    let pid = child.id() as libc::pid_t;
-    let mut status = 0;
-    // SAFETY: an all-zero rusage is a valid value for wait4 to fill in.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: `pid` is our own child, not yet reaped; the pointers are to live locals.
-    let got = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
-    assert_eq!(got, pid, "wait4 failed");
-    std::mem::forget(child);
-    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-    secs(usage.ru_utime) + secs(usage.ru_stime)
-}
+use procs::cpu_of;
 
 fn spawn(dir: &Path, label: &str, args: &[String]) -> Child {
     fixtures::framelock(dir)

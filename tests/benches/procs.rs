@@ -40,6 +40,21 @@ pub fn wait_for(dir: &Path, label: &str, needle: &str) {
     panic!("{label} never said {needle:?}");
 }
 
+/// Waits for `child` and returns its user + system CPU seconds (the kernel's accounting
+/// of the exited process, from wait4).
+pub fn cpu_of(child: Child) -> f64 {
+    let pid = child.id() as libc::pid_t;
+    let mut status = 0;
+    // SAFETY: an all-zero rusage is a valid value for wait4 to fill in.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `pid` is our own child, not yet reaped; the pointers are to live locals.
+    let got = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    assert_eq!(got, pid, "wait4 failed");
+    std::mem::forget(child);
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    secs(usage.ru_utime) + secs(usage.ru_stime)
+}
+
 /// `label`'s `--stats-json`.
 pub fn stats(dir: &Path, label: &str) -> Value {
     let text = std::fs::read_to_string(dir.join(format!("{label}.json")))

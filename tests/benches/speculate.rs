@@ -1,0 +1,145 @@
+//! Speculation (`--speculate`) against plain lockstep (numbers, not pass/fail):
+//! `cargo bench --bench speculate`.
+//!
+//! Two real processes on loopback, each impairing what it sends (100 ms round trip, ±20 ms
+//! jitter, 5% loss: `--netsim delay=50ms,jitter=20ms,loss=5%`), for `FRAMELOCK_BENCH_SECS`
+//! seconds (default 30), on the built-in game and on Genesis Plus GX + Airstriker, with
+//! speculation off, 4 and auto, and bots of two kinds: the default one (its pad changes on
+//! about a quarter of all frames) and `--bot SEED:human` (about 10 changes a second).
+//! Reported for the joiner (the host's numbers are in the logs and close): perceived
+//! latency (sample to the first picture that used it, frames: median / p95), rollbacks a
+//! second and their depth (median / max frames), pictures shown that were corrected later,
+//! and the joiner's CPU (user + system from the kernel at exit) against solo play of the
+//! same game for as long. Then at 250 ms round trip, ±20 ms and 5% loss with the human
+//! bot: how far the lead grows, how deep rollbacks go, and what auto leaves unhidden.
+//!
+//! # Results
+//!
+//! See README.md ("Benchmarks"); the tables there are this program's output.
+
+use std::path::Path;
+
+use serde_json::Value;
+
+#[path = "../fixtures/mod.rs"]
+mod fixtures;
+mod procs;
+
+use procs::{cpu_of, spawn, stats, strings, wait_for};
+
+/// One 2-player session; the joiner's stats and CPU seconds.
+fn session(
+    d: &Path,
+    game: &[String],
+    frames: &str,
+    link: &str,
+    bot: &str,
+    spec: &str,
+) -> (Value, f64) {
+    let port = fixtures::free_port().to_string();
+    let common = |extra: &[&str]| -> Vec<String> {
+        let mut a = strings(extra);
+        a.extend(strings(&[
+            "--headless",
+            "--frames",
+            frames,
+            "--no-record",
+            "--netsim",
+            link,
+            "--speculate",
+            spec,
+        ]));
+        a.extend(game.iter().cloned());
+        a
+    };
+    let host = spawn(
+        d,
+        "host",
+        &common(&["host", "--port", &port, "--bot", &format!("1{bot}")]),
+    );
+    wait_for(d, "host", "hosting on udp port");
+    let addr = format!("127.0.0.1:{port}");
+    let join = spawn(
+        d,
+        "join",
+        &common(&["join", &addr, "--bot", &format!("2{bot}")]),
+    );
+    let cpu = cpu_of(join);
+    cpu_of(host);
+    (stats(d, "join"), cpu)
+}
+
+fn fmt_pair(v: &Value) -> String {
+    let n = |k: &str| v[k].as_u64().map_or("-".to_string(), |x| x.to_string());
+    format!("{} / {}", n("median"), n("p95"))
+}
+
+fn row(label: &str, s: &Value, cpu: f64, solo: f64) -> String {
+    let secs = s["wall_s"].as_f64().unwrap_or(1.0).max(1.0);
+    let rollbacks = s["rollbacks"]
+        .as_u64()
+        .map_or("-".to_string(), |r| format!("{:.1}", r as f64 / secs));
+    let depth = &s["rollback_frames"];
+    let depth = match (depth["median"].as_u64(), depth["max"].as_u64()) {
+        (Some(m), Some(x)) => format!("{m} / {x}"),
+        _ => "-".into(),
+    };
+    let corrected = s["corrected_frames_shown"]
+        .as_u64()
+        .map_or("-".to_string(), |c| c.to_string());
+    format!(
+        "| {label} | {} | {} | {rollbacks} | {depth} | {corrected} | {:.2}x |",
+        fmt_pair(&s["perceived_latency_frames"]),
+        s["lead"].as_u64().map_or("-".into(), |l| l.to_string()),
+        cpu / solo
+    )
+}
+
+fn main() {
+    let secs = procs::bench_secs(30);
+    let frames = (secs * 60).to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let g = fixtures::genesis();
+    let genesis = strings(&[
+        g.rom.to_str().unwrap(),
+        "--core",
+        g.core.to_str().unwrap(),
+        "--option",
+        "genesis_plus_gx_addr_error=disabled",
+    ]);
+    let link = "delay=50ms,jitter=20ms,loss=5%";
+    println!(
+        "2 players, 100 ms round trip, ±20 ms jitter, 5% loss, {secs} s each; the joiner's numbers"
+    );
+    println!();
+    println!("| game, bot, --speculate | perceived latency (frames, median / p95) | lead | rollbacks/s | rollback depth (median / max) | corrected pictures | CPU x solo |");
+    println!("|---|---|---|---|---|---|---|");
+    for (name, game) in [("built-in", Vec::new()), ("Genesis Plus GX", genesis)] {
+        let mut solo_args = strings(&["play", "--headless", "--frames", &frames, "--bot", "1"]);
+        solo_args.extend(game.iter().cloned());
+        let solo = cpu_of(spawn(d, "solo", &solo_args));
+        for (bot_name, bot) in [("default bot", ""), ("human bot", ":human")] {
+            for spec in ["off", "4", "auto"] {
+                let (s, cpu) = session(d, &game, &frames, link, bot, spec);
+                println!(
+                    "{}",
+                    row(&format!("{name}, {bot_name}, {spec}"), &s, cpu, solo)
+                );
+            }
+        }
+    }
+    println!();
+    println!("250 ms round trip, ±20 ms jitter, 5% loss, human bot, built-in game:");
+    println!();
+    println!("| --speculate | perceived latency (frames, median / p95) | lead | rollbacks/s | rollback depth (median / max) | corrected pictures | CPU x solo |");
+    println!("|---|---|---|---|---|---|---|");
+    let mut solo_args = strings(&["play", "--headless", "--frames", &frames, "--bot", "1"]);
+    solo_args.push("--no-record".into());
+    let solo = cpu_of(spawn(d, "solo", &solo_args));
+    let far = "delay=125ms,jitter=20ms,loss=5%";
+    for spec in ["off", "auto", "16"] {
+        let (s, cpu) = session(d, &[], &frames, far, ":human", spec);
+        println!("{}", row(spec, &s, cpu, solo));
+    }
+}
