@@ -11,6 +11,15 @@
 //! runs at most `catch_up_cap` frames. A runner that fell more than `max_lag` behind forgets
 //! the backlog instead of racing to catch up. `fast` drops pacing altogether.
 //!
+//! Running ahead (`RunnerConfig::run_ahead`: `play --run-ahead`, netplay's `--speculate`):
+//! after a tick that ran frames, the feed's predicted inputs ([`Feed::predict`]) run on
+//! from the last frame that counts, the newest one's picture is left for the frontend and
+//! the machine's state is loaded back. The state after each frame run ahead is kept: the
+//! next tick starts from the newest one whose inputs still hold (a rollback starts from
+//! the first that changed), so a steady tick runs one frame that counts and one new one
+//! ahead. Each frame's sound plays once, when it is first run ahead. The depth drops while
+//! a frame, the frames ahead and a save and load would not fit 70% of a frame period.
+//!
 //! Calling order: `tick` repeatedly; after each tick wait `Tick::timeout` (or until an
 //! event) and tick again, until `Tick::status` is `Ended`.
 
@@ -596,22 +605,33 @@ impl<M: Machine, F: Feed, C: Clock> Runner<M, F, C> {
         wrong_from: Option<u64>,
     ) -> u64 {
         let first = self.stats.frames;
-        let t_save = self.clock.now();
-        let mut base = std::mem::take(&mut self.base_state);
-        if !machine.save_state_into(&mut base) {
-            tracing::warn!("running ahead: the core cannot save its state; running without");
-            self.config.run_ahead = 0;
-            return first.saturating_sub(1);
-        }
-        let mut save_load = self.clock.now().saturating_duration_since(t_save);
-        // The states ahead that still hold, moved to the front.
         let (old_first, old) = std::mem::take(&mut self.last_ahead);
         let mut states = std::mem::take(&mut self.ahead_states);
-        let fresh = self.loads_seen == Some(machine.loads()) && old_first <= first;
-        let skip = ((first - old_first.min(first)) as usize).min(states.len());
+        // States from the last tick hold while nobody else loaded one and the frames that
+        // count since ran with the inputs they were run ahead with.
+        let fresh = self.loads_seen == Some(machine.loads())
+            && old_first <= first
+            && wrong_from.is_none_or(|w| w >= first);
+        let skip = (first - old_first.min(first)) as usize;
+        let mut save_load = Duration::ZERO;
+        let mut base = std::mem::take(&mut self.base_state);
+        if fresh && (1..=states.len()).contains(&skip) {
+            // The last frame that counts was run ahead already: its state is at hand.
+            std::mem::swap(&mut base, &mut states[skip - 1]);
+        } else {
+            let t = self.clock.now();
+            if !machine.save_state_into(&mut base) {
+                tracing::warn!("running ahead: the core cannot save its state; running without");
+                self.config.run_ahead = 0;
+                return first.saturating_sub(1);
+            }
+            save_load += self.clock.now().saturating_duration_since(t);
+        }
+        // The states ahead that still hold, moved to the front.
+        let skip = skip.min(states.len());
         self.spare_states.extend(states.drain(..skip));
         let mut keep = 0;
-        if fresh && wrong_from.is_none_or(|w| w >= first) {
+        if fresh {
             while keep + 1 < predicted.len()
                 && keep < states.len()
                 && old.get(skip + keep) == Some(&predicted[keep])

@@ -89,6 +89,18 @@
 //!   frames wait between arriving and being run within about a frame, which also absorbs
 //!   clock drift. Nothing is sampled ahead during a wait.
 //!
+//! # Speculation
+//! The protocol decides every frame; a player may still show frames it has not been sent.
+//! [`Client::predict`] gives the inputs to run ahead with: the frames received and not yet
+//! run, as they are, then frames through the one this player's newest sample lands on
+//! (sample `i` on frame `i + lead`, as the server places it), with that sample and the
+//! ones before it in this player's seat and every other seat's last input repeated. The
+//! driver (`app::runner`) runs them from the last agreed frame's state, shows the last,
+//! and goes back; when an UPDATE brings other inputs for a frame it ran ahead, it runs
+//! from there again (a rollback). Nothing of this reaches the wire: checksums, UPDATEs and
+//! recordings concern agreed frames only. [`Client::shown`] measures what the player sees
+//! (`ClientStats::perceived`): from a sample to the first picture that used it.
+//!
 //! # Default keyframe interval
 //! Measured on the simulated network (2 players, 100 ms RTT, clean link, no send budget;
 //! `tests::keyframe_interval_table`):
