@@ -527,17 +527,23 @@ impl<M: Machine, F: Feed, C: Clock> Runner<M, F, C> {
     }
 
     /// How far the core can afford to run ahead: a tick's frame plus `depth` more and a
-    /// save and a load within 70% of a frame period. Said once when it lowers the depth.
+    /// save and a load within 70% of a frame period, at least 1. Said once when it lowers
+    /// the depth.
     fn affordable_depth(&mut self) -> u32 {
         let (Some(frame), Some(save_load)) = (self.frame_cost, self.save_load_cost) else {
             return self.config.run_ahead;
         };
-        if self.config.fast {
+        // Not on the first second's numbers: the first saves fault their buffers in.
+        if self.config.fast || self.stats.displayed_frames < 60 {
             return self.config.run_ahead;
         }
         let budget = self.period.mul_f64(0.7).saturating_sub(save_load);
         let frames = (budget.as_secs_f64() / frame.as_secs_f64().max(1e-6)) as u32;
-        let depth = frames.saturating_sub(1).min(self.config.run_ahead);
+        // At least one frame: its cost keeps being measured, so a busy moment does not
+        // stop it for good.
+        let depth = frames
+            .saturating_sub(1)
+            .clamp(1, self.config.run_ahead.max(1));
         if depth < self.config.run_ahead && !self.said_budget {
             self.said_budget = true;
             tracing::warn!(

@@ -620,3 +620,47 @@ fn frames_run_ahead_are_reused_while_their_inputs_hold_and_the_picture_is_always
     // Run ahead from scratch would be 7 frames per tick; reuse makes it about 2.
     assert!(m.runs < frames * 3, "{} frames run for {frames}", m.runs);
 }
+
+/// A core that takes 5 ms of (simulated) time a frame.
+struct Slow {
+    tape: Tape,
+    clock: ManualClock,
+}
+
+impl Machine for Slow {
+    fn run_frame(&mut self, inputs: &Inputs) {
+        self.clock.advance(Duration::from_millis(5));
+        self.tape.run_frame(inputs);
+    }
+    fn fps(&self) -> f64 {
+        60.0
+    }
+    fn save_state(&mut self) -> Option<Vec<u8>> {
+        self.tape.save_state()
+    }
+    fn load_state(&mut self, state: &[u8]) -> bool {
+        self.tape.load_state(state)
+    }
+}
+
+#[test]
+fn a_core_too_slow_for_the_depth_runs_fewer_frames_ahead() {
+    // 5 ms a frame: a frame plus one ahead fit 70% of 16.7 ms, six ahead do not.
+    let clock = ManualClock::new();
+    let cfg = RunnerConfig {
+        run_ahead: 6,
+        ..RunnerConfig::default()
+    };
+    let mut runner = Runner::with_clock(Held, cfg, clock.clone());
+    let mut m = Slow {
+        tape: Tape::default(),
+        clock: clock.clone(),
+    };
+    for _ in 0..300 {
+        runner.tick(&mut m, &[Pad::NEUTRAL; MAX_PLAYERS]).unwrap();
+        clock.advance(Duration::from_millis(2));
+    }
+    let s = runner.stats_json();
+    assert_eq!(s["speculate_depth"], 1, "{s:?}");
+    assert_eq!(s["run_ahead"]["depth"], 6);
+}
