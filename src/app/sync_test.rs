@@ -131,26 +131,39 @@ impl<M: Checksummed> FrameObserver<M> for SyncTest {
                 format!("sync test: the core refused its own state of frame {from}").into(),
             );
         }
-        for (i, step) in self.window.iter().enumerate().skip(1) {
-            machine.run_frame(&step.inputs);
-            machine.discard_audio();
-            let rerun = machine.checksum();
-            if rerun != step.checksum {
-                return Err(Box::new(SyncTestError {
-                    frame: from + i as u64,
-                    from,
-                    first: step.checksum,
-                    rerun,
-                }));
-            }
-            self.checked += 1;
+        let again = self.window.iter().skip(1).map(|s| (s.inputs, s.checksum));
+        if let Some((i, rerun)) = rerun_and_compare(machine, again) {
+            return Err(Box::new(SyncTestError {
+                frame: from + 1 + i as u64,
+                from,
+                first: self.window[i + 1].checksum,
+                rerun,
+            }));
         }
+        self.checked += self.depth as u64;
         machine.put_back_audio(heard);
         let mut report = self.report.lock().unwrap_or_else(|e| e.into_inner());
         report.frames_checked = self.checked;
         report.rollbacks += 1;
         Ok(())
     }
+}
+
+/// Runs each `(inputs, checksum of the first run)` again, silently; the first frame whose
+/// checksum differs now: its index and that checksum.
+fn rerun_and_compare<M: Checksummed>(
+    machine: &mut M,
+    frames: impl Iterator<Item = (Inputs, u64)>,
+) -> Option<(usize, u64)> {
+    for (i, (inputs, want)) in frames.enumerate() {
+        machine.run_frame(&inputs);
+        machine.discard_audio();
+        let got = machine.checksum();
+        if got != want {
+            return Some((i, got));
+        }
+    }
+    None
 }
 
 /// The rollback check a netplay session runs before it speculates: from the state now,
@@ -172,17 +185,14 @@ pub fn check_rollback<M: Checksummed>(machine: &mut M, depth: u32) -> Result<(),
     if !machine.load_state(&start) {
         result = Err("the core refused its own state".to_string());
     } else {
-        for (i, want) in first.iter().enumerate() {
-            machine.run_frame(&neutral);
-            let got = machine.checksum();
-            if got != *want {
-                result = Err(format!(
-                    "frame {} run again from a loaded state has checksum {got:016x}, the \
-                     first run had {want:016x}",
-                    i + 1
-                ));
-                break;
-            }
+        let again = first.iter().map(|want| (neutral, *want));
+        if let Some((i, got)) = rerun_and_compare(machine, again) {
+            result = Err(format!(
+                "frame {} run again from a loaded state has checksum {got:016x}, the first \
+                 run had {:016x}",
+                i + 1,
+                first[i]
+            ));
         }
     }
     if !machine.load_state(&start) && result.is_ok() {
