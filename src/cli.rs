@@ -236,6 +236,11 @@ pub struct NetArgs {
     /// a core that fails the rollback check (`play --sync-test`) plays without.
     #[arg(long, value_name = "off|auto|N", default_value = "off", value_parser = parse_speculate)]
     pub speculate: Speculate,
+    /// When the link to the host drops (Wi-Fi gone, laptop asleep, a new network), keep
+    /// trying to come back for SECS seconds: the game goes on for the others meanwhile, and
+    /// this player takes its seat back with a fresh state (0: give up at once).
+    #[arg(long, value_name = "SECS", default_value_t = 60, value_parser = clap::value_parser!(u64).range(0..=3600))]
+    pub reconnect: u64,
     #[arg(long, hide = true, value_name = "FRAME[:MASK]", value_parser = parse_inject)]
     pub inject_desync: Option<(u32, u16)>,
     /// Test hook: stay busy MS milliseconds between the start state (a joiner's, or the
@@ -403,6 +408,7 @@ impl NetArgs {
             inject_desync: self.inject_desync,
             start_delay: self.start_delay_ms.map(Duration::from_millis),
             speculate: self.speculate.depth(),
+            reconnect: Duration::from_secs(self.reconnect),
         }
     }
 }

@@ -322,7 +322,7 @@ fn ctrl_c_on_a_joiner_is_a_goodbye_not_a_timeout() {
     let j = joiner.read_stats();
     assert_eq!(j["end"], "quit", "{j:#}");
     let out = host
-        .wait_for_log("player 2 is out (left)", Duration::from_secs(5))
+        .wait_for_log("player 2 left (", Duration::from_secs(5))
         .unwrap_or_else(|| panic!("the host never heard player 2 leave\n{}", host.log_text()));
     let after = out.duration_since(pressed);
     assert!(
@@ -646,7 +646,7 @@ fn a_joiner_slow_to_start_is_waited_for() {
     joiner.wait(Duration::from_secs(40));
     host.wait(Duration::from_secs(40));
     let (hlog, jlog) = (host.log_text(), joiner.log_text());
-    // A joiner that reaches its frame limit first leaves (`player 2 is out (left)`).
+    // A joiner that reaches its frame limit first leaves (`player 2 left (finished)`).
     if let Some(at) = hlog.find("player 2 is out (timed out") {
         panic!(
             "the host dropped the slow joiner ({:.1} s after it had the start state): {}\n{hlog}\n{jlog}",
@@ -749,7 +749,7 @@ fn a_lobby_keeps_a_joiner_that_is_slow_to_start() {
     slow.wait_ok(Duration::from_secs(40));
     host.wait_ok(Duration::from_secs(40));
     let hlog = host.log_text();
-    // Each leaves at its frame limit (`is out (left)`), none earlier.
+    // Each leaves at its frame limit (`left (finished)`), none earlier.
     assert!(
         !hlog.contains("timed out") && !hlog.contains("went silent"),
         "{hlog}"

@@ -322,7 +322,7 @@ fn a_killed_player_runs_join_again_and_takes_its_seat_back() {
     assert_eq!(b["slot"], 1, "bob got another seat: {b:#}");
     let host_text = host.log_text();
     assert!(
-        host_text.contains("bob (player 2) joined from frame"),
+        host_text.contains("bob (player 2) is back from frame"),
         "{host_text}"
     );
     // The host's log has the seat neutral from the drop and bob's input again from the

@@ -117,7 +117,7 @@ impl LatencyStats {
 }
 
 /// A client's numbers; see [`super::Client::stats`].
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct ClientStats {
     /// Smoothed RTT to the server and its mean deviation.
     pub rtt: Option<Duration>,

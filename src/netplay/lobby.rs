@@ -11,10 +11,11 @@ use crate::app::play::EarlyWindow;
 use crate::lockstep::PeerId;
 use crate::net::Link;
 use crate::session::{
-    Endpoint, EndpointEvent, JoinEvent, JoinSession, OpenEvent, RoomOpener, StartState, Transmit,
+    Endpoint, EndpointEvent, OpenEvent, Participant, ParticipantEvent, RoomOpener, StartState,
+    Transmit,
 };
 
-use super::feed::own_name;
+use super::report::own_name;
 use super::NetplayError;
 
 /// Longest a lobby sleeps between looks at the session (and at Ctrl-C).
@@ -31,9 +32,9 @@ trait Handshake {
     fn poll_timeout(&self) -> Option<Instant>;
 }
 
-impl Handshake for Endpoint {
+impl Handshake for Participant {
     fn datagram(&mut self, now: Instant, from: SocketAddr, bytes: &[u8]) -> bool {
-        // The endpoint counts what it rejects itself.
+        // The participant's machines count what they reject themselves.
         self.handle_datagram(now, from, bytes);
         true
     }
@@ -44,7 +45,7 @@ impl Handshake for Endpoint {
         self.poll_transmit(now)
     }
     fn poll_timeout(&self) -> Option<Instant> {
-        Endpoint::poll_timeout(self)
+        Participant::poll_timeout(self)
     }
 }
 
@@ -60,22 +61,6 @@ impl Handshake for RoomOpener {
     }
     fn poll_timeout(&self) -> Option<Instant> {
         RoomOpener::poll_timeout(self)
-    }
-}
-
-impl Handshake for JoinSession {
-    fn datagram(&mut self, now: Instant, from: SocketAddr, bytes: &[u8]) -> bool {
-        // Only the host talks to a joiner.
-        from == self.host() && self.handle_datagram(now, from, bytes).is_ok()
-    }
-    fn timers(&mut self, now: Instant) {
-        self.handle_timeout(now)
-    }
-    fn transmit(&mut self, now: Instant) -> Option<Transmit> {
-        self.poll_transmit(now)
-    }
-    fn poll_timeout(&self) -> Option<Instant> {
-        JoinSession::poll_timeout(self)
     }
 }
 
@@ -260,16 +245,16 @@ fn goodbye(link: &mut Link, session: &mut impl Handshake) {
 /// lobby's time runs out or the host presses Ctrl-C.
 pub fn host_lobby(
     link: &mut Link,
-    endpoint: &mut Endpoint,
+    host: &mut Participant,
     (seats, want): (u8, u8),
     invite: &Invite,
     window: &mut EarlyWindow,
 ) -> Result<Vec<u8>, NetplayError> {
     let start = Instant::now();
     let port = link.local_addr().port();
+    let mode = host.endpoint().map(Endpoint::mode).unwrap_or_default();
     tracing::info!(
-        "netplay: hosting on udp port {port} ({} mode); waiting for {} more player(s)",
-        endpoint.mode(),
+        "netplay: hosting on udp port {port} ({mode} mode); waiting for {} more player(s)",
         want.saturating_sub(1)
     );
     tracing::info!(
@@ -278,8 +263,12 @@ pub fn host_lobby(
         invite.command
     );
     loop {
-        let now = exchange(link, endpoint)?;
-        while let Some(ev) = endpoint.poll_event() {
+        let now = exchange(link, host)?;
+        while let Some(ev) = host.poll_event() {
+            let ParticipantEvent::Session(ev) = ev else {
+                tracing::debug!("netplay: {ev:?}");
+                continue;
+            };
             match ev {
                 EndpointEvent::Joined { slot, name, addr } => {
                     let player = PeerId(slot);
@@ -310,14 +299,17 @@ pub fn host_lobby(
             }
         }
         if crate::app::interrupt::requested() {
-            endpoint.shutdown("the host stopped before the game started");
-            goodbye(link, endpoint);
+            host.close("the host stopped before the game started");
+            goodbye(link, host);
             return Err(NetplayError::Interrupted);
         }
+        let Some(endpoint) = host.endpoint() else {
+            return Err(NetplayError::Interrupted);
+        };
         let rows = || host_rows(endpoint, seats, want, invite);
-        if let Err(e) = sleep(link, endpoint, now, window, rows) {
-            endpoint.shutdown("the host left before the game started");
-            goodbye(link, endpoint);
+        if let Err(e) = sleep(link, host, now, window, rows) {
+            host.close("the host left before the game started");
+            goodbye(link, host);
             return Err(e);
         }
     }
@@ -363,25 +355,23 @@ pub fn open_room(
 /// Runs the joiner's handshake to the end: the host's start state, or why not.
 pub fn join_lobby(
     link: &mut Link,
-    session: &mut JoinSession,
+    session: &mut Participant,
     screen: &mut JoinScreen,
     window: &mut EarlyWindow,
 ) -> Result<StartState, NetplayError> {
-    let host = session.host();
-    tracing::info!("netplay: joining {host}");
+    if let Some(s) = session.join_session() {
+        tracing::info!("netplay: joining {}", s.host());
+    }
     let mut bar = DownloadBar(None);
     let mut welcomed = false;
     loop {
         let now = exchange(link, session)?;
         while let Some(ev) = session.poll_event() {
             match ev {
-                JoinEvent::Welcomed {
+                ParticipantEvent::Welcomed {
                     slot,
                     packed_len,
-                    mode,
-                    keyframe_interval,
                     players,
-                    ..
                 } => {
                     welcomed = true;
                     screen.players = players;
@@ -389,29 +379,27 @@ pub fn join_lobby(
                     let kib = packed_len as f64 / 1024.0;
                     if slot == crate::session::msg::SPECTATOR {
                         tracing::info!(
-                            "netplay: admitted as a spectator ({mode} mode); receiving \
-                             {kib:.1} KiB of state"
+                            "netplay: admitted as a spectator; receiving {kib:.1} KiB of state"
                         );
                     } else {
                         tracing::info!(
-                            "netplay: admitted as player {} ({mode} mode, K {keyframe_interval}); \
-                             receiving {kib:.1} KiB of start state",
+                            "netplay: admitted as player {}; receiving {kib:.1} KiB of start \
+                             state",
                             slot + 1
                         );
                     }
                     bar = DownloadBar::new(packed_len as u64, "start state");
                 }
-                JoinEvent::Ready(state) => return Ok(*state),
-                // Only after Ready, when the frame loop's feed has the session.
-                JoinEvent::Waiting { .. } => {}
-                JoinEvent::Failed(e) => return Err(NetplayError::Join(e)),
-                JoinEvent::PasswordChecked { admitted } => tracing::info!(
+                ParticipantEvent::Ready(state) => return Ok(*state),
+                ParticipantEvent::Ended(e) => return Err(NetplayError::Join(e)),
+                ParticipantEvent::PasswordChecked { admitted } => tracing::info!(
                     "netplay: a joiner {} the room's password",
                     if admitted { "knew" } else { "got wrong" }
                 ),
+                other => tracing::debug!("netplay: {other:?}"),
             }
         }
-        let (got, len) = session.progress();
+        let (got, len) = session.join_session().map_or((0, 0), |s| s.progress());
         bar.at(got as u64);
         if welcomed && len > 0 {
             let what = match screen.slot {
@@ -422,12 +410,12 @@ pub fn join_lobby(
             screen.doing = format!("{what}; receiving the game: {}", kib_of(got, len));
         }
         if crate::app::interrupt::requested() {
-            session.leave("quit");
+            session.close("quit");
             goodbye(link, session);
             return Err(NetplayError::Interrupted);
         }
         if let Err(e) = sleep(link, session, now, window, || screen.rows()) {
-            session.leave("quit");
+            session.close("quit");
             goodbye(link, session);
             return Err(e);
         }

@@ -9,8 +9,13 @@
 
 mod feed;
 mod lobby;
+mod report;
 mod serve;
 mod status;
+#[cfg(test)]
+mod world;
+#[cfg(test)]
+mod world_tests;
 
 use std::collections::VecDeque;
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
@@ -20,7 +25,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Map};
 use thiserror::Error;
 
-pub use feed::{Exchange, NetEnd, NetFeed, Role, Shared};
+pub use feed::{CoreWork, NetFeed, Shared};
 pub use serve::{list_rooms, rooms_json, rooms_table, serve, ServeOptions};
 
 use crate::app::play::{load_content, open_core, open_core_only, run_session, EarlyWindow};
@@ -30,12 +35,12 @@ use crate::app::{
 };
 use crate::host::{hash_file, Core, HostError};
 use crate::input::Inputs;
-use crate::lockstep::{self, Client, PeerId};
+use crate::lockstep::{self, Frame};
 use crate::net::{random_bytes, random_seed, Link, NetError, NetSim};
 use crate::session::{
-    self, Endpoint, EndpointConfig, JoinConfig, JoinSession, SessionError, SessionInfo, StartState,
+    self, CoreReply, CoreRequest, Endpoint, EndpointConfig, JoinConfig, Participant,
+    ParticipantConfig, SessionError, SessionInfo, StartState,
 };
-use crate::wire::link_overhead;
 
 /// The UDP port `host` listens on and `join` connects to by default.
 pub const DEFAULT_PORT: u16 = 7845;
@@ -62,6 +67,18 @@ pub struct NetOptions {
     pub start_delay: Option<Duration>,
     /// Speculation: the most frames a player's picture runs ahead (0: off).
     pub speculate: u32,
+    /// How long a joiner whose link dropped tries to come back (zero: it does not).
+    pub reconnect: Duration,
+}
+
+impl NetOptions {
+    /// The participant's settings these options make.
+    fn participant(&self) -> ParticipantConfig {
+        ParticipantConfig {
+            checksum_interval: self.checksum_interval.max(1),
+            reconnect: self.reconnect,
+        }
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -259,8 +276,9 @@ pub fn host(opts: &HostOptions) -> Result<PlaySummary, NetplayError> {
         lockstep: lcfg.clone(),
         lobby_timeout: opts.lobby_timeout,
     };
-    let mut endpoint =
+    let endpoint =
         Endpoint::new(Instant::now(), cfg, info, state, sram).map_err(NetplayError::Session)?;
+    let mut participant = Participant::host(Instant::now(), endpoint, lcfg, opts.net.participant());
     let start_with = match opts.start_with {
         0 => opts.players,
         n => n.min(opts.players),
@@ -280,23 +298,16 @@ pub fn host(opts: &HostOptions) -> Result<PlaySummary, NetplayError> {
         ),
     };
     let seats = (opts.players, start_with);
-    lobby::host_lobby(&mut link, &mut endpoint, seats, &invite, &mut window)?;
-
-    // The host's own player talks to the server in memory: no wire, no send budget.
-    let in_memory = lockstep::Config {
-        send_budget: 0,
-        udp_ip_header: 0,
-        session: endpoint.session_id(),
-        ..lcfg
-    };
-    let client = Client::new(Instant::now(), in_memory, PeerId(0))?;
-    let names = endpoint
-        .players()
+    lobby::host_lobby(&mut link, &mut participant, seats, &invite, &mut window)?;
+    let names = participant
+        .endpoint()
+        .map(Endpoint::players)
+        .unwrap_or_default()
         .into_iter()
         .map(|p| (p.slot, p.name))
         .collect();
     let bot = opts.net.play.bot.map(|spec| spec.bot(0));
-    let feed = NetFeed::new(link, Role::host(endpoint), client, bot).with_names(names);
+    let feed = NetFeed::new(link, participant, bot).with_names(names);
     start_delay(&opts.net);
     run(&play, &mut core, feed, &opts.net, recording, window)
 }
@@ -325,7 +336,7 @@ pub fn join(opts: &JoinOptions) -> Result<PlaySummary, NetplayError> {
     jcfg.entropy = random_bytes();
     jcfg.room = opts.room.clone().unwrap_or_default();
     jcfg.watch = opts.watch;
-    let session = JoinSession::new(Instant::now(), jcfg);
+    let session = joiner(jcfg, &opts.net);
     let joined = Joined {
         link,
         session,
@@ -335,10 +346,19 @@ pub fn join(opts: &JoinOptions) -> Result<PlaySummary, NetplayError> {
     play_joined(&opts.net, &play, core, joined, recording, true)
 }
 
+/// A joiner's participant: its handshake starts now.
+fn joiner(jcfg: JoinConfig, net: &NetOptions) -> Participant {
+    let base = lockstep::Config {
+        send_budget: net.send_budget,
+        ..lockstep::Config::default()
+    };
+    Participant::join(Instant::now(), jcfg, base, net.participant())
+}
+
 /// A joiner's way to its host and what it shows meanwhile.
 struct Joined {
     link: Link,
-    session: JoinSession,
+    session: Participant,
     screen: lobby::JoinScreen,
     window: EarlyWindow,
 }
@@ -460,7 +480,7 @@ fn host_in_room(
     jcfg.entropy = random_bytes();
     jcfg.room = room.clone();
     jcfg.creator = true;
-    let session = JoinSession::new(Instant::now(), jcfg);
+    let session = joiner(jcfg, &opts.net);
     let screen = lobby::JoinScreen::new(format!("room {room} on {server}"), Some(invite));
     let joined = Joined {
         link,
@@ -488,36 +508,21 @@ fn play_joined(
         mut screen,
         mut window,
     } = joined;
-    let addr = session.host();
-    let room = session.room().map(str::to_string);
+    let room = session
+        .join_session()
+        .and_then(|s| s.room())
+        .map(str::to_string);
     let start = lobby::join_lobby(&mut link, &mut session, &mut screen, &mut window)?;
     // The network thread serves from here on: while this player loads the content and the
     // state and opens its window, it tells the host that it is still coming (`Loading`),
     // which otherwise drops a player silent for 2 s.
-    let lcfg = start.lockstep(lockstep::Config {
-        // Its one link is to the host: the host's address family sets the header size.
-        udp_ip_header: link_overhead(addr),
-        send_budget: net.send_budget,
-        ..lockstep::Config::default()
-    });
     let watch = start.slot == session::msg::SPECTATOR;
-    let first = lockstep::Frame(start.frame);
-    let client = if watch {
-        // The host keeps a spectator that long, too: one back from a pause gets a fresh state.
-        let lcfg = lockstep::Config {
-            timeout: lockstep::SPECTATOR_TIMEOUT,
-            ..lcfg
-        };
-        Client::spectator(Instant::now(), lcfg, first)?
-    } else {
-        Client::new_at(Instant::now(), lcfg, PeerId(start.slot), first)?
-    };
     let bot = net
         .play
         .bot
         .filter(|_| !watch)
         .map(|spec| spec.bot(usize::from(start.slot)));
-    let mut feed = NetFeed::new(link, Role::join(session::Seat::new(session)), client, bot)
+    let mut feed = NetFeed::new(link, session, bot)
         .with_names(start.players.clone())
         .with_room(room);
     screen.players = start.players.clone();
@@ -670,14 +675,11 @@ fn run(
         first,
         feed.mode().as_str(),
     );
-    let spectator = feed.is_spectator();
     let mut runner = Runner::new(feed, runner_cfg);
     runner.observe(Box::new(CoreSide::new(
         runner.feed().shared(),
-        net.checksum_interval,
         recording.clone(),
         u64::from(first),
-        spectator,
     )));
     if let Some(r) = &recording {
         runner.observe(r.observer());
@@ -726,7 +728,7 @@ fn run(
         });
     }
     // A joiner that reached its own frame limit finished, whenever the host left.
-    if let (Some(NetEnd::HostLeft(why)), false) = (ended, summary.end == EndReason::FrameLimit) {
+    if let (Some(why), false) = (ended, summary.end == EndReason::FrameLimit) {
         return Err(NetplayError::Ended(format!(
             "{why} (after {} frames)",
             summary.frames
@@ -756,36 +758,30 @@ fn speculation_depth(core: &mut Core, want: u32) -> u32 {
 /// Frames kept to replay after loading an older state from the host (10 s at 60 fps).
 const HISTORY: usize = 600;
 
-/// The core side of netplay, run after every frame: desync checksums, and desync recovery
-/// (the host serializes its state for a diverged peer; that peer loads it and re-runs the
-/// frames it has already played past it).
+/// The core side of netplay, run after every frame and while the feed waits: it does what
+/// the session's participant asks of the machine (`session::CoreRequest`: checksums, states
+/// to send, states to load) and hands the answers back, and writes the session's events into
+/// the recording.
 struct CoreSide {
     shared: Shared,
-    interval: u64,
     /// `(session frame, inputs)` of the frames run lately.
     history: VecDeque<(u64, Inputs)>,
     recording: Option<crate::app::Recording>,
     /// The session frame of the runner's frame 0 (a late joiner's or spectator's start
-    /// state is at a later frame than 0), moved on by a spectator's jumps.
+    /// state is at a later frame than 0), moved on by jumps.
     base: u64,
-    spectator: bool,
+    /// A desync recovery's state for a frame this machine has not reached yet.
+    pending: Option<(u64, Vec<u8>)>,
 }
 
 impl CoreSide {
-    fn new(
-        shared: Shared,
-        checksum_interval: u32,
-        recording: Option<crate::app::Recording>,
-        base: u64,
-        spectator: bool,
-    ) -> CoreSide {
+    fn new(shared: Shared, recording: Option<crate::app::Recording>, base: u64) -> CoreSide {
         CoreSide {
             shared,
-            interval: u64::from(checksum_interval.max(1)),
             history: VecDeque::with_capacity(HISTORY),
             recording,
             base,
-            spectator,
+            pending: None,
         }
     }
 
@@ -810,37 +806,104 @@ impl CoreSide {
         core.drain_audio(&mut Vec::new());
         true
     }
-}
 
-impl FrameObserver<Core> for CoreSide {
-    /// A spectator that fell too far behind jumps to the fresh state it was sent once it
-    /// has run every frame it held (the server sends no more until then).
-    fn idle(&mut self, next: u64, core: &mut Core) -> Result<(), ObserverError> {
-        if !self.spectator {
-            return Ok(());
+    /// Jumps to the state at the start of session frame `at` while the runner is at its
+    /// frame `next`: the machine goes on from there (a spectator back from too far behind,
+    /// a player back from a lost connection).
+    fn jump(&mut self, core: &mut Core, next: u64, at: u64, state: &[u8], sram: &[u8]) -> bool {
+        if !sram.is_empty() {
+            core.write_sram(sram);
         }
-        let at_session = next + self.base;
-        let jump = {
-            let mut shared = feed::lock(&self.shared);
-            match &shared.incoming {
-                Some((at, _)) if u64::from(*at) > at_session => shared.incoming.take(),
-                _ => None,
-            }
-        };
-        let Some((at, state)) = jump else {
-            return Ok(());
-        };
-        match core.unserialize(&state) {
+        match core.unserialize(state) {
             Ok(()) => {
-                self.base = u64::from(at) - next;
+                self.base = at.saturating_sub(next);
                 self.history.clear();
-                feed::lock(&self.shared).jumped = Some(at);
                 if let Some(r) = &self.recording {
                     r.resync(next, core);
                 }
+                true
             }
-            Err(e) => tracing::error!("netplay: cannot load the fresh state: {e}"),
+            Err(e) => {
+                tracing::error!("netplay: cannot load the fresh state: {e}");
+                false
+            }
         }
+    }
+
+    /// Does what was asked of the machine that can be done at the runner's frame `next`;
+    /// `ran` is true right after a frame ran (checksums and states are taken then).
+    fn work(&mut self, core: &mut Core, next: u64, ran: bool) {
+        let at_session = next + self.base;
+        let requests: Vec<CoreRequest> = std::mem::take(&mut feed::lock(&self.shared).requests)
+            .into_iter()
+            .collect();
+        let mut keep = VecDeque::new();
+        let mut replies = Vec::new();
+        for req in requests {
+            match req {
+                CoreRequest::Checksum { frame } if ran => replies.push(CoreReply::Checksum {
+                    frame,
+                    checksum: core.checksum(),
+                }),
+                CoreRequest::SaveState { for_slots } if ran || !for_slots.is_empty() => {
+                    match core.serialize() {
+                        Ok(state) => replies.push(CoreReply::State {
+                            frame: Frame(at_session as u32),
+                            state,
+                            for_slots,
+                        }),
+                        Err(e) => tracing::error!("netplay: cannot serialize for a resync: {e}"),
+                    }
+                }
+                CoreRequest::Load {
+                    frame,
+                    state,
+                    sram,
+                    jump: true,
+                } => {
+                    if self.jump(core, next, u64::from(frame.0), &state, &sram) {
+                        replies.push(CoreReply::Loaded { frame });
+                    }
+                }
+                CoreRequest::Load { frame, state, .. } => {
+                    self.pending = Some((u64::from(frame.0), state));
+                }
+                other => keep.push_back(other),
+            }
+        }
+        if let Some((at, state)) = self.pending.take() {
+            if at <= at_session {
+                if self.load(core, at, at_session, &state) {
+                    replies.push(CoreReply::Loaded {
+                        frame: Frame(at as u32),
+                    });
+                    if let Some(r) = &self.recording {
+                        r.resync(next, core);
+                    }
+                }
+            } else {
+                self.pending = Some((at, state));
+            }
+        }
+        let mut shared = feed::lock(&self.shared);
+        shared.requests.extend(keep);
+        shared.replies.extend(replies);
+        if let Some(r) = &self.recording {
+            for (at, event) in shared.events.drain(..) {
+                // In the log's numbering, which starts at its start state.
+                r.event(u64::from(at).saturating_sub(self.base), &event);
+            }
+        } else {
+            shared.events.clear();
+        }
+    }
+}
+
+impl FrameObserver<Core> for CoreSide {
+    /// Jumps wait for the runner to stop running frames (the participant hands out none
+    /// until the state is loaded).
+    fn idle(&mut self, next: u64, core: &mut Core) -> Result<(), ObserverError> {
+        self.work(core, next, false);
         Ok(())
     }
 
@@ -850,50 +913,12 @@ impl FrameObserver<Core> for CoreSide {
         inputs: &Inputs,
         core: &mut Core,
     ) -> Result<(), ObserverError> {
-        let runner_next = frame + 1;
-        let frame = frame + self.base;
+        let session_frame = frame + self.base;
         if self.history.len() == HISTORY {
             self.history.pop_front();
         }
-        self.history.push_back((frame, *inputs));
-        let next = frame + 1;
-        let incoming = {
-            let mut shared = feed::lock(&self.shared);
-            match &shared.incoming {
-                Some((at, _)) if u64::from(*at) <= next => shared.incoming.take(),
-                _ => None,
-            }
-        };
-        if let Some((at, state)) = incoming {
-            if self.load(core, u64::from(at), next, &state) {
-                feed::lock(&self.shared).loaded.push(at);
-                if let Some(r) = &self.recording {
-                    r.resync(runner_next, core);
-                }
-            }
-        }
-        let mut shared = feed::lock(&self.shared);
-        if let Some(r) = &self.recording {
-            for (at, event) in shared.events.drain(..) {
-                // In the log's numbering, which starts at its start state.
-                r.event(u64::from(at).saturating_sub(self.base), &event);
-            }
-        } else {
-            shared.events.clear();
-        }
-        if next.is_multiple_of(self.interval) {
-            shared.checksums.push_back((frame as u32, core.checksum()));
-        }
-        if !shared.serialize_for.is_empty() {
-            match core.serialize() {
-                Ok(state) => {
-                    for slot in std::mem::take(&mut shared.serialize_for) {
-                        shared.states.push((slot, next as u32, state.clone()));
-                    }
-                }
-                Err(e) => tracing::error!("netplay: cannot serialize for a resync: {e}"),
-            }
-        }
+        self.history.push_back((session_frame, *inputs));
+        self.work(core, frame + 1, true);
         Ok(())
     }
 }

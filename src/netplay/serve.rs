@@ -230,7 +230,7 @@ fn log_event(ev: &ServeEvent) {
             slot,
             name,
             addr,
-        } => match super::feed::own_name(name, *slot) {
+        } => match super::report::own_name(name, *slot) {
             Some(name) => {
                 tracing::info!(
                     "room {room}: {name} joined as player {} from {addr}",
@@ -279,13 +279,19 @@ fn log_event(ev: &ServeEvent) {
             slot + 1
         ),
         ServeEvent::Closed { room, why } => tracing::info!("room {room}: closed ({why})"),
+        ServeEvent::Moved {
+            room,
+            slot,
+            from,
+            to,
+        } => tracing::info!("room {room}: player {} moved from {from} to {to}", slot + 1),
         ServeEvent::PlayerJoined {
             room,
             slot,
             name,
             from_frame,
         } => {
-            let who = match super::feed::own_name(name, *slot) {
+            let who = match super::report::own_name(name, *slot) {
                 Some(name) => format!("{name} (player {})", slot + 1),
                 None => format!("player {}", slot + 1),
             };

@@ -30,6 +30,8 @@ pub struct Status {
     pub watching: Option<Duration>,
     /// Speculation: frames the picture runs ahead of the last frame that counts.
     pub ahead: Option<u32>,
+    /// The link to the host is lost: it tries to reconnect for this much longer.
+    pub reconnecting: Option<Duration>,
 }
 
 /// One other peer as this one sees it.
@@ -51,6 +53,13 @@ fn kbit(bytes: u64, secs: f64) -> f64 {
 impl fmt::Display for Status {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let lead = self.lead.map_or("-".into(), |l| l.to_string());
+        if let Some(left) = self.reconnecting {
+            write!(
+                f,
+                "connection lost, reconnecting... {} s | ",
+                left.as_secs_f64().ceil() as u64
+            )?;
+        }
         if let Some(room) = &self.room {
             write!(f, "room {room} | ")?;
         }
@@ -121,6 +130,7 @@ mod tests {
             spectators: None,
             watching: None,
             ahead: None,
+            reconnecting: None,
             peers: vec![
                 PeerStatus {
                     player: Some(2),
@@ -185,6 +195,14 @@ mod tests {
         assert!(optimistic
             .to_string()
             .starts_with("optimistic K 1 lead 3 stalls 3"));
+        // A joiner that lost the host counts down the time it keeps trying.
+        let lost = Status {
+            reconnecting: Some(Duration::from_millis(11_200)),
+            ..joiner.clone()
+        };
+        assert!(lost
+            .to_string()
+            .starts_with("connection lost, reconnecting... 12 s | strict K 2"));
         // Shown from the first frame: 400 bytes after 2 ms are 3.2 kbit over a second.
         let first = Status {
             wire_out: 400,

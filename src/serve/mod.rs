@@ -14,9 +14,13 @@
 //! 3. When every seat is taken and every player has the start state, the room's lockstep
 //!    server starts, and from then on works as a direct host's does: CTRLs in, UPDATEs out,
 //!    the 0.5 s warning and 2 s drop, goodbyes, checksums compared.
-//! 4. The room closes when its creator leaves (after serving the others the frames already
-//!    published, for up to [`CLOSE_GRACE`]) or when everyone has left; the server frees
-//!    everything it held.
+//! 4. The room goes on while any player is in it. When its creator leaves (or its link
+//!    drops), the others play on: a player who runs supplies the state for late joiners,
+//!    returning players and resyncs, and the lowest seat checks relayed passwords (every
+//!    player passed the check, so each knows the password). The creator comes back like
+//!    anyone else, to its own seat. The room closes once nobody is in it: at once when the
+//!    last player said goodbye, after [`EMPTY_GRACE`] when their links dropped (they
+//!    reconnect within a minute by default) or when its creator never came to it.
 //!
 //! # Abuse
 //! - Until an address has echoed a session id it was sent (so it receives what is sent to
@@ -56,7 +60,7 @@ mod names;
 mod rooms;
 
 pub use names::{room_name, valid_room_name};
-pub use rooms::{Rooms, ServeConfig, ServeEvent, ServeStats, CLOSE_GRACE};
+pub use rooms::{Rooms, ServeConfig, ServeEvent, ServeStats, EMPTY_GRACE};
 
 #[cfg(test)]
 mod tests;

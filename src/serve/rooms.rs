@@ -19,9 +19,10 @@ use crate::wire::{Header, Kind, Transmit};
 
 use super::names::{room_name, valid_room_name};
 
-/// How long a room whose creator left keeps serving its other players the frames already
-/// published, so that they can finish as they would with a direct host.
-pub const CLOSE_GRACE: Duration = Duration::from_secs(3);
+/// How long a room with nobody in it stays open: its players' links may all have dropped
+/// (they reconnect within a minute by default), or its creator never came to it. One whose
+/// last player said goodbye closes at once.
+pub const EMPTY_GRACE: Duration = Duration::from_secs(60);
 /// Unvalidated addresses whose bytes are counted for the anti-amplification rule at once;
 /// past this the oldest count is forgotten (its address then gets nothing until it sends
 /// again).
@@ -39,7 +40,8 @@ pub struct ServeConfig {
     /// Every room's lockstep settings (players, session, fps and K come from its creator; the
     /// mode too if the creator asks for one).
     pub lockstep: lockstep::Config,
-    /// Seeds session ids, room names and the rooms' password-check randomness.
+    /// Seeds session ids, room names and the rooms' password-check randomness (from the OS
+    /// by default; tests set it to repeat a run).
     pub entropy: [u8; 32],
     /// Spectators each room takes at once.
     pub max_spectators: u8,
@@ -51,7 +53,8 @@ impl Default for ServeConfig {
             max_rooms: 1000,
             opens_per_minute: 6,
             lockstep: lockstep::Config::default(),
-            entropy: [0; 32],
+            // From the OS: a server that forgets to seed it still gets keys nobody can guess.
+            entropy: rand::random(),
             max_spectators: crate::session::DEFAULT_MAX_SPECTATORS,
         }
     }
@@ -129,6 +132,13 @@ pub enum ServeEvent {
         room: String,
         reason: String,
     },
+    /// A player's datagrams come from a new address, which answered a challenge there.
+    Moved {
+        room: String,
+        slot: u8,
+        from: SocketAddr,
+        to: SocketAddr,
+    },
 }
 
 /// Datagrams the server turned away, by why.
@@ -163,21 +173,21 @@ struct Room {
     open: OpenRoom,
     opened: Instant,
     started: bool,
-    /// When the creator left: the room serves the frames already published until this plus
-    /// `CLOSE_GRACE`, then closes.
-    closing: Option<Instant>,
     /// Its entry in `Rooms::timers`.
     due: Option<Instant>,
     /// Its players' (and spectators') addresses by slot, as routed to it.
     addrs: HashMap<u8, SocketAddr>,
     spectator_names: HashMap<u8, String>,
+    /// Since when nobody is in it, and whether the last one left on purpose.
+    empty_since: Option<Instant>,
+    left_on_purpose: bool,
 }
 
 impl Room {
     fn next_timer(&self) -> Option<Instant> {
         [
             self.endpoint.poll_timeout(),
-            self.closing.map(|t| t + CLOSE_GRACE),
+            self.empty_since.map(|t| t + EMPTY_GRACE),
         ]
         .into_iter()
         .flatten()
@@ -316,6 +326,17 @@ impl Rooms {
                 return;
             }
         }
+        // A room player's datagram from a new address (its router's mapping changed, it
+        // moved networks): the room whose session id it names (a session-layer datagram, a
+        // joiner's `Path` probe), or a room with a player at the same IP (its router gave it a
+        // new port), tries its players' keys on it and checks the new path.
+        if let Some(name) = self.room_for_stranger(from, header.map(|h| h.session)) {
+            if let Some(room) = self.rooms.get_mut(&name) {
+                room.endpoint.handle_datagram(now, from, datagram);
+                self.after(now, &name);
+                return;
+            }
+        }
         // A Hello of another protocol version still gets a readable refusal.
         let foreign_hello = foreign_version(datagram, Kind::Hello).is_some();
         match header.map(|h| h.kind) {
@@ -331,6 +352,21 @@ impl Rooms {
                 self.stats.wrong_room += 1
             }
             _ => self.stats.garbage += 1,
+        }
+    }
+
+    /// The room a datagram from an address that is in no room may come from (see
+    /// `handle_datagram`); `None` for a stranger's handshake or a room's own requests.
+    fn room_for_stranger(&self, from: SocketAddr, session: Option<u32>) -> Option<String> {
+        match session {
+            Some(0) => None,
+            Some(id) => self.by_session.get(&id).cloned(),
+            // A lockstep datagram: the room of a player behind the same IP.
+            None => self
+                .by_addr
+                .iter()
+                .find(|(a, _)| a.ip() == from.ip())
+                .map(|(_, room)| room.clone()),
         }
     }
 
@@ -519,10 +555,12 @@ impl Rooms {
                         open,
                         opened: now,
                         started: false,
-                        closing: None,
                         due: None,
                         addrs: HashMap::new(),
                         spectator_names: HashMap::new(),
+                        // Until its creator comes to it from the upload.
+                        empty_since: Some(now),
+                        left_on_purpose: false,
                     },
                 );
                 self.reschedule(&name);
@@ -606,7 +644,6 @@ impl Rooms {
         let Some(room) = self.rooms.get_mut(name) else {
             return;
         };
-        let mut close = None;
         while let Some(ev) = room.endpoint.poll_event() {
             let room_name = room.name.clone();
             match ev {
@@ -673,9 +710,7 @@ impl Rooms {
                         self.by_addr.remove(&addr);
                         self.validated.remove(&addr);
                     }
-                    if slot == 0 && !matches!(reason, LeftReason::Kicked(_)) {
-                        close.get_or_insert("its host left");
-                    }
+                    room.left_on_purpose = matches!(reason, LeftReason::Bye(_));
                     self.events.push_back(ServeEvent::Left {
                         room: room_name,
                         slot,
@@ -691,9 +726,7 @@ impl Rooms {
                         self.by_addr.remove(&addr);
                         self.validated.remove(&addr);
                     }
-                    if slot == 0 {
-                        close.get_or_insert("its host left");
-                    }
+                    room.left_on_purpose = reason == OutReason::Left;
                     self.events.push_back(ServeEvent::Out {
                         room: room_name,
                         slot,
@@ -719,24 +752,44 @@ impl Rooms {
                         frame,
                     })
                 }
+                EndpointEvent::PathChanged { slot, from, to } => {
+                    // It echoed a challenge there: it receives what is sent to it.
+                    self.by_addr.remove(&from);
+                    self.validated.remove(&from);
+                    self.by_addr.insert(to, room_name.clone());
+                    self.validated.insert(to);
+                    room.addrs.insert(slot, to);
+                    if from == room.creator {
+                        room.creator = to;
+                    }
+                    self.events.push_back(ServeEvent::Moved {
+                        room: room_name,
+                        slot,
+                        from,
+                        to,
+                    });
+                }
                 _ => {}
             }
         }
-        if let Some(why) = close {
-            if room.closing.is_none() {
-                room.closing = Some(now);
-                tracing::debug!(room = name, "room closing: {why}");
-            }
+        if room.addrs.is_empty() {
+            room.empty_since.get_or_insert(now);
+        } else {
+            room.empty_since = None;
+            room.left_on_purpose = false;
         }
-        let empty = room.started && room.addrs.is_empty();
-        let done = room.closing.is_some_and(|t| {
-            !room.started || room.endpoint.undelivered() == 0 || now >= t + CLOSE_GRACE
-        });
-        if empty || done {
-            let why = if empty {
+        // Nobody in it: at once if the last one said goodbye, else after a grace in which
+        // players whose links dropped come back.
+        let empty = room
+            .empty_since
+            .is_some_and(|t| (room.left_on_purpose && room.started) || now >= t + EMPTY_GRACE);
+        if empty {
+            let why = if room.left_on_purpose {
                 "everyone left"
+            } else if room.started {
+                "nobody came back to it"
             } else {
-                "its host left"
+                "nobody is in it"
             };
             self.close(now, name, why);
         } else {

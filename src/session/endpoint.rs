@@ -233,6 +233,16 @@ pub enum EndpointEvent {
         /// The slot (a spectator's from 16 on).
         slot: u8,
     },
+    /// A joiner's datagrams come from a new address, which answered a challenge: its
+    /// datagrams go there from now on.
+    PathChanged {
+        /// The slot (a spectator's from 16 on).
+        slot: u8,
+        /// The address it had.
+        from: SocketAddr,
+        /// The address it has now.
+        to: SocketAddr,
+    },
 }
 
 /// A joiner the game waits for: it has the start state, but does not run yet.
@@ -354,7 +364,7 @@ impl Endpoint {
     /// lockstep server's, in its own stats.
     pub fn handle_datagram(&mut self, now: Instant, from: SocketAddr, datagram: &[u8]) {
         // A joiner's tag is checked before anything reads a field of its datagram.
-        let Some(datagram) = self.session.open(from, datagram) else {
+        let Some(datagram) = self.session.open(now, from, datagram) else {
             return;
         };
         let slot = self.session.slot_of(from);
@@ -735,6 +745,15 @@ impl Endpoint {
                 HostEvent::Refused { addr, reason } => self
                     .events
                     .push_back(EndpointEvent::Refused { addr, reason }),
+                HostEvent::PathChanged { slot, from, to } => {
+                    if let Some(server) = &mut self.server {
+                        if !is_spectator_slot(slot) {
+                            let _ = server.set_udp_ip_header(PeerId(slot), link_overhead(to));
+                        }
+                    }
+                    self.events
+                        .push_back(EndpointEvent::PathChanged { slot, from, to })
+                }
                 HostEvent::Left { slot, reason } if is_spectator_slot(slot) => {
                     if let Some(server) = &mut self.server {
                         server.remove_spectator(slot);
@@ -777,7 +796,7 @@ impl Endpoint {
                         name,
                     })
                 }
-                ServerEvent::SpectatorLeft { id } => self.session.kick(id, "timed out"),
+                ServerEvent::SpectatorLeft { id } => self.session.drop_silent(id, "timed out"),
                 ServerEvent::SpectatorBehind { id, .. } => want.push(id),
                 ServerEvent::PeerSilent { peer, silent_for } => {
                     self.events.push_back(EndpointEvent::PlayerSilent {
@@ -805,8 +824,13 @@ impl Endpoint {
                         }
                         (LeaveReason::TimedOut, Some(_)) => OutReason::TimedOutLoading,
                     };
-                    if reason != OutReason::Left {
-                        self.session.kick(peer.0, &reason.to_string());
+                    match reason {
+                        OutReason::Left => {}
+                        // Silent: it may come back (its link returns) and take its seat again.
+                        OutReason::TimedOut | OutReason::TimedOutLoading => {
+                            self.session.drop_silent(peer.0, &reason.to_string())
+                        }
+                        OutReason::SlowStart => self.session.kick(peer.0, &reason.to_string()),
                     }
                     self.events.push_back(EndpointEvent::PlayerOut {
                         slot: peer.0,

@@ -135,7 +135,7 @@ impl Net {
                     j.states.push(state);
                 }
             } else if is_session_datagram(bytes) {
-                let _ = j.join.handle_opened(now, bytes);
+                let _ = j.join.handle_opened(now, from, bytes);
             } else if let Some(game) = &mut j.game {
                 game.client.handle_datagram(now, bytes);
             }
@@ -413,9 +413,10 @@ fn a_silent_player_is_dropped_told_and_the_others_play_on() {
     let ana = net.joiners[0].game.as_ref().unwrap();
     let last = ana.frames.last().unwrap();
     assert_eq!(last[usize::from(gone)], Pad::NEUTRAL);
-    // Its seat is free, and the session layer was told (it sent bob a goodbye).
+    // Its seat is free, and the session layer was told (it told bob it was dropped: bob
+    // may come back).
     let kicked = events.iter().any(|e| {
-        matches!(e, EndpointEvent::Left { slot, reason: LeftReason::Kicked(_) } if *slot == gone)
+        matches!(e, EndpointEvent::Left { slot, reason: LeftReason::Dropped(_) } if *slot == gone)
     });
     assert!(kicked, "{events:?}");
     assert!(net.rooms[room]

@@ -10,8 +10,8 @@ use rand::{rngs::StdRng, Rng, SeedableRng};
 
 use super::auth::Challenger;
 use super::msg::{
-    foreign_version, Auth, Hello, Msg, RelayStep, RoomMsg, StateAck, Welcome, CHUNK_SIZE,
-    PAKE_MSG_LEN, SPECTATOR,
+    foreign_version, Auth, Hello, Msg, PathMsg, RelayStep, RoomMsg, StateAck, Welcome, CHUNK_SIZE,
+    PAKE_MSG_LEN, PATH_TOKEN_LEN, SPECTATOR,
 };
 use super::payload::{Packed, StartPayload};
 use super::transfer::{Rtt, Sender};
@@ -20,17 +20,30 @@ use super::{
     LOADING_LIMIT,
 };
 use crate::input::MAX_PLAYERS;
-use crate::wire::keys::{KeyPair, Keys, Side, PUBLIC_KEY_LEN};
+use crate::wire::keys::{KeyPair, Keys, Side, PUBLIC_KEY_LEN, TAG_LEN};
 use crate::wire::{Header, Kind, WireError, PROTOCOL_VERSION};
 
 /// Unanswered password challenges kept at once (oldest evicted).
 const MAX_PENDING: usize = 64;
 /// Copies of a Bye sent (no ack; three copies survive 25% loss 98% of the time).
 const BYE_COPIES: usize = 3;
-/// Default `HostConfig::ready_timeout`: the lockstep timeout, as for a player in the game.
-pub const READY_TIMEOUT: Duration = Duration::from_secs(2);
-/// How often the lobby tells its ready joiners that it is there and how many are in.
-pub const LOBBY_INTERVAL: Duration = Duration::from_millis(500);
+/// Default `HostConfig::ready_timeout`: a ready joiner waiting in the lobby says it is there
+/// once a second (`LOBBY_INTERVAL`), so that a lobby can wait for minutes for little traffic;
+/// ten missed in a row is a joiner gone (it may still come back: it is told `Dropped`).
+pub const READY_TIMEOUT: Duration = Duration::from_secs(10);
+/// How often the lobby tells its ready joiners that it is there and how many are in: often
+/// enough to keep a home router's UDP mapping (many forget one after 30 s), about 40 bytes
+/// a second.
+pub const LOBBY_INTERVAL: Duration = Duration::from_secs(1);
+/// How often a path check's challenge is sent again, and how many times.
+const PATH_RETRY: Duration = Duration::from_millis(250);
+const PATH_TRIES: u8 = 8;
+/// Until a new address answered its challenge it is sent at most this many times the bytes
+/// received from it (QUIC's anti-amplification factor).
+pub const PATH_AMPLIFICATION: u64 = 3;
+/// Datagrams from unknown addresses whose tag is tried against every joiner's keys (an
+/// address change), per second: bounds what a flood of junk costs.
+const TRIALS_PER_SECOND: u32 = 500;
 /// Spectators are numbered from here in the session's slot space (players are 0..8).
 pub const FIRST_SPECTATOR_SLOT: u8 = 16;
 /// Default `HostConfig::max_spectators`.
@@ -119,6 +132,8 @@ pub enum LeftReason {
     SlowStart,
     /// Removed by the host (`kick`), with the reason sent to it.
     Kicked(String),
+    /// Dropped for its silence, with the reason sent to it: it may come back.
+    Dropped(String),
 }
 
 impl fmt::Display for LeftReason {
@@ -133,6 +148,7 @@ impl fmt::Display for LeftReason {
                 LOADING_LIMIT.as_secs()
             ),
             LeftReason::Kicked(r) => write!(f, "removed by the host ({r})"),
+            LeftReason::Dropped(r) => write!(f, "was dropped ({r})"),
         }
     }
 }
@@ -184,6 +200,16 @@ pub enum HostEvent {
     WantsState {
         /// The slot (a spectator's from 16 on).
         slot: u8,
+    },
+    /// The joiner's datagrams come from a new address, which answered its challenge: its
+    /// seat moved there.
+    PathChanged {
+        /// The slot (a spectator's from 16 on).
+        slot: u8,
+        /// The address it had.
+        from: SocketAddr,
+        /// The address it has now.
+        to: SocketAddr,
     },
 }
 
@@ -241,9 +267,30 @@ struct Peer {
     /// The frame its start state is at, and the packed payload it is sent.
     frame: u32,
     payload: Arc<[u8]>,
+    /// A new address its tagged datagrams came from, under validation.
+    path: Option<PathCheck>,
+}
+
+/// A new address of a joiner (its NAT mapping changed, it moved to another network), until
+/// it answers a challenge sent there: only then does the seat move to it. Until then the
+/// seat's datagrams keep going to the old address, and the new one gets at most
+/// `PATH_AMPLIFICATION` times the bytes it sent (the challenges).
+#[derive(Debug)]
+struct PathCheck {
+    addr: SocketAddr,
+    token: [u8; PATH_TOKEN_LEN],
+    received: u64,
+    sent: u64,
+    next: Instant,
+    tries: u8,
 }
 
 impl Peer {
+    /// Whether datagrams from `addr` are this joiner's: its address, or one under validation.
+    fn at(&self, addr: SocketAddr) -> bool {
+        self.addr == addr || self.path.as_ref().is_some_and(|c| c.addr == addr)
+    }
+
     /// Has the start state (and waits for the game to start, or plays).
     fn is_ready(&self) -> bool {
         matches!(self.phase, Phase::Ready { .. })
@@ -329,6 +376,9 @@ pub struct HostSession {
     stats: SessionStats,
     /// Who held each seat that came free while the game ran.
     departed: Vec<Departed>,
+    /// Unknown-address datagrams tried against the joiners' keys this second (see
+    /// `TRIALS_PER_SECOND`).
+    trials: (Option<Instant>, u32),
 }
 
 impl HostSession {
@@ -365,6 +415,7 @@ impl HostSession {
             next_peer: 0,
             stats: SessionStats::default(),
             departed: Vec::new(),
+            trials: (None, 0),
         };
         if host.cfg.start_with == 0 || host.cfg.start_with > host.cfg.max_players {
             host.cfg.start_with = host.cfg.max_players;
@@ -562,7 +613,7 @@ impl HostSession {
 
     /// The slot of the joiner at `addr`.
     pub fn slot_of(&self, addr: SocketAddr) -> Option<u8> {
-        self.peers.iter().find(|p| p.addr == addr).map(|p| p.slot)
+        self.peers.iter().find(|p| p.at(addr)).map(|p| p.slot)
     }
 
     /// The address of the joiner in `slot`.
@@ -593,7 +644,7 @@ impl HostSession {
         from: SocketAddr,
         datagram: &[u8],
     ) -> Result<(), Dropped> {
-        match self.open(from, datagram) {
+        match self.open(now, from, datagram) {
             Some(body) => self.handle_opened(now, from, body),
             None => Err(Dropped::Unauthentic),
         }
@@ -604,13 +655,27 @@ impl HostSession {
     /// that joiner's. Unknown senders' datagrams pass as they are (the handshake is
     /// unauthenticated), and so do a joiner's Hello until it acknowledged its Welcome, and
     /// its goodbye until it was sent one: neither changes a seat whose keys are in use.
-    pub fn open<'a>(&mut self, from: SocketAddr, datagram: &'a [u8]) -> Option<&'a [u8]> {
-        let Some(peer) = self.peers.iter().find(|p| p.addr == from) else {
-            return Some(datagram);
+    ///
+    /// A datagram from an unknown address whose tag is a joiner's comes from that joiner
+    /// at a new address (its NAT mapping changed, it moved networks): it is taken, and a
+    /// path check starts there (see `PathCheck`). Its seat moves once the check is answered.
+    pub fn open<'a>(
+        &mut self,
+        now: Instant,
+        from: SocketAddr,
+        datagram: &'a [u8],
+    ) -> Option<&'a [u8]> {
+        let Some(i) = self.peers.iter().position(|p| p.at(from)) else {
+            return self.open_unknown(now, from, datagram);
         };
+        let peer = &mut self.peers[i];
         if let Some(body) = peer.keys.open(datagram) {
+            if let Some(check) = peer.path.as_mut().filter(|c| c.addr == from) {
+                check.received += datagram.len() as u64;
+            }
             return Some(body);
         }
+        let peer = &self.peers[i];
         // Hellos are resent until the Welcome arrives; after the start state they would
         // only keep a silent seat alive.
         let handshake = matches!(peer.phase, Phase::AwaitingState | Phase::Welcomed { .. });
@@ -627,9 +692,83 @@ impl HostSession {
         }
     }
 
+    /// A datagram from an address no joiner has: a stranger's handshake, or a joiner's
+    /// datagram from a new address (its tag says whose; tried within `TRIALS_PER_SECOND`).
+    fn open_unknown<'a>(
+        &mut self,
+        now: Instant,
+        from: SocketAddr,
+        datagram: &'a [u8],
+    ) -> Option<&'a [u8]> {
+        let kind = Header::parse(datagram).ok().map(|(h, _)| h.kind);
+        if matches!(kind, Some(Kind::Hello)) || datagram.len() <= TAG_LEN {
+            return Some(datagram);
+        }
+        let (since, count) = &mut self.trials;
+        if since.is_none_or(|t| now >= t + Duration::from_secs(1)) {
+            (*since, *count) = (Some(now), 0);
+        }
+        if *count >= TRIALS_PER_SECOND {
+            return Some(datagram);
+        }
+        *count += 1;
+        let Some(i) = self
+            .peers
+            .iter()
+            .position(|p| p.keyed() && p.keys.open(datagram).is_some())
+        else {
+            return Some(datagram);
+        };
+        let mut token = [0; PATH_TOKEN_LEN];
+        self.rng.fill(&mut token);
+        let peer = &mut self.peers[i];
+        tracing::debug!(slot = peer.slot, old = %peer.addr, new = %from, "session: a joiner's datagram from a new address; checking the path");
+        peer.path = Some(PathCheck {
+            addr: from,
+            token,
+            received: datagram.len() as u64,
+            sent: 0,
+            next: now,
+            tries: 0,
+        });
+        self.send_path_challenges(now);
+        self.peers[i].keys.open(datagram)
+    }
+
+    /// Sends the challenges due of the path checks under way, within the new addresses'
+    /// byte allowance; gives up a check after `PATH_TRIES`.
+    fn send_path_challenges(&mut self, now: Instant) {
+        let id = self.cfg.session_id;
+        for peer in &mut self.peers {
+            let Some(check) = &mut peer.path else {
+                continue;
+            };
+            if now < check.next {
+                continue;
+            }
+            if check.tries >= PATH_TRIES {
+                tracing::debug!(slot = peer.slot, addr = %check.addr, "session: path check unanswered");
+                peer.path = None;
+                continue;
+            }
+            let mut bytes = Msg::Path(PathMsg::Challenge(check.token)).encode(id);
+            peer.keys.seal(&mut bytes);
+            check.next = now + PATH_RETRY;
+            if check.sent + bytes.len() as u64 > PATH_AMPLIFICATION * check.received {
+                continue;
+            }
+            check.tries += 1;
+            check.sent += bytes.len() as u64;
+            self.queue.push_back(Transmit {
+                to: check.addr,
+                bytes,
+            });
+        }
+    }
+
     /// Tags a datagram for the joiner at `to` once it may hold the keys.
     pub fn seal(&self, to: SocketAddr, bytes: &mut Vec<u8>) {
-        if let Some(peer) = self.peers.iter().find(|p| p.addr == to && p.keyed()) {
+        if let Some(peer) = self.peers.iter().find(|p| p.at(to) && p.keyed()) {
             peer.keys.seal(bytes);
         }
     }
@@ -656,7 +795,7 @@ impl HostSession {
                 // A ready joiner's lockstep client sends CTRLs while it waits for the game
                 // to start: in the lobby they only show that it is still there.
                 // Its tag (checked in `open`) says whose session it is.
-                let peer = self.peers.iter_mut().find(|p| p.addr == from);
+                let peer = self.peers.iter_mut().find(|p| p.at(from));
                 return match peer {
                     Some(p) if p.is_ready() => {
                         p.last_heard = now;
@@ -695,10 +834,11 @@ impl HostSession {
             }
             Msg::StateAck(ack) => self.handle_ack(now, from, &ack),
             Msg::Loading => self.handle_loading(now, from),
-            Msg::Room(RoomMsg::Relay { ticket, step }) if Some(from) == self.cfg.creator => {
+            Msg::Room(RoomMsg::Relay { ticket, step }) if Some(from) == self.checker() => {
                 self.handle_relay(now, ticket, step);
                 Ok(())
             }
+            Msg::Path(path) => self.handle_path(now, from, path),
             Msg::Bye(reason) => {
                 if let Some(i) = self.pending.iter().position(|p| p.addr == from) {
                     self.pending.remove(i);
@@ -710,6 +850,65 @@ impl HostSession {
             }
             other => Err(Dropped::Unexpected(other.kind())),
         }
+    }
+
+    /// A path message from a joiner (its tag checked): a probe is a sign of life, a
+    /// challenge is answered where it came from, and the answer to ours moves the seat.
+    fn handle_path(
+        &mut self,
+        now: Instant,
+        from: SocketAddr,
+        path: PathMsg,
+    ) -> Result<(), Dropped> {
+        let i = self
+            .peers
+            .iter()
+            .position(|p| p.at(from))
+            .ok_or(Dropped::UnknownPeer(Kind::Path))?;
+        match path {
+            PathMsg::Probe => {}
+            PathMsg::Challenge(token) => {
+                let mut bytes = Msg::Path(PathMsg::Response(token)).encode(self.cfg.session_id);
+                self.peers[i].keys.seal(&mut bytes);
+                self.queue.push_back(Transmit { to: from, bytes });
+            }
+            PathMsg::Response(token) => {
+                let peer = &mut self.peers[i];
+                let answered = peer
+                    .path
+                    .as_ref()
+                    .is_some_and(|c| c.addr == from && c.token == token);
+                if answered {
+                    let old = std::mem::replace(&mut peer.addr, from);
+                    peer.path = None;
+                    tracing::info!(slot = peer.slot, %old, new = %from, "session: a joiner moved to a new address");
+                    self.events.push_back(HostEvent::PathChanged {
+                        slot: peer.slot,
+                        from: old,
+                        to: from,
+                    });
+                }
+            }
+        }
+        if self.peers[i].addr == from {
+            self.peers[i].last_heard = now;
+        }
+        Ok(())
+    }
+
+    /// Who checks relayed passwords in a room: its creator while it is in, else the player
+    /// in the lowest seat that has the start state (every player in the room knows the
+    /// password: it passed the check).
+    fn checker(&self) -> Option<SocketAddr> {
+        let creator = self.cfg.creator?;
+        if self.peers.iter().any(|p| p.addr == creator) {
+            return Some(creator);
+        }
+        self.peers
+            .iter()
+            .filter(|p| p.is_player() && p.is_ready())
+            .min_by_key(|p| p.slot)
+            .map(|p| p.addr)
     }
 
     fn handle_hello(&mut self, now: Instant, from: SocketAddr, hello: Hello) {
@@ -913,11 +1112,11 @@ impl HostSession {
         }
     }
 
-    /// Passes a step of a password check on to the room's creator.
+    /// Passes a step of a password check on to the room's checker (see `checker`).
     fn relay(&mut self, ticket: u32, step: RelayStep) {
-        if let Some(creator) = self.cfg.creator {
+        if let Some(checker) = self.checker() {
             let msg = Msg::Room(RoomMsg::Relay { ticket, step });
-            self.send(creator, &msg, self.cfg.session_id);
+            self.send(checker, &msg, self.cfg.session_id);
         }
     }
 
@@ -959,6 +1158,7 @@ impl HostSession {
                 phase: Phase::AwaitingState,
                 frame: 0,
                 payload: Arc::from(Vec::new()),
+                path: None,
             });
             self.events.push_back(HostEvent::Joined {
                 slot,
@@ -1007,6 +1207,7 @@ impl HostSession {
             },
             frame: self.cfg.frame,
             payload: self.packed.clone(),
+            path: None,
         };
         self.queue.push_back(Transmit {
             to: from,
@@ -1026,11 +1227,16 @@ impl HostSession {
     /// While the game runs, a seat still held by the same name from the same machine is
     /// that player's too (it crashed and runs `join` again before it timed out).
     fn seat_for(&self, from: SocketAddr, name: &str) -> Option<u8> {
+        let name = name.trim();
+        // The creator may come back from another address (its router, another network):
+        // slot 0 goes back to its name then.
+        let creator_back = !name.is_empty()
+            && name == self.info.player_name.trim()
+            && self.departed.iter().any(|d| d.slot == 0 && d.name == name);
         let first = match self.cfg.creator {
-            Some(creator) => u8::from(creator != from),
+            Some(creator) => u8::from(creator != from && !creator_back),
             None => u8::from(self.cfg.host_is_player),
         };
-        let name = name.trim();
         let free: Vec<u8> = (first..self.cfg.max_players)
             .filter(|s| self.peers.iter().all(|p| p.slot != *s))
             .collect();
@@ -1083,7 +1289,7 @@ impl HostSession {
         let peer = self
             .peers
             .iter_mut()
-            .find(|p| p.addr == from)
+            .find(|p| p.at(from))
             .ok_or(Dropped::UnknownPeer(Kind::StateAck))?;
         peer.last_heard = now;
         if let Phase::Welcomed { sent_at, resent } = peer.phase {
@@ -1121,7 +1327,7 @@ impl HostSession {
         let peer = self
             .peers
             .iter_mut()
-            .find(|p| p.addr == from)
+            .find(|p| p.at(from))
             .ok_or(Dropped::UnknownPeer(Kind::Loading))?;
         match &mut peer.phase {
             Phase::Ready { since, loading, .. } => {
@@ -1183,6 +1389,17 @@ impl HostSession {
         }
     }
 
+    /// Drops a joiner that went silent and tells it so (`Msg::Dropped`): it may come back
+    /// (it reconnects, and takes its seat back).
+    pub fn drop_silent(&mut self, slot: u8, reason: &str) {
+        if let Some(addr) = self.addr_of(slot) {
+            for _ in 0..BYE_COPIES {
+                self.send(addr, &Msg::Dropped(reason.into()), self.cfg.session_id);
+            }
+            self.drop_peer(slot, LeftReason::Dropped(reason.into()));
+        }
+    }
+
     /// Says goodbye to every joiner (call before quitting, then drain `poll_transmit`).
     pub fn shutdown(&mut self, reason: &str) {
         let slots: Vec<u8> = self.peers.iter().map(|p| p.slot).collect();
@@ -1208,6 +1425,7 @@ impl HostSession {
             // Once the game runs, the lockstep server times players out instead.
             self.tend_ready_joiners(now);
         }
+        self.send_path_challenges(now);
         for peer in &mut self.peers {
             match &mut peer.phase {
                 Phase::Welcomed { sent_at, resent } if now >= *sent_at + HELLO_INTERVAL => {
@@ -1254,8 +1472,14 @@ impl HostSession {
                     ready_timeout.as_secs_f64()
                 ),
             };
-            self.send(addr, &Msg::Bye(why), self.cfg.session_id);
-            self.drop_peer(slot, reason);
+            if matches!(reason, LeftReason::SlowStart) {
+                self.send(addr, &Msg::Bye(why), self.cfg.session_id);
+                self.drop_peer(slot, reason);
+            } else {
+                // It may come back (its link returns, its laptop wakes): it reconnects.
+                self.send(addr, &Msg::Dropped(why.clone()), self.cfg.session_id);
+                self.drop_peer(slot, LeftReason::Dropped(why));
+            }
         }
         if self.lobby_sent.is_none_or(|t| now >= t + LOBBY_INTERVAL) {
             self.lobby_sent = Some(now);
@@ -1327,13 +1551,18 @@ impl HostSession {
                 Some(p.last_heard + timeout),
             ],
             Phase::Sending(s) => [s.poll_timeout(), Some(p.last_heard + timeout)],
+            // The first notice is due at once.
             Phase::Ready { .. } if self.accepting => [
-                self.lobby_sent.map(|t| t + LOBBY_INTERVAL),
+                Some(self.lobby_sent.map_or(p.last_heard, |t| t + LOBBY_INTERVAL)),
                 Some(p.last_heard + self.cfg.ready_timeout),
             ],
             Phase::Ready { .. } => [None, None],
         });
-        pending.chain(peers.flatten()).min()
+        let paths = self
+            .peers
+            .iter()
+            .filter_map(|p| p.path.as_ref().map(|c| c.next));
+        pending.chain(peers.flatten()).chain(paths).min()
     }
 }
 

@@ -9,7 +9,8 @@ use rand::{rngs::StdRng, Rng, SeedableRng};
 
 use super::auth::Challenger;
 use super::msg::{
-    foreign_version, refuse_text, Auth, Hello, Msg, RelayStep, RoomMsg, StateAck, Welcome,
+    foreign_version, refuse_text, Auth, Hello, Msg, PathMsg, RelayStep, RoomMsg, StateAck, Welcome,
+    PATH_TOKEN_LEN,
 };
 use super::payload::{StartPayload, MAX_PAYLOAD};
 use super::transfer::{ChunkOutcome, Receiver};
@@ -42,8 +43,11 @@ pub struct JoinConfig {
     /// This joiner opened the room: it checks other joiners' passwords, which the server
     /// relays to it (it knows `password`; the server does not).
     pub creator: bool,
-    /// Seeds the password check's randomness (32 bytes from the OS in real use).
+    /// Seeds the key pair and the password check's randomness: from the OS unless a test
+    /// sets it to repeat a run.
     pub entropy: [u8; 32],
+    /// How often the Hello is sent until it is answered.
+    pub hello_interval: Duration,
     /// Silence after which the join fails.
     pub timeout: Duration,
     /// Watch the game (a spectator) instead of playing.
@@ -59,7 +63,8 @@ impl JoinConfig {
             password: None,
             room: String::new(),
             creator: false,
-            entropy: [0; 32],
+            entropy: rand::random(),
+            hello_interval: HELLO_INTERVAL,
             timeout: HANDSHAKE_TIMEOUT,
             watch: false,
         }
@@ -138,12 +143,35 @@ pub enum JoinEvent {
     },
     /// The join failed (refused, no answer, corrupt state) or the host left.
     Failed(SessionError),
-    /// The room's creator checked a joiner's password, which the server relayed.
+    /// This player checked a joiner's password, which the room's server relayed.
     PasswordChecked {
         /// The password was right.
         admitted: bool,
     },
+    /// The host's datagrams come from a new address, which answered a challenge: this
+    /// joiner sends there from now on.
+    HostMoved {
+        /// The address it had.
+        from: SocketAddr,
+        /// The address it has now.
+        to: SocketAddr,
+    },
 }
+
+/// A new address the host's tagged datagrams came from, until it answers a challenge.
+#[derive(Debug)]
+struct HostPath {
+    addr: SocketAddr,
+    token: [u8; PATH_TOKEN_LEN],
+    next: Instant,
+    tries: u8,
+    received: u64,
+    sent: u64,
+}
+
+/// How often a path challenge is sent again, and how many times.
+const PATH_RETRY: Duration = Duration::from_millis(250);
+const PATH_TRIES: u8 = 8;
 
 #[derive(Debug)]
 enum Phase {
@@ -190,6 +218,10 @@ pub struct JoinSession {
     next_hello: Instant,
     session: u32,
     queue: VecDeque<Vec<u8>>,
+    /// Path messages to an address other than the host's (answers go where the challenge
+    /// came from), tagged.
+    out: VecDeque<Transmit>,
+    host_path: Option<HostPath>,
     events: VecDeque<JoinEvent>,
     stats: SessionStats,
 }
@@ -215,6 +247,8 @@ impl JoinSession {
             next_hello: now,
             session: 0,
             queue: VecDeque::new(),
+            out: VecDeque::new(),
+            host_path: None,
             events: VecDeque::new(),
             stats: SessionStats::default(),
         }
@@ -301,10 +335,13 @@ impl JoinSession {
     ) -> Result<(), Dropped> {
         self.stats.datagrams_in += 1;
         let result = if from != self.cfg.host {
-            Err(Dropped::NotFromHost(from))
+            match self.open_other(now, from, datagram) {
+                Some(body) => self.dispatch(now, from, body),
+                None => Err(Dropped::NotFromHost(from)),
+            }
         } else {
             match self.open(datagram) {
-                Some(body) => self.dispatch(now, body),
+                Some(body) => self.dispatch(now, from, body),
                 None => Err(Dropped::Unauthentic),
             }
         };
@@ -340,6 +377,72 @@ impl JoinSession {
         keys.open(datagram)
     }
 
+    /// A datagram from an address that is not the host's: taken (without its tag) only if
+    /// it carries the host's tag, and then a path check starts there: the host moved (its
+    /// router's mapping changed, it changed networks). This joiner moves to the new address
+    /// once the host answers a challenge sent there.
+    pub fn open_other<'a>(
+        &mut self,
+        now: Instant,
+        from: SocketAddr,
+        datagram: &'a [u8],
+    ) -> Option<&'a [u8]> {
+        let body = self.keys.as_ref()?.open(datagram)?;
+        match &mut self.host_path {
+            Some(p) if p.addr == from => p.received += datagram.len() as u64,
+            _ => {
+                let mut token = [0; PATH_TOKEN_LEN];
+                self.rng.fill(&mut token);
+                tracing::debug!(old = %self.cfg.host, new = %from, "session: the host's datagram from a new address; checking the path");
+                self.host_path = Some(HostPath {
+                    addr: from,
+                    token,
+                    next: now,
+                    tries: 0,
+                    received: datagram.len() as u64,
+                    sent: 0,
+                });
+                self.send_path_challenge(now);
+            }
+        }
+        Some(body)
+    }
+
+    /// The path check's challenge, when due and within the new address's allowance.
+    fn send_path_challenge(&mut self, now: Instant) {
+        let Some(p) = &mut self.host_path else {
+            return;
+        };
+        if now < p.next {
+            return;
+        }
+        if p.tries >= PATH_TRIES {
+            self.host_path = None;
+            return;
+        }
+        let mut bytes = Msg::Path(PathMsg::Challenge(p.token)).encode(self.session);
+        if let Some(keys) = &self.keys {
+            keys.seal(&mut bytes);
+        }
+        p.next = now + PATH_RETRY;
+        if p.sent + bytes.len() as u64 > super::host::PATH_AMPLIFICATION * p.received {
+            return;
+        }
+        p.tries += 1;
+        p.sent += bytes.len() as u64;
+        self.out.push_back(Transmit { to: p.addr, bytes });
+    }
+
+    /// Tells the host where this joiner is now, with nothing else to say: a joiner that hears
+    /// nothing sends it, so that a host that lost it after an address change finds it again
+    /// (the datagram carries the session id, which a dedicated server routes by).
+    pub fn probe(&mut self) {
+        if self.keys.is_some() {
+            self.queue
+                .push_back(Msg::Path(PathMsg::Probe).encode(self.session));
+        }
+    }
+
     /// Tags a datagram for the host, once this joiner has the keys.
     pub fn seal(&self, bytes: &mut Vec<u8>) {
         if let Some(keys) = &self.keys {
@@ -347,10 +450,16 @@ impl JoinSession {
         }
     }
 
-    /// A session datagram from the host that [`open`](Self::open) let through.
-    pub(crate) fn handle_opened(&mut self, now: Instant, datagram: &[u8]) -> Result<(), Dropped> {
+    /// A session datagram from the host that [`open`](Self::open) (or, from another
+    /// address, [`open_other`](Self::open_other)) let through.
+    pub(crate) fn handle_opened(
+        &mut self,
+        now: Instant,
+        from: SocketAddr,
+        datagram: &[u8],
+    ) -> Result<(), Dropped> {
         self.stats.datagrams_in += 1;
-        let result = self.dispatch(now, datagram);
+        let result = self.dispatch(now, from, datagram);
         match &result {
             Ok(()) => self.last_heard = Some(now),
             Err(why) => {
@@ -367,7 +476,7 @@ impl JoinSession {
         self.stats.drop(&Dropped::Unauthentic);
     }
 
-    fn dispatch(&mut self, now: Instant, datagram: &[u8]) -> Result<(), Dropped> {
+    fn dispatch(&mut self, now: Instant, from: SocketAddr, datagram: &[u8]) -> Result<(), Dropped> {
         let (header, msg) = match Msg::decode(datagram) {
             Ok(ok) => ok,
             // Only a datagram in the frozen session layout (magic first) is a framelock
@@ -411,7 +520,7 @@ impl JoinSession {
                     None => Auth::NoPassword { challenge },
                 };
                 self.queue.push_back(self.hello());
-                self.next_hello = now + HELLO_INTERVAL;
+                self.next_hello = now + self.cfg.hello_interval;
             }
             (Msg::Refuse(reason), Phase::Hello) => self.fail(SessionError::Refused(reason)),
             (Msg::Room(RoomMsg::NoRoom { room, rooms }), Phase::Hello) => {
@@ -423,8 +532,36 @@ impl JoinSession {
             }
             // A running game gets a state ready for us first: the host is there.
             (Msg::Lobby { .. }, Phase::Hello) => {}
-            (Msg::Room(RoomMsg::Relay { ticket, step }), _) if self.cfg.creator && welcomed => {
+            // Every player of a room may check a joiner's password: its creator, or whoever
+            // is in when the creator is not.
+            (Msg::Room(RoomMsg::Relay { ticket, step }), _)
+                if !self.cfg.room.is_empty() && welcomed =>
+            {
                 self.handle_relay(ticket, step)
+            }
+            (Msg::Path(PathMsg::Challenge(token)), _) if welcomed => {
+                let mut bytes = Msg::Path(PathMsg::Response(token)).encode(self.session);
+                self.seal(&mut bytes);
+                self.out.push_back(Transmit { to: from, bytes });
+            }
+            (Msg::Path(PathMsg::Response(token)), _) if welcomed => {
+                let answered = self
+                    .host_path
+                    .as_ref()
+                    .is_some_and(|p| p.addr == from && p.token == token);
+                if answered {
+                    self.host_path = None;
+                    let old = std::mem::replace(&mut self.cfg.host, from);
+                    tracing::info!(%old, new = %from, "session: the host moved to a new address");
+                    self.events.push_back(JoinEvent::HostMoved {
+                        from: old,
+                        to: from,
+                    });
+                }
+            }
+            (Msg::Path(PathMsg::Probe), _) if welcomed => {}
+            (Msg::Dropped(reason), Phase::Receiving { .. } | Phase::Ready { .. }) => {
+                self.fail(SessionError::Dropped(reason))
             }
             (Msg::Welcome(w), Phase::Hello) => self.handle_welcome(now, header.session, w),
             (Msg::Welcome(_), Phase::Receiving { rx, .. }) => rx.ack_soon(now),
@@ -616,8 +753,9 @@ impl JoinSession {
         }
         if matches!(self.phase, Phase::Hello) && now >= self.next_hello {
             self.queue.push_back(self.hello());
-            self.next_hello = now + HELLO_INTERVAL;
+            self.next_hello = now + self.cfg.hello_interval;
         }
+        self.send_path_challenge(now);
         if let Phase::Ready { since, loading, .. } = &mut self.phase {
             match loading {
                 // Not running after all this time: the host is told nothing more, and drops
@@ -641,6 +779,10 @@ impl JoinSession {
 
     /// The next datagram to send, tagged once there are keys.
     pub fn poll_transmit(&mut self, now: Instant) -> Option<Transmit> {
+        if let Some(t) = self.out.pop_front() {
+            self.stats.datagrams_out += 1;
+            return Some(t);
+        }
         let bytes = match self.queue.pop_front() {
             Some(b) => Some(b),
             None => match &mut self.phase {
@@ -689,9 +831,10 @@ impl JoinSession {
 
     /// When `handle_timeout` or `poll_transmit` has work next.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        if !self.queue.is_empty() {
+        if !self.queue.is_empty() || !self.out.is_empty() {
             return Some(self.started); // already due
         }
+        let path = self.host_path.as_ref().map(|p| p.next);
         let silence = self.last_heard.unwrap_or(self.started) + self.cfg.timeout;
         match &self.phase {
             Phase::Hello => Some(self.next_hello.min(silence)),
@@ -703,5 +846,8 @@ impl JoinSession {
             } => [*ack_at, *loading].into_iter().flatten().min(),
             Phase::Done => None,
         }
+        .into_iter()
+        .chain(path)
+        .min()
     }
 }

@@ -53,6 +53,7 @@ mod endpoint;
 mod host;
 mod join;
 pub mod msg;
+mod participant;
 mod payload;
 mod resync;
 mod room;
@@ -74,6 +75,10 @@ pub use host::{
     DEFAULT_MAX_SPECTATORS, FIRST_SPECTATOR_SLOT, MAX_SPECTATORS,
 };
 pub use join::{JoinConfig, JoinEvent, JoinSession, StartState};
+pub use participant::{
+    CoreReply, CoreRequest, Participant, ParticipantConfig, ParticipantEvent, DEFAULT_RECONNECT,
+    FRAME_LOOP_AWAY, LOBBY_KEEPALIVE, LOBBY_SILENCE, PROBE_AFTER,
+};
 pub use payload::{StartPayload, MAX_PAYLOAD};
 pub use resync::{resync_part, resync_request, ResyncPart, ResyncRecv, ResyncSend};
 pub use room::{is_kind, OpenEvent, RoomOpener, Upload, MAX_UPLOAD};
@@ -166,6 +171,15 @@ pub enum SessionError {
     /// The host said goodbye (its reason).
     #[error("the host left: {0}")]
     HostLeft(String),
+    /// The host dropped this player for its silence (its reason); it may come back.
+    #[error("dropped by the host: {0}")]
+    Dropped(String),
+    /// The link stayed down past the time this player waits to reconnect.
+    #[error("lost the connection and could not reconnect within {secs} s")]
+    ReconnectGaveUp {
+        /// How long it tried.
+        secs: u64,
+    },
     /// The start state failed its check or cannot be used (why).
     #[error("start state is bad: {0}")]
     BadState(String),

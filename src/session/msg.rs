@@ -1,4 +1,4 @@
-//! Bodies of the session-layer datagrams (kinds 0x01..=0x0A); `wire::Header` comes first.
+//! Bodies of the session-layer datagrams (kinds 0x01..=0x0D); `wire::Header` comes first.
 //!
 //! Strings are `u8` length + UTF-8 (`str8`) unless noted; integers are little endian.
 //! ```text
@@ -23,6 +23,10 @@
 //!            (bit 0: whole state received and verified), bitmap (the rest;
 //!            bit i, LSB first, = chunk cum + i arrived)
 //! Bye        str8 reason
+//! Dropped    str8 reason (the host dropped this joiner for its silence: it may come back)
+//! Path       u8 op: 1 Probe (a joiner that hears nothing: shows its session id and tag
+//!            from wherever it is now); 2 Challenge [8] token; 3 Response [8] the token of
+//!            the challenge answered, sent back to the address the challenge came from
 //! Lobby      u8 ready (players with the start state, the host's included), u8 want; a
 //!            running game answers a joiner's Hellos with 0, 0 while its state is made
 //! Loading    (empty: the joiner has the start state and is not running yet)
@@ -118,6 +122,21 @@ pub struct Hello {
     /// The answer to the password check, if any.
     pub auth: Auth,
 }
+
+/// A path check (see the layout above): QUIC's PATH_CHALLENGE and PATH_RESPONSE, and a
+/// joiner's probe.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PathMsg {
+    /// Joiner -> host: it hears nothing; here it is, from wherever it is now.
+    Probe,
+    /// A token the peer must send back from the address it was sent to.
+    Challenge([u8; PATH_TOKEN_LEN]),
+    /// The token of a challenge, sent back to where the challenge came from.
+    Response([u8; PATH_TOKEN_LEN]),
+}
+
+/// Bytes of a path challenge's token.
+pub const PATH_TOKEN_LEN: usize = 8;
 
 /// `Welcome::slot` of a spectator.
 pub const SPECTATOR: u8 = 0xff;
@@ -310,6 +329,10 @@ pub enum Msg<'a> {
     StateAck(StateAck),
     /// Either way: leaving, and why.
     Bye(String),
+    /// Host -> joiner: dropped for its silence, and why; it may come back.
+    Dropped(String),
+    /// Either way: path validation after an address change.
+    Path(PathMsg),
     /// The host's lobby to a ready joiner: players in (the host's included) and wanted.
     Lobby {
         /// Players in, the host's included.
@@ -335,6 +358,8 @@ impl Msg<'_> {
             Msg::StateChunk { .. } => Kind::StateChunk,
             Msg::StateAck(_) => Kind::StateAck,
             Msg::Bye(_) => Kind::Bye,
+            Msg::Dropped(_) => Kind::Dropped,
+            Msg::Path(_) => Kind::Path,
             Msg::Lobby { .. } => Kind::Lobby,
             Msg::Loading => Kind::Loading,
             Msg::Room(_) => Kind::Room,
@@ -420,7 +445,16 @@ impl Msg<'_> {
                 out.push(a.verified as u8);
                 out.extend_from_slice(&a.bitmap[..a.bitmap.len().min(MAX_ACK_BITMAP)]);
             }
-            Msg::Bye(reason) => put_str8(&mut out, reason, MAX_TEXT),
+            Msg::Bye(reason) | Msg::Dropped(reason) => put_str8(&mut out, reason, MAX_TEXT),
+            Msg::Path(PathMsg::Probe) => out.push(1),
+            Msg::Path(PathMsg::Challenge(token)) => {
+                out.push(2);
+                out.extend_from_slice(token);
+            }
+            Msg::Path(PathMsg::Response(token)) => {
+                out.push(3);
+                out.extend_from_slice(token);
+            }
             Msg::Lobby { ready, want } => out.extend_from_slice(&[*ready, *want]),
             Msg::Loading => {}
             Msg::Room(r) => encode_room(&mut out, r),
@@ -561,6 +595,13 @@ impl Msg<'_> {
                 })
             }
             Kind::Bye => Msg::Bye(r.str8().map_err(bad)?),
+            Kind::Dropped => Msg::Dropped(r.str8().map_err(bad)?),
+            Kind::Path => Msg::Path(match r.u8().map_err(bad)? {
+                1 => PathMsg::Probe,
+                2 => PathMsg::Challenge(r.array().map_err(bad)?),
+                3 => PathMsg::Response(r.array().map_err(bad)?),
+                _ => return Err(WireError::Malformed(kind)),
+            }),
             Kind::Lobby => {
                 let ready = r.u8().map_err(bad)?;
                 let want = r.u8().map_err(bad)?;
@@ -1124,7 +1165,7 @@ mod tests {
                 rng.fill_bytes(&mut d);
                 if i % 4 == 0 && d.len() >= 4 {
                     d[0..3].copy_from_slice(&[b'F', b'L', PROTOCOL_VERSION]);
-                    d[3] = rng.gen_range(1..=0x0b);
+                    d[3] = rng.gen_range(1..=0x0d);
                 }
                 d
             } else {

@@ -58,13 +58,19 @@ pub enum SeatEvent {
     /// A dedicated server asks for this machine's state: hand it to
     /// [`Seat::handle_state`] at the next frame boundary.
     StateWanted,
+    /// The host moved to a new address (it answered a challenge there).
+    HostMoved {
+        /// The address it had.
+        from: SocketAddr,
+        /// The address it has now.
+        to: SocketAddr,
+    },
 }
 
 /// A joiner's side of a running session. Calling order as for the other session machines.
 #[derive(Debug)]
 pub struct Seat {
     session: JoinSession,
-    host: SocketAddr,
     resync: ResyncRecv,
     /// The transfer id of a state the server asked for, until it is handed in.
     asked: Option<u32>,
@@ -76,7 +82,6 @@ impl Seat {
     /// `session` has finished its handshake (it gave its start state).
     pub fn new(session: JoinSession) -> Seat {
         Seat {
-            host: session.host(),
             session,
             resync: ResyncRecv::default(),
             asked: None,
@@ -87,7 +92,12 @@ impl Seat {
 
     /// The host (or server) it plays with.
     pub fn host(&self) -> SocketAddr {
-        self.host
+        self.session.host()
+    }
+
+    /// Tells the host where this player is now (see [`JoinSession::probe`]).
+    pub fn probe(&mut self) {
+        self.session.probe();
     }
 
     /// The session id.
@@ -118,19 +128,25 @@ impl Seat {
         from: SocketAddr,
         datagram: &'a [u8],
     ) -> Routed<'a> {
-        if from != self.host {
-            return Routed::Dropped;
-        }
-        let Some(datagram) = self.session.open(datagram) else {
-            self.session.note_unauthentic();
-            return Routed::Unauthentic;
+        let datagram = if from == self.session.host() {
+            let Some(datagram) = self.session.open(datagram) else {
+                self.session.note_unauthentic();
+                return Routed::Unauthentic;
+            };
+            datagram
+        } else {
+            // The host's tag from elsewhere: it moved (see `JoinSession::open_other`).
+            let Some(datagram) = self.session.open_other(now, from, datagram) else {
+                return Routed::Dropped;
+            };
+            datagram
         };
         let is_resync = matches!(Header::parse(datagram), Ok((h, _)) if h.kind == Kind::Resync);
         if !is_resync {
             if !is_session_datagram(datagram) {
                 return Routed::Lockstep(datagram);
             }
-            let ok = self.session.handle_opened(now, datagram).is_ok();
+            let ok = self.session.handle_opened(now, from, datagram).is_ok();
             self.take_session_events();
             return if ok { Routed::Taken } else { Routed::Dropped };
         }
@@ -187,7 +203,7 @@ impl Seat {
     pub fn seal(&self, mut bytes: Vec<u8>) -> Transmit {
         self.session.seal(&mut bytes);
         Transmit {
-            to: self.host,
+            to: self.session.host(),
             bytes,
         }
     }
@@ -238,6 +254,7 @@ impl Seat {
                 JoinEvent::Failed(e) => SeatEvent::Failed(e),
                 JoinEvent::Waiting { ready, want } => SeatEvent::Waiting { ready, want },
                 JoinEvent::PasswordChecked { admitted } => SeatEvent::PasswordChecked { admitted },
+                JoinEvent::HostMoved { from, to } => SeatEvent::HostMoved { from, to },
                 JoinEvent::Welcomed { .. } | JoinEvent::Ready(_) => continue,
             };
             self.events.push_back(ev);

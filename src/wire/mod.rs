@@ -37,7 +37,7 @@ use thiserror::Error;
 
 pub const MAGIC: [u8; 2] = *b"FL";
 /// Bumped on every incompatible wire change; peers with another version are refused by name.
-pub const PROTOCOL_VERSION: u8 = 11;
+pub const PROTOCOL_VERSION: u8 = 12;
 /// Header length of session-layer datagrams.
 pub const HEADER_LEN: usize = 8;
 /// Header length of lockstep datagrams (CTRL, UPDATE).
@@ -96,6 +96,10 @@ pub enum Kind {
     /// A dedicated server's rooms: opening one, its directory, and the password exchange
     /// it relays between a joiner and the room's creator (see `session::msg::RoomMsg`).
     Room = 0x0B,
+    /// host -> joiner: its seat was dropped for silence; it may come back (reconnect).
+    Dropped = 0x0C,
+    /// either way: path checks after an address change, and the joiner's probes.
+    Path = 0x0D,
     /// client -> server lockstep control (inputs, acks, timestamps, checksums).
     Ctrl = 0x10,
     /// server -> client lockstep update (everyone's inputs, next keyframe).
@@ -116,6 +120,8 @@ impl Kind {
             0x09 => Kind::Lobby,
             0x0a => Kind::Loading,
             0x0b => Kind::Room,
+            0x0c => Kind::Dropped,
+            0x0d => Kind::Path,
             0x10 => Kind::Ctrl,
             0x11 => Kind::Update,
             _ => return None,

@@ -1,0 +1,736 @@
+//! A simulated world for netplay: real session participants (`session::Participant`) and a
+//! real dedicated server (`serve::Rooms`), each at an address, over the network
+//! conditioner (`net::conditioner`), with the real frame runner (`app::Runner`) on a manual
+//! clock driving a toy machine. Time jumps from one deadline to the next, so a 10-minute
+//! lobby or a minute-long outage takes milliseconds. On top of the conditioner's delay, loss
+//! and jitter, a node's link can go down for a while (both ways), its address can change
+//! (its NAT mapping was re-created, it moved to another network), and its whole process can
+//! stop (SIGSTOP, a laptop asleep): then it neither runs nor reads, and its socket queues
+//! what arrives.
+
+use std::cell::{Cell, RefCell};
+use std::collections::{BTreeMap, VecDeque};
+use std::net::SocketAddr;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use crate::app::{Clock, Feed, FeedPoll, FrameObserver, Machine, ObserverError, Runner};
+use crate::app::{RunnerConfig, Status};
+use crate::input::{Bot, Inputs, Pad, MAX_PLAYERS};
+use crate::lockstep::{self, Frame};
+use crate::net::conditioner::Conditioner;
+use crate::serve::{Rooms, ServeConfig, ServeEvent};
+use crate::session::msg::OpenRoom;
+use crate::session::{
+    CoreReply, CoreRequest, Endpoint, EndpointConfig, HostConfig, JoinConfig, OpenEvent,
+    Participant, ParticipantConfig, ParticipantEvent, RoomOpener, SessionInfo, StartPayload,
+};
+use crate::wire::Transmit;
+
+/// A clock the world moves.
+#[derive(Clone)]
+pub struct WorldClock(Rc<Cell<Instant>>);
+
+impl Clock for WorldClock {
+    fn now(&mut self) -> Instant {
+        self.0.get()
+    }
+}
+
+/// A deterministic stand-in for a core: its state is the session frame it is at and a hash
+/// of every input it ran, so two machines agree exactly when they ran the same inputs from
+/// the same state.
+#[derive(Clone, Debug, Default)]
+pub struct Toy {
+    pub frame: u32,
+    pub hash: u64,
+    /// The hash after each frame, and each frame's inputs (for resyncs).
+    hashes: BTreeMap<u32, u64>,
+    history: VecDeque<(u32, Inputs)>,
+    pub loads: u64,
+}
+
+impl Toy {
+    fn fold(hash: u64, inputs: &Inputs) -> u64 {
+        inputs.iter().fold(hash ^ 0x9e37, |h, p| {
+            (h ^ u64::from(p.0)).wrapping_mul(0x0000_0100_0000_01b3)
+        })
+    }
+
+    fn state(&self) -> Vec<u8> {
+        let mut v = self.frame.to_le_bytes().to_vec();
+        v.extend_from_slice(&self.hash.to_le_bytes());
+        v
+    }
+
+    fn restore(&mut self, state: &[u8]) -> bool {
+        let (Ok(frame), Ok(hash)) = (state[..4].try_into(), state[4..12].try_into()) else {
+            return false;
+        };
+        self.frame = u32::from_le_bytes(frame);
+        self.hash = u64::from_le_bytes(hash);
+        self.loads += 1;
+        true
+    }
+
+    /// The hash after session frame `frame` ran.
+    pub fn hash_after(&self, frame: u32) -> Option<u64> {
+        self.hashes.get(&frame).copied()
+    }
+}
+
+impl Machine for Toy {
+    fn run_frame(&mut self, inputs: &Inputs) {
+        self.hash = Toy::fold(self.hash, inputs);
+        self.hashes.insert(self.frame, self.hash);
+        self.history.push_back((self.frame, *inputs));
+        if self.history.len() > 600 {
+            self.history.pop_front();
+        }
+        self.frame += 1;
+    }
+    fn fps(&self) -> f64 {
+        60.0
+    }
+}
+
+/// Requests and replies between the feed and the machine's observer, as `CoreWork` in the
+/// real driver.
+#[derive(Default)]
+struct Work {
+    requests: VecDeque<CoreRequest>,
+    replies: Vec<CoreReply>,
+    pending: Option<(u32, Vec<u8>)>,
+}
+
+/// The frame observer: does what the participant asks of the machine.
+struct CoreSide(Rc<RefCell<Work>>);
+
+impl CoreSide {
+    fn work(&mut self, toy: &mut Toy, ran: bool) {
+        let mut w = self.0.borrow_mut();
+        let requests: Vec<_> = w.requests.drain(..).collect();
+        for req in requests {
+            match req {
+                CoreRequest::Checksum { frame } if ran => {
+                    let checksum = toy.hash_after(frame.0).unwrap_or(toy.hash);
+                    w.replies.push(CoreReply::Checksum { frame, checksum });
+                }
+                CoreRequest::SaveState { for_slots } => w.replies.push(CoreReply::State {
+                    frame: Frame(toy.frame),
+                    state: toy.state(),
+                    for_slots,
+                }),
+                CoreRequest::Load {
+                    frame,
+                    state,
+                    jump: true,
+                    ..
+                } => {
+                    if toy.restore(&state) {
+                        toy.history.clear();
+                        w.replies.push(CoreReply::Loaded { frame });
+                    }
+                }
+                CoreRequest::Load { frame, state, .. } => w.pending = Some((frame.0, state)),
+                other => w.requests.push_back(other),
+            }
+        }
+        if let Some((at, state)) = w.pending.take() {
+            if at <= toy.frame {
+                let rerun: Vec<Inputs> = toy
+                    .history
+                    .iter()
+                    .filter(|(f, _)| *f >= at)
+                    .map(|(_, i)| *i)
+                    .collect();
+                let now_at = toy.frame;
+                toy.restore(&state);
+                for inputs in rerun {
+                    toy.run_frame(&inputs);
+                }
+                debug_assert_eq!(toy.frame, now_at);
+                w.replies.push(CoreReply::Loaded { frame: Frame(at) });
+            } else {
+                w.pending = Some((at, state));
+            }
+        }
+    }
+}
+
+impl FrameObserver<Toy> for CoreSide {
+    fn after_frame(&mut self, _: u64, _: &Inputs, toy: &mut Toy) -> Result<(), ObserverError> {
+        self.work(toy, true);
+        Ok(())
+    }
+    fn idle(&mut self, _: u64, toy: &mut Toy) -> Result<(), ObserverError> {
+        self.work(toy, false);
+        Ok(())
+    }
+}
+
+/// The feed of a simulated player: its participant, as `netplay::NetFeed` drives one.
+pub struct SimFeed {
+    pub participant: Participant,
+    bot: Bot,
+    work: Rc<RefCell<Work>>,
+    /// Every event the participant raised, with when.
+    pub events: Vec<(Instant, ParticipantEvent)>,
+    pub ended: bool,
+    /// The frame to stop before.
+    pub end_at: u32,
+}
+
+impl SimFeed {
+    fn take_events(&mut self, now: Instant) {
+        while let Some(ev) = self.participant.poll_event() {
+            match ev {
+                ParticipantEvent::Core(req) => self.work.borrow_mut().requests.push_back(req),
+                ParticipantEvent::Ended(_) => {
+                    self.ended = true;
+                    self.events.push((now, ev));
+                }
+                ev => self.events.push((now, ev)),
+            }
+        }
+    }
+}
+
+impl Feed for SimFeed {
+    fn sample(&mut self, now: Instant, _: &Inputs) {
+        self.participant.frame_loop_alive(now);
+    }
+
+    fn next(&mut self, now: Instant) -> FeedPoll {
+        for reply in std::mem::take(&mut self.work.borrow_mut().replies) {
+            self.participant.handle_core(now, reply);
+        }
+        let Some(client) = self.participant.client() else {
+            return FeedPoll::Wait(None);
+        };
+        if self.ended && client.ready_frames() == 0 || client.frame().0 >= self.end_at {
+            return FeedPoll::End;
+        }
+        let (wants, frame) = (client.wants_input(), client.frame());
+        let pad = match self.bot.last().filter(|_| !wants) {
+            Some(p) => p,
+            None => self.bot.next(u64::from(frame.0)),
+        };
+        self.participant.push_local_input(now, pad);
+        let polled = self.participant.poll_frame();
+        self.take_events(now);
+        match polled {
+            Some((_, inputs)) => FeedPoll::Run(inputs),
+            None => FeedPoll::Wait(None),
+        }
+    }
+
+    fn pace(&self) -> Option<f64> {
+        self.participant.client().map(|c| c.pace())
+    }
+
+    fn take_behind(&mut self) -> Option<Duration> {
+        let client = self.participant.client_mut()?;
+        if client.frame().0 > 0 && client.paced_by_arrival() {
+            return None;
+        }
+        client.take_start_delay()
+    }
+
+    fn backlog(&mut self) -> u32 {
+        self.participant.client_mut().map_or(0, |c| c.backlog())
+    }
+
+    fn paced_by_arrival(&self) -> bool {
+        self.participant
+            .client()
+            .is_some_and(|c| c.paced_by_arrival())
+    }
+}
+
+/// A player: a participant, a runner and a toy machine at an address.
+pub struct Node {
+    pub name: String,
+    /// Where its datagrams come from now.
+    pub addr: SocketAddr,
+    pub runner: Runner<Toy, SimFeed, WorldClock>,
+    pub toy: Toy,
+    /// The frame loop started (a joiner's once it had the start state).
+    running: bool,
+    next_tick: Instant,
+    /// Stopped (SIGSTOP) until then: nothing runs, arrivals queue.
+    asleep_until: Option<Instant>,
+    inbox: Vec<(Instant, SocketAddr, Vec<u8>)>,
+    pub finished: bool,
+}
+
+impl Node {
+    pub fn feed(&self) -> &SimFeed {
+        self.runner.feed()
+    }
+
+    pub fn events(&self) -> impl Iterator<Item = &ParticipantEvent> {
+        self.feed().events.iter().map(|(_, e)| e)
+    }
+}
+
+/// The world: nodes, maybe a server, and the network between them.
+pub struct World {
+    clock: Rc<Cell<Instant>>,
+    pub nodes: Vec<Node>,
+    pub server: Option<(SocketAddr, Rooms)>,
+    pub server_events: Vec<ServeEvent>,
+    links: BTreeMap<SocketAddr, Conditioner>,
+    netsim: String,
+    seed: u64,
+    /// (address, from, until): nothing gets to or from it meanwhile.
+    outages: Vec<(SocketAddr, Instant, Instant)>,
+    /// Addresses a node had: datagrams to them go nowhere now.
+    retired: Vec<SocketAddr>,
+    /// Frames every player stops before.
+    pub frames: u32,
+    next_port: u16,
+    /// Bytes each address sent, IP and UDP headers included.
+    pub sent: BTreeMap<SocketAddr, u64>,
+    /// Rooms being opened: (creator's name and address, its opener, its settings).
+    openers: Vec<(String, SocketAddr, RoomOpener, ParticipantConfig)>,
+}
+
+/// Session info every simulated peer runs.
+pub fn info(name: &str) -> SessionInfo {
+    SessionInfo {
+        core_name: "toy".into(),
+        core_version: "1".into(),
+        player_name: name.into(),
+        ..SessionInfo::default()
+    }
+}
+
+fn addr(host: u8, port: u16) -> SocketAddr {
+    SocketAddr::from(([10, 0, 0, host], port))
+}
+
+impl World {
+    /// A world whose links all have `netsim` (the `--netsim` syntax without a seed).
+    pub fn new(netsim: &str, frames: u32) -> World {
+        let start = Instant::now();
+        World {
+            clock: Rc::new(Cell::new(start)),
+            nodes: Vec::new(),
+            server: None,
+            server_events: Vec::new(),
+            links: BTreeMap::new(),
+            netsim: netsim.into(),
+            seed: 1,
+            outages: Vec::new(),
+            retired: Vec::new(),
+            frames,
+            next_port: 40_000,
+            sent: BTreeMap::new(),
+            openers: Vec::new(),
+        }
+    }
+
+    pub fn now(&self) -> Instant {
+        self.clock.get()
+    }
+
+    fn runner(&self, participant: Participant, seed: u64) -> Runner<Toy, SimFeed, WorldClock> {
+        let feed = SimFeed {
+            participant,
+            bot: Bot::new(seed),
+            work: Rc::default(),
+            events: Vec::new(),
+            ended: false,
+            end_at: self.frames,
+        };
+        let work = feed.work.clone();
+        let cfg = RunnerConfig {
+            // A player never drops a backlog (as netplay runs it).
+            max_lag: Duration::MAX,
+            ..RunnerConfig::default()
+        };
+        let mut runner = Runner::with_clock(feed, cfg, WorldClock(self.clock.clone()));
+        runner.observe(Box::new(CoreSide(work)));
+        runner
+    }
+
+    fn push_node(
+        &mut self,
+        name: &str,
+        at: SocketAddr,
+        participant: Participant,
+        running: bool,
+    ) -> usize {
+        let seed = self.nodes.len() as u64 + 7;
+        let runner = self.runner(participant, seed);
+        self.nodes.push(Node {
+            name: name.into(),
+            addr: at,
+            runner,
+            toy: Toy::default(),
+            running,
+            next_tick: self.now(),
+            asleep_until: None,
+            inbox: Vec::new(),
+            finished: false,
+        });
+        self.nodes.len() - 1
+    }
+
+    /// A direct host for `players` players (its own included), at 10.0.0.1:7845.
+    pub fn host(&mut self, players: u8, cfg: ParticipantConfig) -> usize {
+        let now = self.now();
+        let mut host = HostConfig::new(0x5eed, [1; 32], 60.0);
+        host.max_players = players;
+        let lcfg = lockstep::Config {
+            players,
+            ..lockstep::Config::default()
+        };
+        let ecfg = EndpointConfig {
+            host,
+            lockstep: lcfg.clone(),
+            lobby_timeout: None,
+        };
+        let endpoint = Endpoint::new(now, ecfg, info("host"), Toy::default().state(), Vec::new())
+            .expect("endpoint");
+        let p = Participant::host(now, endpoint, lcfg, cfg);
+        self.push_node("host", addr(1, 7845), p, true)
+    }
+
+    /// A dedicated server at 10.0.0.100:7845.
+    pub fn serve(&mut self) -> SocketAddr {
+        let at = addr(100, 7845);
+        let cfg = ServeConfig {
+            entropy: [9; 32],
+            ..ServeConfig::default()
+        };
+        self.server = Some((at, Rooms::new(cfg)));
+        at
+    }
+
+    /// `name` opens room `room` with `seats` seats on the server, then joins it (a node
+    /// named `name` appears once the upload is done).
+    pub fn open_room(&mut self, name: &str, room: &str, seats: u8, cfg: ParticipantConfig) {
+        let (server, _) = self.server.as_ref().expect("a server");
+        let server = *server;
+        self.next_port += 1;
+        let at = addr(
+            self.nodes.len() as u8 + 1 + self.openers.len() as u8,
+            self.next_port,
+        );
+        let open = OpenRoom {
+            room: room.into(),
+            players: seats,
+            start_with: seats,
+            keyframe_interval: 0,
+            mode: None,
+            fps: 60.0,
+            password: false,
+            core_name: "toy".into(),
+            core_version: "1".into(),
+            content_name: String::new(),
+            content_hash: None,
+            player_name: name.into(),
+            raw_len: 0,
+            packed_len: 0,
+            payload_hash: 0,
+        };
+        let payload = StartPayload {
+            options: Vec::new(),
+            state: Toy::default().state(),
+            sram: Vec::new(),
+        };
+        let opener = RoomOpener::new(self.now(), server, open, &payload).expect("opener");
+        self.openers.push((name.into(), at, opener, cfg));
+    }
+
+    /// The node named `name`, once it exists.
+    pub fn node(&self, name: &str) -> Option<usize> {
+        self.nodes.iter().position(|n| n.name == name)
+    }
+
+    /// Node `i` is killed (`kill -9`): it sends nothing more, ever.
+    pub fn kill(&mut self, i: usize) {
+        self.nodes[i].asleep_until = Some(self.now() + Duration::from_secs(1_000_000));
+        self.nodes[i].finished = true;
+    }
+
+    /// A joiner named `name` of the host (or room) at `to`, on its own machine.
+    pub fn join(
+        &mut self,
+        name: &str,
+        to: SocketAddr,
+        room: Option<&str>,
+        cfg: ParticipantConfig,
+    ) -> usize {
+        let host = self.nodes.len() as u8 + 1;
+        self.next_port += 1;
+        let at = addr(host, self.next_port);
+        let mut j = JoinConfig::new(to, info(name));
+        j.entropy = [host; 32];
+        j.room = room.unwrap_or_default().into();
+        let base = lockstep::Config::default();
+        let p = Participant::join(self.now(), j, base, cfg);
+        self.push_node(name, at, p, false)
+    }
+
+    /// The address of node `i`'s host or server.
+    pub fn addr_of(&self, i: usize) -> SocketAddr {
+        self.nodes[i].addr
+    }
+
+    /// Nothing gets to or from node `i` for `d` from now.
+    pub fn outage(&mut self, i: usize, d: Duration) {
+        let now = self.now();
+        self.outages.push((self.nodes[i].addr, now, now + d));
+    }
+
+    /// Node `i`'s address changes (a new port from its router, or another network): what
+    /// is sent to the old one is lost from now on.
+    pub fn move_node(&mut self, i: usize, new_ip: bool) {
+        let old = self.nodes[i].addr;
+        self.next_port += 1;
+        let new = if new_ip {
+            SocketAddr::from(([10, 1, 0, old.ip().to_string().len() as u8], self.next_port))
+        } else {
+            SocketAddr::new(old.ip(), self.next_port)
+        };
+        self.retired.push(old);
+        // Datagrams it had queued go out from the new address.
+        if let Some(c) = self.links.remove(&old) {
+            self.links.insert(new, c);
+        }
+        self.nodes[i].addr = new;
+    }
+
+    /// Node `i`'s process stops for `d` (SIGSTOP, a laptop asleep), then goes on.
+    pub fn sleep(&mut self, i: usize, d: Duration) {
+        self.nodes[i].asleep_until = Some(self.now() + d);
+    }
+
+    fn down(&self, a: SocketAddr, now: Instant) -> bool {
+        self.outages
+            .iter()
+            .any(|(x, from, until)| *x == a && now >= *from && now < *until)
+    }
+
+    fn send(&mut self, now: Instant, from: SocketAddr, t: Transmit) {
+        // Counted as it leaves, with its IP and UDP headers.
+        *self.sent.entry(from).or_default() += t.bytes.len() as u64 + 28;
+        if self.down(from, now) || self.down(t.to, now) {
+            return;
+        }
+        self.seed += 1;
+        let sim = format!("{},seed={}", self.netsim, self.seed);
+        self.links
+            .entry(from)
+            .or_insert_with(|| Conditioner::new(sim.parse().expect("netsim")))
+            .push(now, t.to, t.bytes);
+    }
+
+    /// Delivers what is due.
+    fn deliver(&mut self, now: Instant) {
+        let mut due = Vec::new();
+        for (from, c) in &mut self.links {
+            while let Some(t) = c.poll_transmit(now) {
+                due.push((*from, t));
+            }
+        }
+        for (from, t) in due {
+            if self.down(t.to, now) || self.down(from, now) || self.retired.contains(&t.to) {
+                continue;
+            }
+            if let Some((at, rooms)) = &mut self.server {
+                if *at == t.to {
+                    rooms.handle_datagram(now, from, &t.bytes);
+                    continue;
+                }
+            }
+            if let Some(n) = self.nodes.iter_mut().find(|n| n.addr == t.to) {
+                n.inbox.push((now, from, t.bytes));
+            } else if let Some((_, _, o, _)) = self.openers.iter_mut().find(|o| o.1 == t.to) {
+                o.handle_datagram(now, from, &t.bytes);
+            }
+        }
+    }
+
+    /// One step: deliver, run timers and frames, send; then the clock jumps to the next
+    /// deadline (at most `max_step` ahead).
+    fn step(&mut self, max_step: Duration) {
+        let now = self.now();
+        self.deliver(now);
+        let mut out = Vec::new();
+        if let Some((at, rooms)) = &mut self.server {
+            if rooms.poll_timeout().is_some_and(|t| t <= now) {
+                rooms.handle_timeout(now);
+            }
+            while let Some(t) = rooms.poll_transmit(now) {
+                out.push((*at, t));
+            }
+            while let Some(ev) = rooms.poll_event() {
+                self.server_events.push(ev);
+            }
+        }
+        let mut uploaded = Vec::new();
+        for (i, (_, at, o, _)) in self.openers.iter_mut().enumerate() {
+            if o.poll_timeout().is_some_and(|t| t <= now) {
+                o.handle_timeout(now);
+            }
+            while let Some(t) = o.poll_transmit(now) {
+                out.push((*at, t));
+            }
+            while let Some(ev) = o.poll_event() {
+                match ev {
+                    OpenEvent::Uploaded { room, .. } => uploaded.push((i, room)),
+                    OpenEvent::Failed(e) => panic!("opening a room: {e}"),
+                    OpenEvent::Opened { .. } => {}
+                }
+            }
+        }
+        for (i, room) in uploaded.into_iter().rev() {
+            let (name, at, o, cfg) = self.openers.remove(i);
+            let mut j = JoinConfig::new(o.server(), info(&name));
+            j.entropy = [at.port() as u8; 32];
+            j.room = room;
+            j.creator = true;
+            let p = Participant::join(now, j, lockstep::Config::default(), cfg);
+            self.push_node(&name, at, p, false);
+        }
+        for n in &mut self.nodes {
+            if let Some(until) = n.asleep_until {
+                if now < until {
+                    continue;
+                }
+                n.asleep_until = None;
+                n.next_tick = now;
+            }
+            for (_, from, bytes) in n.inbox.drain(..) {
+                // Read now: a stopped process reads its queue when it wakes.
+                n.runner
+                    .feed_mut()
+                    .participant
+                    .handle_datagram(now, from, &bytes);
+            }
+            let p = &mut n.runner.feed_mut().participant;
+            if p.poll_timeout().is_some_and(|t| t <= now) {
+                p.handle_timeout(now);
+            }
+            if !n.running {
+                // A joiner's frame loop starts once it loaded the start state.
+                n.runner.feed_mut().take_events(now);
+                let start = n.runner.feed().events.iter().find_map(|(_, e)| match e {
+                    ParticipantEvent::Ready(start) => Some(start.payload.state.clone()),
+                    _ => None,
+                });
+                if let Some(state) = start {
+                    n.toy.restore(&state);
+                    n.running = true;
+                    n.next_tick = now;
+                }
+            }
+            if n.running && !n.finished && now >= n.next_tick {
+                let tick = n
+                    .runner
+                    .tick(&mut n.toy, &[Pad::NEUTRAL; MAX_PLAYERS])
+                    .expect("tick");
+                n.next_tick = tick.wake_at.max(now + Duration::from_micros(100));
+                if matches!(tick.status, Status::Ended(_)) {
+                    n.finished = true;
+                }
+            }
+            let feed = n.runner.feed_mut();
+            feed.take_events(now);
+            while let Some(t) = feed.participant.poll_transmit(now) {
+                out.push((n.addr, t));
+            }
+        }
+        for (from, t) in out {
+            self.send(now, from, t);
+        }
+        // The next deadline.
+        let mut next = now + max_step;
+        for c in self.links.values() {
+            if let Some(t) = c.poll_timeout() {
+                next = next.min(t);
+            }
+        }
+        if let Some((_, rooms)) = &self.server {
+            if let Some(t) = rooms.poll_timeout() {
+                next = next.min(t);
+            }
+        }
+        for (_, _, o, _) in &self.openers {
+            if let Some(t) = o.poll_timeout() {
+                next = next.min(t);
+            }
+        }
+        for n in &self.nodes {
+            if let Some(until) = n.asleep_until {
+                next = next.min(until);
+                continue;
+            }
+            if !n.inbox.is_empty() {
+                next = now;
+            }
+            if n.running && !n.finished {
+                next = next.min(n.next_tick);
+            }
+            if let Some(t) = n.runner.feed().participant.poll_timeout() {
+                next = next.min(t);
+            }
+        }
+        for (_, from, until) in &self.outages {
+            if *from > now {
+                next = next.min(*from);
+            }
+            if *until > now {
+                next = next.min(*until);
+            }
+        }
+        // Never stand still: a deadline in the past is served on the next step.
+        self.clock.set(next.max(now + Duration::from_micros(50)));
+    }
+
+    /// Steps until `done` holds or `limit` of world time has passed; true if it held.
+    pub fn run_until(&mut self, limit: Duration, mut done: impl FnMut(&World) -> bool) -> bool {
+        let end = self.now() + limit;
+        while self.now() < end {
+            if done(self) {
+                return true;
+            }
+            self.step(Duration::from_millis(50));
+        }
+        done(self)
+    }
+
+    /// Runs for `d` of world time.
+    pub fn run_for(&mut self, d: Duration) {
+        self.run_until(d, |_| false);
+    }
+
+    /// Every node's toy machine ran the same inputs: the hash after `frame` is the same on
+    /// each that ran it (and at least two did).
+    pub fn assert_in_sync(&self, frame: u32) {
+        let hashes: Vec<(String, u64)> = self
+            .nodes
+            .iter()
+            .filter_map(|n| n.toy.hash_after(frame).map(|h| (n.name.clone(), h)))
+            .collect();
+        assert!(hashes.len() >= 2, "frame {frame} ran on {hashes:?}");
+        assert!(
+            hashes.windows(2).all(|w| w[0].1 == w[1].1),
+            "out of sync at frame {frame}: {hashes:?}"
+        );
+    }
+
+    /// Every node ran its last frame.
+    pub fn all_finished(&self) -> bool {
+        self.nodes.iter().all(|n| n.finished)
+    }
+
+    /// The session frame node `i` is at.
+    pub fn frame(&self, i: usize) -> u32 {
+        self.nodes[i].toy.frame
+    }
+}

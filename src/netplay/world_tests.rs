@@ -1,0 +1,278 @@
+//! Sessions at the speed of people, on simulated time (`world`): a lobby that waits ten
+//! minutes, links that drop for half a minute and come back, addresses that change mid-game,
+//! a process stopped and resumed, a link that flaps. Each runs the real participants and the
+//! real frame runner, and ends with every machine on the same state.
+
+use std::time::Duration;
+
+use super::world::{Node, World};
+use crate::lockstep::ClientEvent;
+use crate::serve::ServeEvent;
+use crate::session::{EndpointEvent, ParticipantConfig, ParticipantEvent};
+
+fn cfg() -> ParticipantConfig {
+    ParticipantConfig {
+        checksum_interval: 30,
+        reconnect: Duration::from_secs(60),
+    }
+}
+
+const SEC: Duration = Duration::from_secs(1);
+
+/// Runs until every node ran every frame, and checks that they agree on the last one.
+fn finish_in_sync(w: &mut World, limit: Duration) {
+    let done = w.run_until(limit, World::all_finished);
+    let at: Vec<(String, u32)> = w
+        .nodes
+        .iter()
+        .map(|n| (n.name.clone(), n.toy.frame))
+        .collect();
+    assert!(done, "not finished after {limit:?}: {at:?}");
+    w.assert_in_sync(w.frames - 1);
+}
+
+fn lost(n: &Node) -> usize {
+    n.events()
+        .filter(|e| matches!(e, ParticipantEvent::ConnectionLost { .. }))
+        .count()
+}
+
+fn back(n: &Node) -> usize {
+    n.events()
+        .filter(|e| matches!(e, ParticipantEvent::Back { .. }))
+        .count()
+}
+
+fn ended(n: &Node) -> bool {
+    n.events().any(|e| matches!(e, ParticipantEvent::Ended(_)))
+}
+
+/// The host's client heard that `slot` plays again, after it had left.
+fn host_saw_back(w: &World, slot: u8) -> bool {
+    let mut left = false;
+    for e in w.nodes[0].events() {
+        match e {
+            ParticipantEvent::Game(ClientEvent::PlayerLeft { peer, .. }) if peer.0 == slot => {
+                left = true
+            }
+            ParticipantEvent::Game(ClientEvent::PlayerJoined { peer, .. })
+                if peer.0 == slot && left =>
+            {
+                return true
+            }
+            _ => {}
+        }
+    }
+    false
+}
+
+#[test]
+fn a_lobby_waits_ten_minutes_for_little_traffic_then_the_game_plays_in_sync() {
+    let mut w = World::new("delay=20ms,jitter=5ms", 1200);
+    let host = w.host(3, cfg());
+    let to = w.addr_of(host);
+    let ana = w.join("ana", to, None, cfg());
+    // Ana has the start state within seconds; then both wait for a third player.
+    w.run_for(10 * SEC);
+    let (ana_at, host_at) = (w.addr_of(ana), w.addr_of(host));
+    let before = (w.sent[&ana_at], w.sent[&host_at]);
+    w.run_for(Duration::from_secs(600));
+    let waited = 600.0;
+    let ana_rate = (w.sent[&ana_at] - before.0) as f64 / waited;
+    let host_rate = (w.sent[&host_at] - before.1) as f64 / waited;
+    assert!(
+        ana_rate <= 100.0 && host_rate <= 100.0,
+        "{ana_rate} {host_rate} B/s"
+    );
+    assert!(
+        ana_rate > 10.0 && host_rate > 10.0,
+        "keepalives: {ana_rate} {host_rate} B/s"
+    );
+    assert_eq!(lost(&w.nodes[ana]), 0);
+    assert!(!ended(&w.nodes[ana]));
+    assert_eq!(w.frame(ana), 0, "nothing ran before the game started");
+    // The third player comes after ten minutes; the game runs.
+    w.join("bob", to, None, cfg());
+    finish_in_sync(&mut w, 60 * SEC);
+}
+
+#[test]
+fn a_joiner_whose_link_drops_for_30_s_comes_back_and_plays_in_sync() {
+    let mut w = World::new("delay=20ms,jitter=5ms,loss=1%", 5400);
+    let host = w.host(2, cfg());
+    let ana = w.join("ana", w.addr_of(host), None, cfg());
+    assert!(w.run_until(20 * SEC, |w| w.frame(ana) >= 600));
+    w.outage(ana, 30 * SEC);
+    w.run_for(10 * SEC);
+    // The host plays on; ana's game does not run on alone.
+    let stuck = w.frame(ana);
+    assert!(w.frame(host) > stuck + 400, "{} {stuck}", w.frame(host));
+    assert_eq!(lost(&w.nodes[ana]), 1);
+    w.run_for(19 * SEC);
+    assert!(w.frame(ana) <= stuck + 1);
+    // The link is back at 30 s: ana reconnects and plays again within seconds.
+    assert!(w.run_until(5 * SEC, |w| back(&w.nodes[ana]) == 1));
+    assert!(w.run_until(5 * SEC, |w| host_saw_back(w, 1)));
+    assert!(!ended(&w.nodes[ana]));
+    finish_in_sync(&mut w, 120 * SEC);
+}
+
+#[test]
+fn the_hosts_link_dropping_for_30_s_brings_every_joiner_back() {
+    let mut w = World::new("delay=20ms", 5400);
+    let host = w.host(3, cfg());
+    let to = w.addr_of(host);
+    let ana = w.join("ana", to, None, cfg());
+    let bob = w.join("bob", to, None, cfg());
+    assert!(w.run_until(20 * SEC, |w| w.frame(bob) >= 600));
+    w.outage(host, 30 * SEC);
+    w.run_for(31 * SEC);
+    assert!(w.run_until(10 * SEC, |w| back(&w.nodes[ana]) == 1
+        && back(&w.nodes[bob]) == 1));
+    finish_in_sync(&mut w, 120 * SEC);
+    assert!(host_saw_back(&w, 1) && host_saw_back(&w, 2));
+}
+
+#[test]
+fn a_joiner_stopped_for_30_s_comes_back() {
+    let mut w = World::new("delay=10ms", 5400);
+    let host = w.host(2, cfg());
+    let ana = w.join("ana", w.addr_of(host), None, cfg());
+    assert!(w.run_until(20 * SEC, |w| w.frame(ana) >= 600));
+    w.sleep(ana, 30 * SEC);
+    w.run_for(30 * SEC);
+    assert!(w.run_until(10 * SEC, |w| back(&w.nodes[ana]) == 1));
+    finish_in_sync(&mut w, 120 * SEC);
+}
+
+#[test]
+fn a_joiner_that_changes_address_mid_game_is_not_dropped() {
+    let mut w = World::new("delay=30ms", 3000);
+    let host = w.host(2, cfg());
+    let ana = w.join("ana", w.addr_of(host), None, cfg());
+    assert!(w.run_until(20 * SEC, |w| w.frame(ana) >= 600));
+    let stalls_before = w.nodes[ana].runner.stats().stall_frames;
+    // A new port from its router (the mapping expired and was made again).
+    w.move_node(ana, false);
+    w.run_for(5 * SEC);
+    // Then another network altogether.
+    w.move_node(ana, true);
+    finish_in_sync(&mut w, 120 * SEC);
+    assert_eq!(lost(&w.nodes[ana]), 0);
+    assert!(!host_saw_back(&w, 1), "ana was never dropped");
+    let moved = w.nodes[host]
+        .events()
+        .filter(|e| {
+            matches!(
+                e,
+                ParticipantEvent::Session(EndpointEvent::PathChanged { .. })
+            )
+        })
+        .count();
+    assert_eq!(moved, 2);
+    let stalls = w.nodes[ana].runner.stats().stall_frames - stalls_before;
+    // About a round trip's worth each (60 ms is 4 frames), plus the probe's wait.
+    assert!(stalls <= 30, "{stalls} stall frames");
+}
+
+#[test]
+fn a_host_that_changes_address_keeps_its_joiners() {
+    let mut w = World::new("delay=30ms", 3000);
+    let host = w.host(3, cfg());
+    let to = w.addr_of(host);
+    let ana = w.join("ana", to, None, cfg());
+    let bob = w.join("bob", to, None, cfg());
+    assert!(w.run_until(20 * SEC, |w| w.frame(bob) >= 600));
+    w.move_node(host, false);
+    finish_in_sync(&mut w, 120 * SEC);
+    for j in [ana, bob] {
+        assert_eq!(lost(&w.nodes[j]), 0);
+        assert!(w.nodes[j]
+            .events()
+            .any(|e| matches!(e, ParticipantEvent::HostMoved { .. })));
+    }
+}
+
+#[test]
+fn a_link_flapping_every_3_s_for_30_s_ends_in_sync() {
+    let mut w = World::new("delay=20ms,jitter=5ms", 6000);
+    let host = w.host(2, cfg());
+    let ana = w.join("ana", w.addr_of(host), None, cfg());
+    assert!(w.run_until(20 * SEC, |w| w.frame(ana) >= 300));
+    for _ in 0..5 {
+        w.outage(ana, 3 * SEC);
+        w.run_for(6 * SEC);
+    }
+    finish_in_sync(&mut w, 180 * SEC);
+    assert!(!ended(&w.nodes[ana]));
+}
+
+#[test]
+fn eight_players_through_three_overlapping_outages_end_in_sync() {
+    let mut w = World::new("delay=25ms,jitter=5ms,loss=1%", 4800);
+    let host = w.host(8, cfg());
+    let to = w.addr_of(host);
+    let names = ["ana", "bob", "cy", "dee", "eve", "fay", "gus"];
+    let joiners: Vec<usize> = names.iter().map(|n| w.join(n, to, None, cfg())).collect();
+    assert!(w.run_until(30 * SEC, |w| joiners.iter().all(|&j| w.frame(j) >= 300)));
+    w.outage(joiners[1], 20 * SEC);
+    w.run_for(5 * SEC);
+    w.outage(joiners[3], 20 * SEC);
+    w.run_for(5 * SEC);
+    w.outage(joiners[5], 8 * SEC);
+    finish_in_sync(&mut w, 180 * SEC);
+    for j in [1, 3, 5] {
+        assert_eq!(back(&w.nodes[joiners[j]]), 1, "{}", names[j]);
+    }
+}
+
+#[test]
+fn a_room_waits_ten_minutes_for_its_friend() {
+    let mut w = World::new("delay=30ms,jitter=5ms", 1200);
+    let server = w.serve();
+    w.open_room("ana", "friday", 2, cfg());
+    w.run_for(10 * SEC);
+    let ana = w.node("ana").expect("ana is in her room");
+    let before = w.sent[&w.addr_of(ana)];
+    w.run_for(Duration::from_secs(600));
+    let rate = (w.sent[&w.addr_of(ana)] - before) as f64 / 600.0;
+    assert!(rate <= 100.0, "{rate} B/s");
+    assert_eq!(lost(&w.nodes[ana]), 0, "{:?}", w.server_events);
+    assert!(w.server.as_ref().unwrap().1.list(w.now()).len() == 1);
+    w.join("bob", server, Some("friday"), cfg());
+    finish_in_sync(&mut w, 60 * SEC);
+}
+
+#[test]
+fn a_room_player_whose_link_drops_comes_back_and_the_room_outlives_its_creator() {
+    let mut w = World::new("delay=25ms,jitter=5ms,loss=1%", 7200);
+    let server = w.serve();
+    w.open_room("ana", "friday", 3, cfg());
+    w.run_for(5 * SEC);
+    let ana = w.node("ana").unwrap();
+    let bob = w.join("bob", server, Some("friday"), cfg());
+    let cy = w.join("cy", server, Some("friday"), cfg());
+    assert!(w.run_until(20 * SEC, |w| w.frame(cy) >= 600));
+    // Bob's link to the server drops for 30 s; he comes back with a state from a player.
+    w.outage(bob, 30 * SEC);
+    w.run_for(31 * SEC);
+    assert!(
+        w.run_until(10 * SEC, |w| back(&w.nodes[bob]) == 1),
+        "{:?}",
+        w.server_events
+    );
+    // The creator is killed: bob and cy play on to the end, in sync.
+    w.run_for(5 * SEC);
+    w.kill(ana);
+    let done = w.run_until(120 * SEC, |w| w.nodes[bob].finished && w.nodes[cy].finished);
+    assert!(done, "{} {}", w.frame(bob), w.frame(cy));
+    assert_eq!(
+        w.nodes[bob].toy.hash_after(7199),
+        w.nodes[cy].toy.hash_after(7199)
+    );
+    assert!(!ended(&w.nodes[cy]));
+    assert!(!w
+        .server_events
+        .iter()
+        .any(|e| matches!(e, ServeEvent::Closed { .. })));
+}
