@@ -158,7 +158,7 @@ fn killed_joiner_is_dropped_and_the_host_plays_on() {
     let killed = Instant::now();
     joiner.kill();
     let out = host
-        .wait_for_log("player 2 is out", Duration::from_secs(10))
+        .wait_for_log("(player 2) is out", Duration::from_secs(10))
         .unwrap_or_else(|| panic!("the host never dropped player 2\n{}", host.log_text()));
     let after = out.duration_since(killed);
     assert!(
@@ -204,7 +204,7 @@ fn a_joiner_whose_frame_loop_hangs_is_dropped() {
         &["--frames", "300", "--bot", "1"],
         &["--bot", "2", "--busy-frame-ms", "5000"],
     );
-    host.wait_for_log("player 2 is out (timed out)", Duration::from_secs(10))
+    host.wait_for_log("(player 2) is out (timed out)", Duration::from_secs(10))
         .unwrap_or_else(|| panic!("the host never dropped player 2\n{}", host.log_text()));
     host.wait_ok(Duration::from_secs(30));
     let h = host.read_stats();
@@ -214,19 +214,19 @@ fn a_joiner_whose_frame_loop_hangs_is_dropped() {
 }
 
 #[test]
-fn killed_host_ends_the_joiner_with_an_error() {
+fn killed_host_ends_the_joiner_after_its_reconnect_time_with_the_way_back() {
     let dir = tempfile::tempdir().unwrap();
     let port = free_port();
     let (mut host, mut joiner) = start_session(
         dir.path(),
         port,
         &["--bot", "1"],
-        &["--frames", "1800", "--bot", "2"],
+        &["--frames", "1800", "--bot", "2", "--reconnect", "3"],
     );
     std::thread::sleep(Duration::from_secs(3));
     let killed = Instant::now();
     host.kill();
-    let status = joiner.wait(Duration::from_secs(10));
+    let status = joiner.wait(Duration::from_secs(12));
     let after = killed.elapsed();
     let log = joiner.log_text();
     assert!(
@@ -234,13 +234,20 @@ fn killed_host_ends_the_joiner_with_an_error() {
         "the joiner exited 0 without its host\n{log}"
     );
     let last = log.lines().last().unwrap_or_default();
+    // It noticed after 2 s, tried to come back for 3 s, and says how to come back later.
     assert!(
-        last.starts_with("error:") && last.contains("the host stopped answering (nothing for 2 s)"),
-        "the last line names the host and the timeout: {last:?}\n{log}"
+        log.contains("connection lost (the host stopped answering (nothing for 2 s))"),
+        "{log}"
     );
     assert!(
-        after <= Duration::from_secs(4),
-        "the joiner took {after:?} to notice"
+        last.starts_with("error:")
+            && last.contains("could not reconnect within 3 s")
+            && last.contains(&format!("framelock join 127.0.0.1:{port}")),
+        "the last line says what happened and how to come back: {last:?}\n{log}"
+    );
+    assert!(
+        after <= Duration::from_secs(7),
+        "the joiner took {after:?} to give up"
     );
     eprintln!("joiner gave up {after:?} after the host was killed: {last}");
     let j = joiner.read_stats();
@@ -322,7 +329,7 @@ fn ctrl_c_on_a_joiner_is_a_goodbye_not_a_timeout() {
     let j = joiner.read_stats();
     assert_eq!(j["end"], "quit", "{j:#}");
     let out = host
-        .wait_for_log("player 2 left (", Duration::from_secs(5))
+        .wait_for_log("(player 2) left (", Duration::from_secs(5))
         .unwrap_or_else(|| panic!("the host never heard player 2 leave\n{}", host.log_text()));
     let after = out.duration_since(pressed);
     assert!(
@@ -541,12 +548,13 @@ fn a_slow_lobby_keeps_its_waiting_joiners_and_drops_dead_ones() {
     let killed = Instant::now();
     let dropped = host
         .wait_for_log(
-            "player 3 went silent while waiting for the game to start",
-            Duration::from_secs(6),
+            "player 3 was dropped (dropped from the lobby: nothing heard for 10 s)",
+            Duration::from_secs(14),
         )
         .unwrap_or_else(|| panic!("the dead joiner stayed in\n{}", host.log_text()));
+    // The lobby hears from its waiting joiners once a second, and gives one 10 s.
     let after = dropped.duration_since(killed);
-    assert!(after < Duration::from_millis(3000), "{after:?}");
+    assert!(after < Duration::from_secs(11), "{after:?}");
     // Past the 5 s a joiner gives a silent host.
     std::thread::sleep(Duration::from_secs(4));
     assert!(first.try_status().is_none(), "{}", first.log_text());
@@ -647,7 +655,7 @@ fn a_joiner_slow_to_start_is_waited_for() {
     host.wait(Duration::from_secs(40));
     let (hlog, jlog) = (host.log_text(), joiner.log_text());
     // A joiner that reaches its frame limit first leaves (`player 2 left (finished)`).
-    if let Some(at) = hlog.find("player 2 is out (timed out") {
+    if let Some(at) = hlog.find("(player 2) is out (timed out") {
         panic!(
             "the host dropped the slow joiner ({:.1} s after it had the start state): {}\n{hlog}\n{jlog}",
             ready.elapsed().as_secs_f64(),
@@ -694,7 +702,7 @@ fn a_joiner_killed_while_loading_is_dropped() {
     joiner.kill();
     let out = host
         .wait_for_log(
-            "player 2 is out (timed out while loading)",
+            "(player 2) is out (timed out while loading)",
             Duration::from_secs(10),
         )
         .unwrap_or_else(|| panic!("the host never dropped player 2\n{}", host.log_text()));
@@ -828,7 +836,10 @@ fn a_joiner_still_loading_after_the_limit_is_dropped() {
     let ready = start_state_sent(&mut host);
     let why = "still loading 30 s after it had the start state";
     let out = host
-        .wait_for_log(&format!("player 2 is out ({why})"), Duration::from_secs(40))
+        .wait_for_log(
+            &format!("(player 2) is out ({why})"),
+            Duration::from_secs(40),
+        )
         .unwrap_or_else(|| panic!("the host did not drop player 2\n{}", host.log_text()));
     let after = out.duration_since(ready);
     assert!(

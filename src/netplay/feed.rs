@@ -466,6 +466,13 @@ impl NetFeed {
         self
     }
 
+    /// The command that brings this joiner back into the session, said if it gives up
+    /// reconnecting.
+    pub fn with_rejoin(self, command: String) -> NetFeed {
+        self.state().report.rejoin = Some(command);
+        self
+    }
+
     /// The room on a dedicated server this session runs in (status bar, stats).
     pub fn with_room(self, room: Option<String>) -> NetFeed {
         self.state().report.room = room;

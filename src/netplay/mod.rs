@@ -522,9 +522,18 @@ fn play_joined(
         .bot
         .filter(|_| !watch)
         .map(|spec| spec.bot(usize::from(start.slot)));
+    let host = session
+        .seat()
+        .map(|s| s.host().to_string())
+        .unwrap_or_default();
+    let mut rejoin = join_command(&host, room.as_deref(), play);
+    if watch {
+        rejoin = rejoin.replacen("framelock join", "framelock spectate", 1);
+    }
     let mut feed = NetFeed::new(link, session, bot)
         .with_names(start.players.clone())
-        .with_room(room);
+        .with_room(room)
+        .with_rejoin(rejoin);
     screen.players = start.players.clone();
     if load {
         screen.doing = format!("loading {}", game_name(play));

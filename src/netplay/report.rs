@@ -10,7 +10,8 @@ use crate::lockstep::{ClientEvent, Frame, PeerId};
 use crate::net::LinkStats;
 use crate::replay::Event;
 use crate::session::{
-    is_spectator_slot, EndpointEvent, OutReason, Participant, ParticipantEvent, LOADING_LIMIT,
+    is_spectator_slot, EndpointEvent, OutReason, Participant, ParticipantEvent, SessionError,
+    LOADING_LIMIT,
 };
 
 use super::status::{PeerStatus, Status};
@@ -119,6 +120,8 @@ pub(crate) struct Report {
     /// Host: why each player who left the running game said it left (its goodbye), for the
     /// one line that says so with the frame its input stops at.
     left_why: Vec<(u8, String)>,
+    /// Joiner: the command that gets it back into the session, said when it gives up.
+    pub rejoin: Option<String>,
 }
 
 impl Report {
@@ -168,6 +171,11 @@ impl Report {
                     );
                 }
             }
+            ParticipantEvent::StartOverdue { after } => tracing::error!(
+                "netplay: still not running {} s after {after}; going silent, so that the other \
+                 players drop this one instead of waiting for it",
+                LOADING_LIMIT.as_secs()
+            ),
             ParticipantEvent::WaitingForStart { late: true } => {
                 tracing::info!("netplay: waiting for the host's first frames")
             }
@@ -196,7 +204,10 @@ impl Report {
                 tracing::info!("netplay: the host moved from {from} to {to}")
             }
             ParticipantEvent::Ended(e) => {
-                let msg = e.to_string();
+                let mut msg = e.to_string();
+                if let (SessionError::ReconnectGaveUp { .. }, Some(cmd)) = (&e, &self.rejoin) {
+                    msg.push_str(&format!("; to come back, run `{cmd}`"));
+                }
                 tracing::error!("netplay: {msg}");
                 return Some(msg);
             }

@@ -21,7 +21,17 @@
 //! J -> H  StateAck   cumulative index + bitmap; the last one says "verified"
 //! H -> J  Lobby      players in and wanted, every 500 ms while the lobby waits for more
 //! J -> H  Loading    every 250 ms from the start state until the first CTRL (at most 30 s)
+//! H -> J  Dropped    the joiner went silent and lost its seat; it may come back (it runs
+//!                    the handshake again and is given its seat back, by name)
+//! J <> H  Path       a joiner that hears nothing sends a Probe; a tagged datagram from a
+//!                    new address is answered with a Challenge there, and its Response
+//!                    moves the peer to that address
 //! ```
+//!
+//! One process's end of all this is a [`Participant`]: the host's [`Endpoint`] with its own
+//! player's lockstep client, or a joiner's handshake, [`Seat`] and client. It holds every
+//! rule about time and silence (lobbies, keepalives, timeouts, reconnecting, path changes),
+//! and asks the machine for its work with [`CoreRequest`]s.
 //! The joiner takes a Welcome only if its tag matches: a public key altered on the way (in
 //! the Hello or the Welcome) costs a resend, and a Hello with another key rekeys the seat
 //! until the joiner has used its keys. After that a datagram from the joiner's address

@@ -48,7 +48,7 @@ use rand::{Rng, SeedableRng};
 
 use super::{
     Endpoint, EndpointEvent, JoinConfig, JoinEvent, JoinSession, Seat, SeatEvent, SessionError,
-    StartState, Transmit,
+    StartState, Transmit, LOADING_LIMIT,
 };
 use crate::input::{Inputs, Pad};
 use crate::lockstep::{self, Client, ClientEvent, Frame, PeerId};
@@ -192,6 +192,12 @@ pub enum ParticipantEvent {
     },
     /// Joiner: a dedicated server asked for this machine's state, to resync a player.
     StateAsked,
+    /// The frame loop has not run `LOADING_LIMIT` after the game could start (a start that
+    /// hangs): this player goes silent, so that the others drop it rather than wait.
+    StartOverdue {
+        /// What it could have started after: the start state (a joiner) or the lobby.
+        after: &'static str,
+    },
     /// Joiner: it runs, and the game has not started a second after it said so (the others
     /// are still loading, or the lobby waits for more players).
     WaitingForStart {
@@ -237,6 +243,10 @@ pub enum Participant {
 struct FrameLoop {
     started: Option<Instant>,
     latest: Option<Instant>,
+    /// When the game could start (the start state, the lobby's end), and whether the frame
+    /// loop was overdue by `LOADING_LIMIT`.
+    could_start: Option<Instant>,
+    overdue: bool,
 }
 
 impl FrameLoop {
@@ -245,10 +255,24 @@ impl FrameLoop {
         self.latest = Some(self.latest.map_or(now, |t| t.max(now)));
     }
 
-    /// It ran, and has not called for `FRAME_LOOP_AWAY`.
+    /// It ran, and has not called for `FRAME_LOOP_AWAY`; or it never ran, `LOADING_LIMIT`
+    /// after it could have.
     fn away(&self, now: Instant) -> bool {
-        self.latest
-            .is_some_and(|t| now.saturating_duration_since(t) > FRAME_LOOP_AWAY)
+        self.overdue
+            || self
+                .latest
+                .is_some_and(|t| now.saturating_duration_since(t) > FRAME_LOOP_AWAY)
+    }
+
+    /// Whether it just became overdue.
+    fn check_overdue(&mut self, now: Instant) -> bool {
+        let late =
+            self.started.is_none() && self.could_start.is_some_and(|t| now >= t + LOADING_LIMIT);
+        if late && !self.overdue {
+            self.overdue = true;
+            return true;
+        }
+        false
     }
 }
 
@@ -297,6 +321,8 @@ struct Seated {
     /// When the first CTRL left, and whether `WaitingForStart` was said.
     first_ctrl: Option<Instant>,
     told_waiting: bool,
+    /// The frame its machine started from.
+    start: Frame,
     /// When the host was last heard from at all.
     heard: Instant,
     /// When the last probe left.
@@ -562,7 +588,11 @@ impl HostSide {
 
     fn handle_timeout(&mut self, now: Instant) {
         let now = self.clock(now);
-        if self.frame_loop.started.is_none() {
+        if self.frame_loop.check_overdue(now) {
+            self.events
+                .push_back(ParticipantEvent::StartOverdue { after: "the lobby" });
+        }
+        if self.frame_loop.started.is_none() && !self.frame_loop.overdue {
             // The own player is starting too (its window opens): the server hears it in
             // memory only once it runs.
             self.endpoint.local_starting(now);
@@ -598,6 +628,7 @@ impl HostSide {
         while let Some(ev) = self.endpoint.poll_event() {
             match &ev {
                 EndpointEvent::Started { .. } => {
+                    self.frame_loop.could_start = Some(now);
                     let me = self.endpoint.local().unwrap_or(PeerId(0));
                     match Client::new(now, self.local_cfg.clone(), me) {
                         Ok(c) => self.client = Some(c),
@@ -695,6 +726,11 @@ impl JoinSide {
 
     fn handle_timeout(&mut self, now: Instant) {
         let now = self.clock(now);
+        if self.frame_loop.check_overdue(now) {
+            self.events.push_back(ParticipantEvent::StartOverdue {
+                after: "the start state",
+            });
+        }
         let away = self.frame_loop.away(now);
         let mut lost = None;
         match &mut self.phase {
@@ -712,9 +748,10 @@ impl JoinSide {
                     ));
                 }
                 let wait_said = s.first_ctrl.is_some_and(|t| now >= t + WAIT_NOTICE);
-                if wait_said && !s.contact && !s.told_waiting {
+                let frames = s.client.ready_frames() > 0 || s.client.frame() > s.start;
+                if wait_said && !frames && !s.told_waiting {
                     s.told_waiting = true;
-                    let late = s.client.frame() > Frame::ZERO;
+                    let late = s.start > Frame::ZERO;
                     self.events
                         .push_back(ParticipantEvent::WaitingForStart { late });
                 }
@@ -831,6 +868,7 @@ impl JoinSide {
                 )))
             }
         };
+        self.frame_loop.could_start.get_or_insert(now);
         let mut seat = Seat::new(session);
         if self.frame_loop.started.is_some() {
             // Back from a lost connection: the frame loop runs already.
@@ -844,6 +882,7 @@ impl JoinSide {
             keepalive: None,
             first_ctrl: None,
             told_waiting: jump,
+            start: first,
             heard: now,
             probed: None,
             awaiting_load: jump.then_some(first),
@@ -1084,9 +1123,10 @@ impl JoinSide {
                         .flatten()
                         .min()
                 };
+                let frames = s.client.ready_frames() > 0 || s.client.frame() > s.start;
                 let notice = s
                     .first_ctrl
-                    .filter(|_| !s.told_waiting && !s.contact)
+                    .filter(|_| !s.told_waiting && !frames)
                     .map(|t| t + WAIT_NOTICE);
                 let probe = s.contact.then(|| {
                     (s.heard + PROBE_AFTER).max(s.probed.map_or(s.heard, |t| t + PROBE_AFTER))
