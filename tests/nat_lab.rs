@@ -247,6 +247,74 @@ fn two_homes_through_a_server(content: &[&str], frames: &str) {
     assert!(log.contains("joined as player 2 from 10.77.2.2:"), "{log}");
 }
 
+/// A home router forgets its mappings mid-game (they expired, it rebooted): its player's
+/// datagrams reach the server from a new port, and the server moves the player there once
+/// the new port answers a check. Nobody is dropped; both end in sync.
+#[test]
+fn a_router_that_forgets_its_mappings_mid_game_loses_nobody() {
+    let lab = Lab::new(2);
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let mut server = start_server(d, &lab);
+    let common = ["--frames", "1500", "--no-record"];
+    let mut host = open_room(
+        d,
+        &lab,
+        1,
+        "forgetful",
+        &[&common[..], &["--bot", "1"]].concat(),
+    );
+    let mut joiner = join_room(
+        d,
+        &lab,
+        2,
+        "join",
+        "forgetful",
+        &[&common[..], &["--bot", "2"]].concat(),
+    );
+    assert!(joiner
+        .wait_for_log("in session", Duration::from_secs(20))
+        .is_some());
+    std::thread::sleep(Duration::from_secs(5));
+    // New mappings get random ports from now on, and the old ones are gone.
+    let router = format!("{}-r2", lab.tag);
+    let nat = "add rule ip nat postrouting oifname wan masquerade fully-random";
+    sh(&[
+        "ip",
+        "netns",
+        "exec",
+        &router,
+        "nft",
+        "flush",
+        "chain",
+        "ip",
+        "nat",
+        "postrouting",
+    ]);
+    let mut cmd = vec!["ip", "netns", "exec", &router, "nft"];
+    cmd.extend(nat.split(' '));
+    sh(&cmd);
+    sh(&["ip", "netns", "exec", &router, "conntrack", "-F"]);
+    assert!(
+        server
+            .wait_for_log("moved from 10.77.2.2:", Duration::from_secs(10))
+            .is_some(),
+        "{}",
+        server.log_text()
+    );
+    joiner.wait_ok(Duration::from_secs(60));
+    host.wait_ok(Duration::from_secs(60));
+    let (h, j) = (host.read_stats(), joiner.read_stats());
+    assert_eq!(checksum(&h), checksum(&j), "the two homes differ");
+    let jlog = joiner.log_text();
+    assert!(!jlog.contains("connection lost"), "{jlog}");
+    assert!(
+        !server.log_text().contains("is out (timed out"),
+        "{}",
+        server.log_text()
+    );
+}
+
 #[test]
 fn two_homes_play_the_builtin_game_through_a_server() {
     two_homes_through_a_server(&[], "1200");

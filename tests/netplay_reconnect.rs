@@ -7,13 +7,13 @@ mod netplay_common;
 mod relay;
 
 use std::net::SocketAddr;
-use std::path::Path;
 use std::time::Duration;
 
 use relay::Relay;
 
 use netplay_common::{
-    args, assert_log_verifies, checksum, free_port, start_host, start_join, Peer,
+    args, assert_log_verifies, checksum, free_port, join_room, open_room, start_host, start_join,
+    start_server, Peer,
 };
 
 fn signal(peer: &Peer, sig: &str) {
@@ -25,44 +25,11 @@ fn signal(peer: &Peer, sig: &str) {
     assert!(ok, "kill {sig} failed");
 }
 
-fn start_server(dir: &Path) -> (Peer, String) {
-    let port = free_port();
-    let a = args(&["serve", "--port", &port.to_string(), "--bind", "127.0.0.1"]);
-    let mut server = Peer::spawn(dir, "server", &a);
-    assert!(
-        server
-            .wait_for_log("serve: listening on udp", Duration::from_secs(15))
-            .is_some(),
-        "{}",
-        server.log_text()
-    );
-    (server, format!("127.0.0.1:{port}"))
-}
-
-fn open_room(dir: &Path, server: &str, room: &str, extra: &[&str]) -> Peer {
-    let mut a = args(&["host", "--headless", "--server", server, "--room", room]);
-    a.extend(extra.iter().map(|s| s.to_string()));
-    let mut host = Peer::spawn(dir, "host", &a);
-    assert!(
-        host.wait_for_log("your friends join with", Duration::from_secs(15))
-            .is_some(),
-        "{}",
-        host.log_text()
-    );
-    host
-}
-
-fn join_room(dir: &Path, label: &str, server: &str, room: &str, extra: &[&str]) -> Peer {
-    let mut a = args(&["join", server, "--room", room, "--headless"]);
-    a.extend(extra.iter().map(|s| s.to_string()));
-    Peer::spawn(dir, label, &a)
-}
-
 #[test]
 fn a_room_waits_40_s_for_its_friend() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let (mut server, addr) = start_server(d);
+    let (mut server, addr) = start_server(d, &[]);
     let frames = ["--frames", "600"];
     let mut host = open_room(
         d,
@@ -196,7 +163,7 @@ fn a_joiner_stopped_for_20_s_comes_back() {
 fn a_room_plays_on_after_its_creator_is_killed() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let (mut server, addr) = start_server(d);
+    let (mut server, addr) = start_server(d, &[]);
     let mut host = open_room(
         d,
         &addr,

@@ -7,44 +7,10 @@ mod netplay_common;
 use std::path::Path;
 use std::time::Duration;
 
-use netplay_common::{args, assert_log_verifies, checksum, free_port, genesis, Peer};
+use netplay_common::{
+    args, assert_log_verifies, checksum, genesis, join_room, open_room, start_server, Peer,
+};
 use serde_json::Value;
-
-/// `framelock serve` on a free port; returns once it listens.
-fn start_server(dir: &Path, extra: &[&str]) -> (Peer, String) {
-    let port = free_port();
-    let mut a = args(&["serve", "--port", &port.to_string(), "--bind", "127.0.0.1"]);
-    a.extend(extra.iter().map(|s| s.to_string()));
-    let mut server = Peer::spawn(dir, "server", &a);
-    assert!(
-        server
-            .wait_for_log("serve: listening on udp", Duration::from_secs(15))
-            .is_some(),
-        "server did not start\n{}",
-        server.log_text()
-    );
-    (server, format!("127.0.0.1:{port}"))
-}
-
-/// `framelock host --server ADDR --room ROOM`; returns once the room is open.
-fn open_room(dir: &Path, server: &str, room: &str, extra: &[&str]) -> Peer {
-    let mut a = args(&["host", "--headless", "--server", server, "--room", room]);
-    a.extend(extra.iter().map(|s| s.to_string()));
-    let mut host = Peer::spawn(dir, "host", &a);
-    let said = format!("your friends join with `framelock join {server} --room {room}");
-    assert!(
-        host.wait_for_log(&said, Duration::from_secs(15)).is_some(),
-        "the room did not open\n{}",
-        host.log_text()
-    );
-    host
-}
-
-fn join_room(dir: &Path, label: &str, server: &str, room: &str, extra: &[&str]) -> Peer {
-    let mut a = args(&["join", server, "--room", room, "--headless"]);
-    a.extend(extra.iter().map(|s| s.to_string()));
-    Peer::spawn(dir, label, &a)
-}
 
 /// `framelock rooms SERVER --json`.
 fn rooms(dir: &Path, server: &str) -> Vec<Value> {

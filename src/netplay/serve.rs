@@ -249,7 +249,19 @@ fn log_event(ev: &ServeEvent) {
             room,
             slot,
             from_frame,
+            said: Some(said),
+            ..
+        } => tracing::info!(
+            "room {room}: player {} {said}; neutral input from frame {}",
+            slot + 1,
+            from_frame.0
+        ),
+        ServeEvent::Out {
+            room,
+            slot,
+            from_frame,
             reason,
+            said: None,
         } => tracing::info!(
             "room {room}: player {} is out ({reason}); neutral input from frame {}",
             slot + 1,

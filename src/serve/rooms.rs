@@ -90,11 +90,14 @@ pub enum ServeEvent {
         slot: u8,
         reason: String,
     },
+    /// A player is out of the running game; `said` is its goodbye's reason if it said one
+    /// (its leaving is said once, here, with the frame its input stops at).
     Out {
         room: String,
         slot: u8,
         from_frame: Frame,
         reason: OutReason,
+        said: Option<String>,
     },
     /// The player's checksum of `frame` differs from most players'; `source` is the player
     /// whose state is fetched to resync it (`None`: a recovery is under way already).
@@ -181,6 +184,8 @@ struct Room {
     /// Since when nobody is in it, and whether the last one left on purpose.
     empty_since: Option<Instant>,
     left_on_purpose: bool,
+    /// Players of the running game who said goodbye, and why, until they are out.
+    goodbyes: HashMap<u8, String>,
 }
 
 impl Room {
@@ -561,6 +566,7 @@ impl Rooms {
                         // Until its creator comes to it from the upload.
                         empty_since: Some(now),
                         left_on_purpose: false,
+                        goodbyes: HashMap::new(),
                     },
                 );
                 self.reschedule(&name);
@@ -711,6 +717,11 @@ impl Rooms {
                         self.validated.remove(&addr);
                     }
                     room.left_on_purpose = matches!(reason, LeftReason::Bye(_));
+                    if room.started && !crate::session::is_spectator_slot(slot) {
+                        // Said once, with the frame its input stops at (`Out`).
+                        room.goodbyes.insert(slot, reason.to_string());
+                        continue;
+                    }
                     self.events.push_back(ServeEvent::Left {
                         room: room_name,
                         slot,
@@ -732,6 +743,7 @@ impl Rooms {
                         slot,
                         from_frame,
                         reason,
+                        said: room.goodbyes.remove(&slot),
                     });
                 }
                 EndpointEvent::Desync {

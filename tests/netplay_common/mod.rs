@@ -247,6 +247,42 @@ pub fn start_join_as(
     Peer::spawn_as(dir, label, user, &args)
 }
 
+/// `framelock serve` on a free port; returns once it listens.
+pub fn start_server(dir: &Path, extra: &[&str]) -> (Peer, String) {
+    let port = free_port();
+    let mut a = args(&["serve", "--port", &port.to_string(), "--bind", "127.0.0.1"]);
+    a.extend(extra.iter().map(|s| s.to_string()));
+    let mut server = Peer::spawn(dir, "server", &a);
+    assert!(
+        server
+            .wait_for_log("serve: listening on udp", Duration::from_secs(15))
+            .is_some(),
+        "server did not start\n{}",
+        server.log_text()
+    );
+    (server, format!("127.0.0.1:{port}"))
+}
+
+/// `framelock host --server ADDR --room ROOM`; returns once the room is open.
+pub fn open_room(dir: &Path, server: &str, room: &str, extra: &[&str]) -> Peer {
+    let mut a = args(&["host", "--headless", "--server", server, "--room", room]);
+    a.extend(extra.iter().map(|s| s.to_string()));
+    let mut host = Peer::spawn(dir, "host", &a);
+    let said = format!("your friends join with `framelock join {server} --room {room}");
+    assert!(
+        host.wait_for_log(&said, Duration::from_secs(15)).is_some(),
+        "the room did not open\n{}",
+        host.log_text()
+    );
+    host
+}
+
+pub fn join_room(dir: &Path, label: &str, server: &str, room: &str, extra: &[&str]) -> Peer {
+    let mut a = args(&["join", server, "--room", room, "--headless"]);
+    a.extend(extra.iter().map(|s| s.to_string()));
+    Peer::spawn(dir, label, &a)
+}
+
 /// `framelock replay LOG --headless --fast --verify` passes.
 pub fn assert_log_verifies(dir: &Path, log: &Path) {
     let out = fixtures::framelock(dir)
