@@ -372,6 +372,8 @@ pub fn join_lobby(
                     slot,
                     packed_len,
                     players,
+                    mode,
+                    keyframe_interval,
                 } => {
                     welcomed = true;
                     screen.players = players;
@@ -379,12 +381,13 @@ pub fn join_lobby(
                     let kib = packed_len as f64 / 1024.0;
                     if slot == crate::session::msg::SPECTATOR {
                         tracing::info!(
-                            "netplay: admitted as a spectator; receiving {kib:.1} KiB of state"
+                            "netplay: admitted as a spectator ({mode} mode); receiving \
+                             {kib:.1} KiB of state"
                         );
                     } else {
                         tracing::info!(
-                            "netplay: admitted as player {}; receiving {kib:.1} KiB of start \
-                             state",
+                            "netplay: admitted as player {} ({mode} mode, K {keyframe_interval}); \
+                             receiving {kib:.1} KiB of start state",
                             slot + 1
                         );
                     }

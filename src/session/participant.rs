@@ -163,6 +163,10 @@ pub enum ParticipantEvent {
         players: Vec<(u8, String)>,
         /// Bytes of the compressed start state to come.
         packed_len: usize,
+        /// The session's lockstep mode and keyframe interval.
+        mode: lockstep::Mode,
+        /// See `mode`.
+        keyframe_interval: u8,
     },
     /// Joiner: the start state is here. The driver loads the host's options, the content,
     /// the save RAM and the state, then starts the frame loop.
@@ -903,6 +907,8 @@ impl JoinSide {
                             slot,
                             players,
                             packed_len,
+                            mode,
+                            keyframe_interval,
                             ..
                         } => {
                             if !reconnecting {
@@ -910,6 +916,8 @@ impl JoinSide {
                                     slot,
                                     players,
                                     packed_len,
+                                    mode,
+                                    keyframe_interval,
                                 });
                             }
                         }
