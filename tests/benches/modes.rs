@@ -54,8 +54,9 @@ use serde_json::Value;
 #[path = "../fixtures/mod.rs"]
 mod fixtures;
 mod procs;
+mod smoke;
 
-use procs::{spawn, stats, strings, wait_for};
+use procs::{finished, spawn, strings, wait_for};
 
 /// One session: the host with `host_netsim`, then one joiner per entry of `joiners`;
 /// returns every player's stats, host first.
@@ -88,12 +89,12 @@ fn session(
     if let Some(n) = host_netsim {
         args.extend(strings(&["--netsim", n]));
     }
-    let mut host = spawn(d, &host_label, &args);
+    let host = spawn(d, &host_label, &args);
     wait_for(d, &host_label, "hosting on udp port");
     let labels: Vec<String> = (0..joiners.len())
         .map(|i| format!("{tag}-{mode}-join{}", i + 1))
         .collect();
-    let mut procs: Vec<Child> = joiners
+    let procs: Vec<Child> = joiners
         .iter()
         .zip(&labels)
         .enumerate()
@@ -114,12 +115,13 @@ fn session(
             spawn(d, label, &a)
         })
         .collect();
-    for p in &mut procs {
-        p.wait().unwrap();
-    }
-    host.wait().unwrap();
-    let mut all = vec![stats(d, &host_label)];
-    all.extend(labels.iter().map(|l| stats(d, l)));
+    let joined: Vec<Value> = procs
+        .into_iter()
+        .zip(&labels)
+        .map(|(p, l)| finished(p, d, l))
+        .collect();
+    let mut all = vec![finished(host, d, &host_label)];
+    all.extend(joined);
     all
 }
 
@@ -147,7 +149,8 @@ fn in_sync(all: &[Value]) -> bool {
 }
 
 fn main() {
-    let secs = procs::bench_secs(60);
+    // The short form: 4 s each.
+    let secs = smoke::secs(60, 4);
     let frames = (secs * 60).to_string();
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
@@ -191,4 +194,7 @@ fn main() {
             "DIFFER"
         }
     );
+    if !synced {
+        smoke::fail("the checksums differ: a session desynchronised");
+    }
 }

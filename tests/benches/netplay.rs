@@ -11,6 +11,8 @@
 //! `FRAMELOCK_BENCH_ONLY=100/20/5,100/10/5` runs only these RTT/jitter/loss scenarios (one
 //! listed N times runs N times; the goal lines count the runs that met each goal);
 //! `FRAMELOCK_BENCH_BUDGET=0` passes `--send-budget 0` (no bandwidth cap) to both peers.
+//! `FRAMELOCK_BENCH_SMOKE=1` (CI's short form) runs 100/20/5 for 4 s. A run that failed or
+//! desynchronised makes the benchmark exit non-zero after the table.
 //!
 //! Per run: stalled frames (display slots in which a frame was due but the lockstep client
 //! had none) as a share of frames, the added input latency (frames from sampling a pad to
@@ -100,6 +102,7 @@ use serde_json::Value;
 
 #[path = "../fixtures/mod.rs"]
 mod fixtures;
+mod smoke;
 
 #[derive(Clone, Copy)]
 struct Scenario {
@@ -358,15 +361,9 @@ fn verdict(ok: bool) -> &'static str {
 
 fn main() {
     // `cargo bench` passes `--bench`; nothing to parse.
-    let secs: u64 = std::env::var("FRAMELOCK_BENCH_SECS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(60);
-    let jobs: usize = std::env::var("FRAMELOCK_BENCH_JOBS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(1)
-        .max(1);
+    // The short form: the goal's scenario (100/20/5) for 4 s.
+    let secs = smoke::secs(60, 4);
+    let jobs: usize = smoke::var("FRAMELOCK_BENCH_JOBS", 1, 1).max(1);
     let mut queue = Vec::new();
     for rtt_ms in [20, 100, 250] {
         for jitter_ms in [0, 20] {
@@ -386,7 +383,10 @@ fn main() {
     });
     // `FRAMELOCK_BENCH_ONLY=100/20/5,100/10/5` (RTT/jitter/loss) runs just those scenarios,
     // in or outside the matrix.
-    if let Ok(only) = std::env::var("FRAMELOCK_BENCH_ONLY") {
+    let only = std::env::var("FRAMELOCK_BENCH_ONLY")
+        .ok()
+        .or_else(|| smoke::smoke().then(|| "100/20/5".to_string()));
+    if let Some(only) = only {
         queue = only
             .split(',')
             .map(|s| {
@@ -397,7 +397,9 @@ fn main() {
                         jitter_ms,
                         loss_pct,
                     },
-                    _ => panic!("FRAMELOCK_BENCH_ONLY: {s:?} is not RTT/jitter/loss in ms, ms, %"),
+                    _ => smoke::fail(format!(
+                        "FRAMELOCK_BENCH_ONLY: {s:?} is not RTT/jitter/loss in ms, ms, %"
+                    )),
                 }
             })
             .collect();
@@ -494,4 +496,12 @@ fn main() {
     let synced = outcomes.iter().filter(|o| o.in_sync()).count();
     println!("- checksums matched in {synced} of {total} runs");
     println!("total wall time {:.0} s", t0.elapsed().as_secs_f64());
+    // The table shows every run; a session that failed or desynchronised still fails the
+    // benchmark (the logs' ends are above).
+    if synced < total {
+        smoke::fail(format!(
+            "{} of {total} runs failed or desynchronised",
+            total - synced
+        ));
+    }
 }

@@ -28,6 +28,7 @@ use std::time::Duration;
 #[path = "../fixtures/mod.rs"]
 mod fixtures;
 mod procs;
+mod smoke;
 
 use procs::cpu_of;
 
@@ -41,14 +42,12 @@ fn spawn(dir: &Path, label: &str, args: &[String]) -> Child {
 }
 
 fn main() {
-    let var = |k: &str, d: u64| {
-        std::env::var(k)
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(d)
-    };
-    let frames = (var("FRAMELOCK_BENCH_SECS", 30) * 60).to_string();
-    let runs = var("FRAMELOCK_BENCH_RUNS", 3);
+    // The short form: 2 pairs of 3 s.
+    let frames = (smoke::secs(30, 3) * 60).to_string();
+    let pairs = smoke::var("FRAMELOCK_BENCH_RUNS", 5, 2);
+    if pairs == 0 {
+        smoke::fail("FRAMELOCK_BENCH_RUNS=0: a ratio needs at least one pair of runs");
+    }
     let g = fixtures::genesis();
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
@@ -69,22 +68,57 @@ fn main() {
         a.extend(game.iter().cloned());
         a
     };
-    let (mut solo, mut host, mut join) = (f64::MAX, f64::MAX, f64::MAX);
-    for _ in 0..runs {
+    let solo_run = || {
         let mut play = with(&["play", "--bot", "1"]);
         play.retain(|a| a != "--no-record");
-        solo = solo.min(cpu_of(spawn(d, "play", &play)));
+        cpu_of(spawn(d, "play", &play), d, "play")
+    };
+    let netplay_run = || {
         let port = fixtures::free_port().to_string();
         let h = spawn(d, "host", &with(&["host", "--port", &port, "--bot", "1"]));
         std::thread::sleep(Duration::from_millis(300));
         let addr = format!("127.0.0.1:{port}");
         let j = spawn(d, "join", &with(&["join", &addr, "--bot", "2"]));
-        join = join.min(cpu_of(j));
-        host = host.min(cpu_of(h));
+        let join = cpu_of(j, d, "join");
+        (cpu_of(h, d, "host"), join)
+    };
+    // Each pair runs solo play and a session one right after the other, so both see the
+    // same machine; the order alternates so neither always gets the quieter moment.
+    let mut solos = Vec::new();
+    let mut host_ratios = Vec::new();
+    let mut join_ratios = Vec::new();
+    println!("| pair | play (solo) CPU s | host CPU s | join CPU s | host x solo | join x solo |");
+    println!("|---|---|---|---|---|---|");
+    for pair in 1..=pairs {
+        let (solo, (host, join)) = if pair % 2 == 1 {
+            let solo = solo_run();
+            (solo, netplay_run())
+        } else {
+            let net = netplay_run();
+            (solo_run(), net)
+        };
+        let solo = smoke::number("solo play's CPU", solo);
+        if solo <= 0.0 {
+            smoke::fail("solo play used no CPU: it did not run");
+        }
+        println!(
+            "| {pair} | {solo:.2} | {host:.2} | {join:.2} | {:.2} | {:.2} |",
+            host / solo,
+            join / solo
+        );
+        solos.push(solo);
+        host_ratios.push(host / solo);
+        join_ratios.push(join / solo);
     }
-    println!("| process | CPU s ({} frames) | x solo |", frames);
-    println!("|---|---|---|");
-    println!("| play (solo) | {solo:.2} | 1.00 |");
-    println!("| host | {host:.2} | {:.2} |", host / solo);
-    println!("| join | {join:.2} | {:.2} |", join / solo);
+    let summary = |v: Vec<f64>, what: &str| {
+        let Some((median, lo, hi)) = smoke::median_spread(v) else {
+            smoke::fail(format!("no number for {what}"));
+        };
+        format!("{median:.2}x (pairs {lo:.2}-{hi:.2}x)")
+    };
+    println!("{frames} frames, {pairs} pairs; median and spread of the pairs' ratios:");
+    let (solo_median, _, _) = smoke::median_spread(solos).unwrap();
+    println!("play (solo): median {solo_median:.2} s CPU");
+    println!("host: {}", summary(host_ratios, "the host's ratio"));
+    println!("join: {}", summary(join_ratios, "the joiner's ratio"));
 }

@@ -6,6 +6,7 @@
 //! per second of play, relative to N = 0, and the time one displayed frame spends running
 //! ahead (saves and loads included, the runner's own `run_ahead.ms_per_displayed_frame`).
 //! `play --sync-test 8` is timed the same way: it re-runs 8 frames after every frame.
+//! `FRAMELOCK_BENCH_SMOKE=1` (CI's short form): 120 frames, N = 0 and 2 and the sync test.
 //!
 //! # Results
 //!
@@ -32,6 +33,7 @@ use serde_json::Value;
 
 #[path = "../fixtures/mod.rs"]
 mod fixtures;
+mod smoke;
 
 /// CPU time the finished children of this process used so far.
 fn children_cpu() -> Duration {
@@ -45,22 +47,30 @@ fn children_cpu() -> Duration {
 /// Runs `play --headless ARGS` and returns its CPU time per second of play, and its stats.
 fn cpu_per_second(home: &Path, args: &[&str]) -> (f64, Value) {
     let json = home.join("stats.json");
+    let frames = smoke::var("FRAMELOCK_BENCH_FRAMES", 600, 120).to_string();
     let before = children_cpu();
     let out = fixtures::framelock(home)
-        .args(["play", "--headless", "--frames", "600", "--bot", "3"])
+        .args(["play", "--headless", "--frames", &frames, "--bot", "3"])
         .args(args)
         .arg("--stats-json")
         .arg(&json)
         .output()
         .expect("run framelock");
     let cpu = children_cpu() - before;
-    assert!(
-        out.status.success(),
-        "{args:?} failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
+    if !out.status.success() {
+        smoke::fail(format!(
+            "play {args:?} failed:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    let stats: Value = std::fs::read_to_string(&json)
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or_else(|| smoke::fail(format!("play {args:?} wrote no --stats-json")));
+    let wall = smoke::number(
+        "play's wall time",
+        stats["wall_s"].as_f64().unwrap_or(f64::NAN),
     );
-    let stats: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    let wall = stats["wall_s"].as_f64().unwrap();
     (cpu.as_secs_f64() / wall, stats)
 }
 
@@ -82,7 +92,13 @@ fn main() {
         ("Genesis Plus GX", &genesis[..]),
     ] {
         let (plain, _) = cpu_per_second(home.path(), base);
-        let mut modes: Vec<(String, Vec<&str>)> = ["0", "1", "2", "4"]
+        // The short form: depths 0 and 2 only, 120 frames each.
+        let depths: &[&str] = if smoke::smoke() {
+            &["0", "2"]
+        } else {
+            &["0", "1", "2", "4"]
+        };
+        let mut modes: Vec<(String, Vec<&str>)> = depths
             .iter()
             .map(|n| (format!("--run-ahead {n}"), vec!["--run-ahead", *n]))
             .collect();
@@ -93,6 +109,7 @@ fn main() {
             let ahead = stats["run_ahead"]["ms_per_displayed_frame"]
                 .as_f64()
                 .map_or("-".to_string(), |ms| format!("{ms:.3} ms"));
+            smoke::number(&format!("{name}, {label}: the CPU"), cpu / plain);
             println!(
                 "| {name} | {label} | {:.1} ms | {:.2}x | {ahead} |",
                 cpu * 1e3,

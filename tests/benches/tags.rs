@@ -2,9 +2,9 @@
 //!
 //! Tags (`wire::keys`) and checks datagrams of the sizes netplay sends: a 20-byte CTRL, an
 //! 80-byte UPDATE, a 1,168-byte state chunk, a million times each (`FRAMELOCK_BENCH_ROUNDS`
-//! changes the count), and one key agreement (X25519 and the key derivation, once per joiner).
-//! Compare with the 16.7 ms of a frame at 60 fps: a peer handles at most a few hundred
-//! datagrams a second.
+//! changes the count; 20,000 in the short form, `FRAMELOCK_BENCH_SMOKE=1`), and one key
+//! agreement (X25519 and the key derivation, once per joiner). Compare with the 16.7 ms of
+//! a frame at 60 fps: a peer handles at most a few hundred datagrams a second.
 //!
 //! # Results
 //!
@@ -33,15 +33,18 @@
 //! of a single frame.
 
 use std::hint::black_box;
+
+mod smoke;
 use std::time::Instant;
 
 use framelock::wire::keys::{KeyPair, Keys, Side, TAG_LEN};
 
 fn main() {
-    let rounds: u32 = std::env::var("FRAMELOCK_BENCH_ROUNDS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(1_000_000);
+    // The short form: 20,000 rounds.
+    let rounds: u32 = smoke::var("FRAMELOCK_BENCH_ROUNDS", 1_000_000, 20_000);
+    if rounds == 0 {
+        smoke::fail("FRAMELOCK_BENCH_ROUNDS=0: nothing to time");
+    }
     let host = Keys::for_test(1, Side::Host);
     let joiner = Keys::for_test(1, Side::Joiner);
     println!("| datagram | bytes | tag (seal) | check (open) | per frame at 60 fps, 4 each way |");
