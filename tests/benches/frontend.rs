@@ -21,14 +21,15 @@
 //!
 //! | run | wall time | fps | peak RSS |
 //! |---|---|---|---|
-//! | framelock, GPGX + Airstriker, 6000 frames | 1.73 s | 3472 | 15.6 MB |
-//! | RetroArch 1.14, same | 1.78 s | 3370 | 52.0 MB |
-//! | framelock / RetroArch, with process start | 0.97 | | |
-//! | framelock / RetroArch, emulation loop only | 1.00 | | |
-//! | built-in game, 30000 frames, headless unthrottled | 1.13 s | 26559 | 8.3 MB |
+//! | framelock, GPGX + Airstriker, 6000 frames | 1.51 s | 3982 | 16.3 MB |
+//! | RetroArch 1.14, same | 1.52 s | 3952 | 52.3 MB |
+//! | framelock / RetroArch, with process start | 0.99 | | |
+//! | framelock / RetroArch, emulation loop only | 1.03 | | |
+//! | built-in game, 30000 frames, headless unthrottled | 0.77 s | 38973 | 9.0 MB |
 //!
 //! Headless runs keep frames in the core's own pixel format and convert only when a frame is
-//! shown, screenshotted or checksummed. RetroArch's time varies between 1.78 and 1.88 s from run
+//! shown, screenshotted or checksummed. Measured on the 2-core machine shared with other
+//! builds (load average 2.3-2.5); RetroArch's time has varied between 1.5 and 1.9 s from run
 //! to run, so the loop-only comparison is a tie.
 
 use std::path::{Path, PathBuf};

@@ -11,20 +11,21 @@
 //! # Results
 //!
 //! `cargo bench --bench run_ahead` (default bot; its pad changes on about a quarter of
-//! all frames, and each change reruns the frames ahead; measured before the agreed frame's
-//! state was taken from the kept ones, which saves one save per displayed frame):
+//! all frames, and each change reruns the frames ahead; the 2-core machine shared with other
+//! builds, load average 2.3-4.6):
 //!
 //! | core | mode | CPU per second of play | vs plain | ahead per displayed frame |
 //! |---|---|---|---|---|
-//! | built-in game | --run-ahead 1 | 9.0 ms | 1.20x | 0.045 ms |
-//! | built-in game | --run-ahead 2 | 8.8 ms | 1.17x | 0.054 ms |
-//! | built-in game | --run-ahead 4 | 11.2 ms | 1.49x | 0.078 ms |
-//! | built-in game | --sync-test 8 | 23.4 ms | 3.12x | - |
-//! | Genesis Plus GX | --run-ahead 0 | 24.1 ms | 1.05x | - |
-//! | Genesis Plus GX | --run-ahead 1 | 50.7 ms | 2.20x | 0.297 ms |
-//! | Genesis Plus GX | --run-ahead 2 | 59.3 ms | 2.57x | 0.485 ms |
-//! | Genesis Plus GX | --run-ahead 4 | 66.6 ms | 2.89x | 0.609 ms |
-//! | Genesis Plus GX | --sync-test 8 | 148.4 ms | 6.44x | - |
+//! | built-in game | --run-ahead 0 | 8.5 ms | 1.07x | - |
+//! | built-in game | --run-ahead 1 | 11.7 ms | 1.47x | 0.056 ms |
+//! | built-in game | --run-ahead 2 | 14.3 ms | 1.81x | 0.088 ms |
+//! | built-in game | --run-ahead 4 | 14.9 ms | 1.87x | 0.109 ms |
+//! | built-in game | --sync-test 8 | 22.8 ms | 2.87x | - |
+//! | Genesis Plus GX | --run-ahead 0 | 22.6 ms | 1.01x | - |
+//! | Genesis Plus GX | --run-ahead 1 | 51.2 ms | 2.28x | 0.308 ms |
+//! | Genesis Plus GX | --run-ahead 2 | 64.3 ms | 2.86x | 0.565 ms |
+//! | Genesis Plus GX | --run-ahead 4 | 96.7 ms | 4.31x | 0.915 ms |
+//! | Genesis Plus GX | --sync-test 8 | 218.9 ms | 9.75x | - |
 
 use std::path::Path;
 use std::time::Duration;

@@ -20,15 +20,16 @@
 //! The joiner runs at the 2,450 B/s budget either way; the tag takes the place of the session
 //! id, so as many datagrams fit it as before.
 //!
-//! `cargo bench --bench tags` (CPU per datagram, one core of the development machine):
+//! `cargo bench --bench tags` (CPU per datagram, on the 2-core machine shared with other
+//! builds, load average 3.3-3.6; an idle core of the development machine measured about half):
 //!
 //! | datagram | bytes | tag (seal) | check (open) |
 //! |---|---|---:|---:|
-//! | CTRL | 20 + 4 | 111 ns | 97 ns |
-//! | UPDATE | 80 + 4 | 207 ns | 149 ns |
-//! | state chunk | 1168 + 4 | 1650 ns | 1574 ns |
+//! | CTRL | 20 + 4 | 218 ns | 208 ns |
+//! | UPDATE | 80 + 4 | 462 ns | 335 ns |
+//! | state chunk | 1168 + 4 | 3644 ns | 2859 ns |
 //!
-//! A key agreement (X25519 and the derivation) takes 60 µs per joiner. A peer handles well
+//! A key agreement (X25519 and the derivation) takes 100 µs per joiner. A peer handles well
 //! under a hundred CTRLs and UPDATEs a second: about 20 µs of a second, against the 16.7 ms
 //! of a single frame.
 
