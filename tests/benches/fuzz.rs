@@ -13,11 +13,11 @@
 //!
 //! | decoder | inputs | seconds | panics |
 //! |---|---|---|---|
-//! | session (handshake, lobby, state transfer, rooms) | 10,000,000 | 2 | 0 |
-//! | CTRL at a lockstep server | 10,000,000 | 2 | 0 |
+//! | session (handshake, lobby, state transfer, rooms) | 10,000,000 | 3 | 0 |
+//! | CTRL at a lockstep server | 10,000,000 | 3 | 0 |
 //! | UPDATE at a lockstep client | 10,000,000 | 2 | 0 |
-//! | resync chunks | 10,000,000 | 1 | 0 |
-//! | serve router (a whole server) | 10,000,000 | 2 | 0 |
+//! | resync chunks | 10,000,000 | 2 | 0 |
+//! | serve router (a whole server) | 10,000,000 | 3 | 0 |
 
 #[path = "../fuzz_common/mod.rs"]
 mod fuzz_common;
