@@ -42,6 +42,14 @@
 //! | auto | 11 / 25 | 19 | 9.3 | 5 / 8 | 1210 | 2.89x |
 //! | 16 | 3 / 19 | 19 | 9.5 | 13 / 16 | 1678 | 4.39x |
 //!
+//! These tables predate 233fbbf (the run-ahead depth budget waits for its first second and
+//! never drops below one frame). Two runs on that code, on the 2-core machine shared with
+//! other builds (load average 4-9), did not reproduce them and did not agree with each other
+//! at 100 ms: the leads grew from 9 to 10-35 frames with the machine's wake-up delays, and
+//! the perceived latency and CPU with them (Genesis Plus GX, human bot: off 10 / 11 and
+//! 9 / 12, auto 7 / 25 and 2 / 3 at 3.2-4.1x solo). The 250 ms rows held: off 19 / 30 and
+//! 19 / 31, auto 11 / 26 and 11 / 25, `--speculate 16` 3 / 19. They need a quiet machine.
+//!
 //! Auto stops at 8 frames ahead: past a lead of 8 (a round trip over about 130 ms) the
 //! rest of the delay stays. The built-in game costs so little that its ratios are mostly
 //! netplay's own overhead. The same run with every frame ahead run again on each tick (no
