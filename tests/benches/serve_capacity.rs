@@ -46,9 +46,12 @@
 //! Goal: 500 rooms (1,000 players) on one core, every room at 60 fps, at most 2 ms added at
 //! p99, nothing lost: met up to 750 rooms by the server's own numbers (the generator's p99
 //! includes its own wake-ups on a busy machine), not at 1000, where the server fell behind
-//! and its socket overflowed. The numbers follow the machine's load: two later runs at load
-//! average 3-4.6 (others compiling and encoding video) kept 60 fps and lost nothing up to 500
-//! rooms, with p99s of 4-116 ms, and fell behind from 750 rooms.
+//! and its socket overflowed. The numbers follow the machine's load: five later runs at load
+//! average 2.9-5.5 (others compiling, encoding video and running their own servers) kept 60
+//! fps and lost nothing up to 500 rooms, with p99s at 500 of 11-124 ms at the generator and
+//! 1.5-90 ms in the server; at 750 rooms the server's own p99 was 6-100 ms. One of them
+//! stopped at 750 rooms because the server was told to stop (its log: "stopping", a SIGINT,
+//! SIGTERM or SIGHUP this bench had not sent); the bench names such an end and exits 1.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
