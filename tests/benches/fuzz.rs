@@ -2,6 +2,7 @@
 //! decoder gets `FRAMELOCK_FUZZ_INPUTS` inputs (default 10,000,000) from the seeded
 //! mutation fuzzer in `tests/fuzz_common` (seed `FRAMELOCK_FUZZ_SEED`, default 1); a panic
 //! ends the run naming the target and the input. Prints one row per decoder.
+//! `FRAMELOCK_BENCH_SMOKE=1` (CI's short form): 20,000 inputs each.
 //!
 //! # Results
 //!
@@ -12,24 +13,23 @@
 //!
 //! | decoder | inputs | seconds | panics |
 //! |---|---|---|---|
-//! | session (handshake, lobby, state transfer, rooms) | 10,000,000 | 2 | 0 |
-//! | CTRL at a lockstep server | 10,000,000 | 2 | 0 |
+//! | session (handshake, lobby, state transfer, rooms) | 10,000,000 | 3 | 0 |
+//! | CTRL at a lockstep server | 10,000,000 | 3 | 0 |
 //! | UPDATE at a lockstep client | 10,000,000 | 2 | 0 |
-//! | resync chunks | 10,000,000 | 1 | 0 |
-//! | serve router (a whole server) | 10,000,000 | 2 | 0 |
+//! | resync chunks | 10,000,000 | 2 | 0 |
+//! | serve router (a whole server) | 10,000,000 | 3 | 0 |
 
 #[path = "../fuzz_common/mod.rs"]
 mod fuzz_common;
+mod smoke;
 
 fn main() {
-    let var = |k: &str, d: u64| {
-        std::env::var(k)
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(d)
-    };
-    let inputs = var("FRAMELOCK_FUZZ_INPUTS", 10_000_000);
-    let seed = var("FRAMELOCK_FUZZ_SEED", 1);
+    // The short form: 20,000 inputs a decoder.
+    let inputs = smoke::var("FRAMELOCK_FUZZ_INPUTS", 10_000_000, 20_000);
+    let seed = smoke::var("FRAMELOCK_FUZZ_SEED", 1, 1);
+    if inputs == 0 {
+        smoke::fail("FRAMELOCK_FUZZ_INPUTS=0: nothing to fuzz");
+    }
     println!("| decoder | inputs | corpus | seconds | inputs/s |");
     println!("|---|---|---|---|---|");
     for o in fuzz_common::run_all(inputs, seed) {

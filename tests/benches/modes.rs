@@ -25,19 +25,19 @@
 //!
 //! | mode | player | stalled | latency median / p95 | sent / received B/s |
 //! |---|---|---|---|---|
-//! | strict | host | 0.00% | 367 / 433 ms | 2434 / 1747 |
-//! | strict | 20 ms | 0.00% | 367 / 450 ms | 1223 / 1927 |
-//! | strict | 300 ms, 10% loss | 0.22% | 367 / 433 ms | 2245 / 2881 |
-//! | optimistic | host | 0.00% | 17 / 17 ms | 3084 / 2322 |
-//! | optimistic | 20 ms | 0.00% | 50 / 50 ms | 2364 / 2460 |
-//! | optimistic | 300 ms, 10% loss | 0.22% | 383 / 383 ms | 2247 / 3647 |
+//! | strict | host | 0.00% | 350 / 433 ms | 2433 / 1746 |
+//! | strict | 20 ms | 0.00% | 350 / 450 ms | 1224 / 1927 |
+//! | strict | 300 ms, 10% loss | 0.39% | 350 / 433 ms | 2244 / 2881 |
+//! | optimistic | host | 0.00% | 33 / 33 ms | 3086 / 2323 |
+//! | optimistic | 20 ms | 0.00% | 50 / 50 ms | 2365 / 2461 |
+//! | optimistic | 300 ms, 10% loss | 0.06% | 383 / 383 ms | 2248 / 3650 |
 //!
 //! | mode | player | stalled | latency median / p95 | sent / received B/s |
 //! |---|---|---|---|---|
-//! | strict | host | 0.00% | 150 / 167 ms | 2333 / 2352 |
-//! | strict | joiner | 0.11% | 150 / 167 ms | 2351 / 2328 |
-//! | optimistic | host | 0.00% | 17 / 17 ms | 2339 / 2354 |
-//! | optimistic | joiner | 0.25% | 200 / 200 ms | 2355 / 2334 |
+//! | strict | host | 0.00% | 150 / 167 ms | 2329 / 2352 |
+//! | strict | joiner | 0.11% | 150 / 167 ms | 2352 / 2325 |
+//! | optimistic | host | 0.00% | 17 / 17 ms | 2340 / 2354 |
+//! | optimistic | joiner | 0.22% | 183 / 200 ms | 2356 / 2335 |
 //!
 //! Optimistic mode sends a CTRL with every sample and an UPDATE every frame (K 1), about
 //! 2.4 KB/s each way; the host's side of a three-player session sends about 3 KB/s to each
@@ -54,8 +54,9 @@ use serde_json::Value;
 #[path = "../fixtures/mod.rs"]
 mod fixtures;
 mod procs;
+mod smoke;
 
-use procs::{spawn, stats, strings, wait_for};
+use procs::{finished, spawn, strings, wait_for};
 
 /// One session: the host with `host_netsim`, then one joiner per entry of `joiners`;
 /// returns every player's stats, host first.
@@ -88,12 +89,12 @@ fn session(
     if let Some(n) = host_netsim {
         args.extend(strings(&["--netsim", n]));
     }
-    let mut host = spawn(d, &host_label, &args);
+    let host = spawn(d, &host_label, &args);
     wait_for(d, &host_label, "hosting on udp port");
     let labels: Vec<String> = (0..joiners.len())
         .map(|i| format!("{tag}-{mode}-join{}", i + 1))
         .collect();
-    let mut procs: Vec<Child> = joiners
+    let procs: Vec<Child> = joiners
         .iter()
         .zip(&labels)
         .enumerate()
@@ -114,12 +115,13 @@ fn session(
             spawn(d, label, &a)
         })
         .collect();
-    for p in &mut procs {
-        p.wait().unwrap();
-    }
-    host.wait().unwrap();
-    let mut all = vec![stats(d, &host_label)];
-    all.extend(labels.iter().map(|l| stats(d, l)));
+    let joined: Vec<Value> = procs
+        .into_iter()
+        .zip(&labels)
+        .map(|(p, l)| finished(p, d, l))
+        .collect();
+    let mut all = vec![finished(host, d, &host_label)];
+    all.extend(joined);
     all
 }
 
@@ -147,7 +149,8 @@ fn in_sync(all: &[Value]) -> bool {
 }
 
 fn main() {
-    let secs = procs::bench_secs(60);
+    // The short form: 4 s each.
+    let secs = smoke::secs(60, 4);
     let frames = (secs * 60).to_string();
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
@@ -191,4 +194,7 @@ fn main() {
             "DIFFER"
         }
     );
+    if !synced {
+        smoke::fail("the checksums differ: a session desynchronised");
+    }
 }

@@ -37,12 +37,42 @@ pub fn wait_for(dir: &Path, label: &str, needle: &str) {
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-    panic!("{label} never said {needle:?}");
+    super::smoke::fail(format!(
+        "{label} never said {needle:?} in 20 s; the end of its log:\n{}",
+        log_tail(dir, label)
+    ))
 }
 
-/// Waits for `child` and returns its user + system CPU seconds (the kernel's accounting
-/// of the exited process, from wait4).
-pub fn cpu_of(child: Child) -> f64 {
+/// Waits for `child`, `label` in `dir`, and returns its `--stats-json`; a process that
+/// failed, or stats without an input latency (no frame was played), end the benchmark.
+pub fn finished(mut child: Child, dir: &Path, label: &str) -> Value {
+    let status = child.wait().unwrap();
+    if !status.success() {
+        super::smoke::fail(format!(
+            "{label} ended with {status}; the end of its log:\n{}",
+            log_tail(dir, label)
+        ));
+    }
+    let s = stats(dir, label);
+    let median = s["input_latency_frames"]["median"].as_f64();
+    super::smoke::number(
+        &format!("{label}'s input latency"),
+        median.unwrap_or(f64::NAN),
+    );
+    s
+}
+
+/// The last lines of `label`'s log.
+pub fn log_tail(dir: &Path, label: &str) -> String {
+    let log = std::fs::read_to_string(dir.join(format!("{label}.log"))).unwrap_or_default();
+    let tail: Vec<&str> = log.lines().rev().take(5).collect();
+    tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+}
+
+/// Waits for `child`, `label` in `dir`, and returns its user + system CPU seconds (the
+/// kernel's accounting of the exited process, from wait4); a process that failed ends the
+/// benchmark, since its CPU would measure the failure.
+pub fn cpu_of(child: Child, dir: &Path, label: &str) -> f64 {
     let pid = child.id() as libc::pid_t;
     let mut status = 0;
     // SAFETY: an all-zero rusage is a valid value for wait4 to fill in.
@@ -51,21 +81,26 @@ pub fn cpu_of(child: Child) -> f64 {
     let got = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
     assert_eq!(got, pid, "wait4 failed");
     std::mem::forget(child);
+    if !libc::WIFEXITED(status) || libc::WEXITSTATUS(status) != 0 {
+        super::smoke::fail(format!(
+            "{label} failed (wait status {status}); the end of its log:\n{}",
+            log_tail(dir, label)
+        ));
+    }
     let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
     secs(usage.ru_utime) + secs(usage.ru_stime)
 }
 
-/// `label`'s `--stats-json`.
+/// `label`'s `--stats-json`; a process that wrote none ends the benchmark with the end of
+/// its log, which says why (it could not connect, the session was over, ...).
 pub fn stats(dir: &Path, label: &str) -> Value {
     let text = std::fs::read_to_string(dir.join(format!("{label}.json")))
-        .unwrap_or_else(|e| panic!("{label}: no stats ({e})"));
-    serde_json::from_str(&text).unwrap()
-}
-
-/// Seconds of play a benchmark runs: `FRAMELOCK_BENCH_SECS`, else `default`.
-pub fn bench_secs(default: u64) -> u64 {
-    std::env::var("FRAMELOCK_BENCH_SECS")
         .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
+        .and_then(|t| serde_json::from_str(&t).ok());
+    text.unwrap_or_else(|| {
+        super::smoke::fail(format!(
+            "{label} wrote no --stats-json; the end of its log:\n{}",
+            log_tail(dir, label)
+        ))
+    })
 }

@@ -24,9 +24,9 @@
 //! | path | player | median latency | p95 | stalled | simulated median (8 seeds) |
 //! |---|---|---|---|---|---|
 //! | direct, 100 ms RTT | 1 (host) | 150 ms | 150 ms | 0.00% | |
-//! | direct, 100 ms RTT | 2 | 150 ms | 150 ms | 0.14% | 133-150 ms |
-//! | server halfway, 2 x 50 ms RTT | 1 | 100 ms | 117 ms | 0.08% | |
-//! | server halfway, 2 x 50 ms RTT | 2 | 100 ms | 117 ms | 0.11% | 100 ms |
+//! | direct, 100 ms RTT | 2 | 150 ms | 150 ms | 0.06% | 133-150 ms |
+//! | server halfway, 2 x 50 ms RTT | 1 | 100 ms | 100 ms | 0.06% | |
+//! | server halfway, 2 x 50 ms RTT | 2 | 100 ms | 117 ms | 0.00% | 100 ms |
 //!
 //! Goal: at most 100 ms through the server where direct mode measures 150: met, both ends
 //! in sync.
@@ -36,8 +36,9 @@ use serde_json::Value;
 #[path = "../fixtures/mod.rs"]
 mod fixtures;
 mod procs;
+mod smoke;
 
-use procs::{spawn, stats, strings, wait_for};
+use procs::{finished, spawn, strings, wait_for};
 
 fn row(name: &str, player: &str, s: &Value) {
     let ms = |f: &Value| f.as_f64().unwrap_or(f64::NAN) * 1000.0 / 60.0;
@@ -52,7 +53,8 @@ fn row(name: &str, player: &str, s: &Value) {
 }
 
 fn main() {
-    let secs = procs::bench_secs(60);
+    // The short form: 4 s each way.
+    let secs = smoke::secs(60, 4);
     let frames = (secs * 60).to_string();
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
@@ -61,7 +63,7 @@ fn main() {
 
     let port = fixtures::free_port().to_string();
     let far = "delay=50ms,jitter=10ms,loss=1%";
-    let mut host = spawn(
+    let host = spawn(
         d,
         "direct-host",
         &strings(&[
@@ -79,7 +81,7 @@ fn main() {
         ]),
     );
     wait_for(d, "direct-host", "hosting on udp port");
-    let mut join = spawn(
+    let join = spawn(
         d,
         "direct-join",
         &strings(&[
@@ -95,10 +97,10 @@ fn main() {
             far,
         ]),
     );
-    join.wait().unwrap();
-    host.wait().unwrap();
-    row("direct, 100 ms RTT", "1 (host)", &stats(d, "direct-host"));
-    row("direct, 100 ms RTT", "2", &stats(d, "direct-join"));
+    let join = finished(join, d, "direct-join");
+    let host = finished(host, d, "direct-host");
+    row("direct, 100 ms RTT", "1 (host)", &host);
+    row("direct, 100 ms RTT", "2", &join);
 
     let port = fixtures::free_port().to_string();
     let server = format!("127.0.0.1:{port}");
@@ -117,7 +119,7 @@ fn main() {
         ]),
     );
     wait_for(d, "serve", "serve: listening");
-    let mut host = spawn(
+    let host = spawn(
         d,
         "room-host",
         &strings(&[
@@ -137,7 +139,7 @@ fn main() {
         ]),
     );
     wait_for(d, "room-host", "your friends join");
-    let mut join = spawn(
+    let join = spawn(
         d,
         "room-join",
         &strings(&[
@@ -155,14 +157,10 @@ fn main() {
             half,
         ]),
     );
-    join.wait().unwrap();
-    host.wait().unwrap();
+    let join = finished(join, d, "room-join");
+    let host = finished(host, d, "room-host");
     let _ = serve.kill();
     let _ = serve.wait();
-    row(
-        "server halfway, 2 x 50 ms RTT",
-        "1 (host)",
-        &stats(d, "room-host"),
-    );
-    row("server halfway, 2 x 50 ms RTT", "2", &stats(d, "room-join"));
+    row("server halfway, 2 x 50 ms RTT", "1 (host)", &host);
+    row("server halfway, 2 x 50 ms RTT", "2", &join);
 }

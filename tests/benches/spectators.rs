@@ -8,7 +8,10 @@
 //! input latency and the share of frames stalled, side by side. Per spectator: what the
 //! host sent it per second, UDP/IP headers included (its bytes received after the start
 //! state over its session time), the start state apart, and its delay behind the players
-//! as its status bar shows it. `FRAMELOCK_BENCH_SECS` sets the play time (default 60 s).
+//! as its status bar shows it. `FRAMELOCK_BENCH_SECS` sets the play time (default 60 s);
+//! spectators attach a third of the way into sessions under 15 s, and under 3 s there is no
+//! time to watch: the bench says so. `FRAMELOCK_BENCH_SPECTATORS` sets their number.
+//! `FRAMELOCK_BENCH_SMOKE=1` (CI's short form): 6 s, 2 spectators attached 2 s in.
 //!
 //! # Results
 //!
@@ -18,11 +21,11 @@
 //!
 //! | player | alone: latency median / p95, stalled | with 16 spectators |
 //! |---|---|---|
-//! | 1 (host) | 150 / 167 ms, 0.00% | 150 / 150 ms, 0.00% |
-//! | 2 | 150 / 167 ms, 0.06% | 150 / 150 ms, 0.00% |
+//! | 1 (host) | 150 / 150 ms, 0.00% | 150 / 167 ms, 0.00% |
+//! | 2 | 150 / 150 ms, 0.00% | 150 / 167 ms, 0.11% |
 //!
-//! Upload per spectator from the host, UDP/IP headers included: 1.30 KB/s (median and max of
-//! 16; goal 2.5 KB/s), plus 0.9 KiB once for the handshake and the built-in game's state
+//! Upload per spectator from the host, UDP/IP headers included: 1.30 KB/s (median; max 1.30;
+//! goal 2.5 KB/s), plus 0.9 KiB once for the handshake and the built-in game's state
 //! (Genesis Plus GX with Airstriker: 12 KiB compressed). Delay behind the players as the
 //! status bar shows it: 47 ms median. Checksums equal across players and spectators. Two runs
 //! of the same session differ by a few hundredths of a percent of stalls and a frame of p95
@@ -53,20 +56,28 @@ use serde_json::Value;
 #[path = "../fixtures/mod.rs"]
 mod fixtures;
 mod procs;
+mod smoke;
 
-use procs::{spawn, stats, strings, wait_for};
+use procs::{finished, spawn, stats, strings, wait_for};
 
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
 }
 
-/// One session of `frames` frames with `spectators` watching; the players' stats.
-fn session(d: &Path, tag: &str, frames: &str, spectators: usize) -> (Value, Value, Vec<Value>) {
+/// One session of `frames` frames with `spectators` watching from `attach` on; the players'
+/// stats.
+fn session(
+    d: &Path,
+    tag: &str,
+    frames: &str,
+    spectators: usize,
+    attach: Duration,
+) -> (Value, Value, Vec<Value>) {
     let port = fixtures::free_port().to_string();
     let far = "delay=50ms,jitter=10ms,loss=2%";
     let host_label = format!("{tag}-host");
-    let mut host = spawn(
+    let host = spawn(
         d,
         &host_label,
         &strings(&[
@@ -85,7 +96,7 @@ fn session(d: &Path, tag: &str, frames: &str, spectators: usize) -> (Value, Valu
     );
     wait_for(d, &host_label, "hosting on udp port");
     let join_label = format!("{tag}-join");
-    let mut join = spawn(
+    let join = spawn(
         d,
         &join_label,
         &strings(&[
@@ -102,7 +113,7 @@ fn session(d: &Path, tag: &str, frames: &str, spectators: usize) -> (Value, Valu
         ]),
     );
     wait_for(d, &join_label, "netplay: in session");
-    std::thread::sleep(Duration::from_secs(5));
+    std::thread::sleep(attach);
     let mut watchers: Vec<Child> = (0..spectators)
         .map(|i| {
             spawn(
@@ -121,15 +132,17 @@ fn session(d: &Path, tag: &str, frames: &str, spectators: usize) -> (Value, Valu
             )
         })
         .collect();
+    // A spectator a few frames behind when the host leaves at its frame limit ends with
+    // "the host left" and a non-zero status; its stats, checked below, say what it saw.
     for w in &mut watchers {
         w.wait().unwrap();
     }
-    join.wait().unwrap();
-    host.wait().unwrap();
+    let join = finished(join, d, &join_label);
+    let host = finished(host, d, &host_label);
     let specs = (0..spectators)
         .map(|i| stats(d, &format!("{tag}-s{i}")))
         .collect();
-    (stats(d, &host_label), stats(d, &join_label), specs)
+    (host, join, specs)
 }
 
 fn cells(s: &Value) -> String {
@@ -144,12 +157,24 @@ fn cells(s: &Value) -> String {
 }
 
 fn main() {
-    let secs = procs::bench_secs(60);
+    // The short form: 6 s, 2 spectators attached 2 s in.
+    let secs = smoke::secs(60, 6);
+    let n = smoke::var("FRAMELOCK_BENCH_SPECTATORS", 16, 2);
+    // Spectators attach 5 s in, or a third of the way into a shorter session, and watch at
+    // least 2 s: a session that ends before they can attach measures nothing.
+    let attach = 5.min(secs / 3);
+    if attach < 1 || secs - attach < 2 {
+        smoke::fail(format!(
+            "FRAMELOCK_BENCH_SECS={secs} is too short: spectators attach a third of the way in \
+             (at most 5 s) and watch at least 2 s; use 3 s or more"
+        ));
+    }
     let frames = (secs * 60).to_string();
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let (h0, j0, _) = session(d, "alone", &frames, 0);
-    let (h1, j1, specs) = session(d, "watched", &frames, 16);
+    let attach = Duration::from_secs(attach);
+    let (h0, j0, _) = session(d, "alone", &frames, 0, attach);
+    let (h1, j1, specs) = session(d, "watched", &frames, n, attach);
     let sums = |v: &[&Value]| {
         v.iter()
             .map(|s| s["checksum"].as_str().unwrap_or("-").to_string())
@@ -159,27 +184,30 @@ fn main() {
     let mut watched: Vec<&Value> = vec![&h1, &j1];
     watched.extend(specs.iter());
     let in_sync = sums(&[&h0, &j0]) == 1 && sums(&watched) == 1;
-    println!("| player | alone: latency median / p95, stalled | 16 spectators |");
+    println!("| player | alone: latency median / p95, stalled | {n} spectators |");
     println!("|---|---|---|");
     println!("| 1 (host) | {} | {} |", cells(&h0), cells(&h1));
     println!("| 2 | {} | {} |", cells(&j0), cells(&j1));
     let per_spectator: Vec<f64> = specs
         .iter()
         .map(|s| {
-            let bytes =
-                s["bytes_received"].as_f64().unwrap() - s["lobby_bytes_received"].as_f64().unwrap();
-            bytes / s["session_s"].as_f64().unwrap()
+            let f = |k: &str| s[k].as_f64().unwrap_or(f64::NAN);
+            (f("bytes_received") - f("lobby_bytes_received")) / f("session_s")
         })
         .collect();
     let start: Vec<f64> = specs
         .iter()
-        .map(|s| s["lobby_bytes_received"].as_f64().unwrap())
+        .map(|s| s["lobby_bytes_received"].as_f64().unwrap_or(f64::NAN))
         .collect();
     let delay: Vec<f64> = specs
         .iter()
         .filter_map(|s| s["delay_ms"]["median"].as_f64())
         .collect();
     let worst = per_spectator.iter().copied().fold(0.0, f64::max);
+    for (i, v) in per_spectator.iter().enumerate() {
+        smoke::number(&format!("watched-s{i}'s bytes per second"), *v);
+    }
+    smoke::number("the spectators' delay", median(delay.clone()));
     println!(
         "upload per spectator from the host, UDP/IP headers included: median {:.0} B/s, \
          max {worst:.0} B/s; start state and handshake: {:.1} KiB each",
@@ -198,4 +226,7 @@ fn main() {
             "DIFFER"
         }
     );
+    if !in_sync {
+        smoke::fail("the checksums differ: the players or spectators desynchronised");
+    }
 }

@@ -2,9 +2,9 @@
 //!
 //! Tags (`wire::keys`) and checks datagrams of the sizes netplay sends: a 20-byte CTRL, an
 //! 80-byte UPDATE, a 1,168-byte state chunk, a million times each (`FRAMELOCK_BENCH_ROUNDS`
-//! changes the count), and one key agreement (X25519 and the key derivation, once per joiner).
-//! Compare with the 16.7 ms of a frame at 60 fps: a peer handles at most a few hundred
-//! datagrams a second.
+//! changes the count; 20,000 in the short form, `FRAMELOCK_BENCH_SMOKE=1`), and one key
+//! agreement (X25519 and the key derivation, once per joiner). Compare with the 16.7 ms of
+//! a frame at 60 fps: a peer handles at most a few hundred datagrams a second.
 //!
 //! # Results
 //!
@@ -20,28 +20,32 @@
 //! The joiner runs at the 2,450 B/s budget either way; the tag takes the place of the session
 //! id, so as many datagrams fit it as before.
 //!
-//! `cargo bench --bench tags` (CPU per datagram, one core of the development machine):
+//! `cargo bench --bench tags` (CPU per datagram, on the 2-core machine shared with other
+//! builds, load average 3.3-3.6; an idle core of the development machine measured about half):
 //!
 //! | datagram | bytes | tag (seal) | check (open) |
 //! |---|---|---:|---:|
-//! | CTRL | 20 + 4 | 111 ns | 97 ns |
-//! | UPDATE | 80 + 4 | 207 ns | 149 ns |
-//! | state chunk | 1168 + 4 | 1650 ns | 1574 ns |
+//! | CTRL | 20 + 4 | 218 ns | 208 ns |
+//! | UPDATE | 80 + 4 | 462 ns | 335 ns |
+//! | state chunk | 1168 + 4 | 3644 ns | 2859 ns |
 //!
-//! A key agreement (X25519 and the derivation) takes 60 µs per joiner. A peer handles well
+//! A key agreement (X25519 and the derivation) takes 100 µs per joiner. A peer handles well
 //! under a hundred CTRLs and UPDATEs a second: about 20 µs of a second, against the 16.7 ms
 //! of a single frame.
 
 use std::hint::black_box;
+
+mod smoke;
 use std::time::Instant;
 
 use framelock::wire::keys::{KeyPair, Keys, Side, TAG_LEN};
 
 fn main() {
-    let rounds: u32 = std::env::var("FRAMELOCK_BENCH_ROUNDS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(1_000_000);
+    // The short form: 20,000 rounds.
+    let rounds: u32 = smoke::var("FRAMELOCK_BENCH_ROUNDS", 1_000_000, 20_000);
+    if rounds == 0 {
+        smoke::fail("FRAMELOCK_BENCH_ROUNDS=0: nothing to time");
+    }
     let host = Keys::for_test(1, Side::Host);
     let joiner = Keys::for_test(1, Side::Joiner);
     println!("| datagram | bytes | tag (seal) | check (open) | per frame at 60 fps, 4 each way |");
