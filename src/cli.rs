@@ -9,6 +9,7 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand};
 
 use crate::app::replay::ReplayOptions;
+use crate::app::video_capture::VideoOutput;
 use crate::app::{PlayOptions, RecordMode, RunnerConfig};
 use crate::config::Config;
 use crate::frontend::audio::AudioSettings;
@@ -17,6 +18,7 @@ use crate::input::{BotSpec, Button};
 use crate::lockstep::{Mode, DEFAULT_SEND_BUDGET};
 use crate::net::NetSim;
 use crate::netplay::{HostOptions, JoinOptions, NetOptions, ServeOptions, DEFAULT_PORT};
+use crate::video::VideoSettings;
 
 const AFTER_HELP: &str = "\
 Examples:
@@ -591,6 +593,38 @@ pub struct PlayArgs {
     /// not round-trip).
     #[arg(long, hide = true)]
     pub test_ignore_loads: bool,
+    #[command(flatten)]
+    pub video: VideoArgs,
+}
+
+/// Recording a video while playing.
+#[derive(Debug, Clone, Args, Default)]
+pub struct VideoArgs {
+    /// Record the game as it is shown to a video file, in the background: .mp4 (H.264 +
+    /// AAC), .webm (VP9 + Opus), .mkv, or .gif (no sound).
+    #[arg(long, value_name = "FILE")]
+    pub video: Option<PathBuf>,
+    /// The --video file keeps every pixel and sample exact (.mkv: FFV1 + FLAC).
+    #[arg(long, requires = "video")]
+    pub lossless: bool,
+    /// Overwrite the --video file if it exists.
+    #[arg(long, requires = "video")]
+    pub force: bool,
+}
+
+impl VideoArgs {
+    /// The video to record while playing, if asked.
+    fn to_output(&self) -> Result<Option<VideoOutput>, CliError> {
+        let Some(path) = &self.video else {
+            return Ok(None);
+        };
+        let mut settings = VideoSettings::new(path.clone(), self.lossless, None, self.force)?;
+        settings.realtime = true;
+        Ok(Some(VideoOutput {
+            settings,
+            from_frame: 0,
+        }))
+    }
 }
 
 #[derive(Debug, Clone, Args)]
@@ -625,6 +659,20 @@ pub struct ReplayArgs {
     /// Write run statistics (frames, checksum, fps, wall_s, verify results) as JSON at exit.
     #[arg(long, value_name = "FILE")]
     pub stats_json: Option<PathBuf>,
+    /// Write the replay as a video file with its sound, headless and as fast as it goes: the
+    /// extension picks .mp4 (H.264 + AAC), .webm (VP9 + Opus), .mkv or .gif (no sound).
+    /// --scale N scales by N (default: the largest that fits 1080 lines).
+    #[arg(long, value_name = "FILE")]
+    pub export: Option<PathBuf>,
+    /// The exported .mkv keeps every pixel and sample exact (FFV1 + FLAC).
+    #[arg(long, requires = "export")]
+    pub lossless: bool,
+    /// Overwrite the --export file if it exists.
+    #[arg(long, requires = "export")]
+    pub force: bool,
+    /// Start the exported video at frame N (the frames before run without being encoded).
+    #[arg(long, value_name = "N", requires = "export")]
+    pub from_frame: Option<u64>,
     #[command(flatten)]
     pub view: ViewArgs,
 }
@@ -677,8 +725,33 @@ impl ReplayArgs {
             record: None,
             no_record: true,
             test_ignore_loads: false,
+            video: VideoArgs::default(),
         }
         .to_options(config)?;
+        let mut play = play;
+        if let Some(path) = &self.export {
+            if let (Some(from), Some(to)) = (self.from_frame, self.to_frame) {
+                if from >= to {
+                    return Err(CliError::Invalid(format!(
+                        "--from-frame {from} is not before --to-frame {to}"
+                    )));
+                }
+            }
+            // An export runs headless and as fast as the machine allows.
+            play.headless = true;
+            play.runner.fast = true;
+            play.audio.enabled = false;
+            play.video = Some(VideoOutput {
+                settings: VideoSettings::new(
+                    path.clone(),
+                    self.lossless,
+                    self.view.scale,
+                    self.force,
+                )?,
+                // A log frame: `replay` turns it into one of the session's.
+                from_frame: self.from_frame.unwrap_or(0),
+            });
+        }
         let core_dirs = core_dirs(config);
         Ok(ReplayOptions {
             log: self.log.clone(),
@@ -705,6 +778,8 @@ pub enum CliError {
     ScreenshotFrame(String),
     #[error("{0}")]
     Invalid(String),
+    #[error(transparent)]
+    Video(#[from] crate::video::VideoError),
 }
 
 /// Where cores are looked for by name (see `host::catalog`).
@@ -814,6 +889,7 @@ impl PlayArgs {
             sync_test: None,
             taps: Vec::new(),
             hash_shown: None,
+            video: self.video.to_output()?,
         })
     }
 }
