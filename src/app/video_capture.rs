@@ -34,6 +34,10 @@ pub fn check(video: &VideoOutput) -> Result<(), VideoError> {
 struct Capture {
     output: VideoOutput,
     encoder: Option<Encoder>,
+    /// Frames held until the encoder starts, and the core's stream as of the newest.
+    pending: Vec<Frame>,
+    stream: Option<Stream>,
+    last_size: Option<(u32, u32)>,
     error: Option<VideoError>,
     /// The error ended the session and reaches the player that way.
     ended_run: bool,
@@ -58,6 +62,9 @@ impl VideoCapture {
         VideoCapture(Rc::new(RefCell::new(Capture {
             output,
             encoder: None,
+            pending: Vec::new(),
+            stream: None,
+            last_size: None,
             error: None,
             ended_run: false,
         })))
@@ -73,6 +80,12 @@ impl VideoCapture {
     pub fn finish(self, end: Option<EndReason>) -> VideoReport {
         let mut c = self.0.borrow_mut();
         let path = c.output.settings.path.clone();
+        // A session shorter than the look-ahead: its frames are all still held.
+        if c.encoder.is_none() && !c.pending.is_empty() && c.error.is_none() && !c.ended_run {
+            if let Err(e) = start(&mut c) {
+                c.error = Some(e);
+            }
+        }
         let (summary, error) = match c.encoder.take().map(Encoder::finish) {
             Some(Ok(summary)) => (summary, c.error.take()),
             // The thread's own error says more than "stopped".
@@ -181,40 +194,65 @@ impl FrameObserver<Core> for Observer {
     }
 }
 
-/// Starts the encoder on the first frame, then queues the core's frame and its sound.
+/// Queues the core's frame and its sound; the first second of frames waits in memory, so
+/// that the video's size is the one the game settled on, not a boot screen's.
 fn capture(c: &mut Capture, core: &Core) -> Result<(), VideoError> {
     let av = core.av_info();
-    if c.encoder.is_none() {
-        let video = core.video();
-        // A core that set no geometry: its first frame's size.
-        let base = if av.base_width > 0 && av.base_height > 0 {
-            (av.base_width, av.base_height)
-        } else {
-            (video.width.max(1), video.height.max(1))
-        };
-        let stream = Stream {
-            base,
-            aspect: av.aspect_ratio,
-            rotation: core.rotation(),
-            fps: av.fps,
-            sample_rate: av.sample_rate,
-        };
-        c.encoder = Some(Encoder::start(&c.output.settings, &stream)?);
-    }
-    let Some(encoder) = c.encoder.as_mut() else {
-        return Ok(());
-    };
     let video = core.video();
-    let mut pixels = encoder.buffer();
+    let mut pixels = c.encoder.as_ref().map(Encoder::buffer).unwrap_or_default();
     pixels.clear();
     pixels.extend_from_slice(video.pixels);
     let mut audio = Vec::new();
     core.copy_frame_audio(&mut audio);
-    encoder.push(Frame {
+    if c.last_size != Some((video.width, video.height)) {
+        tracing::debug!(
+            "video: frames are {}x{} at aspect {:.3}",
+            video.width,
+            video.height,
+            av.aspect_ratio
+        );
+        c.last_size = Some((video.width, video.height));
+    }
+    let frame = Frame {
         width: video.width,
         height: video.height,
         pixels,
         aspect: av.aspect_ratio,
         audio,
-    })
+    };
+    if let Some(encoder) = c.encoder.as_mut() {
+        return encoder.push(frame);
+    }
+    c.pending.push(frame);
+    c.stream = Some(Stream {
+        base: (av.base_width, av.base_height),
+        aspect: av.aspect_ratio,
+        rotation: core.rotation(),
+        fps: av.fps,
+        sample_rate: av.sample_rate,
+    });
+    if c.pending.len() as f64 >= av.fps.clamp(1.0, 240.0) * LOOKAHEAD_S {
+        start(c)?;
+    }
+    Ok(())
+}
+
+/// Seconds of frames held before the video's size is chosen.
+const LOOKAHEAD_S: f64 = 1.0;
+
+/// Starts the encoder sized for the newest frame held, and hands it the frames held.
+fn start(c: &mut Capture) -> Result<(), VideoError> {
+    let Some(mut stream) = c.stream else {
+        return Ok(());
+    };
+    if let Some(last) = c.pending.last().filter(|f| f.width > 0 && f.height > 0) {
+        stream.base = (last.width, last.height);
+        stream.aspect = last.aspect;
+    }
+    stream.base = (stream.base.0.max(1), stream.base.1.max(1));
+    let mut encoder = Encoder::start(&c.output.settings, &stream)?;
+    let held = std::mem::take(&mut c.pending);
+    let pushed = held.into_iter().try_for_each(|f| encoder.push(f));
+    c.encoder = Some(encoder);
+    pushed
 }

@@ -149,6 +149,8 @@ impl Encoder {
                                 break;
                             }
                         }
+                        // All the sound is written: its end lets ffmpeg finish the file.
+                        pipe.close();
                     })
                     .map_err(VideoError::Spawn)?;
                 (Some(audio_tx), Some(thread))

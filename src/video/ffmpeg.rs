@@ -12,7 +12,9 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
+use std::time::Duration;
 
 use super::format::Format;
 use super::VideoError;
@@ -35,22 +37,86 @@ pub struct Input {
 
 /// A running ffmpeg writing one file.
 pub struct Ffmpeg {
-    child: Child,
+    /// Locked to wait for ffmpeg, or to kill it when it is stuck.
+    child: Arc<Mutex<Child>>,
     video: Option<std::io::PipeWriter>,
-    audio: Option<std::io::PipeWriter>,
+    /// The sound pipe, written by the sound thread through an [`AudioPipe`]; here to close
+    /// it when ffmpeg stops taking frames (see `write_video`).
+    audio: Arc<Mutex<Option<std::io::PipeWriter>>>,
+    has_audio: bool,
     errors: Option<JoinHandle<String>>,
     path: PathBuf,
 }
 
-/// The write end of the sound pipe.
-pub struct AudioPipe(std::io::PipeWriter);
+/// The write end of the sound pipe, shared with [`Ffmpeg`].
+pub struct AudioPipe(Arc<Mutex<Option<std::io::PipeWriter>>>);
 
 impl AudioPipe {
     /// Writes interleaved stereo samples; an error means ffmpeg has stopped.
     pub fn write(&mut self, samples: &[i16]) -> std::io::Result<()> {
         let bytes: Vec<u8> = samples.iter().flat_map(|s| s.to_le_bytes()).collect();
-        self.0.write_all(&bytes)
+        let mut pipe = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        match pipe.as_mut() {
+            Some(p) => p.write_all(&bytes),
+            None => Err(std::io::ErrorKind::BrokenPipe.into()),
+        }
     }
+
+    /// Closes the pipe: the sound ends here.
+    pub fn close(self) {
+        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = None;
+    }
+}
+
+/// How long a picture write may make no progress before ffmpeg counts as stuck.
+pub const STALL: Duration = Duration::from_secs(5);
+
+/// `write_all` on a pipe made non-blocking, calling `stuck` once after [`STALL`] without
+/// progress; after twice that, gives up with `TimedOut`.
+fn write_patiently(
+    pipe: &mut std::io::PipeWriter,
+    mut bytes: &[u8],
+    stuck: impl FnOnce(),
+) -> std::io::Result<()> {
+    let fd = pipe.as_raw_fd();
+    // SAFETY: fcntl on a descriptor this pipe owns.
+    unsafe {
+        let flags = libc::fcntl(fd, libc::F_GETFL);
+        if flags >= 0 && flags & libc::O_NONBLOCK == 0 {
+            libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK);
+        }
+    }
+    let mut stuck = Some(stuck);
+    let mut since = std::time::Instant::now();
+    while !bytes.is_empty() {
+        match pipe.write(bytes) {
+            Ok(n) => {
+                bytes = &bytes[n..];
+                since = std::time::Instant::now();
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                let waited = since.elapsed();
+                if waited >= STALL * 2 {
+                    return Err(std::io::ErrorKind::TimedOut.into());
+                }
+                if waited >= STALL {
+                    if let Some(f) = stuck.take() {
+                        f();
+                    }
+                }
+                let mut poll = libc::pollfd {
+                    fd,
+                    events: libc::POLLOUT,
+                    revents: 0,
+                };
+                // SAFETY: one valid pollfd, for the duration of the call.
+                unsafe { libc::poll(&mut poll, 1, 200) };
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }
 
 /// Lines of ffmpeg's error output kept for the error message.
@@ -126,7 +192,9 @@ impl Ffmpeg {
         // The child holds its own copies; ours would keep the pipes open after it exits.
         drop(video_r);
         drop(audio_r);
-        let errors = child.stderr.take().map(|stderr| {
+        let stderr = child.stderr.take();
+        let child = Arc::new(Mutex::new(child));
+        let errors = stderr.map(|stderr| {
             std::thread::Builder::new()
                 .name("ffmpeg-stderr".into())
                 .spawn(move || tail(stderr))
@@ -135,17 +203,32 @@ impl Ffmpeg {
         Ok(Ffmpeg {
             child,
             video: Some(video_w),
-            audio: input.sample_rate.map(|_| audio_w),
+            audio: Arc::new(Mutex::new(input.sample_rate.map(|_| audio_w))),
+            has_audio: input.sample_rate.is_some(),
             errors: errors.flatten(),
             path: path.to_path_buf(),
         })
     }
 
     /// Writes one frame of `width * height * 4` bytes.
+    ///
+    /// A write that makes no progress for [`STALL`] means ffmpeg is stuck: after an output
+    /// error it waits for its input threads, one of which may wait for sound that never
+    /// comes while this waits for it to take the picture. Closing the sound pipe lets it end
+    /// (and say why); if it still takes nothing, it is killed.
     pub fn write_video(&mut self, bytes: &[u8]) -> Result<(), VideoError> {
-        match self.video.as_mut().map(|v| v.write_all(bytes)) {
-            Some(Err(e)) => Err(self.failed(e)),
-            _ => Ok(()),
+        let Some(pipe) = self.video.as_mut() else {
+            return Ok(());
+        };
+        let result = write_patiently(pipe, bytes, || match self.audio.try_lock() {
+            Ok(mut audio) if audio.is_some() => *audio = None,
+            _ => {
+                let _ = self.child.lock().map(|mut c| c.kill());
+            }
+        });
+        match result {
+            Err(e) => Err(self.failed(e)),
+            Ok(()) => Ok(()),
         }
     }
 
@@ -153,14 +236,14 @@ impl Ffmpeg {
     /// own: ffmpeg reads its inputs in turn while it starts, so one thread writing both
     /// would wait on a full picture pipe while ffmpeg waits for sound.
     pub fn take_audio(&mut self) -> Option<AudioPipe> {
-        self.audio.take().map(AudioPipe)
+        self.has_audio.then(|| AudioPipe(self.audio.clone()))
     }
 
     /// Closes the pipes and waits for ffmpeg to finish the file.
     pub fn finish(mut self) -> Result<(), VideoError> {
+        // The sound pipe is closed by the sound thread once it has written everything.
         self.video = None;
-        self.audio = None;
-        let status = self.child.wait().map_err(VideoError::Spawn)?;
+        let status = self.wait().map_err(VideoError::Spawn)?;
         let errors = self.errors.take().and_then(|h| h.join().ok());
         if status.success() {
             Ok(())
@@ -174,11 +257,17 @@ impl Ffmpeg {
         }
     }
 
+    fn wait(&mut self) -> std::io::Result<std::process::ExitStatus> {
+        self.child.lock().unwrap_or_else(|e| e.into_inner()).wait()
+    }
+
     /// A write failed: ffmpeg has stopped. Its own words say why better than the pipe's.
     fn failed(&mut self, e: std::io::Error) -> VideoError {
         self.video = None;
-        self.audio = None;
-        let _ = self.child.wait();
+        if let Ok(mut audio) = self.audio.try_lock() {
+            *audio = None;
+        }
+        let _ = self.wait();
         let errors = self.errors.take().and_then(|h| h.join().ok());
         VideoError::Ffmpeg {
             path: self.path.clone(),
@@ -193,8 +282,7 @@ impl Drop for Ffmpeg {
     fn drop(&mut self) {
         // Dropped without `finish` (a panic, an error elsewhere): still end the file.
         self.video = None;
-        self.audio = None;
-        let _ = self.child.wait();
+        let _ = self.wait();
     }
 }
 
