@@ -175,7 +175,8 @@ fn genesis_plus_gx_exports_at_its_own_rate_in_one_size() {
         .unwrap();
     let sizes: std::collections::BTreeSet<String> = String::from_utf8_lossy(&out.stdout)
         .lines()
-        .map(str::to_owned)
+        .map(|l| l.trim_end_matches(',').to_owned())
+        .filter(|l| !l.is_empty())
         .collect();
     assert_eq!(sizes.len(), 1, "{sizes:?}");
     let size = sizes.into_iter().next().unwrap();
