@@ -604,7 +604,7 @@ pub struct VideoArgs {
     /// AAC), .webm (VP9 + Opus), .mkv, or .gif (no sound).
     #[arg(long, value_name = "FILE")]
     pub video: Option<PathBuf>,
-    /// The --video file keeps every pixel and sample exact (.mkv: FFV1 + FLAC).
+    /// The --video file keeps every pixel and sample exact (.mkv: lossless H.264 in RGB + FLAC).
     #[arg(long, requires = "video")]
     pub lossless: bool,
     /// Overwrite the --video file if it exists.
@@ -664,7 +664,7 @@ pub struct ReplayArgs {
     /// --scale N scales by N (default: the largest that fits 1080 lines).
     #[arg(long, value_name = "FILE")]
     pub export: Option<PathBuf>,
-    /// The exported .mkv keeps every pixel and sample exact (FFV1 + FLAC).
+    /// The exported .mkv keeps every pixel and sample exact (lossless H.264 in RGB + FLAC).
     #[arg(long, requires = "export")]
     pub lossless: bool,
     /// Overwrite the --export file if it exists.

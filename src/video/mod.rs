@@ -60,7 +60,7 @@ pub enum VideoError {
     FfmpegMissing,
     #[error("unknown video format {ext}: use {}", format::KNOWN)]
     UnknownFormat { ext: String },
-    #[error("--lossless needs a .mkv file (FFV1 video and FLAC sound)")]
+    #[error("--lossless needs a .mkv file (lossless H.264 in RGB and FLAC sound)")]
     LosslessNeedsMkv,
     #[error("{} exists; pass --force to overwrite it", .0.display())]
     Exists(PathBuf),
