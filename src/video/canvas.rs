@@ -108,7 +108,7 @@ impl Canvas {
                 continue;
             }
             let out = &mut self.bytes[start..start + width * 4];
-            if rotation % 4 == 0 {
+            if rotation.is_multiple_of(4) {
                 let line = &image.pixels[row as usize * image.pitch..][..src_w];
                 for (px, &col) in out.chunks_exact_mut(4).zip(&self.cols) {
                     px.copy_from_slice(&line[col as usize].to_le_bytes());

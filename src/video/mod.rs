@@ -2,7 +2,7 @@
 //! playing. Frames and sound go raw through pipes to Debian's `ffmpeg` binary (nothing is
 //! linked), which encodes them in the background while the game runs.
 //!
-//! - [`format`]: the file's extension picks the container and codecs;
+//! - [`format`](mod@format): the file's extension picks the container and codecs;
 //! - [`canvas`]: each frame drawn upright into one fixed picture size, as the window shows it;
 //! - [`ffmpeg`]: the encoder process and its pipes;
 //! - [`encoder`]: the thread that feeds it, behind a bounded channel.
