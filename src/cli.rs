@@ -28,6 +28,7 @@ Examples:
   framelock play sf2.zip --core ./fbneo_libretro.so --option fbneo-hiscores=disabled
   framelock play --headless --fast --frames 6000 --bot 1 --stats-json stats.json
   framelock play game.md --core genesis_plus_gx --record match.flr
+  framelock play game.md --video match.mp4         record a video while playing
   framelock play game.md --run-ahead 2             hide 2 frames of the game's input lag
   framelock play game.md --headless --fast --frames 3600 --bot 1 --sync-test 8
 
@@ -138,6 +139,9 @@ Examples:
   framelock replay match.flr game.md --core genesis_plus_gx_libretro.so
   framelock replay match.flr --speed 2             double speed (0.5 to 2)
   framelock replay match.flr --headless --fast --verify   check every recorded checksum
+  framelock replay match.flr --export match.mp4    a video with sound (needs ffmpeg)
+  framelock replay match.flr --export clip.gif --from-frame 600 --to-frame 900 --scale 2
+  framelock replay match.flr --export exact.mkv --lossless   every pixel and sample exact
 
 The core (name and version) and the content (xxh3 hash) must be the ones the log was
 recorded with. --verify exits non-zero naming the first frame whose checksum differs, if
@@ -1119,6 +1123,56 @@ mod tests {
             argv.extend_from_slice(bad);
             assert!(Cli::try_parse_from(argv).is_err(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn export_runs_headless_and_fast_and_checks_its_flags() {
+        let replay = |extra: &[&str]| {
+            let mut argv = vec!["framelock", "replay", "m.flr"];
+            argv.extend_from_slice(extra);
+            let cli = Cli::try_parse_from(argv).map_err(|e| e.to_string())?;
+            let Command::Replay(r) = cli.command else {
+                panic!("not replay")
+            };
+            r.to_options(&Config::default()).map_err(|e| e.to_string())
+        };
+        let o = replay(&[
+            "--export",
+            "m.mkv",
+            "--lossless",
+            "--from-frame",
+            "5",
+            "--scale",
+            "2",
+        ])
+        .unwrap();
+        assert!(o.play.headless && o.play.runner.fast && !o.play.audio.enabled);
+        let v = o.play.video.unwrap();
+        assert_eq!(v.from_frame, 5);
+        assert_eq!(v.settings.format, crate::video::Format::MkvLossless);
+        assert_eq!((v.settings.scale, v.settings.force), (Some(2), false));
+        assert!(!v.settings.realtime);
+        // Without --export, a window as before.
+        assert!(replay(&[]).unwrap().play.video.is_none());
+        for (bad, says) in [
+            (&["--lossless"][..], "--export"),
+            (&["--from-frame", "3"], "--export"),
+            (
+                &["--export", "m.mp4", "--from-frame", "9", "--to-frame", "9"],
+                "not before",
+            ),
+            (&["--export", "m.avi"], "unknown video format .avi"),
+        ] {
+            let e = replay(bad).unwrap_err();
+            assert!(e.contains(says), "{bad:?}: {e}");
+        }
+        // While playing: realtime, from the first frame.
+        let p = play(&["--video", "v.webm", "--force"])
+            .to_options(&Config::default())
+            .unwrap();
+        let v = p.video.unwrap();
+        assert!(v.settings.realtime && v.settings.force && v.from_frame == 0);
+        assert_eq!(v.settings.format, crate::video::Format::Webm);
     }
 
     #[test]
