@@ -617,12 +617,14 @@ pub struct VideoArgs {
 }
 
 impl VideoArgs {
-    /// The video to record while playing, if asked.
-    fn to_output(&self) -> Result<Option<VideoOutput>, CliError> {
+    /// The video to record while playing, if asked; `scale` is `--scale` as given (the
+    /// video is that many times the game, as the window; without it, the most that fits
+    /// 1080 lines).
+    fn to_output(&self, scale: Option<u32>) -> Result<Option<VideoOutput>, CliError> {
         let Some(path) = &self.video else {
             return Ok(None);
         };
-        let mut settings = VideoSettings::new(path.clone(), self.lossless, None, self.force)?;
+        let mut settings = VideoSettings::new(path.clone(), self.lossless, scale, self.force)?;
         settings.realtime = true;
         Ok(Some(VideoOutput {
             settings,
@@ -893,7 +895,7 @@ impl PlayArgs {
             sync_test: None,
             taps: Vec::new(),
             hash_shown: None,
-            video: self.video.to_output()?,
+            video: self.video.to_output(self.view.scale)?,
         })
     }
 }

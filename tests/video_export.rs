@@ -394,3 +394,34 @@ fn ctrl_c_leaves_a_playable_file_and_says_so() {
         text(&out)
     );
 }
+
+#[test]
+fn play_video_keeps_every_frames_sound_while_running_ahead() {
+    // Running ahead plays a frame's sound when it first runs ahead and silences the real
+    // run of it; the video still gets each frame's own sound, once.
+    let home = tempfile::tempdir().unwrap();
+    let out = run(
+        home.path(),
+        &[
+            "play",
+            "--headless",
+            "--fast",
+            "--frames",
+            "300",
+            "--bot",
+            "2",
+            "--run-ahead",
+            "2",
+            "--video",
+            "ahead.mkv",
+            "--lossless",
+            "--scale",
+            "1",
+        ],
+    );
+    assert_ok(&out);
+    let file = home.path().join("ahead.mkv");
+    assert_eq!(video_frames(&file), 300, "{}", text(&out));
+    // 800 samples a frame at 48 kHz, every one of them.
+    assert_eq!(audio_seconds(&file), 300.0 / 60.0);
+}
