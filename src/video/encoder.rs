@@ -295,3 +295,58 @@ fn feed(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::video::Format;
+
+    /// Frames in `path`, by ffprobe.
+    fn frames_in(path: &Path) -> u64 {
+        let out = std::process::Command::new("ffprobe")
+            .args(["-v", "error", "-count_packets", "-select_streams", "v:0"])
+            .args(["-show_entries", "stream=nb_read_packets", "-of", "csv=p=0"])
+            .arg(path)
+            .output()
+            .expect("ffprobe runs (bash .ci/setup installs ffmpeg)");
+        String::from_utf8_lossy(&out.stdout).trim().parse().unwrap()
+    }
+
+    #[test]
+    fn an_encoder_behind_the_game_repeats_pictures_and_keeps_the_count() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("v.mkv");
+        let settings = VideoSettings {
+            path: path.clone(),
+            format: Format::Mkv,
+            // Large pictures: ffmpeg cannot take 600 of them as fast as they come.
+            scale: Some(16),
+            force: false,
+            realtime: true,
+        };
+        let stream = Stream {
+            base: (64, 60),
+            aspect: 0.0,
+            rotation: 0,
+            fps: 60.0,
+            sample_rate: 48_000.0,
+        };
+        let mut encoder = Encoder::start(&settings, &stream).unwrap();
+        for i in 0..600u32 {
+            encoder
+                .push(Frame {
+                    width: 64,
+                    height: 60,
+                    pixels: vec![i * 0x0101; 64 * 60],
+                    aspect: 0.0,
+                    audio: vec![0; 1600],
+                })
+                .unwrap();
+        }
+        let summary = encoder.finish().unwrap();
+        assert_eq!((summary.width, summary.height), (1024, 960));
+        assert_eq!(summary.frames, 600);
+        assert!(summary.repeated > 0, "{summary:?}");
+        assert_eq!(frames_in(&path), 600);
+    }
+}
