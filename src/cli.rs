@@ -9,6 +9,7 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand};
 
 use crate::app::replay::ReplayOptions;
+use crate::app::video_capture::VideoOutput;
 use crate::app::{PlayOptions, RecordMode, RunnerConfig};
 use crate::config::Config;
 use crate::frontend::audio::AudioSettings;
@@ -17,6 +18,7 @@ use crate::input::{BotSpec, Button};
 use crate::lockstep::{Mode, DEFAULT_SEND_BUDGET};
 use crate::net::NetSim;
 use crate::netplay::{HostOptions, JoinOptions, NetOptions, ServeOptions, DEFAULT_PORT};
+use crate::video::VideoSettings;
 
 const AFTER_HELP: &str = "\
 Examples:
@@ -26,6 +28,7 @@ Examples:
   framelock play sf2.zip --core ./fbneo_libretro.so --option fbneo-hiscores=disabled
   framelock play --headless --fast --frames 6000 --bot 1 --stats-json stats.json
   framelock play game.md --core genesis_plus_gx --record match.flr
+  framelock play game.md --video match.mp4         record a video while playing
   framelock play game.md --run-ahead 2             hide 2 frames of the game's input lag
   framelock play game.md --headless --fast --frames 3600 --bot 1 --sync-test 8
 
@@ -136,6 +139,9 @@ Examples:
   framelock replay match.flr game.md --core genesis_plus_gx_libretro.so
   framelock replay match.flr --speed 2             double speed (0.5 to 2)
   framelock replay match.flr --headless --fast --verify   check every recorded checksum
+  framelock replay match.flr --export match.mp4    a video with sound (needs ffmpeg)
+  framelock replay match.flr --export clip.gif --from-frame 600 --to-frame 900 --scale 2
+  framelock replay match.flr --export exact.mkv --lossless   every pixel and sample exact
 
 The core (name and version) and the content (xxh3 hash) must be the ones the log was
 recorded with. --verify exits non-zero naming the first frame whose checksum differs, if
@@ -597,6 +603,40 @@ pub struct PlayArgs {
     /// not round-trip).
     #[arg(long, hide = true)]
     pub test_ignore_loads: bool,
+    #[command(flatten)]
+    pub video: VideoArgs,
+}
+
+/// Recording a video while playing.
+#[derive(Debug, Clone, Args, Default)]
+pub struct VideoArgs {
+    /// Record the game as it is shown to a video file, in the background: .mp4 (H.264 +
+    /// AAC), .webm (VP9 + Opus), .mkv, or .gif (no sound).
+    #[arg(long, value_name = "FILE")]
+    pub video: Option<PathBuf>,
+    /// The --video file keeps every pixel and sample exact (.mkv: lossless H.264 in RGB + FLAC).
+    #[arg(long, requires = "video")]
+    pub lossless: bool,
+    /// Overwrite the --video file if it exists.
+    #[arg(long, requires = "video")]
+    pub force: bool,
+}
+
+impl VideoArgs {
+    /// The video to record while playing, if asked; `scale` is `--scale` as given (the
+    /// video is that many times the game, as the window; without it, the most that fits
+    /// 1080 lines).
+    fn to_output(&self, scale: Option<u32>) -> Result<Option<VideoOutput>, CliError> {
+        let Some(path) = &self.video else {
+            return Ok(None);
+        };
+        let mut settings = VideoSettings::new(path.clone(), self.lossless, scale, self.force)?;
+        settings.realtime = true;
+        Ok(Some(VideoOutput {
+            settings,
+            from_frame: 0,
+        }))
+    }
 }
 
 #[derive(Debug, Clone, Args)]
@@ -631,6 +671,20 @@ pub struct ReplayArgs {
     /// Write run statistics (frames, checksum, fps, wall_s, verify results) as JSON at exit.
     #[arg(long, value_name = "FILE")]
     pub stats_json: Option<PathBuf>,
+    /// Write the replay as a video file with its sound, headless and as fast as it goes: the
+    /// extension picks .mp4 (H.264 + AAC), .webm (VP9 + Opus), .mkv or .gif (no sound).
+    /// --scale N scales by N (default: the largest that fits 1080 lines).
+    #[arg(long, value_name = "FILE")]
+    pub export: Option<PathBuf>,
+    /// The exported .mkv keeps every pixel and sample exact (lossless H.264 in RGB + FLAC).
+    #[arg(long, requires = "export")]
+    pub lossless: bool,
+    /// Overwrite the --export file if it exists.
+    #[arg(long, requires = "export")]
+    pub force: bool,
+    /// Start the exported video at frame N (the frames before run without being encoded).
+    #[arg(long, value_name = "N", requires = "export")]
+    pub from_frame: Option<u64>,
     #[command(flatten)]
     pub view: ViewArgs,
 }
@@ -683,8 +737,33 @@ impl ReplayArgs {
             record: None,
             no_record: true,
             test_ignore_loads: false,
+            video: VideoArgs::default(),
         }
         .to_options(config)?;
+        let mut play = play;
+        if let Some(path) = &self.export {
+            if let (Some(from), Some(to)) = (self.from_frame, self.to_frame) {
+                if from >= to {
+                    return Err(CliError::Invalid(format!(
+                        "--from-frame {from} is not before --to-frame {to}"
+                    )));
+                }
+            }
+            // An export runs headless and as fast as the machine allows.
+            play.headless = true;
+            play.runner.fast = true;
+            play.audio.enabled = false;
+            play.video = Some(VideoOutput {
+                settings: VideoSettings::new(
+                    path.clone(),
+                    self.lossless,
+                    self.view.scale,
+                    self.force,
+                )?,
+                // A log frame: `replay` turns it into one of the session's.
+                from_frame: self.from_frame.unwrap_or(0),
+            });
+        }
         let core_dirs = core_dirs(config);
         Ok(ReplayOptions {
             log: self.log.clone(),
@@ -711,6 +790,8 @@ pub enum CliError {
     ScreenshotFrame(String),
     #[error("{0}")]
     Invalid(String),
+    #[error(transparent)]
+    Video(#[from] crate::video::VideoError),
 }
 
 /// Where cores are looked for by name (see `host::catalog`).
@@ -820,6 +901,7 @@ impl PlayArgs {
             sync_test: None,
             taps: Vec::new(),
             hash_shown: None,
+            video: self.video.to_output(self.view.scale)?,
         })
     }
 }
@@ -1049,6 +1131,56 @@ mod tests {
             argv.extend_from_slice(bad);
             assert!(Cli::try_parse_from(argv).is_err(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn export_runs_headless_and_fast_and_checks_its_flags() {
+        let replay = |extra: &[&str]| {
+            let mut argv = vec!["framelock", "replay", "m.flr"];
+            argv.extend_from_slice(extra);
+            let cli = Cli::try_parse_from(argv).map_err(|e| e.to_string())?;
+            let Command::Replay(r) = cli.command else {
+                panic!("not replay")
+            };
+            r.to_options(&Config::default()).map_err(|e| e.to_string())
+        };
+        let o = replay(&[
+            "--export",
+            "m.mkv",
+            "--lossless",
+            "--from-frame",
+            "5",
+            "--scale",
+            "2",
+        ])
+        .unwrap();
+        assert!(o.play.headless && o.play.runner.fast && !o.play.audio.enabled);
+        let v = o.play.video.unwrap();
+        assert_eq!(v.from_frame, 5);
+        assert_eq!(v.settings.format, crate::video::Format::MkvLossless);
+        assert_eq!((v.settings.scale, v.settings.force), (Some(2), false));
+        assert!(!v.settings.realtime);
+        // Without --export, a window as before.
+        assert!(replay(&[]).unwrap().play.video.is_none());
+        for (bad, says) in [
+            (&["--lossless"][..], "--export"),
+            (&["--from-frame", "3"], "--export"),
+            (
+                &["--export", "m.mp4", "--from-frame", "9", "--to-frame", "9"],
+                "not before",
+            ),
+            (&["--export", "m.avi"], "unknown video format .avi"),
+        ] {
+            let e = replay(bad).unwrap_err();
+            assert!(e.contains(says), "{bad:?}: {e}");
+        }
+        // While playing: realtime, from the first frame.
+        let p = play(&["--video", "v.webm", "--force"])
+            .to_options(&Config::default())
+            .unwrap();
+        let v = p.video.unwrap();
+        assert!(v.settings.realtime && v.settings.force && v.from_frame == 0);
+        assert_eq!(v.settings.format, crate::video::Format::Webm);
     }
 
     #[test]

@@ -3,7 +3,8 @@
 //! Data flows one way:
 //! pad devices (`frontend`) -> input sampling (`input`) -> lockstep protocol (`lockstep`,
 //! sans-IO, with the `session` handshake; carried over UDP by `net`) -> frame scheduler (`app`)
-//! -> core (`host`) -> video and audio outputs (`frontend`). Recordings live in `replay`.
+//! -> core (`host`) -> video and audio outputs (`frontend`). Recordings live in `replay`,
+//! video files of the game in `video`.
 
 pub mod app;
 pub mod cli;
@@ -21,5 +22,6 @@ pub mod replay;
 pub mod serve;
 #[warn(missing_docs)]
 pub mod session;
+pub mod video;
 pub mod wire;
 pub mod wording;

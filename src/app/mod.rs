@@ -12,6 +12,7 @@ pub mod replay;
 pub mod runner;
 pub mod stats;
 pub mod sync_test;
+pub mod video_capture;
 
 pub use driver::{run_loop, Frontend, Requests};
 pub use local::LocalFeed;

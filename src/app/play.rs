@@ -13,6 +13,7 @@ use super::record::{self, RecordError, RecordMode, Recording};
 use super::runner::{EndReason, Feed, RunError, Runner, RunnerConfig};
 use super::stats::{self, checksum_hex, StatsError};
 use super::sync_test::SyncTest;
+use super::video_capture::{self, VideoCapture, VideoOutput};
 use crate::frontend::audio::AudioSettings;
 use crate::frontend::window::{WindowError, WindowFrontend, WindowSettings};
 use crate::host::{Core, CoreSource, HostConfig, HostError};
@@ -48,6 +49,8 @@ pub struct PlayOptions {
     pub taps: Vec<(u64, crate::input::Button)>,
     /// Test hook (`--hash-shown FROM:COUNT`): hashes of the images shown.
     pub hash_shown: Option<(u64, u64)>,
+    /// Write the game as shown to a video file (`--video`, `replay --export`).
+    pub video: Option<VideoOutput>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -64,6 +67,8 @@ pub enum PlayError {
     Stats(#[from] StatsError),
     #[error(transparent)]
     Record(#[from] RecordError),
+    #[error(transparent)]
+    Video(#[from] crate::video::VideoError),
 }
 
 /// "loading core X: why", or just "why" when it names X already ("cannot open core X: ...").
@@ -105,6 +110,11 @@ pub fn open_core(opts: &PlayOptions) -> Result<Core, PlayError> {
 
 /// Loads `opts.core` without content (netplay and replay set options first).
 pub fn open_core_only(opts: &PlayOptions) -> Result<Core, PlayError> {
+    // Before the core loads (and before any lobby): a video file that cannot be written
+    // fails at once.
+    if let Some(video) = &opts.video {
+        video_capture::check(video)?;
+    }
     Core::open(&opts.core, &opts.host).map_err(|source| PlayError::OpenCore {
         core: opts.core.to_string(),
         source,
@@ -254,6 +264,11 @@ pub fn run_session<F: Feed>(
         .as_ref()
         .map(|(f, p)| ShotAt::new(*f, p.clone()));
 
+    let capture = opts.video.as_ref().map(|v| {
+        let capture = VideoCapture::new(v);
+        runner.observe(capture.observer());
+        capture
+    });
     let end = if opts.headless {
         let mut headless = Headless::new(shot, opts.busy_frame).with_hash_shown(opts.hash_shown);
         let end = run_loop(runner, core, &mut headless);
@@ -295,9 +310,20 @@ pub fn run_session<F: Feed>(
         tracing::warn!("{e}");
     }
     let recorded = recording.map(Recording::finish);
+    let video = capture.map(|c| c.finish(end.as_ref().ok().copied()));
     let end = end?;
     if let Some(r) = recorded {
         extra.insert("recording".into(), r.to_json());
+    }
+    if let Some(v) = video {
+        extra.insert("video".into(), v.to_json());
+        // An export exists for its video; a recording made while playing only warns.
+        if let Some(e) = v
+            .error
+            .filter(|_| opts.video.as_ref().is_some_and(|o| !o.settings.realtime))
+        {
+            return Err(e.into());
+        }
     }
     summarize(opts, core, runner, end, extra)
 }

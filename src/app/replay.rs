@@ -157,6 +157,12 @@ pub fn replay(opts: &ReplayOptions) -> Result<ReplaySummary, ReplayRunError> {
     play.runner.max_frames = opts
         .to_frame
         .map(|n| n.saturating_sub(u64::from(header.start_frame)));
+    if let Some(video) = &mut play.video {
+        // `--from-frame` counts the log's frames; the video counts the replay's.
+        video.from_frame = video
+            .from_frame
+            .saturating_sub(u64::from(header.start_frame));
+    }
     let mut core = open_checked(&play, &header)?;
     if let Some(sram) = &header.start_sram {
         core.write_sram(sram);
@@ -180,7 +186,8 @@ pub fn replay(opts: &ReplayOptions) -> Result<ReplaySummary, ReplayRunError> {
         .runner
         .max_frames
         .map_or(u64::from(total), |n| n.min(u64::from(total)));
-    let bar = (play.runner.fast || play.headless).then(|| progress_bar(to_run, &header, opts));
+    let fps = core.av_info().fps;
+    let bar = (play.runner.fast || play.headless).then(|| progress_bar(to_run, fps, &header, opts));
     if let Some(bar) = &bar {
         runner.observe(Box::new(BarObserver(bar.clone())));
     }
@@ -417,8 +424,9 @@ impl Drop for Scratch {
     }
 }
 
-/// A bar on stderr; indicatif hides it when stderr is not a terminal.
-fn progress_bar(frames: u64, h: &Header, opts: &ReplayOptions) -> ProgressBar {
+/// A bar on stderr; indicatif hides it when stderr is not a terminal. Speed is in times
+/// real time (the core's `fps` frames a second is 1x).
+fn progress_bar(frames: u64, fps: f64, h: &Header, opts: &ReplayOptions) -> ProgressBar {
     let bar = ProgressBar::with_draw_target(Some(frames), ProgressDrawTarget::stderr());
     let style = ProgressStyle::with_template(
         "{msg} [{bar:30}] {pos}/{len} frames, {fps}, eta {eta}",
@@ -426,8 +434,13 @@ fn progress_bar(frames: u64, h: &Header, opts: &ReplayOptions) -> ProgressBar {
     .map(|s| {
         s.progress_chars("=> ").with_key(
             "fps",
-            |st: &ProgressState, w: &mut dyn std::fmt::Write| {
-                let _ = write!(w, "{:.0} fps", st.per_sec());
+            move |st: &ProgressState, w: &mut dyn std::fmt::Write| {
+                let _ = write!(
+                    w,
+                    "{:.0} fps ({:.1}x real time)",
+                    st.per_sec(),
+                    st.per_sec() / fps.max(1.0)
+                );
             },
         )
     });

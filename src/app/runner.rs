@@ -782,15 +782,17 @@ impl<M: Machine, F: Feed, C: Clock> Runner<M, F, C> {
                         self.frame_cost = Some(smooth(self.frame_cost, took));
                         self.check_prediction(frame, &inputs, &mut wrong_from);
                     }
-                    if self.heard.is_some_and(|h| frame <= h) {
-                        machine.discard_audio();
-                    }
                     self.stats.frames += 1;
                     ran += 1;
                     next_frame += period;
                     for obs in &mut self.observers {
                         obs.after_frame(frame, &inputs, machine)
                             .map_err(|source| RunError::Observer { frame, source })?;
+                    }
+                    // After the observers: a video recording keeps every frame's own sound,
+                    // even the sound already played while running ahead.
+                    if self.heard.is_some_and(|h| frame <= h) {
+                        machine.discard_audio();
                     }
                     if machine.shutdown_requested() {
                         self.ended = Some(EndReason::Shutdown);

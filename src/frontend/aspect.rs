@@ -32,6 +32,16 @@ pub fn pixel_aspect(size: (u32, u32), aspect: f32) -> f32 {
     }
 }
 
+/// The display aspect of an image shown turned by `rotation` quarter turns: a quarter turn
+/// turns the core's ratio (of its unrotated picture) over.
+pub fn rotated_aspect(aspect: f32, rotation: u32) -> f32 {
+    if rotation % 2 == 1 && aspect > 0.0 {
+        1.0 / aspect
+    } else {
+        aspect
+    }
+}
+
 /// The window size that shows a buffer of `size` at `scale` with pixels `par` wide.
 pub fn window_size(size: (u32, u32), par: f32, scale: u32) -> (u32, u32) {
     let width = (size.0 as f32 * par * scale as f32).round().max(1.0) as u32;

@@ -43,6 +43,19 @@ pub fn rotated_size(width: u32, height: u32, rotation: u32) -> (u32, u32) {
     }
 }
 
+/// The pixel of a `size` (width, height) source that lands on `(dx, dy)` once the source is
+/// turned by `rotation` quarter turns counter-clockwise (the inverse mapping).
+#[inline]
+pub fn rotated_source(dx: usize, dy: usize, size: (usize, usize), rotation: u32) -> (usize, usize) {
+    let (w, h) = size;
+    match rotation % 4 {
+        0 => (dx, dy),
+        1 => (w - 1 - dy, dx),
+        2 => (w - 1 - dx, h - 1 - dy),
+        _ => (dy, h - 1 - dx),
+    }
+}
+
 /// Copies `src` turned by `rotation` quarter turns counter-clockwise (libretro's
 /// SET_ROTATION) into `dst`, `bpp` bytes per pixel: 4 writes RGBA (alpha 255), 3 writes RGB.
 /// `dst` must hold `rotated_size` pixels; returns false (and writes nothing) otherwise.
@@ -56,13 +69,7 @@ pub fn copy_rotated(src: &Image, rotation: u32, dst: &mut [u8], bpp: usize) -> b
     for dy in 0..dh {
         let row = &mut dst[dy * dw * bpp..(dy + 1) * dw * bpp];
         for (dx, out) in row.chunks_exact_mut(bpp).enumerate() {
-            // Inverse mapping: which source pixel lands on (dx, dy).
-            let (sx, sy) = match rotation % 4 {
-                0 => (dx, dy),
-                1 => (w - 1 - dy, dx),
-                2 => (w - 1 - dx, h - 1 - dy),
-                _ => (dy, h - 1 - dx),
-            };
+            let (sx, sy) = rotated_source(dx, dy, (w, h), rotation);
             let p = src.pixels[sy * src.pitch + sx];
             out[0] = (p >> 16) as u8;
             out[1] = (p >> 8) as u8;

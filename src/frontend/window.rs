@@ -570,11 +570,6 @@ fn bar_rows_for(status: Option<&str>, width: u32) -> u32 {
 /// The core's display aspect ratio as a pixel shape for an image of `size` (after the
 /// core's rotation, which turns the ratio over).
 fn pixel_aspect_of(core: &Core, size: (u32, u32)) -> f32 {
-    let a = core.av_info().aspect_ratio;
-    let a = if core.rotation() % 2 == 1 && a > 0.0 {
-        1.0 / a
-    } else {
-        a
-    };
+    let a = aspect::rotated_aspect(core.av_info().aspect_ratio, core.rotation());
     aspect::pixel_aspect(size, a)
 }

@@ -48,6 +48,8 @@ pub struct Core {
     /// The allocation `pixels` held before the last new frame, reused by the next conversion.
     spare_pixels: Cell<Vec<u32>>,
     frame_count: u64,
+    /// Samples (`i16`s) the last `run_frame` added to the undrained audio; reset by a drain.
+    frame_samples: usize,
     /// Test hook (`HostConfig::ignore_loads`).
     ignore_loads: bool,
     /// `unserialize` calls (see `loads`).
@@ -94,6 +96,7 @@ impl Core {
             pixels: OnceCell::new(),
             spare_pixels: Cell::new(Vec::new()),
             frame_count: 0,
+            frame_samples: 0,
             ignore_loads: config.ignore_loads,
             loads: 0,
             api,
@@ -264,10 +267,14 @@ impl Core {
             tracing::warn!("run_frame before load_game ignored");
             return;
         }
-        state::with(|s| s.inputs = *inputs);
+        let before = state::with(|s| {
+            s.inputs = *inputs;
+            s.audio.len()
+        })
+        .unwrap_or(0);
         // SAFETY: the game is loaded; callbacks do not hold the state lock across calls.
         unsafe { (self.api.run)() };
-        state::with(|s| {
+        let after = state::with(|s| {
             if s.audio.len() > AUDIO_CAP {
                 let excess = s.audio.len() - AUDIO_CAP;
                 s.audio.drain(..excess);
@@ -280,7 +287,10 @@ impl Core {
                     self.spare_pixels.set(old);
                 }
             }
-        });
+            s.audio.len()
+        })
+        .unwrap_or(0);
+        self.frame_samples = after.saturating_sub(before).min(after);
         self.frame_count += 1;
     }
 
@@ -302,7 +312,15 @@ impl Core {
     /// Appends the audio produced since the last call (interleaved stereo `i16`). Drain
     /// every frame: undrained audio beyond about 10 s is dropped.
     pub fn drain_audio(&mut self, out: &mut Vec<i16>) {
+        self.frame_samples = 0;
         state::with(|s| out.append(&mut s.audio));
+    }
+
+    /// Appends a copy of the sound the last frame made, if it has not been drained or
+    /// cleared since, leaving it to be drained: a second listener to the same sound.
+    pub fn copy_frame_audio(&self, out: &mut Vec<i16>) {
+        let n = self.frame_samples;
+        state::with(|s| out.extend_from_slice(&s.audio[s.audio.len().saturating_sub(n)..]));
     }
 
     /// Queues `samples` as if the core had just produced them.
@@ -312,6 +330,7 @@ impl Core {
 
     /// Drops the sound produced since the last drain.
     pub fn clear_audio(&mut self) {
+        self.frame_samples = 0;
         state::with(|s| s.audio.clear());
     }
 
