@@ -52,9 +52,11 @@
 //! - **Listing.** `framelock rooms` asks any server, which lists the directory (a watch
 //!   keeps a local copy) instead of its own rooms.
 
+pub mod fleet;
 mod names;
 mod rooms;
 
+pub use fleet::{DirNews, DirOp, Fleet, HEARTBEAT, SILENT};
 pub use names::{room_name, valid_room_name};
 pub use rooms::{Rooms, ServeConfig, ServeEvent, ServeStats, CLOSE_GRACE};
 

@@ -239,6 +239,7 @@ impl Generator {
                         OpenEvent::Uploaded { room, .. } => p.room = Some(room),
                         OpenEvent::Failed(e) => panic!("opening a room: {e}"),
                         OpenEvent::Opened { .. } => {}
+                        OpenEvent::Moved { server } => panic!("sent to {server}: one server"),
                     }
                 }
             }
