@@ -303,7 +303,8 @@ impl Client {
                 }
             }
         };
-        let watch = match store.watch_all().await {
+        // Every key's latest value first, then every change.
+        let watch = match store.watch_with_history(">").await {
             Ok(w) => w,
             Err(e) => {
                 self.failed(&format!("cannot watch bucket {BUCKET}: {e}"));
