@@ -98,6 +98,17 @@ impl Drop for Nats {
     }
 }
 
+/// The body of `GET /metrics` from `addr`.
+fn http_get(addr: &str) -> String {
+    let mut s = std::net::TcpStream::connect(addr).expect("metrics listener");
+    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+        .unwrap();
+    let mut text = String::new();
+    s.read_to_string(&mut text).unwrap();
+    assert!(text.starts_with("HTTP/1.1 200 OK"), "{text}");
+    text
+}
+
 fn free_tcp_port() -> u16 {
     loop {
         let port = free_port();
@@ -190,7 +201,8 @@ fn a_room_opened_on_one_server_is_listed_joined_and_watched_through_another() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let nats = Nats::start(d, "nats");
-    let (mut a, a_addr) = member(d, "server-a", &[nats.url()], &[]);
+    let metrics = format!("127.0.0.1:{}", free_tcp_port());
+    let (mut a, a_addr) = member(d, "server-a", &[nats.url()], &["--metrics", &metrics]);
     let (mut b, b_addr) = member(d, "server-b", &[nats.url()], &["--max-rooms", "1"]);
     let frames = ["--frames", "1500"];
     let mut host = open_room(
@@ -290,6 +302,24 @@ fn a_room_opened_on_one_server_is_listed_joined_and_watched_through_another() {
     assert!(a_log.contains("room sent: opened by"), "{a_log}");
     assert!(!b.log_text().contains("room friday: opened"));
     assert!(b.log_text().contains("room solo: opened by"));
+    // A's metrics: two rooms (friday ended, sent plays), its datagrams and answer times.
+    // (Updated once a second.)
+    within(Duration::from_secs(3), || {
+        http_get(&metrics).contains("framelock_rooms 1\n")
+    });
+    let text = http_get(&metrics);
+    for line in [
+        "framelock_rooms 1",
+        "framelock_directory_errors_total 0",
+        "framelock_dropped_total{reason=\"garbage\"} 0",
+    ] {
+        assert!(text.contains(line), "{line}\n{text}");
+    }
+    let count = text
+        .lines()
+        .find_map(|l| l.strip_prefix("framelock_answer_seconds_count "))
+        .and_then(|n| n.trim().parse::<u64>().ok());
+    assert!(count.is_some_and(|n| n > 1000), "{text}");
     solo.kill();
     sent.kill();
     // A room that closes leaves the directory.

@@ -135,7 +135,7 @@ pub struct RoomEntry {
 }
 
 /// A server's heartbeat in the directory bucket (JSON), under `server.ID`, rewritten every
-/// [`HEARTBEAT`](crate::serve::HEARTBEAT).
+/// [`HEARTBEAT`].
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ServerEntry {
     pub server: String,
