@@ -509,3 +509,42 @@ fn a_malformed_entry_is_skipped_and_logged() {
         a.log_text()
     );
 }
+
+#[test]
+fn a_bad_directory_url_is_refused_and_an_unreachable_one_leaves_rooms_local() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let port = free_port().to_string();
+    let public = format!("127.0.0.1:{port}");
+    let serve = |url: &str| {
+        let a = args(&["serve", "--port", &port, "--bind", "127.0.0.1"]);
+        let fleet = args(&["--directory", url, "--public-address", &public]);
+        [a, fleet].concat()
+    };
+    let out = netplay_common::framelock(d)
+        .args(serve("http://127.0.0.1:4222"))
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let text = netplay_common::text(&out);
+    assert!(
+        text.contains("--directory \"http://127.0.0.1:4222\"") && text.contains("scheme"),
+        "{text}"
+    );
+    // Nothing listens there: the server says so, and serves its rooms alone.
+    let nowhere = format!("nats://127.0.0.1:{}", free_tcp_port());
+    let mut server = Peer::spawn(d, "server", &serve(&nowhere));
+    assert!(
+        server
+            .wait_for_log("directory: unreachable", Duration::from_secs(15))
+            .is_some(),
+        "{}",
+        server.log_text()
+    );
+    let _host = open_room(d, "host", &public, &public, "alone", ALONE);
+    assert_eq!(
+        listed(d, &public),
+        vec![("alone".to_string(), public.clone())]
+    );
+    assert!(server.log_text().contains("room alone: opens here alone"));
+}

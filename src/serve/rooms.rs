@@ -650,6 +650,11 @@ impl Rooms {
                 self.claims.insert(name, Claim { from, open, since });
                 return;
             }
+            // Written to the directory when it answers again (`publish`).
+            self.events.push_back(ServeEvent::ClaimUnanswered {
+                room: name.clone(),
+                why: "the directory is unreachable".into(),
+            });
         }
         self.start_upload(now, from, name, open);
     }

@@ -328,7 +328,9 @@ impl Generator {
                 self.receive(i, now);
             }
             while let Some(Reverse((t, i))) = due.peek().copied() {
-                if t > now {
+                // A generator that cannot keep up still returns at `until`: its players
+                // then run fewer frames, and the load counts as over.
+                if t > now || Instant::now() >= until {
                     break;
                 }
                 due.pop();
