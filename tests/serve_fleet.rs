@@ -548,3 +548,46 @@ fn a_bad_directory_url_is_refused_and_an_unreachable_one_leaves_rooms_local() {
     );
     assert!(server.log_text().contains("room alone: opens here alone"));
 }
+
+#[test]
+fn a_server_restarted_at_its_address_drops_the_rooms_of_its_earlier_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let nats = Nats::start(d, "nats");
+    let (mut a, a_addr) = member(d, "server-a", &[nats.url()], &[]);
+    let (_b, b_addr) = member(d, "server-b", &[nats.url()], &[]);
+    let mut host = open_room(d, "host", &a_addr, &a_addr, "before", ALONE);
+    assert!(within(Duration::from_secs(5), || has(
+        &listed(d, &b_addr),
+        "before",
+        &a_addr
+    ))
+    .is_some());
+    a.kill();
+    host.kill();
+    // The same address again, at once: its heartbeat never stops, its old room must go.
+    let port = a_addr.rsplit(':').next().unwrap();
+    let mut again = args(&[
+        "serve",
+        "--port",
+        port,
+        "--bind",
+        "127.0.0.1",
+        "--directory",
+    ]);
+    again.extend(args(&[
+        &nats.url(),
+        "--public-address",
+        &a_addr,
+        "--region",
+        "eu",
+    ]));
+    let mut a2 = Peer::spawn(d, "server-a2", &again);
+    let gone = within(Duration::from_secs(8), || {
+        !listed(d, &b_addr).iter().any(|(r, _)| r == "before")
+    });
+    assert!(gone.is_some(), "{}", a2.log_text());
+    assert!(a2
+        .wait_for_log("left by an earlier run here", Duration::from_secs(1))
+        .is_some());
+}

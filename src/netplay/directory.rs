@@ -165,6 +165,9 @@ struct Client {
     beats: HashMap<String, u64>,
     /// After a failure, no new try before this.
     retry_at: Option<Instant>,
+    /// Entries naming this server for rooms it does not hold (left by an earlier life of
+    /// it at the same address), with their revisions: deleted on the next tick.
+    stale: Vec<(String, u64)>,
 }
 
 impl Client {
@@ -192,6 +195,7 @@ impl Client {
             others: HashMap::new(),
             beats: HashMap::new(),
             retry_at: None,
+            stale: Vec::new(),
         }
     }
 
@@ -464,6 +468,14 @@ impl Client {
                 }
             }
         }
+        for (name, rev) in std::mem::take(&mut self.stale) {
+            if let (Some(store), false) = (&self.store, self.mine.contains_key(&name)) {
+                tracing::info!("directory: deleting room {name}, left by an earlier run here");
+                let _ = store
+                    .delete_expect_revision(room_key(&name), Some(rev))
+                    .await;
+            }
+        }
         // Servers gone silent: their heartbeat and rooms leave the directory.
         let silent: Vec<String> = self
             .heard
@@ -520,6 +532,9 @@ impl Client {
                 Ok(info) if info.server == self.cfg.me => {
                     if self.others.remove(name).is_some() {
                         self.tell(DirNews::RoomGone(name.to_string()));
+                    }
+                    if !self.mine.contains_key(name) {
+                        self.stale.push((name.to_string(), e.revision));
                     }
                 }
                 Ok(info) => {
