@@ -8,7 +8,7 @@
 mod netplay_common;
 
 use std::io::{Read, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -23,7 +23,6 @@ const ALONE: &[&str] = &["--start-with", "1", "--frames", "3000"];
 struct Nats {
     child: Child,
     port: u16,
-    dir: PathBuf,
 }
 
 impl Nats {
@@ -42,11 +41,7 @@ impl Nats {
             .stderr(log)
             .spawn()
             .expect("nats-server is not installed: run .ci/setup");
-        let nats = Nats {
-            child,
-            port,
-            dir: dir.to_path_buf(),
-        };
+        let nats = Nats { child, port };
         let end = Instant::now() + Duration::from_secs(10);
         while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
             assert!(Instant::now() < end, "nats-server did not start on {port}");
@@ -88,7 +83,6 @@ impl Nats {
             );
             got.extend_from_slice(&buf[..n]);
         }
-        let _ = &self.dir;
     }
 }
 

@@ -18,6 +18,8 @@ use super::{resolve, NetplayError, GOODBYE_DRAIN};
 
 /// Longest the server sleeps without a datagram or a timer, so that Ctrl-C is seen.
 const IDLE_WAKE: Duration = Duration::from_millis(100);
+/// How often the loop looks for the directory's answer while an Open waits for it.
+const CLAIM_POLL: Duration = Duration::from_millis(1);
 /// How often the server logs how many rooms and players it serves.
 const SUMMARY_EVERY: Duration = Duration::from_secs(60);
 
@@ -284,6 +286,11 @@ pub fn serve(opts: &ServeOptions) -> Result<(), NetplayError> {
             .flatten()
             .min()
             .map_or(now + IDLE_WAKE, |t| t.min(now + IDLE_WAKE));
+        let wake = if rooms.awaits_directory() {
+            wake.min(now + CLAIM_POLL)
+        } else {
+            wake
+        };
         link.wait_until(now, Some(wake))?;
     }
 }

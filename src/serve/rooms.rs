@@ -289,6 +289,12 @@ impl Rooms {
         self.fleet.as_ref()
     }
 
+    /// Whether Opens wait for the directory's answer (its news comes on no socket: the
+    /// driver looks for it often meanwhile).
+    pub fn awaits_directory(&self) -> bool {
+        !self.claims.is_empty()
+    }
+
     /// The next thing to write in the directory.
     pub fn poll_directory(&mut self) -> Option<DirOp> {
         self.directory_out.pop_front()
