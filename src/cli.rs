@@ -64,9 +64,12 @@ pub enum Command {
     /// Run a dedicated server: rooms that players behind home routers can reach.
     #[command(after_help = SERVE_HELP)]
     Serve(ServeArgs),
-    /// List the open rooms on a server started with `framelock serve`.
+    /// List the open rooms on a server started with `framelock serve` (its whole fleet's).
     #[command(after_help = ROOMS_HELP)]
     Rooms(RoomsArgs),
+    /// List the servers of a fleet, with their region, load and the round trip from here.
+    #[command(after_help = SERVERS_HELP)]
+    Servers(RoomsArgs),
     /// Replay an input log (.flr) recorded by `play --record` or by netplay, and verify it.
     #[command(after_help = REPLAY_HELP)]
     Replay(ReplayArgs),
@@ -200,6 +203,8 @@ Examples:
   framelock serve --bind 203.0.113.7
   framelock serve --mode optimistic                rooms publish frames on the server's
                                                    clock unless their host picks strict
+  framelock serve --directory nats://10.0.0.5:4222 --public-address 203.0.113.7:7845 \
+    --region eu-west                               a member of a fleet of servers
 
 No core, content or display is needed. Hosts open rooms with `framelock host --server
 THIS-HOST`, players join them with `framelock join THIS-HOST --room NAME`; everyone only
@@ -210,6 +215,12 @@ const ROOMS_HELP: &str = "\
 Examples:
   framelock rooms play.example.org                 a table of the open rooms
   framelock rooms play.example.org:7900 --json";
+
+const SERVERS_HELP: &str = "\
+Examples:
+  framelock servers play.example.org               the fleet's servers and the round trip
+                                                   to each: pick the one between friends
+  framelock servers play.example.org --json";
 
 /// Options of both netplay ends.
 #[derive(Debug, Clone, Args)]
@@ -344,6 +355,20 @@ pub struct ServeArgs {
     /// JSON when it stops.
     #[arg(long, value_name = "FILE")]
     pub stats_json: Option<PathBuf>,
+    /// Join a fleet: the NATS JetStream server(s) holding its room directory
+    /// (nats://HOST:4222; several for a NATS cluster).
+    #[arg(long, value_name = "URL", num_args = 1.., requires = "public_address")]
+    pub directory: Vec<String>,
+    /// The address players reach this server at, ADDR:PORT (with --directory).
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub public_address: Option<String>,
+    /// This server's region in the fleet: a full server sends new rooms to one of its
+    /// region (with --directory).
+    #[arg(long, value_name = "NAME", default_value = "")]
+    pub region: String,
+    /// Serve Prometheus metrics over HTTP on this address (e.g. 127.0.0.1:9845).
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub metrics: Option<std::net::SocketAddr>,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -369,6 +394,10 @@ impl ServeArgs {
             netsim: self.netsim.clone(),
             duration: self.duration.map(Duration::from_secs),
             stats_json: self.stats_json.clone(),
+            directory: self.directory.clone(),
+            public_address: self.public_address.clone(),
+            region: self.region.clone(),
+            metrics: self.metrics,
         }
     }
 }

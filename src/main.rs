@@ -55,6 +55,14 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 print!("{}", framelock::netplay::rooms_table(&rooms));
             }
         }
+        Command::Servers(args) => {
+            let servers = framelock::netplay::list_servers(&args.server)?;
+            if args.json {
+                println!("{}", framelock::netplay::servers_json(&servers));
+            } else {
+                print!("{}", framelock::netplay::servers_table(&servers));
+            }
+        }
         Command::Replay(args) => {
             framelock::app::replay::replay(&args.to_options(&config)?)?;
         }

@@ -337,6 +337,10 @@ pub fn open_room(
                     bar = DownloadBar::new(len as u64, "uploading the start state");
                 }
                 OpenEvent::Uploaded { room, .. } => return Ok(room),
+                OpenEvent::Moved { server } => {
+                    tracing::info!("netplay: that server is full; opening the room on {server}");
+                    screen.title = format!("opening a room on {server}");
+                }
                 OpenEvent::Failed(e) => return Err(NetplayError::Join(e)),
             }
         }

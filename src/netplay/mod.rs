@@ -7,8 +7,11 @@
 //! lockstep client (`feed`) -> goodbye. The host's own player uses the same lockstep client
 //! as everybody else, talking to the in-process server in memory.
 
+mod directory;
 mod feed;
+mod fleet;
 mod lobby;
+mod metrics;
 mod report;
 mod serve;
 mod status;
@@ -25,7 +28,9 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Map};
 use thiserror::Error;
 
+pub use directory::BUCKET;
 pub use feed::{CoreWork, NetFeed, Shared};
+pub use fleet::{list_servers, servers_json, servers_table, ServerRow};
 pub use serve::{list_rooms, rooms_json, rooms_table, serve, ServeOptions};
 
 use crate::app::play::{load_content, open_core, open_core_only, run_session, EarlyWindow};
@@ -155,6 +160,10 @@ pub enum NetplayError {
     /// The player pressed Esc or closed the window before the game started.
     #[error("left before the game started")]
     Left,
+    #[error("fleet directory: {0}")]
+    Directory(String),
+    #[error("metrics: {0}")]
+    Metrics(String),
 }
 
 /// Time a goodbye gets to leave the network conditioner before the process exits.
@@ -324,7 +333,11 @@ pub fn join(opts: &JoinOptions) -> Result<PlaySummary, NetplayError> {
     }
     let screen = lobby::JoinScreen::new(title, None);
     screen.show(&mut window)?;
-    let addr = resolve(&opts.host)?;
+    let mut addr = resolve(&opts.host)?;
+    if let Some(room) = &opts.room {
+        // In a fleet, the room may be held by another server than the one named.
+        addr = fleet::locate(addr, room)?;
+    }
     // The core is opened first (the handshake compares its name and version) but the
     // content is loaded only once the host's option values are known.
     let core = open_core_only(&play)?;
@@ -461,6 +474,14 @@ fn host_in_room(
     let mut opener = session::RoomOpener::new(Instant::now(), addr, open, &payload)
         .map_err(NetplayError::Session)?;
     let room = lobby::open_room(&mut link, &mut opener, &mut window)?;
+    // A full server of a fleet may have sent the room to another one.
+    let (asked, addr) = (addr, opener.server());
+    let moved = addr.to_string();
+    let server = if addr == asked {
+        server
+    } else {
+        moved.as_str()
+    };
     let invite = lobby::Invite {
         game: game_name(play),
         command: join_command(server, Some(&room), play),

@@ -12,10 +12,14 @@ use crate::serve::{Rooms, ServeConfig, ServeEvent};
 use crate::session::msg::{Msg, RoomInfo, RoomMsg};
 use crate::wire::HEADER_LEN;
 
+use super::directory::{Directory, DirectoryConfig};
+use super::metrics::Metrics;
 use super::{resolve, NetplayError, GOODBYE_DRAIN};
 
 /// Longest the server sleeps without a datagram or a timer, so that Ctrl-C is seen.
 const IDLE_WAKE: Duration = Duration::from_millis(100);
+/// How often the loop looks for the directory's answer while an Open waits for it.
+const CLAIM_POLL: Duration = Duration::from_millis(1);
 /// How often the server logs how many rooms and players it serves.
 const SUMMARY_EVERY: Duration = Duration::from_secs(60);
 
@@ -36,6 +40,46 @@ pub struct ServeOptions {
     /// Stop after this long (tests, benchmarks); `None`: until Ctrl-C.
     pub duration: Option<Duration>,
     pub stats_json: Option<std::path::PathBuf>,
+    /// NATS URLs of the fleet's directory (empty: a lone server).
+    pub directory: Vec<String>,
+    /// The address players reach this server at, "ADDR:PORT" (needed with `directory`).
+    pub public_address: Option<String>,
+    /// This server's region in the fleet.
+    pub region: String,
+    /// Serve Prometheus metrics over HTTP here.
+    pub metrics: Option<SocketAddr>,
+}
+
+/// The fleet member's settings checked, and its directory client started.
+fn join_fleet(opts: &ServeOptions) -> Result<Option<(Directory, String)>, NetplayError> {
+    if opts.directory.is_empty() {
+        return Ok(None);
+    }
+    let me = opts.public_address.clone().ok_or_else(|| {
+        NetplayError::Directory(
+            "--directory needs --public-address ADDR:PORT: the address players reach this              server at"
+                .into(),
+        )
+    })?;
+    crate::serve::fleet::check_server(&me)
+        .map_err(|e| NetplayError::Directory(format!("--public-address: {e}")))?;
+    crate::serve::fleet::check_region(&opts.region)
+        .map_err(|e| NetplayError::Directory(format!("--region: {e}")))?;
+    let dir = Directory::start(DirectoryConfig {
+        urls: opts.directory.clone(),
+        me: me.clone(),
+        region: opts.region.clone(),
+    })?;
+    tracing::info!(
+        "serve: fleet member {me}{} with directory {}",
+        if opts.region.is_empty() {
+            String::new()
+        } else {
+            format!(" in region {}", opts.region)
+        },
+        opts.directory.join(", ")
+    );
+    Ok(Some((dir, me)))
 }
 
 /// How long the server takes to answer: from taking a batch of datagrams off the socket to
@@ -96,7 +140,16 @@ pub fn serve(opts: &ServeOptions) -> Result<(), NetplayError> {
         entropy: random_bytes(),
         max_spectators: opts.max_spectators,
     };
+    let fleet = join_fleet(opts)?;
+    let mut metrics = opts.metrics.map(Metrics::listen).transpose()?;
     let mut rooms = Rooms::new(cfg);
+    let directory = match fleet {
+        Some((dir, me)) => {
+            rooms = rooms.with_fleet(Instant::now(), me, opts.region.clone());
+            Some(dir)
+        }
+        None => None,
+    };
     let local = link.local_addr();
     tracing::info!(
         "serve: listening on udp {local}; rooms open with `framelock host --server THIS-HOST:{}` \
@@ -108,8 +161,14 @@ pub fn serve(opts: &ServeOptions) -> Result<(), NetplayError> {
     let started = Instant::now();
     let mut summary_at = started + SUMMARY_EVERY;
     let mut answers = AnswerTimes::new();
+    let mut metrics_at = started;
     loop {
         let now = Instant::now();
+        if let Some(dir) = &directory {
+            while let Some(news) = dir.try_recv() {
+                rooms.handle_directory(now, news);
+            }
+        }
         let datagrams = link.recv(now)?;
         let came = !datagrams.is_empty();
         for (from, bytes) in datagrams {
@@ -124,7 +183,26 @@ pub fn serve(opts: &ServeOptions) -> Result<(), NetplayError> {
         }
         link.flush_due(now);
         if came {
-            answers.record(now.elapsed());
+            let took = now.elapsed();
+            answers.record(took);
+            if let Some(m) = &metrics {
+                m.observe_answer(took);
+            }
+        }
+        if let Some(dir) = &directory {
+            while let Some(op) = rooms.poll_directory() {
+                dir.send(op);
+            }
+        }
+        if let Some(m) = &mut metrics {
+            if now >= metrics_at {
+                metrics_at = now + Duration::from_secs(1);
+                let list = rooms.list(now);
+                let players = list.iter().map(|r| usize::from(r.players)).sum();
+                let watching = list.iter().map(|r| usize::from(r.spectators)).sum();
+                let errors = directory.as_ref().map_or(0, Directory::errors);
+                m.update(&rooms.stats(), (list.len(), players, watching), errors);
+            }
         }
         while let Some(ev) = rooms.poll_event() {
             log_event(&ev);
@@ -162,6 +240,12 @@ pub fn serve(opts: &ServeOptions) -> Result<(), NetplayError> {
             rooms.shutdown(now);
             while let Some(t) = rooms.poll_transmit(now) {
                 link.send(now, t.to, t.bytes);
+            }
+            if let Some(dir) = directory {
+                while let Some(op) = rooms.poll_directory() {
+                    dir.send(op);
+                }
+                dir.stop();
             }
             while let Some(ev) = rooms.poll_event() {
                 log_event(&ev);
@@ -202,6 +286,11 @@ pub fn serve(opts: &ServeOptions) -> Result<(), NetplayError> {
             .flatten()
             .min()
             .map_or(now + IDLE_WAKE, |t| t.min(now + IDLE_WAKE));
+        let wake = if rooms.awaits_directory() {
+            wake.min(now + CLAIM_POLL)
+        } else {
+            wake
+        };
         link.wait_until(now, Some(wake))?;
     }
 }
@@ -291,7 +380,7 @@ fn log_event(ev: &ServeEvent) {
             slot + 1
         ),
         ServeEvent::Closed { room, why } => tracing::info!("room {room}: closed ({why})"),
-        ServeEvent::Moved {
+        ServeEvent::PathChanged {
             room,
             slot,
             from,
@@ -317,6 +406,12 @@ fn log_event(ev: &ServeEvent) {
         } => tracing::info!("room {room}: {name} watches from frame {frame} ({watching} watching)"),
         ServeEvent::SpectatorLeft { room, reason } => {
             tracing::info!("room {room}: spectator {reason}")
+        }
+        ServeEvent::Moved { addr, room, server } => {
+            tracing::info!("sent {addr} to {server} for room {room:?}")
+        }
+        ServeEvent::ClaimUnanswered { room, why } => {
+            tracing::warn!("room {room}: opens here alone: {why}")
         }
     }
 }
@@ -385,10 +480,16 @@ pub fn rooms_table(rooms: &[RoomInfo]) -> String {
     if rooms.is_empty() {
         return "no open rooms\n".into();
     }
+    // A fleet's rooms say where they are.
+    let fleet = rooms.iter().any(|r| !r.server.is_empty());
     let mut out = format!(
-        "{:<20} {:<24} {:<18} {:<10} {:>7} {:>8} {:<8} {:<8} {:>6}\n",
+        "{:<20} {:<24} {:<18} {:<10} {:>7} {:>8} {:<8} {:<8} {:>6}",
         "ROOM", "GAME", "CORE", "MODE", "PLAYERS", "WATCHING", "PASSWORD", "STATE", "AGE"
     );
+    if fleet {
+        out.push_str(&format!(" {:<12} {}", "REGION", "SERVER"));
+    }
+    out.push('\n');
     for r in rooms {
         let game = if r.content.is_empty() {
             "-"
@@ -396,7 +497,7 @@ pub fn rooms_table(rooms: &[RoomInfo]) -> String {
             &r.content
         };
         out.push_str(&format!(
-            "{:<20} {:<24} {:<18} {:<10} {:>7} {:>8} {:<8} {:<8} {:>6}\n",
+            "{:<20} {:<24} {:<18} {:<10} {:>7} {:>8} {:<8} {:<8} {:>6}",
             r.name,
             game,
             r.core,
@@ -407,6 +508,11 @@ pub fn rooms_table(rooms: &[RoomInfo]) -> String {
             if r.playing { "playing" } else { "lobby" },
             age(r.age_secs)
         ));
+        if fleet {
+            let region = if r.region.is_empty() { "-" } else { &r.region };
+            out.push_str(&format!(" {:<12} {}", region, r.server));
+        }
+        out.push('\n');
     }
     out
 }
@@ -425,6 +531,8 @@ pub fn rooms_json(rooms: &[RoomInfo]) -> serde_json::Value {
             "age_s": r.age_secs,
             "spectators": r.spectators,
             "mode": r.mode.as_str(),
+            "region": r.region,
+            "server": r.server,
         }))
         .collect::<Vec<_>>())
 }

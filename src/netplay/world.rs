@@ -584,7 +584,7 @@ impl World {
                 match ev {
                     OpenEvent::Uploaded { room, .. } => uploaded.push((i, room)),
                     OpenEvent::Failed(e) => panic!("opening a room: {e}"),
-                    OpenEvent::Opened { .. } => {}
+                    OpenEvent::Opened { .. } | OpenEvent::Moved { .. } => {}
                 }
             }
         }

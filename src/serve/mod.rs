@@ -34,31 +34,32 @@
 //!   it joined, with that room's session id. Garbage, strays and datagrams for rooms the
 //!   sender is not in are counted ([`ServeStats`]) and dropped.
 //!
-//! # Past one machine (a plan; none of it is built)
-//! One `serve` process holds its rooms in memory; a fleet spreads rooms over many:
-//! - **Processes.** `serve` runs as a game-server fleet on an existing engine, for example
-//!   Agones on Kubernetes: it allocates game-server pods that speak UDP on a public port,
-//!   counts rooms per server (a `serve` reports its room count and `--max-rooms` as the
-//!   pod's capacity), and drains a server before it is replaced.
-//! - **Directory.** Room names live in an existing store with TTLs and watches, for example
-//!   NATS JetStream key-value: key `rooms.NAME`, value `{server: "203.0.113.7:7845",
-//!   game, core, seats, players, password, created}`, written by the serving process when the
-//!   room opens and refreshed every 10 s with a 30 s TTL, deleted when it closes.
-//! - **Players.** `host --server` asks any server of the fleet; the directory names a
-//!   server with room to spare, and that server's address goes into the command friends
-//!   run. `join --room NAME` looks the name up first (any server answers with the owner's
-//!   address) and then talks to the owning server only: lockstep needs one authority per
-//!   room, never two.
-//! - **A server dies.** Its entries expire within 30 s; its players see today's "the host
-//!   stopped answering (nothing for 2 s)" and their recordings end cleanly. Lockstep keeps
-//!   no state a second server could take over mid-game without every player's machine state,
-//!   so a room does not migrate: the players open a new one.
-//! - **Listing.** `framelock rooms` asks any server, which lists the directory (a watch
-//!   keeps a local copy) instead of its own rooms.
+//! # A fleet of servers
+//! `serve --directory nats://HOST:4222 --public-address ADDR:PORT --region NAME` makes the
+//! server a member of a fleet whose room directory is one NATS JetStream key-value bucket
+//! (the client, its bucket layout and its liveness rules: `netplay::directory`). Without
+//! `--directory` nothing of this runs.
+//! - **Names.** An Open's name is claimed in the directory with create-if-absent before
+//!   the upload starts ([`DirOp::Claim`]); a name another member holds is refused, naming
+//!   it. While the directory is unreachable, rooms open here alone and are written back
+//!   when it answers.
+//! - **Listing.** Every member watches the whole bucket ([`Fleet`]): `List` answers with
+//!   the fleet's rooms, each with its region and server; `ListServers` with every member's
+//!   last heartbeat (rooms, capacity, players).
+//! - **Redirects.** A Hello or `Locate` for a room another member holds is answered with
+//!   `Room/Moved` naming it, and the player asks that server: lockstep needs one authority
+//!   per room, so a room is only ever played on the server that opened it. A full member
+//!   answers an Open with `Moved` to the least loaded member of its region with room.
+//! - **A member dies.** Its heartbeat stops; after [`SILENT`] the others delete its
+//!   heartbeat and rooms. Its players see "the host stopped answering" and their recordings
+//!   end cleanly; a room does not migrate (no other server has the players' machine
+//!   states), the players open a new one.
 
+pub mod fleet;
 mod names;
 mod rooms;
 
+pub use fleet::{DirNews, DirOp, Fleet, HEARTBEAT, SILENT};
 pub use names::{room_name, valid_room_name};
 pub use rooms::{Rooms, ServeConfig, ServeEvent, ServeStats, EMPTY_GRACE};
 

@@ -10,13 +10,17 @@ use rand::rngs::StdRng;
 use rand::{RngCore, SeedableRng};
 
 use crate::lockstep::{self, Frame};
-use crate::session::msg::{foreign_version, Hello, Msg, OpenRoom, RoomInfo, RoomMsg, MAX_LISTED};
+use crate::session::msg::{
+    foreign_version, Hello, Msg, OpenRoom, RoomInfo, RoomMsg, ServerInfo, MAX_LISTED,
+    MAX_SERVERS_LISTED,
+};
 use crate::session::{
     Endpoint, EndpointConfig, EndpointEvent, HostConfig, LeftReason, OutReason, SessionInfo,
     StartPayload, Upload,
 };
 use crate::wire::{Header, Kind, Transmit};
 
+use super::fleet::{DirNews, DirOp, Fleet};
 use super::names::{room_name, valid_room_name};
 
 /// How long a room with nobody in it stays open: its players' links may all have dropped
@@ -29,6 +33,12 @@ pub const EMPTY_GRACE: Duration = Duration::from_secs(60);
 const MAX_UNVALIDATED: usize = 65_536;
 /// Rooms named in a `NoRoom` answer.
 const NAMED_ROOMS: usize = 16;
+/// How often a fleet member compares its rooms with what it wrote in the directory, and
+/// sends its load for the heartbeat.
+const PUBLISH_EVERY: Duration = Duration::from_secs(1);
+/// Longest an Open waits for the directory's answer to its name's claim; past this the room
+/// opens here alone (and is written to the directory when it answers again).
+const CLAIM_WAIT: Duration = Duration::from_secs(2);
 
 /// A dedicated server's settings.
 #[derive(Clone, Debug)]
@@ -136,11 +146,22 @@ pub enum ServeEvent {
         reason: String,
     },
     /// A player's datagrams come from a new address, which answered a challenge there.
-    Moved {
+    PathChanged {
         room: String,
         slot: u8,
         from: SocketAddr,
         to: SocketAddr,
+    },
+    /// A player or creator was sent to another server of the fleet.
+    Moved {
+        addr: SocketAddr,
+        room: String,
+        server: String,
+    },
+    /// The directory did not answer a claim: the room opens here alone.
+    ClaimUnanswered {
+        room: String,
+        why: String,
     },
 }
 
@@ -225,6 +246,21 @@ pub struct Rooms {
     out: VecDeque<Transmit>,
     events: VecDeque<ServeEvent>,
     stats: ServeStats,
+    /// The fleet this server belongs to (`serve --directory`).
+    fleet: Option<Fleet>,
+    /// Opens waiting for the directory's answer to their name's claim, by name.
+    claims: HashMap<String, Claim>,
+    /// What the directory was last told of each room of this server.
+    published: HashMap<String, RoomInfo>,
+    directory_out: VecDeque<DirOp>,
+    /// When the rooms are next compared with what the directory was told.
+    publish_due: Option<Instant>,
+}
+
+struct Claim {
+    from: SocketAddr,
+    open: OpenRoom,
+    since: Instant,
 }
 
 impl Rooms {
@@ -245,7 +281,172 @@ impl Rooms {
             out: VecDeque::new(),
             events: VecDeque::new(),
             stats: ServeStats::default(),
+            fleet: None,
+            claims: HashMap::new(),
+            published: HashMap::new(),
+            directory_out: VecDeque::new(),
+            publish_due: None,
         }
+    }
+
+    /// Makes this server a member of a fleet: `me` is its public address ("ADDR:PORT"),
+    /// `region` its region. Its rooms' names are then claimed in the directory before they
+    /// open ([`poll_directory`](Self::poll_directory)), and the directory's news
+    /// ([`handle_directory`](Self::handle_directory)) answers for the other servers' rooms.
+    pub fn with_fleet(mut self, now: Instant, me: String, region: String) -> Rooms {
+        self.fleet = Some(Fleet::new(me, region));
+        self.publish_due = Some(now);
+        self
+    }
+
+    /// The fleet as this server last heard of it.
+    pub fn fleet(&self) -> Option<&Fleet> {
+        self.fleet.as_ref()
+    }
+
+    /// Whether Opens wait for the directory's answer (its news comes on no socket: the
+    /// driver looks for it often meanwhile).
+    pub fn awaits_directory(&self) -> bool {
+        !self.claims.is_empty()
+    }
+
+    /// The next thing to write in the directory.
+    pub fn poll_directory(&mut self) -> Option<DirOp> {
+        self.directory_out.pop_front()
+    }
+
+    /// News from the directory.
+    pub fn handle_directory(&mut self, now: Instant, news: DirNews) {
+        let Some(fleet) = &mut self.fleet else {
+            return;
+        };
+        fleet.apply(&news);
+        match news {
+            DirNews::Claimed(room) => {
+                if let Some(c) = self.claims.remove(&room) {
+                    self.start_upload(now, c.from, room, c.open);
+                }
+            }
+            DirNews::Unreachable(room) => {
+                if let Some(c) = self.claims.remove(&room) {
+                    self.events.push_back(ServeEvent::ClaimUnanswered {
+                        room: room.clone(),
+                        why: "the directory is unreachable".into(),
+                    });
+                    self.start_upload(now, c.from, room, c.open);
+                }
+            }
+            DirNews::Taken { room, server } => {
+                self.published.remove(&room);
+                if let Some(c) = self.claims.remove(&room) {
+                    self.refuse(c.from, format!("room {room} exists already (on {server})"));
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// This server's load, as `framelock servers` lists it.
+    pub fn load(&self) -> ServerInfo {
+        let (me, region) = match &self.fleet {
+            Some(f) => (f.me.clone(), f.region.clone()),
+            None => (String::new(), String::new()),
+        };
+        let players: usize = self
+            .rooms
+            .values()
+            .map(|r| r.endpoint.players().len())
+            .sum();
+        ServerInfo {
+            server: me,
+            region,
+            rooms: self.rooms.len().min(usize::from(u16::MAX)) as u16,
+            max_rooms: self.cfg.max_rooms.min(usize::from(u16::MAX)) as u16,
+            players: players.min(usize::from(u16::MAX)) as u16,
+        }
+    }
+
+    /// This server's rooms and, in a fleet, every other server's, by name.
+    fn fleet_list(&self, now: Instant) -> Vec<RoomInfo> {
+        let mut all: BTreeMap<&str, RoomInfo> = BTreeMap::new();
+        if let Some(f) = &self.fleet {
+            for r in f.rooms.values() {
+                all.insert(&r.name, r.clone());
+            }
+        }
+        for r in self.rooms.values() {
+            all.insert(&r.name, self.own_info(r, now));
+        }
+        all.into_values().collect()
+    }
+
+    /// A room of this server as the directory and listings show it.
+    fn own_info(&self, r: &Room, now: Instant) -> RoomInfo {
+        let mut i = info(r, now);
+        if let Some(f) = &self.fleet {
+            i.server = f.me.clone();
+            i.region = f.region.clone();
+        }
+        i
+    }
+
+    /// Compares the rooms with what the directory was told, and queues what changed.
+    fn publish(&mut self, now: Instant) {
+        let Some(fleet) = &self.fleet else {
+            return;
+        };
+        if self.publish_due.is_some_and(|t| now < t) {
+            return;
+        }
+        self.publish_due = Some(now + PUBLISH_EVERY);
+        let me = fleet.me.clone();
+        let region = fleet.region.clone();
+        for r in self.rooms.values() {
+            let mut i = info(r, now);
+            i.server = me.clone();
+            i.region = region.clone();
+            let same = self.published.get(&r.name).is_some_and(|p| {
+                RoomInfo {
+                    age_secs: i.age_secs,
+                    ..p.clone()
+                } == i
+            });
+            if !same {
+                self.published.insert(r.name.clone(), i.clone());
+                self.directory_out.push_back(DirOp::Update(i));
+            }
+        }
+        let gone: Vec<String> = self
+            .published
+            .keys()
+            .filter(|n| {
+                !self.rooms.contains_key(*n)
+                    && !self.claims.contains_key(*n)
+                    && !self.uploads.values().any(|u| &u.room == *n)
+            })
+            .cloned()
+            .collect();
+        for name in gone {
+            self.published.remove(&name);
+            self.directory_out.push_back(DirOp::Remove(name));
+        }
+        let expired: Vec<String> = self
+            .claims
+            .iter()
+            .filter(|(_, c)| now >= c.since + CLAIM_WAIT)
+            .map(|(n, _)| n.clone())
+            .collect();
+        for room in expired {
+            if let Some(c) = self.claims.remove(&room) {
+                self.events.push_back(ServeEvent::ClaimUnanswered {
+                    room: room.clone(),
+                    why: format!("no answer from the directory in {} s", CLAIM_WAIT.as_secs()),
+                });
+                self.start_upload(now, c.from, room, c.open);
+            }
+        }
+        let load = self.load();
+        self.directory_out.push_back(DirOp::Load(load));
     }
 
     pub fn stats(&self) -> ServeStats {
@@ -279,7 +480,7 @@ impl Rooms {
 
     /// The rooms as `framelock rooms` lists them, by name.
     pub fn list(&self, now: Instant) -> Vec<RoomInfo> {
-        self.rooms.values().map(|r| info(r, now)).collect()
+        self.rooms.values().map(|r| self.own_info(r, now)).collect()
     }
 
     pub fn handle_datagram(&mut self, now: Instant, from: SocketAddr, datagram: &[u8]) {
@@ -350,6 +551,10 @@ impl Rooms {
             Some(Kind::Room) => match Msg::decode(datagram) {
                 Ok((_, Msg::Room(RoomMsg::Open(open)))) => self.handle_open(now, from, open),
                 Ok((_, Msg::Room(RoomMsg::List { first }))) => self.handle_list(now, from, first),
+                Ok((_, Msg::Room(RoomMsg::Locate { room }))) => self.handle_locate(from, room),
+                Ok((_, Msg::Room(RoomMsg::ListServers { first }))) => {
+                    self.handle_servers(from, first)
+                }
                 _ => self.stats.garbage += 1,
             },
             // A goodbye or a late datagram from someone no longer in a room.
@@ -395,9 +600,12 @@ impl Rooms {
                           (`framelock rooms` lists them)";
             return self.refuse(from, reason.into());
         }
+        if let Some(server) = self.held_elsewhere(&hello.room) {
+            return self.send_moved(from, hello.room, server);
+        }
         let Some(room) = self.rooms.get_mut(&hello.room) else {
             self.stats.wrong_room += 1;
-            let rooms = self.rooms.keys().take(NAMED_ROOMS).cloned().collect();
+            let rooms = self.room_names(NAMED_ROOMS);
             let msg = Msg::Room(RoomMsg::NoRoom {
                 room: hello.room,
                 rooms,
@@ -410,6 +618,10 @@ impl Rooms {
     }
 
     fn handle_open(&mut self, now: Instant, from: SocketAddr, open: OpenRoom) {
+        if self.claims.values().any(|c| c.from == from) {
+            // A resent Open while its name's claim is under way: answered when it is done.
+            return;
+        }
         if let Some(room) = self.by_addr.get(&from) {
             let reason = format!("you are in room {room} already");
             return self.refuse(from, reason);
@@ -430,8 +642,12 @@ impl Rooms {
         }
         // A finished upload is a room already, until its creator's Hello retires it.
         let uploading = self.uploads.values().filter(|u| !u.is_done()).count();
-        if self.rooms.len() + uploading >= self.cfg.max_rooms {
+        if self.rooms.len() + uploading + self.claims.len() >= self.cfg.max_rooms {
             self.stats.full += 1;
+            if let Some(spare) = self.fleet.as_ref().and_then(Fleet::spare_server) {
+                let server = spare.server.clone();
+                return self.send_moved(from, open.room, server);
+            }
             let reason = format!("the server is full ({} rooms)", self.cfg.max_rooms);
             return self.refuse(from, reason);
         }
@@ -448,11 +664,50 @@ impl Rooms {
                 open.room
             );
             return self.refuse(from, reason);
+        } else if let Some(server) = self.held_elsewhere(&open.room) {
+            return self.refuse(
+                from,
+                format!("room {} exists already (on {server})", open.room),
+            );
         } else if self.name_taken(&open.room) {
             return self.refuse(from, format!("room {} exists already", open.room));
         } else {
             open.room.clone()
         };
+        if let Some(fleet) = &self.fleet {
+            if fleet.online {
+                let mut i = RoomInfo {
+                    name: name.clone(),
+                    content: open.content_name.clone(),
+                    core: open.core_name.clone(),
+                    players: 0,
+                    seats: open.players,
+                    password: open.password,
+                    playing: false,
+                    age_secs: 0,
+                    spectators: 0,
+                    mode: open.mode.unwrap_or(self.cfg.lockstep.mode),
+                    region: fleet.region.clone(),
+                    server: fleet.me.clone(),
+                };
+                i.content.truncate(crate::session::msg::MAX_TEXT);
+                self.published.insert(name.clone(), i.clone());
+                self.directory_out.push_back(DirOp::Claim(i));
+                let since = now;
+                self.claims.insert(name, Claim { from, open, since });
+                return;
+            }
+            // Written to the directory when it answers again (`publish`).
+            self.events.push_back(ServeEvent::ClaimUnanswered {
+                room: name.clone(),
+                why: "the directory is unreachable".into(),
+            });
+        }
+        self.start_upload(now, from, name, open);
+    }
+
+    /// The room's name is this server's: the creator uploads its start state.
+    fn start_upload(&mut self, now: Instant, from: SocketAddr, name: String, open: OpenRoom) {
         let session = loop {
             let id = self.rng.next_u32();
             if id != 0 && !self.by_session.contains_key(&id) {
@@ -474,19 +729,106 @@ impl Rooms {
     }
 
     fn name_taken(&self, name: &str) -> bool {
-        self.rooms.contains_key(name) || self.uploads.values().any(|u| u.room == name)
+        self.rooms.contains_key(name)
+            || self.claims.contains_key(name)
+            || self.uploads.values().any(|u| u.room == name)
+            || self.held_elsewhere(name).is_some()
+    }
+
+    /// The server of the fleet that holds the room, if another one does.
+    fn held_elsewhere(&self, name: &str) -> Option<String> {
+        if self.rooms.contains_key(name) {
+            return None;
+        }
+        let fleet = self.fleet.as_ref()?;
+        fleet.rooms.get(name).map(|r| r.server.clone())
+    }
+
+    /// Some open rooms' names, the fleet's included.
+    fn room_names(&self, n: usize) -> Vec<String> {
+        let others = self.fleet.iter().flat_map(|f| f.rooms.keys());
+        let mut names: Vec<String> = self.rooms.keys().chain(others).cloned().collect();
+        names.sort();
+        names.dedup();
+        names.truncate(n);
+        names
+    }
+
+    fn send_moved(&mut self, to: SocketAddr, room: String, server: String) {
+        self.events.push_back(ServeEvent::Moved {
+            addr: to,
+            room: room.clone(),
+            server: server.clone(),
+        });
+        self.send(to, Msg::Room(RoomMsg::Moved { room, server }).encode(0));
+    }
+
+    /// Where a room is held: here (an empty server), on another server of the fleet, or
+    /// nowhere (`NoRoom`).
+    fn handle_locate(&mut self, from: SocketAddr, room: String) {
+        let msg = if self.rooms.contains_key(&room) {
+            RoomMsg::Moved {
+                room,
+                server: String::new(),
+            }
+        } else if let Some(server) = self.held_elsewhere(&room) {
+            RoomMsg::Moved { room, server }
+        } else {
+            self.stats.wrong_room += 1;
+            let rooms = self.room_names(NAMED_ROOMS);
+            RoomMsg::NoRoom { room, rooms }
+        };
+        self.send(from, Msg::Room(msg).encode(0));
+    }
+
+    /// The fleet's servers: this one (as it is now) and the others' last heartbeats.
+    fn handle_servers(&mut self, from: SocketAddr, first: u16) {
+        let me = self.load();
+        let mut all: Vec<ServerInfo> = match &self.fleet {
+            Some(f) => f
+                .servers
+                .values()
+                .filter(|s| s.server != me.server)
+                .cloned()
+                .collect(),
+            None => Vec::new(),
+        };
+        all.push(me);
+        all.sort_by(|a, b| a.server.cmp(&b.server));
+        let msg = Msg::Room(RoomMsg::Servers {
+            total: all.len().min(usize::from(u16::MAX)) as u16,
+            first,
+            servers: all
+                .into_iter()
+                .skip(usize::from(first))
+                .take(MAX_SERVERS_LISTED)
+                .collect(),
+        });
+        self.send(from, msg.encode(0));
     }
 
     fn handle_list(&mut self, now: Instant, from: SocketAddr, first: u16) {
-        let rooms: Vec<RoomInfo> = self
-            .rooms
-            .values()
-            .skip(usize::from(first))
-            .take(MAX_LISTED)
-            .map(|r| info(r, now))
-            .collect();
+        let (total, rooms): (usize, Vec<RoomInfo>) = if self.fleet.is_some() {
+            let all = self.fleet_list(now);
+            let page = all
+                .iter()
+                .skip(usize::from(first))
+                .take(MAX_LISTED)
+                .cloned()
+                .collect();
+            (all.len(), page)
+        } else {
+            let page = self
+                .rooms
+                .values()
+                .skip(usize::from(first))
+                .take(MAX_LISTED)
+                .map(|r| info(r, now))
+                .collect();
+            (self.rooms.len(), page)
+        };
         let msg = Msg::Room(RoomMsg::Rooms {
-            total: self.rooms.len().min(usize::from(u16::MAX)) as u16,
+            total: total.min(usize::from(u16::MAX)) as u16,
             first,
             rooms,
         });
@@ -611,6 +953,7 @@ impl Rooms {
             }
             self.after(now, &name);
         }
+        self.publish(now);
         if self.swept.is_none_or(|t| now >= t + Duration::from_secs(1)) {
             self.swept = Some(now);
             self.opens
@@ -774,7 +1117,7 @@ impl Rooms {
                     if from == room.creator {
                         room.creator = to;
                     }
-                    self.events.push_back(ServeEvent::Moved {
+                    self.events.push_back(ServeEvent::PathChanged {
                         room: room_name,
                         slot,
                         from,
@@ -829,6 +1172,10 @@ impl Rooms {
         }
         self.by_session.remove(&room.endpoint.session_id());
         self.uploads.remove(&room.creator);
+        if self.published.remove(name).is_some() {
+            self.directory_out
+                .push_back(DirOp::Remove(name.to_string()));
+        }
         self.stats.rooms_closed += 1;
         self.stats.dropped_auth += room.endpoint.stats().dropped_auth;
         self.events.push_back(ServeEvent::Closed {
@@ -887,7 +1234,11 @@ impl Rooms {
     pub fn poll_timeout(&self) -> Option<Instant> {
         let rooms = self.timers.first().map(|(t, _)| *t);
         let uploads = self.uploads.values().map(Upload::poll_timeout);
-        std::iter::once(rooms).chain(uploads).flatten().min()
+        std::iter::once(rooms)
+            .chain(uploads)
+            .chain([self.publish_due])
+            .flatten()
+            .min()
     }
 
     fn send(&mut self, to: SocketAddr, bytes: Vec<u8>) {
@@ -938,6 +1289,8 @@ fn info(r: &Room, now: Instant) -> RoomInfo {
         age_secs: now.saturating_duration_since(r.opened).as_secs() as u32,
         spectators: r.endpoint.spectator_count().min(255) as u8,
         mode: r.open.mode.unwrap_or_default(),
+        region: String::new(),
+        server: String::new(),
     }
 }
 

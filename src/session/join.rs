@@ -523,6 +523,9 @@ impl JoinSession {
                 self.next_hello = now + self.cfg.hello_interval;
             }
             (Msg::Refuse(reason), Phase::Hello) => self.fail(SessionError::Refused(reason)),
+            (Msg::Room(RoomMsg::Moved { room, server }), Phase::Hello) => {
+                self.fail(SessionError::Moved { room, server })
+            }
             (Msg::Room(RoomMsg::NoRoom { room, rooms }), Phase::Hello) => {
                 self.fail(SessionError::NoRoom {
                     room,

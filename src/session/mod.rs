@@ -145,6 +145,14 @@ pub enum SessionError {
         /// The rooms it has (some of them).
         rooms: Vec<String>,
     },
+    /// Another server of the fleet holds the room.
+    #[error("room {room} is on {server}: join it there")]
+    Moved {
+        /// The room asked for.
+        room: String,
+        /// The server that holds it.
+        server: String,
+    },
     /// Nothing came back from the address.
     #[error("no answer from {addr} after {secs} s: is the host running and the port open?")]
     NoAnswer {

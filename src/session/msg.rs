@@ -44,11 +44,18 @@
 //!            4 List     u16 first (index of the first room wanted), padding as Open's
 //!            5 Rooms    u16 total, u16 first, u8 n, n x (str8 name, str8 content,
 //!                       str8 core, u8 players in, u8 seats, u8 flags (bit 0: password,
-//!                       bit 1: playing, bit 2: optimistic), u32 age in seconds, u8 spectators)
+//!                       bit 1: playing, bit 2: optimistic), u32 age in seconds, u8 spectators,
+//!                       str8 region, str8 server (both empty: the server answering)
 //!            6 Relay    u32 ticket, u8 step, then by step: 1 (server -> creator: a
 //!                       joiner asks in) nothing; 2 (creator: its challenge) [33];
 //!                       3 (server: the joiner's answer) [33] message, [32] confirmation;
 //!                       4 (creator: the verdict) u8 admitted
+//!            7 Moved    str8 room, str8 server ("ADDR:PORT" of the fleet's server that holds
+//!                       the room, or that has room for a new one; empty: this one)
+//!            8 Locate   str8 room, padding as Open's (where is it held?)
+//!            9 ListServers  u16 first, padding as Open's
+//!           10 Servers  u16 total, u16 first, u8 n, n x (str8 server, str8 region,
+//!                       u16 rooms, u16 max rooms, u16 players)
 //! ```
 //!
 //! Hello, Open and List are padded to `PADDED_LEN` bytes: before an address has shown that it
@@ -68,8 +75,15 @@ pub const CONFIRM_LEN: usize = 32;
 pub const MAX_ROOM_NAME: usize = 32;
 /// Size every Hello, Open and List datagram is padded to (see the module docs).
 pub const PADDED_LEN: usize = MAX_DATAGRAM;
-/// Most rooms one `Rooms` answer lists.
-pub const MAX_LISTED: usize = 12;
+/// Most rooms one `Rooms` answer lists (each with its region and server, within
+/// `MAX_DATAGRAM`).
+pub const MAX_LISTED: usize = 6;
+/// Most servers one `Servers` answer lists.
+pub const MAX_SERVERS_LISTED: usize = 12;
+/// Longest region name (bytes).
+pub const MAX_REGION: usize = 16;
+/// Longest server address ("ADDR:PORT", IPv6 in brackets) kept (bytes).
+pub const MAX_SERVER: usize = 47;
 /// Longest core name, version or content name kept (bytes); keeps a Hello under `MAX_DATAGRAM`.
 pub const MAX_TEXT: usize = 200;
 /// Longest player name kept (bytes).
@@ -166,6 +180,25 @@ pub struct RoomInfo {
     pub spectators: u8,
     /// Its lockstep mode.
     pub mode: Mode,
+    /// The region of the server holding it (empty: none given).
+    pub region: String,
+    /// The server holding it, "ADDR:PORT" (empty: the server that answered).
+    pub server: String,
+}
+
+/// A server of a fleet as `framelock servers` lists it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ServerInfo {
+    /// Its public address, "ADDR:PORT".
+    pub server: String,
+    /// Its region (empty: none given).
+    pub region: String,
+    /// Rooms open on it.
+    pub rooms: u16,
+    /// Most rooms it opens.
+    pub max_rooms: u16,
+    /// Players in its rooms.
+    pub players: u16,
 }
 
 /// What a room's creator asks a dedicated server to open.
@@ -259,6 +292,33 @@ pub enum RoomMsg {
         ticket: u32,
         /// The step.
         step: RelayStep,
+    },
+    /// Server -> joiner or creator: the room is held by (or a new one fits on) another
+    /// server of the fleet; ask it.
+    Moved {
+        /// The room.
+        room: String,
+        /// That server, "ADDR:PORT"; empty: the server answering.
+        server: String,
+    },
+    /// Joiner -> server: which server of the fleet holds this room?
+    Locate {
+        /// The room.
+        room: String,
+    },
+    /// Anyone -> server: the fleet's servers, please.
+    ListServers {
+        /// Index of the first one wanted.
+        first: u16,
+    },
+    /// Server -> asker: some of the fleet's servers.
+    Servers {
+        /// Servers in the fleet.
+        total: u16,
+        /// Index of the first listed.
+        first: u16,
+        /// The servers.
+        servers: Vec<ServerInfo>,
     },
 }
 
@@ -692,6 +752,41 @@ fn encode_room(out: &mut Vec<u8>, msg: &RoomMsg) {
                 );
                 out.extend_from_slice(&r.age_secs.to_le_bytes());
                 out.push(r.spectators);
+                put_str8(out, &r.region, MAX_REGION);
+                put_str8(out, &r.server, MAX_SERVER);
+            }
+        }
+        RoomMsg::Moved { room, server } => {
+            out.push(7);
+            put_str8(out, room, MAX_ROOM_NAME);
+            put_str8(out, server, MAX_SERVER);
+        }
+        RoomMsg::Locate { room } => {
+            out.push(8);
+            put_str8(out, room, MAX_ROOM_NAME);
+            pad(out);
+        }
+        RoomMsg::ListServers { first } => {
+            out.push(9);
+            out.extend_from_slice(&first.to_le_bytes());
+            pad(out);
+        }
+        RoomMsg::Servers {
+            total,
+            first,
+            servers,
+        } => {
+            out.push(10);
+            out.extend_from_slice(&total.to_le_bytes());
+            out.extend_from_slice(&first.to_le_bytes());
+            let servers = &servers[..servers.len().min(MAX_SERVERS_LISTED)];
+            out.push(servers.len() as u8);
+            for s in servers {
+                put_str8(out, &s.server, MAX_SERVER);
+                put_str8(out, &s.region, MAX_REGION);
+                out.extend_from_slice(&s.rooms.to_le_bytes());
+                out.extend_from_slice(&s.max_rooms.to_le_bytes());
+                out.extend_from_slice(&s.players.to_le_bytes());
             }
         }
         RoomMsg::Relay { ticket, step } => {
@@ -800,6 +895,8 @@ fn decode_room(r: &mut Reader) -> Result<RoomMsg, ()> {
                 let flags = r.u8()?;
                 let age_secs = r.u32()?;
                 let spectators = r.u8()?;
+                let region = r.str8()?;
+                let server = r.str8()?;
                 if flags > 7 || players > seats || usize::from(seats) > MAX_PLAYERS {
                     return Err(());
                 }
@@ -818,6 +915,8 @@ fn decode_room(r: &mut Reader) -> Result<RoomMsg, ()> {
                     },
                     age_secs,
                     spectators,
+                    region,
+                    server,
                 });
             }
             RoomMsg::Rooms {
@@ -843,6 +942,43 @@ fn decode_room(r: &mut Reader) -> Result<RoomMsg, ()> {
                 _ => return Err(()),
             };
             RoomMsg::Relay { ticket, step }
+        }
+        7 => RoomMsg::Moved {
+            room: r.str8()?,
+            server: r.str8()?,
+        },
+        8 => {
+            let room = r.str8()?;
+            r.padding()?;
+            RoomMsg::Locate { room }
+        }
+        9 => {
+            let first = r.u16()?;
+            r.padding()?;
+            RoomMsg::ListServers { first }
+        }
+        10 => {
+            let total = r.u16()?;
+            let first = r.u16()?;
+            let n = r.u8()?;
+            if usize::from(n) > MAX_SERVERS_LISTED {
+                return Err(());
+            }
+            let mut servers = Vec::with_capacity(usize::from(n));
+            for _ in 0..n {
+                servers.push(ServerInfo {
+                    server: r.str8()?,
+                    region: r.str8()?,
+                    rooms: r.u16()?,
+                    max_rooms: r.u16()?,
+                    players: r.u16()?,
+                });
+            }
+            RoomMsg::Servers {
+                total,
+                first,
+                servers,
+            }
         }
         _ => return Err(()),
     };
@@ -1049,6 +1185,30 @@ mod tests {
                     age_secs: 61,
                     spectators: 3,
                     mode: Mode::Optimistic,
+                    region: "eu-west".into(),
+                    server: "203.0.113.7:7845".into(),
+                }],
+            })
+            .encode(0),
+            Msg::Room(RoomMsg::Moved {
+                room: "quiet-fox".into(),
+                server: "[2001:db8::7]:7845".into(),
+            })
+            .encode(0),
+            Msg::Room(RoomMsg::Locate {
+                room: "quiet-fox".into(),
+            })
+            .encode(0),
+            Msg::Room(RoomMsg::ListServers { first: 2 }).encode(0),
+            Msg::Room(RoomMsg::Servers {
+                total: 3,
+                first: 2,
+                servers: vec![ServerInfo {
+                    server: "203.0.113.7:7845".into(),
+                    region: "eu-west".into(),
+                    rooms: 4,
+                    max_rooms: 1000,
+                    players: 9,
                 }],
             })
             .encode(0),

@@ -6,6 +6,8 @@
 //!                      the start payload's sizes and xxh3          (resent every 250 ms)
 //! S -> C  Room/Opened  the room's name; the header carries its session id
 //!      or Refuse       "the server is full (500 rooms)", "room quiet-fox exists", ...
+//!      or Room/Moved   full, and another server of its fleet and region has room: the
+//!                      creator asks that one instead
 //! C -> S  StateChunk x N   the packed start payload, as a host sends it to a joiner
 //! S -> C  StateAck         cumulative index + bitmap; the last one says "verified"
 //! ```
@@ -48,9 +50,19 @@ pub enum OpenEvent {
         /// Its session id.
         session: u32,
     },
+    /// The server is full and sent the creator to another server of its fleet, which it
+    /// asks now.
+    Moved {
+        /// That server.
+        server: SocketAddr,
+    },
     /// The server refused the room, or went silent.
     Failed(SessionError),
 }
+
+/// Redirects a creator follows at most, so that two servers sending it to each other
+/// cannot keep it busy.
+const MAX_MOVES: u8 = 3;
 
 #[derive(Debug)]
 enum Phase {
@@ -72,6 +84,7 @@ pub struct RoomOpener {
     queue: VecDeque<Vec<u8>>,
     events: VecDeque<OpenEvent>,
     timeout: Duration,
+    moves: u8,
 }
 
 impl RoomOpener {
@@ -104,6 +117,7 @@ impl RoomOpener {
             queue: VecDeque::new(),
             events: VecDeque::new(),
             timeout: HANDSHAKE_TIMEOUT,
+            moves: 0,
         })
     }
 
@@ -148,6 +162,24 @@ impl RoomOpener {
                     sender: Box::new(sender),
                 };
                 self.check_done();
+            }
+            (Msg::Room(RoomMsg::Moved { server, .. }), Phase::Asking { .. }) => {
+                match server.parse::<SocketAddr>() {
+                    Ok(to) if self.moves < MAX_MOVES && to.is_ipv4() == self.server.is_ipv4() => {
+                        self.moves += 1;
+                        self.server = to;
+                        self.phase = Phase::Asking { next: now };
+                        self.started = now;
+                        self.last_heard = None;
+                        self.events.push_back(OpenEvent::Moved { server: to });
+                    }
+                    _ => {
+                        self.phase = Phase::Done;
+                        let reason = format!("the server is full and sent us to {server:?}");
+                        self.events
+                            .push_back(OpenEvent::Failed(SessionError::RefusedByServer(reason)));
+                    }
+                }
             }
             (Msg::Refuse(reason), Phase::Asking { .. }) => {
                 self.phase = Phase::Done;

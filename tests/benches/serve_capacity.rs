@@ -275,6 +275,7 @@ impl Generator {
                         OpenEvent::Uploaded { room, .. } => p.room = Some(room),
                         OpenEvent::Failed(e) => failure = Some(format!("{}: opening: {e}", who())),
                         OpenEvent::Opened { .. } => {}
+                        OpenEvent::Moved { server } => panic!("sent to {server}: one server"),
                     }
                 }
             }

@@ -422,6 +422,8 @@ fn session_messages() -> Vec<Vec<u8>> {
                 age_secs: 3,
                 spectators: 1,
                 mode: Mode::Optimistic,
+                region: "eu".into(),
+                server: "127.0.0.1:7845".into(),
             }],
         })
         .encode(0),

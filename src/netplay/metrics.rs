@@ -1,0 +1,170 @@
+//! `serve --metrics ADDR:PORT`: the server's numbers as Prometheus (OpenMetrics) text, on a
+//! plain HTTP listener thread that answers every request with them.
+//!
+//! Metrics: `framelock_rooms`, `framelock_players`, `framelock_spectators` (gauges);
+//! `framelock_datagrams_total` and `framelock_bytes_total` by `direction` (in, out);
+//! `framelock_dropped_total` by `reason` (garbage, wrong_room, rate_limited, full,
+//! held_unvalidated, auth); `framelock_answer_seconds` (histogram: from taking datagrams off
+//! the socket to sending what they caused); `framelock_directory_errors_total`.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::Arc;
+use std::time::Duration;
+
+use prometheus_client::encoding::text::encode;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+use prometheus_client::registry::Registry;
+
+use crate::serve::ServeStats;
+
+use super::NetplayError;
+
+type Labels = [(&'static str, &'static str); 1];
+
+/// The serve loop's handles on the metrics the listener serves.
+pub struct Metrics {
+    rooms: Gauge,
+    players: Gauge,
+    spectators: Gauge,
+    datagrams: Family<Labels, Counter>,
+    bytes: Family<Labels, Counter>,
+    dropped: Family<Labels, Counter>,
+    answer: Histogram,
+    directory_errors: Counter,
+    last: ServeStats,
+    last_directory_errors: u64,
+}
+
+impl Metrics {
+    /// Listens on `addr` and serves the metrics from a thread of their own.
+    pub fn listen(addr: SocketAddr) -> Result<Metrics, NetplayError> {
+        let listener = TcpListener::bind(addr)
+            .map_err(|e| NetplayError::Metrics(format!("--metrics {addr}: cannot listen: {e}")))?;
+        let mut registry = Registry::with_prefix("framelock");
+        let m = Metrics {
+            rooms: Gauge::default(),
+            players: Gauge::default(),
+            spectators: Gauge::default(),
+            datagrams: Family::default(),
+            bytes: Family::default(),
+            dropped: Family::default(),
+            answer: Histogram::new(exponential_buckets(10e-6, 2.0, 14)),
+            directory_errors: Counter::default(),
+            last: ServeStats::default(),
+            last_directory_errors: 0,
+        };
+        registry.register("rooms", "Rooms open", m.rooms.clone());
+        registry.register("players", "Players in the rooms", m.players.clone());
+        registry.register("spectators", "Spectators watching", m.spectators.clone());
+        registry.register("datagrams", "UDP datagrams", m.datagrams.clone());
+        registry.register("bytes", "UDP payload bytes", m.bytes.clone());
+        registry.register("dropped", "Datagrams turned away", m.dropped.clone());
+        registry.register(
+            "answer_seconds",
+            "From taking datagrams off the socket to sending what they caused",
+            m.answer.clone(),
+        );
+        registry.register(
+            "directory_errors",
+            "Failed directory requests and skipped malformed entries",
+            m.directory_errors.clone(),
+        );
+        let registry = Arc::new(registry);
+        let local = listener.local_addr().unwrap_or(addr);
+        std::thread::Builder::new()
+            .name("metrics".into())
+            .spawn(move || {
+                for stream in listener.incoming().flatten() {
+                    answer(stream, &registry);
+                }
+            })
+            .map_err(|e| NetplayError::Metrics(format!("cannot start its thread: {e}")))?;
+        tracing::info!("serve: metrics on http://{local}/metrics");
+        Ok(m)
+    }
+
+    pub fn observe_answer(&self, d: Duration) {
+        self.answer.observe(d.as_secs_f64());
+    }
+
+    /// The counters and gauges as they are now.
+    pub fn update(&mut self, s: &ServeStats, load: (usize, usize, usize), directory_errors: u64) {
+        let (rooms, players, spectators) = load;
+        self.rooms.set(rooms as i64);
+        self.players.set(players as i64);
+        self.spectators.set(spectators as i64);
+        let p = self.last;
+        let add = |f: &Family<Labels, Counter>, l: Labels, now: u64, was: u64| {
+            f.get_or_create(&l).inc_by(now.saturating_sub(was));
+        };
+        add(
+            &self.datagrams,
+            [("direction", "in")],
+            s.datagrams_in,
+            p.datagrams_in,
+        );
+        add(
+            &self.datagrams,
+            [("direction", "out")],
+            s.datagrams_out,
+            p.datagrams_out,
+        );
+        add(&self.bytes, [("direction", "in")], s.bytes_in, p.bytes_in);
+        add(
+            &self.bytes,
+            [("direction", "out")],
+            s.bytes_out,
+            p.bytes_out,
+        );
+        let d = &self.dropped;
+        add(d, [("reason", "garbage")], s.garbage, p.garbage);
+        add(d, [("reason", "wrong_room")], s.wrong_room, p.wrong_room);
+        add(
+            d,
+            [("reason", "rate_limited")],
+            s.rate_limited,
+            p.rate_limited,
+        );
+        add(d, [("reason", "full")], s.full, p.full);
+        add(
+            d,
+            [("reason", "held_unvalidated")],
+            s.held_unvalidated,
+            p.held_unvalidated,
+        );
+        add(d, [("reason", "auth")], s.dropped_auth, p.dropped_auth);
+        self.directory_errors
+            .inc_by(directory_errors.saturating_sub(self.last_directory_errors));
+        self.last = *s;
+        self.last_directory_errors = directory_errors;
+    }
+}
+
+/// One HTTP request, whatever it asks: the metrics.
+fn answer(mut stream: TcpStream, registry: &Registry) {
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
+    let _ = stream.set_write_timeout(Some(Duration::from_secs(2)));
+    let mut request = Vec::new();
+    let mut buf = [0u8; 1024];
+    while !request.windows(4).any(|w| w == b"\r\n\r\n") && request.len() < 8192 {
+        match stream.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => request.extend_from_slice(&buf[..n]),
+        }
+    }
+    let mut body = String::new();
+    if encode(&mut body, registry).is_err() {
+        return;
+    }
+    let head = format!(
+        "HTTP/1.1 200 OK\r\nContent-Type: application/openmetrics-text; version=1.0.0; \
+         charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    let _ = stream.write_all(head.as_bytes());
+    let _ = stream.write_all(body.as_bytes());
+}

@@ -1,0 +1,587 @@
+//! A fleet of `framelock serve` processes on one NATS JetStream directory, all on
+//! 127.0.0.1 with Debian's `nats-server` (2.9) started by each test on ports of its own and
+//! killed when the test ends, passed or failed: rooms opened on one server are listed,
+//! joined and watched through another, names are unique across the fleet, a killed server's
+//! rooms leave the directory, a 3-node NATS cluster loses a node, NATS restarts, and a
+//! malformed entry is skipped.
+
+mod netplay_common;
+
+use std::io::{Read, Write};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use netplay_common::{args, checksum, free_port, Peer};
+use serde_json::Value;
+
+/// A room's creator that plays alone while the test needs its room (a creator waiting for
+/// players with nobody coming would give up after a few seconds).
+const ALONE: &[&str] = &["--start-with", "1", "--frames", "3000"];
+
+/// One `nats-server -js` on 127.0.0.1, killed on drop.
+struct Nats {
+    child: Child,
+    port: u16,
+}
+
+impl Nats {
+    fn start(dir: &Path, label: &str) -> Nats {
+        Nats::start_on(dir, label, free_tcp_port(), &[])
+    }
+
+    fn start_on(dir: &Path, label: &str, port: u16, extra: &[String]) -> Nats {
+        let store = dir.join(format!("{label}-store"));
+        let log = std::fs::File::create(dir.join(format!("{label}.log"))).unwrap();
+        let child = Command::new("nats-server")
+            .args(["-js", "-a", "127.0.0.1", "-p", &port.to_string(), "-sd"])
+            .arg(&store)
+            .args(extra)
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("nats-server is not installed: run .ci/setup");
+        let nats = Nats { child, port };
+        let end = Instant::now() + Duration::from_secs(10);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < end, "nats-server did not start on {port}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        nats
+    }
+
+    fn url(&self) -> String {
+        format!("nats://127.0.0.1:{}", self.port)
+    }
+
+    fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// Publishes `payload` on `subject` over NATS's text protocol, and waits for the
+    /// server's PONG (so it was taken).
+    fn publish(&self, subject: &str, payload: &[u8]) {
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", self.port)).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let mut msg = format!(
+            "CONNECT {{\"verbose\":false}}\r\nPUB {subject} {}\r\n",
+            payload.len()
+        )
+        .into_bytes();
+        msg.extend_from_slice(payload);
+        msg.extend_from_slice(b"\r\nPING\r\n");
+        s.write_all(&msg).unwrap();
+        let mut got = Vec::new();
+        let mut buf = [0u8; 4096];
+        while !String::from_utf8_lossy(&got).contains("PONG") {
+            let n = s.read(&mut buf).expect("nats-server answers");
+            assert!(
+                n > 0,
+                "nats-server hung up: {}",
+                String::from_utf8_lossy(&got)
+            );
+            got.extend_from_slice(&buf[..n]);
+        }
+    }
+}
+
+impl Drop for Nats {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// The body of `GET /metrics` from `addr`.
+fn http_get(addr: &str) -> String {
+    let mut s = std::net::TcpStream::connect(addr).expect("metrics listener");
+    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+        .unwrap();
+    let mut text = String::new();
+    s.read_to_string(&mut text).unwrap();
+    assert!(text.starts_with("HTTP/1.1 200 OK"), "{text}");
+    text
+}
+
+fn free_tcp_port() -> u16 {
+    loop {
+        let port = free_port();
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+}
+
+/// `framelock serve` as a fleet member; returns once it listens, with its address.
+fn member(dir: &Path, label: &str, nats: &[String], extra: &[&str]) -> (Peer, String) {
+    let port = free_port();
+    let addr = format!("127.0.0.1:{port}");
+    let mut a = args(&["serve", "--port", &port.to_string(), "--bind", "127.0.0.1"]);
+    a.push("--directory".into());
+    a.extend(nats.iter().cloned());
+    a.extend(args(&["--public-address", &addr, "--region", "eu"]));
+    a.extend(extra.iter().map(|s| s.to_string()));
+    let mut server = Peer::spawn(dir, label, &a);
+    assert!(
+        server
+            .wait_for_log("serve: listening on udp", Duration::from_secs(15))
+            .is_some(),
+        "{label} did not start\n{}",
+        server.log_text()
+    );
+    (server, addr)
+}
+
+/// `framelock host --server ASKED --room ROOM`; returns once the room is open on `held`.
+fn open_room(dir: &Path, label: &str, asked: &str, held: &str, room: &str, extra: &[&str]) -> Peer {
+    let mut a = args(&["host", "--headless", "--server", asked, "--room", room]);
+    a.extend(extra.iter().map(|s| s.to_string()));
+    let mut host = Peer::spawn(dir, label, &a);
+    let said = format!("your friends join with `framelock join {held} --room {room}");
+    assert!(
+        host.wait_for_log(&said, Duration::from_secs(20)).is_some(),
+        "room {room} did not open on {held}\n{}",
+        host.log_text()
+    );
+    host
+}
+
+/// `framelock rooms SERVER --json`, or `None` if it failed.
+fn rooms(dir: &Path, server: &str) -> Option<Vec<Value>> {
+    let out = netplay_common::framelock(dir)
+        .args(["rooms", server, "--json"])
+        .output()
+        .expect("run framelock rooms");
+    if !out.status.success() {
+        eprintln!("rooms {server}: {}", netplay_common::text(&out));
+        return None;
+    }
+    let v: Value = serde_json::from_slice(&out.stdout).expect("rooms --json is JSON");
+    Some(v.as_array().expect("an array").clone())
+}
+
+/// The rooms `server` lists, as (name, holding server).
+fn listed(dir: &Path, server: &str) -> Vec<(String, String)> {
+    rooms(dir, server)
+        .unwrap_or_default()
+        .iter()
+        .map(|r| {
+            (
+                r["room"].as_str().unwrap_or_default().to_string(),
+                r["server"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+        .collect()
+}
+
+/// Polls `cond` every 200 ms until it holds; the time it took, or `None` after `limit`.
+fn within(limit: Duration, mut cond: impl FnMut() -> bool) -> Option<Duration> {
+    let start = Instant::now();
+    while start.elapsed() < limit {
+        if cond() {
+            return Some(start.elapsed());
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    None
+}
+
+fn has(list: &[(String, String)], room: &str, server: &str) -> bool {
+    list.iter().any(|(r, s)| r == room && s == server)
+}
+
+#[test]
+fn a_room_opened_on_one_server_is_listed_joined_and_watched_through_another() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let nats = Nats::start(d, "nats");
+    let metrics = format!("127.0.0.1:{}", free_tcp_port());
+    let (mut a, a_addr) = member(d, "server-a", &[nats.url()], &["--metrics", &metrics]);
+    let (mut b, b_addr) = member(d, "server-b", &[nats.url()], &["--max-rooms", "1"]);
+    let frames = ["--frames", "1500"];
+    let mut host = open_room(
+        d,
+        "host",
+        &a_addr,
+        &a_addr,
+        "friday",
+        &[&frames[..], &["--bot", "1"]].concat(),
+    );
+    let took = within(Duration::from_secs(5), || {
+        has(&listed(d, &b_addr), "friday", &a_addr)
+    });
+    assert!(
+        took.is_some(),
+        "B never listed A's room: {:?}",
+        rooms(d, &b_addr)
+    );
+    let r = rooms(d, &b_addr).unwrap();
+    assert_eq!(r[0]["region"], "eu", "{r:?}");
+    // The same name on B is refused: A holds it.
+    let mut twin = Peer::spawn(
+        d,
+        "twin",
+        &args(&[
+            "host",
+            "--headless",
+            "--server",
+            &b_addr,
+            "--room",
+            "friday",
+        ]),
+    );
+    assert!(!twin.wait(Duration::from_secs(20)).success());
+    let said = format!("room friday exists already (on {a_addr})");
+    assert!(twin.log_text().contains(&said), "{}", twin.log_text());
+    // A join and a spectate asked of B play on A.
+    let mut bob = Peer::spawn(
+        d,
+        "bob",
+        &args(
+            &[
+                &["join", &b_addr, "--room", "friday", "--headless"][..],
+                &frames[..],
+                &["--bot", "2"],
+            ]
+            .concat(),
+        ),
+    );
+    assert!(
+        bob.wait_for_log("netplay: in session", Duration::from_secs(20))
+            .is_some(),
+        "{}",
+        bob.log_text()
+    );
+    let mut eve = Peer::spawn(
+        d,
+        "eve",
+        &args(
+            &[
+                &["spectate", &b_addr, "--room", "friday", "--headless"][..],
+                &frames[..],
+            ]
+            .concat(),
+        ),
+    );
+    // B full (its one room): a new room asked of B opens on A, and says so.
+    let mut solo = open_room(d, "solo", &b_addr, &b_addr, "solo", ALONE);
+    let servers_known = within(Duration::from_secs(10), || {
+        let out = netplay_common::framelock(d)
+            .args(["servers", &b_addr, "--json"])
+            .output()
+            .unwrap();
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+        v.as_array().is_some_and(|s| s.len() == 2)
+            && v[0]["rtt_ms"].as_f64().is_some()
+            && v[1]["rooms"].as_u64() == Some(1)
+    });
+    assert!(servers_known.is_some(), "servers never listed both");
+    let mut sent = open_room(d, "sent", &b_addr, &a_addr, "sent", ALONE);
+    for p in [&mut bob, &mut eve, &mut host] {
+        p.wait_ok(Duration::from_secs(55));
+    }
+    let (h, j, e) = (host.read_stats(), bob.read_stats(), eve.read_stats());
+    assert_eq!(h["frames"].as_u64(), Some(1500));
+    assert_eq!(checksum(&h), checksum(&j), "host and joiner differ");
+    assert_eq!(checksum(&e), checksum(&h), "the spectator differs");
+    assert_eq!(e["spectator"], true);
+    assert!(bob
+        .log_text()
+        .contains(&format!("room friday is on {a_addr}")));
+    let a_log = a.log_text();
+    assert!(
+        a_log.contains("room friday: the game starts with 2 players"),
+        "{a_log}"
+    );
+    assert!(a_log.contains("room sent: opened by"), "{a_log}");
+    assert!(!b.log_text().contains("room friday: opened"));
+    assert!(b.log_text().contains("room solo: opened by"));
+    // A's metrics: two rooms (friday ended, sent plays), its datagrams and answer times.
+    // (Updated once a second.)
+    within(Duration::from_secs(3), || {
+        http_get(&metrics).contains("framelock_rooms 1\n")
+    });
+    let text = http_get(&metrics);
+    for line in [
+        "framelock_rooms 1",
+        "framelock_directory_errors_total 0",
+        "framelock_dropped_total{reason=\"garbage\"} 0",
+    ] {
+        assert!(text.contains(line), "{line}\n{text}");
+    }
+    let count = text
+        .lines()
+        .find_map(|l| l.strip_prefix("framelock_answer_seconds_count "))
+        .and_then(|n| n.trim().parse::<u64>().ok());
+    assert!(count.is_some_and(|n| n > 1000), "{text}");
+    solo.kill();
+    sent.kill();
+    // A room that closes leaves the directory.
+    let gone = within(Duration::from_secs(10), || {
+        !listed(d, &b_addr).iter().any(|(r, _)| r == "friday")
+    });
+    assert!(gone.is_some(), "{:?}", listed(d, &b_addr));
+    a.interrupt();
+    b.interrupt();
+    a.wait_ok(Duration::from_secs(10));
+    b.wait_ok(Duration::from_secs(10));
+}
+
+#[test]
+fn a_killed_server_leaves_the_directory_within_30_s() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let nats = Nats::start(d, "nats");
+    let (mut a, a_addr) = member(d, "server-a", &[nats.url()], &[]);
+    let (b, b_addr) = member(d, "server-b", &[nats.url()], &[]);
+    let _on_a = open_room(d, "host-a", &a_addr, &a_addr, "on-a", ALONE);
+    let on_b = open_room(d, "host-b", &b_addr, &b_addr, "on-b", ALONE);
+    let both = within(Duration::from_secs(5), || {
+        let l = listed(d, &b_addr);
+        has(&l, "on-a", &a_addr) && has(&l, "on-b", &b_addr)
+    });
+    assert!(both.is_some(), "{:?}", listed(d, &b_addr));
+    a.kill();
+    let gone = within(Duration::from_secs(30), || {
+        !listed(d, &b_addr).iter().any(|(r, _)| r == "on-a")
+    });
+    assert!(gone.is_some(), "A's room still listed after 30 s");
+    eprintln!("a killed server's rooms left the directory in {gone:?}");
+    assert!(
+        has(&listed(d, &b_addr), "on-b", &b_addr),
+        "{:?}\n{}\n{}",
+        rooms(d, &b_addr),
+        b.log_text(),
+        on_b.log_text()
+    );
+}
+
+#[test]
+fn the_directory_keeps_answering_when_one_node_of_a_three_node_cluster_dies() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (ports, routes): (Vec<u16>, Vec<u16>) =
+        (0..3).map(|_| (free_tcp_port(), free_tcp_port())).unzip();
+    let route_urls = routes
+        .iter()
+        .map(|p| format!("nats://127.0.0.1:{p}"))
+        .collect::<Vec<_>>()
+        .join(",");
+    let mut nodes: Vec<Nats> = (0..3)
+        .map(|i| {
+            let extra = args(&[
+                "--server_name",
+                &format!("n{i}"),
+                "--cluster_name",
+                "fleet",
+                "--cluster",
+                &format!("nats://127.0.0.1:{}", routes[i]),
+                "--routes",
+                &route_urls,
+            ]);
+            Nats::start_on(d, &format!("node{i}"), ports[i], &extra)
+        })
+        .collect();
+    let urls: Vec<String> = nodes.iter().map(Nats::url).collect();
+    let (a, a_addr) = member(d, "server-a", &urls, &[]);
+    let (b, b_addr) = member(d, "server-b", &urls, &[]);
+    // The cluster elects its JetStream leader first: the bucket is made once it has one.
+    let _first = open_room(d, "first", &a_addr, &a_addr, "first", ALONE);
+    let listed_first = within(Duration::from_secs(20), || {
+        has(&listed(d, &b_addr), "first", &a_addr)
+    });
+    assert!(
+        listed_first.is_some(),
+        "{:?}\n{}\n{}",
+        listed(d, &b_addr),
+        a.log_text(),
+        b.log_text()
+    );
+    nodes[0].kill();
+    let _second = open_room(d, "second", &b_addr, &b_addr, "second", ALONE);
+    let listed_second = within(Duration::from_secs(20), || {
+        let l = listed(d, &a_addr);
+        has(&l, "second", &b_addr) && has(&l, "first", &a_addr)
+    });
+    assert!(
+        listed_second.is_some(),
+        "after a node died: {:?}",
+        listed(d, &a_addr)
+    );
+}
+
+#[test]
+fn rooms_play_on_while_nats_is_down_and_reappear_when_it_is_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let port = free_tcp_port();
+    let mut nats = Nats::start_on(d, "nats", port, &[]);
+    let (mut a, a_addr) = member(d, "server-a", &[nats.url()], &[]);
+    let (_b, b_addr) = member(d, "server-b", &[nats.url()], &[]);
+    let frames = ["--frames", "1800"];
+    let mut host = open_room(
+        d,
+        "host",
+        &a_addr,
+        &a_addr,
+        "friday",
+        &[&frames[..], &["--bot", "1"]].concat(),
+    );
+    let mut bob = Peer::spawn(
+        d,
+        "bob",
+        &args(
+            &[
+                &["join", &a_addr, "--room", "friday", "--headless"][..],
+                &frames[..],
+                &["--bot", "2"],
+            ]
+            .concat(),
+        ),
+    );
+    assert!(within(Duration::from_secs(5), || has(
+        &listed(d, &b_addr),
+        "friday",
+        &a_addr
+    ))
+    .is_some());
+    nats.kill();
+    assert!(
+        a.wait_for_log("directory: unreachable", Duration::from_secs(15))
+            .is_some(),
+        "{}",
+        a.log_text()
+    );
+    // A still lists its own room.
+    assert!(has(&listed(d, &a_addr), "friday", &a_addr));
+    // NATS back, empty (a new store): A writes its room back.
+    std::fs::remove_dir_all(d.join("nats-store")).ok();
+    let _nats = Nats::start_on(d, "nats-again", port, &[]);
+    let back = within(Duration::from_secs(20), || {
+        has(&listed(d, &b_addr), "friday", &a_addr)
+    });
+    assert!(back.is_some(), "{}", a.log_text());
+    eprintln!("the room was listed again {back:?} after NATS restarted");
+    bob.wait_ok(Duration::from_secs(50));
+    host.wait_ok(Duration::from_secs(50));
+    let (h, j) = (host.read_stats(), bob.read_stats());
+    assert_eq!(h["frames"].as_u64(), Some(1800));
+    assert_eq!(checksum(&h), checksum(&j));
+    assert!(a.log_text().contains("directory: reachable again"));
+}
+
+#[test]
+fn a_malformed_entry_is_skipped_and_logged() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let nats = Nats::start(d, "nats");
+    let (mut a, a_addr) = member(d, "server-a", &[nats.url()], &[]);
+    // The bucket exists once A has written its heartbeat.
+    std::thread::sleep(Duration::from_secs(2));
+    nats.publish("$KV.framelock-rooms.room.junk", b"not json");
+    let bad_server = br#"{"server":"nowhere","region":"eu","game":"","core":"x","mode":"strict","seats":2,"players":1,"spectators":0,"password":false,"state":"lobby","opened":0}"#;
+    nats.publish("$KV.framelock-rooms.room.worse", bad_server);
+    for key in [
+        "\"room.junk\"",
+        "\"room.worse\": server \"nowhere\" is not ADDR:PORT",
+    ] {
+        let said = format!("directory: skipped malformed entry {key}");
+        assert!(
+            a.wait_for_log(&said, Duration::from_secs(10)).is_some(),
+            "{said}\n{}",
+            a.log_text()
+        );
+    }
+    let _host = open_room(d, "host", &a_addr, &a_addr, "fine", &[]);
+    assert_eq!(
+        listed(d, &a_addr),
+        vec![("fine".to_string(), a_addr.clone())]
+    );
+    assert!(
+        a.try_status().is_none(),
+        "the server stopped\n{}",
+        a.log_text()
+    );
+}
+
+#[test]
+fn a_bad_directory_url_is_refused_and_an_unreachable_one_leaves_rooms_local() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let port = free_port().to_string();
+    let public = format!("127.0.0.1:{port}");
+    let serve = |url: &str| {
+        let a = args(&["serve", "--port", &port, "--bind", "127.0.0.1"]);
+        let fleet = args(&["--directory", url, "--public-address", &public]);
+        [a, fleet].concat()
+    };
+    let out = netplay_common::framelock(d)
+        .args(serve("http://127.0.0.1:4222"))
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let text = netplay_common::text(&out);
+    assert!(
+        text.contains("--directory \"http://127.0.0.1:4222\"") && text.contains("scheme"),
+        "{text}"
+    );
+    // Nothing listens there: the server says so, and serves its rooms alone.
+    let nowhere = format!("nats://127.0.0.1:{}", free_tcp_port());
+    let mut server = Peer::spawn(d, "server", &serve(&nowhere));
+    assert!(
+        server
+            .wait_for_log("directory: unreachable", Duration::from_secs(15))
+            .is_some(),
+        "{}",
+        server.log_text()
+    );
+    let _host = open_room(d, "host", &public, &public, "alone", ALONE);
+    assert_eq!(
+        listed(d, &public),
+        vec![("alone".to_string(), public.clone())]
+    );
+    assert!(server.log_text().contains("room alone: opens here alone"));
+}
+
+#[test]
+fn a_server_restarted_at_its_address_drops_the_rooms_of_its_earlier_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let nats = Nats::start(d, "nats");
+    let (mut a, a_addr) = member(d, "server-a", &[nats.url()], &[]);
+    let (_b, b_addr) = member(d, "server-b", &[nats.url()], &[]);
+    let mut host = open_room(d, "host", &a_addr, &a_addr, "before", ALONE);
+    assert!(within(Duration::from_secs(5), || has(
+        &listed(d, &b_addr),
+        "before",
+        &a_addr
+    ))
+    .is_some());
+    a.kill();
+    host.kill();
+    // The same address again, at once: its heartbeat never stops, its old room must go.
+    let port = a_addr.rsplit(':').next().unwrap();
+    let mut again = args(&[
+        "serve",
+        "--port",
+        port,
+        "--bind",
+        "127.0.0.1",
+        "--directory",
+    ]);
+    again.extend(args(&[
+        &nats.url(),
+        "--public-address",
+        &a_addr,
+        "--region",
+        "eu",
+    ]));
+    let mut a2 = Peer::spawn(d, "server-a2", &again);
+    let gone = within(Duration::from_secs(8), || {
+        !listed(d, &b_addr).iter().any(|(r, _)| r == "before")
+    });
+    assert!(gone.is_some(), "{}", a2.log_text());
+    assert!(a2
+        .wait_for_log("left by an earlier run here", Duration::from_secs(1))
+        .is_some());
+}
