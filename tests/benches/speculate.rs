@@ -16,39 +16,35 @@
 //!
 //! # Results
 //!
-//! `FRAMELOCK_BENCH_SECS=30 cargo bench --bench speculate` (solo play measured once per
-//! game, so the CPU ratios carry its noise: the "off" rows show about ±15%):
+//! `FRAMELOCK_BENCH_SECS=30 cargo bench --bench speculate` on a quiet 2-core machine (solo
+//! play measured once per game, so the CPU ratios carry its noise):
 //!
 //! | game, bot, --speculate | perceived (median / p95) | lead | rollbacks/s | depth (median / max) | corrected pictures | CPU x solo |
 //! |---|---|---|---|---|---|---|
-//! | built-in, default bot, off | 9 / 11 | 9 | - | - | - | 1.51x |
-//! | built-in, default bot, 4 | 5 / 8 | 9 | 12.1 | 2 / 4 | 628 | 2.35x |
-//! | built-in, default bot, auto | 1 / 5 | 9 | 15.2 | 6 / 8 | 1484 | 2.42x |
-//! | built-in, human bot, off | 9 / 11 | 9 | - | - | - | 2.12x |
-//! | built-in, human bot, 4 | 6 / 7 | 10 | 6.4 | 2 / 4 | 316 | 2.56x |
-//! | built-in, human bot, auto | 1 / 3 | 9 | 9.7 | 5 / 8 | 1282 | 2.68x |
-//! | Genesis Plus GX, default bot, off | 9 / 11 | 9 | - | - | - | 1.16x |
-//! | Genesis Plus GX, default bot, 4 | 6 / 14 | 10 | 11.1 | 2 / 4 | 525 | 3.00x |
-//! | Genesis Plus GX, default bot, auto | 1 / 3 | 9 | 15.4 | 5 / 8 | 1464 | 3.01x |
-//! | Genesis Plus GX, human bot, off | 9 / 11 | 9 | - | - | - | 0.85x |
-//! | Genesis Plus GX, human bot, 4 | 5 / 7 | 9 | 7.6 | 2 / 4 | 422 | 2.55x |
-//! | Genesis Plus GX, human bot, auto | 1 / 3 | 9 | 9.4 | 5 / 8 | 1333 | 2.97x |
+//! | built-in, default bot, off | 9 / 11 | 9 | - | - | - | 2.05x |
+//! | built-in, default bot, 4 | 5 / 7 | 9 | 13.0 | 2 / 4 | 691 | 2.83x |
+//! | built-in, default bot, auto | 1 / 3 | 9 | 16.1 | 5 / 8 | 1479 | 3.31x |
+//! | built-in, human bot, off | 9 / 11 | 9 | - | - | - | 2.67x |
+//! | built-in, human bot, 4 | 5 / 7 | 9 | 7.0 | 2 / 4 | 373 | 3.04x |
+//! | built-in, human bot, auto | 1 / 3 | 9 | 9.6 | 5 / 8 | 1288 | 3.41x |
+//! | Genesis Plus GX, default bot, off | 9 / 10 | 9 | - | - | - | 1.34x |
+//! | Genesis Plus GX, default bot, 4 | 5 / 6 | 9 | 12.3 | 2 / 4 | 622 | 3.32x |
+//! | Genesis Plus GX, default bot, auto | 1 / 2 | 9 | 15.3 | 6 / 8 | 1503 | 3.86x |
+//! | Genesis Plus GX, human bot, off | 10 / 10 | 9 | - | - | - | 1.35x |
+//! | Genesis Plus GX, human bot, 4 | 5 / 6 | 10 | 7.2 | 2 / 4 | 387 | 3.42x |
+//! | Genesis Plus GX, human bot, auto | 1 / 2 | 9 | 9.5 | 5 / 8 | 1305 | 3.70x |
 //!
 //! 250 ms round trip, ±20 ms, 5% loss, human bot, built-in game:
 //!
 //! | --speculate | perceived (median / p95) | lead | rollbacks/s | depth (median / max) | corrected pictures | CPU x solo |
 //! |---|---|---|---|---|---|---|
-//! | off | 19 / 31 | 19 | - | - | - | 1.89x |
-//! | auto | 11 / 25 | 19 | 9.3 | 5 / 8 | 1210 | 2.89x |
-//! | 16 | 3 / 19 | 19 | 9.5 | 13 / 16 | 1678 | 4.39x |
+//! | off | 19 / 30 | 19 | - | - | - | 2.02x |
+//! | auto | 11 / 24 | 19 | 9.2 | 5 / 8 | 1203 | 2.57x |
+//! | 16 | 3 / 19 | 19 | 9.4 | 13 / 16 | 1677 | 3.11x |
 //!
-//! These tables predate 233fbbf (the run-ahead depth budget waits for its first second and
-//! never drops below one frame). Two runs on that code, on the 2-core machine shared with
-//! other builds (load average 4-9), did not reproduce them and did not agree with each other
-//! at 100 ms: the leads grew from 9 to 10-35 frames with the machine's wake-up delays, and
-//! the perceived latency and CPU with them (Genesis Plus GX, human bot: off 10 / 11 and
-//! 9 / 12, auto 7 / 25 and 2 / 3 at 3.2-4.1x solo). The 250 ms rows held: off 19 / 30 and
-//! 19 / 31, auto 11 / 26 and 11 / 25, `--speculate 16` 3 / 19. They need a quiet machine.
+//! On a machine busy with other builds (load average 4-9) the leads grow from 9 to 10-35
+//! frames with its wake-up delays, and the perceived latency and CPU with them: these
+//! numbers need a quiet machine.
 //!
 //! Auto stops at 8 frames ahead: past a lead of 8 (a round trip over about 130 ms) the
 //! rest of the delay stays. The built-in game costs so little that its ratios are mostly
