@@ -15,19 +15,19 @@
 //! # Results
 //!
 //! `cargo bench --bench netplay_cpu`: Genesis Plus GX + Airstriker at 60 fps, headless, bots,
-//! 30 s, 5 pairs; each process's user + system CPU from the kernel when it exits. The 2-core
-//! machine was shared with other builds (load average 3.1-3.7).
+//! 30 s, 5 pairs; each process's user + system CPU from the kernel when it exits, on a quiet
+//! 2-core machine.
 //!
 //! | pair | `play` CPU (1800 frames) | `host` | `join` | host x solo | join x solo |
 //! |---|---|---|---|---|---|
-//! | 1 | 0.68 s | 0.81 s | 0.74 s | 1.18 | 1.09 |
-//! | 2 | 0.69 s | 0.83 s | 0.78 s | 1.20 | 1.13 |
-//! | 3 | 0.69 s | 0.84 s | 0.74 s | 1.21 | 1.07 |
-//! | 4 | 0.74 s | 0.83 s | 0.82 s | 1.13 | 1.11 |
-//! | 5 | 0.69 s | 0.86 s | 0.78 s | 1.25 | 1.13 |
+//! | 1 | 0.96 s | 1.24 s | 1.19 s | 1.29 | 1.24 |
+//! | 2 | 1.01 s | 1.20 s | 1.06 s | 1.18 | 1.05 |
+//! | 3 | 1.04 s | 1.20 s | 1.18 s | 1.15 | 1.14 |
+//! | 4 | 1.00 s | 1.15 s | 1.13 s | 1.15 | 1.13 |
+//! | 5 | 0.99 s | 1.16 s | 1.00 s | 1.18 | 1.01 |
 //!
-//! Median of the pairs: host 1.20x (1.13-1.25x), joiner 1.11x (1.07-1.13x). Goal: at most
-//! 1.1x solo play for each netplay peer, on the median: not met (host 1.20x, joiner 1.11x).
+//! Median of the pairs: host 1.18x (1.15-1.29x), joiner 1.13x (1.01-1.24x). Goal: at most
+//! 1.1x solo play for each netplay peer, on the median: not met.
 
 use std::fs::File;
 use std::path::Path;
