@@ -475,6 +475,18 @@ impl World {
         self.push_node(name, at, p, false)
     }
 
+    /// A spectator named `name` of the host (or room) at `to`.
+    pub fn watch(&mut self, name: &str, to: SocketAddr, cfg: ParticipantConfig) -> usize {
+        let host = self.nodes.len() as u8 + 1;
+        self.next_port += 1;
+        let at = addr(host, self.next_port);
+        let mut j = JoinConfig::new(to, info(name));
+        j.entropy = [host; 32];
+        j.watch = true;
+        let p = Participant::join(self.now(), j, lockstep::Config::default(), cfg);
+        self.push_node(name, at, p, false)
+    }
+
     /// The address of node `i`'s host or server.
     pub fn addr_of(&self, i: usize) -> SocketAddr {
         self.nodes[i].addr

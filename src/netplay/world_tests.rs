@@ -276,3 +276,22 @@ fn a_room_player_whose_link_drops_comes_back_and_the_room_outlives_its_creator()
         .iter()
         .any(|e| matches!(e, ServeEvent::Closed { .. })));
 }
+
+#[test]
+fn a_spectator_whose_link_drops_comes_back_as_a_spectator() {
+    let mut w = World::new("delay=20ms", 4200);
+    let host = w.host(2, cfg());
+    let to = w.addr_of(host);
+    let ana = w.join("ana", to, None, cfg());
+    let eve = w.watch("eve", to, cfg());
+    assert!(w.run_until(30 * SEC, |w| w.frame(eve) >= 600 && w.frame(ana) >= 600));
+    // Longer than the 10 s a host keeps a silent spectator.
+    w.outage(eve, 15 * SEC);
+    w.run_for(16 * SEC);
+    assert_eq!(lost(&w.nodes[eve]), 1);
+    assert!(w.run_until(10 * SEC, |w| back(&w.nodes[eve]) == 1));
+    assert!(w.nodes[eve].events().any(
+        |e| matches!(e, ParticipantEvent::Back { slot, .. } if *slot == crate::session::msg::SPECTATOR)
+    ));
+    finish_in_sync(&mut w, 120 * SEC);
+}
