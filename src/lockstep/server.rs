@@ -33,6 +33,11 @@ const RETAIN_SECS: f64 = 4.0;
 /// A spectator further behind the frontier than this (in seconds of play) gets no more
 /// frames; its driver sends it a fresh state instead ([`ServerEvent::SpectatorBehind`]).
 pub const SPECTATOR_LAG_SECS: f64 = 2.0;
+/// How long a spectator just (re)started has to load its state and acknowledge its first
+/// frames before lag or silence count against it.
+fn spectator_grace() -> Duration {
+    Duration::from_secs_f64(2.0 * SPECTATOR_LAG_SECS)
+}
 /// A spectator silent this long is dropped: nothing waits for it, so it may be away longer
 /// than a player (a closed laptop lid, a Wi-Fi hiccup) and get a fresh state when it is
 /// back, as one that fell behind does.
@@ -208,6 +213,12 @@ struct Peer {
 }
 
 impl Peer {
+    /// A spectator is streamed frames until it has been silent `warn_after` (and through
+    /// the grace after it was (re)started, while it loads its state).
+    fn listening_until(&self, warn_after: Duration, grace: Duration) -> Instant {
+        (self.last_heard + warn_after).max(self.added + grace)
+    }
+
     fn new(
         cfg: &Config,
         id: PeerId,
@@ -752,6 +763,7 @@ impl Server {
         let resend = self.cfg.resend_interval();
         let batch = self.spectator_batch();
         let frontier = self.frontier();
+        let (warn_after, grace) = (self.cfg.warn_after, spectator_grace());
         let ids: Vec<u8> = self
             .spectators
             .range((Bound::Included(self.next_spectator), Bound::Unbounded))
@@ -763,9 +775,15 @@ impl Server {
             if let Some(bytes) = p.queued.pop_front() {
                 return Some(Transmit { to: id, bytes });
             }
-            let due = p
-                .last_send
-                .is_none_or(|t| now >= t + resend || (p.dirty && now >= t + batch));
+            // A silent one (a closed lid) is sent acks only, at the resend interval: back
+            // within `SPECTATOR_LAG_SECS` it is streamed from its ack, later it gets a fresh
+            // state, rather than a socket buffer full of stale frames.
+            let listening = now < p.listening_until(warn_after, grace);
+            // Its frames wait until it is heard again, and so does the batch timer.
+            p.dirty &= listening;
+            let due = p.last_send.is_none_or(|t| {
+                now >= t + resend || (p.dirty && listening && now >= t + batch)
+            });
             if due && p.budget.allows(now) {
                 self.next_spectator = id.wrapping_add(1);
                 let ctx = RoundCtx {
@@ -776,7 +794,7 @@ impl Server {
                     advance: 0.0,
                     session: self.cfg.session,
                     players: self.cfg.players,
-                    frames: !p.behind,
+                    frames: !p.behind && listening,
                 };
                 build_round(p, &ctx, now, &mut self.traffic);
                 return p.queued.pop_front().map(|bytes| Transmit { to: id, bytes });
@@ -1083,6 +1101,11 @@ impl Server {
                     let at = p
                         .last_send
                         .map_or(p.last_heard, |t| t + self.spectator_batch());
+                    let until = p.listening_until(self.cfg.warn_after, spectator_grace());
+                    let at = match p.last_send {
+                        Some(t) if at >= until => t + resend,
+                        _ => at,
+                    };
                     Some(p.budget.ready_at(at))
                 } else {
                     p.last_send.map(|t| p.budget.ready_at(t + resend))
@@ -1510,7 +1533,7 @@ impl Server {
     fn check_spectators(&mut self, now: Instant) {
         let frontier = self.frontier();
         let limit = (SPECTATOR_LAG_SECS * self.cfg.fps) as u32;
-        let grace = Duration::from_secs_f64(2.0 * SPECTATOR_LAG_SECS);
+        let grace = spectator_grace();
         for (id, p) in &mut self.spectators {
             let lag = frontier.since(p.acked);
             // One that went silent is away, not behind: it times out, or is sent a fresh
