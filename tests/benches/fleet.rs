@@ -3,7 +3,7 @@
 //!
 //! Everything on 127.0.0.1: one `nats-server -js` (its monitoring port gives the bytes it
 //! moved), `framelock serve --directory` processes, and a load generator in this process
-//! (as `serve_capacity`'s: rooms of 2 synthetic players, the real client stack on a UDP
+//! (`room_load.rs`, shared with `serve_capacity`: rooms of 2 synthetic players, the real client stack on a UDP
 //! socket each, 60 fps, rooms spread over the servers in turn). It prints:
 //! - **open -> listed**: from a creator's first Open sent to server A to server B listing
 //!   the room (asked as `framelock rooms` asks, every 0.5 ms), 10 rooms one at a time;
@@ -17,7 +17,9 @@
 //! - **the directory's cost to answer time**: one server with 500 rooms, its own p99
 //!   answer time (`--stats-json` `answer_us`) without and with `--directory`.
 //!
-//! `FRAMELOCK_BENCH_SECS` sets the steady window (default 10 s).
+//! `FRAMELOCK_BENCH_SECS` sets the steady window (default 10 s). `FRAMELOCK_BENCH_SMOKE=1`
+//! (CI's short form): 3 rooms timed, 3 s idle, 10 rooms over the fleet and 20 on one
+//! server, 2 s windows; a player dropped there ends the run with exit status 1.
 //!
 //! # Results
 //!
@@ -43,8 +45,6 @@
 //! `serve_capacity`), and the whole-run p99 includes the burst of 1,500 rooms opening at
 //! once.
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 use std::fs::File;
 use std::io::{Read, Write};
 use std::net::SocketAddr;
@@ -52,367 +52,13 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use framelock::input::Pad;
-use framelock::lockstep::{self, Client, PeerId};
-use framelock::session::msg::{Msg, OpenRoom, RoomMsg};
-use framelock::session::{
-    is_session_datagram, JoinConfig, JoinEvent, JoinSession, OpenEvent, RoomOpener, SessionInfo,
-    StartPayload,
-};
-use mio::net::UdpSocket;
-use mio::{Events, Interest, Poll, Token};
-use rand::rngs::SmallRng;
-use rand::{Rng, SeedableRng};
+use framelock::session::msg::{Msg, RoomMsg};
 
-const FRAME: Duration = Duration::from_micros(16_667);
-const HEADER: u64 = 28;
+mod room_load;
+mod smoke;
 
-fn info(name: &str) -> SessionInfo {
-    SessionInfo {
-        core_name: "lightcycles".into(),
-        core_version: "0.1.0".into(),
-        player_name: name.into(),
-        ..SessionInfo::default()
-    }
-}
+use room_load::Generator;
 
-struct Player {
-    socket: UdpSocket,
-    /// The server its room is on.
-    server: SocketAddr,
-    opener: Option<RoomOpener>,
-    join: Option<JoinSession>,
-    client: Option<Client>,
-    room: Option<String>,
-    creator: bool,
-    frames: u64,
-    /// Frame periods since it started playing: the frames it should have run.
-    ticks: u64,
-    next_tick: Instant,
-    pad: Pad,
-    rng: SmallRng,
-    /// When its latest CTRL left, until the server's next datagram.
-    ctrl_at: Option<Instant>,
-    /// Frames run when the steady window opened.
-    frames_at_window: u64,
-    /// Its room was refused or it was dropped (the load is then over what the machine holds).
-    failed: bool,
-}
-
-#[derive(Default)]
-struct Counters {
-    sent: u64,
-    received: u64,
-    bytes_sent: u64,
-    bytes_received: u64,
-    response_us: Vec<u32>,
-}
-
-struct Generator {
-    /// Room names are PREFIX-N.
-    prefix: String,
-    poll: Poll,
-    players: Vec<Player>,
-    counters: Counters,
-    measuring: bool,
-    buf: Vec<u8>,
-}
-
-impl Generator {
-    /// `rooms` rooms, spread over `servers` in turn.
-    fn new(servers: &[SocketAddr], rooms: usize, prefix: &str) -> Generator {
-        let poll = Poll::new().expect("epoll");
-        let start = Instant::now() + Duration::from_millis(50);
-        let mut players = Vec::with_capacity(rooms * 2);
-        for r in 0..rooms {
-            // Rooms spread over the frame period; a room's two players tick together.
-            let phase = FRAME.mul_f64(r as f64 / rooms as f64);
-            for seat in 0..2 {
-                let mut socket = UdpSocket::bind("127.0.0.1:0".parse().unwrap())
-                    .expect("a UDP socket per player (raise ulimit -n for many rooms)");
-                let token = Token(players.len());
-                poll.registry()
-                    .register(&mut socket, token, Interest::READABLE)
-                    .unwrap();
-                players.push(Player {
-                    socket,
-                    server: servers[r % servers.len()],
-                    opener: None,
-                    join: None,
-                    client: None,
-                    room: None,
-                    creator: seat == 0,
-                    frames: 0,
-                    ticks: 0,
-                    next_tick: start + phase,
-                    pad: Pad::NEUTRAL,
-                    rng: SmallRng::seed_from_u64((r * 2 + seat) as u64),
-                    ctrl_at: None,
-                    frames_at_window: 0,
-                    failed: false,
-                });
-            }
-        }
-        Generator {
-            prefix: prefix.to_string(),
-            poll,
-            players,
-            counters: Counters::default(),
-            measuring: false,
-            buf: vec![0; 2048],
-        }
-    }
-
-    fn open_rooms(&mut self, now: Instant) {
-        for (r, pair) in self.players.chunks_mut(2).enumerate() {
-            let server = pair[0].server;
-            let open = OpenRoom {
-                room: format!("{}-{r}", self.prefix),
-                players: 2,
-                start_with: 2,
-                keyframe_interval: 2,
-                mode: None,
-                fps: 60.0,
-                password: false,
-                core_name: "lightcycles".into(),
-                core_version: "0.1.0".into(),
-                content_name: String::new(),
-                content_hash: None,
-                player_name: format!("c{r}"),
-                raw_len: 0,
-                packed_len: 0,
-                payload_hash: 0,
-            };
-            let payload = StartPayload {
-                options: vec![],
-                state: vec![r as u8; 2000],
-                sram: vec![],
-            };
-            pair[0].opener = Some(RoomOpener::new(now, server, open, &payload).unwrap());
-        }
-    }
-
-    fn send(&mut self, i: usize, to: SocketAddr, bytes: &[u8]) {
-        if self.players[i].socket.send_to(bytes, to).is_ok() {
-            self.counters.sent += 1;
-            self.counters.bytes_sent += bytes.len() as u64 + HEADER;
-        }
-    }
-
-    /// Everything waiting on player `i`'s socket.
-    fn receive(&mut self, i: usize, now: Instant) {
-        loop {
-            let (n, from) = match self.players[i].socket.recv_from(&mut self.buf) {
-                Ok(x) => x,
-                Err(_) => return,
-            };
-            self.counters.received += 1;
-            self.counters.bytes_received += n as u64 + HEADER;
-            let bytes = self.buf[..n].to_vec();
-            let p = &mut self.players[i];
-            if let Some(o) = &mut p.opener {
-                o.handle_datagram(now, from, &bytes);
-            }
-            if is_session_datagram(&bytes) {
-                if let Some(j) = &mut p.join {
-                    let _ = j.handle_datagram(now, from, &bytes);
-                }
-            } else if let (Some(c), Some(j)) = (&mut p.client, &p.join) {
-                // Lockstep datagrams carry the session's tags (`wire::keys`).
-                let Some(body) = j.open(&bytes) else {
-                    continue;
-                };
-                c.handle_datagram(now, body);
-                if let Some(at) = p.ctrl_at.take() {
-                    if self.measuring {
-                        let us = now.saturating_duration_since(at).as_micros();
-                        self.counters
-                            .response_us
-                            .push(us.min(u128::from(u32::MAX)) as u32);
-                    }
-                }
-            }
-        }
-    }
-
-    /// Player `i`'s handshake timers and, at its tick, a frame; then what it sends.
-    fn service(&mut self, i: usize, now: Instant) {
-        let server = self.players[i].server;
-        let mut out: Vec<Vec<u8>> = Vec::new();
-        let mut ctrl = false;
-        {
-            let p = &mut self.players[i];
-            if let Some(o) = &mut p.opener {
-                o.handle_timeout(now);
-                while let Some(t) = o.poll_transmit(now) {
-                    out.push(t.bytes);
-                }
-                while let Some(ev) = o.poll_event() {
-                    match ev {
-                        OpenEvent::Uploaded { room, .. } => p.room = Some(room),
-                        OpenEvent::Failed(_) => p.failed = true,
-                        OpenEvent::Opened { .. } => {}
-                        OpenEvent::Moved { server } => panic!("sent to {server}: none is full"),
-                    }
-                }
-            }
-            if p.room.is_some() && p.join.is_none() && p.creator {
-                p.opener = None;
-                p.join = Some(join(now, server, p.room.as_deref().unwrap(), true));
-            }
-            if p.failed {
-                p.opener = None;
-                p.join = None;
-                p.client = None;
-            }
-            if let Some(j) = &mut p.join {
-                j.handle_timeout(now);
-                while let Some(ev) = j.poll_event() {
-                    match ev {
-                        JoinEvent::Ready(start) => {
-                            let cfg = start.lockstep(lockstep::Config::default());
-                            p.client = Some(Client::new(now, cfg, PeerId(start.slot)).unwrap());
-                        }
-                        JoinEvent::Failed(_) => p.failed = true,
-                        _ => {}
-                    }
-                }
-            }
-            if now >= p.next_tick {
-                p.next_tick += FRAME;
-                if let Some(c) = &mut p.client {
-                    if c.ready_frames() > 0 || c.frame().0 > 0 {
-                        c.handle_timeout(now);
-                    }
-                    if p.rng.gen_ratio(1, 4) {
-                        p.pad = Pad(p.rng.gen::<u16>() & 0x0fff);
-                    }
-                    c.push_local_input(now, p.pad);
-                    p.ticks += 1;
-                    // As the frame runner does: one frame a period, up to 4 to catch up.
-                    for _ in 0..4 {
-                        if p.frames >= p.ticks || c.poll_frame().is_none() {
-                            break;
-                        }
-                        p.frames += 1;
-                        if p.frames.is_multiple_of(60) {
-                            c.report_checksum(lockstep::Frame(p.frames as u32 - 1), p.frames);
-                        }
-                    }
-                    while let Some(mut bytes) = c.poll_transmit(now) {
-                        if let Some(j) = &p.join {
-                            j.seal(&mut bytes);
-                        }
-                        out.push(bytes);
-                        ctrl = true;
-                    }
-                }
-            }
-            if let Some(j) = &mut p.join {
-                if ctrl {
-                    j.running();
-                }
-                while let Some(t) = j.poll_transmit(now) {
-                    out.push(t.bytes);
-                }
-            }
-            if ctrl {
-                p.ctrl_at = Some(now);
-            }
-        }
-        for bytes in out {
-            self.send(i, server, &bytes);
-        }
-    }
-
-    /// Runs until `until`: every player at its ticks (a heap of them, so a wake-up costs
-    /// the players due, not a pass over all), every datagram as it arrives.
-    fn run(&mut self, until: Instant) {
-        let mut events = Events::with_capacity(4096);
-        let mut due: BinaryHeap<Reverse<(Instant, usize)>> = self
-            .players
-            .iter()
-            .enumerate()
-            .map(|(i, p)| Reverse((p.next_tick, i)))
-            .collect();
-        while Instant::now() < until {
-            let now = Instant::now();
-            let next = due.peek().map_or(now + FRAME, |Reverse((t, _))| *t);
-            let wait = next
-                .saturating_duration_since(now)
-                .min(Duration::from_millis(5));
-            self.poll.poll(&mut events, Some(wait)).expect("epoll wait");
-            let now = Instant::now();
-            let ready: Vec<usize> = events.iter().map(|e| e.token().0).collect();
-            for i in ready {
-                self.receive(i, now);
-            }
-            while let Some(Reverse((t, i))) = due.peek().copied() {
-                // A generator that cannot keep up still returns at `until`: its players
-                // then run fewer frames, and the load counts as over.
-                if t > now || Instant::now() >= until {
-                    break;
-                }
-                due.pop();
-                // A joiner joins once its creator's room is open.
-                if !self.players[i].creator && self.players[i].join.is_none() {
-                    if let Some(room) = self.players[i - 1].room.clone() {
-                        let server = self.players[i].server;
-                        self.players[i].join = Some(join(now, server, &room, false));
-                    }
-                }
-                self.service(i, now);
-                due.push(Reverse((self.players[i].next_tick, i)));
-            }
-        }
-    }
-
-    fn all_playing(&self) -> bool {
-        self.players.iter().all(|p| p.frames > 0 || p.failed)
-    }
-
-    fn failed(&self) -> usize {
-        self.players.iter().filter(|p| p.failed).count()
-    }
-
-    fn leave(&mut self, now: Instant) {
-        for i in 0..self.players.len() {
-            if let Some(j) = &mut self.players[i].join {
-                j.leave("done");
-                let mut out = Vec::new();
-                while let Some(t) = j.poll_transmit(now) {
-                    out.push(t);
-                }
-                for t in out {
-                    self.send(i, t.to, &t.bytes);
-                }
-            }
-        }
-    }
-
-    /// Reads what is left on the sockets for `d`.
-    fn drain(&mut self, d: Duration) {
-        let end = Instant::now() + d;
-        let mut events = Events::with_capacity(4096);
-        while Instant::now() < end {
-            let _ = self.poll.poll(&mut events, Some(Duration::from_millis(10)));
-            let now = Instant::now();
-            let ready: Vec<usize> = events.iter().map(|e| e.token().0).collect();
-            for i in ready {
-                self.receive(i, now);
-            }
-        }
-    }
-}
-
-fn join(now: Instant, server: SocketAddr, room: &str, creator: bool) -> JoinSession {
-    let mut cfg = JoinConfig::new(server, info(if creator { "c" } else { "j" }));
-    cfg.room = room.into();
-    cfg.creator = creator;
-    JoinSession::new(now, cfg)
-}
-
-/// One `nats-server -js` with its monitoring port; killed on drop.
 struct Nats {
     child: Child,
     url: String,
@@ -429,7 +75,9 @@ impl Nats {
             .stdout(Stdio::null())
             .stderr(File::create(dir.join("nats.log")).unwrap())
             .spawn()
-            .expect("nats-server is not installed: run .ci/setup");
+            .unwrap_or_else(|e| {
+                smoke::fail(format!("cannot start nats-server ({e}): run .ci/setup"))
+            });
         let end = Instant::now() + Duration::from_secs(10);
         while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
             assert!(Instant::now() < end, "nats-server did not start");
@@ -548,7 +196,8 @@ fn load(
     tag: &str,
 ) -> Load {
     let bytes = || nats.map_or(0, Nats::bytes);
-    let mut g = Generator::new(servers, rooms, tag);
+    let mut g = Generator::new(servers, rooms, tag).unwrap_or_else(|e| smoke::fail(e));
+    g.stop_on_failure = false;
     let t0 = Instant::now();
     let b0 = bytes();
     g.open_rooms(t0);
@@ -559,7 +208,7 @@ fn load(
     let late = g
         .players
         .iter()
-        .filter(|p| p.frames == 0 && !p.failed)
+        .filter(|p| p.frames == 0 && p.failed.is_none())
         .count();
     g.run(Instant::now() + Duration::from_secs(2));
     let opening = (bytes() - b0, t0.elapsed().as_secs_f64());
@@ -574,10 +223,10 @@ fn load(
     let min_fps = g
         .players
         .iter()
-        .filter(|p| !p.failed)
+        .filter(|p| p.failed.is_none())
         .map(|p| (p.frames - p.frames_at_window) as f64 / secs)
         .fold(f64::INFINITY, f64::min);
-    let failed = g.failed() + late;
+    let failed = g.failed_players() + late;
     let t2 = Instant::now();
     let b2 = bytes();
     g.leave(t2);
@@ -592,7 +241,7 @@ fn load(
 
 /// From a creator's first Open to `a` to `b` listing the room, one room.
 fn open_to_listed(a: SocketAddr, b: SocketAddr, i: usize) -> Duration {
-    let mut g = Generator::new(&[a], 1, &format!("latency{i}"));
+    let mut g = Generator::new(&[a], 1, &format!("latency{i}")).unwrap_or_else(|e| smoke::fail(e));
     g.open_rooms(Instant::now());
     // The creator's first tick sends the Open.
     while g.counters.sent == 0 {
@@ -637,16 +286,18 @@ fn listed_on(sock: &std::net::UdpSocket, server: SocketAddr, room: &str) -> bool
 }
 
 fn main() {
-    let counts: Vec<usize> = std::env::var("FRAMELOCK_BENCH_ROOMS")
-        .ok()
-        .map(|v| v.split(',').filter_map(|x| x.trim().parse().ok()).collect())
-        .unwrap_or_else(|| vec![750, 1500, 2250]);
-    let window = Duration::from_secs(
-        std::env::var("FRAMELOCK_BENCH_SECS")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(10),
-    );
+    // The short form: 3 rooms timed, 3 s idle, 10 rooms over the fleet, 20 on one server,
+    // 2 s windows.
+    let short = smoke::smoke();
+    let counts = match std::env::var("FRAMELOCK_BENCH_ROOMS") {
+        Ok(v) => {
+            smoke::parse_counts("FRAMELOCK_BENCH_ROOMS", &v).unwrap_or_else(|e| smoke::fail(e))
+        }
+        Err(_) if short => vec![10],
+        Err(_) => vec![750, 1500, 2250],
+    };
+    let window = Duration::from_secs(smoke::secs(10, 2));
+    let (timed, idle_secs, single) = if short { (3, 3, 20) } else { (10, 20, 500) };
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let nats = Nats::start(d);
@@ -657,17 +308,18 @@ fn main() {
         .collect();
     std::thread::sleep(Duration::from_secs(3));
     let (a, b) = (fleet[0].addr, fleet[1].addr);
-    let mut lat: Vec<f64> = (0..10)
+    let mut lat: Vec<f64> = (0..timed)
         .map(|i| open_to_listed(a, b, i).as_secs_f64() * 1000.0)
         .collect();
     lat.sort_by(f64::total_cmp);
     println!(
-        "open on A -> listed by B: median {:.1} ms, max {:.1} ms (10 rooms)",
-        lat[5], lat[9]
+        "open on A -> listed by B: median {:.1} ms, max {:.1} ms ({timed} rooms)",
+        smoke::number("open -> listed", lat[timed / 2]),
+        lat[timed - 1]
     );
     std::thread::sleep(Duration::from_secs(2));
     let b0 = nats.bytes();
-    let idle = Duration::from_secs(20);
+    let idle = Duration::from_secs(idle_secs);
     std::thread::sleep(idle);
     let idle_per_server_min = (nats.bytes() - b0) as f64 / 3.0 * 60.0 / idle.as_secs_f64();
     println!("directory traffic, idle: {idle_per_server_min:.0} bytes per server per minute");
@@ -692,6 +344,14 @@ fn main() {
         let lifecycle =
             (l.nats[0].0 as f64 - base * l.nats[0].1) + (l.nats[2].0 as f64 - base * l.nats[2].1);
         let steady = (l.nats[1].0 as f64 - base * l.nats[1].1) / m as f64 * 60.0 / l.nats[1].1;
+        if short && l.failed > 0 {
+            smoke::fail(format!(
+                "{} of {} players dropped in the short form",
+                l.failed,
+                m * 2
+            ));
+        }
+        smoke::number("the slowest player's frame rate", l.min_fps);
         let ok = l.min_fps >= 59.5 && p99 <= 2.0 && l.failed == 0;
         if ok {
             best = best.max(m);
@@ -710,14 +370,14 @@ fn main() {
 
     // The directory's cost to one server's answer time.
     println!();
-    println!("| one server, 500 rooms | its own p99 answer time | slowest fps |");
+    println!("| one server, {single} rooms | its own p99 answer time | slowest fps |");
     println!("|---|---|---|");
     for with in [false, true] {
         let mut s = Server::start(d, &format!("single-{with}"), with.then_some(&nats));
         std::thread::sleep(Duration::from_secs(2));
         let l = load(
             &[s.addr],
-            500,
+            single,
             window,
             with.then_some(&nats),
             &format!("single{with}"),
