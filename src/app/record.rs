@@ -411,7 +411,12 @@ impl<S: Sink + 'static> Recording<S> {
     /// resync): stores the state `core` has now, which replays load at the same point. Call it
     /// right after the load, before this recording's observer sees frame `next - 1`.
     pub fn resync(&self, next: u64, core: &mut Core) {
-        match core.serialize() {
+        self.resync_state(next, core.serialize().map_err(|e| e.to_string()));
+    }
+
+    /// [`resync`](Self::resync) with the state already taken (or why it could not be).
+    pub fn resync_state(&self, next: u64, state: Result<Vec<u8>, String>) {
+        match state {
             Ok(state) => self.event(next, &Event::Resync { state: Some(state) }),
             Err(e) => {
                 // Replays could not follow past this point: keep what is valid and stop.

@@ -18,6 +18,8 @@ mod status;
 #[cfg(test)]
 mod world;
 #[cfg(test)]
+mod world_log;
+#[cfg(test)]
 mod world_tests;
 
 use std::collections::VecDeque;

@@ -19,6 +19,7 @@ use crate::app::{RunnerConfig, Status};
 use crate::input::{Bot, Inputs, Pad, MAX_PLAYERS};
 use crate::lockstep::{self, Frame};
 use crate::net::conditioner::Conditioner;
+use crate::replay::Status as ReplayStatus;
 use crate::serve::{Rooms, ServeConfig, ServeEvent};
 use crate::session::msg::OpenRoom;
 use crate::session::{
@@ -26,6 +27,8 @@ use crate::session::{
     Participant, ParticipantConfig, ParticipantEvent, RoomOpener, SessionInfo, StartPayload,
 };
 use crate::wire::Transmit;
+
+use super::world_log::{NodeLog, CHECKSUM_INTERVAL};
 
 /// A clock the world moves.
 #[derive(Clone)]
@@ -57,13 +60,16 @@ impl Toy {
         })
     }
 
-    fn state(&self) -> Vec<u8> {
+    pub(super) fn state(&self) -> Vec<u8> {
         let mut v = self.frame.to_le_bytes().to_vec();
         v.extend_from_slice(&self.hash.to_le_bytes());
         v
     }
 
-    fn restore(&mut self, state: &[u8]) -> bool {
+    pub(super) fn restore(&mut self, state: &[u8]) -> bool {
+        if state.len() != 12 {
+            return false;
+        }
         let (Ok(frame), Ok(hash)) = (state[..4].try_into(), state[4..12].try_into()) else {
             return false;
         };
@@ -103,12 +109,17 @@ struct Work {
     pending: Option<(u32, Vec<u8>)>,
 }
 
-/// The frame observer: does what the participant asks of the machine.
-struct CoreSide(Rc<RefCell<Work>>);
+/// The frame observer: does what the participant asks of the machine, and records where its
+/// state was replaced (before the recording's observer sees the frame, as netplay does).
+struct CoreSide {
+    work: Rc<RefCell<Work>>,
+    log: NodeLog,
+}
 
 impl CoreSide {
-    fn work(&mut self, toy: &mut Toy, ran: bool) {
-        let mut w = self.0.borrow_mut();
+    /// `next`: the runner's next frame; `ran`: a frame just ran.
+    fn work(&mut self, toy: &mut Toy, next: u64, ran: bool) {
+        let mut w = self.work.borrow_mut();
         let requests: Vec<_> = w.requests.drain(..).collect();
         for req in requests {
             match req {
@@ -129,6 +140,7 @@ impl CoreSide {
                 } => {
                     if toy.restore(&state) {
                         toy.history.clear();
+                        self.log.resync(next, toy);
                         w.replies.push(CoreReply::Loaded { frame });
                     }
                 }
@@ -150,6 +162,7 @@ impl CoreSide {
                     toy.run_frame(&inputs);
                 }
                 debug_assert_eq!(toy.frame, now_at);
+                self.log.resync(next, toy);
                 w.replies.push(CoreReply::Loaded { frame: Frame(at) });
             } else {
                 w.pending = Some((at, state));
@@ -159,12 +172,12 @@ impl CoreSide {
 }
 
 impl FrameObserver<Toy> for CoreSide {
-    fn after_frame(&mut self, _: u64, _: &Inputs, toy: &mut Toy) -> Result<(), ObserverError> {
-        self.work(toy, true);
+    fn after_frame(&mut self, frame: u64, _: &Inputs, toy: &mut Toy) -> Result<(), ObserverError> {
+        self.work(toy, frame + 1, true);
         Ok(())
     }
-    fn idle(&mut self, _: u64, toy: &mut Toy) -> Result<(), ObserverError> {
-        self.work(toy, false);
+    fn idle(&mut self, next: u64, toy: &mut Toy) -> Result<(), ObserverError> {
+        self.work(toy, next, false);
         Ok(())
     }
 }
@@ -262,6 +275,8 @@ pub struct Node {
     asleep_until: Option<Instant>,
     inbox: Vec<(Instant, SocketAddr, Vec<u8>)>,
     pub finished: bool,
+    /// Its recording, from the frame its machine started at.
+    pub log: NodeLog,
 }
 
 impl Node {
@@ -335,7 +350,12 @@ impl World {
         self.clock.get()
     }
 
-    fn runner(&self, participant: Participant, seed: u64) -> Runner<Toy, SimFeed, WorldClock> {
+    fn runner(
+        &self,
+        participant: Participant,
+        seed: u64,
+        log: &NodeLog,
+    ) -> Runner<Toy, SimFeed, WorldClock> {
         let feed = SimFeed {
             participant,
             bot: Bot::new(seed),
@@ -351,7 +371,10 @@ impl World {
             ..RunnerConfig::default()
         };
         let mut runner = Runner::with_clock(feed, cfg, WorldClock(self.clock.clone()));
-        runner.observe(Box::new(CoreSide(work)));
+        runner.observe(Box::new(CoreSide {
+            work,
+            log: log.clone(),
+        }));
         runner
     }
 
@@ -363,7 +386,12 @@ impl World {
         running: bool,
     ) -> usize {
         let seed = self.nodes.len() as u64 + 7;
-        let runner = self.runner(participant, seed);
+        let log = NodeLog::default();
+        let mut runner = self.runner(participant, seed, &log);
+        if running {
+            // The host's machine runs from power-on.
+            runner.observe(log.begin(0, None));
+        }
         self.nodes.push(Node {
             name: name.into(),
             addr: at,
@@ -374,6 +402,7 @@ impl World {
             asleep_until: None,
             inbox: Vec::new(),
             finished: false,
+            log,
         });
         self.nodes.len() - 1
     }
@@ -637,6 +666,8 @@ impl World {
                 });
                 if let Some(state) = start {
                     n.toy.restore(&state);
+                    let log = n.log.begin(n.toy.frame, Some(state));
+                    n.runner.observe(log);
                     n.running = true;
                     n.next_tick = now;
                 }
@@ -734,6 +765,27 @@ impl World {
             hashes.windows(2).all(|w| w[0].1 == w[1].1),
             "out of sync at frame {frame}: {hashes:?}"
         );
+    }
+
+    /// Every node's recording replays on a fresh machine with every checksum matching (the
+    /// recordings end here).
+    pub fn assert_logs_verify(&self) {
+        for n in &self.nodes {
+            let Some((frames, v, status)) = n.log.verify() else {
+                continue;
+            };
+            let name = &n.name;
+            assert!(
+                matches!(status, Some(ReplayStatus::Complete { .. })),
+                "{name}'s log ended {status:?}"
+            );
+            assert_eq!(v.first_desync, None, "{name}'s log does not replay");
+            assert_eq!(v.matched, v.checked, "{name}: {v:?}");
+            assert!(
+                frames < u64::from(CHECKSUM_INTERVAL) || v.checked > 0,
+                "{name}'s log of {frames} frames has no checksum: {v:?}"
+            );
+        }
     }
 
     /// Every node ran its last frame.

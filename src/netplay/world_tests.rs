@@ -29,6 +29,7 @@ fn finish_in_sync(w: &mut World, limit: Duration) {
         .collect();
     assert!(done, "not finished after {limit:?}: {at:?}");
     w.assert_in_sync(w.frames - 1);
+    w.assert_logs_verify();
 }
 
 fn lost(n: &Node) -> usize {
@@ -271,6 +272,7 @@ fn a_room_player_whose_link_drops_comes_back_and_the_room_outlives_its_creator()
         w.nodes[cy].toy.hash_after(7199)
     );
     assert!(!ended(&w.nodes[cy]));
+    w.assert_logs_verify();
     assert!(!w
         .server_events
         .iter()
