@@ -21,6 +21,8 @@ mod world;
 mod world_log;
 #[cfg(test)]
 mod world_tests;
+#[cfg(test)]
+mod world_toy;
 
 use std::collections::VecDeque;
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};

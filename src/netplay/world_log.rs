@@ -10,29 +10,14 @@ use std::io::{self, Cursor, Write};
 use std::rc::Rc;
 use std::time::Instant;
 
-use crate::app::record::StateChecksum;
 use crate::app::replay::{LogObserver, ReplayFeed, ReplayMachine, Verification};
 use crate::app::{Feed, FeedPoll, FrameObserver, Machine, Recording};
 use crate::replay::{Header, Recorder, RecorderOptions, Replay, Sink, Start, Status};
 
-use super::world::Toy;
+use super::world_toy::Toy;
 
 /// Frames between checksum records in the simulated logs.
 pub const CHECKSUM_INTERVAL: u32 = 30;
-
-impl StateChecksum for Toy {
-    fn state_checksum(&mut self) -> u64 {
-        self.hash
-    }
-}
-
-impl ReplayMachine for Toy {
-    fn load_state(&mut self, state: &[u8]) -> Result<(), String> {
-        self.restore(state)
-            .then_some(())
-            .ok_or_else(|| "not a toy state".into())
-    }
-}
 
 /// A log's bytes in memory, shared with whoever reads them back.
 #[derive(Clone, Default)]

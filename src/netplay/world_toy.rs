@@ -1,0 +1,82 @@
+//! The simulated world's machine: a deterministic stand-in for a core.
+
+use std::collections::{BTreeMap, VecDeque};
+
+use crate::app::record::StateChecksum;
+use crate::app::replay::ReplayMachine;
+use crate::app::Machine;
+use crate::input::Inputs;
+
+/// A deterministic stand-in for a core: its state is the session frame it is at and a hash
+/// of every input it ran, so two machines agree exactly when they ran the same inputs from
+/// the same state.
+#[derive(Clone, Debug, Default)]
+pub struct Toy {
+    pub frame: u32,
+    pub hash: u64,
+    /// The hash after each frame, and each frame's inputs (for resyncs).
+    hashes: BTreeMap<u32, u64>,
+    pub(super) history: VecDeque<(u32, Inputs)>,
+    pub loads: u64,
+}
+
+impl Toy {
+    fn fold(hash: u64, inputs: &Inputs) -> u64 {
+        inputs.iter().fold(hash ^ 0x9e37, |h, p| {
+            (h ^ u64::from(p.0)).wrapping_mul(0x0000_0100_0000_01b3)
+        })
+    }
+
+    pub(super) fn state(&self) -> Vec<u8> {
+        let mut v = self.frame.to_le_bytes().to_vec();
+        v.extend_from_slice(&self.hash.to_le_bytes());
+        v
+    }
+
+    pub(super) fn restore(&mut self, state: &[u8]) -> bool {
+        if state.len() != 12 {
+            return false;
+        }
+        let (Ok(frame), Ok(hash)) = (state[..4].try_into(), state[4..12].try_into()) else {
+            return false;
+        };
+        self.frame = u32::from_le_bytes(frame);
+        self.hash = u64::from_le_bytes(hash);
+        self.loads += 1;
+        true
+    }
+
+    /// The hash after session frame `frame` ran.
+    pub fn hash_after(&self, frame: u32) -> Option<u64> {
+        self.hashes.get(&frame).copied()
+    }
+}
+
+impl Machine for Toy {
+    fn run_frame(&mut self, inputs: &Inputs) {
+        self.hash = Toy::fold(self.hash, inputs);
+        self.hashes.insert(self.frame, self.hash);
+        self.history.push_back((self.frame, *inputs));
+        if self.history.len() > 600 {
+            self.history.pop_front();
+        }
+        self.frame += 1;
+    }
+    fn fps(&self) -> f64 {
+        60.0
+    }
+}
+
+impl StateChecksum for Toy {
+    fn state_checksum(&mut self) -> u64 {
+        self.hash
+    }
+}
+
+impl ReplayMachine for Toy {
+    fn load_state(&mut self, state: &[u8]) -> Result<(), String> {
+        self.restore(state)
+            .then_some(())
+            .ok_or_else(|| "not a toy state".into())
+    }
+}
