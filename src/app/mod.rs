@@ -6,6 +6,7 @@ pub mod headless;
 pub mod interrupt;
 pub mod local;
 pub mod machine;
+pub mod options;
 pub mod play;
 pub mod record;
 pub mod replay;
@@ -16,7 +17,8 @@ pub mod video_capture;
 
 pub use driver::{run_loop, Frontend, Requests};
 pub use local::LocalFeed;
-pub use play::{play, PlayError, PlayOptions, PlaySummary};
+pub use options::PlayOptions;
+pub use play::{play, PlayError, PlaySummary};
 pub use record::{RecordMode, Recording};
 pub use runner::{
     Clock, EndReason, Feed, FeedPoll, FrameObserver, Machine, ObserverError, RunError, RunStats,

@@ -1,6 +1,5 @@
 //! `framelock play`: load a core and content, then run it in a window or headless.
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use serde_json::{json, Map, Value};
@@ -9,49 +8,14 @@ use super::driver::run_loop;
 use super::headless::Headless;
 use super::local::LocalFeed;
 use super::machine::ShotAt;
-use super::record::{self, RecordError, RecordMode, Recording};
-use super::runner::{EndReason, Feed, RunError, Runner, RunnerConfig};
+use super::options::PlayOptions;
+use super::record::{self, RecordError, Recording};
+use super::runner::{EndReason, Feed, RunError, Runner};
 use super::stats::{self, checksum_hex, StatsError};
 use super::sync_test::SyncTest;
-use super::video_capture::{self, VideoCapture, VideoOutput};
-use crate::frontend::audio::AudioSettings;
+use super::video_capture::{self, VideoCapture};
 use crate::frontend::window::{WindowError, WindowFrontend, WindowSettings};
-use crate::host::{Core, CoreSource, HostConfig, HostError};
-use crate::input::KeyMap;
-
-/// Everything `play` needs, config file and flags already merged.
-#[derive(Clone, Debug)]
-pub struct PlayOptions {
-    pub core: CoreSource,
-    pub content: Option<PathBuf>,
-    pub host: HostConfig,
-    /// No window, no audio device, no event loop.
-    pub headless: bool,
-    pub runner: RunnerConfig,
-    /// Seed of a bot playing port 1.
-    pub bot: Option<crate::input::BotSpec>,
-    pub stats_json: Option<PathBuf>,
-    pub screenshot_at: Option<(u64, PathBuf)>,
-    /// Test hook (`--busy-frame-ms`): headless, the loop stays busy this long after each
-    /// displayed frame, as it does in a window while drawing.
-    pub busy_frame: Option<Duration>,
-    pub scale: u32,
-    pub fullscreen: bool,
-    pub vsync: bool,
-    pub screenshots_dir: PathBuf,
-    pub audio: AudioSettings,
-    pub keymaps: Vec<KeyMap>,
-    /// Record the session to an input log (`--record`; netplay records by default).
-    pub record: RecordMode,
-    /// `play --sync-test N`: check the core's savestates round-trip, N frames deep.
-    pub sync_test: Option<u32>,
-    /// Test hook (`--tap`): buttons pressed on port 1 for one frame each.
-    pub taps: Vec<(u64, crate::input::Button)>,
-    /// Test hook (`--hash-shown FROM:COUNT`): hashes of the images shown.
-    pub hash_shown: Option<(u64, u64)>,
-    /// Write the game as shown to a video file (`--video`, `replay --export`).
-    pub video: Option<VideoOutput>,
-}
+use crate::host::{Core, HostError};
 
 #[derive(Debug, thiserror::Error)]
 pub enum PlayError {

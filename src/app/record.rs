@@ -21,7 +21,8 @@ use crate::replay::{
 };
 use serde_json::{json, Value};
 
-use super::play::PlayOptions;
+use super::options::PlayOptions;
+pub use super::options::RecordMode;
 use super::runner::{FrameObserver, ObserverError};
 
 /// Frames between checksum records unless the caller says otherwise (netplay's default too).
@@ -30,17 +31,6 @@ pub const DEFAULT_CHECKSUM_INTERVAL: u32 = 60;
 /// Written data older than this is flushed even if the recorder's frame count says not yet
 /// (frames arriving slowly, e.g. a stalling netplay session).
 const FLUSH_AFTER: Duration = Duration::from_secs(1);
-
-/// Whether and where a session is recorded.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub enum RecordMode {
-    #[default]
-    Off,
-    /// Into this file (refusing to overwrite it).
-    File(PathBuf),
-    /// Into a new dated file in this directory (`replay::default_recording_path`).
-    Dir(PathBuf),
-}
 
 #[derive(Debug, thiserror::Error)]
 pub enum RecordError {

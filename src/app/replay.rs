@@ -16,7 +16,8 @@ use serde_json::{json, Map, Value};
 
 pub use feed::{Desync, LogObserver, LogState, ReplayFeed, ReplayMachine, Verification};
 
-use super::play::{load_content, open_core_only, run_session, PlayError, PlayOptions, PlaySummary};
+use super::options::PlayOptions;
+use super::play::{load_content, open_core_only, run_session, PlayError, PlaySummary};
 use super::record::RecordMode;
 use super::runner::{EndReason, FrameObserver, ObserverError, Runner};
 use super::stats::{self, checksum_hex, StatsError};
