@@ -17,7 +17,7 @@ fn measure(name: &str, game: &mut Game, mut inputs: impl FnMut(u32) -> [u16; MAX
     let start = Instant::now();
     for f in 0..FRAMES {
         game.step(inputs(f));
-        game.render(&mut fb);
+        lightcycles::render::draw(game, &mut fb);
         game.audio(&mut audio);
         checksum = checksum.wrapping_add(u64::from(fb[(f as usize * 7919) % fb.len()]));
         checksum = checksum.wrapping_add(audio[f as usize % AUDIO_SAMPLES] as u64);

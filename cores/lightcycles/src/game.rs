@@ -284,12 +284,6 @@ impl Game {
         self.grid.as_mut_bytes()
     }
 
-    /// Draws the current frame into a 320x240 XRGB8888 buffer (`0x00RRGGBB`, row-major).
-    /// Buffers shorter than 320*240 are left untouched.
-    pub fn render(&self, fb: &mut [u32]) {
-        crate::render::draw(self, fb);
-    }
-
     /// Copies this frame's interleaved stereo audio (800 frames, 1600 samples) into `out`.
     pub fn audio(&self, out: &mut [i16]) {
         let n = out.len().min(AUDIO_SAMPLES);

@@ -106,8 +106,8 @@ fn same_inputs_give_same_state_video_and_audio() {
         saw_match |= a.mode() == Mode::Match;
         run_script(&mut b, chunk);
         assert!(a.save() == b.save(), "states diverged");
-        a.render(&mut fa);
-        b.render(&mut fb);
+        crate::render::draw(&a, &mut fa);
+        crate::render::draw(&b, &mut fb);
         assert!(fa == fb, "frames diverged");
         a.audio(&mut aa);
         b.audio(&mut ab);
@@ -376,7 +376,7 @@ fn attract_mode_renders_non_black() {
     for frame in 0..120 {
         g.step(IDLE);
         fb.fill(0);
-        g.render(&mut fb);
+        crate::render::draw(&g, &mut fb);
         let lit = fb.iter().filter(|&&p| p != 0).count();
         assert!(
             lit > SCREEN_W * SCREEN_H / 2,

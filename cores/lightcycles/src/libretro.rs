@@ -391,7 +391,7 @@ pub extern "C" fn retro_run() {
                 .copy_from_slice(&core.ram[..GRID_CELLS]);
             core.game.step(pads);
             core.refresh_ram();
-            core.game.render(&mut core.xrgb);
+            crate::render::draw(&core.game, &mut core.xrgb);
             core.game.audio(&mut core.audio);
             match core.format {
                 Format::Xrgb8888 => {}
