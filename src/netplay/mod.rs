@@ -7,6 +7,8 @@
 //! lockstep client (`feed`) -> goodbye. The host's own player uses the same lockstep client
 //! as everybody else, talking to the in-process server in memory.
 
+#[cfg(test)]
+mod chat_tests;
 mod directory;
 mod feed;
 mod fleet;
