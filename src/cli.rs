@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 
+use crate::app::chat_board::ChatShow;
 use crate::app::replay::ReplayOptions;
 use crate::app::video_capture::VideoOutput;
 use crate::app::{PlayOptions, RecordMode, RunnerConfig};
@@ -258,6 +259,14 @@ pub struct NetArgs {
     /// this player takes its seat back with a fresh state (0: give up at once).
     #[arg(long, value_name = "SECS", default_value_t = 60, value_parser = clap::value_parser!(u64).range(0..=3600))]
     pub reconnect: u64,
+    /// Say TEXT to everyone in the chat as play begins (repeatable; for scripts). A
+    /// headless player also says each line typed on its terminal.
+    #[arg(long, value_name = "TEXT")]
+    pub say: Vec<String>,
+    /// Whose chat messages to show and log: everyone's, the players' only (spectators'
+    /// hidden), or none.
+    #[arg(long, value_name = "players|all|off", default_value = "all", value_parser = parse_chat)]
+    pub chat: ChatShow,
     #[arg(long, hide = true, value_name = "FRAME[:MASK]", value_parser = parse_inject)]
     pub inject_desync: Option<(u32, u16)>,
     /// Test hook: stay busy MS milliseconds between the start state (a joiner's, or the
@@ -268,6 +277,10 @@ pub struct NetArgs {
 }
 
 fn parse_mode(s: &str) -> Result<Mode, String> {
+    s.parse()
+}
+
+fn parse_chat(s: &str) -> Result<ChatShow, String> {
     s.parse()
 }
 
@@ -444,6 +457,8 @@ impl NetArgs {
             start_delay: self.start_delay_ms.map(Duration::from_millis),
             speculate: self.speculate.depth(),
             reconnect: Duration::from_secs(self.reconnect),
+            say: self.say.clone(),
+            chat: self.chat,
         }
     }
 }
@@ -931,6 +946,7 @@ impl PlayArgs {
             taps: Vec::new(),
             hash_shown: None,
             video: self.video.to_output(self.view.scale)?,
+            chat: None,
         })
     }
 }

@@ -23,6 +23,54 @@ pub(crate) fn n_frames(n: impl Into<u64>) -> String {
     }
 }
 
+/// Text from elsewhere (a chat message, a recording) made safe to print on one line:
+/// control characters, terminal escape sequences (CSI, OSC and two-byte ESC sequences) and
+/// bidirectional overrides removed, tabs and line breaks made spaces, outer blanks trimmed,
+/// cut to `max_chars` characters.
+pub fn one_line(text: &str, max_chars: usize) -> String {
+    let mut out = String::new();
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\u{1b}' => match chars.next() {
+                // CSI: parameters and intermediates up to a final byte 0x40..=0x7e.
+                Some('[') => {
+                    for c in chars.by_ref() {
+                        if ('\u{40}'..='\u{7e}').contains(&c) {
+                            break;
+                        }
+                    }
+                }
+                // OSC, DCS, PM, APC: up to BEL or ST (ESC \).
+                Some(']' | 'P' | '^' | '_') => {
+                    while let Some(c) = chars.next() {
+                        if c == '\u{7}' {
+                            break;
+                        }
+                        if c == '\u{1b}' {
+                            chars.next_if_eq(&'\\');
+                            break;
+                        }
+                    }
+                }
+                _ => {}
+            },
+            '\u{9b}' => {
+                for c in chars.by_ref() {
+                    if ('\u{40}'..='\u{7e}').contains(&c) {
+                        break;
+                    }
+                }
+            }
+            '\n' | '\r' | '\t' => out.push(' '),
+            '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' => {}
+            c if c.is_control() => {}
+            c => out.push(c),
+        }
+    }
+    out.trim().chars().take(max_chars).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

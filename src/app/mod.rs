@@ -1,6 +1,7 @@
 //! The frame scheduler and the run loops built on it. The window and headless modes share
 //! one [`Runner`] and one [`driver::run_loop`]; only their [`driver::Frontend`] differs.
 
+pub mod chat_board;
 pub mod driver;
 pub mod headless;
 pub mod interrupt;

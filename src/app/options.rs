@@ -43,6 +43,8 @@ pub struct PlayOptions {
     pub hash_shown: Option<(u64, u64)>,
     /// Write the game as shown to a video file (`--video`, `replay --export`).
     pub video: Option<VideoOutput>,
+    /// Netplay: the chat the window shows and takes typed lines for.
+    pub chat: Option<super::chat_board::ChatBoard>,
 }
 
 /// Whether and where a session is recorded.

@@ -19,12 +19,13 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value};
 
+use crate::app::chat_board::ChatBoard;
 use crate::app::{Feed, FeedPoll};
 use crate::input::{Bot, Inputs, Pad};
 use crate::lockstep::{Frame, Mode};
 use crate::net::{Link, SocketWaiter};
 use crate::replay::Event;
-use crate::session::{CoreReply, CoreRequest, Participant, ParticipantEvent};
+use crate::session::{ChatRefused, CoreReply, CoreRequest, Participant, ParticipantEvent};
 
 use super::report::{Play, Report};
 
@@ -98,6 +99,8 @@ struct NetState {
     ahead: Option<u32>,
     /// States the machine was asked to load and has not yet: (frame, a jump).
     loads: Vec<(Frame, bool)>,
+    /// Chat messages to say at the first frame (`--say`).
+    say_at_start: Vec<String>,
 }
 
 /// The state and the signal the frame loop waits on.
@@ -204,6 +207,7 @@ impl NetState {
 
     fn handle_events(&mut self, now: Instant) {
         let mut recorded = Vec::new();
+        self.say_typed(now, &mut recorded);
         while let Some(ev) = self.participant.poll_event() {
             if let ParticipantEvent::Core(req) = ev {
                 if let CoreRequest::Load { frame, jump, .. } = &req {
@@ -218,6 +222,25 @@ impl NetState {
         }
         if !recorded.is_empty() {
             lock(&self.shared).events.extend(recorded);
+        }
+    }
+
+    /// Says what the player typed (the window's line, standard input, `--say`). A line
+    /// typed while the link is down waits for it to come back.
+    fn say_typed(&mut self, now: Instant, recorded: &mut Vec<(u32, Event)>) {
+        let mut wait = Vec::new();
+        for text in self.report.chat.take_typed() {
+            match self.participant.say(now, &text) {
+                Ok(line) => self.report.chat_line(now, line, recorded),
+                Err(ChatRefused::NotConnected) => wait.push(text),
+                Err(e) => {
+                    tracing::warn!("chat: {e}");
+                    self.report.chat.note(now, e.to_string());
+                }
+            }
+        }
+        for text in wait {
+            self.report.chat.type_line(text);
         }
     }
 
@@ -326,6 +349,10 @@ impl NetState {
         self.push(now);
         match frame {
             Some((frame, mut inputs)) => {
+                // `--say`: once the game runs, when everyone in it can hear.
+                for text in self.say_at_start.drain(..) {
+                    self.report.chat.type_line(text);
+                }
                 if let Some((at, mask)) = self.inject {
                     if at == frame.0 {
                         if let Some(me) = self.participant.client().map(|c| c.me().0) {
@@ -428,6 +455,7 @@ impl NetFeed {
                 end_at: None,
                 ahead: None,
                 loads: Vec::new(),
+                say_at_start: Vec::new(),
             }),
             arrived: Condvar::new(),
         });
@@ -458,6 +486,16 @@ impl NetFeed {
 
     fn state(&self) -> MutexGuard<'_, NetState> {
         lock(&self.net.state)
+    }
+
+    /// Where chat is shown and typed, and what to say once the game runs (`--say`).
+    pub fn with_chat(self, board: ChatBoard, say: Vec<String>) -> NetFeed {
+        {
+            let mut s = self.state();
+            s.report.chat = board;
+            s.say_at_start = say;
+        }
+        self
     }
 
     /// Player names by slot, for log lines.

@@ -265,6 +265,10 @@ pub fn host_lobby(
     loop {
         let now = exchange(link, host)?;
         while let Some(ev) = host.poll_event() {
+            if let ParticipantEvent::Chat(line) = &ev {
+                tracing::info!("chat: {line}");
+                continue;
+            }
             let ParticipantEvent::Session(ev) = ev else {
                 tracing::debug!("netplay: {ev:?}");
                 continue;

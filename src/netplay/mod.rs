@@ -7,6 +7,9 @@
 //! lockstep client (`feed`) -> goodbye. The host's own player uses the same lockstep client
 //! as everybody else, talking to the in-process server in memory.
 
+mod chat;
+#[cfg(test)]
+mod chat_tests;
 mod directory;
 mod feed;
 mod fleet;
@@ -37,6 +40,7 @@ pub use feed::{CoreWork, NetFeed, Shared};
 pub use fleet::{list_servers, servers_json, servers_table, ServerRow};
 pub use serve::{list_rooms, rooms_json, rooms_table, serve, ServeOptions};
 
+use crate::app::chat_board::{ChatBoard, ChatShow};
 use crate::app::play::{load_content, open_core, open_core_only, run_session, EarlyWindow};
 use crate::app::record::{begin_netplay, reserve, RecordMode, Reserved};
 use crate::app::{
@@ -78,6 +82,10 @@ pub struct NetOptions {
     pub speculate: u32,
     /// How long a joiner whose link dropped tries to come back (zero: it does not).
     pub reconnect: Duration,
+    /// Chat messages to say as play begins (`--say`).
+    pub say: Vec<String>,
+    /// Whose chat messages are shown (`--chat`).
+    pub chat: ChatShow,
 }
 
 impl NetOptions {
@@ -680,6 +688,11 @@ fn run(
     if let Some((frame, mask)) = net.inject_desync {
         feed = feed.with_injected_desync(frame, mask);
     }
+    let chat = ChatBoard::new(net.chat);
+    if play.headless {
+        chat::read_stdin(&chat);
+    }
+    feed = feed.with_chat(chat.clone(), net.say.clone());
     let mut runner_cfg = play.runner.clone();
     // A player never drops a backlog: its frames are due on the session's clock, so it
     // catches up (capped) instead. A spectator's pace is the frames' arrival (its feed's
@@ -721,6 +734,7 @@ fn run(
     // Stats are written below, once the netplay numbers are in.
     let quiet = PlayOptions {
         stats_json: None,
+        chat: Some(chat),
         ..play.clone()
     };
     let result = run_session(&quiet, core, &mut runner, Map::new(), recording, window);

@@ -6,12 +6,13 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Map, Value};
 
+use crate::app::chat_board::{ChatBoard, Shown};
 use crate::lockstep::{ClientEvent, Frame, PeerId};
 use crate::net::LinkStats;
 use crate::replay::Event;
 use crate::session::{
-    is_spectator_slot, EndpointEvent, OutReason, Participant, ParticipantEvent, SessionError,
-    LOADING_LIMIT,
+    is_spectator_slot, ChatLine, EndpointEvent, OutReason, Participant, ParticipantEvent,
+    SessionError, LOADING_LIMIT,
 };
 
 use super::status::{PeerStatus, Status};
@@ -122,6 +123,8 @@ pub(crate) struct Report {
     left_why: Vec<(u8, String)>,
     /// Joiner: the command that gets it back into the session, said when it gives up.
     pub rejoin: Option<String>,
+    /// Where chat messages are shown and typed.
+    pub chat: ChatBoard,
 }
 
 impl Report {
@@ -211,11 +214,36 @@ impl Report {
                 tracing::error!("netplay: {msg}");
                 return Some(msg);
             }
+            ParticipantEvent::Chat(line) => self.chat_line(now, line, recorded),
             ParticipantEvent::Welcomed { .. }
             | ParticipantEvent::Ready(_)
             | ParticipantEvent::Core(_) => {}
         }
         None
+    }
+
+    /// A chat message (someone else's, or this player's own): recorded at its frame, and
+    /// logged and shown unless `--chat` hides it.
+    pub fn chat_line(&mut self, now: Instant, line: ChatLine, recorded: &mut Vec<(u32, Event)>) {
+        recorded.push((
+            line.frame,
+            Event::Chat {
+                slot: line.slot,
+                name: line.name.clone(),
+                text: line.text.clone(),
+            },
+        ));
+        if !self.chat.shows(line.is_spectator()) {
+            return;
+        }
+        tracing::info!("chat: {line}");
+        self.chat.post(Shown {
+            slot: Some(line.slot),
+            spectator: line.is_spectator(),
+            name: line.name,
+            text: line.text,
+            at: now,
+        });
     }
 
     fn client_event(

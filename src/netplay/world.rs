@@ -445,13 +445,25 @@ impl World {
         self.push_node(name, at, p, false)
     }
 
-    /// A spectator named `name` of the host (or room) at `to`.
+    /// A spectator named `name` of the host at `to`.
     pub fn watch(&mut self, name: &str, to: SocketAddr, cfg: ParticipantConfig) -> usize {
+        self.watch_room(name, to, None, cfg)
+    }
+
+    /// A spectator named `name` of the host (or room) at `to`.
+    pub fn watch_room(
+        &mut self,
+        name: &str,
+        to: SocketAddr,
+        room: Option<&str>,
+        cfg: ParticipantConfig,
+    ) -> usize {
         let host = self.nodes.len() as u8 + 1;
         self.next_port += 1;
         let at = addr(host, self.next_port);
         let mut j = JoinConfig::new(to, info(name));
         j.entropy = [host; 32];
+        j.room = room.unwrap_or_default().into();
         j.watch = true;
         let p = Participant::join(self.now(), j, lockstep::Config::default(), cfg);
         self.push_node(name, at, p, false)

@@ -39,6 +39,7 @@ const EV_JOINED: u8 = 0x01;
 const EV_LEFT: u8 = 0x02;
 const EV_DESYNC: u8 = 0x03;
 const EV_RESYNC: u8 = 0x04;
+const EV_CHAT: u8 = 0x05;
 
 /// Optional header fields appended after the start state (tag, varint length, bytes).
 const HF_CORE_PATH: u8 = 0x01;
@@ -146,6 +147,15 @@ pub enum Event {
         /// The state loaded, if the log keeps it.
         state: Option<Vec<u8>>,
     },
+    /// A chat message, at the frame its sender was at.
+    Chat {
+        /// The sender's slot (16 and up: a spectator's).
+        slot: u8,
+        /// The sender's name.
+        name: String,
+        /// What it said.
+        text: String,
+    },
     /// An event kind this build does not know (from a newer framelock); `data` is its body.
     Other {
         /// The event kind.
@@ -162,6 +172,7 @@ impl Event {
             Event::Left { .. } => EV_LEFT,
             Event::Desync { .. } => EV_DESYNC,
             Event::Resync { .. } => EV_RESYNC,
+            Event::Chat { .. } => EV_CHAT,
             Event::Other { kind, .. } => *kind,
         }
     }
@@ -545,8 +556,13 @@ pub fn encode_event(frame: u32, ev: &Event) -> Result<Vec<u8>, Reason> {
                 compress_state(&mut p, s);
             }
         },
+        Event::Chat { slot, name, text } => {
+            p.push(*slot);
+            put_bytes(&mut p, name.as_bytes());
+            put_bytes(&mut p, text.as_bytes());
+        }
         Event::Other { kind, data } => {
-            if (EV_JOINED..=EV_RESYNC).contains(kind) {
+            if (EV_JOINED..=EV_CHAT).contains(kind) {
                 return Err("event kind is taken by a known event");
             }
             p.extend_from_slice(data);
@@ -598,6 +614,12 @@ pub fn decode_event(payload: &[u8]) -> Result<(u32, Event), Reason> {
                 1 => Some(decompress_state(&mut b)?),
                 _ => return Err("bad resync state flag"),
             },
+        },
+        // As written: whoever shows the strings makes them printable.
+        EV_CHAT => Event::Chat {
+            slot: b.u8()?,
+            name: b.string()?,
+            text: b.string()?,
         },
         _ => {
             return Ok((
@@ -869,6 +891,11 @@ mod tests {
             Event::Resync { state: None },
             Event::Resync {
                 state: Some(vec![9; 1000]),
+            },
+            Event::Chat {
+                slot: 17,
+                name: "eve".into(),
+                text: "gg, rematch?".into(),
             },
             Event::Other {
                 kind: 0x40,

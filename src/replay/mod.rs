@@ -102,6 +102,10 @@
 //!                   0x03 desync   u64 local checksum, u64 remote checksum
 //!                   0x04 resync   u8 0 = no state; 1 = state loaded at this frame, stored as
 //!                                 varint uncompressed length, varint length, LZ4 block
+//!                   0x05 chat     u8 sender's slot (16 and up: a spectator), str name,
+//!                                 str text; at the frame the sender was at, recorded when
+//!                                 it arrived (so after that frame's block); readers that
+//!                                 predate it pass it on as `Event::Other`
 //!                   other kinds are passed to the caller undecoded (`Event::Other`)
 //!  0x0F End       varint total frame count; written by a clean finish, last in the file
 //! ```

@@ -238,6 +238,7 @@ impl Net {
                     SeatEvent::HostMoved { from, to } => {
                         p.events.push(JoinEvent::HostMoved { from, to })
                     }
+                    SeatEvent::Chat(_) => {}
                 }
             }
             if let Some(g) = &mut p.game {

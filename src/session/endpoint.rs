@@ -22,6 +22,7 @@ use crate::input::MAX_PLAYERS;
 use crate::lockstep::{self, Frame, LeaveReason, PeerId, Server, ServerEvent, ServerStats};
 use crate::wire::{link_overhead, Header, Kind, Transmit, HEADER_LEN};
 
+use super::chat::{ChatLine, ChatRelay};
 use super::host::is_spectator_slot;
 use super::{
     is_session_datagram, resync_request, HostConfig, HostEvent, HostSession, LeftReason, Player,
@@ -270,6 +271,10 @@ pub struct EndpointStats {
     pub dropped_invalid: u64,
     /// Datagrams from a joiner that holds the session keys whose tag did not check out.
     pub dropped_auth: u64,
+    /// Chat messages over a sender's allowance (a modified client's flood), dropped.
+    pub chat_flood_dropped: u64,
+    /// Chat messages relayed.
+    pub chat_relayed: u64,
 }
 
 /// The server side of one session. See the module docs for the calling order.
@@ -297,6 +302,7 @@ pub struct Endpoint {
     lobby_expired: bool,
     out: VecDeque<Transmit>,
     to_local: VecDeque<Vec<u8>>,
+    chat: ChatRelay,
     events: VecDeque<EndpointEvent>,
     stats: EndpointStats,
 }
@@ -313,6 +319,7 @@ impl Endpoint {
     ) -> Result<Endpoint, SessionError> {
         let local = cfg.host.host_is_player.then_some(PeerId(0));
         let session = HostSession::new(cfg.host.clone(), info, state, sram)?;
+        let chat = ChatRelay::new(cfg.host.session_id, cfg.host.host_is_player);
         Ok(Endpoint {
             cfg,
             session,
@@ -330,6 +337,7 @@ impl Endpoint {
             lobby_expired: false,
             out: VecDeque::new(),
             to_local: VecDeque::new(),
+            chat,
             events: VecDeque::new(),
             stats: EndpointStats::default(),
         })
@@ -368,8 +376,11 @@ impl Endpoint {
             return;
         };
         let slot = self.session.slot_of(from);
-        let is_resync = matches!(Header::parse(datagram), Ok((h, _)) if h.kind == Kind::Resync);
-        let valid = if is_resync {
+        let kind = Header::parse(datagram).ok().map(|(h, _)| h.kind);
+        let is_resync = kind == Some(Kind::Resync);
+        let valid = if kind == Some(Kind::Chat) {
+            self.handle_chat(now, slot, &datagram[HEADER_LEN..])
+        } else if is_resync {
             let body = &datagram[HEADER_LEN..];
             let acked = self
                 .resyncs
@@ -414,6 +425,53 @@ impl Endpoint {
             Ok(None) => true,
             Err(_) => false,
         }
+    }
+
+    /// Everyone in the session who hears chat: the joiners with the start state (players
+    /// and spectators), by slot and name.
+    fn chat_roster(&self) -> Vec<(u8, String)> {
+        self.session
+            .players()
+            .into_iter()
+            .chain(self.session.spectators())
+            .filter(|p| p.ready && p.addr.is_some())
+            .map(|p| (p.slot, p.name))
+            .collect()
+    }
+
+    /// A chat datagram's body from the joiner in `slot` (its tag checked).
+    fn handle_chat(&mut self, now: Instant, slot: Option<u8>, body: &[u8]) -> bool {
+        let roster = self.chat_roster();
+        let Some((slot, name)) = roster.iter().find(|(s, _)| Some(*s) == slot) else {
+            return false;
+        };
+        let slots: Vec<u8> = roster.iter().map(|(s, _)| *s).collect();
+        self.chat.handle(now, *slot, name, body, &slots)
+    }
+
+    /// The local player (a direct host's) says `text` (sanitised, within the rate) at
+    /// `frame`: it goes to everyone else. Returns the line as the others see it.
+    pub fn say_local(&mut self, now: Instant, frame: u32, text: String) -> ChatLine {
+        let name = self
+            .session
+            .players()
+            .into_iter()
+            .find(|p| p.slot == 0)
+            .map_or_else(String::new, |p| p.name);
+        let line = ChatLine {
+            slot: 0,
+            name,
+            frame,
+            text,
+        };
+        let slots: Vec<u8> = self.chat_roster().iter().map(|(s, _)| *s).collect();
+        self.chat.relay(now, line.clone(), &slots);
+        line
+    }
+
+    /// The next chat message for the local player, in the order everyone hears them.
+    pub fn poll_chat(&mut self) -> Option<ChatLine> {
+        self.chat.poll_local()
     }
 
     /// A datagram from the local player's lockstep client.
@@ -505,6 +563,11 @@ impl Endpoint {
         }
         self.fetches_done
             .retain(|(_, rx)| rx.poll_timeout().is_some());
+        if self.chat.is_active() {
+            // Joiners gone or back in the handshake owe and are owed nothing.
+            let slots: Vec<u8> = self.chat_roster().iter().map(|(s, _)| *s).collect();
+            self.chat.retain(&slots);
+        }
         if let Some(server) = &mut self.server {
             server.handle_timeout(now);
         } else if let Some(limit) = self.cfg.lobby_timeout {
@@ -554,6 +617,7 @@ impl Endpoint {
         [
             self.session.poll_timeout(),
             self.server.as_ref().and_then(Server::poll_timeout),
+            self.chat.poll_timeout(),
             lobby,
         ]
         .into_iter()
@@ -619,6 +683,8 @@ impl Endpoint {
     pub fn stats(&self) -> EndpointStats {
         EndpointStats {
             dropped_auth: self.session.stats().dropped_auth,
+            chat_flood_dropped: self.chat.flood_dropped(),
+            chat_relayed: self.chat.relayed(),
             ..self.stats
         }
     }
@@ -645,11 +711,16 @@ impl Endpoint {
                 }
             }
         }
+        let id = self.session.session_id();
+        while let Some((slot, bytes)) = self.chat.poll_transmit(now, id) {
+            if let Some(to) = self.session.addr_of(slot) {
+                untagged.push(Transmit { to, bytes });
+            }
+        }
         self.push_tagged(&mut untagged);
         while let Some(t) = self.session.poll_transmit(now) {
             self.out.push_back(t);
         }
-        let id = self.session.session_id();
         for (slot, tx) in &mut self.resyncs {
             let Some(to) = self.session.addr_of(*slot) else {
                 continue;

@@ -269,6 +269,13 @@ impl JoinSession {
         self.session
     }
 
+    /// The id of this seat's chat stream: new with each handshake (its entropy), and
+    /// telling nothing of it.
+    pub(crate) fn chat_stream(&self) -> u32 {
+        let h = blake3::derive_key("framelock chat stream", &self.cfg.entropy);
+        u32::from_le_bytes([h[0], h[1], h[2], h[3]])
+    }
+
     /// The counters.
     pub fn stats(&self) -> SessionStats {
         self.stats

@@ -59,6 +59,7 @@
 //! sends `Loading` until told (`JoinSession::running`) that its lockstep client speaks for it.
 
 mod auth;
+pub mod chat;
 mod endpoint;
 mod host;
 mod join;
@@ -79,6 +80,7 @@ use thiserror::Error;
 pub use crate::wire::Transmit;
 use crate::wire::{Kind, WireError, HEADER_LEN, MAGIC};
 
+pub use chat::{ChatLine, ChatRefused};
 pub use endpoint::{Endpoint, EndpointConfig, EndpointEvent, EndpointStats, OutReason};
 pub use host::{
     is_spectator_slot, HostConfig, HostEvent, HostSession, LeftReason, Player,

@@ -673,7 +673,8 @@ impl Msg<'_> {
             Kind::Loading => Msg::Loading,
             Kind::Room => Msg::Room(decode_room(&mut r).map_err(bad)?),
             // Carried by `resync` and `lockstep`, not by the handshake.
-            Kind::Resync | Kind::Ctrl | Kind::Update => {
+            // Chat and resyncs have their own codecs (`chat`, `resync`).
+            Kind::Resync | Kind::Chat | Kind::Ctrl | Kind::Update => {
                 return Err(WireError::UnknownKind(kind as u8))
             }
         };

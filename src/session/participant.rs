@@ -46,6 +46,7 @@ use std::time::{Duration, Instant};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
+use super::chat::{sanitize, ChatLine, ChatRefused, RateWindow};
 use super::{
     Endpoint, EndpointEvent, JoinConfig, JoinEvent, JoinSession, Seat, SeatEvent, SessionError,
     StartState, Transmit, LOADING_LIMIT,
@@ -229,6 +230,8 @@ pub enum ParticipantEvent {
         /// The address it has now.
         to: SocketAddr,
     },
+    /// Someone else's chat message, in the order everyone hears them.
+    Chat(ChatLine),
     /// The session is over for this participant.
     Ended(SessionError),
 }
@@ -289,6 +292,7 @@ pub struct HostSide {
     client: Option<Client>,
     cfg: ParticipantConfig,
     frame_loop: FrameLoop,
+    chat_rate: RateWindow,
     events: VecDeque<ParticipantEvent>,
     now: Instant,
 }
@@ -346,6 +350,7 @@ pub struct JoinSide {
     rng: StdRng,
     phase: JoinPhase,
     frame_loop: FrameLoop,
+    chat_rate: RateWindow,
     /// Frames handed out, for the checksum requests.
     events: VecDeque<ParticipantEvent>,
     now: Instant,
@@ -372,6 +377,7 @@ impl Participant {
             client: None,
             cfg,
             frame_loop: FrameLoop::default(),
+            chat_rate: RateWindow::default(),
             events: VecDeque::new(),
             now,
         }))
@@ -398,6 +404,7 @@ impl Participant {
             rng,
             phase: JoinPhase::Joining(session),
             frame_loop: FrameLoop::default(),
+            chat_rate: RateWindow::default(),
             events: VecDeque::new(),
             now,
         }))
@@ -493,6 +500,57 @@ impl Participant {
         match self {
             Participant::Host(h) => h.poll_timeout(),
             Participant::Join(j) => j.poll_timeout(),
+        }
+    }
+
+    /// Says `text` to everyone in the session: sanitised (see [`chat::sanitize`]), within
+    /// this sender's rate, tagged at the frame this player is at. Returns the line as the
+    /// others will see it (to show it here too), or why it was not sent. Drain
+    /// `poll_transmit` afterwards.
+    ///
+    /// [`chat::sanitize`]: super::chat::sanitize
+    pub fn say(&mut self, now: Instant, text: &str) -> Result<ChatLine, ChatRefused> {
+        let text = sanitize(text);
+        if text.is_empty() {
+            return Err(ChatRefused::Empty);
+        }
+        let frame = self.client().map_or(0, |c| c.frame().0);
+        match self {
+            Participant::Host(h) => {
+                let now = h.clock(now);
+                h.chat_rate.take(now)?;
+                Ok(h.endpoint.say_local(now, frame, text))
+            }
+            Participant::Join(j) => {
+                let now = j.clock(now);
+                let JoinPhase::Seated(s) = &mut j.phase else {
+                    return Err(ChatRefused::NotConnected);
+                };
+                j.chat_rate.take(now)?;
+                s.seat.say(frame, text.clone());
+                let slot = s.client.me().0;
+                let slot = if s.client.is_spectator() {
+                    super::msg::SPECTATOR
+                } else {
+                    slot
+                };
+                Ok(ChatLine {
+                    slot,
+                    name: j.join.info.player_name.clone(),
+                    frame,
+                    text,
+                })
+            }
+        }
+    }
+
+    /// A modified client: `text` goes out with no local limit (tests of the relay's).
+    #[cfg(test)]
+    pub(crate) fn say_unlimited(&mut self, text: &str) {
+        if let Participant::Join(j) = self {
+            if let JoinPhase::Seated(s) = &mut j.phase {
+                s.seat.say(0, text.into());
+            }
         }
     }
 
@@ -659,6 +717,9 @@ impl HostSide {
                 _ => {}
             }
             self.events.push_back(ParticipantEvent::Session(ev));
+        }
+        while let Some(line) = self.endpoint.poll_chat() {
+            self.events.push_back(ParticipantEvent::Chat(line));
         }
         if let Some(client) = &mut self.client {
             if !self.frame_loop.away(now) {
@@ -984,6 +1045,9 @@ impl JoinSide {
                         SeatEvent::HostMoved { from, to } => self
                             .events
                             .push_back(ParticipantEvent::HostMoved { from, to }),
+                        SeatEvent::Chat(line) => {
+                            self.events.push_back(ParticipantEvent::Chat(line))
+                        }
                     }
                 }
                 while let Some(ev) = s.client.poll_event() {

@@ -11,6 +11,7 @@ use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::time::Instant;
 
+use super::chat::{ChatLine, ChatLink};
 use super::{
     is_session_datagram, resync_part, JoinEvent, JoinSession, ResyncPart, ResyncRecv, ResyncSend,
     SessionError, Transmit,
@@ -65,6 +66,8 @@ pub enum SeatEvent {
         /// The address it has now.
         to: SocketAddr,
     },
+    /// Someone else's chat message, in the relay's order.
+    Chat(ChatLine),
 }
 
 /// A joiner's side of a running session. Calling order as for the other session machines.
@@ -75,17 +78,20 @@ pub struct Seat {
     /// The transfer id of a state the server asked for, until it is handed in.
     asked: Option<u32>,
     upload: Option<Box<ResyncSend>>,
+    chat: ChatLink,
     events: VecDeque<SeatEvent>,
 }
 
 impl Seat {
     /// `session` has finished its handshake (it gave its start state).
     pub fn new(session: JoinSession) -> Seat {
+        let chat = ChatLink::new(session.chat_stream());
         Seat {
             session,
             resync: ResyncRecv::default(),
             asked: None,
             upload: None,
+            chat,
             events: VecDeque::new(),
         }
     }
@@ -141,8 +147,17 @@ impl Seat {
             };
             datagram
         };
-        let is_resync = matches!(Header::parse(datagram), Ok((h, _)) if h.kind == Kind::Resync);
-        if !is_resync {
+        let kind = Header::parse(datagram).ok().map(|(h, _)| h.kind);
+        if kind == Some(Kind::Chat) {
+            if !self.chat.handle(now, &datagram[HEADER_LEN..]) {
+                return Routed::Dropped;
+            }
+            while let Some(line) = self.chat.poll_line() {
+                self.events.push_back(SeatEvent::Chat(line));
+            }
+            return Routed::Taken;
+        }
+        if kind != Some(Kind::Resync) {
             if !is_session_datagram(datagram) {
                 return Routed::Lockstep(datagram);
             }
@@ -182,6 +197,16 @@ impl Seat {
         }
     }
 
+    /// Queues a chat message (sanitised, within the rate) said at `frame`.
+    pub fn say(&mut self, frame: u32, text: String) {
+        self.chat.say(frame, text);
+    }
+
+    /// Chat messages said and not yet acknowledged by the host.
+    pub fn chat_unacked(&self) -> usize {
+        self.chat.unacked()
+    }
+
     /// This machine's state as of the start of `frame`, asked for by `StateWanted`.
     pub fn handle_state(&mut self, now: Instant, frame: u32, state: Vec<u8>) {
         let Some(id) = self.asked.take() else {
@@ -219,6 +244,9 @@ impl Seat {
             return Some(t);
         }
         let id = self.session.session_id();
+        if let Some(bytes) = self.chat.poll_transmit(now, id) {
+            return Some(self.seal(bytes));
+        }
         if let Some(bytes) = self.resync.poll_transmit(now, id) {
             return Some(self.seal(bytes));
         }
@@ -240,6 +268,7 @@ impl Seat {
     pub fn poll_timeout(&self) -> Option<Instant> {
         [
             self.session.poll_timeout(),
+            self.chat.poll_timeout(),
             self.resync.poll_timeout(),
             self.upload.as_ref().and_then(|tx| tx.poll_timeout()),
         ]

@@ -37,7 +37,7 @@ use thiserror::Error;
 
 pub const MAGIC: [u8; 2] = *b"FL";
 /// Bumped on every incompatible wire change; peers with another version are refused by name.
-pub const PROTOCOL_VERSION: u8 = 12;
+pub const PROTOCOL_VERSION: u8 = 13;
 /// Header length of session-layer datagrams.
 pub const HEADER_LEN: usize = 8;
 /// Header length of lockstep datagrams (CTRL, UPDATE).
@@ -67,7 +67,8 @@ pub fn link_overhead(addr: SocketAddr) -> usize {
     header_overhead(addr) + keys::TAG_LEN
 }
 
-/// What a datagram's body holds. Session-layer kinds are 0x01..=0x0F, lockstep kinds 0x10..=0x1F.
+/// What a datagram's body holds. Session-layer kinds are 0x01..=0x0F (0x0E chat, 0x0F
+/// pause), lockstep kinds 0x10..=0x1F; kinds added later take 0x20 and up.
 #[derive(Copy, Clone, PartialEq, Eq, Debug)]
 #[repr(u8)]
 pub enum Kind {
@@ -100,6 +101,8 @@ pub enum Kind {
     Dropped = 0x0C,
     /// either way: path checks after an address change, and the joiner's probes.
     Path = 0x0D,
+    /// either way: chat messages and their acks (see `session::chat`).
+    Chat = 0x0E,
     /// client -> server lockstep control (inputs, acks, timestamps, checksums).
     Ctrl = 0x10,
     /// server -> client lockstep update (everyone's inputs, next keyframe).
@@ -122,6 +125,7 @@ impl Kind {
             0x0b => Kind::Room,
             0x0c => Kind::Dropped,
             0x0d => Kind::Path,
+            0x0e => Kind::Chat,
             0x10 => Kind::Ctrl,
             0x11 => Kind::Update,
             _ => return None,

@@ -133,6 +133,12 @@ impl<R: Read + Seek> ReplayFeed<R> {
                     Event::Desync { local, remote } => {
                         s.recorded_desyncs.push((frame, local, remote))
                     }
+                    Event::Chat { slot, name, text } => {
+                        let spectator = if slot >= 16 { " (spectator)" } else { "" };
+                        let name = crate::wording::one_line(&name, 32);
+                        let text = crate::wording::one_line(&text, 200);
+                        tracing::info!("chat at frame {frame}: {name}{spectator}: {text}");
+                    }
                     other => tracing::debug!("log event at frame {frame}: {other:?}"),
                 },
             }
