@@ -23,6 +23,8 @@ mod world;
 #[cfg(test)]
 mod world_log;
 #[cfg(test)]
+mod world_room_tests;
+#[cfg(test)]
 mod world_tests;
 #[cfg(test)]
 mod world_toy;

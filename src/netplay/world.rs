@@ -24,7 +24,8 @@ use crate::serve::{Rooms, ServeConfig, ServeEvent};
 use crate::session::msg::OpenRoom;
 use crate::session::{
     CoreReply, CoreRequest, Endpoint, EndpointConfig, HostConfig, JoinConfig, OpenEvent,
-    Participant, ParticipantConfig, ParticipantEvent, RoomOpener, SessionInfo, StartPayload,
+    Participant, ParticipantConfig, ParticipantEvent, RoomOpener, SessionError, SessionInfo,
+    StartPayload,
 };
 use crate::wire::Transmit;
 
@@ -218,6 +219,8 @@ pub struct Node {
     pub finished: bool,
     /// Its recording, from the frame its machine started at.
     pub log: NodeLog,
+    /// The room it opened (its name, which the server may have made up).
+    pub room: Option<String>,
 }
 
 impl Node {
@@ -248,8 +251,38 @@ pub struct World {
     next_port: u16,
     /// Bytes each address sent, IP and UDP headers included.
     pub sent: BTreeMap<SocketAddr, u64>,
-    /// Rooms being opened: (creator's name and address, its opener, its settings).
-    openers: Vec<(String, SocketAddr, RoomOpener, ParticipantConfig)>,
+    /// Rooms being opened.
+    openers: Vec<Opening>,
+    /// Rooms that could not open: (creator's name, why).
+    pub open_failures: Vec<(String, SessionError)>,
+    /// Every datagram that reached the server (kept when `keep_to_server`).
+    pub to_server: Vec<Vec<u8>>,
+    pub keep_to_server: bool,
+    /// Hosts handed out so far (each node gets an address of its own).
+    next_host: u32,
+}
+
+/// A room being opened by its creator, who joins it once the upload is done.
+struct Opening {
+    name: String,
+    at: SocketAddr,
+    opener: RoomOpener,
+    password: Option<String>,
+    cfg: ParticipantConfig,
+}
+
+/// What a room's creator asks for.
+#[derive(Clone, Debug, Default)]
+pub struct RoomSpec {
+    /// Its name (empty: the server makes one up).
+    pub room: String,
+    pub seats: u8,
+    pub password: Option<String>,
+    pub mode: Option<lockstep::Mode>,
+    /// 0: the mode's default.
+    pub keyframe_interval: u8,
+    /// Core option values the joiners are given.
+    pub options: Vec<(String, String)>,
 }
 
 /// Session info every simulated peer runs.
@@ -284,11 +317,26 @@ impl World {
             next_port: 40_000,
             sent: BTreeMap::new(),
             openers: Vec::new(),
+            open_failures: Vec::new(),
+            to_server: Vec::new(),
+            keep_to_server: false,
+            next_host: 2,
         }
     }
 
     pub fn now(&self) -> Instant {
         self.clock.get()
+    }
+
+    /// An address of a machine of its own (10.2.0.0/16), and the entropy its keys come from.
+    fn fresh_addr(&mut self) -> (SocketAddr, [u8; 32]) {
+        let h = self.next_host;
+        self.next_host += 1;
+        self.next_port += 1;
+        let ip = [10, 2, (h >> 8) as u8, h as u8];
+        let mut entropy = [0x3c; 32];
+        entropy[..4].copy_from_slice(&h.to_le_bytes());
+        (SocketAddr::from((ip, self.next_port)), entropy)
     }
 
     fn runner(
@@ -344,6 +392,7 @@ impl World {
             inbox: Vec::new(),
             finished: false,
             log,
+            room: None,
         });
         self.nodes.len() - 1
     }
@@ -370,11 +419,15 @@ impl World {
 
     /// A dedicated server at 10.0.0.100:7845.
     pub fn serve(&mut self) -> SocketAddr {
-        let at = addr(100, 7845);
-        let cfg = ServeConfig {
+        self.serve_with(ServeConfig {
             entropy: [9; 32],
             ..ServeConfig::default()
-        };
+        })
+    }
+
+    /// A dedicated server with `cfg` at 10.0.0.100:7845.
+    pub fn serve_with(&mut self, cfg: ServeConfig) -> SocketAddr {
+        let at = addr(100, 7845);
         self.server = Some((at, Rooms::new(cfg)));
         at
     }
@@ -382,21 +435,27 @@ impl World {
     /// `name` opens room `room` with `seats` seats on the server, then joins it (a node
     /// named `name` appears once the upload is done).
     pub fn open_room(&mut self, name: &str, room: &str, seats: u8, cfg: ParticipantConfig) {
+        let spec = RoomSpec {
+            room: room.into(),
+            seats,
+            ..RoomSpec::default()
+        };
+        self.open_room_as(name, spec, cfg);
+    }
+
+    /// `name` opens the room `spec` describes, then joins it.
+    pub fn open_room_as(&mut self, name: &str, spec: RoomSpec, cfg: ParticipantConfig) {
         let (server, _) = self.server.as_ref().expect("a server");
         let server = *server;
-        self.next_port += 1;
-        let at = addr(
-            self.nodes.len() as u8 + 1 + self.openers.len() as u8,
-            self.next_port,
-        );
+        let (at, _) = self.fresh_addr();
         let open = OpenRoom {
-            room: room.into(),
-            players: seats,
-            start_with: seats,
-            keyframe_interval: 0,
-            mode: None,
+            room: spec.room,
+            players: spec.seats,
+            start_with: spec.seats,
+            keyframe_interval: spec.keyframe_interval,
+            mode: spec.mode,
             fps: 60.0,
-            password: false,
+            password: spec.password.is_some(),
             core_name: "toy".into(),
             core_version: "1".into(),
             content_name: String::new(),
@@ -407,12 +466,18 @@ impl World {
             payload_hash: 0,
         };
         let payload = StartPayload {
-            options: Vec::new(),
+            options: spec.options,
             state: Toy::default().state(),
             sram: Vec::new(),
         };
         let opener = RoomOpener::new(self.now(), server, open, &payload).expect("opener");
-        self.openers.push((name.into(), at, opener, cfg));
+        self.openers.push(Opening {
+            name: name.into(),
+            at,
+            opener,
+            password: spec.password,
+            cfg,
+        });
     }
 
     /// The node named `name`, once it exists.
@@ -434,15 +499,52 @@ impl World {
         room: Option<&str>,
         cfg: ParticipantConfig,
     ) -> usize {
-        let host = self.nodes.len() as u8 + 1;
-        self.next_port += 1;
-        let at = addr(host, self.next_port);
+        self.join_as(name, to, room, None, cfg)
+    }
+
+    /// `join`, giving `password`.
+    pub fn join_as(
+        &mut self,
+        name: &str,
+        to: SocketAddr,
+        room: Option<&str>,
+        password: Option<&str>,
+        cfg: ParticipantConfig,
+    ) -> usize {
+        let (at, entropy) = self.fresh_addr();
         let mut j = JoinConfig::new(to, info(name));
-        j.entropy = [host; 32];
+        j.entropy = entropy;
         j.room = room.unwrap_or_default().into();
+        j.password = password.map(Into::into);
         let base = lockstep::Config::default();
         let p = Participant::join(self.now(), j, base, cfg);
         self.push_node(name, at, p, false)
+    }
+
+    /// Node `i`'s player leaves on purpose (a goodbye, then it runs no more frames).
+    pub fn leave(&mut self, i: usize, reason: &str) {
+        self.nodes[i].runner.feed_mut().participant.close(reason);
+        self.nodes[i].finished = true;
+    }
+
+    /// Why node `i`'s session ended, if it did.
+    pub fn failure(&self, i: usize) -> Option<&SessionError> {
+        self.nodes[i].events().find_map(|e| match e {
+            ParticipantEvent::Ended(e) => Some(e),
+            _ => None,
+        })
+    }
+
+    /// Node `i`'s machine goes its own way after session frame `frame` (a desync).
+    pub fn diverge(&mut self, i: usize, frame: u32) {
+        self.nodes[i].toy.diverge_at = Some(frame);
+    }
+
+    /// A datagram reaches the server from `from` now, as if sent by it.
+    pub fn inject_to_server(&mut self, from: SocketAddr, bytes: &[u8]) {
+        let now = self.now();
+        let (_, rooms) = self.server.as_mut().expect("a server");
+        rooms.handle_datagram(now, from, bytes);
     }
 
     /// A spectator named `name` of the host at `to`.
@@ -458,11 +560,9 @@ impl World {
         room: Option<&str>,
         cfg: ParticipantConfig,
     ) -> usize {
-        let host = self.nodes.len() as u8 + 1;
-        self.next_port += 1;
-        let at = addr(host, self.next_port);
+        let (at, entropy) = self.fresh_addr();
         let mut j = JoinConfig::new(to, info(name));
-        j.entropy = [host; 32];
+        j.entropy = entropy;
         j.room = room.unwrap_or_default().into();
         j.watch = true;
         let p = Participant::join(self.now(), j, lockstep::Config::default(), cfg);
@@ -537,14 +637,17 @@ impl World {
             }
             if let Some((at, rooms)) = &mut self.server {
                 if *at == t.to {
+                    if self.keep_to_server {
+                        self.to_server.push(t.bytes.clone());
+                    }
                     rooms.handle_datagram(now, from, &t.bytes);
                     continue;
                 }
             }
             if let Some(n) = self.nodes.iter_mut().find(|n| n.addr == t.to) {
                 n.inbox.push((now, from, t.bytes));
-            } else if let Some((_, _, o, _)) = self.openers.iter_mut().find(|o| o.1 == t.to) {
-                o.handle_datagram(now, from, &t.bytes);
+            } else if let Some(o) = self.openers.iter_mut().find(|o| o.at == t.to) {
+                o.opener.handle_datagram(now, from, &t.bytes);
             }
         }
     }
@@ -567,29 +670,36 @@ impl World {
             }
         }
         let mut uploaded = Vec::new();
-        for (i, (_, at, o, _)) in self.openers.iter_mut().enumerate() {
-            if o.poll_timeout().is_some_and(|t| t <= now) {
-                o.handle_timeout(now);
+        let mut failed = Vec::new();
+        for (i, o) in self.openers.iter_mut().enumerate() {
+            if o.opener.poll_timeout().is_some_and(|t| t <= now) {
+                o.opener.handle_timeout(now);
             }
-            while let Some(t) = o.poll_transmit(now) {
-                out.push((*at, t));
+            while let Some(t) = o.opener.poll_transmit(now) {
+                out.push((o.at, t));
             }
-            while let Some(ev) = o.poll_event() {
+            while let Some(ev) = o.opener.poll_event() {
                 match ev {
                     OpenEvent::Uploaded { room, .. } => uploaded.push((i, room)),
-                    OpenEvent::Failed(e) => panic!("opening a room: {e}"),
+                    OpenEvent::Failed(e) => failed.push((i, e)),
                     OpenEvent::Opened { .. } | OpenEvent::Moved { .. } => {}
                 }
             }
         }
+        for (i, e) in failed.into_iter().rev() {
+            let o = self.openers.remove(i);
+            self.open_failures.push((o.name, e));
+        }
         for (i, room) in uploaded.into_iter().rev() {
-            let (name, at, o, cfg) = self.openers.remove(i);
-            let mut j = JoinConfig::new(o.server(), info(&name));
-            j.entropy = [at.port() as u8; 32];
-            j.room = room;
+            let o = self.openers.remove(i);
+            let mut j = JoinConfig::new(o.opener.server(), info(&o.name));
+            j.entropy = [o.at.port() as u8; 32];
+            j.room = room.clone();
             j.creator = true;
-            let p = Participant::join(now, j, lockstep::Config::default(), cfg);
-            self.push_node(&name, at, p, false);
+            j.password = o.password;
+            let p = Participant::join(now, j, lockstep::Config::default(), o.cfg);
+            let k = self.push_node(&o.name, o.at, p, false);
+            self.nodes[k].room = Some(room);
         }
         for n in &mut self.nodes {
             if let Some(until) = n.asleep_until {
@@ -656,8 +766,8 @@ impl World {
                 next = next.min(t);
             }
         }
-        for (_, _, o, _) in &self.openers {
-            if let Some(t) = o.poll_timeout() {
+        for o in &self.openers {
+            if let Some(t) = o.opener.poll_timeout() {
                 next = next.min(t);
             }
         }
@@ -724,7 +834,7 @@ impl World {
     /// recordings end here).
     pub fn assert_logs_verify(&self) {
         for n in &self.nodes {
-            let Some((frames, v, status)) = n.log.verify() else {
+            let Some((frames, v, status)) = n.log.verify(n.toy.diverge_at) else {
                 continue;
             };
             let name = &n.name;

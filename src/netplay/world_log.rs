@@ -85,7 +85,9 @@ impl NodeLog {
 
     /// Ends the log (once) and replays it on a fresh toy machine: how many frames it held and
     /// what the checksums said. `None` for a node whose machine never ran.
-    pub fn verify(&self) -> Option<(u64, Verification, Option<Status>)> {
+    /// `diverge_at`: the node's machine went its own way there (a desync on purpose), and
+    /// so does the one replaying.
+    pub fn verify(&self, diverge_at: Option<u32>) -> Option<(u64, Verification, Option<Status>)> {
         if !*self.begun.borrow() {
             return None;
         }
@@ -95,7 +97,7 @@ impl NodeLog {
         let bytes = self.bytes.0.borrow().clone();
         let log = Replay::from_reader(Cursor::new(bytes), "sim.flr").expect("a readable log");
         let header = log.header().clone();
-        let mut toy = Toy::default();
+        let mut toy = Toy::diverging(diverge_at);
         if let Start::State(state) = &header.start {
             ReplayMachine::load_state(&mut toy, state).expect("the start state");
         }

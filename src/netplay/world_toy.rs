@@ -18,9 +18,19 @@ pub struct Toy {
     hashes: BTreeMap<u32, u64>,
     pub(super) history: VecDeque<(u32, Inputs)>,
     pub loads: u64,
+    /// The hash takes a turn of its own after this session frame (a desync on purpose).
+    pub diverge_at: Option<u32>,
 }
 
 impl Toy {
+    /// A toy whose hash takes a turn of its own after session frame `at`.
+    pub fn diverging(at: Option<u32>) -> Toy {
+        Toy {
+            diverge_at: at,
+            ..Toy::default()
+        }
+    }
+
     fn fold(hash: u64, inputs: &Inputs) -> u64 {
         inputs.iter().fold(hash ^ 0x9e37, |h, p| {
             (h ^ u64::from(p.0)).wrapping_mul(0x0000_0100_0000_01b3)
@@ -46,6 +56,11 @@ impl Toy {
         true
     }
 
+    /// Whether port `port` pressed `pad` in one of the last frames run (600 at most).
+    pub fn ran_input(&self, port: usize, pad: u16) -> bool {
+        self.history.iter().any(|(_, i)| i[port].0 == pad)
+    }
+
     /// The hash after session frame `frame` ran.
     pub fn hash_after(&self, frame: u32) -> Option<u64> {
         self.hashes.get(&frame).copied()
@@ -55,6 +70,9 @@ impl Toy {
 impl Machine for Toy {
     fn run_frame(&mut self, inputs: &Inputs) {
         self.hash = Toy::fold(self.hash, inputs);
+        if self.diverge_at == Some(self.frame) {
+            self.hash ^= 0xd1;
+        }
         self.hashes.insert(self.frame, self.hash);
         self.history.push_back((self.frame, *inputs));
         if self.history.len() > 600 {

@@ -6,12 +6,12 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use super::*;
-use crate::lockstep::{self, Client, Mode, PeerId};
+use crate::lockstep::{self, Mode};
 use crate::session::msg::{Msg, OpenRoom, RoomMsg};
 use crate::session::testkit::{info, Game, SimNet};
 use crate::session::{
     JoinConfig, JoinEvent, JoinSession, OpenEvent, RoomOpener, Routed, Seat, SeatEvent,
-    SessionError, StartPayload,
+    StartPayload,
 };
 use crate::wire::Transmit;
 
@@ -117,20 +117,6 @@ impl Net {
             sram: vec![],
         };
         p.opener = Some(RoomOpener::new(self.now, SERVER, open, &payload).unwrap());
-        self.players.push(p);
-        self.players.len() - 1
-    }
-
-    fn join(&mut self, room: &str, password: Option<&str>) -> usize {
-        let mut p = self.player(room, password);
-        p.join = Some(join_session(
-            self.now,
-            p.addr.port(),
-            room,
-            password,
-            false,
-            p.seed,
-        ));
         self.players.push(p);
         self.players.len() - 1
     }
@@ -298,39 +284,9 @@ impl Net {
         }
     }
 
-    fn finished(&self, players: &[usize]) -> bool {
-        players.iter().all(|&k| {
-            self.players[k]
-                .game
-                .as_ref()
-                .is_some_and(|g| g.frames.len() >= self.limit)
-        })
-    }
-
-    fn assert_in_sync(&self, players: &[usize]) {
-        let reference = &self.players[players[0]].game.as_ref().unwrap().frames;
-        for &k in &players[1..] {
-            let frames = &self.players[k].game.as_ref().unwrap().frames;
-            let n = frames.len().min(reference.len());
-            assert!(n > 0);
-            assert_eq!(frames[..n], reference[..n], "player {k} differs");
-        }
-    }
-
     /// The player opened its room, or is joining or in one.
     fn in_room(&self, k: usize) -> bool {
         self.players[k].join.is_some() || self.players[k].seat.is_some()
-    }
-
-    fn failure(&self, k: usize) -> Option<&SessionError> {
-        self.players[k].events.iter().find_map(|e| match e {
-            JoinEvent::Failed(e) => Some(e),
-            _ => None,
-        })
-    }
-
-    fn slot(&self, k: usize) -> Option<PeerId> {
-        self.players[k].game.as_ref().map(|g| g.client.me())
     }
 }
 
@@ -350,162 +306,11 @@ fn join_session(
     JoinSession::new(now, cfg)
 }
 
-const LOSSY: &str = "delay=25ms,jitter=5ms,loss=5%,dup=1%,reorder=1%";
-
 fn serve_config() -> ServeConfig {
     ServeConfig {
         entropy: [5; 32],
         ..ServeConfig::default()
     }
-}
-
-#[test]
-fn a_room_opens_fills_plays_in_sync_outlives_its_creator_and_closes_when_all_left() {
-    let mut net = Net::new(serve_config(), LOSSY, 600);
-    let creator = net.create(open(3, "", false), None);
-    assert!(net.run_until(Duration::from_secs(30), |n| { n.in_room(creator) }));
-    // The server made up a name that reads aloud.
-    let room = net.players[creator].room.clone();
-    assert!(
-        valid_room_name(&room) && room.matches('-').count() == 2,
-        "{room}"
-    );
-    let a = net.join(&room, None);
-    let b = net.join(&room, None);
-    let all = [creator, a, b];
-    assert!(net.run_until(Duration::from_secs(60), |n| n.finished(&all)));
-    net.assert_in_sync(&all);
-    assert_eq!(
-        net.slot(creator),
-        Some(PeerId(0)),
-        "the creator plays in slot 0"
-    );
-    let listed = net.server.list(net.now);
-    assert_eq!(listed.len(), 1);
-    assert_eq!(
-        (listed[0].players, listed[0].seats, listed[0].playing),
-        (3, 3, true)
-    );
-    // The joiners were given the creator's options with its state.
-    let options = net.players[a].events.iter().find_map(|e| match e {
-        JoinEvent::Ready(s) => Some(s.payload.options.clone()),
-        _ => None,
-    });
-    assert_eq!(
-        options.unwrap(),
-        vec![("lightcycles_speed".into(), "fast".into())]
-    );
-
-    // The creator leaves: the room goes on with the others, still listed.
-    net.players[creator]
-        .seat
-        .as_mut()
-        .unwrap()
-        .leave("finished");
-    net.players[creator].game = None;
-    let closed = |n: &Net| {
-        n.events
-            .iter()
-            .any(|e| matches!(e, ServeEvent::Closed { .. }))
-    };
-    // (`run_until` takes the time since the start.)
-    let later = |n: &Net, d: u64| n.now - n.start + Duration::from_secs(d);
-    assert!(!net.run_until(later(&net, 10), closed));
-    assert_eq!(net.server.list(net.now).len(), 1);
-    assert!(net.failure(a).is_none() && net.failure(b).is_none());
-    // Once the last player said goodbye, it closes at once.
-    for k in [a, b] {
-        net.players[k].seat.as_mut().unwrap().leave("finished");
-        net.players[k].game = None;
-    }
-    assert!(net.run_until(later(&net, 5), closed), "{:?}", net.events);
-    assert!(net.server.is_empty());
-    assert!(net
-        .events
-        .iter()
-        .any(|e| matches!(e, ServeEvent::Closed { why, .. } if why == "everyone left")));
-    let kinds: Vec<&str> = net
-        .events
-        .iter()
-        .map(|e| match e {
-            ServeEvent::Opened { .. } => "opened",
-            ServeEvent::Joined { .. } => "joined",
-            ServeEvent::Started { .. } => "started",
-            ServeEvent::Closed { .. } => "closed",
-            _ => "other",
-        })
-        .filter(|k| *k != "other")
-        .collect();
-    assert_eq!(
-        kinds,
-        ["opened", "joined", "joined", "joined", "started", "closed"]
-    );
-}
-
-#[test]
-fn a_room_password_is_checked_by_its_creator_and_never_crosses_the_server() {
-    let mut net = Net::new(serve_config(), LOSSY, 200);
-    let creator = net.create(open(3, "den", true), Some("open sesame"));
-    assert!(net.run_until(Duration::from_secs(30), |n| {
-        n.players[creator].game.is_some() || n.in_room(creator)
-    }));
-    let good = net.join("den", Some("open sesame"));
-    let bad = net.join("den", Some("open sesame!"));
-    let none = net.join("den", None);
-    assert!(net.run_until(Duration::from_secs(60), |n| {
-        n.failure(bad).is_some() && n.failure(none).is_some() && n.players[good].game.is_some()
-    }));
-    assert!(
-        matches!(net.failure(bad), Some(SessionError::Refused(r)) if r == "wrong password"),
-        "{:?} {:?}",
-        net.failure(bad),
-        net.events
-    );
-    assert!(
-        matches!(net.failure(none), Some(SessionError::Refused(r)) if r.contains("gave none")),
-        "{:?}",
-        net.failure(none)
-    );
-    let checked: Vec<bool> = net.players[creator]
-        .events
-        .iter()
-        .filter_map(|e| match e {
-            JoinEvent::PasswordChecked { admitted } => Some(*admitted),
-            _ => None,
-        })
-        .collect();
-    assert!(
-        checked.contains(&true) && checked.contains(&false),
-        "{checked:?}"
-    );
-    for (_, d) in &net.to_server {
-        assert!(
-            !d.windows(6).any(|w| w == b"sesame"),
-            "the password reached the server"
-        );
-    }
-}
-
-#[test]
-fn a_wrong_room_is_refused_naming_the_open_ones() {
-    let mut net = Net::new(serve_config(), "delay=10ms", 10);
-    let creator = net.create(open(2, "red-owl", false), None);
-    assert!(
-        net.run_until(Duration::from_secs(30), |n| n.players[creator]
-            .join
-            .is_some())
-    );
-    let lost = net.join("blue-owl", None);
-    assert!(net.run_until(Duration::from_secs(30), |n| n.failure(lost).is_some()));
-    let e = net.failure(lost).unwrap().clone();
-    assert!(matches!(&e, SessionError::NoRoom { room, rooms, .. }
-        if room == "blue-owl" && rooms == &vec!["red-owl".to_string()]));
-    let text = e.to_string();
-    assert!(
-        text.starts_with("no room blue-owl on 203.0.113.7:7845"),
-        "{text}"
-    );
-    assert!(text.contains("open rooms: red-owl"), "{text}");
 }
 
 #[test]
@@ -621,189 +426,6 @@ fn a_forged_source_gets_no_more_bytes_than_it_sent() {
     // What it could not read, or could not place in a room, it counted.
     let s = net.server.stats();
     assert!(s.garbage >= 40 && s.wrong_room >= 20, "{s:?}");
-}
-
-#[test]
-fn a_player_of_one_room_cannot_reach_another() {
-    let mut net = Net::new(serve_config(), "delay=10ms,loss=2%", 300);
-    let c1 = net.create(open(2, "one", false), None);
-    let c2 = net.create(open(2, "two", false), None);
-    assert!(net.run_until(Duration::from_secs(30), |n| {
-        n.in_room(c1) && n.in_room(c2)
-    }));
-    let j1 = net.join("one", None);
-    let j2 = net.join("two", None);
-    assert!(net.run_until(Duration::from_secs(30), |n| {
-        n.players[j1].game.is_some() && n.players[j2].game.is_some()
-    }));
-    // j1 forges CTRLs for room two's session, pressing every button, each frame.
-    let two = net.players[j2].seat.as_ref().unwrap().session_id();
-    let mut forger = Client::new(
-        net.now,
-        lockstep::Config {
-            session: two,
-            ..lockstep::Config::default()
-        },
-        PeerId(1),
-    )
-    .unwrap();
-    let j1_addr = net.players[j1].addr;
-    let mut forged = 0;
-    for f in 0..120u64 {
-        let t = net.now + Duration::from_millis(16 * f);
-        forger.push_local_input(t, crate::input::Pad(0x0fff));
-        while let Some(bytes) = forger.poll_transmit(t) {
-            net.server.handle_datagram(t, j1_addr, &bytes);
-            forged += 1;
-        }
-    }
-    // Room one drops them unread: they do not carry j1's tag.
-    assert_eq!(net.server.stats().dropped_auth, forged);
-    assert!(net.run_until(Duration::from_secs(60), |n| n.finished(&[c1, c2, j1, j2])));
-    net.assert_in_sync(&[c1, j1]);
-    net.assert_in_sync(&[c2, j2]);
-    // Room two never saw the forged presses: its player 2 (j2) pressed what its bot did.
-    let seen: Vec<u16> = net.players[c2]
-        .game
-        .as_ref()
-        .unwrap()
-        .frames
-        .iter()
-        .map(|i| i[1].0)
-        .collect();
-    assert!(!seen.contains(&0x0fff));
-}
-
-#[test]
-fn two_hundred_rooms_play_side_by_side() {
-    let mut net = Net::new(serve_config(), "delay=15ms,jitter=3ms,loss=2%", 240);
-    let creators: Vec<usize> = (0..200)
-        .map(|i| net.create(open(2, &format!("room-{i}"), false), None))
-        .collect();
-    for (i, &k) in creators.iter().enumerate() {
-        net.players[k].addr = SocketAddr::from(([100, 64, (i >> 8) as u8, i as u8], 5000));
-    }
-    assert!(net.run_until(Duration::from_secs(30), |n| {
-        creators.iter().all(|&k| n.in_room(k))
-    }));
-    let joiners: Vec<usize> = (0..200)
-        .map(|i| net.join(&format!("room-{i}"), None))
-        .collect();
-    let all: Vec<usize> = creators.iter().chain(&joiners).copied().collect();
-    assert!(net.run_until(Duration::from_secs(120), |n| n.finished(&all)));
-    for i in 0..200 {
-        net.assert_in_sync(&[creators[i], joiners[i]]);
-    }
-    assert_eq!(net.server.len(), 200);
-}
-
-#[test]
-fn relayed_password_checks_survive_heavy_loss() {
-    // A lost answer, challenge or verdict anywhere on the joiner -> server -> creator path
-    // is asked for again by the joiner's resent Hello.
-    let mut net = Net::new(serve_config(), "delay=20ms,jitter=5ms,loss=30%", 60);
-    let creator = net.create(open(5, "den", true), Some("pw"));
-    assert!(
-        net.run_until(Duration::from_secs(60), |n| n.players[creator]
-            .join
-            .is_some())
-    );
-    let joiners: Vec<usize> = (0..4).map(|_| net.join("den", Some("pw"))).collect();
-    assert!(net.run_until(Duration::from_secs(120), |n| {
-        joiners.iter().all(|&k| n.players[k].game.is_some())
-    }));
-    for &k in &joiners {
-        assert!(net.failure(k).is_none(), "{:?}", net.failure(k));
-    }
-}
-
-#[test]
-fn a_desync_in_a_room_is_judged_by_majority_and_healed_with_a_majority_players_state() {
-    let mut net = Net::new(serve_config(), LOSSY, 900);
-    let creator = net.create(open(3, "trio", false), None);
-    assert!(
-        net.run_until(Duration::from_secs(30), |n| n.players[creator]
-            .join
-            .is_some())
-    );
-    let a = net.join("trio", None);
-    let b = net.join("trio", None);
-    assert!(net.run_until(Duration::from_secs(60), |n| {
-        [creator, a, b].iter().all(|&k| n.players[k].game.is_some())
-    }));
-    // Player b's machine goes its own way from frame 120 (its checksums say so).
-    net.players[b].game.as_mut().unwrap().diverge_at = Some(119);
-    let gone = net.slot(b).unwrap().0;
-    let healed = |n: &Net| !n.players[b].states.is_empty();
-    assert!(
-        net.run_until(Duration::from_secs(120), healed),
-        "{:?}",
-        net.events
-    );
-    let desyncs: Vec<(u8, Option<u8>)> = net
-        .events
-        .iter()
-        .filter_map(|e| match e {
-            ServeEvent::Desync { slot, source, .. } => Some((*slot, *source)),
-            _ => None,
-        })
-        .collect();
-    // Only b was judged out of sync (two against one), and the state came from a player of
-    // the majority: the lowest slot that agrees, the creator's.
-    assert!(desyncs.iter().all(|(slot, _)| *slot == gone), "{desyncs:?}");
-    assert_eq!(desyncs[0].1, Some(0), "{desyncs:?}");
-    let (frame, state) = &net.players[b].states[0];
-    let expected = format!("{} at {frame}", net.players[creator].addr).repeat(300);
-    assert_eq!(state, &expected.into_bytes(), "b got the creator's state");
-    assert!(net
-        .run_until(Duration::from_secs(120), |n| n.events.iter().any(
-            |e| matches!(e, ServeEvent::Resynced { slot, .. } if *slot == gone)
-        )));
-    // Nobody else was sent anything.
-    assert!(net.players[a].states.is_empty() && net.players[creator].states.is_empty());
-}
-
-#[test]
-fn a_room_takes_its_creators_mode_or_else_the_servers() {
-    let mut cfg = serve_config();
-    cfg.lockstep.mode = Mode::Optimistic;
-    let mut net = Net::new(cfg, LOSSY, 600);
-    let mut strict = open(2, "fair", false);
-    strict.mode = Some(Mode::Strict);
-    strict.keyframe_interval = 0;
-    let mut default = open(2, "quick", false);
-    default.keyframe_interval = 0;
-    let creators = [net.create(strict, None), net.create(default, None)];
-    assert!(net.run_until(Duration::from_secs(30), |n| creators
-        .iter()
-        .all(|&c| n.in_room(c))));
-    let joiners = [net.join("fair", None), net.join("quick", None)];
-    let all = [creators[0], creators[1], joiners[0], joiners[1]];
-    assert!(net.run_until(Duration::from_secs(60), |n| n.finished(&all)));
-    net.assert_in_sync(&[creators[0], joiners[0]]);
-    net.assert_in_sync(&[creators[1], joiners[1]]);
-    let mut listed: Vec<(String, Mode)> = net
-        .server
-        .list(net.now)
-        .into_iter()
-        .map(|r| (r.name, r.mode))
-        .collect();
-    listed.sort_by(|a, b| a.0.cmp(&b.0));
-    assert_eq!(
-        listed,
-        [
-            ("fair".into(), Mode::Strict),
-            ("quick".into(), Mode::Optimistic)
-        ]
-    );
-    // Each joiner learnt its room's mode, and K 0 became that mode's default.
-    for (j, mode) in [(joiners[0], Mode::Strict), (joiners[1], Mode::Optimistic)] {
-        let got = net.players[j].events.iter().find_map(|e| match e {
-            JoinEvent::Ready(s) => Some((s.mode, u32::from(s.keyframe_interval))),
-            _ => None,
-        });
-        assert_eq!(got, Some((mode, mode.default_keyframe_interval())));
-    }
 }
 
 /// What the server sent `to`.

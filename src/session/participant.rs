@@ -354,6 +354,8 @@ pub struct JoinSide {
     /// Frames handed out, for the checksum requests.
     events: VecDeque<ParticipantEvent>,
     now: Instant,
+    /// This player said goodbye: a link that goes quiet afterwards is not reconnected.
+    closed: bool,
 }
 
 impl Participant {
@@ -407,6 +409,7 @@ impl Participant {
             chat_rate: RateWindow::default(),
             events: VecDeque::new(),
             now,
+            closed: false,
         }))
     }
 
@@ -856,7 +859,7 @@ impl JoinSide {
 
     /// The link to the host is gone: reconnect, or end.
     fn lose(&mut self, now: Instant, why: String) {
-        if self.cfg.reconnect.is_zero() {
+        if self.cfg.reconnect.is_zero() || self.closed {
             self.end(SessionError::HostLeft(why));
             return;
         }
@@ -898,6 +901,7 @@ impl JoinSide {
     }
 
     fn close(&mut self, reason: &str) {
+        self.closed = true;
         match &mut self.phase {
             JoinPhase::Joining(s) | JoinPhase::Reconnecting { session: s, .. } => s.leave(reason),
             JoinPhase::Seated(s) => s.seat.leave(reason),
