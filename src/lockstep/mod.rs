@@ -152,6 +152,7 @@ mod codec;
 mod frame;
 mod lead;
 mod msg;
+mod pause;
 mod rtt;
 mod server;
 mod stats;
@@ -180,6 +181,8 @@ use crate::input::MAX_PLAYERS;
 
 pub use client::{Client, ClientEvent};
 pub use frame::{Frame, PeerId};
+pub use msg::PauseRefusal;
+pub use pause::{OWNED_FOR, PAUSES_PER_WINDOW, PAUSE_WINDOW};
 pub use server::{LeaveReason, Server, ServerEvent, SPECTATOR_LAG_SECS, SPECTATOR_TIMEOUT};
 pub use stats::{ClientStats, LatencyStats, PeerStats, Placement, ServerStats, Traffic};
 

@@ -18,6 +18,8 @@ mod status;
 #[cfg(test)]
 mod world;
 #[cfg(test)]
+mod world_pause_tests;
+#[cfg(test)]
 mod world_tests;
 
 use std::collections::VecDeque;
@@ -67,6 +69,8 @@ pub struct NetOptions {
     pub send_budget: u32,
     /// Test hook: `(frame, mask)` flips bits of this peer's own input at that frame.
     pub inject_desync: Option<(u32, u16)>,
+    /// `--pause-at`, `--pause-for`: pause for everyone at this frame, for this long.
+    pub pause_at: Option<(u32, Duration)>,
     /// Test hook: the main thread stays busy this long after the start state (joiner) or
     /// the lobby (host), before the content is loaded and the first frame runs.
     pub start_delay: Option<Duration>,
@@ -675,6 +679,9 @@ fn run(
 ) -> Result<PlaySummary, NetplayError> {
     if let Some((frame, mask)) = net.inject_desync {
         feed = feed.with_injected_desync(frame, mask);
+    }
+    if let Some((frame, hold)) = net.pause_at {
+        feed = feed.with_pause_at(frame, hold);
     }
     let mut runner_cfg = play.runner.clone();
     // A player never drops a backlog: its frames are due on the session's clock, so it

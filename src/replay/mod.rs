@@ -102,6 +102,9 @@
 //!                   0x03 desync   u64 local checksum, u64 remote checksum
 //!                   0x04 resync   u8 0 = no state; 1 = state loaded at this frame, stored as
 //!                                 varint uncompressed length, varint length, LZ4 block
+//!                   0x05 paused   u8 port: that player paused the game before this frame
+//!                   0x06 resumed  u8 port: the game went on from this frame (a replay
+//!                                 does not wait: the frames are consecutive either way)
 //!                   other kinds are passed to the caller undecoded (`Event::Other`)
 //!  0x0F End       varint total frame count; written by a clean finish, last in the file
 //! ```
