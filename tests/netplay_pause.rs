@@ -9,7 +9,9 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use netplay_common::{args, assert_log_verifies, checksum, free_port, start_host, start_join, Peer};
+use netplay_common::{
+    args, assert_log_verifies, checksum, free_port, start_host, start_join, Peer,
+};
 
 fn signal(peer: &Peer, sig: &str) {
     let ok = std::process::Command::new("kill")
@@ -23,7 +25,10 @@ fn signal(peer: &Peer, sig: &str) {
 /// The process state letter from /proc (T: stopped).
 fn state(peer: &Peer) -> char {
     let stat = std::fs::read_to_string(format!("/proc/{}/stat", peer.pid())).unwrap_or_default();
-    stat.rsplit(')').next().and_then(|r| r.trim().chars().next()).unwrap_or('?')
+    stat.rsplit(')')
+        .next()
+        .and_then(|r| r.trim().chars().next())
+        .unwrap_or('?')
 }
 
 /// A host and joiner "bob" with bots for `frames`, the host recording to `dir/host.flr`.
