@@ -269,11 +269,25 @@ pub struct NetArgs {
     pub chat: ChatShow,
     #[arg(long, hide = true, value_name = "FRAME[:MASK]", value_parser = parse_inject)]
     pub inject_desync: Option<(u32, u16)>,
+    /// Pause the game for everyone once this peer reached session frame FRAME, as P does
+    /// (scripted and headless players; a spectator cannot pause).
+    #[arg(long, value_name = "FRAME")]
+    pub pause_at: Option<u32>,
+    /// With --pause-at: resume after SECS seconds.
+    #[arg(long, value_name = "SECS", default_value_t = 5.0, requires = "pause_at", value_parser = parse_pause_for)]
+    pub pause_for: f64,
     /// Test hook: stay busy MS milliseconds between the start state (a joiner's, or the
     /// host's lobby) and the first frame, as loading a large romset or opening a slow window
     /// keeps a peer from starting.
     #[arg(long, hide = true, value_name = "MS", value_parser = clap::value_parser!(u64).range(0..=60_000))]
     pub start_delay_ms: Option<u64>,
+}
+
+fn parse_pause_for(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if (0.0..=3600.0).contains(&v) => Ok(v),
+        _ => Err(format!("{s:?} is no number of seconds in 0..=3600")),
+    }
 }
 
 fn parse_mode(s: &str) -> Result<Mode, String> {
@@ -454,6 +468,9 @@ impl NetArgs {
             checksum_interval: self.checksum_interval,
             send_budget: self.send_budget,
             inject_desync: self.inject_desync,
+            pause_at: self
+                .pause_at
+                .map(|f| (f, Duration::from_secs_f64(self.pause_for))),
             start_delay: self.start_delay_ms.map(Duration::from_millis),
             speculate: self.speculate.depth(),
             reconnect: Duration::from_secs(self.reconnect),

@@ -485,3 +485,109 @@ fn the_lobby_shows_in_the_window_and_esc_leaves() {
         std::panic::resume_unwind(panic);
     }
 }
+
+#[test]
+fn p_in_the_joiners_window_pauses_the_hosts_too() {
+    // A host in a window (scale 2) and a joiner "bob" in a smaller one (scale 1) on top of
+    // its corner: P pressed in bob's window (xdotool) pauses both, and the host's status bar
+    // says so; P again resumes, and both play to the end.
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let x = start_xvfb();
+    let dir = tempfile::tempdir().unwrap();
+    let shots = Path::new(env!("CARGO_TARGET_TMPDIR")).join("window_xvfb/pause");
+    let _ = std::fs::remove_dir_all(&shots);
+    std::fs::create_dir_all(&shots).unwrap();
+    let port = free_port().to_string();
+    let log_path = |label: &str| dir.path().join(format!("{label}.log"));
+    let log = |label: &str| std::fs::read_to_string(log_path(label)).unwrap_or_default();
+    let spawn = |label: &str, args: &[&str]| {
+        framelock(&dir.path().join(label))
+            .env("DISPLAY", &x.display)
+            .env_remove("WAYLAND_DISPLAY")
+            .args(args)
+            .args(["--frames", "1200", "--bot", "1"])
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(log_path(label)).unwrap())
+            .spawn()
+            .unwrap()
+    };
+    let mut host = spawn("host", &["host", "--port", &port, "--scale", "2"]);
+    std::thread::sleep(Duration::from_millis(300));
+    let addr = format!("127.0.0.1:{port}");
+    let mut bob = spawn("bob", &["join", &addr, "--scale", "1", "--name", "bob"]);
+    // Bob's window: the framelock window 320 pixels wide (the host's is 640).
+    let xdo = |a: &[&str]| {
+        Command::new("xdotool")
+            .env("DISPLAY", &x.display)
+            .args(a)
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+            .unwrap_or_default()
+    };
+    let press_p = || {
+        let ids = xdo(&["search", "--name", "framelock"]);
+        let bobs = ids
+            .lines()
+            .find(|id| xdo(&["getwindowgeometry", id]).contains("Geometry: 320x"));
+        bobs.is_some_and(|id| {
+            // No window manager: focus follows a click in the window, at the screen's
+            // top-left corner where bob's opened.
+            xdo(&["mousemove", "--window", id, "100", "100", "click", "1"]);
+            xdo(&["windowfocus", "--sync", id]);
+            Command::new("xdotool")
+                .env("DISPLAY", &x.display)
+                .args(["key", "p"])
+                .status()
+                .is_ok_and(|s| s.success())
+        })
+    };
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !log("host").contains("bob (player 2) joined")
+            && !log("bob").contains("in session")
+            && Instant::now() < deadline
+        {
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        std::thread::sleep(Duration::from_secs(3));
+        assert!(press_p(), "xdotool could not press P");
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let mut n = 0;
+        let found = loop {
+            std::thread::sleep(Duration::from_millis(300));
+            let png = shots.join(format!("pause-{n:02}.png"));
+            n += 1;
+            let found = grab_screen(&x.display, &png).and_then(|s| find_text(&s, "PAUSED", 2));
+            if found.is_some() || Instant::now() > deadline {
+                break found;
+            }
+        };
+        assert!(
+            found.is_some_and(|(_, y)| y >= 480),
+            "no PAUSED in the host's status bar: {found:?} ({})\n{}",
+            shots.display(),
+            log("host")
+        );
+        assert!(
+            log("host").contains("bob (player 2) paused at frame"),
+            "{}",
+            log("host")
+        );
+        assert!(press_p(), "xdotool could not press P again");
+    }));
+    let deadline = Instant::now() + Duration::from_secs(40);
+    while (host.try_wait().unwrap().is_none() || bob.try_wait().unwrap().is_none())
+        && Instant::now() < deadline
+    {
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let (h, b) = (host.try_wait().unwrap(), bob.try_wait().unwrap());
+    let _ = host.kill();
+    let _ = bob.kill();
+    if let Err(e) = result {
+        std::panic::resume_unwind(e);
+    }
+    assert!(h.is_some_and(|s| s.success()), "{}", log("host"));
+    assert!(b.is_some_and(|s| s.success()), "{}", log("bob"));
+    assert!(log("host").contains("bob (player 2) resumed at frame"));
+}

@@ -1,7 +1,8 @@
 //! The run loop shared by the window and headless modes: wait, tick, present, repeat.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
+use super::interrupt::JobControl;
 use super::runner::{Clock, EndReason, Feed, Machine, RunError, Runner, Status, Tick};
 use crate::input::Inputs;
 
@@ -43,6 +44,13 @@ where
     let mut timeout = Duration::ZERO;
     // Frame the status line was last shown at: from the first tick on, then every 60 frames.
     let mut shown_at: Option<u64> = None;
+    // The feed's pause as last shown (title, audio, status line).
+    let mut feed_paused = false;
+    // Ctrl-Z: the process stops once the pause is in force (or at this deadline); and
+    // whether `fg` should resume it.
+    let mut stop_at: Option<Instant> = None;
+    let mut resume_on_continue = false;
+    let _job_control = super::interrupt::JobControlGuard::install();
     loop {
         // A feed with I/O of its own (netplay) waits on it; the frontend then only takes the
         // events that came meanwhile (the feed's `max_wait` bounds that delay).
@@ -55,14 +63,37 @@ where
             runner.stop(EndReason::Quit);
         }
         if requests.toggle_pause {
-            let paused = !runner.is_paused();
-            runner.set_paused(paused);
-            frontend.paused(paused);
-            tracing::info!("{}", if paused { "paused" } else { "resumed" });
+            pause(runner, frontend, None);
+        }
+        match super::interrupt::take_job_control() {
+            Some(JobControl::Suspend) => {
+                tracing::info!("suspended (SIGTSTP): pausing, then stopping");
+                pause(runner, frontend, Some(true));
+                stop_at = Some(Instant::now() + SUSPEND_WAIT);
+            }
+            Some(JobControl::Continue) if resume_on_continue => {
+                tracing::info!("continued (SIGCONT): resuming");
+                resume_on_continue = false;
+                pause(runner, frontend, Some(false));
+            }
+            _ => {}
+        }
+        if let Some(at) = stop_at {
+            if runner.feed().paused() || runner.is_paused() || Instant::now() >= at {
+                stop_at = None;
+                resume_on_continue = true;
+                super::interrupt::stop_self();
+            }
         }
         let local = frontend.local_inputs();
         let tick = runner.tick(machine, &local)?;
-        if shown_at.is_none_or(|at| runner.frame() / 60 != at / 60) {
+        let now_paused = runner.feed().paused();
+        let pause_changed = now_paused != feed_paused;
+        if pause_changed {
+            feed_paused = now_paused;
+            frontend.paused(now_paused);
+        }
+        if pause_changed || shown_at.is_none_or(|at| runner.frame() / 60 != at / 60) {
             shown_at = Some(runner.frame());
             if let Some(line) = runner.feed().status_line() {
                 frontend.status(&line);
@@ -76,6 +107,29 @@ where
             Some(cap) => tick.timeout.min(cap),
             None => tick.timeout,
         };
+    }
+}
+
+/// Longest a suspend (Ctrl-Z) waits for the pause to be in force before the process stops.
+const SUSPEND_WAIT: Duration = Duration::from_secs(1);
+
+/// Pauses (`Some(true)`), resumes or toggles the game: for everyone if the feed handles it
+/// (netplay), else this runner alone.
+fn pause<M, F, C, FE>(runner: &mut Runner<M, F, C>, frontend: &mut FE, pause: Option<bool>)
+where
+    M: Machine,
+    F: Feed,
+    C: Clock,
+    FE: Frontend<M>,
+{
+    if runner.feed_mut().request_pause(pause) {
+        return;
+    }
+    let paused = pause.unwrap_or(!runner.is_paused());
+    if paused != runner.is_paused() {
+        runner.set_paused(paused);
+        frontend.paused(paused);
+        tracing::info!("{}", if paused { "paused" } else { "resumed" });
     }
 }
 

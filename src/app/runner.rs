@@ -140,6 +140,21 @@ pub trait Feed {
     /// The picture of frame `head` (the runner's count: 0 is the first frame it ran) was
     /// shown at `now`, run `depth` frames ahead of the last frame that counts.
     fn displayed(&mut self, _now: Instant, _head: u64, _depth: u32) {}
+    /// The game stands still for everyone here (a netplay pause): the runner runs nothing,
+    /// counts no stall, and goes on from the moment it ends, with nothing to catch up.
+    fn paused(&self) -> bool {
+        false
+    }
+    /// A pause is in force or asked for (the feed's, as `paused`; it may not have reached
+    /// the frame it stops at yet).
+    fn pause_in_force(&self) -> bool {
+        false
+    }
+    /// The user asks to pause (`Some(true)`), resume, or toggle (`None`). True if the feed
+    /// handles it (netplay: for everyone); false to pause this runner alone.
+    fn request_pause(&mut self, _pause: Option<bool>) -> bool {
+        false
+    }
     /// A short status line for the window (netplay: RTT, keyframe interval, lead, ...).
     fn status_line(&self) -> Option<String> {
         None
@@ -719,6 +734,11 @@ impl<M: Machine, F: Feed, C: Clock> Runner<M, F, C> {
         if self.paused {
             return Ok(self.finish(0, Status::Paused, now + self.period));
         }
+        if self.feed.paused() {
+            // Resume from then, as `set_paused` does.
+            self.next_frame = None;
+            return Ok(self.finish(0, Status::Paused, now + self.period));
+        }
 
         let pace = self.feed.pace().map_or(1.0, |p| p.clamp(0.5, 2.0));
         let period = self.period.div_f64(pace);
@@ -853,6 +873,13 @@ impl<M: Machine, F: Feed, C: Clock> Runner<M, F, C> {
         }
 
         let next_slot = self.slot_start(slot + 1);
+        if let (0, Some(_)) = (ran, wait) {
+            if self.feed.paused() {
+                // Reached the frame a pause stops at: no stall.
+                self.next_frame = None;
+                return Ok(self.finish(0, Status::Paused, now + self.period));
+            }
+        }
         if let (0, Some(until)) = (ran, wait) {
             if self.stats.frames > 0 && self.feed.paced_by_arrival() {
                 if self.last_stall_slot != Some(slot) {

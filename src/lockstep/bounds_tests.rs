@@ -30,6 +30,8 @@ fn ctrl(head: Head, checksums: Vec<(Frame, u64)>) -> Vec<u8> {
             input_rtt_ms: None,
             samples: None,
             checksums,
+            pause: None,
+            stopped: false,
         },
         0..=0,
         None,

@@ -9,9 +9,10 @@ use crate::wire::{self, Header, Kind, WireError};
 
 use super::budget::SendBudget;
 use super::frame::{seq_newer, Frame, PeerId};
-use super::msg::{self, AckRefs, Ctrl, Notice, SampleRun};
+use super::msg::{self, AckRefs, Ctrl, Notice, PauseRefusal, SampleRun};
+use super::pause::{ClientPause, LINK_SILENCE, PAUSED_SILENCE, STOP_GAP};
 use super::rtt::{LossMeter, RttEstimator, WindowQuantile};
-use super::server::{head, rtt_sample, MAX_UNWATCHED};
+use super::server::{head, rtt_sample};
 use super::stats::{ClientStats, LatencyStats, Traffic};
 use super::timesync::pace_for;
 use super::{Config, LockstepError, Mode};
@@ -55,6 +56,8 @@ const SLACK_QUANTILE: f64 = 0.1;
 const SLACK_LOW: f64 = 0.25;
 const SLACK_HIGH: f64 = 1.3;
 const PLAYOUT_PACE_STEP: f64 = 0.01;
+/// Longest a spectator waits after a resume for its buffer to fill (see `at_pause`).
+const REFILL_LIMIT: Duration = Duration::from_millis(500);
 /// Optimistic mode: frames a client keeps in hand; more are run sooner (see `backlog`).
 const PLAYOUT_KEEP_EXTRA: u32 = 6;
 
@@ -98,6 +101,25 @@ pub enum ClientEvent {
         /// The player's name.
         name: String,
     },
+    /// `peer` paused the game: no frame from `at` on runs until it is resumed.
+    Paused {
+        /// Who paused.
+        peer: PeerId,
+        /// The first frame that waits.
+        at: Frame,
+    },
+    /// `peer` resumed the game paused at `at`.
+    Resumed {
+        /// Who resumed.
+        peer: PeerId,
+        /// The frame the game goes on from.
+        at: Frame,
+    },
+    /// This player's pause or resume request was refused.
+    PauseRefused {
+        /// Why.
+        why: PauseRefusal,
+    },
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -107,6 +129,10 @@ struct SentCtrl {
     ack: Option<u16>,
     samples_end: u32,
     checks_end: u32,
+    /// The pause request it carried.
+    pause_id: Option<u8>,
+    /// It said the frame loop stood still.
+    stopped: bool,
 }
 
 /// One player's end of a session.
@@ -217,6 +243,11 @@ pub struct Client {
     last_inputs: Inputs,
     unseen: u32,
     perceived: LatencyStats,
+    pause: ClientPause,
+    /// When the server's last silence of `LINK_SILENCE` ended (see `pause`).
+    silence_end: Option<Instant>,
+    /// When the frame loop last pushed (or tried to: paused).
+    last_push_call: Option<Instant>,
 }
 
 impl Client {
@@ -391,6 +422,9 @@ impl Client {
             last_inputs: [Pad::NEUTRAL; crate::input::MAX_PLAYERS],
             unseen: 0,
             perceived: LatencyStats::default(),
+            pause: ClientPause::default(),
+            silence_end: None,
+            last_push_call: None,
         })
     }
 
@@ -415,7 +449,21 @@ impl Client {
     /// (see `sample_while_waiting`).
     pub fn push_local_input(&mut self, now: Instant, pad: Pad) {
         self.last_now = self.last_now.max(now);
-        if self.spectator {
+        // The frame loop calls at least once a displayed frame, waiting or not: a gap is
+        // a stop (see `pause`), which the server hears of.
+        // A pause is no stop: it stood still for everyone.
+        let stood_still = self.last_push_call.is_some_and(|t| {
+            now.saturating_duration_since(t) >= STOP_GAP
+                && self.pause.paused.is_none()
+                && self.pause.resumed_at.is_none_or(|r| r < t)
+        });
+        if stood_still && self.first_frames_at.is_some() {
+            self.pause.stopped = true;
+            self.send_due = true;
+        }
+        self.last_push_call = Some(now);
+        // Paused at the frame to come: nothing is sampled for it until the game resumes.
+        if self.spectator || self.at_pause() {
             return;
         }
         self.sample_while_waiting(pad);
@@ -483,8 +531,9 @@ impl Client {
     pub fn poll_frame(&mut self) -> Option<(Frame, Inputs)> {
         let Some((inputs, lead, arrived)) = self.frames.pop_front() else {
             // Waiting for the first frames is the session starting (every player getting
-            // ready: see the server's `publish`), not a stall, as in `app::runner`.
-            if self.stall_since.is_none() && self.first_frames_at.is_some() {
+            // ready: see the server's `publish`), not a stall, as in `app::runner`; nor is
+            // waiting at a pause.
+            if self.stall_since.is_none() && self.first_frames_at.is_some() && !self.at_pause() {
                 self.stall_since = Some(self.last_now);
                 self.waited_samples = 0;
                 self.stalls += 1;
@@ -613,10 +662,9 @@ impl Client {
             let Some(sample) = frame.checked_sub(lead).filter(|s| *s >= self.irtt_next) else {
                 continue;
             };
-            if let Some(info) = self
-                .info(sample)
-                .filter(|i| self.pushed_in_session(i.pushed))
-            {
+            if let Some(info) = self.info(sample).filter(|i| {
+                self.pushed_in_session(i.pushed) && self.pause.pushed_since_resume(i.pushed)
+            }) {
                 self.input_rtt
                     .record(now.saturating_duration_since(info.pushed));
             }
@@ -638,7 +686,6 @@ impl Client {
     /// Feeds a datagram from the server. Malformed ones and other sessions are dropped and
     /// counted.
     pub fn handle_datagram(&mut self, now: Instant, datagram: &[u8]) {
-        let watched = now.saturating_duration_since(self.last_now) <= MAX_UNWATCHED;
         self.last_now = self.last_now.max(now);
         self.traffic
             .received(datagram.len(), self.cfg.udp_ip_header);
@@ -687,6 +734,12 @@ impl Client {
         if self.lost {
             return;
         }
+        // A silence ends with a datagram after one (the first ends none: before it, the
+        // server had nothing to say).
+        let gap = now.saturating_duration_since(self.last_heard) >= LINK_SILENCE;
+        if gap && self.recv_seq.is_some() {
+            self.silence_end = Some(now);
+        }
         self.last_heard = now;
         self.warned = false;
         if update.frames.as_ref().is_some_and(|r| r.from.0 > known_end) {
@@ -708,11 +761,11 @@ impl Client {
             }
             self.up_lossy = update.up_lossy;
             self.recv_seq = Some(update.head.seq);
-            if let Some(ts) = update.head.ts.filter(|_| watched) {
+            if let Some(ts) = update.head.ts {
                 self.echo = Some((ts, now));
             }
-            if let Some(e) = update.head.echo.filter(|_| watched) {
-                if let Some(rtt) = rtt_sample(self.epoch, now, e) {
+            if let Some(e) = update.head.echo {
+                if let Some(rtt) = rtt_sample(self.epoch, now, e, self.silence_end) {
                     self.rtt.update(rtt);
                 }
             }
@@ -729,6 +782,16 @@ impl Client {
         // sent, and the newer datagram carried a newer ack anyway.
         if let Some(ack) = update.head.ack.filter(|_| newest) {
             self.handle_ack(ack);
+        }
+        // A resume before the frames it lets through: samples pushed before it waited for
+        // the pause, not for the link (see `record_input_rtt`).
+        if update
+            .notices
+            .iter()
+            .any(|n| matches!(n, Notice::Resumed { .. }) && !self.seen.contains(n))
+        {
+            self.pause.refill = self.at_pause();
+            self.pause.resumed_at = Some(now);
         }
         // Only the newest datagram's frames: its frame numbers are coded against what the
         // server thought we held when it sent it, so read against where we are now, a
@@ -766,6 +829,22 @@ impl Client {
                 self.seen.pop_front();
             }
             self.seen.push_back(n);
+            let ev = match n {
+                Notice::Paused { peer, at } => Some(self.paused_at(peer, at)),
+                Notice::Resumed { peer, at } => {
+                    self.pause.paused = None;
+                    self.pause.resumed_at = Some(now);
+                    Some(ClientEvent::Resumed { peer, at })
+                }
+                Notice::PauseRefused { peer, why } => {
+                    (peer == self.me).then_some(ClientEvent::PauseRefused { why })
+                }
+                _ => None,
+            };
+            if let Some(ev) = ev {
+                self.events.push_back(ev);
+                continue;
+            }
             self.events.push_back(match n {
                 Notice::Left { peer, from } => ClientEvent::PlayerLeft {
                     peer,
@@ -777,6 +856,9 @@ impl Client {
                     from_frame: from,
                     name: name.as_str().to_string(),
                 },
+                Notice::Paused { .. } | Notice::Resumed { .. } | Notice::PauseRefused { .. } => {
+                    continue
+                }
             });
         }
     }
@@ -795,6 +877,12 @@ impl Client {
                 }
                 while self.checksums.front().is_some_and(|c| c.0 < rec.checks_end) {
                     self.checksums.pop_front();
+                }
+                if let Some(id) = rec.pause_id {
+                    self.pause.acknowledged(id);
+                }
+                if rec.stopped {
+                    self.pause.stopped = false;
                 }
                 self.sent.pop_front();
                 return;
@@ -898,12 +986,16 @@ impl Client {
             head,
             samples,
             checksums,
+            pause: self.pause.pending,
+            stopped: self.pause.stopped,
         };
         self.sent.push_back(SentCtrl {
             seq,
             ack: ctrl.head.ack,
             samples_end: self.samples_base + n as u32,
             checks_end,
+            pause_id: ctrl.pause.map(|p| p.id),
+            stopped: ctrl.stopped,
         });
         if self.sent.len() > MAX_SENT_RECORDS {
             self.sent.pop_front();
@@ -918,6 +1010,59 @@ impl Client {
         self.budget.spend(now, bytes.len());
         self.traffic.sent(bytes.len(), self.cfg.udp_ip_header);
         Some(bytes)
+    }
+
+    /// How long the server may be silent before it counts as lost: longer while the game is
+    /// paused (a host suspended with Ctrl-Z is stopped; see `pause`).
+    fn silence_limit(&self) -> Duration {
+        match self.pause.paused {
+            Some(_) => self.cfg.timeout.max(PAUSED_SILENCE),
+            None => self.cfg.timeout,
+        }
+    }
+
+    /// Asks the server to pause the game for everyone (`true`) or to resume it. The answer
+    /// comes as [`ClientEvent::Paused`], [`ClientEvent::Resumed`] or
+    /// [`ClientEvent::PauseRefused`]. A spectator cannot.
+    pub fn request_pause(&mut self, pause: bool) {
+        if !self.spectator {
+            self.pause.request(pause);
+            self.send_due = true;
+        }
+    }
+
+    /// The pause in force, as the server announced it: who paused, and the first frame
+    /// that waits for the resume.
+    pub fn paused(&self) -> Option<(PeerId, Frame)> {
+        self.pause.paused
+    }
+
+    /// Every frame before the pause has been handed out: the game stands still here. A
+    /// spectator, which plays the stream as it comes, stands still after the resume too,
+    /// until it holds two keyframe intervals' worth of frames again (or `REFILL_LIMIT`
+    /// passed): going on with an empty buffer, it would wait for every UPDATE.
+    pub fn at_pause(&self) -> bool {
+        if let Some((_, at)) = self.pause.paused {
+            return self.next_frame >= at && self.frames.is_empty();
+        }
+        let refilling = self
+            .pause
+            .resumed_at
+            .is_some_and(|t| self.last_now < t + REFILL_LIMIT);
+        self.spectator
+            && refilling
+            && self.pause.refill
+            && (self.frames.len() as u32) <= 2 * self.cfg.keyframe_interval
+    }
+
+    /// The server paused at `at`: a wait there already begun is no stall.
+    fn paused_at(&mut self, peer: PeerId, at: Frame) -> ClientEvent {
+        self.pause.paused = Some((peer, at));
+        if self.stall_since.is_some() && self.at_pause() {
+            self.stall_since = None;
+            self.stalls = self.stalls.saturating_sub(1);
+        }
+        ClientEvent::Paused { peer, at }
     }
 
     /// The settings it was made with.
@@ -942,7 +1087,7 @@ impl Client {
         };
         let send = send.map(|t| self.budget.ready_at(t));
         let warn = (!self.warned).then(|| self.last_heard + self.cfg.warn_after);
-        [send, warn, Some(self.last_heard + self.cfg.timeout)]
+        [send, warn, Some(self.last_heard + self.silence_limit())]
             .into_iter()
             .flatten()
             .min()
@@ -955,7 +1100,7 @@ impl Client {
             return;
         }
         let silent = now.saturating_duration_since(self.last_heard);
-        if silent >= self.cfg.timeout {
+        if silent >= self.silence_limit() {
             tracing::info!("server silent for {} ms: lost", silent.as_millis());
             self.lost = true;
             self.events.push_back(ClientEvent::ServerLost);

@@ -197,6 +197,8 @@ fn garbage_truncated_and_foreign_datagrams_are_dropped_and_counted() {
             input_rtt_ms: None,
             samples: None,
             checksums: vec![(Frame(1), 2)],
+            pause: None,
+            stopped: false,
         },
         0..=0,
         None,

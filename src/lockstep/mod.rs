@@ -57,6 +57,11 @@
 //!   intervals of the frontier (it caught up, running what it holds up to 4 frames per
 //!   displayed frame); then its samples go on frames from the frontier on, which every
 //!   client is told with the player's name ([`ClientEvent::PlayerJoined`]).
+//! - Pause: a player asks in its CTRLs ([`Client::request_pause`]); the server stops
+//!   publishing at its frontier, so every peer stands at the same frame and goes on from it,
+//!   and tells everyone who paused and resumed (notices). Input round trips across a pause,
+//!   or across a player's frame loop standing still, are not taken for the link: the lead
+//!   stays where the link had it (rules and numbers: `pause`).
 //! - Spectators ([`Server::add_spectator`], [`Client::spectator`]) get the same UPDATEs on
 //!   a stream of their own, at most one per keyframe interval, under their own send budget,
 //!   and send CTRLs with acks only. Nothing of the players' waits for them; a silent one is
@@ -152,6 +157,7 @@ mod codec;
 mod frame;
 mod lead;
 mod msg;
+mod pause;
 mod rtt;
 mod server;
 mod stats;
@@ -180,6 +186,8 @@ use crate::input::MAX_PLAYERS;
 
 pub use client::{Client, ClientEvent};
 pub use frame::{Frame, PeerId};
+pub use msg::PauseRefusal;
+pub use pause::{OWNED_FOR, PAUSES_PER_WINDOW, PAUSE_WINDOW};
 pub use server::{LeaveReason, Server, ServerEvent, SPECTATOR_LAG_SECS, SPECTATOR_TIMEOUT};
 pub use stats::{ClientStats, LatencyStats, PeerStats, Placement, ServerStats, Traffic};
 

@@ -25,7 +25,12 @@
 //!                 from pushing a sample to receiving the frame that carries it; sent when
 //!                 it changes and every 16th datagram                              [0x10]
 //! CTRL
-//!   extras: u8 n (1..=16), n x (varint frame, u32 low half of the machine checksum)
+//!   extras: u8 n (bits 0-4: 0..=16 checksums, 0x40: this client's frame loop stood still
+//!           lately (see `pause`; repeated until acknowledged), 0x80: a pause request
+//!           follows; never 0),
+//!           n x (varint frame, u32 low half of the machine checksum),
+//!           [u8 request: bits 1-7 its number (wrapping; the server acts once per number),
+//!            bit 0: 1 pause, 0 resume; repeated until a CTRL carrying it is acknowledged]
 //!   run (last: it takes the rest of the datagram, so it has no count):
 //!           rel first sample index, u8 age_ms: milliseconds since the newest sample was
 //!           pushed, 0xff if not known (not in this datagram, or too old) [0x40; without it
@@ -45,7 +50,11 @@
 //!           delta-coded pads of the carried players (the first frame against frame
 //!           `from - 1` with 0x80, else in full)
 //!   notices: n x (u8 kind<<4 | peer, u32 frame); kind 1 = left, 2 = desync, 3 = joined
-//!            (then u8 len + that many bytes of the player's name, at most 16)
+//!            (then u8 len + that many bytes of the player's name, at most 16), 4 = paused
+//!            by peer at frame (no frame from it on is published until resumed), 5 =
+//!            resumed by peer at frame, 6 = peer's pause request refused (the u32 is
+//!            reason << 24 | seconds until it would be granted; reason 1 = too many pauses,
+//!            2 = only the player who paused may resume yet)
 //! ```
 //! Fields that rarely change ride only in some datagrams: the budget of 2.5 KB/s per direction
 //! (UDP/IP header and tag included) buys more datagrams, and so faster recovery from loss,
@@ -104,6 +113,10 @@ const USUAL_FLAGS: u8 = F_ACK | F_RUN | F_BASE;
 const X_NOTICES: u8 = 0x3f;
 const X_LEAD: u8 = 0x40;
 const X_MASK: u8 = 0x80;
+/// CTRL extras byte: the checksum count, and whether a pause request follows them.
+const X_CHECKSUMS: u8 = 0x1f;
+const X_PAUSE: u8 = 0x80;
+const X_STOPPED: u8 = 0x40;
 
 /// Every this many datagrams carries the sender's timestamp: at 50-60 datagrams a second,
 /// 3-4 RTT samples, plenty for the smoothed RTT (time sync, timeouts, the stats). The lead
@@ -166,8 +179,8 @@ pub const MAX_RUN: usize = 4096;
 pub const MAX_CHECKSUMS: usize = 16;
 pub const MAX_NOTICES: usize = 32;
 /// Bytes a CTRL needs besides its sample bits: header, head (12 with every field), run
-/// header (rel + varint + age), checksum list.
-pub const CTRL_OVERHEAD: usize = LOCKSTEP_HEADER_LEN + 12 + 6 + 1 + MAX_CHECKSUMS * 9;
+/// header (rel + varint + age), checksum list, pause request.
+pub const CTRL_OVERHEAD: usize = LOCKSTEP_HEADER_LEN + 12 + 6 + 1 + MAX_CHECKSUMS * 9 + 1;
 /// Bytes an UPDATE needs besides its input bits: header, head (10), advance, extras byte,
 /// lead, mask, run header (rel + varint), notice list.
 pub const UPDATE_OVERHEAD: usize =
@@ -235,6 +248,55 @@ pub struct Ctrl {
     pub input_rtt_ms: Option<u16>,
     pub samples: Option<SampleRun>,
     pub checksums: Vec<(Frame, u64)>,
+    /// A player's request to pause or resume the game (see `PauseRequest`).
+    pub pause: Option<PauseRequest>,
+    /// The client's frame loop stood still lately (see `pause`).
+    pub stopped: bool,
+}
+
+/// A player asks the server to pause (or resume) the game for everyone. Numbered, so a
+/// request repeated until acknowledged is acted on once.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PauseRequest {
+    /// 0..=127, wrapping.
+    pub id: u8,
+    /// Pause (true) or resume (false).
+    pub pause: bool,
+}
+
+/// Why the server refused a pause request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PauseRefusal {
+    /// The player paused too often lately; it may again in `wait_secs`.
+    TooMany {
+        /// Seconds until a pause would be granted.
+        wait_secs: u32,
+    },
+    /// Another player paused: only that one may resume for `wait_secs` more.
+    NotYours {
+        /// Seconds until anyone may resume.
+        wait_secs: u32,
+    },
+}
+
+impl PauseRefusal {
+    const SECS: u32 = 0x00ff_ffff;
+
+    fn to_wire(self) -> u32 {
+        match self {
+            PauseRefusal::TooMany { wait_secs } => 1 << 24 | wait_secs.min(Self::SECS),
+            PauseRefusal::NotYours { wait_secs } => 2 << 24 | wait_secs.min(Self::SECS),
+        }
+    }
+
+    fn from_wire(v: u32) -> Option<PauseRefusal> {
+        let wait_secs = v & Self::SECS;
+        match v >> 24 {
+            1 => Some(PauseRefusal::TooMany { wait_secs }),
+            2 => Some(PauseRefusal::NotYours { wait_secs }),
+            _ => None,
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -268,6 +330,12 @@ pub enum Notice {
         from: Frame,
         name: NoticeName,
     },
+    /// `peer` paused the game: frames from `at` on wait until it is resumed.
+    Paused { peer: PeerId, at: Frame },
+    /// `peer` resumed the game paused at `at`.
+    Resumed { peer: PeerId, at: Frame },
+    /// `peer`'s pause request was refused (sent to that player only).
+    PauseRefused { peer: PeerId, why: PauseRefusal },
 }
 
 /// A player's name as a notice carries it: up to `NAME_LEN` bytes of UTF-8.
@@ -450,18 +518,24 @@ pub fn encode_ctrl(
     let run = c.samples.as_ref().filter(|s| !s.pads.is_empty());
     let checksums = &c.checksums[..c.checksums.len().min(MAX_CHECKSUMS)];
     let age = run.and_then(|r| age_byte(r.age_ms));
-    let body = flag(!checksums.is_empty(), F_EXTRAS)
+    let extras = checksums.len() as u8
+        | if c.pause.is_some() { X_PAUSE } else { 0 }
+        | if c.stopped { X_STOPPED } else { 0 };
+    let body = flag(extras != 0, F_EXTRAS)
         | run.map_or(0, |r| {
             F_RUN | flag(r.base.is_some(), F_BASE) | flag(age.is_some(), F_AGE)
         });
     put_head(&mut out, &c.head, ack_held, c.input_rtt_ms, body);
-    if !checksums.is_empty() {
-        out.push(checksums.len() as u8);
+    if extras != 0 {
+        out.push(extras);
         for (f, v) in checksums {
             put_varint(&mut out, f.0);
             // The low half: a desync still shows at the first check with odds of 1 in 4e9
             // against, and a checksum rides in every CTRL until acknowledged.
             put_u32(&mut out, *v as u32);
+        }
+        if let Some(p) = c.pause {
+            out.push((p.id & 0x7f) << 1 | u8::from(p.pause));
         }
     }
     // Last: the run takes the rest of the datagram, so it needs no count.
@@ -492,15 +566,26 @@ pub fn decode_ctrl(
         return Err(malformed_ctrl());
     }
     let mut checksums = Vec::new();
+    let mut pause = None;
+    let mut stopped = false;
     if has_extras {
-        let n = usize::from(r.u8().ok_or_else(malformed_ctrl)?);
-        if n == 0 || n > MAX_CHECKSUMS {
+        let x = r.u8().ok_or_else(malformed_ctrl)?;
+        let n = usize::from(x & X_CHECKSUMS);
+        if x == 0 || x & !(X_CHECKSUMS | X_PAUSE | X_STOPPED) != 0 || n > MAX_CHECKSUMS {
             return Err(malformed_ctrl());
         }
+        stopped = x & X_STOPPED != 0;
         for _ in 0..n {
             let f = r.varint().ok_or_else(malformed_ctrl)?;
             let v = r.u32().ok_or_else(malformed_ctrl)?;
             checksums.push((Frame(f), u64::from(v)));
+        }
+        if x & X_PAUSE != 0 {
+            let b = r.u8().ok_or_else(malformed_ctrl)?;
+            pause = Some(PauseRequest {
+                id: b >> 1,
+                pause: b & 1 != 0,
+            });
         }
     }
     let samples = if has_run {
@@ -537,6 +622,8 @@ pub fn decode_ctrl(
         input_rtt_ms,
         samples,
         checksums,
+        pause,
+        stopped,
     })
 }
 
@@ -619,6 +706,9 @@ pub fn encode_update(
             Notice::Left { peer, from } => (1u8, peer, from),
             Notice::Desync { peer, frame } => (2u8, peer, frame),
             Notice::Joined { peer, from, .. } => (3u8, peer, from),
+            Notice::Paused { peer, at } => (4u8, peer, at),
+            Notice::Resumed { peer, at } => (5u8, peer, at),
+            Notice::PauseRefused { peer, why } => (6u8, peer, Frame(why.to_wire())),
         };
         out.push(kind << 4 | peer.0);
         put_u32(&mut out, frame.0);
@@ -723,6 +813,12 @@ pub fn decode_update(
                     name,
                 }
             }
+            4 => Notice::Paused { peer, at: frame },
+            5 => Notice::Resumed { peer, at: frame },
+            6 => Notice::PauseRefused {
+                peer,
+                why: PauseRefusal::from_wire(frame.0).ok_or_else(malformed_update)?,
+            },
             _ => return Err(malformed_update()),
         });
     }
@@ -815,6 +911,8 @@ mod tests {
                 age_ms: Some(3),
             }),
             checksums: vec![(Frame(600), 0x0bad_f00d), (Frame(660), 1)],
+            pause: None,
+            stopped: false,
         }
     }
 
@@ -864,8 +962,48 @@ mod tests {
                     from: Frame(1234),
                     name: NoticeName::new("ana"),
                 },
+                Notice::Paused {
+                    peer: PeerId(1),
+                    at: Frame(700),
+                },
+                Notice::Resumed {
+                    peer: PeerId(0),
+                    at: Frame(700),
+                },
+                Notice::PauseRefused {
+                    peer: PeerId(3),
+                    why: PauseRefusal::TooMany { wait_secs: 41 },
+                },
+                Notice::PauseRefused {
+                    peer: PeerId(1),
+                    why: PauseRefusal::NotYours { wait_secs: 12 },
+                },
             ],
         }
+    }
+
+    #[test]
+    fn a_pause_request_rides_in_the_extras_byte() {
+        let mut c = ctrl();
+        let without = encode_ctrl(42, &c, 70_000..=70_010, None);
+        c.pause = Some(PauseRequest {
+            id: 100,
+            pause: true,
+        });
+        let with = encode_ctrl(42, &c, 70_000..=70_010, None);
+        assert_eq!(with.len(), without.len() + 1);
+        let back = decode_ctrl(&with[H..], false, 70_000, 0, held_sample);
+        assert_eq!(back, Ok(c.clone()));
+        // Alone, without checksums: the extras byte says 0 checksums and a request.
+        c.checksums.clear();
+        c.pause = Some(PauseRequest {
+            id: 5,
+            pause: false,
+        });
+        c.stopped = true;
+        let alone = encode_ctrl(42, &c, 70_000..=70_010, None);
+        let back = decode_ctrl(&alone[H..], false, 70_000, 0, held_sample);
+        assert_eq!(back, Ok(c));
     }
 
     #[test]
@@ -917,6 +1055,8 @@ mod tests {
             input_rtt_ms: None,
             samples: None,
             checksums: Vec::new(),
+            pause: None,
+            stopped: false,
         };
         assert_eq!(encode_ctrl(1, &bare, 0..=0, None).len(), H + 3);
         // Far from what the client may hold, the start takes two bytes and still expands.

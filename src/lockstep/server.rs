@@ -12,7 +12,11 @@ use crate::wire::{self, Header, Kind, Transmit, WireError};
 use super::budget::SendBudget;
 use super::frame::{seq_newer, Frame, PeerId};
 use super::lead::LeadController;
-use super::msg::{self, AckRefs, Echo, FrameRun, Head, Notice, NoticeName, Update};
+use super::msg::{self, AckRefs, Echo, FrameRun, Head, Notice, NoticeName, PauseRequest, Update};
+use super::pause::{
+    across_silence, Pauses, Verdict, LINK_SILENCE, PAUSED_SILENCE, STOP_SETTLE, STOP_TAINT,
+    STOP_TAINT_OWN,
+};
 use super::rtt::{LossMeter, RttEstimator, WindowQuantile};
 use super::stats::{PeerStats, Placement, ServerStats, Traffic};
 use super::timesync::{pace_for, Phase};
@@ -210,6 +214,12 @@ struct Peer {
     /// the frame with its own index (as a duration at the nominal rate).
     lateness: WindowQuantile,
     placed: Placement,
+    /// When its last silence of `pause::LINK_SILENCE` ended (see `pause`).
+    silence_end: Option<Instant>,
+    /// After a stop its samples say nothing of its clock's phase until then, and its input
+    /// round trips nothing of the link (see `pause`).
+    settle_until: Option<Instant>,
+    taint_until: Option<Instant>,
 }
 
 impl Peer {
@@ -258,6 +268,9 @@ impl Peer {
             budget: SendBudget::new(send_budget, header),
             header,
             traffic: Traffic::default(),
+            silence_end: None,
+            settle_until: None,
+            taint_until: None,
             first,
             pending: false,
             added: now,
@@ -313,7 +326,12 @@ impl Peer {
 
     /// A valid CTRL with `head` arrived: the peer is heard; if it is the newest datagram,
     /// its sequence number (loss), timestamp, echo (RTT) and ack count. True if newest.
-    fn heard(&mut self, now: Instant, head: &Head, watched: bool, epoch: Instant) -> bool {
+    fn heard(&mut self, now: Instant, head: &Head, epoch: Instant) -> bool {
+        // The first datagram ends no silence: before it the client was not running yet.
+        let gap = now.saturating_duration_since(self.last_heard) >= LINK_SILENCE;
+        if gap && self.recv_seq.is_some() {
+            self.silence_end = Some(now);
+        }
         self.last_heard = now;
         self.warned = false;
         let newest = self.recv_seq.is_none_or(|r| seq_newer(head.seq, r));
@@ -324,12 +342,12 @@ impl Peer {
             self.up_loss.arrived(head.seq.wrapping_sub(prev));
         }
         self.recv_seq = Some(head.seq);
-        if let Some(ts) = head.ts.filter(|_| watched) {
+        if let Some(ts) = head.ts {
             self.echo = Some((ts, now));
         }
         // Only the newest datagram gives an RTT sample: a late duplicate would inflate it.
-        if let Some(e) = head.echo.filter(|_| watched) {
-            if let Some(rtt) = rtt_sample(epoch, now, e) {
+        if let Some(e) = head.echo {
+            if let Some(rtt) = rtt_sample(epoch, now, e, self.silence_end) {
                 self.rtt.update(rtt);
             }
         }
@@ -497,8 +515,6 @@ impl Checksums {
 pub struct Server {
     cfg: Config,
     epoch: Instant,
-    /// The latest `now` any entry point was given (see `MAX_UNWATCHED`).
-    last_call: Instant,
     peers: [Option<Peer>; MAX_PLAYERS],
     /// Published frames `hist_base..frontier` that some client still lacks, and the one
     /// before them (the base their delta coding starts from).
@@ -529,6 +545,9 @@ pub struct Server {
     clock: Option<Instant>,
     /// Placement counts of players who left, by slot (their stats outlive them).
     departed: [Option<Placement>; MAX_PLAYERS],
+    pauses: Pauses,
+    /// Input round-trip reports are not taken until then: a player stopped (see `pause`).
+    stop_taint_until: Option<Instant>,
 }
 
 impl Server {
@@ -538,7 +557,6 @@ impl Server {
         let lead = LeadController::new(cfg.min_lead, cfg.max_lead, cfg.frame_duration());
         Ok(Server {
             epoch: now,
-            last_call: now,
             peers: Default::default(),
             history: VecDeque::new(),
             hist_base: Frame::ZERO,
@@ -555,6 +573,8 @@ impl Server {
             ignore_input_rtt_until: None,
             clock: None,
             departed: Default::default(),
+            pauses: Pauses::default(),
+            stop_taint_until: None,
             cfg,
         })
     }
@@ -718,8 +738,6 @@ impl Server {
     /// Feeds a datagram from spectator `id`: a CTRL with acks (and the link's timestamps)
     /// only. Anything else is dropped and counted.
     pub fn handle_spectator_datagram(&mut self, now: Instant, id: u8, datagram: &[u8]) {
-        let watched = now.saturating_duration_since(self.last_call) <= MAX_UNWATCHED;
-        self.last_call = self.last_call.max(now);
         let Some(p) = self.spectators.get_mut(&id) else {
             self.traffic.packets_dropped_invalid += 1;
             return;
@@ -754,7 +772,7 @@ impl Server {
                 return;
             }
         };
-        p.heard(now, &ctrl.head, watched, self.epoch);
+        p.heard(now, &ctrl.head, self.epoch);
     }
 
     /// Datagrams to spectators, one at a time, with the spectator's id. Call until `None`,
@@ -870,7 +888,6 @@ impl Server {
     /// player not running yet. Ignored once its first CTRL came: from then on only CTRLs keep
     /// a player in. False if ignored (or no such peer).
     pub fn starting(&mut self, now: Instant, peer: PeerId) -> bool {
-        self.last_call = self.last_call.max(now);
         match self.peers.get_mut(peer.index()).and_then(Option::as_mut) {
             Some(p) if p.recv_seq.is_none() => {
                 p.last_heard = p.last_heard.max(now);
@@ -889,8 +906,6 @@ impl Server {
     /// Feeds a datagram that arrived from `from`. Malformed ones, other sessions or kinds, and
     /// unknown peers are dropped and counted.
     pub fn handle_datagram(&mut self, now: Instant, from: PeerId, datagram: &[u8]) {
-        let watched = now.saturating_duration_since(self.last_call) <= MAX_UNWATCHED;
-        self.last_call = self.last_call.max(now);
         let frontier = self.frontier();
         let Some(peer) = self.peers.get_mut(from.index()).and_then(|p| p.as_mut()) else {
             self.traffic
@@ -954,8 +969,20 @@ impl Server {
                 return;
             }
         };
-        let newest = peer.heard(now, &ctrl.head, watched, self.epoch);
-        let trusted = self.ignore_input_rtt_until.is_none_or(|t| now >= t);
+        let newest = peer.heard(now, &ctrl.head, self.epoch);
+        // Its frame loop stood still: the frames that waited for it held the others'
+        // samples back (see `pause`).
+        if ctrl.stopped && newest && !peer.pending {
+            if peer.settle_until.is_none_or(|t| now >= t) {
+                tracing::debug!("lockstep: {from} stood still: input round trips held");
+                peer.settle_until = Some(now + STOP_SETTLE);
+            }
+            self.stop_taint_until = Some(now + STOP_TAINT);
+            peer.taint_until = Some(now + STOP_TAINT_OWN);
+        }
+        let trusted = self.ignore_input_rtt_until.is_none_or(|t| now >= t)
+            && self.stop_taint_until.is_none_or(|t| now >= t)
+            && peer.taint_until.is_none_or(|t| now >= t);
         if let Some(ms) = ctrl.input_rtt_ms.filter(|_| newest && trusted) {
             peer.input_rtt = Some(Duration::from_millis(u64::from(ms)));
         }
@@ -981,7 +1008,8 @@ impl Server {
                     run.first + run.pads.len() as u32,
                 );
             }
-            if let Some(age_ms) = run.age_ms {
+            let settling = peer.settle_until.is_some_and(|t| now < t);
+            if let Some(age_ms) = run.age_ms.filter(|_| !settling) {
                 // When the client pushed its newest sample, on our clock (see `timesync`).
                 let one_way = peer.rtt.srtt().unwrap_or_default() / 2;
                 let pushed = now.saturating_duration_since(self.epoch).as_secs_f64()
@@ -994,6 +1022,9 @@ impl Server {
         }
         for (frame, value) in ctrl.checksums {
             self.record_checksum(frame, from, value);
+        }
+        if let Some(req) = ctrl.pause.filter(|_| newest) {
+            self.pause_request(now, from, req);
         }
         self.maybe_activate(now, from);
         self.publish(now);
@@ -1044,7 +1075,6 @@ impl Server {
 
     /// Datagrams to send, one at a time, with the peer each goes to. Call until `None`.
     pub fn poll_transmit(&mut self, now: Instant) -> Option<Transmit<PeerId>> {
-        self.last_call = self.last_call.max(now);
         let resend = self.cfg.resend_interval();
         for i in 0..MAX_PLAYERS {
             let idx = (self.next_peer + i) % MAX_PLAYERS;
@@ -1092,7 +1122,7 @@ impl Server {
                     p.last_send.map(|t| p.budget.ready_at(t + resend))
                 };
                 let warn = (!p.warned).then(|| p.last_heard + self.cfg.warn_after);
-                [send, warn, Some(p.last_heard + self.cfg.timeout)]
+                [send, warn, Some(p.last_heard + self.silence_limit())]
             })
             .chain(self.spectators.values().flat_map(|p| {
                 let send = if !p.queued.is_empty() {
@@ -1123,7 +1153,7 @@ impl Server {
     /// Optimistic mode: when the next frame is due.
     fn next_tick(&self) -> Option<Option<Instant>> {
         let clock = self.clock?;
-        if self.peers.iter().all(Option::is_none) {
+        if self.peers.iter().all(Option::is_none) || self.pauses.active().is_some() {
             return None;
         }
         Some(Some(clock + self.tick_offset(self.frontier())))
@@ -1136,13 +1166,13 @@ impl Server {
 
     /// Raises silence warnings, drops peers past the timeout, and lets the lead step down.
     pub fn handle_timeout(&mut self, now: Instant) {
-        self.last_call = self.last_call.max(now);
+        let limit = self.silence_limit();
         for idx in 0..MAX_PLAYERS {
             let Some(p) = self.peers[idx].as_mut() else {
                 continue;
             };
             let silent = now.saturating_duration_since(p.last_heard);
-            if silent >= self.cfg.timeout {
+            if silent >= limit {
                 tracing::info!("{}: silent for {} ms, dropped", p.id, silent.as_millis());
                 let id = p.id;
                 self.drop_peer(id, now, LeaveReason::TimedOut);
@@ -1397,9 +1427,10 @@ impl Server {
         if self.peers.iter().all(|p| p.is_none()) || !self.everyone_running() {
             return false;
         }
-        let clock = *self.clock.get_or_insert(now);
         let mut published = false;
-        while clock + self.tick_offset(self.frontier()) <= now {
+        while self.pauses.active().is_none()
+            && *self.clock.get_or_insert(now) + self.tick_offset(self.frontier()) <= now
+        {
             let frame = self.frontier().0;
             let mut inputs = [Pad::NEUTRAL; MAX_PLAYERS];
             for p in self.peers.iter_mut().flatten().filter(|p| !p.pending) {
@@ -1429,6 +1460,7 @@ impl Server {
             }
             self.history.push_back(inputs);
             published = true;
+            self.after_published(now);
         }
         published
     }
@@ -1474,7 +1506,7 @@ impl Server {
             return false;
         }
         let mut published = false;
-        loop {
+        while self.pauses.active().is_none() {
             let frame = self.frontier().0;
             // Shrink: a player ahead of the lead drops one sample equal to the input before
             // it (at most one per published frame), so its lead falls without losing a change.
@@ -1524,6 +1556,7 @@ impl Server {
             }
             self.history.push_back(inputs);
             published = true;
+            self.after_published(now);
         }
         published
     }
@@ -1578,6 +1611,71 @@ impl Server {
         }
         for p in self.spectators.values_mut() {
             p.notify(n);
+        }
+    }
+
+    /// How long a player may be silent before it is dropped: longer while the game is
+    /// paused, when one suspended with Ctrl-Z is stopped (see `pause`).
+    fn silence_limit(&self) -> Duration {
+        match self.pauses.active() {
+            Some(_) => self.cfg.timeout.max(PAUSED_SILENCE),
+            None => self.cfg.timeout,
+        }
+    }
+
+    /// The pause in force: who paused, and the first frame not published.
+    pub fn paused(&self) -> Option<(PeerId, Frame)> {
+        self.pauses.active().map(|a| (a.by, a.at))
+    }
+
+    /// Acts on a player's pause request (see `pause`).
+    fn pause_request(&mut self, now: Instant, from: PeerId, req: PauseRequest) {
+        let peers = &self.peers;
+        let present = |p: PeerId| peers.get(p.index()).is_some_and(Option::is_some);
+        match self.pauses.judge(now, from, req, present) {
+            Verdict::Pause => {
+                let frontier = self.frontier();
+                if let Some(a) = self.pauses.pause(now, from, frontier) {
+                    self.announce_pause(a.by, a.at);
+                }
+            }
+            Verdict::Resume => {
+                if let Some(a) = self.pauses.resume() {
+                    tracing::info!("lockstep: {from} resumed at {}", a.at);
+                    // Nothing of the pause is the link's or a clock's: time sync and the
+                    // optimistic frame clock start again from here, and the gap in
+                    // everyone's samples is no stop.
+                    let paused_for = now.saturating_duration_since(a.since);
+                    if let Some(c) = &mut self.clock {
+                        *c += paused_for;
+                    }
+                    for p in self.peers.iter_mut().flatten() {
+                        p.phase = Phase::default();
+                    }
+                    self.notify_all(Notice::Resumed {
+                        peer: from,
+                        at: a.at,
+                    });
+                }
+            }
+            Verdict::Refuse(why) => {
+                if let Some(p) = self.peers[from.index()].as_mut() {
+                    p.notify(Notice::PauseRefused { peer: from, why });
+                }
+            }
+            Verdict::Ignore => {}
+        }
+    }
+
+    fn announce_pause(&mut self, by: PeerId, at: Frame) {
+        tracing::info!("lockstep: {by} paused at {at}");
+        self.notify_all(Notice::Paused { peer: by, at });
+    }
+
+    /// A frame was published: a pause asked for at the frame before takes effect now.
+    fn after_published(&mut self, now: Instant) {
+        if let Some(a) = self.pauses.frame_published(now, self.frontier()) {
+            self.announce_pause(a.by, a.at);
         }
     }
 }
@@ -1738,16 +1836,6 @@ pub(crate) fn head(
     }
 }
 
-/// Longest a side may go without being called before the timestamps it then reads are not
-/// echoed, nor the echoes it then reads taken as round trips: a datagram read after such a
-/// gap may have waited in the socket for all of it, and the hold time of an echo, counted
-/// from the read, would leave that wait in the peer's round trip, as an echo read then
-/// would in our own. `netplay`'s network thread calls as datagrams arrive and at every
-/// timer, so a gap means the process was busy elsewhere (a window opening takes about
-/// 120 ms): a round trip taken across it would read as a slow link, and a joiner would
-/// catch half of it up as start delay and run that far ahead of the host.
-pub(crate) const MAX_UNWATCHED: Duration = Duration::from_millis(50);
-
 /// Milliseconds since `epoch`, wrapping at 16 bits (the wire timestamp).
 pub(crate) fn ms16(epoch: Instant, now: Instant) -> u16 {
     now.saturating_duration_since(epoch).as_millis() as u16
@@ -1762,12 +1850,21 @@ pub(crate) fn echo(ts: u16, at: Instant, now: Instant) -> Option<Echo> {
         .map(|hold_ms| Echo { ts, hold_ms })
 }
 
-/// The RTT an echo reveals: now - echoed timestamp - hold time. `None` if implausible.
-pub(crate) fn rtt_sample(epoch: Instant, now: Instant, e: Echo) -> Option<Duration> {
+/// The RTT an echo reveals: now - echoed timestamp - hold time. `None` if implausible, or
+/// if the timestamp was sent before the peer's last silence ended at `silence_end` (either
+/// side may have been stopped meanwhile: see `pause`).
+pub(crate) fn rtt_sample(
+    epoch: Instant,
+    now: Instant,
+    e: Echo,
+    silence_end: Option<Instant>,
+) -> Option<Duration> {
     let ms = ms16(epoch, now)
         .wrapping_sub(e.ts)
         .wrapping_sub(u16::from(e.hold_ms));
-    (ms < 30_000).then(|| Duration::from_millis(u64::from(ms)))
+    let rtt = Duration::from_millis(u64::from(ms));
+    let sent_ago = rtt + Duration::from_millis(u64::from(e.hold_ms));
+    (ms < 30_000 && !across_silence(now, sent_ago, silence_end)).then_some(rtt)
 }
 
 #[cfg(test)]

@@ -101,6 +101,18 @@ struct NetState {
     loads: Vec<(Frame, bool)>,
     /// Chat messages to say at the first frame (`--say`).
     say_at_start: Vec<String>,
+    /// `--pause-at FRAME --pause-for SECS`: the frame, how long, and when this player's
+    /// pause began once it did.
+    scripted: Option<ScriptedPause>,
+}
+
+/// A pause a test asks for on the command line (`--pause-at`, `--pause-for`).
+#[derive(Clone, Copy, Debug)]
+struct ScriptedPause {
+    at: u32,
+    hold: Duration,
+    asked: bool,
+    since: Option<Instant>,
 }
 
 /// The state and the signal the frame loop waits on.
@@ -132,6 +144,30 @@ impl NetState {
             self.started = now;
         }
         self.participant.frame_loop_alive(now);
+        self.run_script(now);
+    }
+
+    /// `--pause-at`: asks for the pause once this peer ran up to the frame, and for the
+    /// resume once it has lasted `--pause-for`.
+    fn run_script(&mut self, now: Instant) {
+        let Some(mut sp) = self.scripted else {
+            return;
+        };
+        let Some(client) = self.participant.client_mut() else {
+            return;
+        };
+        let mine = client.paused().is_some_and(|(by, _)| by == client.me());
+        if !sp.asked && client.frame().0 >= sp.at {
+            sp.asked = true;
+            client.request_pause(true);
+        } else if sp.asked && sp.since.is_none() && mine {
+            sp.since = Some(now);
+        } else if sp.since.is_some_and(|t| now >= t + sp.hold) {
+            client.request_pause(false);
+            self.scripted = None;
+            return;
+        }
+        self.scripted = Some(sp);
     }
 
     /// When the network thread must act without a datagram: the earliest timer of the
@@ -456,6 +492,7 @@ impl NetFeed {
                 ahead: None,
                 loads: Vec::new(),
                 say_at_start: Vec::new(),
+                scripted: None,
             }),
             arrived: Condvar::new(),
         });
@@ -521,6 +558,18 @@ impl NetFeed {
     /// (locally only), which makes this peer diverge.
     pub fn with_injected_desync(self, frame: u32, mask: u16) -> NetFeed {
         self.state().inject = Some((frame, mask));
+        self
+    }
+
+    /// Test hook (`--pause-at`, `--pause-for`): this player pauses the game for everyone
+    /// once it reached session frame `at`, and resumes it `hold` later.
+    pub fn with_pause_at(self, at: u32, hold: Duration) -> NetFeed {
+        self.state().scripted = Some(ScriptedPause {
+            at,
+            hold,
+            asked: false,
+            since: None,
+        });
         self
     }
 
@@ -621,6 +670,36 @@ impl Feed for NetFeed {
 
     fn pace(&self) -> Option<f64> {
         self.state().participant.client().map(|c| c.pace())
+    }
+
+    fn paused(&self) -> bool {
+        self.state()
+            .participant
+            .client()
+            .is_some_and(|c| c.at_pause())
+    }
+
+    fn pause_in_force(&self) -> bool {
+        self.state()
+            .participant
+            .client()
+            .is_some_and(|c| c.paused().is_some())
+    }
+
+    /// A player asks the session's server (see `lockstep::Client::request_pause`); a
+    /// spectator cannot pause, and is told so.
+    fn request_pause(&mut self, pause: Option<bool>) -> bool {
+        let mut s = self.state();
+        let Some(client) = s.participant.client_mut() else {
+            return true;
+        };
+        if client.is_spectator() {
+            tracing::info!("netplay: a spectator cannot pause the game");
+            return true;
+        }
+        let pause = pause.unwrap_or(client.paused().is_none());
+        client.request_pause(pause);
+        true
     }
 
     fn status_line(&self) -> Option<String> {

@@ -23,6 +23,8 @@ mod world;
 #[cfg(test)]
 mod world_log;
 #[cfg(test)]
+mod world_pause_tests;
+#[cfg(test)]
 mod world_room_tests;
 #[cfg(test)]
 mod world_tests;
@@ -77,6 +79,8 @@ pub struct NetOptions {
     pub send_budget: u32,
     /// Test hook: `(frame, mask)` flips bits of this peer's own input at that frame.
     pub inject_desync: Option<(u32, u16)>,
+    /// `--pause-at`, `--pause-for`: pause for everyone at this frame, for this long.
+    pub pause_at: Option<(u32, Duration)>,
     /// Test hook: the main thread stays busy this long after the start state (joiner) or
     /// the lobby (host), before the content is loaded and the first frame runs.
     pub start_delay: Option<Duration>,
@@ -695,6 +699,9 @@ fn run(
         chat::read_stdin(&chat);
     }
     feed = feed.with_chat(chat.clone(), net.say.clone());
+    if let Some((frame, hold)) = net.pause_at {
+        feed = feed.with_pause_at(frame, hold);
+    }
     let mut runner_cfg = play.runner.clone();
     // A player never drops a backlog: its frames are due on the session's clock, so it
     // catches up (capped) instead. A spectator's pace is the frames' arrival (its feed's

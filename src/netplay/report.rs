@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Map, Value};
 
 use crate::app::chat_board::{ChatBoard, Shown};
-use crate::lockstep::{ClientEvent, Frame, PeerId};
+use crate::lockstep::{self, ClientEvent, Frame, PauseRefusal, PeerId};
 use crate::net::LinkStats;
 use crate::replay::Event;
 use crate::session::{
@@ -125,11 +125,25 @@ pub(crate) struct Report {
     pub rejoin: Option<String>,
     /// Where chat messages are shown and typed.
     pub chat: ChatBoard,
+    /// The pause in force: who paused (as the status bar says it) and since when.
+    pub paused: Option<(String, Instant)>,
+    /// Pauses seen: (slot that paused, frame, seconds it lasted here).
+    pauses: Vec<(u8, u32, f64)>,
 }
 
 impl Report {
     pub fn name(&self, slot: u8) -> String {
         player_label(&self.names, slot)
+    }
+
+    /// The player's own name if it has one, else its place ("player 2"): for the status
+    /// bar, where "ana (player 2)" is too long.
+    fn short_name(&self, slot: u8) -> String {
+        self.names
+            .iter()
+            .find(|(s, _)| *s == slot)
+            .and_then(|(_, n)| own_name(n, slot))
+            .map_or_else(|| PeerId(slot).to_string(), str::to_string)
     }
 
     fn set_name(&mut self, slot: u8, name: String) {
@@ -306,6 +320,53 @@ impl Report {
                 self.counters.players_joined.push((peer.0, from_frame.0));
                 recorded.push((from_frame.0, Event::Joined { slot: peer.0, name }));
             }
+            ClientEvent::Paused { peer, at } => {
+                let who = self.name(peer.0);
+                let own = p.client().is_some_and(|c| c.me() == peer);
+                tracing::info!(
+                    "netplay: {who} paused at frame {}; {} resume{}",
+                    at.0,
+                    if own { "you" } else { "they" },
+                    if own {
+                        " (P)".to_string()
+                    } else {
+                        format!(", anyone after {} s", lockstep::OWNED_FOR.as_secs())
+                    }
+                );
+                let short = self.short_name(peer.0);
+                self.paused = Some((short, now));
+                self.pauses.push((peer.0, at.0, 0.0));
+                recorded.push((at.0, Event::Paused { slot: peer.0 }));
+            }
+            ClientEvent::Resumed { peer, at } => {
+                let lasted = self
+                    .paused
+                    .take()
+                    .map_or(0.0, |(_, t)| now.saturating_duration_since(t).as_secs_f64());
+                if let Some(last) = self.pauses.last_mut() {
+                    last.2 = lasted;
+                }
+                tracing::info!(
+                    "netplay: {} resumed at frame {} after {lasted:.1} s",
+                    self.name(peer.0),
+                    at.0
+                );
+                recorded.push((at.0, Event::Resumed { slot: peer.0 }));
+            }
+            ClientEvent::PauseRefused { why } => match why {
+                PauseRefusal::TooMany { wait_secs } => tracing::warn!(
+                    "netplay: pause refused: more than {} pauses a minute; allowed again in \
+                     {wait_secs} s",
+                    lockstep::PAUSES_PER_WINDOW
+                ),
+                PauseRefusal::NotYours { wait_secs } => tracing::warn!(
+                    "netplay: resume refused: {} paused, and only they can resume for \
+                     {wait_secs} s more",
+                    self.paused
+                        .as_ref()
+                        .map_or("another player", |(n, _)| n.as_str())
+                ),
+            },
             ClientEvent::Desync { frame, peer } => {
                 self.counters.desyncs += 1;
                 self.counters.desync_frames.push(frame.0);
@@ -516,6 +577,7 @@ impl Report {
             reconnecting: p
                 .reconnecting_until()
                 .map(|until| until.saturating_duration_since(now)),
+            paused: self.paused.as_ref().map(|(who, _)| who.clone()),
         }
     }
 
@@ -653,6 +715,14 @@ impl Report {
                 // frames ran with its input neutral.
                 .filter(|&&(_, f)| f < frame.0)
                 .map(|(slot, frame)| json!({"slot": slot, "from_frame": frame}))
+                .collect::<Vec<_>>()),
+        );
+        m.insert(
+            "pauses".into(),
+            json!(self
+                .pauses
+                .iter()
+                .map(|(slot, at, secs)| json!({"by": slot, "at": at, "secs": secs}))
                 .collect::<Vec<_>>()),
         );
         m

@@ -32,6 +32,8 @@ pub struct Status {
     pub ahead: Option<u32>,
     /// The link to the host is lost: it tries to reconnect for this much longer.
     pub reconnecting: Option<Duration>,
+    /// The game is paused, by this player.
+    pub paused: Option<String>,
 }
 
 /// One other peer as this one sees it.
@@ -53,6 +55,9 @@ fn kbit(bytes: u64, secs: f64) -> f64 {
 impl fmt::Display for Status {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let lead = self.lead.map_or("-".into(), |l| l.to_string());
+        if let Some(who) = &self.paused {
+            write!(f, "PAUSED: {who} paused | ")?;
+        }
         if let Some(left) = self.reconnecting {
             write!(
                 f,
@@ -131,6 +136,7 @@ mod tests {
             watching: None,
             ahead: None,
             reconnecting: None,
+            paused: None,
             peers: vec![
                 PeerStatus {
                     player: Some(2),
@@ -203,6 +209,14 @@ mod tests {
         assert!(lost
             .to_string()
             .starts_with("connection lost, reconnecting... 12 s | strict K 2"));
+        // Everyone sees who paused, first.
+        let paused = Status {
+            paused: Some("bob".into()),
+            ..joiner.clone()
+        };
+        assert!(paused
+            .to_string()
+            .starts_with("PAUSED: bob paused | strict K 2"));
         // Shown from the first frame: 400 bytes after 2 ms are 3.2 kbit over a second.
         let first = Status {
             wire_out: 400,

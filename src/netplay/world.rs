@@ -201,6 +201,10 @@ impl Feed for SimFeed {
             .client()
             .is_some_and(|c| c.paced_by_arrival())
     }
+
+    fn paused(&self) -> bool {
+        self.participant.client().is_some_and(|c| c.at_pause())
+    }
 }
 
 /// A player: a participant, a runner and a toy machine at an address.
@@ -215,6 +219,9 @@ pub struct Node {
     next_tick: Instant,
     /// Stopped (SIGSTOP) until then: nothing runs, arrivals queue.
     asleep_until: Option<Instant>,
+    /// Its frame loop stands still until then (a window dragged, a slow disk); its network
+    /// thread answers as usual.
+    frozen_until: Option<Instant>,
     inbox: Vec<(Instant, SocketAddr, Vec<u8>)>,
     pub finished: bool,
     /// Its recording, from the frame its machine started at.
@@ -389,6 +396,7 @@ impl World {
             running,
             next_tick: self.now(),
             asleep_until: None,
+            frozen_until: None,
             inbox: Vec::new(),
             finished: false,
             log,
@@ -603,6 +611,44 @@ impl World {
         self.nodes[i].asleep_until = Some(self.now() + d);
     }
 
+    /// Node `i`'s frame loop stands still for `d` (nothing says so to the others), while its
+    /// network thread goes on.
+    pub fn freeze(&mut self, i: usize, d: Duration) {
+        self.nodes[i].frozen_until = Some(self.now() + d);
+    }
+
+    /// Node `i`'s player asks to pause (`true`) or resume the game, as P does.
+    pub fn request_pause(&mut self, i: usize, pause: bool) {
+        if let Some(c) = self.nodes[i].runner.feed_mut().participant.client_mut() {
+            c.request_pause(pause);
+        }
+    }
+
+    /// A host like [`World::host`] whose session runs in `mode`.
+    pub fn host_in(&mut self, players: u8, cfg: ParticipantConfig, mode: lockstep::Mode) -> usize {
+        let now = self.now();
+        let mut host = HostConfig::new(0x5eed, [1; 32], 60.0);
+        host.max_players = players;
+        host.keyframe_interval = mode.default_keyframe_interval() as u8;
+        host.mode = mode;
+        let lcfg = lockstep::Config {
+            players,
+            keyframe_interval: mode.default_keyframe_interval(),
+            min_lead: mode.default_keyframe_interval(),
+            mode,
+            ..lockstep::Config::default()
+        };
+        let ecfg = EndpointConfig {
+            host,
+            lockstep: lcfg.clone(),
+            lobby_timeout: None,
+        };
+        let endpoint = Endpoint::new(now, ecfg, info("host"), Toy::default().state(), Vec::new())
+            .expect("endpoint");
+        let p = Participant::host(now, endpoint, lcfg, cfg);
+        self.push_node("host", addr(1, 7845), p, true)
+    }
+
     fn down(&self, a: SocketAddr, now: Instant) -> bool {
         self.outages
             .iter()
@@ -735,7 +781,8 @@ impl World {
                     n.next_tick = now;
                 }
             }
-            if n.running && !n.finished && now >= n.next_tick {
+            let frozen = n.frozen_until.is_some_and(|t| now < t);
+            if n.running && !n.finished && now >= n.next_tick && !frozen {
                 let tick = n
                     .runner
                     .tick(&mut n.toy, &[Pad::NEUTRAL; MAX_PLAYERS])
@@ -780,7 +827,7 @@ impl World {
                 next = now;
             }
             if n.running && !n.finished {
-                next = next.min(n.next_tick);
+                next = next.min(n.next_tick.max(n.frozen_until.unwrap_or(n.next_tick)));
             }
             if let Some(t) = n.runner.feed().participant.poll_timeout() {
                 next = next.min(t);

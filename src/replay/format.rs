@@ -40,6 +40,8 @@ const EV_LEFT: u8 = 0x02;
 const EV_DESYNC: u8 = 0x03;
 const EV_RESYNC: u8 = 0x04;
 const EV_CHAT: u8 = 0x05;
+const EV_PAUSED: u8 = 0x06;
+const EV_RESUMED: u8 = 0x07;
 
 /// Optional header fields appended after the start state (tag, varint length, bytes).
 const HF_CORE_PATH: u8 = 0x01;
@@ -156,6 +158,17 @@ pub enum Event {
         /// What it said.
         text: String,
     },
+    /// The player on port `slot` paused the game before this frame (every peer stood still
+    /// there until `Resumed`; a replay goes straight on).
+    Paused {
+        /// The port, 0-based.
+        slot: u8,
+    },
+    /// The player on port `slot` resumed the game from this frame.
+    Resumed {
+        /// The port, 0-based.
+        slot: u8,
+    },
     /// An event kind this build does not know (from a newer framelock); `data` is its body.
     Other {
         /// The event kind.
@@ -173,6 +186,8 @@ impl Event {
             Event::Desync { .. } => EV_DESYNC,
             Event::Resync { .. } => EV_RESYNC,
             Event::Chat { .. } => EV_CHAT,
+            Event::Paused { .. } => EV_PAUSED,
+            Event::Resumed { .. } => EV_RESUMED,
             Event::Other { kind, .. } => *kind,
         }
     }
@@ -538,7 +553,7 @@ pub fn encode_event(frame: u32, ev: &Event) -> Result<Vec<u8>, Reason> {
             p.push(*slot);
             put_bytes(&mut p, name.as_bytes());
         }
-        Event::Left { slot } => {
+        Event::Left { slot } | Event::Paused { slot } | Event::Resumed { slot } => {
             check_slot(*slot)?;
             p.push(*slot);
         }
@@ -562,7 +577,7 @@ pub fn encode_event(frame: u32, ev: &Event) -> Result<Vec<u8>, Reason> {
             put_bytes(&mut p, text.as_bytes());
         }
         Event::Other { kind, data } => {
-            if (EV_JOINED..=EV_CHAT).contains(kind) {
+            if (EV_JOINED..=EV_RESUMED).contains(kind) {
                 return Err("event kind is taken by a known event");
             }
             p.extend_from_slice(data);
@@ -603,6 +618,15 @@ pub fn decode_event(payload: &[u8]) -> Result<(u32, Event), Reason> {
             let slot = b.u8()?;
             check_slot(slot)?;
             Event::Left { slot }
+        }
+        EV_PAUSED | EV_RESUMED => {
+            let slot = b.u8()?;
+            check_slot(slot)?;
+            if kind == EV_PAUSED {
+                Event::Paused { slot }
+            } else {
+                Event::Resumed { slot }
+            }
         }
         EV_DESYNC => Event::Desync {
             local: b.u64()?,
@@ -889,6 +913,8 @@ mod tests {
                 remote: u64::MAX,
             },
             Event::Resync { state: None },
+            Event::Paused { slot: 1 },
+            Event::Resumed { slot: 0 },
             Event::Resync {
                 state: Some(vec![9; 1000]),
             },

@@ -106,6 +106,9 @@
 //!                                 str text; at the frame the sender was at, recorded when
 //!                                 it arrived (so after that frame's block); readers that
 //!                                 predate it pass it on as `Event::Other`
+//!                   0x06 paused   u8 port: that player paused the game before this frame
+//!                   0x07 resumed  u8 port: the game went on from this frame (a replay
+//!                                 does not wait: the frames are consecutive either way)
 //!                   other kinds are passed to the caller undecoded (`Event::Other`)
 //!  0x0F End       varint total frame count; written by a clean finish, last in the file
 //! ```
