@@ -947,6 +947,7 @@ impl PlayArgs {
             hash_shown: None,
             video: self.video.to_output(self.view.scale)?,
             chat: None,
+            chat_key: config.input.chat.get_ref().clone(),
         })
     }
 }

@@ -5,6 +5,8 @@ use std::time::Duration;
 
 use serde_json::{json, Map, Value};
 
+use winit::keyboard::KeyCode;
+
 use super::driver::run_loop;
 use super::headless::Headless;
 use super::local::LocalFeed;
@@ -53,6 +55,8 @@ pub struct PlayOptions {
     pub video: Option<VideoOutput>,
     /// Netplay: the chat the window shows and takes typed lines for.
     pub chat: Option<crate::app::chat_board::ChatBoard>,
+    /// The key (a `[input]` key name) that opens the window's chat line.
+    pub chat_key: String,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -246,7 +250,14 @@ fn window_settings(opts: &PlayOptions, name: String, status: Option<String>) -> 
         screenshots_dir: opts.screenshots_dir.clone(),
         shot_name: name,
         status,
+        chat: chat_of(opts),
     }
+}
+
+/// The chat a netplay window shows, and the key that opens its input line.
+fn chat_of(opts: &PlayOptions) -> Option<(crate::app::chat_board::ChatBoard, KeyCode)> {
+    let key = crate::frontend::keyboard::key_code(&opts.chat_key).unwrap_or(KeyCode::KeyT);
+    opts.chat.clone().map(|board| (board, key))
 }
 
 /// Runs `runner` on a loaded `core` in a window or headless until it ends, saves SRAM,
@@ -282,7 +293,7 @@ pub fn run_session<F: Feed>(
         let status = runner.feed().status_line();
         let mut window = match early.0 {
             Some(mut window) => {
-                window.start_game(core, &opts.audio, shot, status);
+                window.start_game(core, &opts.audio, shot, status, chat_of(opts));
                 window
             }
             None => {
