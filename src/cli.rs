@@ -269,6 +269,9 @@ pub struct NetArgs {
     pub chat: ChatShow,
     #[arg(long, hide = true, value_name = "FRAME[:MASK]", value_parser = parse_inject)]
     pub inject_desync: Option<(u32, u16)>,
+    /// Test hook: say "ping N" every MS milliseconds from the first frame (chat benchmark).
+    #[arg(long, hide = true, value_name = "MS", value_parser = clap::value_parser!(u64).range(100..=60_000))]
+    pub chat_every_ms: Option<u64>,
     /// Test hook: stay busy MS milliseconds between the start state (a joiner's, or the
     /// host's lobby) and the first frame, as loading a large romset or opening a slow window
     /// keeps a peer from starting.
@@ -459,6 +462,7 @@ impl NetArgs {
             reconnect: Duration::from_secs(self.reconnect),
             say: self.say.clone(),
             chat: self.chat,
+            chat_every: self.chat_every_ms.map(Duration::from_millis),
         }
     }
 }

@@ -101,6 +101,8 @@ struct NetState {
     loads: Vec<(Frame, bool)>,
     /// Chat messages to say at the first frame (`--say`).
     say_at_start: Vec<String>,
+    /// Test hook: say "ping N" this often, next at, and N.
+    chat_every: Option<(Duration, Option<Instant>, u32)>,
 }
 
 /// The state and the signal the frame loop waits on.
@@ -353,6 +355,13 @@ impl NetState {
                 for text in self.say_at_start.drain(..) {
                     self.report.chat.type_line(text);
                 }
+                if let Some((every, next, n)) = &mut self.chat_every {
+                    if next.is_none_or(|t| now >= t) {
+                        *next = Some(now + *every);
+                        self.report.chat.type_line(format!("ping {n}"));
+                        *n += 1;
+                    }
+                }
                 if let Some((at, mask)) = self.inject {
                     if at == frame.0 {
                         if let Some(me) = self.participant.client().map(|c| c.me().0) {
@@ -456,6 +465,7 @@ impl NetFeed {
                 ahead: None,
                 loads: Vec::new(),
                 say_at_start: Vec::new(),
+                chat_every: None,
             }),
             arrived: Condvar::new(),
         });
@@ -488,12 +498,14 @@ impl NetFeed {
         lock(&self.net.state)
     }
 
-    /// Where chat is shown and typed, and what to say once the game runs (`--say`).
-    pub fn with_chat(self, board: ChatBoard, say: Vec<String>) -> NetFeed {
+    /// Where chat is shown and typed, what to say once the game runs (`--say`), and how
+    /// often to say a numbered ping (a test hook).
+    pub fn with_chat(self, board: ChatBoard, say: Vec<String>, every: Option<Duration>) -> NetFeed {
         {
             let mut s = self.state();
             s.report.chat = board;
             s.say_at_start = say;
+            s.chat_every = every.map(|d| (d, None, 0));
         }
         self
     }

@@ -82,6 +82,8 @@ pub struct NetOptions {
     pub say: Vec<String>,
     /// Whose chat messages are shown (`--chat`).
     pub chat: ChatShow,
+    /// Test hook: say "ping N" this often from the first frame.
+    pub chat_every: Option<Duration>,
 }
 
 impl NetOptions {
@@ -688,7 +690,7 @@ fn run(
     if play.headless {
         chat::read_stdin(&chat);
     }
-    feed = feed.with_chat(chat.clone(), net.say.clone());
+    feed = feed.with_chat(chat.clone(), net.say.clone(), net.chat_every);
     let mut runner_cfg = play.runner.clone();
     // A player never drops a backlog: its frames are due on the session's clock, so it
     // catches up (capped) instead. A spectator's pace is the frames' arrival (its feed's

@@ -1,0 +1,120 @@
+//! Chat measured with real processes on loopback: a 2-player session of the built-in game,
+//! both peers impaired with `--netsim delay=50ms,loss=5%` (100 ms round trip, 5% loss each
+//! way), the joiner saying a message a second (`--chat-every-ms`, a test hook).
+//!
+//! - **Delay:** from the joiner saying a message (its log line) to the host's log line
+//!   for it (both processes log with the same clock): median, 90th percentile, worst.
+//! - **Stalls:** the players' stall counts (`stalls` in `--stats-json`) with the messages
+//!   flowing, against the same session without chat.
+//!
+//! `cargo bench --bench chat`; `FRAMELOCK_BENCH_SMOKE=1` runs 10-s sessions instead of 60-s.
+
+#[path = "../fixtures/mod.rs"]
+mod fixtures;
+mod procs;
+mod smoke;
+
+use std::path::Path;
+
+use procs::{finished, spawn, strings, wait_for};
+
+const NETSIM: &str = "delay=50ms,loss=5%";
+
+fn free_port() -> u16 {
+    std::net::UdpSocket::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Seconds since midnight of a log line's timestamp ("2026-11-27T10:22:02.452355Z ...").
+fn stamp(line: &str) -> Option<f64> {
+    let time = line.split('T').nth(1)?.split('Z').next()?;
+    let mut parts = time.split(':');
+    let h: f64 = parts.next()?.parse().ok()?;
+    let m: f64 = parts.next()?.parse().ok()?;
+    let s: f64 = parts.next()?.parse().ok()?;
+    Some(h * 3600.0 + m * 60.0 + s)
+}
+
+/// When each "chat: join: ping N" line was logged by `label`, by N.
+fn pings(dir: &Path, label: &str) -> Vec<(u32, f64)> {
+    let log = std::fs::read_to_string(dir.join(format!("{label}.log"))).unwrap_or_default();
+    log.lines()
+        .filter_map(|l| {
+            let n = l.split("chat: join: ping ").nth(1)?.trim().parse().ok()?;
+            Some((n, stamp(l)?))
+        })
+        .collect()
+}
+
+/// A session of `frames` frames; with `chat`, the joiner says a message a second. Returns
+/// the delays (ms) of the messages the host got and the stall counts (host, joiner).
+fn session(dir: &Path, frames: &str, chat: bool) -> (Vec<f64>, u64, u64) {
+    let port = free_port();
+    let common = ["--headless", "--frames", frames, "--netsim", NETSIM];
+    let mut a = strings(&[
+        "host",
+        "--port",
+        &port.to_string(),
+        "--bot",
+        "1",
+        "--name",
+        "host",
+    ]);
+    a.extend(strings(&common));
+    let h = spawn(dir, "host", &a);
+    wait_for(dir, "host", "hosting on udp port");
+    let mut a = strings(&["join", &format!("127.0.0.1:{port}"), "--bot", "2"]);
+    a.extend(strings(&["--name", "join"]));
+    a.extend(strings(&common));
+    if chat {
+        a.extend(strings(&["--chat-every-ms", "1000"]));
+    }
+    let j = spawn(dir, "join", &a);
+    let (js, hs) = (finished(j, dir, "join"), finished(h, dir, "host"));
+    let said = pings(dir, "join");
+    let got = pings(dir, "host");
+    let delays: Vec<f64> = said
+        .iter()
+        .filter_map(|(n, t)| {
+            let (_, at) = got.iter().find(|(m, _)| m == n)?;
+            Some((at - t) * 1000.0)
+        })
+        .collect();
+    if chat && delays.len() + 2 < said.len() {
+        smoke::fail(format!(
+            "the host logged {} of the {} messages said",
+            delays.len(),
+            said.len()
+        ));
+    }
+    let n = |v: &serde_json::Value| v["stalls"].as_u64().unwrap_or(0);
+    (delays, n(&hs), n(&js))
+}
+
+fn main() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let frames = if smoke::smoke() { "600" } else { "3600" };
+    let (mut delays, h1, j1) = session(d, frames, true);
+    let (_, h0, j0) = session(d, frames, false);
+    delays.sort_by(f64::total_cmp);
+    if delays.is_empty() {
+        smoke::fail("no message arrived");
+    }
+    let at = |q: f64| delays[((delays.len() - 1) as f64 * q).round() as usize];
+    let median = smoke::number("the median delay", at(0.5));
+    println!(
+        "chat at 100 ms RTT, 5% loss: {} messages, delay median {median:.0} ms, p90 {:.0} ms, \
+         worst {:.0} ms",
+        delays.len(),
+        at(0.9),
+        at(1.0)
+    );
+    println!(
+        "stalls with a message a second: host {h1}, joiner {j1}; without chat: host {h0}, \
+         joiner {j0}"
+    );
+}
