@@ -276,6 +276,9 @@ pub struct NetArgs {
     /// With --pause-at: resume after SECS seconds.
     #[arg(long, value_name = "SECS", default_value_t = 5.0, requires = "pause_at", value_parser = parse_pause_for)]
     pub pause_for: f64,
+    /// Test hook: say "ping N" every MS milliseconds from the first frame (chat benchmark).
+    #[arg(long, hide = true, value_name = "MS", value_parser = clap::value_parser!(u64).range(100..=60_000))]
+    pub chat_every_ms: Option<u64>,
     /// Test hook: stay busy MS milliseconds between the start state (a joiner's, or the
     /// host's lobby) and the first frame, as loading a large romset or opening a slow window
     /// keeps a peer from starting.
@@ -476,6 +479,7 @@ impl NetArgs {
             reconnect: Duration::from_secs(self.reconnect),
             say: self.say.clone(),
             chat: self.chat,
+            chat_every: self.chat_every_ms.map(Duration::from_millis),
         }
     }
 }
@@ -964,6 +968,7 @@ impl PlayArgs {
             hash_shown: None,
             video: self.video.to_output(self.view.scale)?,
             chat: None,
+            chat_key: config.input.chat.get_ref().clone(),
         })
     }
 }

@@ -38,6 +38,7 @@ latency_ms = 64      # target output latency
 
 [input]
 keyboard_players = 2 # P1..Pn read the keyboard; gamepads take the next free ports
+chat = "t"           # netplay: opens the chat line (Enter sends, Esc cancels)
 
 # Button = key. Buttons: up down left right a b x y l r l2 r2 l3 r3 start select.
 # Keys: a-z 0-9 up down left right enter space tab backspace lshift rshift lctrl rctrl
@@ -93,6 +94,12 @@ pub enum ConfigError {
         line: usize,
         player: usize,
         button: String,
+        key: String,
+    },
+    #[error("config file {}, line {line}: [input] chat = {key:?}: unknown key name", .path.display())]
+    UnknownChatKey {
+        path: PathBuf,
+        line: usize,
         key: String,
     },
     #[error("config file {}: input.keyboard_players must be 0, 1 or 2 (got {value})", .path.display())]
@@ -228,6 +235,8 @@ impl Default for AudioConfig {
 #[serde(default)]
 pub struct InputConfig {
     pub keyboard_players: u32,
+    /// Netplay: the key that opens the chat line.
+    pub chat: Spanned<String>,
     /// Overrides of P1's default bindings: button name -> key name.
     pub p1: BTreeMap<String, Spanned<String>>,
     pub p2: BTreeMap<String, Spanned<String>>,
@@ -237,6 +246,7 @@ impl Default for InputConfig {
     fn default() -> Self {
         InputConfig {
             keyboard_players: KEYBOARD_PLAYERS as u32,
+            chat: Spanned::new(0..0, "t".into()),
             p1: BTreeMap::new(),
             p2: BTreeMap::new(),
         }
@@ -266,7 +276,7 @@ const KNOWN_KEYS: &[(&str, Option<&[&str]>)] = &[
     ),
     ("video", Some(&["scale", "fullscreen", "vsync"])),
     ("audio", Some(&["enabled", "latency_ms"])),
-    ("input", Some(&["keyboard_players", "p1", "p2"])),
+    ("input", Some(&["keyboard_players", "chat", "p1", "p2"])),
     ("core_options", None),
 ];
 
@@ -324,6 +334,14 @@ impl Config {
             return Err(ConfigError::KeyboardPlayers {
                 path: path.to_path_buf(),
                 value: config.input.keyboard_players,
+            });
+        }
+        let chat = config.input.chat.get_ref();
+        if !is_key_name(chat) {
+            return Err(ConfigError::UnknownChatKey {
+                path: path.to_path_buf(),
+                line: line_of(text, config.input.chat.span().start),
+                key: chat.clone(),
             });
         }
         for (player, map) in [&config.input.p1, &config.input.p2].into_iter().enumerate() {
@@ -527,6 +545,15 @@ mod tests {
         );
         let e = resolve_path(Path::new("~/recs"), Path::new("/cfg"), || None).unwrap_err();
         assert!(e.contains("no home directory"), "{e}");
+    }
+
+    #[test]
+    fn the_chat_key_defaults_to_t_and_must_be_a_key() {
+        assert_eq!(Config::default().input.chat.get_ref(), "t");
+        let c = parse("[input]\nchat = \"f1\"\n").unwrap();
+        assert_eq!(c.input.chat.get_ref(), "f1");
+        let e = parse("[input]\nchat = \"nope\"\n").unwrap_err();
+        assert!(e.to_string().contains("chat = \"nope\""), "{e}");
     }
 
     #[test]

@@ -12,6 +12,8 @@ use std::time::{Duration, Instant};
 pub const SHOWN_FOR: Duration = Duration::from_secs(8);
 /// Messages over the picture at most (the latest).
 pub const SHOWN_LINES: usize = 5;
+/// Characters the window's input line takes: a message's limit (`session::chat::MAX_CHARS`).
+pub const MAX_TYPED: usize = 200;
 
 /// Whose messages a player sees (`--chat`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -45,6 +45,8 @@ pub struct PlayOptions {
     pub video: Option<VideoOutput>,
     /// Netplay: the chat the window shows and takes typed lines for.
     pub chat: Option<super::chat_board::ChatBoard>,
+    /// The key (a `[input]` key name) that opens the window's chat line.
+    pub chat_key: String,
 }
 
 /// Whether and where a session is recorded.

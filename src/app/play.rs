@@ -4,6 +4,8 @@ use std::time::Duration;
 
 use serde_json::{json, Map, Value};
 
+use winit::keyboard::KeyCode;
+
 use super::driver::run_loop;
 use super::headless::Headless;
 use super::local::LocalFeed;
@@ -208,7 +210,14 @@ fn window_settings(opts: &PlayOptions, name: String, status: Option<String>) -> 
         screenshots_dir: opts.screenshots_dir.clone(),
         shot_name: name,
         status,
+        chat: chat_of(opts),
     }
+}
+
+/// The chat a netplay window shows, and the key that opens its input line.
+fn chat_of(opts: &PlayOptions) -> Option<(crate::app::chat_board::ChatBoard, KeyCode)> {
+    let key = crate::frontend::keyboard::key_code(&opts.chat_key).unwrap_or(KeyCode::KeyT);
+    opts.chat.clone().map(|board| (board, key))
 }
 
 /// Runs `runner` on a loaded `core` in a window or headless until it ends, saves SRAM,
@@ -244,7 +253,7 @@ pub fn run_session<F: Feed>(
         let status = runner.feed().status_line();
         let mut window = match early.0 {
             Some(mut window) => {
-                window.start_game(core, &opts.audio, shot, status);
+                window.start_game(core, &opts.audio, shot, status, chat_of(opts));
                 window
             }
             None => {

@@ -3,6 +3,7 @@
 
 pub mod aspect;
 pub mod audio;
+pub mod chat_overlay;
 pub mod gamepads;
 pub mod image;
 pub mod keyboard;

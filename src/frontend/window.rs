@@ -25,11 +25,13 @@ use lightcycles::font::ADVANCE;
 
 use super::aspect::{self, AspectRenderer};
 use super::audio::{AudioOut, AudioSettings};
+use super::chat_overlay;
 use super::gamepads::Gamepads;
 use super::image::{copy_rotated, rotated_size};
 use super::keyboard::{hotkey, Hotkey, Keyboard};
 use super::screenshot::{save_png, screenshot_path};
 use super::status_bar;
+use crate::app::chat_board::ChatBoard;
 use crate::app::driver::{Frontend, Requests};
 use crate::app::machine::{core_image, ShotAt};
 use crate::app::runner::{RunError, Tick};
@@ -76,6 +78,8 @@ pub struct WindowSettings {
     /// Netplay: the status line as the game starts; the window reserves a status bar below
     /// the game for it (and at least `status_bar::DEFAULT_ROWS` rows) from the start.
     pub status: Option<String>,
+    /// Netplay: the chat shown over the picture, and the key that opens its input line.
+    pub chat: Option<(ChatBoard, KeyCode)>,
 }
 
 /// Window state touched from winit callbacks.
@@ -105,6 +109,8 @@ struct App {
     status: Vec<String>,
     /// Rows on the text screen, as last drawn (`WindowFrontend::show_text`).
     text: Vec<String>,
+    /// The chat line being typed (open while `Some`).
+    typing: Option<String>,
 }
 
 impl App {
@@ -144,7 +150,63 @@ impl App {
         Ok(())
     }
 
+    /// A key while the chat line is open: Enter says it, Esc drops it, Backspace takes a
+    /// character back; characters come as text (`chat_text`). True if the key was the
+    /// chat's.
+    fn chat_key(&mut self, code: KeyCode, pressed: bool, repeat: bool) -> bool {
+        let Some((board, open)) = &self.settings.chat else {
+            return false;
+        };
+        let Some(line) = &mut self.typing else {
+            if pressed && !repeat && code == *open {
+                // The pad goes neutral while the player types.
+                self.keyboard.release_all();
+                self.typing = Some(String::new());
+                board.set_typing(true);
+                self.redraw = true;
+                return true;
+            }
+            return false;
+        };
+        if pressed {
+            match code {
+                KeyCode::Enter | KeyCode::NumpadEnter => {
+                    if !line.trim().is_empty() {
+                        board.type_line(std::mem::take(line));
+                    }
+                    self.typing = None;
+                    board.set_typing(false);
+                }
+                KeyCode::Escape => {
+                    self.typing = None;
+                    board.set_typing(false);
+                }
+                KeyCode::Backspace => {
+                    line.pop();
+                }
+                _ => {}
+            }
+            self.redraw = true;
+        }
+        true
+    }
+
+    /// Text typed into the open chat line (the key's character, as the layout makes it).
+    fn chat_text(&mut self, text: &str) {
+        if let Some(line) = &mut self.typing {
+            let room = crate::app::chat_board::MAX_TYPED.saturating_sub(line.chars().count());
+            line.extend(text.chars().filter(|c| !c.is_control()).take(room));
+        }
+    }
+
     fn key(&mut self, code: KeyCode, pressed: bool, repeat: bool) {
+        let was_typing = self.typing.is_some();
+        if self.chat_key(code, pressed, repeat) {
+            return;
+        }
+        if was_typing {
+            return;
+        }
         if pressed {
             if let Some(hk) = hotkey(code, self.alt) {
                 if !repeat {
@@ -208,6 +270,11 @@ impl App {
             copy_rotated(&image, rotation, pixels.frame_mut(), 4);
             if self.bar_rows > 0 {
                 status_bar::draw(pixels.frame_mut(), w, h, &self.status);
+            }
+            if let Some((board, _)) = &self.settings.chat {
+                let lines = board.visible(Instant::now());
+                let typing = self.typing.as_deref();
+                chat_overlay::draw(pixels.frame_mut(), w, h, &lines, typing);
             }
         }
     }
@@ -318,8 +385,15 @@ impl ApplicationHandler for App {
             WindowEvent::Focused(false) => self.keyboard.release_all(),
             WindowEvent::ModifiersChanged(m) => self.alt = m.state().alt_key(),
             WindowEvent::KeyboardInput { event, .. } => {
+                let typing = self.typing.is_some();
                 if let PhysicalKey::Code(code) = event.physical_key {
                     self.key(code, event.state == ElementState::Pressed, event.repeat);
+                }
+                // Only a line open before this key takes its text (not the key opening it).
+                if let (true, Some(text)) = (typing, &event.text) {
+                    if event.state == ElementState::Pressed {
+                        self.chat_text(text);
+                    }
                 }
             }
             _ => {}
@@ -380,11 +454,13 @@ impl WindowFrontend {
         audio: &AudioSettings,
         shot_at: Option<ShotAt>,
         status: Option<String>,
+        chat: Option<(ChatBoard, KeyCode)>,
     ) {
         let av = core.av_info();
         let (bw, _) = rotated_size(av.base_width.max(1), av.base_height.max(1), core.rotation());
         self.app.bar_rows = bar_rows_for(status.as_deref(), bw);
         self.app.settings.status = status;
+        self.app.settings.chat = chat;
         self.audio = AudioOut::open(audio, av.sample_rate);
         self.audio_rate = av.sample_rate;
         self.shot_at = shot_at;
@@ -446,6 +522,7 @@ impl WindowFrontend {
             error: None,
             status: Vec::new(),
             text: Vec::new(),
+            typing: None,
         };
         let mut event_loop = event_loop;
         // The first pump delivers `resumed`, where the window is created.

@@ -192,3 +192,27 @@ fn a_sender_over_the_rate_is_refused_and_a_flood_is_dropped_and_counted_in_sync(
     assert_eq!(heard(&w, ana).len(), 5, "bob's five reached ana");
     finish_in_sync(&mut w);
 }
+
+#[test]
+fn a_server_drops_and_counts_a_flood_within_its_room_and_play_stays_in_sync() {
+    let mut w = World::new("delay=20ms,jitter=5ms", 60 * 20);
+    let server = w.serve();
+    w.open_room("ana", "friday", 2, cfg());
+    w.run_for(5 * SEC);
+    let ana = w.node("ana").unwrap();
+    let bob = w.join("bob", server, Some("friday"), cfg());
+    assert!(w.run_until(20 * SEC, |w| w.frame(ana) >= 60 && w.frame(bob) >= 60));
+    for k in 0..100 {
+        w.nodes[bob]
+            .runner
+            .feed_mut()
+            .participant
+            .say_unlimited(&format!("spam {k}"));
+    }
+    w.run_for(5 * SEC);
+    let (_, rooms) = w.server.as_ref().unwrap();
+    let allowed = RELAY_BURST as usize;
+    assert_eq!(rooms.stats().chat_flood_dropped, (100 - allowed) as u64);
+    assert_eq!(heard(&w, ana).len(), allowed);
+    finish_in_sync(&mut w);
+}

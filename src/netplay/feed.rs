@@ -104,6 +104,8 @@ struct NetState {
     /// `--pause-at FRAME --pause-for SECS`: the frame, how long, and when this player's
     /// pause began once it did.
     scripted: Option<ScriptedPause>,
+    /// Test hook: say "ping N" this often, next at, and N.
+    chat_every: Option<(Duration, Option<Instant>, u32)>,
 }
 
 /// A pause a test asks for on the command line (`--pause-at`, `--pause-for`).
@@ -389,6 +391,13 @@ impl NetState {
                 for text in self.say_at_start.drain(..) {
                     self.report.chat.type_line(text);
                 }
+                if let Some((every, next, n)) = &mut self.chat_every {
+                    if next.is_none_or(|t| now >= t) {
+                        *next = Some(now + *every);
+                        self.report.chat.type_line(format!("ping {n}"));
+                        *n += 1;
+                    }
+                }
                 if let Some((at, mask)) = self.inject {
                     if at == frame.0 {
                         if let Some(me) = self.participant.client().map(|c| c.me().0) {
@@ -493,6 +502,7 @@ impl NetFeed {
                 loads: Vec::new(),
                 say_at_start: Vec::new(),
                 scripted: None,
+                chat_every: None,
             }),
             arrived: Condvar::new(),
         });
@@ -525,12 +535,14 @@ impl NetFeed {
         lock(&self.net.state)
     }
 
-    /// Where chat is shown and typed, and what to say once the game runs (`--say`).
-    pub fn with_chat(self, board: ChatBoard, say: Vec<String>) -> NetFeed {
+    /// Where chat is shown and typed, what to say once the game runs (`--say`), and how
+    /// often to say a numbered ping (a test hook).
+    pub fn with_chat(self, board: ChatBoard, say: Vec<String>, every: Option<Duration>) -> NetFeed {
         {
             let mut s = self.state();
             s.report.chat = board;
             s.say_at_start = say;
+            s.chat_every = every.map(|d| (d, None, 0));
         }
         self
     }

@@ -92,6 +92,8 @@ pub struct NetOptions {
     pub say: Vec<String>,
     /// Whose chat messages are shown (`--chat`).
     pub chat: ChatShow,
+    /// Test hook: say "ping N" this often from the first frame.
+    pub chat_every: Option<Duration>,
 }
 
 impl NetOptions {
@@ -698,7 +700,7 @@ fn run(
     if play.headless {
         chat::read_stdin(&chat);
     }
-    feed = feed.with_chat(chat.clone(), net.say.clone());
+    feed = feed.with_chat(chat.clone(), net.say.clone(), net.chat_every);
     if let Some((frame, hold)) = net.pause_at {
         feed = feed.with_pause_at(frame, hold);
     }

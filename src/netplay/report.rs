@@ -678,6 +678,10 @@ impl Report {
             (None, None) => 0,
         };
         m.insert("packets_dropped_auth".into(), json!(dropped_auth));
+        if let Some(e) = p.endpoint().map(|e| e.stats()) {
+            m.insert("chat_relayed".into(), json!(e.chat_relayed));
+            m.insert("chat_flood_dropped".into(), json!(e.chat_flood_dropped));
+        }
         if let Some(n) = link.netsim {
             m.insert(
                 "netsim".into(),

@@ -263,6 +263,7 @@ pub fn serve(opts: &ServeOptions) -> Result<(), NetplayError> {
                     "dropped_garbage": s.garbage,
                     "dropped_wrong_room": s.wrong_room,
                     "packets_dropped_auth": s.dropped_auth,
+                    "chat_flood_dropped": s.chat_flood_dropped,
                     "refused_rate_limited": s.rate_limited,
                     "refused_full": s.full,
                     "held_unvalidated": s.held_unvalidated,

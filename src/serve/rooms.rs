@@ -188,6 +188,9 @@ pub struct ServeStats {
     /// Datagrams from a room's player whose tag was not that player's (forged or altered),
     /// over every room, open or closed.
     pub dropped_auth: u64,
+    /// Chat messages over a sender's allowance (a modified client's flood), dropped, over
+    /// every room, open or closed.
+    pub chat_flood_dropped: u64,
 }
 
 struct Room {
@@ -455,8 +458,14 @@ impl Rooms {
             .values()
             .map(|r| r.endpoint.stats().dropped_auth)
             .sum();
+        let flood: u64 = self
+            .rooms
+            .values()
+            .map(|r| r.endpoint.stats().chat_flood_dropped)
+            .sum();
         ServeStats {
             dropped_auth: self.stats.dropped_auth + open,
+            chat_flood_dropped: self.stats.chat_flood_dropped + flood,
             ..self.stats
         }
     }
@@ -1178,6 +1187,7 @@ impl Rooms {
         }
         self.stats.rooms_closed += 1;
         self.stats.dropped_auth += room.endpoint.stats().dropped_auth;
+        self.stats.chat_flood_dropped += room.endpoint.stats().chat_flood_dropped;
         self.events.push_back(ServeEvent::Closed {
             room: name.to_string(),
             why: why.to_string(),

@@ -26,6 +26,8 @@
 //! J <> H  Path       a joiner that hears nothing sends a Probe; a tagged datagram from a
 //!                    new address is answered with a Challenge there, and its Response
 //!                    moves the peer to that address
+//! J <> H  Chat       a player's or spectator's message, relayed by H to everyone else in
+//!                    the session, and the acks of both (see `chat`)
 //! ```
 //!
 //! One process's end of all this is a [`Participant`]: the host's [`Endpoint`] with its own

@@ -537,9 +537,15 @@ impl Participant {
                 } else {
                     slot
                 };
+                // The name the host gives a player who has none of its own.
+                let name = match (j.join.info.player_name.as_str(), s.client.is_spectator()) {
+                    ("", true) => "spectator".into(),
+                    ("", false) => format!("player {}", slot + 1),
+                    (name, _) => name.to_string(),
+                };
                 Ok(ChatLine {
                     slot,
-                    name: j.join.info.player_name.clone(),
+                    name,
                     frame,
                     text,
                 })
