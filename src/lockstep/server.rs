@@ -781,9 +781,9 @@ impl Server {
             let listening = now < p.listening_until(warn_after, grace);
             // Its frames wait until it is heard again, and so does the batch timer.
             p.dirty &= listening;
-            let due = p.last_send.is_none_or(|t| {
-                now >= t + resend || (p.dirty && listening && now >= t + batch)
-            });
+            let due = p
+                .last_send
+                .is_none_or(|t| now >= t + resend || (p.dirty && listening && now >= t + batch));
             if due && p.budget.allows(now) {
                 self.next_spectator = id.wrapping_add(1);
                 let ctx = RoundCtx {

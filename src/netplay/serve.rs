@@ -30,6 +30,10 @@ pub struct ServeOptions {
     pub bind: Option<IpAddr>,
     pub max_rooms: usize,
     pub opens_per_minute: u32,
+    /// Largest unpacked start state of a room, MiB.
+    pub max_state_mib: usize,
+    /// Start-state MiB all rooms hold together.
+    pub max_memory_mib: usize,
     /// Bytes per second to each player, UDP/IP headers included (0: unlimited).
     pub send_budget: u32,
     /// Spectators each room takes at once.
@@ -132,6 +136,8 @@ pub fn serve(opts: &ServeOptions) -> Result<(), NetplayError> {
     let cfg = ServeConfig {
         max_rooms: opts.max_rooms,
         opens_per_minute: opts.opens_per_minute,
+        max_state: opts.max_state_mib << 20,
+        max_memory: opts.max_memory_mib << 20,
         lockstep: lockstep::Config {
             send_budget: opts.send_budget,
             mode: opts.mode,

@@ -435,6 +435,7 @@ impl World {
             raw_len: 0,
             packed_len: 0,
             payload_hash: 0,
+            cookie: Default::default(),
         };
         let payload = StartPayload {
             options: Vec::new(),

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use rand::{rngs::StdRng, Rng, SeedableRng};
 
 use super::auth::Challenger;
+use super::guard::COOKIE_LEN;
 use super::msg::{
     foreign_version, refuse_text, Auth, Hello, Msg, PathMsg, RelayStep, RoomMsg, StateAck, Welcome,
     PATH_TOKEN_LEN,
@@ -209,6 +210,8 @@ pub struct JoinSession {
     verdicts: VecDeque<(u32, bool)>,
     phase: Phase,
     auth: Auth,
+    /// The host's proof-of-address cookie, echoed in every Hello once it sent one.
+    cookie: [u8; COOKIE_LEN],
     started: Instant,
     last_heard: Option<Instant>,
     /// Datagrams from the host's address that were not valid session datagrams.
@@ -240,6 +243,7 @@ impl JoinSession {
             cfg,
             phase: Phase::Hello,
             auth: Auth::None,
+            cookie: [0; COOKIE_LEN],
             started: now,
             last_heard: None,
             strays_from_host: 0,
@@ -322,6 +326,7 @@ impl JoinSession {
             watch: self.cfg.watch,
             key: self.key_pair.public(),
             auth: self.auth.clone(),
+            cookie: self.cookie,
         })
         .encode(0)
     }
@@ -519,6 +524,12 @@ impl JoinSession {
                     },
                     None => Auth::NoPassword { challenge },
                 };
+                self.queue.push_back(self.hello());
+                self.next_hello = now + self.cfg.hello_interval;
+            }
+            (Msg::Retry(cookie), Phase::Hello) => {
+                // Echoed at once: the host answers nothing else until we proved our address.
+                self.cookie = cookie;
                 self.queue.push_back(self.hello());
                 self.next_hello = now + self.cfg.hello_interval;
             }

@@ -8,7 +8,7 @@
 //! offset size field
 //!      0    2 magic  b"FL"
 //!      2    1 version PROTOCOL_VERSION
-//!      3    1 kind    (Kind, 0x01..=0x0F)
+//!      3    1 kind    (Kind, 0x01..=0x0F, 0x20..)
 //!      4    4 session id, u32 little endian (0 until the host has assigned one)
 //!      8    . body, defined by the kind
 //!
@@ -37,7 +37,7 @@ use thiserror::Error;
 
 pub const MAGIC: [u8; 2] = *b"FL";
 /// Bumped on every incompatible wire change; peers with another version are refused by name.
-pub const PROTOCOL_VERSION: u8 = 12;
+pub const PROTOCOL_VERSION: u8 = 13;
 /// Header length of session-layer datagrams.
 pub const HEADER_LEN: usize = 8;
 /// Header length of lockstep datagrams (CTRL, UPDATE).
@@ -67,7 +67,8 @@ pub fn link_overhead(addr: SocketAddr) -> usize {
     header_overhead(addr) + keys::TAG_LEN
 }
 
-/// What a datagram's body holds. Session-layer kinds are 0x01..=0x0F, lockstep kinds 0x10..=0x1F.
+/// What a datagram's body holds. Session-layer kinds are 0x01..=0x0F and 0x20 on, lockstep
+/// kinds 0x10..=0x1F.
 #[derive(Copy, Clone, PartialEq, Eq, Debug)]
 #[repr(u8)]
 pub enum Kind {
@@ -100,6 +101,8 @@ pub enum Kind {
     Dropped = 0x0C,
     /// either way: path checks after an address change, and the joiner's probes.
     Path = 0x0D,
+    /// host/server -> stranger: prove your address, echo this cookie (`session::guard`).
+    Retry = 0x20,
     /// client -> server lockstep control (inputs, acks, timestamps, checksums).
     Ctrl = 0x10,
     /// server -> client lockstep update (everyone's inputs, next keyframe).
@@ -122,6 +125,7 @@ impl Kind {
             0x0b => Kind::Room,
             0x0c => Kind::Dropped,
             0x0d => Kind::Path,
+            0x20 => Kind::Retry,
             0x10 => Kind::Ctrl,
             0x11 => Kind::Update,
             _ => return None,
