@@ -58,8 +58,8 @@
 //!                       u16 rooms, u16 max rooms, u16 players)
 //! ```
 //!
-//! Retry (kind 0x20) [16] cookie: a host or server to a Hello or Open that carries no cookie
-//! made for its source address (`session::guard::Cookies`). It is answered with nothing else.
+//! Retry (kind 0x20) is a 16-byte cookie, a host's or server's whole answer to a Hello or
+//! Open that carries no cookie made for its source address (`session::guard::Cookies`).
 //!
 //! Hello, Open, List, Locate and ListServers must be padded to `PADDED_LEN` bytes (shorter
 //! ones are malformed): before an address has shown that it receives what is sent to it (by
