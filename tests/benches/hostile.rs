@@ -118,6 +118,8 @@ fn main() {
             "hunter2",
             "--lobby-timeout",
             "600",
+            "--players",
+            "8",
         ],
         "hosting on udp port",
     );
@@ -177,7 +179,7 @@ fn main() {
             smoke::fail(format!("a real join during the flood got {r:?}"));
         }
         joins.push(t.elapsed());
-        // Its seat is left to time out; the next join takes another.
+        // Its seat stays taken; the next join takes another of the 7.
     }
     stop.store(true, Ordering::Relaxed);
     let rate = flood.join().unwrap();
