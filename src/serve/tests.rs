@@ -995,3 +995,30 @@ fn a_fleet_member_claims_names_first_and_sends_players_to_the_holding_server() {
         "{gone:?}"
     );
 }
+
+/// Issue 36, finding 3: a room whose creator uploads its state and vanishes (never plays in
+/// it) does not hold its name and its memory for long: it closes a minute after its link
+/// is declared gone (its Hello was on the way: it joined, then fell silent).
+#[test]
+fn a_room_whose_creator_vanishes_closes_within_a_minute() {
+    let mut net = Net::new(serve_config(), "delay=5ms", 10);
+    let creator = net.create(open(2, "hoard", false), None);
+    assert!(
+        net.run_until(Duration::from_secs(30), |n| n.players[creator]
+            .open_events
+            .iter()
+            .any(|e| matches!(e, OpenEvent::Uploaded { .. })))
+    );
+    net.players[creator].join = None;
+    let gone = net.now;
+    assert!(net.run_until(Duration::from_secs(120), |n| n.server.is_empty()));
+    let lived = net.now - gone;
+    assert!(
+        lived <= EMPTY_GRACE + crate::session::HANDSHAKE_TIMEOUT + Duration::from_secs(1),
+        "the room lived {lived:?} after its creator went"
+    );
+    assert!(net
+        .events
+        .iter()
+        .any(|e| matches!(e, ServeEvent::Closed { room, .. } if room == "hoard")));
+}

@@ -198,7 +198,7 @@ fn main() {
         start.elapsed().as_secs_f64()
     );
     println!(
-        "| real join during a {rate:.0} Hello/s flood (median of {}) | {:.0} ms |",
+        "| real join during a {rate:.0} Hello/s flood (median of {}) | {:.1} ms |",
         joins.len(),
         median.as_secs_f64() * 1000.0
     );

@@ -54,8 +54,14 @@ pub fn attacks(room: &str) -> Vec<Vec<u8>> {
         verified: false,
         bitmap: vec![0xff; 64],
     };
+    let mut watch = hello(room, [0; 16]);
+    if let Ok((_, Msg::Hello(mut h))) = Msg::decode(&watch) {
+        h.watch = true;
+        watch = Msg::Hello(h).encode(0);
+    }
     vec![
         hello(room, [0; 16]),
+        watch,
         hello(room, [9; 16]),
         hello("", [0; 16]),
         hello("no-such-room", [0; 16]),
