@@ -335,6 +335,9 @@ pub struct ServeArgs {
     /// Rooms one IPv4 address or IPv6 /64 may open per minute.
     #[arg(long, value_name = "N", default_value_t = 6, value_parser = clap::value_parser!(u32).range(1..=10_000))]
     pub opens_per_minute: u32,
+    /// Rooms one IPv4 address or IPv6 /64 holds open at once.
+    #[arg(long, value_name = "N", default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub rooms_per_address: u32,
     /// Largest unpacked start state a room may have, MiB.
     #[arg(long, value_name = "MIB", default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=256))]
     pub max_state_mib: u32,
@@ -396,6 +399,7 @@ impl ServeArgs {
             max_rooms: self.max_rooms as usize,
             opens_per_minute: self.opens_per_minute,
             max_state_mib: self.max_state_mib as usize,
+            rooms_per_address: self.rooms_per_address as usize,
             max_memory_mib: self.max_memory_mib as usize,
             send_budget: self.send_budget,
             max_spectators: self.max_spectators,

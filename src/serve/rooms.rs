@@ -57,6 +57,8 @@ pub struct ServeConfig {
     pub max_rooms: usize,
     /// Rooms one IPv4 address or IPv6 /64 may open per minute.
     pub opens_per_minute: u32,
+    /// Rooms (open or uploading) created from one IPv4 address or IPv6 /64 at once.
+    pub rooms_per_address: usize,
     /// Largest unpacked start state a room may have (its Open declares it; the unpacking
     /// stops there).
     pub max_state: usize,
@@ -78,6 +80,7 @@ impl Default for ServeConfig {
         ServeConfig {
             max_rooms: 1000,
             opens_per_minute: 6,
+            rooms_per_address: 8,
             max_state: DEFAULT_MAX_STATE,
             max_memory: DEFAULT_MAX_MEMORY,
             lockstep: lockstep::Config::default(),
@@ -664,6 +667,26 @@ impl Rooms {
             let reason = format!(
                 "too many rooms opened from your address in the last minute ({count} at most); \
                  try again soon"
+            );
+            return self.refuse(from, reason);
+        }
+        let mine = prefix(from.ip());
+        let held = self
+            .rooms
+            .values()
+            .map(|r| r.creator)
+            .chain(
+                self.uploads
+                    .iter()
+                    .filter(|(_, u)| !self.rooms.contains_key(&u.room))
+                    .map(|(a, _)| *a),
+            )
+            .filter(|a| prefix(a.ip()) == mine)
+            .count();
+        if held >= self.cfg.rooms_per_address {
+            self.stats.rate_limited += 1;
+            let reason = format!(
+                "your address has {held} rooms open, the most this server allows; close one first"
             );
             return self.refuse(from, reason);
         }

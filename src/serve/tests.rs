@@ -1022,3 +1022,45 @@ fn a_room_whose_creator_vanishes_closes_within_a_minute() {
         .iter()
         .any(|e| matches!(e, ServeEvent::Closed { room, .. } if room == "hoard")));
 }
+
+/// Issue 36, finding 3: one address (an IPv4 address, or an IPv6 /64) cannot hoard rooms,
+/// whatever its rate.
+#[test]
+fn one_address_holds_a_bounded_number_of_rooms() {
+    let cfg = ServeConfig {
+        rooms_per_address: 2,
+        opens_per_minute: 100,
+        ..serve_config()
+    };
+    let mut net = Net::new(cfg, "delay=5ms", 10);
+    let creators: Vec<usize> = (0..3)
+        .map(|i| net.create(open(2, &format!("h{i}"), false), None))
+        .collect();
+    for &k in &creators {
+        net.players[k].addr = SocketAddr::new(client_addr(0).ip(), 42000 + k as u16);
+    }
+    let settled = |n: &Net, k: usize| {
+        n.in_room(k)
+            || n.players[k]
+                .open_events
+                .iter()
+                .any(|e| matches!(e, OpenEvent::Failed(_)))
+    };
+    assert!(net.run_until(Duration::from_secs(30), |n| creators
+        .iter()
+        .all(|&k| settled(n, k))));
+    let refused: Vec<String> = creators
+        .iter()
+        .flat_map(|&k| net.players[k].open_events.iter())
+        .filter_map(|e| match e {
+            OpenEvent::Failed(e) => Some(e.to_string()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    assert!(
+        refused[0].contains("your address has 2 rooms open"),
+        "{refused:?}"
+    );
+    assert_eq!(net.server.len(), 2);
+}
