@@ -1,7 +1,8 @@
 //! Issue 36's numbers against real processes on 127.0.0.1: the largest amplification
 //! factor over every first datagram an unvalidated address can send (a `serve` with a
 //! room, and a direct `host`), the password guesses one address gets checked per minute,
-//! and how long a real join takes during a 3,000-Hello-a-second flood.
+//! how long a real join takes during a 3,000-Hello-a-second flood, and the server's peak
+//! memory after 10 decompression bombs (60 MiB of zeros each, about 240 KiB packed).
 //!
 //! `cargo bench --bench hostile`; `FRAMELOCK_BENCH_SMOKE=1` for the short form (seconds
 //! instead of a minute of guessing, one join instead of five).
@@ -18,7 +19,71 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use framelock::session::msg::OpenRoom;
+use framelock::session::{OpenEvent, RoomOpener, StartPayload};
 use hostile_common::{attacks, guess, hello};
+
+/// Uploads a room whose start state is `mib` MiB of zeros from `from`; true once uploaded.
+fn bomb(server: SocketAddr, from: &str, room: &str, mib: usize) -> Result<(), String> {
+    let sock = UdpSocket::bind(from).map_err(|e| e.to_string())?;
+    sock.set_read_timeout(Some(Duration::from_millis(2)))
+        .unwrap();
+    let open = OpenRoom {
+        room: room.into(),
+        players: 2,
+        start_with: 2,
+        keyframe_interval: 0,
+        mode: None,
+        fps: 60.0,
+        password: false,
+        core_name: "bomb".into(),
+        core_version: "1".into(),
+        content_name: String::new(),
+        content_hash: None,
+        player_name: "bomber".into(),
+        raw_len: 0,
+        packed_len: 0,
+        payload_hash: 0,
+        cookie: Default::default(),
+    };
+    let payload = StartPayload {
+        options: Vec::new(),
+        state: vec![0; (mib << 20) - 4096],
+        sram: Vec::new(),
+    };
+    let mut o =
+        RoomOpener::new(Instant::now(), server, open, &payload).map_err(|e| e.to_string())?;
+    let mut buf = [0u8; 2048];
+    let end = Instant::now() + Duration::from_secs(30);
+    while Instant::now() < end {
+        let now = Instant::now();
+        o.handle_timeout(now);
+        while let Some(t) = o.poll_transmit(now) {
+            let _ = sock.send_to(&t.bytes, t.to);
+        }
+        while let Some(ev) = o.poll_event() {
+            match ev {
+                OpenEvent::Uploaded { .. } => return Ok(()),
+                OpenEvent::Failed(e) => return Err(e.to_string()),
+                _ => {}
+            }
+        }
+        while let Ok((n, a)) = sock.recv_from(&mut buf) {
+            o.handle_datagram(Instant::now(), a, &buf[..n]);
+        }
+    }
+    Err("no answer".into())
+}
+
+/// A process's peak resident memory (VmHWM), MiB.
+fn peak_mib(pid: u32) -> f64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.split_whitespace().next()?.parse::<f64>().ok())
+        .map_or(0.0, |kb| kb / 1024.0)
+}
 
 fn free_port() -> u16 {
     let s = UdpSocket::bind("127.0.0.1:0").unwrap();
@@ -99,6 +164,17 @@ fn main() {
     );
     println!("serve, a room open:");
     let serve_amp = amplification(server.parse().unwrap(), "den");
+    let before = peak_mib(serve.id());
+    let bombs = if smoke { 2 } else { 10 };
+    for b in 0..bombs {
+        // Each from its own address: one address holds at most 8 rooms.
+        let from = format!("127.0.1.{}:0", b + 1);
+        if let Err(e) = bomb(server.parse().unwrap(), &from, &format!("bomb{b}"), 60) {
+            smoke::fail(format!("bomb {b}: {e}"));
+        }
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    let peak = peak_mib(serve.id());
     for c in [&mut creator, &mut serve] {
         let _ = c.kill();
         let _ = c.wait();
@@ -201,6 +277,9 @@ fn main() {
         "| real join during a {rate:.0} Hello/s flood (median of {}) | {:.1} ms |",
         joins.len(),
         median.as_secs_f64() * 1000.0
+    );
+    println!(
+        "| serve's peak memory after {bombs} bombs of 60 MiB (about 240 KiB each on the wire) | {peak:.0} MiB (before: {before:.0} MiB) |"
     );
     if serve_amp > 1.0 || host_amp > 1.0 {
         smoke::fail("an unvalidated address got more bytes than it sent");
