@@ -20,7 +20,7 @@ use super::{
     HANDSHAKE_TIMEOUT, HELLO_INTERVAL, LOADING_INTERVAL, LOADING_LIMIT,
 };
 use crate::wire::keys::{KeyPair, Keys, Side, TAG_LEN};
-use crate::wire::{Header, Kind, WireError, HEADER_LEN, MAGIC, MAX_DATAGRAM, PROTOCOL_VERSION};
+use crate::wire::{Header, Kind, WireError, HEADER_LEN, MAGIC, MAX_DATAGRAM};
 
 const BYE_COPIES: usize = 3;
 /// The final "verified" ack is sent this many times unprompted (and again whenever the host
@@ -490,15 +490,14 @@ impl JoinSession {
                 if matches!(self.phase, Phase::Hello) && datagram.starts_with(&MAGIC) =>
             {
                 // A host of another version: its Refuse body is readable whatever the version.
+                // Anything else of another version is noise (a datagram altered on the way):
+                // a host of another version refuses a Hello with a Refuse first.
                 let reason = foreign_version(datagram, Kind::Refuse)
                     .and_then(|_| refuse_text(&datagram[HEADER_LEN..]));
-                self.fail(match reason {
-                    Some(text) => SessionError::Refused(text),
-                    None => SessionError::VersionMismatch {
-                        host: v,
-                        ours: PROTOCOL_VERSION,
-                    },
-                });
+                let Some(text) = reason else {
+                    return Err(WireError::Version(v).into());
+                };
+                self.fail(SessionError::Refused(text));
                 return Ok(());
             }
             Err(e) => return Err(e.into()),
