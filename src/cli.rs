@@ -362,9 +362,19 @@ pub struct ServeArgs {
     /// Rooms open at once; more are refused with a message that says so.
     #[arg(long, value_name = "N", default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub max_rooms: u32,
-    /// Rooms one IP address may open per minute.
+    /// Rooms one IPv4 address or IPv6 /64 may open per minute.
     #[arg(long, value_name = "N", default_value_t = 6, value_parser = clap::value_parser!(u32).range(1..=10_000))]
     pub opens_per_minute: u32,
+    /// Rooms one IPv4 address or IPv6 /64 holds open at once.
+    #[arg(long, value_name = "N", default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub rooms_per_address: u32,
+    /// Largest unpacked start state a room may have, MiB.
+    #[arg(long, value_name = "MIB", default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=256))]
+    pub max_state_mib: u32,
+    /// Start-state MiB (packed and unpacked) all rooms hold together; a new room past it
+    /// is refused.
+    #[arg(long, value_name = "MIB", default_value_t = 2048, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub max_memory_mib: u32,
     /// Most bytes per second sent to each player, UDP/IP headers included (0: no limit).
     #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_SEND_BUDGET)]
     pub send_budget: u32,
@@ -418,6 +428,9 @@ impl ServeArgs {
             bind: self.bind,
             max_rooms: self.max_rooms as usize,
             opens_per_minute: self.opens_per_minute,
+            max_state_mib: self.max_state_mib as usize,
+            rooms_per_address: self.rooms_per_address as usize,
+            max_memory_mib: self.max_memory_mib as usize,
             send_budget: self.send_budget,
             max_spectators: self.max_spectators,
             mode: self.mode,

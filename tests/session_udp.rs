@@ -420,6 +420,7 @@ fn a_joiner_of_another_protocol_version_is_told_both_versions() {
         room: String::new(),
         watch: false,
         key: [0x4b; 32],
+        cookie: [0x5c; 16],
         auth: Auth::None,
     })
     .encode(0);

@@ -490,6 +490,7 @@ fn host_in_room(
         raw_len: 0,
         packed_len: 0,
         payload_hash: 0,
+        cookie: Default::default(),
     };
     let mut opener = session::RoomOpener::new(Instant::now(), addr, open, &payload)
         .map_err(NetplayError::Session)?;

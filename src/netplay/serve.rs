@@ -30,6 +30,12 @@ pub struct ServeOptions {
     pub bind: Option<IpAddr>,
     pub max_rooms: usize,
     pub opens_per_minute: u32,
+    /// Rooms one IPv4 address or IPv6 /64 holds at once.
+    pub rooms_per_address: usize,
+    /// Largest unpacked start state of a room, MiB.
+    pub max_state_mib: usize,
+    /// Start-state MiB all rooms hold together.
+    pub max_memory_mib: usize,
     /// Bytes per second to each player, UDP/IP headers included (0: unlimited).
     pub send_budget: u32,
     /// Spectators each room takes at once.
@@ -132,6 +138,9 @@ pub fn serve(opts: &ServeOptions) -> Result<(), NetplayError> {
     let cfg = ServeConfig {
         max_rooms: opts.max_rooms,
         opens_per_minute: opts.opens_per_minute,
+        max_state: opts.max_state_mib << 20,
+        rooms_per_address: opts.rooms_per_address,
+        max_memory: opts.max_memory_mib << 20,
         lockstep: lockstep::Config {
             send_budget: opts.send_budget,
             mode: opts.mode,

@@ -472,6 +472,7 @@ impl World {
             raw_len: 0,
             packed_len: 0,
             payload_hash: 0,
+            cookie: Default::default(),
         };
         let payload = StartPayload {
             options: spec.options,

@@ -23,13 +23,22 @@
 //!    reconnect within a minute by default) or when its creator never came to it.
 //!
 //! # Abuse
-//! - Until an address has echoed a session id it was sent (so it receives what is sent to
-//!   it), the server never sends it more bytes than it received: Hello, Open and List are
-//!   padded to 1200 bytes, so a forged source address gets nothing amplified (QUIC's rule,
-//!   RFC 9000 section 8, at 1x instead of 3x).
-//! - Opening rooms is limited per source IP ([`ServeConfig::opens_per_minute`]) and in all
-//!   ([`ServeConfig::max_rooms`]), each with a refusal that says so; an upload is at most
-//!   [`MAX_UPLOAD`](crate::session::MAX_UPLOAD) bytes.
+//! - **Proof of address.** A Hello or Open from an address that has not echoed a cookie
+//!   made for it (`session::guard::Cookies`, QUIC's Retry) is answered with a Retry and
+//!   nothing else. Until an address has echoed one (or is a room's player, admitted after
+//!   one), the server never sends it more bytes than it received, and Hello, Open, List,
+//!   Locate and ListServers must be padded to 1200 bytes: a forged source address gets
+//!   nothing amplified (QUIC's rule, RFC 9000 section 8, at 1x instead of 3x). Nothing
+//!   room-wide (a session id, a room's key) counts as proof.
+//! - Opening rooms is limited per IPv4 address or IPv6 /64
+//!   ([`ServeConfig::opens_per_minute`]) and in all ([`ServeConfig::max_rooms`]); each
+//!   room's unpacked start state ([`ServeConfig::max_state`]) and all rooms' start states
+//!   together ([`ServeConfig::max_memory`]) are capped, as their Opens declare them (the
+//!   unpacking stops at the declared size); an upload is at most
+//!   [`MAX_UPLOAD`](crate::session::MAX_UPLOAD) bytes. Each refusal says which limit.
+//! - A room with nobody in it, its creator included, closes after [`EMPTY_GRACE`].
+//! - Password checks are limited per address inside each room's session (see
+//!   `session::host`): a few at once, then one every 12 s, at most 4 pending per address.
 //! - Datagrams are routed by source address first: a player can only ever speak in the room
 //!   it joined, with that room's session id. Garbage, strays and datagrams for rooms the
 //!   sender is not in are counted ([`ServeStats`]) and dropped.

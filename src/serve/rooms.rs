@@ -2,7 +2,7 @@
 //! [`session::Endpoint`] per room behind a router (quinn-proto's `Endpoint` over its
 //! `Connection`s). It never reads a clock and never touches a socket.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::net::{IpAddr, SocketAddr};
 use std::time::{Duration, Instant};
 
@@ -10,6 +10,7 @@ use rand::rngs::StdRng;
 use rand::{RngCore, SeedableRng};
 
 use crate::lockstep::{self, Frame};
+use crate::session::guard::{prefix, Cookies, COOKIE_LEN};
 use crate::session::msg::{
     foreign_version, Hello, Msg, OpenRoom, RoomInfo, RoomMsg, ServerInfo, MAX_LISTED,
     MAX_SERVERS_LISTED,
@@ -31,6 +32,15 @@ pub const EMPTY_GRACE: Duration = Duration::from_secs(60);
 /// past this the oldest count is forgotten (its address then gets nothing until it sends
 /// again).
 const MAX_UNVALIDATED: usize = 65_536;
+/// Addresses that proved they receive at their address (echoed a cookie) remembered at
+/// once, and for how long: their Hellos and Opens need no new cookie meanwhile.
+const MAX_VALIDATED: usize = 65_536;
+const VALIDATED_FOR: Duration = Duration::from_secs(600);
+/// Default [`ServeConfig::max_state`]: bytes of one room's unpacked start state.
+pub const DEFAULT_MAX_STATE: usize = 64 << 20;
+/// Default [`ServeConfig::max_memory`]: bytes of start states, packed and unpacked, the
+/// rooms and uploads hold in all.
+pub const DEFAULT_MAX_MEMORY: usize = 2 << 30;
 /// Rooms named in a `NoRoom` answer.
 const NAMED_ROOMS: usize = 16;
 /// How often a fleet member compares its rooms with what it wrote in the directory, and
@@ -45,8 +55,16 @@ const CLAIM_WAIT: Duration = Duration::from_secs(2);
 pub struct ServeConfig {
     /// Rooms open at once, including ones whose start state is still uploading.
     pub max_rooms: usize,
-    /// Rooms one IP address may open per minute.
+    /// Rooms one IPv4 address or IPv6 /64 may open per minute.
     pub opens_per_minute: u32,
+    /// Rooms (open or uploading) created from one IPv4 address or IPv6 /64 at once.
+    pub rooms_per_address: usize,
+    /// Largest unpacked start state a room may have (its Open declares it; the unpacking
+    /// stops there).
+    pub max_state: usize,
+    /// Start-state bytes (packed and unpacked) all rooms and uploads hold together: an
+    /// Open that would pass it is refused.
+    pub max_memory: usize,
     /// Every room's lockstep settings (players, session, fps and K come from its creator; the
     /// mode too if the creator asks for one).
     pub lockstep: lockstep::Config,
@@ -62,6 +80,9 @@ impl Default for ServeConfig {
         ServeConfig {
             max_rooms: 1000,
             opens_per_minute: 6,
+            rooms_per_address: 8,
+            max_state: DEFAULT_MAX_STATE,
+            max_memory: DEFAULT_MAX_MEMORY,
             lockstep: lockstep::Config::default(),
             // From the OS: a server that forgets to seed it still gets keys nobody can guess.
             entropy: rand::random(),
@@ -177,9 +198,12 @@ pub struct ServeStats {
     /// A Hello naming a room that does not exist, or a room datagram for a session id the
     /// sender is not in.
     pub wrong_room: u64,
-    /// Room openings refused: too many from one address, or the server is full.
+    /// Room openings refused: too many from one address, or the server is full (rooms or
+    /// memory).
     pub rate_limited: u64,
     pub full: u64,
+    /// Hellos and Opens answered with a Retry: no cookie made for their address.
+    pub retries: u64,
     /// Answers not sent because they would have sent more to an address that has not shown
     /// it receives datagrams than it sent (anti-amplification).
     pub held_unvalidated: u64,
@@ -238,10 +262,14 @@ pub struct Rooms {
     /// Players (and creators) by address: the room they are in.
     by_addr: HashMap<SocketAddr, String>,
     uploads: HashMap<SocketAddr, Upload>,
-    /// Room openings per source IP in the current minute.
+    /// Room openings per address prefix (`guard::prefix`) in the current minute.
     opens: HashMap<IpAddr, (Instant, u32)>,
-    /// Addresses that showed they receive what is sent to them (they echoed a session id).
-    validated: HashSet<SocketAddr>,
+    /// Proof-of-address cookies (`session::guard`).
+    cookies: Cookies,
+    /// Addresses that echoed a cookie made for them, and when: they receive what is sent
+    /// to them. A room's players and spectators, and a creator uploading, count as
+    /// validated while they are there (`allowed`).
+    validated: HashMap<SocketAddr, Instant>,
     /// Bytes received from and sent to each address that has not: never send it more than
     /// it sent.
     unvalidated: HashMap<SocketAddr, (u64, u64)>,
@@ -268,6 +296,8 @@ struct Claim {
 
 impl Rooms {
     pub fn new(cfg: ServeConfig) -> Rooms {
+        // Its own key, derived: nothing else the seed makes (session ids) tells it.
+        let cookies = Cookies::new(blake3::derive_key("framelock serve cookies", &cfg.entropy));
         Rooms {
             rng: StdRng::from_seed(cfg.entropy),
             cfg,
@@ -278,7 +308,8 @@ impl Rooms {
             by_addr: HashMap::new(),
             uploads: HashMap::new(),
             opens: HashMap::new(),
-            validated: HashSet::new(),
+            cookies,
+            validated: HashMap::new(),
             unvalidated: HashMap::new(),
             unvalidated_order: VecDeque::new(),
             out: VecDeque::new(),
@@ -495,7 +526,7 @@ impl Rooms {
     pub fn handle_datagram(&mut self, now: Instant, from: SocketAddr, datagram: &[u8]) {
         self.stats.datagrams_in += 1;
         self.stats.bytes_in += datagram.len() as u64;
-        if !self.validated.contains(&from) {
+        if !self.is_validated(from) {
             self.count_unvalidated(from, datagram.len());
         }
         let header = Header::parse(datagram).ok().map(|(h, _)| h);
@@ -504,9 +535,6 @@ impl Rooms {
             let reopen = header.is_some_and(|h| h.kind == Kind::Room)
                 && matches!(Msg::decode(datagram), Ok((_, Msg::Room(RoomMsg::Open(_)))));
             if chunk {
-                if header.is_some_and(|h| h.session == upload.session) {
-                    self.validated.insert(from);
-                }
                 match upload.handle_datagram(now, datagram) {
                     Ok(Some(payload)) => self.open_room(now, from, payload),
                     Ok(None) => {}
@@ -532,14 +560,15 @@ impl Rooms {
         }
         if let Some(name) = self.by_addr.get(&from).cloned() {
             if let Some(room) = self.rooms.get_mut(&name) {
-                let id = room.endpoint.session_id();
-                if session_of(datagram) == Some(id) {
-                    self.validated.insert(from);
-                }
                 room.endpoint.handle_datagram(now, from, datagram);
                 self.after(now, &name);
                 return;
             }
+        }
+        // A Hello always passes the proof of address here, whatever session id it names.
+        let foreign_hello = foreign_version(datagram, Kind::Hello).is_some();
+        if foreign_hello || header.is_some_and(|h| h.kind == Kind::Hello) {
+            return self.handle_hello(now, from, datagram);
         }
         // A room player's datagram from a new address (its router's mapping changed, it
         // moved networks): the room whose session id it names (a session-layer datagram, a
@@ -552,11 +581,7 @@ impl Rooms {
                 return;
             }
         }
-        // A Hello of another protocol version still gets a readable refusal.
-        let foreign_hello = foreign_version(datagram, Kind::Hello).is_some();
         match header.map(|h| h.kind) {
-            _ if foreign_hello => self.handle_hello(now, from, datagram),
-            Some(Kind::Hello) => self.handle_hello(now, from, datagram),
             Some(Kind::Room) => match Msg::decode(datagram) {
                 Ok((_, Msg::Room(RoomMsg::Open(open)))) => self.handle_open(now, from, open),
                 Ok((_, Msg::Room(RoomMsg::List { first }))) => self.handle_list(now, from, first),
@@ -604,6 +629,9 @@ impl Rooms {
                 return;
             }
         };
+        if !self.proven(now, from, &hello.cookie) {
+            return;
+        }
         if hello.room.is_empty() {
             let reason = "this is a framelock server: join a room on it with --room NAME \
                           (`framelock rooms` lists them)";
@@ -627,6 +655,9 @@ impl Rooms {
     }
 
     fn handle_open(&mut self, now: Instant, from: SocketAddr, open: OpenRoom) {
+        if !self.proven(now, from, &open.cookie) {
+            return;
+        }
         if self.claims.values().any(|c| c.from == from) {
             // A resent Open while its name's claim is under way: answered when it is done.
             return;
@@ -635,7 +666,7 @@ impl Rooms {
             let reason = format!("you are in room {room} already");
             return self.refuse(from, reason);
         }
-        let (start, count) = self.opens.entry(from.ip()).or_insert((now, 0));
+        let (start, count) = self.opens.entry(prefix(from.ip())).or_insert((now, 0));
         if now >= *start + Duration::from_secs(60) {
             (*start, *count) = (now, 0);
         }
@@ -643,9 +674,28 @@ impl Rooms {
             let count = *count;
             self.stats.rate_limited += 1;
             let reason = format!(
-                "too many rooms opened from {} in the last minute ({} at most); try again soon",
-                from.ip(),
-                count
+                "too many rooms opened from your address in the last minute ({count} at most); \
+                 try again soon"
+            );
+            return self.refuse(from, reason);
+        }
+        let mine = prefix(from.ip());
+        let held = self
+            .rooms
+            .values()
+            .map(|r| r.creator)
+            .chain(
+                self.uploads
+                    .iter()
+                    .filter(|(_, u)| !self.rooms.contains_key(&u.room))
+                    .map(|(a, _)| *a),
+            )
+            .filter(|a| prefix(a.ip()) == mine)
+            .count();
+        if held >= self.cfg.rooms_per_address {
+            self.stats.rate_limited += 1;
+            let reason = format!(
+                "your address has {held} rooms open, the most this server allows; close one first"
             );
             return self.refuse(from, reason);
         }
@@ -658,6 +708,22 @@ impl Rooms {
                 return self.send_moved(from, open.room, server);
             }
             let reason = format!("the server is full ({} rooms)", self.cfg.max_rooms);
+            return self.refuse(from, reason);
+        }
+        let raw = open.raw_len as usize;
+        if raw > self.cfg.max_state {
+            let reason = format!(
+                "the start state is too big for this server ({} MiB unpacked at most)",
+                self.cfg.max_state >> 20
+            );
+            return self.refuse(from, reason);
+        }
+        if self.memory() + state_bytes(&open) > self.cfg.max_memory {
+            self.stats.full += 1;
+            let reason = format!(
+                "the server is full: its rooms hold {} MiB of start states, the most it keeps",
+                self.cfg.max_memory >> 20
+            );
             return self.refuse(from, reason);
         }
         let name = if open.room.is_empty() {
@@ -725,7 +791,7 @@ impl Rooms {
         };
         match Upload::new(now, from, name, session, open) {
             Ok(upload) => {
-                if let Some((_, count)) = self.opens.get_mut(&from.ip()) {
+                if let Some((_, count)) = self.opens.get_mut(&prefix(from.ip())) {
                     *count += 1;
                 }
                 let bytes = upload.opened();
@@ -735,6 +801,50 @@ impl Rooms {
             }
             Err(reason) => self.refuse(from, reason),
         }
+    }
+
+    /// Whether `from` proved its address: it echoed `cookie`, made for it, now or lately.
+    /// If not, it is sent a Retry with one (no larger than the padded datagram it sent) and
+    /// nothing else.
+    fn proven(&mut self, now: Instant, from: SocketAddr, cookie: &[u8; COOKIE_LEN]) -> bool {
+        if self.is_validated(from) {
+            return true;
+        }
+        if self.cookies.check(now, from, cookie) {
+            if self.validated.len() >= MAX_VALIDATED {
+                self.validated
+                    .retain(|_, t| now < *t + Duration::from_secs(30));
+            }
+            if self.validated.len() < MAX_VALIDATED {
+                self.validated.insert(from, now);
+            }
+            return true;
+        }
+        self.stats.retries += 1;
+        let cookie = self.cookies.make(now, from);
+        self.send(from, Msg::Retry(cookie).encode(0));
+        false
+    }
+
+    /// Whether `addr` showed it receives what is sent to it: it echoed a cookie, it is a
+    /// room's player or spectator (admitted after one), or it uploads a room's state (its
+    /// Open echoed one).
+    fn is_validated(&self, addr: SocketAddr) -> bool {
+        self.validated.contains_key(&addr)
+            || self.by_addr.contains_key(&addr)
+            || self.uploads.contains_key(&addr)
+    }
+
+    /// Start-state bytes the rooms and uploads hold, as their Opens declared them.
+    fn memory(&self) -> usize {
+        let rooms = self.rooms.values().map(|r| state_bytes(&r.open));
+        let uploads = self
+            .uploads
+            .values()
+            .filter(|u| !self.rooms.contains_key(&u.room))
+            .map(|u| state_bytes(&u.open));
+        let claims = self.claims.values().map(|c| state_bytes(&c.open));
+        rooms.chain(uploads).chain(claims).sum()
     }
 
     fn name_taken(&self, name: &str) -> bool {
@@ -967,6 +1077,7 @@ impl Rooms {
             self.swept = Some(now);
             self.opens
                 .retain(|_, (start, _)| now < *start + Duration::from_secs(60));
+            self.validated.retain(|_, t| now < *t + VALIDATED_FOR);
         }
     }
 
@@ -1121,7 +1232,7 @@ impl Rooms {
                     self.by_addr.remove(&from);
                     self.validated.remove(&from);
                     self.by_addr.insert(to, room_name.clone());
-                    self.validated.insert(to);
+                    self.validated.insert(to, now);
                     room.addrs.insert(slot, to);
                     if from == room.creator {
                         room.creator = to;
@@ -1226,7 +1337,7 @@ impl Rooms {
     }
 
     fn allowed(&mut self, t: &Transmit) -> bool {
-        let ok = self.validated.contains(&t.to) || self.spend_unvalidated(t.to, t.bytes.len());
+        let ok = self.is_validated(t.to) || self.spend_unvalidated(t.to, t.bytes.len());
         if !ok {
             self.stats.held_unvalidated += 1;
         }
@@ -1286,6 +1397,12 @@ impl Rooms {
     }
 }
 
+/// Bytes a room's start state takes, packed and unpacked, as its Open declares them (the
+/// unpacking stops at the declared size).
+fn state_bytes(open: &OpenRoom) -> usize {
+    open.raw_len as usize + open.packed_len as usize
+}
+
 fn info(r: &Room, now: Instant) -> RoomInfo {
     let players = r.endpoint.players().len() as u8;
     RoomInfo {
@@ -1302,9 +1419,4 @@ fn info(r: &Room, now: Instant) -> RoomInfo {
         region: String::new(),
         server: String::new(),
     }
-}
-
-/// The session id a datagram carries, whichever layout it has.
-fn session_of(datagram: &[u8]) -> Option<u32> {
-    Header::parse(datagram).ok().map(|(h, _)| h.session)
 }

@@ -675,3 +675,59 @@ fn forged_datagrams_from_the_right_address_with_the_right_session_change_nothing
         .iter()
         .all(|e| !matches!(e, JoinEvent::Failed(_))));
 }
+
+/// Issue 36, finding 7: a Hello with a playing player's name from another port of its IP (a
+/// shared NAT) does not take its seat while it still talks; once it is silent (it crashed),
+/// its own `join` again takes the seat back.
+#[test]
+fn a_name_alone_never_replaces_a_player_who_still_talks() {
+    let mut net = Net::new("delay=10ms", 2000);
+    let room = net.room(3, true);
+    net.join(room, "ana");
+    let bob = net.join(room, "bob");
+    assert!(net.run_until(Duration::from_secs(60), |n| {
+        n.joiners[bob]
+            .game
+            .as_ref()
+            .is_some_and(|g| g.frames.len() >= 200)
+    }));
+    let bob_ip = net.joiners[bob].addr.ip();
+    let slot = net.joiners[bob].game.as_ref().unwrap().client.me().0;
+    let impostor = net.join(room, "bob");
+    net.joiners[impostor].addr = SocketAddr::new(bob_ip, 40001);
+    let frames = net.joiners[bob].game.as_ref().unwrap().frames.len();
+    let until = net.now + Duration::from_secs(8);
+    net.run_until(Duration::from_secs(60), |n| n.now >= until);
+    let replaced = net.rooms[room].events.iter().any(|e| {
+        matches!(e, EndpointEvent::Left { slot: s, .. } | EndpointEvent::PlayerOut { slot: s, .. } if *s == slot)
+    });
+    assert!(!replaced, "{:?}", net.rooms[room].events);
+    assert!(
+        !net.joiners[impostor]
+            .events
+            .iter()
+            .any(|e| matches!(e, JoinEvent::Welcomed { .. })),
+        "the impostor was welcomed"
+    );
+    let played = net.joiners[bob].game.as_ref().unwrap().frames.len() - frames;
+    assert!(played >= 300, "bob played {played} frames on");
+
+    // Bob crashes and runs `join` again at once, from a new port: once its seat has been
+    // silent a second, it is its own again.
+    let crashed = net.now;
+    net.joiners[bob].dead_at = Some(crashed);
+    let back = net.join(room, "bob");
+    let back_addr = SocketAddr::new(bob_ip, 40002);
+    net.joiners[back].addr = back_addr;
+    let taken = |n: &Net| {
+        n.rooms[room].events.iter().any(
+            |e| matches!(e, EndpointEvent::Joined { slot: s, addr, .. } if *s == slot && *addr == back_addr),
+        )
+    };
+    assert!(net.run_until(Duration::from_secs(30), taken));
+    let took = net.now - crashed;
+    assert!(
+        took >= super::super::host::TAKEOVER_SILENCE && took < Duration::from_secs(2),
+        "taken over after {took:?}"
+    );
+}

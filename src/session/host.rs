@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use rand::{rngs::StdRng, Rng, SeedableRng};
 
 use super::auth::Challenger;
+use super::guard::{prefix, Cookies, Limiter};
 use super::msg::{
     foreign_version, Auth, Hello, Msg, PathMsg, RelayStep, RoomMsg, StateAck, Welcome, CHUNK_SIZE,
     PAKE_MSG_LEN, PATH_TOKEN_LEN, SPECTATOR,
@@ -23,8 +24,20 @@ use crate::input::MAX_PLAYERS;
 use crate::wire::keys::{KeyPair, Keys, Side, PUBLIC_KEY_LEN, TAG_LEN};
 use crate::wire::{Header, Kind, WireError, PROTOCOL_VERSION};
 
-/// Unanswered password challenges kept at once (oldest evicted).
+/// Unanswered password challenges kept at once (past it, the oldest of the address prefix
+/// holding the most is evicted).
 const MAX_PENDING: usize = 64;
+/// Unanswered password challenges one address prefix (`guard::prefix`) holds at once (its
+/// oldest is evicted): a flood from one source cannot evict another's check.
+pub const MAX_PENDING_PER_ADDRESS: usize = 4;
+/// Password attempts one address prefix makes at once before the rate applies...
+pub const FREE_GUESSES: u32 = 5;
+/// ...and then one every this long (5 a minute).
+pub const GUESS_EVERY: Duration = Duration::from_secs(12);
+/// A player's seat is taken over by a new connection of the same name from the same IP (it
+/// crashed and runs `join` again) only once the seat has been silent this long: a name
+/// alone never replaces a player who is still talking.
+pub const TAKEOVER_SILENCE: Duration = Duration::from_secs(1);
 /// Copies of a Bye sent (no ack; three copies survive 25% loss 98% of the time).
 const BYE_COPIES: usize = 3;
 /// Default `HostConfig::ready_timeout`: a ready joiner waiting in the lobby says it is there
@@ -261,6 +274,8 @@ struct Peer {
     slot: u8,
     name: String,
     last_heard: Instant,
+    /// When a datagram with its tag last came from its address (any kind: CTRLs too).
+    spoke: Instant,
     /// The Welcome, untagged (tagged as it is sent: see `Peer::tagged_welcome`).
     welcome: Vec<u8>,
     phase: Phase,
@@ -379,6 +394,10 @@ pub struct HostSession {
     /// Unknown-address datagrams tried against the joiners' keys this second (see
     /// `TRIALS_PER_SECOND`).
     trials: (Option<Instant>, u32),
+    /// A direct host's proof-of-address cookies (a room's are checked by `serve::Rooms`).
+    cookies: Cookies,
+    /// Password attempts by address prefix (`FREE_GUESSES`, `GUESS_EVERY`).
+    guesses: Limiter,
 }
 
 impl HostSession {
@@ -396,7 +415,10 @@ impl HostSession {
         }
         let mut rng = StdRng::from_seed(cfg.entropy);
         let key_pair = KeyPair::from_entropy(rng.gen());
+        let cookies = Cookies::new(rng.gen());
         let mut host = HostSession {
+            cookies,
+            guesses: Limiter::new(FREE_GUESSES, GUESS_EVERY),
             rng,
             key_pair,
             next_ticket: 0,
@@ -673,6 +695,9 @@ impl HostSession {
             if let Some(check) = peer.path.as_mut().filter(|c| c.addr == from) {
                 check.received += datagram.len() as u64;
             }
+            if peer.addr == from {
+                peer.spoke = now;
+            }
             return Some(body);
         }
         let peer = &self.peers[i];
@@ -814,7 +839,10 @@ impl HostSession {
                 let reason = format!(
                     "protocol version differs: host speaks {PROTOCOL_VERSION}, you speak {v}"
                 );
-                self.refuse(from, reason);
+                // Unproven address: never more bytes than it sent.
+                if Msg::Refuse(reason.clone()).encode(0).len() <= datagram.len() {
+                    self.refuse(from, reason);
+                }
                 return Ok(());
             }
             Err(e) => return Err(e.into()),
@@ -939,10 +967,23 @@ impl HostSession {
             }
             return;
         }
+        // A direct host's proof of address (a room's is `serve::Rooms`'s): no seat, no
+        // password check, nothing but a Retry until the Hello echoes a cookie made for it.
+        if self.cfg.creator.is_none() && !self.cookies.check(now, from, &hello.cookie) {
+            let cookie = self.cookies.make(now, from);
+            self.send(from, &Msg::Retry(cookie), 0);
+            return;
+        }
+        if !hello.watch && self.seat_still_talking(now, from, &hello.player_name) {
+            // Its own new connection waits (its Hellos are resent) until the old one is
+            // silent; anyone else using its name and IP never gets the seat.
+            tracing::debug!(%from, name = %hello.player_name, "session: the seat of that name still talks; not taken over");
+            return;
+        }
         let slot = if hello.watch {
             self.free_spectator_slot()
         } else {
-            self.seat_for(from, &hello.player_name)
+            self.seat_for(now, from, &hello.player_name)
         };
         let Some(slot) = slot else {
             let reason = if hello.watch {
@@ -989,40 +1030,29 @@ impl HostSession {
                 let reason = "wrong password: this session needs one and you gave none";
                 self.refuse(from, reason.into());
             }
-            (
-                Auth::Pake {
-                    challenge,
-                    msg,
-                    confirm,
-                },
-                Some(i),
-            ) if answered(&self.pending[i], challenge) => match &mut self.pending[i].check {
-                Check::Relayed { ticket, answer, .. } => {
-                    // A resent Hello asks again: the answer or the verdict may have been lost
-                    // on the way to or from the creator, which answers a repeat the same.
-                    if answer.is_none() {
-                        *answer = Some(hello.clone());
+            (Auth::Pake { challenge, .. }, Some(i)) if answered(&self.pending[i], challenge) => {
+                // A first answer is a guess: counted, and past the rate not checked.
+                let first = !matches!(
+                    &self.pending[i].check,
+                    Check::Relayed {
+                        answer: Some(_),
+                        ..
                     }
-                    let step = RelayStep::Answer {
-                        msg: *msg,
-                        confirm: *confirm,
-                    };
-                    let ticket = *ticket;
-                    self.relay(ticket, step);
-                }
-                Check::Local(_) => {
-                    let Some(p) = self.pending.remove(i) else {
+                );
+                if first {
+                    if let Err(wait) = self.guesses.take(now, from.ip()) {
+                        self.pending.remove(i);
+                        tracing::warn!(%from, "session: password attempt refused: too many from this address");
+                        let reason = format!(
+                            "too many password attempts from your address: try again in {} s",
+                            wait.as_secs().max(1)
+                        );
+                        self.refuse(from, reason);
                         return false;
-                    };
-                    let Check::Local(challenger) = p.check else {
-                        return false;
-                    };
-                    if challenger.verify(msg, confirm) {
-                        return true;
                     }
-                    self.refuse(from, "wrong password".into());
                 }
-            },
+                return self.check_answer(from, i, hello);
+            }
             // First contact, a stale answer, or an expired challenge: (re)challenge.
             (_, Some(i)) => {
                 self.pending[i].since = now;
@@ -1038,9 +1068,7 @@ impl HostSession {
                 }
             }
             (_, None) => {
-                if self.pending.len() >= MAX_PENDING {
-                    self.pending.pop_front();
-                }
+                self.make_room_for_pending(from);
                 let check = if relayed {
                     self.next_ticket += 1;
                     let ticket = self.next_ticket;
@@ -1063,6 +1091,72 @@ impl HostSession {
             }
         }
         false
+    }
+
+    /// Checks the password answer `hello` carries for pending check `i` (or relays it to the
+    /// room's checker); true if it is right.
+    fn check_answer(&mut self, from: SocketAddr, i: usize, hello: &Hello) -> bool {
+        let Auth::Pake { msg, confirm, .. } = &hello.auth else {
+            return false;
+        };
+        match &mut self.pending[i].check {
+            Check::Relayed { ticket, answer, .. } => {
+                // A resent Hello asks again: the answer or the verdict may have been lost on
+                // the way to or from the creator, which answers a repeat the same.
+                if answer.is_none() {
+                    *answer = Some(hello.clone());
+                }
+                let step = RelayStep::Answer {
+                    msg: *msg,
+                    confirm: *confirm,
+                };
+                let ticket = *ticket;
+                self.relay(ticket, step);
+                false
+            }
+            Check::Local(_) => {
+                let Some(p) = self.pending.remove(i) else {
+                    return false;
+                };
+                let Check::Local(challenger) = p.check else {
+                    return false;
+                };
+                if challenger.verify(msg, confirm) {
+                    return true;
+                }
+                tracing::warn!(%from, "session: wrong password");
+                self.refuse(from, "wrong password".into());
+                false
+            }
+        }
+    }
+
+    /// Evicts a pending check for a new one from `from`: its prefix's oldest once it holds
+    /// `MAX_PENDING_PER_ADDRESS`, or, when all are taken, the oldest of the prefix holding
+    /// the most (a flood from one source evicts only its own checks).
+    fn make_room_for_pending(&mut self, from: SocketAddr) {
+        let mine = prefix(from.ip());
+        let count = |p: IpAddr| {
+            self.pending
+                .iter()
+                .filter(|x| prefix(x.addr.ip()) == p)
+                .count()
+        };
+        let victim = if count(mine) >= MAX_PENDING_PER_ADDRESS {
+            Some(mine)
+        } else if self.pending.len() >= MAX_PENDING {
+            self.pending
+                .iter()
+                .map(|p| prefix(p.addr.ip()))
+                .max_by_key(|p| count(*p))
+        } else {
+            None
+        };
+        if let Some(v) = victim {
+            if let Some(i) = self.pending.iter().position(|p| prefix(p.addr.ip()) == v) {
+                self.pending.remove(i);
+            }
+        }
     }
 
     /// The room's creator answered a relayed password check.
@@ -1096,12 +1190,13 @@ impl HostSession {
                     return;
                 };
                 if !ok {
+                    tracing::warn!(%addr, "session: wrong password (checked by the room's creator)");
                     return self.refuse(addr, "wrong password".into());
                 }
                 let slot = if hello.watch {
                     self.free_spectator_slot()
                 } else {
-                    self.seat_for(addr, &hello.player_name)
+                    self.seat_for(now, addr, &hello.player_name)
                 };
                 match slot {
                     Some(slot) => self.admit(now, addr, slot, hello),
@@ -1154,6 +1249,7 @@ impl HostSession {
                 slot,
                 name: name.clone(),
                 last_heard: now,
+                spoke: now,
                 welcome: Vec::new(),
                 phase: Phase::AwaitingState,
                 frame: 0,
@@ -1200,6 +1296,7 @@ impl HostSession {
             slot,
             name: name.clone(),
             last_heard: now,
+            spoke: now,
             welcome,
             phase: Phase::Welcomed {
                 sent_at: now,
@@ -1226,7 +1323,7 @@ impl HostSession {
     /// else any free one. Slot 0 is the host's own player's, or kept for a room's creator.
     /// While the game runs, a seat still held by the same name from the same machine is
     /// that player's too (it crashed and runs `join` again before it timed out).
-    fn seat_for(&self, from: SocketAddr, name: &str) -> Option<u8> {
+    fn seat_for(&self, now: Instant, from: SocketAddr, name: &str) -> Option<u8> {
         let name = name.trim();
         // The creator may come back from another address (its router, another network):
         // slot 0 goes back to its name then.
@@ -1251,7 +1348,7 @@ impl HostSession {
                 .iter()
                 .filter(|p| p.is_player() && !self.accepting && p.slot >= first)
                 .find(|p| own_name(p.slot) && p.name == name && p.addr.ip() == from.ip())
-                .filter(|p| p.addr != from)
+                .filter(|p| p.addr != from && now >= p.spoke + TAKEOVER_SILENCE)
                 .map(|p| p.slot)
         };
         let by_addr = || {
@@ -1269,6 +1366,21 @@ impl HostSession {
             .or_else(by_addr)
             .or_else(unheld)
             .or_else(|| free.first().copied())
+    }
+
+    /// Whether a running player of this name at `from`'s IP but another port spoke within
+    /// `TAKEOVER_SILENCE` (see `seat_for`'s takeover).
+    fn seat_still_talking(&self, now: Instant, from: SocketAddr, name: &str) -> bool {
+        let name = name.trim();
+        !name.is_empty()
+            && !self.accepting
+            && self.peers.iter().any(|p| {
+                p.is_player()
+                    && p.name == name
+                    && p.addr.ip() == from.ip()
+                    && p.addr != from
+                    && now < p.spoke + TAKEOVER_SILENCE
+            })
     }
 
     /// A spectator's slot, if the session takes one more.

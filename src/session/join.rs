@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use rand::{rngs::StdRng, Rng, SeedableRng};
 
 use super::auth::Challenger;
+use super::guard::COOKIE_LEN;
 use super::msg::{
     foreign_version, refuse_text, Auth, Hello, Msg, PathMsg, RelayStep, RoomMsg, StateAck, Welcome,
     PATH_TOKEN_LEN,
@@ -19,7 +20,7 @@ use super::{
     HANDSHAKE_TIMEOUT, HELLO_INTERVAL, LOADING_INTERVAL, LOADING_LIMIT,
 };
 use crate::wire::keys::{KeyPair, Keys, Side, TAG_LEN};
-use crate::wire::{Header, Kind, WireError, HEADER_LEN, MAGIC, MAX_DATAGRAM, PROTOCOL_VERSION};
+use crate::wire::{Header, Kind, WireError, HEADER_LEN, MAGIC, MAX_DATAGRAM};
 
 const BYE_COPIES: usize = 3;
 /// The final "verified" ack is sent this many times unprompted (and again whenever the host
@@ -209,6 +210,8 @@ pub struct JoinSession {
     verdicts: VecDeque<(u32, bool)>,
     phase: Phase,
     auth: Auth,
+    /// The host's proof-of-address cookie, echoed in every Hello once it sent one.
+    cookie: [u8; COOKIE_LEN],
     started: Instant,
     last_heard: Option<Instant>,
     /// Datagrams from the host's address that were not valid session datagrams.
@@ -240,6 +243,7 @@ impl JoinSession {
             cfg,
             phase: Phase::Hello,
             auth: Auth::None,
+            cookie: [0; COOKIE_LEN],
             started: now,
             last_heard: None,
             strays_from_host: 0,
@@ -329,6 +333,7 @@ impl JoinSession {
             watch: self.cfg.watch,
             key: self.key_pair.public(),
             auth: self.auth.clone(),
+            cookie: self.cookie,
         })
         .encode(0)
     }
@@ -492,15 +497,14 @@ impl JoinSession {
                 if matches!(self.phase, Phase::Hello) && datagram.starts_with(&MAGIC) =>
             {
                 // A host of another version: its Refuse body is readable whatever the version.
+                // Anything else of another version is noise (a datagram altered on the way):
+                // a host of another version refuses a Hello with a Refuse first.
                 let reason = foreign_version(datagram, Kind::Refuse)
                     .and_then(|_| refuse_text(&datagram[HEADER_LEN..]));
-                self.fail(match reason {
-                    Some(text) => SessionError::Refused(text),
-                    None => SessionError::VersionMismatch {
-                        host: v,
-                        ours: PROTOCOL_VERSION,
-                    },
-                });
+                let Some(text) = reason else {
+                    return Err(WireError::Version(v).into());
+                };
+                self.fail(SessionError::Refused(text));
                 return Ok(());
             }
             Err(e) => return Err(e.into()),
@@ -526,6 +530,12 @@ impl JoinSession {
                     },
                     None => Auth::NoPassword { challenge },
                 };
+                self.queue.push_back(self.hello());
+                self.next_hello = now + self.cfg.hello_interval;
+            }
+            (Msg::Retry(cookie), Phase::Hello) => {
+                // Echoed at once: the host answers nothing else until we proved our address.
+                self.cookie = cookie;
                 self.queue.push_back(self.hello());
                 self.next_hello = now + self.cfg.hello_interval;
             }

@@ -63,6 +63,7 @@
 mod auth;
 pub mod chat;
 mod endpoint;
+pub mod guard;
 mod host;
 mod join;
 pub mod msg;
@@ -286,10 +287,12 @@ impl SessionStats {
     }
 }
 
-/// True for framelock datagrams of a session-layer kind (0x01..=0x0F), whatever their
+/// True for framelock datagrams of a session-layer kind (0x01..=0x0F, 0x20..), whatever their
 /// protocol version (a joiner of another version must still get a readable Refuse).
 pub fn is_session_datagram(datagram: &[u8]) -> bool {
-    datagram.len() >= HEADER_LEN && datagram[0..2] == MAGIC && (0x01..=0x0f).contains(&datagram[3])
+    datagram.len() >= HEADER_LEN
+        && datagram[0..2] == MAGIC
+        && ((0x01..=0x0f).contains(&datagram[3]) || datagram[3] >= 0x20)
 }
 
 /// A core option whose value the joiner had different from the host's (the host's wins).

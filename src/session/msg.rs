@@ -1,4 +1,4 @@
-//! Bodies of the session-layer datagrams (kinds 0x01..=0x0D); `wire::Header` comes first.
+//! Bodies of the session-layer datagrams (kinds 0x01..=0x0D, 0x20); `wire::Header` comes first.
 //!
 //! Strings are `u8` length + UTF-8 (`str8`) unless noted; integers are little endian.
 //! ```text
@@ -7,8 +7,8 @@
 //!            (empty: a direct host), u8 watch (1: a spectator), [32] the joiner's X25519
 //!            public key (`wire::keys`), u8 auth (0 = none, 1 = PAKE answer, 2 = no password
 //!            to offer), [33] the challenge answered (auth 1, 2), [33] the joiner's SPAKE2
-//!            message and [32] its key confirmation (auth 1), u16 n + n zero bytes of
-//!            padding to `PADDED_LEN` (see below)
+//!            message and [32] its key confirmation (auth 1), [16] cookie (zeros until the
+//!            host sent one in a Retry), u16 n + n zero bytes of padding to `PADDED_LEN`
 //! Challenge  [33] the host's SPAKE2 message (side B)
 //! Welcome    u8 slot (0xff: a spectator), u64 fps (f64 bits), u32 frame (the session frame
 //!            the state is at: 0, or later for a joiner of a running game), u32 raw_len,
@@ -37,8 +37,8 @@
 //!                       str8 core_version, str8 content_name, u8 has_hash [u64 hash],
 //!                       str8 player_name, u32 raw_len, u32 packed_len, u64 xxh3(raw
 //!                       payload), u8 start_with (players the game starts with),
-//!                       u8 mode (as Welcome's; 0xff: the server's),
-//!                       u16 n + n zero bytes of padding to `PADDED_LEN`
+//!                       u8 mode (as Welcome's; 0xff: the server's), [16] cookie (as
+//!                       Hello's), u16 n + n zero bytes of padding to `PADDED_LEN`
 //!            2 Opened   str8 room (the header carries the room's session id)
 //!            3 NoRoom   str8 room asked for, u8 n, n x str8 open room
 //!            4 List     u16 first (index of the first room wanted), padding as Open's
@@ -58,10 +58,15 @@
 //!                       u16 rooms, u16 max rooms, u16 players)
 //! ```
 //!
-//! Hello, Open and List are padded to `PADDED_LEN` bytes: before an address has shown that it
-//! receives what is sent to it (by echoing a session id it was given), no answer to it is
-//! larger than what it sent, so a forged source address gets nothing amplified.
+//! Retry (kind 0x20) is a 16-byte cookie, a host's or server's whole answer to a Hello or
+//! Open that carries no cookie made for its source address (`session::guard::Cookies`).
+//!
+//! Hello, Open, List, Locate and ListServers must be padded to `PADDED_LEN` bytes (shorter
+//! ones are malformed): before an address has shown that it receives what is sent to it (by
+//! echoing a cookie made for it), no answer to it is larger than what it sent, so a forged
+//! source address gets nothing amplified.
 
+use super::guard::COOKIE_LEN;
 use crate::input::MAX_PLAYERS;
 use crate::lockstep::Mode;
 use crate::wire::keys::PUBLIC_KEY_LEN;
@@ -127,6 +132,8 @@ pub struct Hello {
     pub content_hash: Option<u64>,
     /// The name the others see.
     pub player_name: String,
+    /// The cookie echoed from the host's Retry (zeros: none yet).
+    pub cookie: [u8; COOKIE_LEN],
     /// The room asked for on a dedicated server; empty for a direct host.
     pub room: String,
     /// Asks to watch (a spectator) rather than to play.
@@ -234,6 +241,8 @@ pub struct OpenRoom {
     pub packed_len: u32,
     /// See `raw_len`.
     pub payload_hash: u64,
+    /// The cookie echoed from the server's Retry (zeros: none yet).
+    pub cookie: [u8; COOKIE_LEN],
 }
 
 /// One step of a password check a server relays between a joiner and a room's creator,
@@ -372,6 +381,8 @@ pub enum Msg<'a> {
     Hello(Hello),
     /// Host -> joiner: its SPAKE2 message.
     Challenge([u8; PAKE_MSG_LEN]),
+    /// Host or server -> stranger: echo this cookie to show you receive at your address.
+    Retry([u8; COOKIE_LEN]),
     /// Host -> joiner.
     Welcome(Welcome),
     /// Host -> joiner: why not.
@@ -413,6 +424,7 @@ impl Msg<'_> {
         match self {
             Msg::Hello(_) => Kind::Hello,
             Msg::Challenge(_) => Kind::Challenge,
+            Msg::Retry(_) => Kind::Retry,
             Msg::Welcome(_) => Kind::Welcome,
             Msg::Refuse(_) => Kind::Refuse,
             Msg::StateChunk { .. } => Kind::StateChunk,
@@ -467,9 +479,11 @@ impl Msg<'_> {
                         out.extend_from_slice(challenge);
                     }
                 }
+                out.extend_from_slice(&h.cookie);
                 pad(&mut out);
             }
             Msg::Challenge(nonce) => out.extend_from_slice(nonce),
+            Msg::Retry(cookie) => out.extend_from_slice(cookie),
             Msg::Welcome(w) => {
                 out.push(w.slot);
                 out.extend_from_slice(&w.fps.to_bits().to_le_bytes());
@@ -558,8 +572,10 @@ impl Msg<'_> {
                     },
                     _ => return Err(WireError::Malformed(kind)),
                 };
+                let cookie = r.array().map_err(bad)?;
                 r.padding().map_err(bad)?;
                 Msg::Hello(Hello {
+                    cookie,
                     core_name,
                     core_version,
                     content_name,
@@ -572,6 +588,7 @@ impl Msg<'_> {
                 })
             }
             Kind::Challenge => Msg::Challenge(r.array().map_err(bad)?),
+            Kind::Retry => Msg::Retry(r.array().map_err(bad)?),
             Kind::Welcome => {
                 let slot = r.u8().map_err(bad)?;
                 let fps = f64::from_bits(r.u64().map_err(bad)?);
@@ -681,6 +698,20 @@ impl Msg<'_> {
         if !r.buf.is_empty() && !matches!(msg, Msg::StateChunk { .. } | Msg::StateAck(_)) {
             return Err(WireError::Malformed(kind));
         }
+        // What a stranger sends first must be as large as any answer to it.
+        let padded = matches!(
+            msg,
+            Msg::Hello(_)
+                | Msg::Room(
+                    RoomMsg::Open(_)
+                        | RoomMsg::List { .. }
+                        | RoomMsg::Locate { .. }
+                        | RoomMsg::ListServers { .. }
+                )
+        );
+        if padded && datagram.len() < PADDED_LEN {
+            return Err(WireError::Malformed(kind));
+        }
         Ok((header, msg))
     }
 }
@@ -710,6 +741,7 @@ fn encode_room(out: &mut Vec<u8>, msg: &RoomMsg) {
             out.extend_from_slice(&o.payload_hash.to_le_bytes());
             out.push(o.start_with);
             out.push(o.mode.map_or(NO_MODE, Mode::to_byte));
+            out.extend_from_slice(&o.cookie);
             pad(out);
         }
         RoomMsg::Opened { room } => {
@@ -838,6 +870,7 @@ fn decode_room(r: &mut Reader) -> Result<RoomMsg, ()> {
                 NO_MODE => None,
                 b => Some(Mode::from_byte(b).ok_or(())?),
             };
+            let cookie = r.array()?;
             r.padding()?;
             let sane = (1..=MAX_PLAYERS as u8).contains(&players)
                 && (1..=players).contains(&start_with)
@@ -865,6 +898,7 @@ fn decode_room(r: &mut Reader) -> Result<RoomMsg, ()> {
                 raw_len,
                 packed_len,
                 payload_hash,
+                cookie,
             })
         }
         2 => RoomMsg::Opened { room: r.str8()? },
@@ -1103,6 +1137,7 @@ mod tests {
             room: "quiet-fox".into(),
             watch: false,
             key: [0x4b; 32],
+            cookie: [0; 16],
             auth: Auth::Pake {
                 challenge: [7; PAKE_MSG_LEN],
                 msg: [8; PAKE_MSG_LEN],
@@ -1160,8 +1195,10 @@ mod tests {
                 raw_len: 1000,
                 packed_len: 900,
                 payload_hash: 42,
+                cookie: [9; 16],
             }))
             .encode(0),
+            Msg::Retry([5; 16]).encode(0),
             Msg::Room(RoomMsg::Opened {
                 room: "quiet-fox".into(),
             })
@@ -1298,6 +1335,7 @@ mod tests {
             room: long.clone(),
             watch: false,
             key: [0x4b; 32],
+            cookie: [0; 16],
             auth: Auth::Pake {
                 challenge: [0; PAKE_MSG_LEN],
                 msg: [0; PAKE_MSG_LEN],
@@ -1326,7 +1364,7 @@ mod tests {
                 rng.fill_bytes(&mut d);
                 if i % 4 == 0 && d.len() >= 4 {
                     d[0..3].copy_from_slice(&[b'F', b'L', PROTOCOL_VERSION]);
-                    d[3] = rng.gen_range(1..=0x0d);
+                    d[3] = [rng.gen_range(1..=0x0d), 0x20][usize::from(rng.gen_bool(0.1))];
                 }
                 d
             } else {

@@ -168,6 +168,7 @@ impl RoomOpener {
                     Ok(to) if self.moves < MAX_MOVES && to.is_ipv4() == self.server.is_ipv4() => {
                         self.moves += 1;
                         self.server = to;
+                        self.open.cookie = Default::default();
                         self.phase = Phase::Asking { next: now };
                         self.started = now;
                         self.last_heard = None;
@@ -180,6 +181,11 @@ impl RoomOpener {
                             .push_back(OpenEvent::Failed(SessionError::RefusedByServer(reason)));
                     }
                 }
+            }
+            (Msg::Retry(cookie), Phase::Asking { next }) => {
+                // Sent again at once, with the proof of our address.
+                self.open.cookie = cookie;
+                *next = now;
             }
             (Msg::Refuse(reason), Phase::Asking { .. }) => {
                 self.phase = Phase::Done;
@@ -293,7 +299,9 @@ pub struct Upload {
     creator: SocketAddr,
     rx: Receiver,
     last_heard: Instant,
-    done: Option<StartPayload>,
+    /// The whole state arrived and was verified (the payload itself went to the room: an
+    /// upload keeps no copy).
+    done: bool,
     /// Final acks still to send unprompted.
     copies: u8,
 }
@@ -322,7 +330,7 @@ impl Upload {
             room,
             creator,
             last_heard: now,
-            done: None,
+            done: false,
             copies: 0,
         })
     }
@@ -354,7 +362,7 @@ impl Upload {
             return Ok(None);
         }
         self.last_heard = now;
-        if self.done.is_some() {
+        if self.done {
             // The creator missed our final ack.
             self.copies = self.copies.max(1);
             return Ok(None);
@@ -362,7 +370,7 @@ impl Upload {
         if self.rx.handle_chunk(now, index, seq, data) == ChunkOutcome::New && self.rx.is_full() {
             let payload =
                 StartPayload::unpack(self.rx.packed(), self.open.raw_len, self.open.payload_hash)?;
-            self.done = Some(payload.clone());
+            self.done = true;
             self.copies = FINAL_ACK_COPIES;
             return Ok(Some(payload));
         }
@@ -376,12 +384,12 @@ impl Upload {
 
     /// The whole start state is in and verified.
     pub fn is_done(&self) -> bool {
-        self.done.is_some()
+        self.done
     }
 
     /// The next ack to send.
     pub fn poll_transmit(&mut self, now: Instant) -> Option<Transmit> {
-        let ack = if self.done.is_some() {
+        let ack = if self.done {
             if self.copies == 0 {
                 return None;
             }
@@ -403,7 +411,7 @@ impl Upload {
 
     /// When `poll_transmit` has an ack due.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        let ack = if self.done.is_some() {
+        let ack = if self.done {
             (self.copies > 0).then_some(self.last_heard)
         } else {
             self.rx.poll_timeout()

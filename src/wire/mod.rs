@@ -8,7 +8,7 @@
 //! offset size field
 //!      0    2 magic  b"FL"
 //!      2    1 version PROTOCOL_VERSION
-//!      3    1 kind    (Kind, 0x01..=0x0F)
+//!      3    1 kind    (Kind, 0x01..=0x0F, 0x20..)
 //!      4    4 session id, u32 little endian (0 until the host has assigned one)
 //!      8    . body, defined by the kind
 //!
@@ -67,8 +67,8 @@ pub fn link_overhead(addr: SocketAddr) -> usize {
     header_overhead(addr) + keys::TAG_LEN
 }
 
-/// What a datagram's body holds. Session-layer kinds are 0x01..=0x0F (0x0E chat, 0x0F
-/// pause), lockstep kinds 0x10..=0x1F; kinds added later take 0x20 and up.
+/// What a datagram's body holds. Session-layer kinds are 0x01..=0x0F (0x0E chat) and
+/// 0x20 on (0x20 Retry); lockstep kinds 0x10..=0x1F.
 #[derive(Copy, Clone, PartialEq, Eq, Debug)]
 #[repr(u8)]
 pub enum Kind {
@@ -103,6 +103,8 @@ pub enum Kind {
     Path = 0x0D,
     /// either way: chat messages and their acks (see `session::chat`).
     Chat = 0x0E,
+    /// host/server -> stranger: prove your address, echo this cookie (`session::guard`).
+    Retry = 0x20,
     /// client -> server lockstep control (inputs, acks, timestamps, checksums).
     Ctrl = 0x10,
     /// server -> client lockstep update (everyone's inputs, next keyframe).
@@ -126,6 +128,7 @@ impl Kind {
             0x0c => Kind::Dropped,
             0x0d => Kind::Path,
             0x0e => Kind::Chat,
+            0x20 => Kind::Retry,
             0x10 => Kind::Ctrl,
             0x11 => Kind::Update,
             _ => return None,

@@ -162,6 +162,7 @@ impl Generator {
                 raw_len: 0,
                 packed_len: 0,
                 payload_hash: 0,
+                cookie: Default::default(),
             };
             let payload = StartPayload {
                 options: vec![],

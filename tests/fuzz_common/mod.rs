@@ -334,6 +334,7 @@ fn session_messages() -> Vec<Vec<u8>> {
         room: room.into(),
         watch: room == "den",
         key: [0x4b; 32],
+        cookie: [0x5c; 16],
         auth,
     };
     let open = OpenRoom {
@@ -352,6 +353,7 @@ fn session_messages() -> Vec<Vec<u8>> {
         raw_len: 100,
         packed_len: 90,
         payload_hash: 5,
+        cookie: Default::default(),
     };
     let chunk = vec![3u8; CHUNK_SIZE];
     vec![
@@ -368,6 +370,7 @@ fn session_messages() -> Vec<Vec<u8>> {
         .encode(0),
         Msg::Hello(hello("", Auth::NoPassword { challenge: [4; 33] })).encode(0),
         Msg::Challenge([0x42; 33]).encode(0),
+        Msg::Retry([0x43; 16]).encode(0),
         Msg::Welcome(Welcome {
             slot: 1,
             fps: 60.0,

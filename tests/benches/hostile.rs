@@ -1,0 +1,287 @@
+//! Issue 36's numbers against real processes on 127.0.0.1: the largest amplification
+//! factor over every first datagram an unvalidated address can send (a `serve` with a
+//! room, and a direct `host`), the password guesses one address gets checked per minute,
+//! how long a real join takes during a 3,000-Hello-a-second flood, and the server's peak
+//! memory after 10 decompression bombs (60 MiB of zeros each, about 240 KiB packed).
+//!
+//! `cargo bench --bench hostile`; `FRAMELOCK_BENCH_SMOKE=1` for the short form (seconds
+//! instead of a minute of guessing, one join instead of five).
+
+#[path = "../hostile_common/mod.rs"]
+mod hostile_common;
+mod smoke;
+
+use std::fs::File;
+use std::net::{SocketAddr, UdpSocket};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use framelock::session::msg::OpenRoom;
+use framelock::session::{OpenEvent, RoomOpener, StartPayload};
+use hostile_common::{attacks, guess, hello};
+
+/// Uploads a room whose start state is `mib` MiB of zeros from `from`; true once uploaded.
+fn bomb(server: SocketAddr, from: &str, room: &str, mib: usize) -> Result<(), String> {
+    let sock = UdpSocket::bind(from).map_err(|e| e.to_string())?;
+    sock.set_read_timeout(Some(Duration::from_millis(2)))
+        .unwrap();
+    let open = OpenRoom {
+        room: room.into(),
+        players: 2,
+        start_with: 2,
+        keyframe_interval: 0,
+        mode: None,
+        fps: 60.0,
+        password: false,
+        core_name: "bomb".into(),
+        core_version: "1".into(),
+        content_name: String::new(),
+        content_hash: None,
+        player_name: "bomber".into(),
+        raw_len: 0,
+        packed_len: 0,
+        payload_hash: 0,
+        cookie: Default::default(),
+    };
+    let payload = StartPayload {
+        options: Vec::new(),
+        state: vec![0; (mib << 20) - 4096],
+        sram: Vec::new(),
+    };
+    let mut o =
+        RoomOpener::new(Instant::now(), server, open, &payload).map_err(|e| e.to_string())?;
+    let mut buf = [0u8; 2048];
+    let end = Instant::now() + Duration::from_secs(30);
+    while Instant::now() < end {
+        let now = Instant::now();
+        o.handle_timeout(now);
+        while let Some(t) = o.poll_transmit(now) {
+            let _ = sock.send_to(&t.bytes, t.to);
+        }
+        while let Some(ev) = o.poll_event() {
+            match ev {
+                OpenEvent::Uploaded { .. } => return Ok(()),
+                OpenEvent::Failed(e) => return Err(e.to_string()),
+                _ => {}
+            }
+        }
+        while let Ok((n, a)) = sock.recv_from(&mut buf) {
+            o.handle_datagram(Instant::now(), a, &buf[..n]);
+        }
+    }
+    Err("no answer".into())
+}
+
+/// A process's peak resident memory (VmHWM), MiB.
+fn peak_mib(pid: u32) -> f64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.split_whitespace().next()?.parse::<f64>().ok())
+        .map_or(0.0, |kb| kb / 1024.0)
+}
+
+fn free_port() -> u16 {
+    let s = UdpSocket::bind("127.0.0.1:0").unwrap();
+    s.local_addr().unwrap().port()
+}
+
+/// Starts `framelock ARGS`, logging to `dir/label.log`; waits for `ready` in its log.
+fn spawn(dir: &Path, label: &str, args: &[&str], ready: &str) -> Child {
+    let log = dir.join(format!("{label}.log"));
+    let mut child = Command::new(env!("CARGO_BIN_EXE_framelock"))
+        .args(args)
+        .env("RUST_LOG", "info")
+        .stdout(Stdio::null())
+        .stderr(File::create(&log).unwrap())
+        .spawn()
+        .unwrap_or_else(|e| smoke::fail(format!("cannot start framelock: {e}")));
+    let end = Instant::now() + Duration::from_secs(20);
+    while Instant::now() < end {
+        if std::fs::read_to_string(&log).is_ok_and(|t| t.contains(ready)) {
+            return child;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    smoke::fail(format!(
+        "{label} did not say {ready:?}:\n{}",
+        std::fs::read_to_string(&log).unwrap_or_default()
+    ))
+}
+
+/// Bytes back per byte sent for each attack datagram, sent 20 times from a fresh address.
+fn amplification(target: SocketAddr, room: &str) -> f64 {
+    let mut worst: f64 = 0.0;
+    for (i, d) in attacks(room).into_iter().enumerate() {
+        let s = UdpSocket::bind("127.0.0.1:0").unwrap();
+        s.set_read_timeout(Some(Duration::from_millis(20))).unwrap();
+        let mut sent = 0;
+        for _ in 0..20 {
+            sent += s.send_to(&d, target).unwrap();
+        }
+        let mut got = 0;
+        let mut buf = [0u8; 2048];
+        let end = Instant::now() + Duration::from_millis(700);
+        while Instant::now() < end {
+            if let Ok((n, _)) = s.recv_from(&mut buf) {
+                got += n;
+            }
+        }
+        let f = got as f64 / sent as f64;
+        println!(
+            "  attack {i:2}: {:5} B x20 -> {got:6} B back ({f:.2}x)",
+            d.len()
+        );
+        worst = worst.max(f);
+    }
+    worst
+}
+
+fn main() {
+    let smoke = smoke::smoke();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+
+    let port = free_port();
+    let server = format!("127.0.0.1:{port}");
+    let mut serve = spawn(
+        d,
+        "serve",
+        &["serve", "--bind", "127.0.0.1", "--port", &port.to_string()],
+        "listening on udp",
+    );
+    let mut creator = spawn(
+        d,
+        "creator",
+        &["host", "--headless", "--server", &server, "--room", "den"],
+        "your friends join with",
+    );
+    println!("serve, a room open:");
+    let serve_amp = amplification(server.parse().unwrap(), "den");
+    let before = peak_mib(serve.id());
+    let bombs = if smoke { 2 } else { 10 };
+    for b in 0..bombs {
+        // Each from its own address: one address holds at most 8 rooms.
+        let from = format!("127.0.1.{}:0", b + 1);
+        if let Err(e) = bomb(server.parse().unwrap(), &from, &format!("bomb{b}"), 60) {
+            smoke::fail(format!("bomb {b}: {e}"));
+        }
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    let peak = peak_mib(serve.id());
+    for c in [&mut creator, &mut serve] {
+        let _ = c.kill();
+        let _ = c.wait();
+    }
+
+    let port = free_port();
+    let target: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    let mut host = spawn(
+        d,
+        "host",
+        &[
+            "host",
+            "--headless",
+            "--port",
+            &port.to_string(),
+            "--password",
+            "hunter2",
+            "--lobby-timeout",
+            "600",
+            "--players",
+            "8",
+        ],
+        "hosting on udp port",
+    );
+    println!("direct host (password set):");
+    let host_amp = amplification(target, "");
+
+    // Guesses from one address for a minute (smoke: 3 s).
+    let window = Duration::from_secs(if smoke { 3 } else { 60 });
+    let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
+    sock.set_read_timeout(Some(Duration::from_millis(20)))
+        .unwrap();
+    let start = Instant::now();
+    let (mut checked, mut tries) = (0u64, 0u64);
+    while start.elapsed() < window {
+        tries += 1;
+        match guess(&sock, target, &format!("guess{tries}"), tries as u8).as_str() {
+            "wrong password" => checked += 1,
+            r if r.starts_with("too many") => std::thread::sleep(Duration::from_millis(50)),
+            other => smoke::fail(format!("a guess got {other:?}")),
+        }
+    }
+    let per_minute = checked as f64 * 60.0 / start.elapsed().as_secs_f64();
+
+    // A real join from 127.0.0.2 while 127.0.0.1 floods 3,000 blind Hellos a second from
+    // 64 ports.
+    let stop = Arc::new(AtomicBool::new(false));
+    let flood = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let socks: Vec<UdpSocket> = (0..64)
+                .map(|_| UdpSocket::bind("127.0.0.1:0").unwrap())
+                .collect();
+            let d = hello("", [0; 16]);
+            let mut n = 0u64;
+            let t0 = Instant::now();
+            while !stop.load(Ordering::Relaxed) {
+                let _ = socks[(n % 64) as usize].send_to(&d, target);
+                n += 1;
+                let due = t0 + Duration::from_micros(n * 333);
+                if let Some(wait) = due.checked_duration_since(Instant::now()) {
+                    std::thread::sleep(wait);
+                }
+            }
+            n as f64 / t0.elapsed().as_secs_f64()
+        })
+    };
+    std::thread::sleep(Duration::from_millis(500));
+    let mut joins = Vec::new();
+    for k in 0..if smoke { 1 } else { 5 } {
+        let player = UdpSocket::bind("127.0.0.2:0").unwrap();
+        player
+            .set_read_timeout(Some(Duration::from_millis(5)))
+            .unwrap();
+        let t = Instant::now();
+        let r = guess(&player, target, "hunter2", 100 + k);
+        if r != "welcomed" {
+            smoke::fail(format!("a real join during the flood got {r:?}"));
+        }
+        joins.push(t.elapsed());
+        // Its seat stays taken; the next join takes another of the 7.
+    }
+    stop.store(true, Ordering::Relaxed);
+    let rate = flood.join().unwrap();
+    let _ = host.kill();
+    let _ = host.wait();
+    joins.sort();
+    let median = joins[joins.len() / 2];
+
+    println!();
+    println!("| measure | value |");
+    println!("|---|---|");
+    println!("| largest amplification, serve (unvalidated address) | {serve_amp:.2}x |");
+    println!("| largest amplification, direct host | {host_amp:.2}x |");
+    println!(
+        "| password guesses checked per minute, one address | {per_minute:.1} ({checked} in {:.0} s) |",
+        start.elapsed().as_secs_f64()
+    );
+    println!(
+        "| real join during a {rate:.0} Hello/s flood (median of {}) | {:.1} ms |",
+        joins.len(),
+        median.as_secs_f64() * 1000.0
+    );
+    println!(
+        "| serve's peak memory after {bombs} bombs of 60 MiB (about 240 KiB each on the wire) | {peak:.0} MiB (before: {before:.0} MiB) |"
+    );
+    if serve_amp > 1.0 || host_amp > 1.0 {
+        smoke::fail("an unvalidated address got more bytes than it sent");
+    }
+}
