@@ -42,6 +42,12 @@ pub const SPECTATOR_LAG_SECS: f64 = 2.0;
 fn spectator_grace() -> Duration {
     Duration::from_secs_f64(2.0 * SPECTATOR_LAG_SECS)
 }
+/// A player whose CTRLs come but who has not acknowledged anything of this server yet is
+/// dropped only after this much silence: until the server's first UPDATE reaches it, a
+/// joiner still at the lobby's pace speaks once a second (`session::LOBBY_KEEPALIVE`), and
+/// on a slow, lossy link two of those lost in a row are not a player gone. (One that never
+/// sent a CTRL is still loading: the session layer's keepalives speak for it.)
+pub const UNCONTACTED_SILENCE: Duration = Duration::from_secs(5);
 /// A spectator silent this long is dropped: nothing waits for it, so it may be away longer
 /// than a player (a closed laptop lid, a Wi-Fi hiccup) and get a fresh state when it is
 /// back, as one that fell behind does.
@@ -206,6 +212,8 @@ struct Peer {
     added: Instant,
     /// A spectator too far behind: sent no frames until restarted.
     behind: bool,
+    /// It acknowledged a datagram of ours: it hears us, and speaks at the game's pace.
+    contact: bool,
     /// A late joiner's name, for the notice that it plays.
     name: NoticeName,
     /// Optimistic mode: its own offset (sample to frame), sized by `lateness`.
@@ -275,6 +283,7 @@ impl Peer {
             pending: false,
             added: now,
             behind: false,
+            contact: false,
             name: NoticeName::default(),
             placement: LeadController::new(cfg.min_lead, cfg.max_lead, cfg.frame_duration()),
             lateness: WindowQuantile::new(LATENESS_WINDOW),
@@ -326,6 +335,16 @@ impl Peer {
 
     /// A valid CTRL with `head` arrived: the peer is heard; if it is the newest datagram,
     /// its sequence number (loss), timestamp, echo (RTT) and ack count. True if newest.
+    /// How long this player may be silent before it is dropped: `base`, or
+    /// `UNCONTACTED_SILENCE` while it runs (its CTRLs come) but has not heard us yet.
+    fn silence_limit(&self, base: Duration) -> Duration {
+        if self.recv_seq.is_some() && !self.contact {
+            base.max(UNCONTACTED_SILENCE)
+        } else {
+            base
+        }
+    }
+
     fn heard(&mut self, now: Instant, head: &Head, epoch: Instant) -> bool {
         // The first datagram ends no silence: before it the client was not running yet.
         let gap = now.saturating_duration_since(self.last_heard) >= LINK_SILENCE;
@@ -353,6 +372,7 @@ impl Peer {
         }
         // Only the newest datagram's ack (see `Client::handle_datagram`).
         if let Some(ack) = head.ack {
+            self.contact = true;
             self.handle_ack(ack);
         }
         true
@@ -1122,7 +1142,11 @@ impl Server {
                     p.last_send.map(|t| p.budget.ready_at(t + resend))
                 };
                 let warn = (!p.warned).then(|| p.last_heard + self.cfg.warn_after);
-                [send, warn, Some(p.last_heard + self.silence_limit())]
+                [
+                    send,
+                    warn,
+                    Some(p.last_heard + p.silence_limit(self.silence_limit())),
+                ]
             })
             .chain(self.spectators.values().flat_map(|p| {
                 let send = if !p.queued.is_empty() {
@@ -1166,13 +1190,13 @@ impl Server {
 
     /// Raises silence warnings, drops peers past the timeout, and lets the lead step down.
     pub fn handle_timeout(&mut self, now: Instant) {
-        let limit = self.silence_limit();
+        let base = self.silence_limit();
         for idx in 0..MAX_PLAYERS {
             let Some(p) = self.peers[idx].as_mut() else {
                 continue;
             };
             let silent = now.saturating_duration_since(p.last_heard);
-            if silent >= limit {
+            if silent >= p.silence_limit(base) {
                 tracing::info!("{}: silent for {} ms, dropped", p.id, silent.as_millis());
                 let id = p.id;
                 self.drop_peer(id, now, LeaveReason::TimedOut);

@@ -865,6 +865,51 @@ fn frame_zero_waits_for_every_players_first_ctrl() {
 }
 
 #[test]
+fn a_player_that_runs_but_has_not_heard_the_server_gets_longer_before_it_is_dropped() {
+    // A joiner at the lobby's pace speaks once a second until the server's first UPDATE
+    // reaches it; on a slow, lossy link two of those lost in a row are not a player gone.
+    let cfg = config(2, 2);
+    let t0 = Instant::now();
+    let ms = Duration::from_millis;
+    let dropped = |server: &mut Server| {
+        std::iter::from_fn(|| server.poll_event()).any(|e| {
+            matches!(
+                e,
+                ServerEvent::PeerLeft {
+                    peer: PeerId(1),
+                    ..
+                }
+            )
+        })
+    };
+    for contact in [false, true] {
+        let mut server = Server::new(t0, cfg.clone()).unwrap();
+        server.add_peer(t0, PeerId(0)).unwrap();
+        server.add_peer(t0, PeerId(1)).unwrap();
+        let mut joiner = Client::new(t0, cfg.clone(), PeerId(1)).unwrap();
+        if contact {
+            // It heard the server once: its CTRLs acknowledge that from now on.
+            server.handle_timeout(t0);
+            while let Some(Transmit { to, bytes }) = server.poll_transmit(t0) {
+                if to == PeerId(1) {
+                    joiner.handle_datagram(t0, &bytes);
+                }
+            }
+        }
+        joiner.push_local_input(t0, Pad::NEUTRAL);
+        while let Some(d) = joiner.poll_transmit(t0) {
+            server.handle_datagram(t0, PeerId(1), &d);
+        }
+        server.handle_timeout(t0 + ms(2100));
+        assert_eq!(dropped(&mut server), contact, "contact {contact}, 2.1 s");
+        if !contact {
+            server.handle_timeout(t0 + super::server::UNCONTACTED_SILENCE + ms(100));
+            assert!(dropped(&mut server), "still there after 5 s of silence");
+        }
+    }
+}
+
+#[test]
 fn samples_taken_before_the_first_frames_carry_no_age() {
     // The frame-0 sample waits for the session to start; its age would tell the server's
     // time sync that the client's frame clock started that much earlier than it did.
