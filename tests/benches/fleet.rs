@@ -146,6 +146,7 @@ impl Server {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_framelock"));
         cmd.args(["serve", "--bind", "127.0.0.1", "--port", &port.to_string()])
             .args(["--max-rooms", "100000", "--opens-per-minute", "10000"])
+            .args(["--rooms-per-address", "100000"])
             .args(["--duration", "600", "--stats-json"])
             .arg(&stats);
         if let Some(n) = nats {

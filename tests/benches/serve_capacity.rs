@@ -96,6 +96,7 @@ fn run(rooms: usize, window: Duration, dir: &Path) -> Result<Run, String> {
     let mut child: Child = Command::new(env!("CARGO_BIN_EXE_framelock"))
         .args(["serve", "--bind", "127.0.0.1", "--port", &port.to_string()])
         .args(["--max-rooms", "100000", "--opens-per-minute", "10000"])
+        .args(["--rooms-per-address", "100000"])
         .args(["--duration", &budget.as_secs().to_string()])
         .arg("--stats-json")
         .arg(&stats)
