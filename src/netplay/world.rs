@@ -407,22 +407,7 @@ impl World {
 
     /// A direct host for `players` players (its own included), at 10.0.0.1:7845.
     pub fn host(&mut self, players: u8, cfg: ParticipantConfig) -> usize {
-        let now = self.now();
-        let mut host = HostConfig::new(0x5eed, [1; 32], 60.0);
-        host.max_players = players;
-        let lcfg = lockstep::Config {
-            players,
-            ..lockstep::Config::default()
-        };
-        let ecfg = EndpointConfig {
-            host,
-            lockstep: lcfg.clone(),
-            lobby_timeout: None,
-        };
-        let endpoint = Endpoint::new(now, ecfg, info("host"), Toy::default().state(), Vec::new())
-            .expect("endpoint");
-        let p = Participant::host(now, endpoint, lcfg, cfg);
-        self.push_node("host", addr(1, 7845), p, true)
+        self.host_in(players, cfg, lockstep::Mode::Strict)
     }
 
     /// A dedicated server at 10.0.0.100:7845.
