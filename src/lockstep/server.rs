@@ -42,11 +42,12 @@ pub const SPECTATOR_LAG_SECS: f64 = 2.0;
 fn spectator_grace() -> Duration {
     Duration::from_secs_f64(2.0 * SPECTATOR_LAG_SECS)
 }
-/// A player whose CTRLs come but who has not acknowledged anything of this server yet is
-/// dropped only after this much silence: until the server's first UPDATE reaches it, a
-/// joiner still at the lobby's pace speaks once a second (`session::LOBBY_KEEPALIVE`), and
-/// on a slow, lossy link two of those lost in a row are not a player gone. (One that never
-/// sent a CTRL is still loading: the session layer's keepalives speak for it.)
+/// A player who has not acknowledged anything of this server yet is dropped only after this
+/// much silence: until the server's first UPDATE reaches it, a joiner that has the start
+/// state speaks at the lobby's pace, once a second (`session::LOBBY_KEEPALIVE`), and its
+/// first CTRLs may have reached the lobby before this server was there to hear them; on a
+/// slow, lossy link two of those lost in a row are not a player gone. (One that says it is
+/// still loading, see `Server::starting`, keeps the 2-s rule: its keepalives come faster.)
 pub const UNCONTACTED_SILENCE: Duration = Duration::from_secs(5);
 /// A spectator silent this long is dropped: nothing waits for it, so it may be away longer
 /// than a player (a closed laptop lid, a Wi-Fi hiccup) and get a fresh state when it is
@@ -214,6 +215,8 @@ struct Peer {
     behind: bool,
     /// It acknowledged a datagram of ours: it hears us, and speaks at the game's pace.
     contact: bool,
+    /// It said it is still loading (see `Server::starting`) and sent no CTRL since.
+    loading: bool,
     /// A late joiner's name, for the notice that it plays.
     name: NoticeName,
     /// Optimistic mode: its own offset (sample to frame), sized by `lateness`.
@@ -284,6 +287,7 @@ impl Peer {
             added: now,
             behind: false,
             contact: false,
+            loading: false,
             name: NoticeName::default(),
             placement: LeadController::new(cfg.min_lead, cfg.max_lead, cfg.frame_duration()),
             lateness: WindowQuantile::new(LATENESS_WINDOW),
@@ -336,9 +340,9 @@ impl Peer {
     /// A valid CTRL with `head` arrived: the peer is heard; if it is the newest datagram,
     /// its sequence number (loss), timestamp, echo (RTT) and ack count. True if newest.
     /// How long this player may be silent before it is dropped: `base`, or
-    /// `UNCONTACTED_SILENCE` while it runs (its CTRLs come) but has not heard us yet.
+    /// `UNCONTACTED_SILENCE` while it has not heard us yet (unless it says it is loading).
     fn silence_limit(&self, base: Duration) -> Duration {
-        if self.recv_seq.is_some() && !self.contact {
+        if !self.contact && !self.loading {
             base.max(UNCONTACTED_SILENCE)
         } else {
             base
@@ -353,6 +357,7 @@ impl Peer {
         }
         self.last_heard = now;
         self.warned = false;
+        self.loading = false;
         let newest = self.recv_seq.is_none_or(|r| seq_newer(head.seq, r));
         if !newest {
             return false;
@@ -911,6 +916,7 @@ impl Server {
         match self.peers.get_mut(peer.index()).and_then(Option::as_mut) {
             Some(p) if p.recv_seq.is_none() => {
                 p.last_heard = p.last_heard.max(now);
+                p.loading = true;
                 p.warned = false;
                 true
             }

@@ -833,7 +833,8 @@ fn frame_zero_waits_for_every_players_first_ctrl() {
     let s = clients[0].stats();
     assert_eq!((s.stalls, s.stalled), (0, Duration::ZERO));
 
-    // A player that never starts is dropped at the timeout, and the others play on.
+    // A player that never starts (nor says it loads) is dropped once it has been silent
+    // for `UNCONTACTED_SILENCE`, and the others play on.
     let mut server = Server::new(t0, cfg.clone()).unwrap();
     server.add_peer(t0, PeerId(0)).unwrap();
     server.add_peer(t0, PeerId(1)).unwrap();
@@ -842,15 +843,17 @@ fn frame_zero_waits_for_every_players_first_ctrl() {
     while let Some(d) = host.poll_transmit(t0) {
         server.handle_datagram(t0, PeerId(0), &d);
     }
-    for at in [t0 + ms(1000), t0 + ms(1900)] {
+    let limit = super::server::UNCONTACTED_SILENCE;
+    for at in (1..=4).map(|s| t0 + ms(s * 900)) {
         host.handle_timeout(at);
         while let Some(d) = host.poll_transmit(at) {
             server.handle_datagram(at, PeerId(0), &d);
         }
+        server.handle_timeout(at);
     }
-    server.handle_timeout(t0 + ms(1900));
+    server.handle_timeout(t0 + limit - ms(100));
     assert_eq!(server.frontier(), Frame::ZERO);
-    server.handle_timeout(t0 + ms(2100));
+    server.handle_timeout(t0 + limit + ms(100));
     assert!(std::iter::from_fn(|| server.poll_event()).any(|e| matches!(
         e,
         ServerEvent::PeerLeft {
@@ -905,6 +908,41 @@ fn a_player_that_runs_but_has_not_heard_the_server_gets_longer_before_it_is_drop
         if !contact {
             server.handle_timeout(t0 + super::server::UNCONTACTED_SILENCE + ms(100));
             assert!(dropped(&mut server), "still there after 5 s of silence");
+        }
+    }
+}
+
+#[test]
+fn a_player_that_has_not_run_yet_gets_longer_unless_it_says_it_loads() {
+    // Its first CTRLs may have reached the lobby before this server was there, and the
+    // next come at the lobby's pace: 2 s of silence are not a player gone. One that says
+    // it is loading (the session layer's keepalive) keeps the 2-s rule.
+    let cfg = config(2, 2);
+    let t0 = Instant::now();
+    let ms = Duration::from_millis;
+    let left = |server: &mut Server| {
+        std::iter::from_fn(|| server.poll_event()).any(|e| {
+            matches!(
+                e,
+                ServerEvent::PeerLeft {
+                    peer: PeerId(1),
+                    ..
+                }
+            )
+        })
+    };
+    for loading in [false, true] {
+        let mut server = Server::new(t0, cfg.clone()).unwrap();
+        server.add_peer(t0, PeerId(0)).unwrap();
+        server.add_peer(t0, PeerId(1)).unwrap();
+        if loading {
+            assert!(server.starting(t0 + ms(100), PeerId(1)));
+        }
+        server.handle_timeout(t0 + ms(2200));
+        assert_eq!(left(&mut server), loading, "loading {loading}, 2.2 s");
+        server.handle_timeout(t0 + super::server::UNCONTACTED_SILENCE + ms(100));
+        if !loading {
+            assert!(left(&mut server), "still there after 5 s of silence");
         }
     }
 }
