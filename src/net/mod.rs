@@ -1,9 +1,12 @@
 //! UDP carriage for the session and lockstep datagrams: the only module that touches sockets.
 //! `udp` wraps the socket, `conditioner` impairs outgoing traffic for testing (`--netsim`),
-//! `link` joins the two for the caller's loop.
+//! `link` joins the two for the caller's loop; `sim` (tests only) is the simulated network
+//! every simulation runs on.
 
 pub mod conditioner;
 pub mod link;
+#[cfg(test)]
+pub mod sim;
 pub mod udp;
 
 use std::hash::{BuildHasher, Hasher};

@@ -9,7 +9,7 @@
 //! what arrives.
 
 use std::cell::{Cell, RefCell};
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
@@ -18,7 +18,7 @@ use crate::app::{Clock, Feed, FeedPoll, FrameObserver, Machine, ObserverError, R
 use crate::app::{RunnerConfig, Status};
 use crate::input::{Bot, Inputs, Pad, MAX_PLAYERS};
 use crate::lockstep::{self, Frame};
-use crate::net::conditioner::Conditioner;
+use crate::net::sim::SimNet;
 use crate::replay::Status as ReplayStatus;
 use crate::serve::{Rooms, ServeConfig, ServeEvent};
 use crate::session::msg::OpenRoom;
@@ -246,18 +246,11 @@ pub struct World {
     pub nodes: Vec<Node>,
     pub server: Option<(SocketAddr, Rooms)>,
     pub server_events: Vec<ServeEvent>,
-    links: BTreeMap<SocketAddr, Conditioner>,
-    netsim: String,
-    seed: u64,
-    /// (address, from, until): nothing gets to or from it meanwhile.
-    outages: Vec<(SocketAddr, Instant, Instant)>,
-    /// Addresses a node had: datagrams to them go nowhere now.
-    retired: Vec<SocketAddr>,
+    /// The network between them.
+    pub net: SimNet,
     /// Frames every player stops before.
     pub frames: u32,
     next_port: u16,
-    /// Bytes each address sent, IP and UDP headers included.
-    pub sent: BTreeMap<SocketAddr, u64>,
     /// Rooms being opened.
     openers: Vec<Opening>,
     /// Rooms that could not open: (creator's name, why).
@@ -315,14 +308,9 @@ impl World {
             nodes: Vec::new(),
             server: None,
             server_events: Vec::new(),
-            links: BTreeMap::new(),
-            netsim: netsim.into(),
-            seed: 1,
-            outages: Vec::new(),
-            retired: Vec::new(),
+            net: SimNet::new(netsim),
             frames,
             next_port: 40_000,
-            sent: BTreeMap::new(),
             openers: Vec::new(),
             open_failures: Vec::new(),
             to_server: Vec::new(),
@@ -571,7 +559,7 @@ impl World {
     /// Nothing gets to or from node `i` for `d` from now.
     pub fn outage(&mut self, i: usize, d: Duration) {
         let now = self.now();
-        self.outages.push((self.nodes[i].addr, now, now + d));
+        self.net.outage(self.nodes[i].addr, now, now + d);
     }
 
     /// Node `i`'s address changes (a new port from its router, or another network): what
@@ -584,11 +572,7 @@ impl World {
         } else {
             SocketAddr::new(old.ip(), self.next_port)
         };
-        self.retired.push(old);
-        // Datagrams it had queued go out from the new address.
-        if let Some(c) = self.links.remove(&old) {
-            self.links.insert(new, c);
-        }
+        self.net.moved(old, new);
         self.nodes[i].addr = new;
     }
 
@@ -635,38 +619,10 @@ impl World {
         self.push_node("host", addr(1, 7845), p, true)
     }
 
-    fn down(&self, a: SocketAddr, now: Instant) -> bool {
-        self.outages
-            .iter()
-            .any(|(x, from, until)| *x == a && now >= *from && now < *until)
-    }
-
-    fn send(&mut self, now: Instant, from: SocketAddr, t: Transmit) {
-        // Counted as it leaves, with its IP and UDP headers.
-        *self.sent.entry(from).or_default() += t.bytes.len() as u64 + 28;
-        if self.down(from, now) || self.down(t.to, now) {
-            return;
-        }
-        self.seed += 1;
-        let sim = format!("{},seed={}", self.netsim, self.seed);
-        self.links
-            .entry(from)
-            .or_insert_with(|| Conditioner::new(sim.parse().expect("netsim")))
-            .push(now, t.to, t.bytes);
-    }
-
     /// Delivers what is due.
     fn deliver(&mut self, now: Instant) {
-        let mut due = Vec::new();
-        for (from, c) in &mut self.links {
-            while let Some(t) = c.poll_transmit(now) {
-                due.push((*from, t));
-            }
-        }
-        for (from, t) in due {
-            if self.down(t.to, now) || self.down(from, now) || self.retired.contains(&t.to) {
-                continue;
-            }
+        for (from, to, bytes) in self.net.due(now) {
+            let t = Transmit { to, bytes };
             if let Some((at, rooms)) = &mut self.server {
                 if *at == t.to {
                     if self.keep_to_server {
@@ -785,14 +741,12 @@ impl World {
             }
         }
         for (from, t) in out {
-            self.send(now, from, t);
+            self.net.send(now, from, t);
         }
         // The next deadline.
         let mut next = now + max_step;
-        for c in self.links.values() {
-            if let Some(t) = c.poll_timeout() {
-                next = next.min(t);
-            }
+        if let Some(t) = self.net.poll_timeout(now) {
+            next = next.min(t);
         }
         if let Some((_, rooms)) = &self.server {
             if let Some(t) = rooms.poll_timeout() {
@@ -817,14 +771,6 @@ impl World {
             }
             if let Some(t) = n.runner.feed().participant.poll_timeout() {
                 next = next.min(t);
-            }
-        }
-        for (_, from, until) in &self.outages {
-            if *from > now {
-                next = next.min(*from);
-            }
-            if *until > now {
-                next = next.min(*until);
             }
         }
         // Never stand still: a deadline in the past is served on the next step.

@@ -76,11 +76,11 @@ fn a_lobby_waits_ten_minutes_for_little_traffic_then_the_game_plays_in_sync() {
     // Ana has the start state within seconds; then both wait for a third player.
     w.run_for(10 * SEC);
     let (ana_at, host_at) = (w.addr_of(ana), w.addr_of(host));
-    let before = (w.sent[&ana_at], w.sent[&host_at]);
+    let before = (w.net.sent(ana_at), w.net.sent(host_at));
     w.run_for(Duration::from_secs(600));
     let waited = 600.0;
-    let ana_rate = (w.sent[&ana_at] - before.0) as f64 / waited;
-    let host_rate = (w.sent[&host_at] - before.1) as f64 / waited;
+    let ana_rate = (w.net.sent(ana_at) - before.0) as f64 / waited;
+    let host_rate = (w.net.sent(host_at) - before.1) as f64 / waited;
     assert!(
         ana_rate <= 100.0 && host_rate <= 100.0,
         "{ana_rate} {host_rate} B/s"
@@ -234,9 +234,9 @@ fn a_room_waits_ten_minutes_for_its_friend() {
     w.open_room("ana", "friday", 2, cfg());
     w.run_for(10 * SEC);
     let ana = w.node("ana").expect("ana is in her room");
-    let before = w.sent[&w.addr_of(ana)];
+    let before = w.net.sent(w.addr_of(ana));
     w.run_for(Duration::from_secs(600));
-    let rate = (w.sent[&w.addr_of(ana)] - before) as f64 / 600.0;
+    let rate = (w.net.sent(w.addr_of(ana)) - before) as f64 / 600.0;
     assert!(rate <= 100.0, "{rate} B/s");
     assert_eq!(lost(&w.nodes[ana]), 0, "{:?}", w.server_events);
     assert!(w.server.as_ref().unwrap().1.list(w.now()).len() == 1);

@@ -7,8 +7,9 @@ use std::time::{Duration, Instant};
 
 use super::*;
 use crate::lockstep::{self, Mode};
+use crate::net::sim::SimNet;
 use crate::session::msg::{Msg, OpenRoom, RoomMsg};
-use crate::session::testkit::{info, Game, SimNet};
+use crate::session::testkit::{info, Game};
 use crate::session::{
     JoinConfig, JoinEvent, JoinSession, OpenEvent, RoomOpener, Routed, Seat, SeatEvent,
     StartPayload,
@@ -277,7 +278,7 @@ impl Net {
             });
             let next = players
                 .chain([self.server.poll_timeout()])
-                .chain([self.net.poll_timeout()])
+                .chain([self.net.poll_timeout(now)])
                 .flatten()
                 .min()
                 .unwrap_or(now + Duration::from_millis(10));

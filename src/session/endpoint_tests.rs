@@ -8,8 +8,9 @@ use std::time::{Duration, Instant};
 use super::*;
 use crate::input::Pad;
 use crate::lockstep::{self, Client};
+use crate::net::sim::SimNet;
 use crate::session::msg::Msg;
-use crate::session::testkit::{info, Game, SimNet};
+use crate::session::testkit::{info, Game};
 use crate::session::{JoinConfig, JoinEvent, JoinSession, ResyncRecv};
 use crate::wire::HEADER_LEN;
 use rand::{rngs::SmallRng, Rng, RngCore, SeedableRng};
@@ -275,7 +276,7 @@ impl Net {
             });
             let next = rooms
                 .chain(joiners)
-                .chain([self.net.poll_timeout()])
+                .chain([self.net.poll_timeout(now)])
                 .flatten()
                 .min()
                 .unwrap_or(now + Duration::from_millis(10));

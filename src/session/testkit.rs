@@ -1,5 +1,6 @@
 //! What the session and serve simulations share: a session description and a lockstep
-//! client that plays like `app::runner` with a bot at the pad.
+//! client that plays like `app::runner` with a bot at the pad. They run on
+//! `net::sim::SimNet`.
 
 use std::time::{Duration, Instant};
 
@@ -87,51 +88,5 @@ impl Game {
                 break;
             }
         }
-    }
-}
-
-/// The simulated network of the session and serve simulations: every sender's datagrams go
-/// through a conditioner of its own, seeded in turn, so a run repeats exactly.
-pub struct SimNet {
-    links: std::collections::BTreeMap<std::net::SocketAddr, crate::net::conditioner::Conditioner>,
-    netsim: String,
-    seed: u64,
-}
-
-impl SimNet {
-    /// `netsim` as `--netsim` takes it, without a seed.
-    pub fn new(netsim: &str) -> SimNet {
-        SimNet {
-            links: Default::default(),
-            netsim: netsim.into(),
-            seed: 1,
-        }
-    }
-
-    pub fn send(&mut self, now: Instant, from: std::net::SocketAddr, t: crate::wire::Transmit) {
-        self.seed += 1;
-        let sim = format!("{},seed={}", self.netsim, self.seed);
-        self.links
-            .entry(from)
-            .or_insert_with(|| crate::net::conditioner::Conditioner::new(sim.parse().unwrap()))
-            .push(now, t.to, t.bytes);
-    }
-
-    /// Every datagram due at `now`, as (from, to, bytes), in sender order.
-    pub fn due(
-        &mut self,
-        now: Instant,
-    ) -> Vec<(std::net::SocketAddr, std::net::SocketAddr, Vec<u8>)> {
-        let mut due = Vec::new();
-        for (from, c) in &mut self.links {
-            while let Some(t) = c.poll_transmit(now) {
-                due.push((*from, t.to, t.bytes));
-            }
-        }
-        due
-    }
-
-    pub fn poll_timeout(&self) -> Option<Instant> {
-        self.links.values().filter_map(|c| c.poll_timeout()).min()
     }
 }

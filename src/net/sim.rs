@@ -1,0 +1,135 @@
+//! The one simulated network every simulation runs on (tests only): each sender's datagrams
+//! pass through a [`Conditioner`] of its own, the same one `--netsim` puts in front of a
+//! real socket, seeded in turn so that a run repeats exactly. On top of the conditioner's
+//! delay, loss, jitter and corruption, an address can go down for a while (both ways) and be
+//! retired when its node moves. It knows addresses and bytes only: who listens where is the
+//! caller's business.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::time::Instant;
+
+use super::conditioner::Conditioner;
+use crate::wire::Transmit;
+
+/// Bytes of IPv4 and UDP headers counted for every datagram sent.
+const HEADERS: u64 = 28;
+
+pub struct SimNet {
+    links: BTreeMap<SocketAddr, Conditioner>,
+    netsim: String,
+    seed: u64,
+    /// (address, from, until): nothing gets to or from it meanwhile.
+    outages: Vec<(SocketAddr, Instant, Instant)>,
+    /// Addresses a node had: datagrams to them go nowhere now.
+    retired: Vec<SocketAddr>,
+    /// Bytes each address sent, IP and UDP headers included.
+    sent: BTreeMap<SocketAddr, u64>,
+    /// Every datagram put on the network, as (from, to, bytes), if kept (`keeping_wire`).
+    pub wire: Vec<(SocketAddr, SocketAddr, Vec<u8>)>,
+    keep_wire: bool,
+}
+
+impl SimNet {
+    /// `netsim` as `--netsim` takes it, without a seed; the senders' seeds count up from 2.
+    pub fn new(netsim: &str) -> SimNet {
+        SimNet::seeded(netsim, 1)
+    }
+
+    /// [`SimNet::new`] whose senders' seeds count up from `seed + 1`.
+    pub fn seeded(netsim: &str, seed: u64) -> SimNet {
+        SimNet {
+            links: BTreeMap::new(),
+            netsim: netsim.into(),
+            seed,
+            outages: Vec::new(),
+            retired: Vec::new(),
+            sent: BTreeMap::new(),
+            wire: Vec::new(),
+            keep_wire: false,
+        }
+    }
+
+    /// Keeps every datagram sent in `wire`.
+    pub fn keeping_wire(mut self) -> SimNet {
+        self.keep_wire = true;
+        self
+    }
+
+    /// Puts `t` from `from` on the network at `now` (lost at once if either end is down).
+    pub fn send(&mut self, now: Instant, from: SocketAddr, t: Transmit) {
+        // Counted as it leaves, with its IP and UDP headers.
+        *self.sent.entry(from).or_default() += t.bytes.len() as u64 + HEADERS;
+        if self.keep_wire {
+            self.wire.push((from, t.to, t.bytes.clone()));
+        }
+        if self.down(from, now) || self.down(t.to, now) {
+            return;
+        }
+        self.seed += 1;
+        let sim = format!("{},seed={}", self.netsim, self.seed);
+        self.links
+            .entry(from)
+            .or_insert_with(|| Conditioner::new(sim.parse().expect("netsim")))
+            .push(now, t.to, t.bytes);
+    }
+
+    /// Every datagram that arrives at `now`, as (from, to, bytes), in sender order.
+    pub fn due(&mut self, now: Instant) -> Vec<(SocketAddr, SocketAddr, Vec<u8>)> {
+        let mut due = Vec::new();
+        for (from, c) in &mut self.links {
+            while let Some(t) = c.poll_transmit(now) {
+                due.push((*from, t.to, t.bytes));
+            }
+        }
+        due.retain(|(from, to, _)| {
+            !(self.down(*to, now) || self.down(*from, now) || self.retired.contains(to))
+        });
+        due
+    }
+
+    /// The next arrival, or the next start or end of an outage.
+    pub fn poll_timeout(&self, now: Instant) -> Option<Instant> {
+        let edges = self
+            .outages
+            .iter()
+            .flat_map(|(_, from, until)| [*from, *until])
+            .filter(|t| *t > now);
+        self.links
+            .values()
+            .filter_map(Conditioner::poll_timeout)
+            .chain(edges)
+            .min()
+    }
+
+    /// Nothing gets to or from `at` between `from` and `until`.
+    pub fn outage(&mut self, at: SocketAddr, from: Instant, until: Instant) {
+        self.outages.push((at, from, until));
+    }
+
+    /// True while `at` is down.
+    pub fn down(&self, at: SocketAddr, now: Instant) -> bool {
+        self.outages
+            .iter()
+            .any(|(x, from, until)| *x == at && now >= *from && now < *until)
+    }
+
+    /// The node at `old` now sends from `new`: what it had queued goes out from there, and
+    /// what is sent to `old` is lost from now on.
+    pub fn moved(&mut self, old: SocketAddr, new: SocketAddr) {
+        self.retired.push(old);
+        if let Some(c) = self.links.remove(&old) {
+            self.links.insert(new, c);
+        }
+    }
+
+    /// Bytes `from` sent so far, IP and UDP headers included.
+    pub fn sent(&self, from: SocketAddr) -> u64 {
+        self.sent.get(&from).copied().unwrap_or(0)
+    }
+
+    /// The senders' conditioners (for their counts of lost, altered, delayed datagrams).
+    pub fn links(&self) -> impl Iterator<Item = &Conditioner> {
+        self.links.values()
+    }
+}
