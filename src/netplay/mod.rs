@@ -27,6 +27,8 @@ mod world_pause_tests;
 #[cfg(test)]
 mod world_room_tests;
 #[cfg(test)]
+mod world_scenario;
+#[cfg(test)]
 mod world_tests;
 #[cfg(test)]
 mod world_toy;

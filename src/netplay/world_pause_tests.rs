@@ -8,17 +8,9 @@
 use std::time::Duration;
 
 use super::world::{Node, World};
+use super::world_scenario::{cfg, finish_in_sync, SEC};
 use crate::lockstep::{ClientEvent, Mode, PauseRefusal, PeerId};
-use crate::session::{ParticipantConfig, ParticipantEvent};
-
-fn cfg() -> ParticipantConfig {
-    ParticipantConfig {
-        checksum_interval: 30,
-        reconnect: Duration::from_secs(60),
-    }
-}
-
-const SEC: Duration = Duration::from_secs(1);
+use crate::session::ParticipantEvent;
 
 fn lead(w: &World, i: usize) -> Option<u32> {
     w.nodes[i]
@@ -50,18 +42,6 @@ fn refused(n: &Node) -> Vec<PauseRefusal> {
             _ => None,
         })
         .collect()
-}
-
-/// Runs until every node ran every frame, and checks that they agree on the last one.
-fn finish_in_sync(w: &mut World, limit: Duration) {
-    let done = w.run_until(limit, World::all_finished);
-    let at: Vec<(String, u32)> = w
-        .nodes
-        .iter()
-        .map(|n| (n.name.clone(), n.toy.frame))
-        .collect();
-    assert!(done, "not finished after {limit:?}: {at:?}");
-    w.assert_in_sync(w.frames - 1);
 }
 
 /// Node `pauser` pauses for `hold`, then resumes: every node stands at the same frame

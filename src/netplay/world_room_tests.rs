@@ -6,19 +6,12 @@
 use std::time::Duration;
 
 use super::world::{RoomSpec, World};
+use super::world_scenario::{cfg, finish_some_in_sync, SEC};
 use crate::lockstep::{self, Client, Mode, PeerId};
 use crate::serve::{valid_room_name, ServeConfig, ServeEvent};
-use crate::session::{ParticipantConfig, ParticipantEvent, SessionError};
+use crate::session::{ParticipantEvent, SessionError};
 
 const LOSSY: &str = "delay=25ms,jitter=5ms,loss=5%,dup=1%,reorder=1%";
-const SEC: Duration = Duration::from_secs(1);
-
-fn cfg() -> ParticipantConfig {
-    ParticipantConfig {
-        checksum_interval: 30,
-        reconnect: Duration::from_secs(60),
-    }
-}
 
 fn spec(room: &str, seats: u8) -> RoomSpec {
     RoomSpec {
@@ -47,23 +40,6 @@ fn closed(w: &World) -> bool {
     w.server_events
         .iter()
         .any(|e| matches!(e, ServeEvent::Closed { .. }))
-}
-
-/// Runs until every node in `nodes` ran every frame; then they agree on the last one and
-/// their logs replay.
-fn finish_in_sync(w: &mut World, nodes: &[usize], limit: Duration) {
-    let done = w.run_until(limit, |w| nodes.iter().all(|&i| w.nodes[i].finished));
-    let at: Vec<u32> = nodes.iter().map(|&i| w.frame(i)).collect();
-    assert!(done, "not finished after {limit:?}: {at:?}");
-    let last = w.frames - 1;
-    let hashes: Vec<Option<u64>> = nodes
-        .iter()
-        .map(|&i| w.nodes[i].toy.hash_after(last))
-        .collect();
-    assert!(
-        hashes[0].is_some() && hashes.windows(2).all(|p| p[0] == p[1]),
-        "{hashes:?}"
-    );
 }
 
 #[test]
@@ -113,7 +89,7 @@ fn a_room_opens_fills_plays_in_sync_outlives_its_creator_and_closes_when_all_lef
     w.run_for(10 * SEC);
     assert!(!closed(&w), "{:?}", w.server_events);
     assert_eq!(w.server.as_ref().unwrap().1.list(w.now()).len(), 1);
-    finish_in_sync(&mut w, &[bob, cy], 60 * SEC);
+    finish_some_in_sync(&mut w, &[bob, cy], 60 * SEC);
     assert!(w.failure(bob).is_none() && w.failure(cy).is_none());
     w.assert_logs_verify();
     // Once the last player said goodbye, it closes at once.
@@ -258,8 +234,8 @@ fn a_player_of_one_room_cannot_reach_another() {
         w.server.as_ref().unwrap().1.stats().dropped_auth - dropped,
         forged
     );
-    finish_in_sync(&mut w, &[ana, bob], 60 * SEC);
-    finish_in_sync(&mut w, &[cy, dan], 60 * SEC);
+    finish_some_in_sync(&mut w, &[ana, bob], 60 * SEC);
+    finish_some_in_sync(&mut w, &[cy, dan], 60 * SEC);
     w.assert_logs_verify();
     // Room two never saw the forged presses: its player 2 (dan) pressed what its bot did.
     assert!(!w.nodes[cy].toy.ran_input(1, 0x0fff));
@@ -325,7 +301,7 @@ fn a_desync_in_a_room_is_judged_by_majority_and_healed_with_a_majority_players_s
     let cy = w.join("cy", server, Some("trio"), cfg());
     // Cy's machine goes its own way after frame 119 (its checksums say so).
     w.diverge(cy, 119);
-    finish_in_sync(&mut w, &[ana, bob, cy], 120 * SEC);
+    finish_some_in_sync(&mut w, &[ana, bob, cy], 120 * SEC);
     let gone = slot(&w, cy).unwrap();
     let desyncs: Vec<(u8, Option<u8>)> = w
         .server_events
@@ -370,8 +346,8 @@ fn a_room_takes_its_creators_mode_or_else_the_servers() {
     let (ana, cy) = (w.node("ana").unwrap(), w.node("cy").unwrap());
     let bob = w.join("bob", server, Some("fair"), cfg());
     let dan = w.join("dan", server, Some("quick"), cfg());
-    finish_in_sync(&mut w, &[ana, bob], 60 * SEC);
-    finish_in_sync(&mut w, &[cy, dan], 60 * SEC);
+    finish_some_in_sync(&mut w, &[ana, bob], 60 * SEC);
+    finish_some_in_sync(&mut w, &[cy, dan], 60 * SEC);
     w.assert_logs_verify();
     let mut listed: Vec<(String, Mode)> = w
         .server

@@ -6,42 +6,17 @@
 use std::time::Duration;
 
 use super::world::{Node, World};
+use super::world_scenario::{cfg, count, finish_in_sync, SEC};
 use crate::lockstep::ClientEvent;
 use crate::serve::ServeEvent;
-use crate::session::{EndpointEvent, ParticipantConfig, ParticipantEvent};
-
-fn cfg() -> ParticipantConfig {
-    ParticipantConfig {
-        checksum_interval: 30,
-        reconnect: Duration::from_secs(60),
-    }
-}
-
-const SEC: Duration = Duration::from_secs(1);
-
-/// Runs until every node ran every frame, and checks that they agree on the last one.
-fn finish_in_sync(w: &mut World, limit: Duration) {
-    let done = w.run_until(limit, World::all_finished);
-    let at: Vec<(String, u32)> = w
-        .nodes
-        .iter()
-        .map(|n| (n.name.clone(), n.toy.frame))
-        .collect();
-    assert!(done, "not finished after {limit:?}: {at:?}");
-    w.assert_in_sync(w.frames - 1);
-    w.assert_logs_verify();
-}
+use crate::session::{EndpointEvent, ParticipantEvent};
 
 fn lost(n: &Node) -> usize {
-    n.events()
-        .filter(|e| matches!(e, ParticipantEvent::ConnectionLost { .. }))
-        .count()
+    count(n, |e| matches!(e, ParticipantEvent::ConnectionLost { .. }))
 }
 
 fn back(n: &Node) -> usize {
-    n.events()
-        .filter(|e| matches!(e, ParticipantEvent::Back { .. }))
-        .count()
+    count(n, |e| matches!(e, ParticipantEvent::Back { .. }))
 }
 
 fn ended(n: &Node) -> bool {
