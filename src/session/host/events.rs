@@ -1,0 +1,118 @@
+//! What the host's session tells its driver (`Endpoint`): events, why a joiner left, and
+//! the players as it sees them.
+
+use std::fmt;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use crate::session::LOADING_LIMIT;
+
+/// Why a joiner left the lobby or the session.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LeftReason {
+    /// The joiner said goodbye, with its reason.
+    Bye(String),
+    /// Silent for too long before it was ready.
+    Timeout,
+    /// Silent for too long while it waited, ready, for the others.
+    Silent,
+    /// Still loading (not running) `LOADING_LIMIT` after it had the start state.
+    SlowStart,
+    /// Removed by the host (`kick`), with the reason sent to it.
+    Kicked(String),
+    /// Dropped for its silence, with the reason sent to it: it may come back.
+    Dropped(String),
+}
+
+impl fmt::Display for LeftReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LeftReason::Bye(r) => write!(f, "left ({r})"),
+            LeftReason::Timeout => write!(f, "timed out during the handshake"),
+            LeftReason::Silent => write!(f, "went silent while waiting for the game to start"),
+            LeftReason::SlowStart => write!(
+                f,
+                "was still loading {} s after it had the start state",
+                LOADING_LIMIT.as_secs()
+            ),
+            LeftReason::Kicked(r) => write!(f, "removed by the host ({r})"),
+            LeftReason::Dropped(r) => write!(f, "was dropped ({r})"),
+        }
+    }
+}
+
+/// What happened, for the driver (`Endpoint`) to act on.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum HostEvent {
+    /// Admitted; the start state transfer follows.
+    Joined {
+        /// The slot (a spectator's from 16 on).
+        slot: u8,
+        /// The name it goes by.
+        name: String,
+        /// Its address.
+        addr: SocketAddr,
+    },
+    /// The joiner has the whole start state and verified it.
+    Ready {
+        /// The slot (a spectator's from 16 on).
+        slot: u8,
+    },
+    /// A ready joiner does not run yet (loads its content, opens its window) but says it is
+    /// still coming (`Msg::Loading`, every `LOADING_INTERVAL`), `since` after the host had
+    /// its last ack of the start state. Raised for each such datagram until `LOADING_LIMIT`
+    /// has passed: once the lobby is closed, pass it on to the lockstep server
+    /// (`Server::starting`), which hears a player only from its CTRLs otherwise.
+    Loading {
+        /// The slot (a spectator's from 16 on).
+        slot: u8,
+        /// Time since it had the start state.
+        since: Duration,
+    },
+    /// It left the lobby or the session.
+    Left {
+        /// The slot (a spectator's from 16 on).
+        slot: u8,
+        /// Why.
+        reason: LeftReason,
+    },
+    /// A join attempt was refused, with the reason the joiner was sent.
+    Refused {
+        /// Its address.
+        addr: SocketAddr,
+        /// Why.
+        reason: String,
+    },
+    /// A player taking a seat in the running game, or a spectator, was admitted: it needs
+    /// the machine's state at a frame boundary ([`HostSession::provide_state`]).
+    WantsState {
+        /// The slot (a spectator's from 16 on).
+        slot: u8,
+    },
+    /// The joiner's datagrams come from a new address, which answered its challenge: its
+    /// seat moved there.
+    PathChanged {
+        /// The slot (a spectator's from 16 on).
+        slot: u8,
+        /// The address it had.
+        from: SocketAddr,
+        /// The address it has now.
+        to: SocketAddr,
+    },
+}
+
+/// A player as the host sees it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Player {
+    /// Its slot.
+    pub slot: u8,
+    /// Its name.
+    pub name: String,
+    /// `None` for the host's own player.
+    pub addr: Option<SocketAddr>,
+    /// It has the start state.
+    pub ready: bool,
+    /// Round trip to the host measured during the start-state transfer (`None` for the
+    /// host's own player, or before any unambiguous sample).
+    pub rtt: Option<Duration>,
+}
