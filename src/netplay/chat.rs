@@ -4,8 +4,20 @@
 use std::io::{BufRead, IsTerminal};
 use std::time::Instant;
 
-use crate::app::chat_board::{ChatBoard, Shown};
+use crate::app::chat_board::{ChatBoard, ChatShow, Shown};
+use crate::app::options::PlayOptions;
 use crate::session::{ChatLine, ChatRefused, Participant};
+
+/// The chat of the whole session, from the lobby on: `play`'s window shows it, and a
+/// headless player's terminal lines go to it.
+pub fn session_board(show: ChatShow, play: &mut PlayOptions) -> ChatBoard {
+    let chat = ChatBoard::new(show);
+    if play.headless {
+        read_stdin(&chat);
+    }
+    play.chat = Some(chat.clone());
+    chat
+}
 
 /// Logs and shows a message (someone else's, or this player's own) unless `--chat` hides it.
 pub fn show(board: &ChatBoard, now: Instant, line: ChatLine) {

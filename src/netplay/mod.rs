@@ -260,7 +260,7 @@ pub fn host(opts: &HostOptions) -> Result<PlaySummary, NetplayError> {
     check_display(&opts.net.play)?;
     let mut play = opts.net.play.clone();
     play.host.netplay = true;
-    let chat = chat_board(&opts.net, &mut play);
+    let chat = chat::session_board(opts.net.chat, &mut play);
     // The window opens at once and tells what is loading, then shows the lobby.
     let mut window = EarlyWindow::open(&play)?;
     let game = game_name(&play);
@@ -350,7 +350,7 @@ pub fn join(opts: &JoinOptions) -> Result<PlaySummary, NetplayError> {
     check_display(&opts.net.play)?;
     let mut play = opts.net.play.clone();
     play.host.netplay = true;
-    let chat = chat_board(&opts.net, &mut play);
+    let chat = chat::session_board(opts.net.chat, &mut play);
     let mut window = EarlyWindow::open(&play)?;
     let mut title = format!("joining {}", opts.host);
     if let Some(room) = &opts.room {
@@ -401,17 +401,6 @@ struct Joined {
     screen: lobby::JoinScreen,
     window: EarlyWindow,
     chat: ChatBoard,
-}
-
-/// The chat of the whole session, from the lobby on: `play`'s window shows it, and a
-/// headless player's terminal lines go to it.
-fn chat_board(net: &NetOptions, play: &mut PlayOptions) -> ChatBoard {
-    let chat = ChatBoard::new(net.chat);
-    if play.headless {
-        chat::read_stdin(&chat);
-    }
-    play.chat = Some(chat.clone());
-    chat
 }
 
 /// The content's file name, or what is played without content.
