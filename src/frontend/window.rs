@@ -31,7 +31,7 @@ use super::image::{copy_rotated, rotated_size};
 use super::keyboard::{hotkey, Hotkey, Keyboard};
 use super::screenshot::{save_png, screenshot_path};
 use super::status_bar;
-use crate::app::chat_board::ChatBoard;
+use crate::app::chat_board::{ChatBoard, Shown};
 use crate::app::driver::{Frontend, Requests};
 use crate::app::machine::{core_image, ShotAt};
 use crate::app::runner::{RunError, Tick};
@@ -107,10 +107,15 @@ struct App {
     error: Option<WindowError>,
     /// Netplay status rows for the bar (see `status_bar::layout`).
     status: Vec<String>,
-    /// Rows on the text screen, as last drawn (`WindowFrontend::show_text`).
+    /// Rows on the text screen, as last drawn (`WindowFrontend::show_text`); it shows
+    /// until the game's first frame is drawn.
     text: Vec<String>,
     /// The chat line being typed (open while `Some`).
     typing: Option<String>,
+    /// The chat over the picture as last drawn: its lines and the line being typed.
+    chat_drawn: (Vec<Shown>, Option<String>),
+    /// The status bar's rows changed since the picture was drawn.
+    status_changed: bool,
 }
 
 impl App {
@@ -271,11 +276,41 @@ impl App {
             if self.bar_rows > 0 {
                 status_bar::draw(pixels.frame_mut(), w, h, &self.status);
             }
-            if let Some((board, _)) = &self.settings.chat {
-                let lines = board.visible(Instant::now());
-                let typing = self.typing.as_deref();
-                chat_overlay::draw(pixels.frame_mut(), w, h, &lines, typing);
-            }
+            self.status_changed = false;
+            self.text.clear();
+        }
+        self.draw_chat((w, h));
+    }
+
+    /// The chat to draw over the picture now, if this window has chat.
+    fn chat_now(&self) -> Option<(Vec<Shown>, Option<String>)> {
+        let (board, _) = self.settings.chat.as_ref()?;
+        Some((board.visible(Instant::now()), self.typing.clone()))
+    }
+
+    /// Draws the chat over the top `image` pixels of the buffer.
+    fn draw_chat(&mut self, (w, h): (u32, u32)) {
+        let (Some(chat), Some(pixels)) = (self.chat_now(), &mut self.pixels) else {
+            return;
+        };
+        chat_overlay::draw(pixels.frame_mut(), w, h, &chat.0, chat.1.as_deref());
+        self.chat_drawn = chat;
+    }
+
+    /// The picture needs drawing again though no frame ran (paused, or waiting for the
+    /// first): the status bar or the chat changed.
+    fn stale(&self) -> bool {
+        self.status_changed || self.chat_now().is_some_and(|c| c != self.chat_drawn)
+    }
+
+    /// Draws the picture again from what it shows: the text screen, or the core's last
+    /// frame with the bar and the chat.
+    fn repaint(&mut self, core: &Core) {
+        self.status_changed = false;
+        if self.text.is_empty() {
+            self.upload(core);
+        } else {
+            self.draw_text();
         }
     }
 
@@ -309,6 +344,9 @@ impl App {
             }
         }
         status_bar::write(frame, width, (margin, margin), &rows);
+        // The text screen has no bar: the game's first frame draws it.
+        self.status_changed = false;
+        self.draw_chat(TEXT_SIZE);
     }
 
     /// The core changed its geometry (often right after boot): if the window still has the
@@ -384,13 +422,32 @@ impl ApplicationHandler for App {
             WindowEvent::RedrawRequested => self.redraw = true,
             WindowEvent::Focused(false) => self.keyboard.release_all(),
             WindowEvent::ModifiersChanged(m) => self.alt = m.state().alt_key(),
-            WindowEvent::KeyboardInput { event, .. } => {
+            WindowEvent::KeyboardInput {
+                event,
+                is_synthetic,
+                ..
+            } => {
                 let typing = self.typing.is_some();
-                if let PhysicalKey::Code(code) = event.physical_key {
-                    self.key(code, event.state == ElementState::Pressed, event.repeat);
+                let pressed = event.state == ElementState::Pressed;
+                match event.physical_key {
+                    // Keys down as the focus came, reported when winit handles the focus
+                    // (after a press that came meanwhile, its text then typed into the line
+                    // it opened): they hold the pad's buttons, but open no chat line and
+                    // are no hotkey.
+                    PhysicalKey::Code(code) if is_synthetic && !typing => {
+                        if pressed {
+                            self.keyboard.key_down(code);
+                        } else {
+                            self.keyboard.key_up(code);
+                        }
+                    }
+                    PhysicalKey::Code(code) if !is_synthetic => {
+                        self.key(code, pressed, event.repeat)
+                    }
+                    _ => {}
                 }
                 // Only a line open before this key takes its text (not the key opening it).
-                if let (true, Some(text)) = (typing, &event.text) {
+                if let (true, false, Some(text)) = (typing, is_synthetic, &event.text) {
                     if event.state == ElementState::Pressed {
                         self.chat_text(text);
                     }
@@ -464,7 +521,6 @@ impl WindowFrontend {
         self.audio = AudioOut::open(audio, av.sample_rate);
         self.audio_rate = av.sample_rate;
         self.shot_at = shot_at;
-        self.app.text.clear();
     }
 
     /// Shows `rows` of text on a black screen (each wrapped at spaces to the screen's
@@ -482,7 +538,7 @@ impl WindowFrontend {
         // Screenshots save the core's frame; there is none yet.
         self.app.screenshot = false;
         let redraw = std::mem::take(&mut self.app.redraw);
-        if redraw || rows != self.app.text.as_slice() {
+        if redraw || rows != self.app.text.as_slice() || self.app.stale() {
             self.app.text = rows.to_vec();
             self.app.draw_text();
             self.app.render();
@@ -523,6 +579,8 @@ impl WindowFrontend {
             status: Vec::new(),
             text: Vec::new(),
             typing: None,
+            chat_drawn: (Vec::new(), None),
+            status_changed: false,
         };
         let mut event_loop = event_loop;
         // The first pump delivers `resumed`, where the window is created.
@@ -601,6 +659,11 @@ impl Frontend<Core> for WindowFrontend {
         if tick.frames > 0 {
             self.app.upload(core);
             self.app.redraw = true;
+        } else if self.app.stale() {
+            // No frame runs (a pause, the wait for the first frame): nothing else would show
+            // the new status (`PAUSED`) or chat.
+            self.app.repaint(core);
+            self.app.redraw = true;
         }
         if std::mem::take(&mut self.app.redraw) {
             self.app.render();
@@ -618,7 +681,9 @@ impl Frontend<Core> for WindowFrontend {
     fn status(&mut self, line: &str) {
         // Wrapped to the game's width (the buffer's); a bar too short for the rows grows at
         // the next frame, and the window with it unless the player resized it.
-        self.app.status = status_bar::layout(line, self.app.buffer.0);
+        let rows = status_bar::layout(line, self.app.buffer.0);
+        self.app.status_changed |= rows != self.app.status;
+        self.app.status = rows;
         self.app.bar_rows = self.app.bar_rows.max(self.app.status.len() as u32);
     }
 

@@ -25,7 +25,7 @@ use crate::input::{Bot, Inputs, Pad};
 use crate::lockstep::{Frame, Mode};
 use crate::net::{Link, SocketWaiter};
 use crate::replay::Event;
-use crate::session::{ChatRefused, CoreReply, CoreRequest, Participant, ParticipantEvent};
+use crate::session::{CoreReply, CoreRequest, Participant, ParticipantEvent};
 
 use super::report::{Play, Report};
 
@@ -266,19 +266,9 @@ impl NetState {
     /// Says what the player typed (the window's line, standard input, `--say`). A line
     /// typed while the link is down waits for it to come back.
     fn say_typed(&mut self, now: Instant, recorded: &mut Vec<(u32, Event)>) {
-        let mut wait = Vec::new();
-        for text in self.report.chat.take_typed() {
-            match self.participant.say(now, &text) {
-                Ok(line) => self.report.chat_line(now, line, recorded),
-                Err(ChatRefused::NotConnected) => wait.push(text),
-                Err(e) => {
-                    tracing::warn!("chat: {e}");
-                    self.report.chat.note(now, e.to_string());
-                }
-            }
-        }
-        for text in wait {
-            self.report.chat.type_line(text);
+        let board = self.report.chat.clone();
+        for line in super::chat::say_typed(&board, &mut self.participant, now) {
+            self.report.chat_line(now, line, recorded);
         }
     }
 

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
+use crate::app::chat_board::ChatBoard;
 use crate::app::play::EarlyWindow;
 use crate::lockstep::PeerId;
 use crate::net::Link;
@@ -75,6 +76,16 @@ fn exchange(link: &mut Link, session: &mut impl Handshake) -> Result<Instant, Ne
     session.timers(now);
     send_queued(link, session, now);
     Ok(now)
+}
+
+/// Says what the player typed (if this player can talk yet; else it waits), shows it and
+/// sends it.
+fn say_typed(link: &mut Link, participant: &mut Participant, chat: &ChatBoard) {
+    let now = Instant::now();
+    for line in super::chat::say_typed(chat, participant, now) {
+        super::chat::show(chat, now, line);
+    }
+    send_queued(link, participant, now);
 }
 
 fn send_queued(link: &mut Link, session: &mut impl Handshake, now: Instant) {
@@ -242,13 +253,14 @@ fn goodbye(link: &mut Link, session: &mut impl Handshake) {
 
 /// Serves the lobby until every player is in and ready, when the endpoint starts the game;
 /// returns the slots that play (the host's own slot 0 included). Ends early when the
-/// lobby's time runs out or the host presses Ctrl-C.
+/// lobby's time runs out or the host presses Ctrl-C. Chat goes between the host and the
+/// players that have the start state.
 pub fn host_lobby(
     link: &mut Link,
     host: &mut Participant,
     (seats, want): (u8, u8),
     invite: &Invite,
-    window: &mut EarlyWindow,
+    (window, chat): (&mut EarlyWindow, &ChatBoard),
 ) -> Result<Vec<u8>, NetplayError> {
     let start = Instant::now();
     let port = link.local_addr().port();
@@ -265,8 +277,8 @@ pub fn host_lobby(
     loop {
         let now = exchange(link, host)?;
         while let Some(ev) = host.poll_event() {
-            if let ParticipantEvent::Chat(line) = &ev {
-                tracing::info!("chat: {line}");
+            if let ParticipantEvent::Chat(line) = ev {
+                super::chat::show(chat, now, line);
                 continue;
             }
             let ParticipantEvent::Session(ev) = ev else {
@@ -316,6 +328,7 @@ pub fn host_lobby(
             goodbye(link, host);
             return Err(e);
         }
+        say_typed(link, host, chat);
     }
 }
 
@@ -360,12 +373,13 @@ pub fn open_room(
     }
 }
 
-/// Runs the joiner's handshake to the end: the host's start state, or why not.
+/// Runs the joiner's handshake to the end: the host's start state, or why not. Lines typed
+/// meanwhile wait on `chat` until the player is in the session.
 pub fn join_lobby(
     link: &mut Link,
     session: &mut Participant,
     screen: &mut JoinScreen,
-    window: &mut EarlyWindow,
+    (window, chat): (&mut EarlyWindow, &ChatBoard),
 ) -> Result<StartState, NetplayError> {
     if let Some(s) = session.join_session() {
         tracing::info!("netplay: joining {}", s.host());
@@ -402,6 +416,7 @@ pub fn join_lobby(
                     bar = DownloadBar::new(packed_len as u64, "start state");
                 }
                 ParticipantEvent::Ready(state) => return Ok(*state),
+                ParticipantEvent::Chat(line) => super::chat::show(chat, now, line),
                 ParticipantEvent::Ended(e) => return Err(NetplayError::Join(e)),
                 ParticipantEvent::PasswordChecked { admitted } => tracing::info!(
                     "netplay: a joiner {} the room's password",
@@ -430,6 +445,7 @@ pub fn join_lobby(
             goodbye(link, session);
             return Err(e);
         }
+        say_typed(link, session, chat);
     }
 }
 

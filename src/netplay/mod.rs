@@ -262,6 +262,7 @@ pub fn host(opts: &HostOptions) -> Result<PlaySummary, NetplayError> {
     check_display(&opts.net.play)?;
     let mut play = opts.net.play.clone();
     play.host.netplay = true;
+    let chat = chat::session_board(opts.net.chat, &mut play);
     // The window opens at once and tells what is loading, then shows the lobby.
     let mut window = EarlyWindow::open(&play)?;
     let game = game_name(&play);
@@ -329,7 +330,8 @@ pub fn host(opts: &HostOptions) -> Result<PlaySummary, NetplayError> {
         ),
     };
     let seats = (opts.players, start_with);
-    lobby::host_lobby(&mut link, &mut participant, seats, &invite, &mut window)?;
+    let lobby = (&mut window, &chat);
+    lobby::host_lobby(&mut link, &mut participant, seats, &invite, lobby)?;
     let names = participant
         .endpoint()
         .map(Endpoint::players)
@@ -338,7 +340,9 @@ pub fn host(opts: &HostOptions) -> Result<PlaySummary, NetplayError> {
         .map(|p| (p.slot, p.name))
         .collect();
     let bot = opts.net.play.bot.map(|spec| spec.bot(0));
-    let feed = NetFeed::new(link, participant, bot).with_names(names);
+    let feed = NetFeed::new(link, participant, bot)
+        .with_names(names)
+        .with_chat(chat, opts.net.say.clone(), opts.net.chat_every);
     start_delay(&opts.net);
     run(&play, &mut core, feed, &opts.net, recording, window)
 }
@@ -348,6 +352,7 @@ pub fn join(opts: &JoinOptions) -> Result<PlaySummary, NetplayError> {
     check_display(&opts.net.play)?;
     let mut play = opts.net.play.clone();
     play.host.netplay = true;
+    let chat = chat::session_board(opts.net.chat, &mut play);
     let mut window = EarlyWindow::open(&play)?;
     let mut title = format!("joining {}", opts.host);
     if let Some(room) = &opts.room {
@@ -377,6 +382,7 @@ pub fn join(opts: &JoinOptions) -> Result<PlaySummary, NetplayError> {
         session,
         screen,
         window,
+        chat,
     };
     play_joined(&opts.net, &play, core, joined, recording, true)
 }
@@ -396,6 +402,7 @@ struct Joined {
     session: Participant,
     screen: lobby::JoinScreen,
     window: EarlyWindow,
+    chat: ChatBoard,
 }
 
 /// The content's file name, or what is played without content.
@@ -531,6 +538,8 @@ fn host_in_room(
         session,
         screen,
         window,
+        // `host` made it.
+        chat: play.chat.clone().unwrap_or_default(),
     };
     // The creator's core is at the start state already: nothing to load.
     play_joined(&opts.net, play, core, joined, recording, false)
@@ -551,12 +560,13 @@ fn play_joined(
         mut session,
         mut screen,
         mut window,
+        chat,
     } = joined;
     let room = session
         .join_session()
         .and_then(|s| s.room())
         .map(str::to_string);
-    let start = lobby::join_lobby(&mut link, &mut session, &mut screen, &mut window)?;
+    let start = lobby::join_lobby(&mut link, &mut session, &mut screen, (&mut window, &chat))?;
     // The network thread serves from here on: while this player loads the content and the
     // state and opens its window, it tells the host that it is still coming (`Loading`),
     // which otherwise drops a player silent for 2 s.
@@ -575,6 +585,7 @@ fn play_joined(
         rejoin = rejoin.replacen("framelock join", "framelock spectate", 1);
     }
     let mut feed = NetFeed::new(link, session, bot)
+        .with_chat(chat, net.say.clone(), net.chat_every)
         .with_names(start.players.clone())
         .with_room(room)
         .with_rejoin(rejoin);
@@ -699,11 +710,6 @@ fn run(
     if let Some((frame, mask)) = net.inject_desync {
         feed = feed.with_injected_desync(frame, mask);
     }
-    let chat = ChatBoard::new(net.chat);
-    if play.headless {
-        chat::read_stdin(&chat);
-    }
-    feed = feed.with_chat(chat.clone(), net.say.clone(), net.chat_every);
     if let Some((frame, hold)) = net.pause_at {
         feed = feed.with_pause_at(frame, hold);
     }
@@ -748,7 +754,6 @@ fn run(
     // Stats are written below, once the netplay numbers are in.
     let quiet = PlayOptions {
         stats_json: None,
-        chat: Some(chat),
         ..play.clone()
     };
     let result = run_session(&quiet, core, &mut runner, Map::new(), recording, window);

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Map, Value};
 
-use crate::app::chat_board::{ChatBoard, Shown};
+use crate::app::chat_board::ChatBoard;
 use crate::lockstep::{self, ClientEvent, Frame, PauseRefusal, PeerId};
 use crate::net::LinkStats;
 use crate::replay::Event;
@@ -247,17 +247,7 @@ impl Report {
                 text: line.text.clone(),
             },
         ));
-        if !self.chat.shows(line.is_spectator()) {
-            return;
-        }
-        tracing::info!("chat: {line}");
-        self.chat.post(Shown {
-            slot: Some(line.slot),
-            spectator: line.is_spectator(),
-            name: line.name,
-            text: line.text,
-            at: now,
-        });
+        super::chat::show(&self.chat, now, line);
     }
 
     fn client_event(
