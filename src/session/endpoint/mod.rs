@@ -3,7 +3,8 @@
 //! the desync recoveries under way ([`ResyncSend`]); it routes every datagram to the right
 //! one and applies the policy that ties them together (a player who leaves the lobby or says
 //! goodbye leaves the lockstep server, a player the server timed out is told so, a desync
-//! asks for a state to send).
+//! asks for a state to send). `events` holds what it reports, `starting` how players get
+//! into the game (the start, and states for late joiners, spectators and resyncs).
 //!
 //! `framelock host` drives one beside its own player's lockstep client, which talks to it in
 //! memory ([`Endpoint::handle_local`], [`Endpoint::poll_local`]); a dedicated server drives
@@ -13,8 +14,12 @@
 //! is reached, then drain [`poll_transmit`](Endpoint::poll_transmit) and
 //! [`poll_event`](Endpoint::poll_event). It never reads a clock and never touches a socket.
 
+mod events;
+mod starting;
+
+pub use events::{EndpointEvent, OutReason};
+
 use std::collections::VecDeque;
-use std::fmt;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
@@ -25,8 +30,8 @@ use crate::wire::{link_overhead, Header, Kind, Transmit, HEADER_LEN};
 use super::chat::{ChatLine, ChatRelay};
 use super::host::is_spectator_slot;
 use super::{
-    is_session_datagram, resync_request, HostConfig, HostEvent, HostSession, LeftReason, Player,
-    ResyncRecv, ResyncSend, SessionError, SessionInfo, SessionStats, HELLO_INTERVAL, LOADING_LIMIT,
+    is_session_datagram, resync_request, HostConfig, HostEvent, HostSession, Player, ResyncRecv,
+    ResyncSend, SessionError, SessionInfo, SessionStats, HELLO_INTERVAL, LOADING_LIMIT,
 };
 
 /// How long a player may load before the endpoint says that the game waits for it (the
@@ -64,186 +69,6 @@ pub struct EndpointConfig {
     pub lockstep: lockstep::Config,
     /// Give up the lobby after this long (raises [`EndpointEvent::LobbyExpired`]).
     pub lobby_timeout: Option<Duration>,
-}
-
-/// Why a player is out of a running game.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum OutReason {
-    /// It said goodbye, or was removed.
-    Left,
-    /// Silent for the lockstep timeout.
-    TimedOut,
-    /// Silent for the lockstep timeout while it was still loading.
-    TimedOutLoading,
-    /// Still loading `LOADING_LIMIT` after it had the start state.
-    SlowStart,
-}
-
-impl fmt::Display for OutReason {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            OutReason::Left => write!(f, "left"),
-            OutReason::TimedOut => write!(f, "timed out"),
-            OutReason::TimedOutLoading => write!(f, "timed out while loading"),
-            OutReason::SlowStart => write!(
-                f,
-                "still loading {} s after it had the start state",
-                LOADING_LIMIT.as_secs()
-            ),
-        }
-    }
-}
-
-/// What happened, for the driver to log or act on.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum EndpointEvent {
-    /// Admitted to the lobby; its start-state transfer follows.
-    Joined {
-        /// The slot (a spectator's from 16 on).
-        slot: u8,
-        /// The name it goes by.
-        name: String,
-        /// Its address.
-        addr: SocketAddr,
-    },
-    /// It has the whole start state; `ready` of `want` players are in.
-    Ready {
-        /// The slot (a spectator's from 16 on).
-        slot: u8,
-        /// Players with the start state, the host's included.
-        ready: usize,
-        /// Players the session takes.
-        want: u8,
-    },
-    /// A join attempt was refused, with the reason the joiner was sent.
-    Refused {
-        /// Its address.
-        addr: SocketAddr,
-        /// Why.
-        reason: String,
-    },
-    /// It left the lobby, or said goodbye during the game (a `PlayerOut` follows then).
-    Left {
-        /// The slot (a spectator's from 16 on).
-        slot: u8,
-        /// Why.
-        reason: LeftReason,
-    },
-    /// Every player is in and ready: the lockstep server runs, with these slots.
-    Started {
-        /// The slots.
-        slots: Vec<u8>,
-    },
-    /// The lobby's time ran out before every player was in.
-    LobbyExpired {
-        /// Players with the start state, the host's included.
-        ready: usize,
-        /// Players the session takes.
-        want: u8,
-    },
-    /// Nothing heard from the player for `silent_for` (once per silence).
-    PlayerSilent {
-        /// The slot (a spectator's from 16 on).
-        slot: u8,
-        /// How long nothing has come.
-        silent_for: Duration,
-    },
-    /// The player is out of the game: neutral input from `from_frame` on.
-    PlayerOut {
-        /// The slot (a spectator's from 16 on).
-        slot: u8,
-        /// The frame it counts from.
-        from_frame: Frame,
-        /// Why.
-        reason: OutReason,
-    },
-    /// The game waits for a player that is still loading, `waited` after it had the start
-    /// state; `again` on the later reminders.
-    StillLoading {
-        /// The slot (a spectator's from 16 on).
-        slot: u8,
-        /// Time since it had the start state.
-        waited: Duration,
-        /// A reminder, not the first notice.
-        again: bool,
-    },
-    /// A player the game waited for runs, `waited` after it had the start state.
-    Running {
-        /// The slot (a spectator's from 16 on).
-        slot: u8,
-        /// Time since it had the start state.
-        waited: Duration,
-    },
-    /// The player's checksum of `frame` differs from the reference player's (with no local
-    /// player: from most players'). With `send_state`, hand the machine's state to
-    /// [`Endpoint::handle_state`] at the next frame boundary; otherwise a recovery is under
-    /// way already, or (with no local player) the endpoint fetches a state itself, from
-    /// `source`.
-    Desync {
-        /// The frame.
-        frame: Frame,
-        /// The slot (a spectator's from 16 on).
-        slot: u8,
-        /// The reference checksum.
-        expected: u64,
-        /// The player's checksum.
-        got: u64,
-        /// Hand in a state for it.
-        send_state: bool,
-        /// The player the endpoint fetches a state from.
-        source: Option<u8>,
-    },
-    /// The player has the state for `frame` and continues from it.
-    Resynced {
-        /// The slot (a spectator's from 16 on).
-        slot: u8,
-        /// The frame.
-        frame: u32,
-    },
-    /// Hand the machine's state to [`Endpoint::handle_state`] at the next frame boundary,
-    /// for these joiners of the running game (late players, spectators).
-    StateWanted {
-        /// The slots.
-        slots: Vec<u8>,
-    },
-    /// A player who joined the running game (or came back) plays from `from_frame` on.
-    PlayerJoined {
-        /// The slot (a spectator's from 16 on).
-        slot: u8,
-        /// The frame it counts from.
-        from_frame: Frame,
-        /// The name it goes by.
-        name: String,
-    },
-    /// A spectator has its state and watches from `frame` on.
-    Watching {
-        /// The slot (a spectator's from 16 on).
-        slot: u8,
-        /// The frame.
-        frame: u32,
-    },
-    /// A spectator left (`reason` says why).
-    SpectatorLeft {
-        /// The slot (a spectator's from 16 on).
-        slot: u8,
-        /// Why.
-        reason: String,
-    },
-    /// A joiner of the running game could not be given a state and was sent away.
-    NoState {
-        /// The slot (a spectator's from 16 on).
-        slot: u8,
-    },
-    /// A joiner's datagrams come from a new address, which answered a challenge: its
-    /// datagrams go there from now on.
-    PathChanged {
-        /// The slot (a spectator's from 16 on).
-        slot: u8,
-        /// The address it had.
-        from: SocketAddr,
-        /// The address it has now.
-        to: SocketAddr,
-    },
 }
 
 /// A joiner the game waits for: it has the start state, but does not run yet.
@@ -975,197 +800,6 @@ impl Endpoint {
         }
     }
 
-    /// A state of the running machine is needed for `slot` (a late joiner, a spectator, or
-    /// one that fell behind): from the local player's machine, or else fetched from a player
-    /// who runs.
-    fn want_state(&mut self, now: Instant, slot: u8) {
-        if self.local.is_some() {
-            self.events
-                .push_back(EndpointEvent::StateWanted { slots: vec![slot] });
-            return;
-        }
-        let Some(server) = &self.server else {
-            return;
-        };
-        let source = server
-            .peers()
-            .filter(|p| server.is_running(*p) && !server.is_pending(*p))
-            .map(|p| p.0)
-            .find(|p| *p != slot);
-        let Some(from) = source else {
-            tracing::warn!("no player runs that could send a state for slot {slot}");
-            return;
-        };
-        match self.fetches.iter_mut().find(|f| f.from == from) {
-            Some(f) => {
-                if !f.for_slots.contains(&slot) {
-                    f.for_slots.push(slot);
-                }
-            }
-            None => {
-                self.next_resync_id += 1;
-                self.fetches.push(Fetch {
-                    id: self.next_resync_id,
-                    from,
-                    for_slots: vec![slot],
-                    rx: ResyncRecv::default(),
-                    asked: None,
-                    since: now,
-                });
-            }
-        }
-    }
-
-    /// A joiner of the running game has its state: it enters the lockstep server, a player
-    /// as a late peer (its input counts once it caught up), a spectator as a watcher.
-    fn enter_running(&mut self, now: Instant, slot: u8) {
-        let (Some(server), Some(frame)) = (&mut self.server, self.session.start_frame(slot)) else {
-            return;
-        };
-        let Some(addr) = self.session.addr_of(slot) else {
-            return;
-        };
-        let header = link_overhead(addr);
-        let me = self.session.players().into_iter().find(|p| p.slot == slot);
-        let rtt = me.as_ref().and_then(|p| p.rtt);
-        let name = me.map(|p| p.name).unwrap_or_default();
-        let result = if is_spectator_slot(slot) {
-            server.add_spectator(now, slot, Frame(frame), header)
-        } else {
-            let peer = PeerId(slot);
-            server
-                .add_late_peer(now, peer, Frame(frame), &name)
-                .and_then(|()| {
-                    server.set_udp_ip_header(peer, header)?;
-                    match rtt {
-                        Some(rtt) => server.seed_rtt(now, peer, rtt),
-                        None => Ok(()),
-                    }
-                })
-        };
-        match result {
-            Ok(()) if is_spectator_slot(slot) => self
-                .events
-                .push_back(EndpointEvent::Watching { slot, frame }),
-            Ok(()) => {}
-            Err(e) => {
-                tracing::warn!("slot {slot} cannot enter the game: {e}");
-                self.session.kick(
-                    slot,
-                    "the state you were sent is too old by now; run the same command again",
-                );
-            }
-        }
-    }
-
-    /// Says which players the game waits for while they load, `(slot, since)` from their
-    /// latest `Loading`, and when each then runs.
-    fn track_loading(&mut self, now: Instant, heard: Vec<(u8, Duration)>) {
-        let Some(server) = &self.server else {
-            return;
-        };
-        for (slot, since) in heard {
-            match self.loading.iter_mut().find(|l| l.slot == slot) {
-                Some(l) => (l.since, l.heard) = (since, now),
-                None => self.loading.push(Loading {
-                    slot,
-                    since,
-                    heard: now,
-                    told: None,
-                }),
-            }
-        }
-        let events = &mut self.events;
-        self.loading.retain_mut(|l| {
-            let waited = l.waited(now);
-            if server.is_running(PeerId(l.slot)) {
-                if l.told.is_some() {
-                    events.push_back(EndpointEvent::Running {
-                        slot: l.slot,
-                        waited,
-                    });
-                }
-                return false;
-            }
-            let again = match l.told {
-                None if waited >= LOADING_QUIET => false,
-                Some(t) if now >= t + LOADING_NOTICE => true,
-                _ => return true,
-            };
-            events.push_back(EndpointEvent::StillLoading {
-                slot: l.slot,
-                waited,
-                again,
-            });
-            l.told = Some(now);
-            true
-        });
-    }
-
-    /// Closes the lobby and starts the lockstep server once every player is in and ready.
-    fn maybe_start(&mut self, now: Instant) {
-        let players = self.session.players();
-        let ready: Vec<u8> = players.iter().filter(|p| p.ready).map(|p| p.slot).collect();
-        if ready.len() < usize::from(self.session.start_with()) || !self.session.all_ready() {
-            return;
-        }
-        match self.start(now, &players, &ready) {
-            Ok(()) => self
-                .events
-                .push_back(EndpointEvent::Started { slots: ready }),
-            Err(e) => {
-                // The configuration was validated when the host set it up; this is a bug.
-                tracing::error!("cannot start the lockstep server: {e}");
-                self.lobby_expired = true;
-                self.events.push_back(EndpointEvent::LobbyExpired {
-                    ready: ready.len(),
-                    want: self.cfg.host.max_players,
-                });
-            }
-        }
-    }
-
-    fn start(
-        &mut self,
-        now: Instant,
-        players: &[Player],
-        ready: &[u8],
-    ) -> Result<(), lockstep::LockstepError> {
-        let cfg = lockstep::Config {
-            players: self.cfg.host.max_players,
-            session: self.session.session_id(),
-            fps: self.cfg.host.fps,
-            ..self.cfg.lockstep.clone()
-        };
-        let mut server = Server::new(now, cfg)?;
-        // With no machine of its own, no player's checksum is the reference.
-        server.set_majority_checksums(self.local.is_none());
-        for p in players.iter().filter(|p| ready.contains(&p.slot)) {
-            let peer = PeerId(p.slot);
-            server.add_peer(now, peer)?;
-            match p.addr {
-                Some(addr) => server.set_udp_ip_header(peer, link_overhead(addr))?,
-                // The local player talks in memory: no wire, no send budget.
-                None => {
-                    server.set_send_budget(peer, 0)?;
-                    server.set_udp_ip_header(peer, 0)?;
-                }
-            }
-            // The first lead then covers the round trip from frame 0 on.
-            if let Some(rtt) = p.rtt {
-                tracing::debug!(slot = p.slot, ?rtt, "round trip from the handshake");
-                server.seed_rtt(now, peer, rtt)?;
-            }
-        }
-        self.session.close_lobby();
-        self.server = Some(server);
-        // Spectators that have the start state watch from its frame.
-        for s in self.session.spectators().into_iter().filter(|s| s.ready) {
-            self.enter_running(now, s.slot);
-        }
-        Ok(())
-    }
-
     /// Spectators admitted (and not yet gone).
     pub fn spectator_count(&self) -> usize {
         self.session.spectators().len()
@@ -1178,5 +812,4 @@ impl Endpoint {
 }
 
 #[cfg(test)]
-#[path = "endpoint_tests.rs"]
 mod tests;

@@ -11,7 +11,7 @@ use crate::lockstep::{self, Client};
 use crate::net::sim::SimNet;
 use crate::session::msg::Msg;
 use crate::session::testkit::{info, Game};
-use crate::session::{JoinConfig, JoinEvent, JoinSession, ResyncRecv};
+use crate::session::{JoinConfig, JoinEvent, JoinSession, LeftReason, ResyncRecv};
 use crate::wire::HEADER_LEN;
 use rand::{rngs::SmallRng, Rng, RngCore, SeedableRng};
 
