@@ -7,13 +7,12 @@ use std::time::{Duration, Instant};
 use crate::input::{Inputs, Pad};
 use crate::wire::{self, Header, Kind, WireError};
 
-use super::budget::SendBudget;
-use super::frame::{seq_newer, Frame, PeerId};
-use super::msg::{self, AckRefs, Ctrl, Notice, PauseRefusal, SampleRun};
-use super::pause::{ClientPause, LINK_SILENCE, PAUSED_SILENCE, STOP_GAP};
-use super::rtt::{LossMeter, RttEstimator, WindowQuantile};
-use super::server::{head, rtt_sample};
-use super::stats::{ClientStats, LatencyStats, Traffic};
+use super::frame::{Frame, PeerId};
+use super::link::{Link, Silence};
+use super::msg::{self, Ctrl, Notice, PauseRefusal, SampleRun};
+use super::pause::{ClientPause, PAUSED_SILENCE, STOP_GAP};
+use super::rtt::WindowQuantile;
+use super::stats::{ClientStats, LatencyStats};
 use super::timesync::pace_for;
 use super::{Config, LockstepError, Mode};
 
@@ -28,7 +27,6 @@ const MINE: usize = 512;
 const MAX_WAITED: u32 = 120;
 /// Unacknowledged checksums kept (the oldest go first).
 const MAX_CHECKSUMS: usize = 16;
-const MAX_SENT_RECORDS: usize = 1024;
 /// Notices remembered to raise each event once.
 const MAX_SEEN_NOTICES: usize = 256;
 /// Received frames kept as bases for delta coding (68 s at 60 fps): the server codes against
@@ -122,11 +120,9 @@ pub enum ClientEvent {
     },
 }
 
+/// What a CTRL carried, kept until it is acknowledged (see [`Link`]).
 #[derive(Clone, Copy, Debug)]
 struct SentCtrl {
-    seq: u16,
-    /// The ack it carried.
-    ack: Option<u16>,
     samples_end: u32,
     checks_end: u32,
     /// The pause request it carried.
@@ -159,7 +155,8 @@ struct SentCtrl {
 pub struct Client {
     cfg: Config,
     me: PeerId,
-    epoch: Instant,
+    /// Sequence numbers, acks, timestamps, RTT, loss of UPDATEs, budget, traffic, silence.
+    link: Link<SentCtrl>,
     /// Unacknowledged local samples: indices `samples_base..samples_end`.
     samples: VecDeque<Pad>,
     samples_base: u32,
@@ -195,25 +192,12 @@ pub struct Client {
     held: VecDeque<Inputs>,
     next_frame: Frame,
     lead: Option<u32>,
-    send_seq: u16,
-    sent: VecDeque<SentCtrl>,
-    recv_seq: Option<u16>,
-    /// For writing our acks short and reading the other side's.
-    acks: AckRefs,
-    /// The newest server timestamp not echoed yet, and when it arrived.
-    echo: Option<(u16, Instant)>,
     /// The input round trip last reported to the server.
     irtt_sent: Option<u16>,
-    rtt: RttEstimator,
-    /// Loss of UPDATEs (from their sequence numbers), and the server's word on our CTRLs.
-    down_loss: LossMeter,
+    /// The server's word on the loss of our CTRLs.
     up_lossy: bool,
-    last_heard: Instant,
-    warned: bool,
     lost: bool,
-    last_send: Option<Instant>,
     send_due: bool,
-    budget: SendBudget,
     checksums: VecDeque<(u32, Frame, u64)>,
     next_check: u32,
     advance: f64,
@@ -226,7 +210,6 @@ pub struct Client {
     waited_samples: u32,
     stalls: u64,
     stalled: Duration,
-    traffic: Traffic,
     latency: LatencyStats,
     /// Watches only: pushes no samples, and its CTRLs carry acks alone.
     spectator: bool,
@@ -244,8 +227,6 @@ pub struct Client {
     unseen: u32,
     perceived: LatencyStats,
     pause: ClientPause,
-    /// When the server's last silence of `LINK_SILENCE` ended (see `pause`).
-    silence_end: Option<Instant>,
     /// When the frame loop last pushed (or tried to: paused).
     last_push_call: Option<Instant>,
 }
@@ -364,11 +345,11 @@ impl Client {
         if me.0 >= cfg.players {
             return Err(LockstepError::NoSuchSlot(me));
         }
-        let budget = SendBudget::new(cfg.send_budget, cfg.udp_ip_header);
+        let link = Link::new(now, now, cfg.send_budget, cfg.udp_ip_header);
         Ok(Client {
             cfg,
             me,
-            epoch: now,
+            link,
             samples: VecDeque::new(),
             samples_base: 0,
             acked_pad: None,
@@ -388,21 +369,10 @@ impl Client {
             slack_long: WindowQuantile::new(SLACK_LONG),
             next_frame: Frame::ZERO,
             lead: None,
-            send_seq: 0,
-            sent: VecDeque::new(),
-            recv_seq: None,
-            acks: AckRefs::default(),
-            echo: None,
             irtt_sent: None,
-            rtt: RttEstimator::default(),
-            down_loss: LossMeter::default(),
             up_lossy: false,
-            last_heard: now,
-            warned: false,
             lost: false,
-            last_send: None,
             send_due: false,
-            budget,
             checksums: VecDeque::new(),
             next_check: 0,
             advance: 0.0,
@@ -413,7 +383,6 @@ impl Client {
             waited_samples: 0,
             stalls: 0,
             stalled: Duration::ZERO,
-            traffic: Traffic::default(),
             latency: LatencyStats::default(),
             spectator: false,
             catching_up: false,
@@ -423,7 +392,6 @@ impl Client {
             unseen: 0,
             perceived: LatencyStats::default(),
             pause: ClientPause::default(),
-            silence_end: None,
             last_push_call: None,
         })
     }
@@ -687,14 +655,13 @@ impl Client {
     /// counted.
     pub fn handle_datagram(&mut self, now: Instant, datagram: &[u8]) {
         self.last_now = self.last_now.max(now);
-        self.traffic
-            .received(datagram.len(), self.cfg.udp_ip_header);
+        self.link.count_received(datagram.len());
         let known_end = self.next_frame.0 + self.frames.len() as u32;
         // `held` ends where the received frames end.
         let (held, held_from) = (&self.held, known_end - self.held.len() as u32);
         let update = match Header::parse(datagram) {
             Ok((h, body)) if h.kind == Kind::Update => {
-                let ack_ref = self.acks.reference(self.send_seq);
+                let ack_ref = self.link.ack_reference();
                 msg::decode_update(
                     body,
                     wire::is_short(datagram),
@@ -706,14 +673,13 @@ impl Client {
             }
             Ok((h, _)) => {
                 tracing::debug!("dropped a {:?} datagram", h.kind);
-                self.traffic.packets_dropped_invalid += 1;
+                self.link.traffic.packets_dropped_invalid += 1;
                 return;
             }
             Err(e) => Err(e),
         };
-        let sent_any = self.last_send.is_some();
         let update = update.and_then(|u| {
-            if u.head.plausible(self.recv_seq, self.send_seq, sent_any) {
+            if self.link.plausible(&u.head) {
                 Ok(u)
             } else {
                 Err(WireError::Malformed(Kind::Update))
@@ -727,21 +693,14 @@ impl Client {
             }
             Err(e) => {
                 tracing::debug!("dropped datagram: {e}");
-                self.traffic.packets_dropped_invalid += 1;
+                self.link.traffic.packets_dropped_invalid += 1;
                 return;
             }
         };
         if self.lost {
             return;
         }
-        // A silence ends with a datagram after one (the first ends none: before it, the
-        // server had nothing to say).
-        let gap = now.saturating_duration_since(self.last_heard) >= LINK_SILENCE;
-        if gap && self.recv_seq.is_some() {
-            self.silence_end = Some(now);
-        }
-        self.last_heard = now;
-        self.warned = false;
+        self.link.heard(now);
         if update.frames.as_ref().is_some_and(|r| r.from.0 > known_end) {
             // A later segment whose predecessor is missing: ignore it all, so our ack
             // never claims frames we lack; it comes again with the next round.
@@ -751,24 +710,12 @@ impl Client {
             // The server names our lead until we acknowledge it: frames without one before
             // we know it are not from a server that follows the protocol.
             tracing::debug!("dropped an UPDATE without the lead we have not learnt yet");
-            self.traffic.packets_dropped_invalid += 1;
+            self.link.traffic.packets_dropped_invalid += 1;
             return;
         }
-        let newest = self.recv_seq.is_none_or(|r| seq_newer(update.head.seq, r));
+        let newest = self.link.received(now, &update.head);
         if newest {
-            if let Some(prev) = self.recv_seq {
-                self.down_loss.arrived(update.head.seq.wrapping_sub(prev));
-            }
             self.up_lossy = update.up_lossy;
-            self.recv_seq = Some(update.head.seq);
-            if let Some(ts) = update.head.ts {
-                self.echo = Some((ts, now));
-            }
-            if let Some(e) = update.head.echo {
-                if let Some(rtt) = rtt_sample(self.epoch, now, e, self.silence_end) {
-                    self.rtt.update(rtt);
-                }
-            }
             if let Some(a) = update.advance {
                 self.advance = f64::from(a) / 16.0;
             }
@@ -864,33 +811,24 @@ impl Client {
     }
 
     fn handle_ack(&mut self, ack: u16) {
-        self.acks.received(ack);
-        while let Some(rec) = self.sent.front().copied() {
-            if rec.seq == ack {
-                self.acks.acknowledged(rec.ack);
-                while self.samples_base < rec.samples_end {
-                    let Some(pad) = self.samples.pop_front() else {
-                        break;
-                    };
-                    self.acked_pad = Some(pad);
-                    self.samples_base += 1;
-                }
-                while self.checksums.front().is_some_and(|c| c.0 < rec.checks_end) {
-                    self.checksums.pop_front();
-                }
-                if let Some(id) = rec.pause_id {
-                    self.pause.acknowledged(id);
-                }
-                if rec.stopped {
-                    self.pause.stopped = false;
-                }
-                self.sent.pop_front();
-                return;
-            }
-            if !seq_newer(ack, rec.seq) {
-                return;
-            }
-            self.sent.pop_front();
+        let Some(rec) = self.link.acked(ack) else {
+            return;
+        };
+        while self.samples_base < rec.samples_end {
+            let Some(pad) = self.samples.pop_front() else {
+                break;
+            };
+            self.acked_pad = Some(pad);
+            self.samples_base += 1;
+        }
+        while self.checksums.front().is_some_and(|c| c.0 < rec.checks_end) {
+            self.checksums.pop_front();
+        }
+        if let Some(id) = rec.pause_id {
+            self.pause.acknowledged(id);
+        }
+        if rec.stopped {
+            self.pause.stopped = false;
         }
     }
 
@@ -903,14 +841,14 @@ impl Client {
     /// first CTRL as that player running (frame 0 waits for it), and a network thread would
     /// otherwise send one while the window is still opening.
     fn first_send_due(&self) -> bool {
-        self.last_send.is_none() && (self.spectator || !self.samples.is_empty())
+        self.link.last_send.is_none() && (self.spectator || !self.samples.is_empty())
     }
 
     /// When a CTRL goes out without a new sample (retransmission and keepalive while
     /// stalled): a keyframe interval after the last one and after the newest sample. While
     /// samples flow they trigger the CTRLs, at the moment each is pushed.
     fn resend_at(&self) -> Option<Instant> {
-        let last = self.last_send?;
+        let last = self.link.last_send?;
         Some(last.max(self.newest_pushed_at.unwrap_or(last)) + self.cfg.resend_interval())
     }
 
@@ -925,7 +863,7 @@ impl Client {
         if !(self.send_due || timer) {
             return None;
         }
-        if !self.budget.allows(now) {
+        if !self.link.budget.allows(now) {
             if !timer && self.every_sample() {
                 // A CTRL is worth most right after the sample it carries. Out of budget now, it
                 // waits for the next sample instead of leaving as soon as the bucket refills:
@@ -936,18 +874,9 @@ impl Client {
             }
             return None;
         }
-        let seq = self.send_seq;
-        self.send_seq = self.send_seq.wrapping_add(1);
+        let head = self.link.next_head(now);
+        let seq = head.seq;
         let n = msg::pads_fitting(self.samples.iter().copied(), msg::CTRL_BIT_BUDGET);
-        let rtt_known = self.rtt.srtt().is_some();
-        let head = head(
-            seq,
-            self.recv_seq,
-            self.epoch,
-            now,
-            &mut self.echo,
-            rtt_known,
-        );
         let samples = (n > 0).then(|| {
             let age = self
                 .newest_pushed_at
@@ -989,26 +918,20 @@ impl Client {
             pause: self.pause.pending,
             stopped: self.pause.stopped,
         };
-        self.sent.push_back(SentCtrl {
-            seq,
-            ack: ctrl.head.ack,
+        let record = SentCtrl {
             samples_end: self.samples_base + n as u32,
             checks_end,
             pause_id: ctrl.pause.map(|p| p.id),
             stopped: ctrl.stopped,
-        });
-        if self.sent.len() > MAX_SENT_RECORDS {
-            self.sent.pop_front();
-        }
+        };
         self.send_due = false;
-        self.last_send = Some(now);
+        self.link.last_send = Some(now);
         // The server holds samples up to somewhere between our first unacknowledged one and
         // the end of all we sent.
         let refs = self.samples_base..=self.sent_end.max(self.samples_base);
         self.sent_end = self.sent_end.max(self.samples_base + n as u32);
-        let bytes = msg::encode_ctrl(self.cfg.session, &ctrl, refs, self.acks.held());
-        self.budget.spend(now, bytes.len());
-        self.traffic.sent(bytes.len(), self.cfg.udp_ip_header);
+        let bytes = msg::encode_ctrl(self.cfg.session, &ctrl, refs, self.link.acks.held());
+        self.link.sent(now, &ctrl.head, record, bytes.len());
         Some(bytes)
     }
 
@@ -1085,12 +1008,16 @@ impl Client {
         } else {
             self.resend_at()
         };
-        let send = send.map(|t| self.budget.ready_at(t));
-        let warn = (!self.warned).then(|| self.last_heard + self.cfg.warn_after);
-        [send, warn, Some(self.last_heard + self.silence_limit())]
-            .into_iter()
-            .flatten()
-            .min()
+        let send = send.map(|t| self.link.budget.ready_at(t));
+        let warn = self.link.warn_at(self.cfg.warn_after);
+        [
+            send,
+            warn,
+            Some(self.link.last_heard + self.silence_limit()),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
     }
 
     /// Raises `ServerSilent` and `ServerLost` when the server has been quiet too long.
@@ -1099,22 +1026,27 @@ impl Client {
         if self.lost {
             return;
         }
-        let silent = now.saturating_duration_since(self.last_heard);
-        if silent >= self.silence_limit() {
-            tracing::info!("server silent for {} ms: lost", silent.as_millis());
-            self.lost = true;
-            self.events.push_back(ClientEvent::ServerLost);
-        } else if silent >= self.cfg.warn_after && !self.warned {
-            self.warned = true;
-            self.events
-                .push_back(ClientEvent::ServerSilent { silent_for: silent });
+        match self
+            .link
+            .silence(now, self.silence_limit(), self.cfg.warn_after)
+        {
+            Silence::Gone(silent) => {
+                tracing::info!("server silent for {} ms: lost", silent.as_millis());
+                self.lost = true;
+                self.events.push_back(ClientEvent::ServerLost);
+            }
+            Silence::Warn(silent) => {
+                self.events
+                    .push_back(ClientEvent::ServerSilent { silent_for: silent });
+            }
+            Silence::Heard => {}
         }
     }
 
     /// True while a direction of the link loses datagrams: a CTRL then goes out with every
     /// sample instead of every K-th, so a loss costs one frame instead of K.
     pub fn redundant(&self) -> bool {
-        self.down_loss.lossy() || self.up_lossy
+        self.link.loss.lossy() || self.up_lossy
     }
 
     /// True once the server has been lost.
@@ -1160,7 +1092,7 @@ impl Client {
 
     /// Smoothed RTT to the server.
     pub fn rtt(&self) -> Option<Duration> {
-        self.rtt.srtt()
+        self.link.rtt.srtt()
     }
 
     /// How far this client's frame clock is behind the host's, to catch up once: its first
@@ -1177,7 +1109,7 @@ impl Client {
         if self.start_delay_taken || self.first_frames_at.is_none() {
             return None;
         }
-        let one_way = self.rtt.srtt()? / 2;
+        let one_way = self.link.rtt.srtt()? / 2;
         self.start_delay_taken = true;
         Some(one_way)
     }
@@ -1185,12 +1117,12 @@ impl Client {
     /// The client's numbers as of now.
     pub fn stats(&self) -> ClientStats {
         ClientStats {
-            rtt: self.rtt.srtt(),
-            rtt_var: self.rtt.rttvar(),
+            rtt: self.link.rtt.srtt(),
+            rtt_var: self.link.rtt.rttvar(),
             input_rtt: self.input_rtt.quantile(INPUT_RTT_QUANTILE),
             keyframe_interval: self.cfg.keyframe_interval,
             redundant: self.redundant(),
-            down_loss: self.down_loss.rate(),
+            down_loss: self.link.loss.rate(),
             lead: self.lead,
             frame: self.next_frame,
             ready_frames: self.frames.len(),
@@ -1199,7 +1131,7 @@ impl Client {
             stalled_frames: self.stalled.as_secs_f64() * self.cfg.fps,
             pace: self.pace(),
             advance_frames: self.advance,
-            traffic: self.traffic,
+            traffic: self.link.traffic,
             latency: self.latency.clone(),
             perceived: self.perceived.clone(),
         }

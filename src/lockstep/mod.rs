@@ -156,6 +156,7 @@ mod client;
 mod codec;
 mod frame;
 mod lead;
+mod link;
 mod msg;
 mod pause;
 mod rtt;
