@@ -20,17 +20,18 @@ use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 use crate::input::MAX_PLAYERS;
-use crate::wire::{self, Header, Kind, Transmit, WireError};
+use crate::wire::Transmit;
 
 use super::budget::SendBudget;
 use super::frame::{Frame, PeerId};
 use super::link::{Link, Silence};
-use super::msg::{self, Notice, NoticeName, PauseRequest};
+use super::msg::{Notice, NoticeName, PauseRequest};
 use super::pause::{Pauses, Verdict, PAUSED_SILENCE, STOP_SETTLE, STOP_TAINT, STOP_TAINT_OWN};
 use super::stats::{PeerStats, Placement, ServerStats, Traffic};
 use super::{Config, LockstepError};
 
 mod checksums;
+mod event;
 mod inputs;
 mod player;
 mod publish;
@@ -38,6 +39,7 @@ mod spectators;
 mod stream;
 
 use checksums::Checksums;
+pub use event::{LeaveReason, ServerEvent};
 use player::Player;
 #[cfg(test)]
 pub(super) use player::UNCONTACTED_SILENCE;
@@ -52,9 +54,8 @@ use stream::{build_round, send_at, History, RoundCtx};
 const RETAIN_SECS: f64 = 4.0;
 /// A late joiner counts as caught up, and its input enters the game, once its newest
 /// sample is within the lead plus this many keyframe intervals of the frontier; or after
-/// `ACTIVATE_ANYWAY` of CTRLs.
+/// `player::ACTIVATE_ANYWAY` of CTRLs.
 const ACTIVATE_SLACK_K: u32 = 2;
-const ACTIVATE_ANYWAY: Duration = Duration::from_secs(3);
 /// After a player left, the input round trips the others report are ignored this long (the
 /// window they are measured over, 4 s, and a margin): the frames that waited for the
 /// departed player until its timeout made their samples' round trips that long, which is
@@ -62,69 +63,6 @@ const ACTIVATE_ANYWAY: Duration = Duration::from_secs(3);
 /// reports held everyone's lead at a second for the next 4 s, and a player who rejoined
 /// played with that delay.
 const FORGET_STALL: Duration = Duration::from_secs(5);
-
-/// Why a peer left.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum LeaveReason {
-    /// [`Server::remove_peer`] was called.
-    Removed,
-    /// Silent for longer than [`Config::timeout`].
-    TimedOut,
-}
-
-/// What happened, for the driver to act on or log.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum ServerEvent {
-    /// Nothing heard from `peer` for `silent_for` (>= `warn_after`); raised once per silence.
-    PeerSilent {
-        /// The player's slot.
-        peer: PeerId,
-        /// How long nothing has come.
-        silent_for: Duration,
-    },
-    /// `peer`, added after the start ([`Server::add_late_peer`]), caught up: its input
-    /// enters the game from `from_frame` on (every client is told).
-    PeerJoined {
-        /// The player's slot.
-        peer: PeerId,
-        /// The first frame its input counts.
-        from_frame: Frame,
-    },
-    /// Spectator `id` was silent past the timeout and is out.
-    SpectatorLeft {
-        /// The spectator.
-        id: u8,
-    },
-    /// Spectator `id` fell more than [`SPECTATOR_LAG_SECS`] behind the frontier: it gets no
-    /// frames until [`Server::restart_spectator`] gives it a fresh start.
-    SpectatorBehind {
-        /// The spectator.
-        id: u8,
-        /// How far behind the frontier its acks are.
-        frames: u32,
-    },
-    /// `peer` is out of the session; it gets neutral input from `from_frame` on.
-    PeerLeft {
-        /// The player's slot.
-        peer: PeerId,
-        /// The first frame of neutral input.
-        from_frame: Frame,
-        /// Why.
-        reason: LeaveReason,
-    },
-    /// `peer`'s checksum of `frame` differs from the reference player's (slot 0, the host's
-    /// player, or the lowest slot still in the session).
-    Desync {
-        /// The frame compared.
-        frame: Frame,
-        /// The player whose checksum differs.
-        peer: PeerId,
-        /// The reference checksum.
-        expected: u64,
-        /// The player's.
-        got: u64,
-    },
-}
 
 /// The server side of a session. Lives in the hosting process.
 ///
@@ -437,52 +375,8 @@ impl Server {
             self.traffic.packets_dropped_invalid += 1;
             return;
         };
-        self.traffic.received(datagram.len(), peer.link.header);
-        peer.link.count_received(datagram.len());
-        let ctrl = match Header::parse(datagram) {
-            Ok((h, body)) if h.kind == Kind::Ctrl => msg::decode_ctrl(
-                body,
-                wire::is_short(datagram),
-                peer.input.recv_end(),
-                peer.link.ack_reference(),
-                |i| peer.input.sample(i),
-            ),
-            Ok((h, _)) => {
-                tracing::debug!("{from}: dropped a {:?} datagram", h.kind);
-                self.traffic.packets_dropped_invalid += 1;
-                peer.link.traffic.packets_dropped_invalid += 1;
-                return;
-            }
-            Err(e) => Err(e),
-        };
-        // A run must continue the samples we hold and fit the buffer (see
-        // `InputQueue::fits`). Its head must be one the client can have sent, and its
-        // checksums of frames it can have run (published ones): a checksum of a frame to
-        // come would be a desync when it comes.
-        let ctrl = ctrl.and_then(|c| {
-            let fits = c.samples.as_ref().is_none_or(|run| peer.input.fits(run));
-            let plausible =
-                peer.link.plausible(&c.head) && c.checksums.iter().all(|(f, _)| *f < frontier);
-            if fits && plausible {
-                Ok(c)
-            } else {
-                Err(WireError::Malformed(Kind::Ctrl))
-            }
-        });
-        let ctrl = match ctrl {
-            Ok(c) => c,
-            Err(WireError::MissingBase(_, i)) if i < peer.input.used_base => {
-                // Coded against a sample we let go of after a newer CTRL: this one is late
-                // and carries nothing new.
-                tracing::trace!("{from}: dropped a late CTRL");
-                return;
-            }
-            Err(e) => {
-                tracing::debug!("{from}: dropped datagram: {e}");
-                self.traffic.packets_dropped_invalid += 1;
-                peer.link.traffic.packets_dropped_invalid += 1;
-                return;
-            }
+        let Some(ctrl) = peer.read_ctrl(datagram, frontier, &mut self.traffic) else {
+            return;
         };
         let newest = peer.heard(now, &ctrl.head);
         // Its frame loop stood still: the frames that waited for it held the others'
@@ -540,23 +434,12 @@ impl Server {
         let frontier = self.frontier();
         let slack = ACTIVATE_SLACK_K * self.cfg.keyframe_interval;
         let lead = self.publisher.lead_of(peer);
-        let Some(p) = self.peers[peer.index()].as_mut().filter(|p| p.pending) else {
+        let Some(p) = self.peers[peer.index()].as_mut() else {
             return;
         };
-        let Some(newest) = p
-            .input
-            .recv_end()
-            .checked_sub(1)
-            .filter(|n| *n >= p.input.next)
-        else {
+        let Some(newest) = p.try_activate(now, frontier, lead + slack) else {
             return;
         };
-        let caught_up = newest + lead + slack >= frontier.0;
-        if !caught_up && now < p.added + ACTIVATE_ANYWAY {
-            return;
-        }
-        p.input.catch_up();
-        p.pending = false;
         tracing::debug!(
             "{peer}: caught up at sample {newest}; plays from {frontier} (lead {lead})"
         );

@@ -5,10 +5,13 @@
 
 use std::time::{Duration, Instant};
 
+use crate::wire::{self, Header, Kind, WireError};
+
 use super::super::frame::{Frame, PeerId};
 use super::super::link::Link;
-use super::super::msg::{Head, NoticeName};
+use super::super::msg::{self, Ctrl, Head, NoticeName};
 use super::super::stats::Placement;
+use super::super::stats::Traffic;
 use super::super::timesync::Phase;
 use super::inputs::InputQueue;
 use super::stream::{SentUpdate, Stream};
@@ -20,6 +23,8 @@ use super::stream::{SentUpdate, Stream};
 /// slow, lossy link two of those lost in a row are not a player gone. (One that says it is
 /// still loading, see `Server::starting`, keeps the 2-s rule: its keepalives come faster.)
 pub const UNCONTACTED_SILENCE: Duration = Duration::from_secs(5);
+/// A late joiner plays once it has caught up, or after this much time of CTRLs anyway.
+const ACTIVATE_ANYWAY: Duration = Duration::from_secs(3);
 
 /// One player (see the module doc).
 #[derive(Debug)]
@@ -96,5 +101,86 @@ impl Player {
             }
         }
         true
+    }
+
+    /// Reads a datagram of this player's, with every frame before `frontier` published: the
+    /// CTRL, if it is one and valid. Anything else is dropped and counted (in `total` too),
+    /// but a late CTRL, which carries nothing new.
+    pub fn read_ctrl(
+        &mut self,
+        datagram: &[u8],
+        frontier: Frame,
+        total: &mut Traffic,
+    ) -> Option<Ctrl> {
+        let from = self.id;
+        total.received(datagram.len(), self.link.header);
+        self.link.count_received(datagram.len());
+        let ctrl = match Header::parse(datagram) {
+            Ok((h, body)) if h.kind == Kind::Ctrl => msg::decode_ctrl(
+                body,
+                wire::is_short(datagram),
+                self.input.recv_end(),
+                self.link.ack_reference(),
+                |i| self.input.sample(i),
+            ),
+            Ok((h, _)) => {
+                tracing::debug!("{from}: dropped a {:?} datagram", h.kind);
+                total.packets_dropped_invalid += 1;
+                self.link.traffic.packets_dropped_invalid += 1;
+                return None;
+            }
+            Err(e) => Err(e),
+        };
+        // A run must continue the samples we hold and fit the buffer (see
+        // `InputQueue::fits`). Its head must be one the client can have sent, and its
+        // checksums of frames it can have run (published ones): a checksum of a frame to
+        // come would be a desync when it comes.
+        let ctrl = ctrl.and_then(|c| {
+            let fits = c.samples.as_ref().is_none_or(|run| self.input.fits(run));
+            let plausible =
+                self.link.plausible(&c.head) && c.checksums.iter().all(|(f, _)| *f < frontier);
+            if fits && plausible {
+                Ok(c)
+            } else {
+                Err(WireError::Malformed(Kind::Ctrl))
+            }
+        });
+        match ctrl {
+            Ok(c) => Some(c),
+            Err(WireError::MissingBase(_, i)) if i < self.input.used_base => {
+                // Coded against a sample we let go of after a newer CTRL: this one is late
+                // and carries nothing new.
+                tracing::trace!("{from}: dropped a late CTRL");
+                None
+            }
+            Err(e) => {
+                tracing::debug!("{from}: dropped datagram: {e}");
+                total.packets_dropped_invalid += 1;
+                self.link.traffic.packets_dropped_invalid += 1;
+                None
+            }
+        }
+    }
+
+    /// A late joiner whose newest sample is within `lead` frames of `frontier` (or that
+    /// has sent for `ACTIVATE_ANYWAY`) caught up: it plays from the frontier on, with the
+    /// newest of the samples it pushed meanwhile (see [`InputQueue::catch_up`]). The index
+    /// of that sample, if it did; `None` for a player not pending.
+    pub fn try_activate(&mut self, now: Instant, frontier: Frame, lead: u32) -> Option<u32> {
+        if !self.pending {
+            return None;
+        }
+        let newest = self
+            .input
+            .recv_end()
+            .checked_sub(1)
+            .filter(|n| *n >= self.input.next)?;
+        let caught_up = newest + lead >= frontier.0;
+        if !caught_up && now < self.added + ACTIVATE_ANYWAY {
+            return None;
+        }
+        self.input.catch_up();
+        self.pending = false;
+        Some(newest)
     }
 }
