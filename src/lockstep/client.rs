@@ -11,10 +11,10 @@ use super::frame::{Frame, PeerId};
 use super::link::{Link, Silence};
 use super::msg::{self, Ctrl, Notice, PauseRefusal, SampleRun};
 use super::pause::{ClientPause, PAUSED_SILENCE, STOP_GAP};
+use super::playout::Playout;
 use super::rtt::WindowQuantile;
 use super::stats::{ClientStats, LatencyStats};
-use super::timesync::pace_for;
-use super::{Config, LockstepError, Mode};
+use super::{Config, LockstepError};
 
 /// Samples a client keeps beyond the next frame when the caller pushes changes without
 /// polling frames (during a stall); past this, the newest is overwritten.
@@ -40,24 +40,8 @@ const INPUT_RTT_QUANTILE: f64 = 0.99;
 /// reports over its handshake estimate at once, so they must be more than a lucky few.
 const INPUT_RTT_MIN_SAMPLES: usize = 60;
 
-/// Optimistic mode's playout: how long frames wait between arriving and being run, in
-/// frames. The client runs 1% slower while the 10% quantile of the last `SLACK_SHORT`
-/// frames' waits is below `SLACK_LOW` (it is about to miss one), and 1% faster only while
-/// even the shortest wait of the last `SLACK_LONG` is above `SLACK_HIGH`: so the frames a
-/// lost UPDATE delays, which come a frame late now and then, keep their margin too. Timed
-/// by a short window, speeding up emptied that margin between losses, and a 100 ms link with
-/// 5% loss stalled 1.5% of its frames. The band is over a frame wide because frames run on
-/// display slots: a frame's wait moves by whole slots as its deadline crosses one.
-const SLACK_SHORT: usize = 30;
-const SLACK_LONG: usize = 120;
-const SLACK_QUANTILE: f64 = 0.1;
-const SLACK_LOW: f64 = 0.25;
-const SLACK_HIGH: f64 = 1.3;
-const PLAYOUT_PACE_STEP: f64 = 0.01;
 /// Longest a spectator waits after a resume for its buffer to fill (see `at_pause`).
 const REFILL_LIMIT: Duration = Duration::from_millis(500);
-/// Optimistic mode: frames a client keeps in hand; more are run sooner (see `backlog`).
-const PLAYOUT_KEEP_EXTRA: u32 = 6;
 
 /// When a local sample was pushed, and the frame of the player's clock it was taken on.
 #[derive(Clone, Copy, Debug)]
@@ -179,14 +163,9 @@ pub struct Client {
     /// When the first frames arrived. Samples pushed before (the sample for frame 0, taps
     /// while waiting) also waited for the session to start, so they do not measure the link.
     first_frames_at: Option<Instant>,
-    /// `take_start_delay` answered.
-    start_delay_taken: bool,
     /// Received frames not handed out yet, from `next_frame`, each with our lead on it and
     /// when it arrived.
     frames: VecDeque<(Inputs, u8, Instant)>,
-    /// Optimistic mode: how long the latest frames waited between arriving and being run.
-    slack: WindowQuantile,
-    slack_long: WindowQuantile,
     /// The newest received frames, handed out or not, up to the last one received: an
     /// UPDATE's first frame is delta-coded against the frame before it, which we acknowledged.
     held: VecDeque<Inputs>,
@@ -200,7 +179,6 @@ pub struct Client {
     send_due: bool,
     checksums: VecDeque<(u32, Frame, u64)>,
     next_check: u32,
-    advance: f64,
     seen: VecDeque<Notice>,
     events: VecDeque<ClientEvent>,
     /// The newest `now` the client was given (stamps stalls and auto-filled samples).
@@ -211,13 +189,9 @@ pub struct Client {
     stalls: u64,
     stalled: Duration,
     latency: LatencyStats,
-    /// Watches only: pushes no samples, and its CTRLs carry acks alone.
-    spectator: bool,
-    /// Started from a state at a later frame than the others have reached: it runs the
-    /// frames it is behind faster (see [`backlog`](Self::backlog)) until it has caught up.
-    catching_up: bool,
-    /// A player that joined the running game (see `behind_phase`).
-    late: bool,
+    /// How the runner should play the frames: a strict or optimistic session's player, or
+    /// a spectator (which pushes no samples, and whose CTRLs carry acks alone).
+    playout: Playout,
     /// Speculation: this player's newest samples (index, pad, when pushed), whatever the
     /// server acknowledged, to place on frames not received yet; the inputs of the last
     /// frame handed out (the others' are repeated ahead); the first of `mine` whose
@@ -243,8 +217,7 @@ impl Client {
     ) -> Result<Client, LockstepError> {
         let mut c = Client::new(now, cfg, me)?;
         c.start_at(start);
-        c.catching_up = start > Frame::ZERO;
-        c.late = start > Frame::ZERO;
+        c.playout.start_at(start);
         Ok(c)
     }
 
@@ -254,8 +227,7 @@ impl Client {
     pub fn spectator(now: Instant, cfg: Config, start: Frame) -> Result<Client, LockstepError> {
         let mut c = Client::new(now, cfg, PeerId(0))?;
         c.start_at(start);
-        c.spectator = true;
-        c.catching_up = true;
+        c.playout.spectate();
         Ok(c)
     }
 
@@ -274,28 +246,23 @@ impl Client {
     /// the frames before it are dropped, and the server's stream restarts there. False (and
     /// nothing done) for a player, or a frame not ahead of the next one.
     pub fn skip_to(&mut self, frame: Frame) -> bool {
-        if !self.spectator || frame <= self.next_frame {
+        if !self.is_spectator() || frame <= self.next_frame {
             return false;
         }
         self.start_at(frame);
-        self.catching_up = true;
         true
     }
 
     /// True for a spectator's client (it sends acks only).
     pub fn is_spectator(&self) -> bool {
-        self.spectator
-    }
-
-    fn optimistic(&self) -> bool {
-        self.cfg.mode == Mode::Optimistic
+        self.playout.is_spectator()
     }
 
     /// The frames come at the server's pace, not at one the client must keep (a spectator,
     /// or any client of an optimistic session): after a wait for one, the scheduler starts
     /// its clock again from the frame that came instead of catching the wait up.
     pub fn paced_by_arrival(&self) -> bool {
-        self.spectator || self.optimistic()
+        self.playout.paced_by_arrival()
     }
 
     /// Frames a late starter should run beyond its frame clock, at most 4 per displayed frame
@@ -303,42 +270,14 @@ impl Client {
     /// keyframe interval and a frame); a late joiner runs every frame it was sent once, then
     /// plays at its clock as every player does. A joiner that stopped short of the newest
     /// frame would run behind the others' phase, and they would wait for its input at every
-    /// keyframe until time sync had caught it up.
+    /// keyframe until time sync had caught it up. A player of an optimistic session plays
+    /// the stream like a recording: the frames beyond a keyframe interval and a few are run
+    /// sooner.
     pub fn backlog(&mut self) -> u32 {
-        if self.optimistic() && !self.spectator {
-            // Played like a recording: the frames beyond a keyframe interval and a little
-            // are run sooner, so a burst (the link back after an outage) is caught up.
-            let keep = self.cfg.keyframe_interval + PLAYOUT_KEEP_EXTRA;
-            return (self.frames.len() as u32).saturating_sub(keep);
-        }
-        if !self.catching_up {
-            return self.behind_phase();
-        }
-        let keep = if self.spectator {
-            self.cfg.keyframe_interval + 1
-        } else {
-            0
-        };
-        let ready = self.frames.len() as u32;
-        let extra = ready.saturating_sub(keep);
-        if extra == 0 && !self.spectator && self.first_frames_at.is_some() {
-            self.catching_up = false;
-        }
-        extra
+        let started = self.first_frames_at.is_some();
+        self.playout.backlog(self.frames.len() as u32, started)
     }
 
-    /// A late joiner the server finds more than a frame behind the others' phase (they were
-    /// catching up a stall themselves when it finished its own catch-up) runs the frames it
-    /// holds sooner (twice the pace) instead of leaving it to time sync (2%), while the
-    /// others wait for its input at every keyframe.
-    fn behind_phase(&self) -> u32 {
-        if !self.late || self.advance > -2.0 {
-            return 0;
-        }
-        // One extra frame a displayed frame: the server's estimate of our phase is smoothed
-        // and trails what we do, so more would overshoot, and we would wait for the others.
-        1.min(self.frames.len() as u32)
-    }
     /// The client of player `me`, at frame 0. Fails if `cfg` is invalid or `me` is no slot of it.
     pub fn new(now: Instant, cfg: Config, me: PeerId) -> Result<Client, LockstepError> {
         cfg.validate()?;
@@ -346,6 +285,7 @@ impl Client {
             return Err(LockstepError::NoSuchSlot(me));
         }
         let link = Link::new(now, now, cfg.send_budget, cfg.udp_ip_header);
+        let playout = Playout::new(&cfg);
         Ok(Client {
             cfg,
             me,
@@ -362,11 +302,8 @@ impl Client {
             lat_next: 0,
             input_rtt: WindowQuantile::new(INPUT_RTT_WINDOW),
             first_frames_at: None,
-            start_delay_taken: false,
             held: VecDeque::new(),
             frames: VecDeque::new(),
-            slack: WindowQuantile::new(SLACK_SHORT),
-            slack_long: WindowQuantile::new(SLACK_LONG),
             next_frame: Frame::ZERO,
             lead: None,
             irtt_sent: None,
@@ -375,7 +312,6 @@ impl Client {
             send_due: false,
             checksums: VecDeque::new(),
             next_check: 0,
-            advance: 0.0,
             seen: VecDeque::new(),
             events: VecDeque::new(),
             last_now: now,
@@ -384,9 +320,7 @@ impl Client {
             stalls: 0,
             stalled: Duration::ZERO,
             latency: LatencyStats::default(),
-            spectator: false,
-            catching_up: false,
-            late: false,
+            playout,
             mine: VecDeque::new(),
             last_inputs: [Pad::NEUTRAL; crate::input::MAX_PLAYERS],
             unseen: 0,
@@ -408,7 +342,7 @@ impl Client {
 
     /// True when the next frame has no local sample yet (call `push_local_input` first).
     pub fn wants_input(&self) -> bool {
-        !self.spectator && self.samples_end() <= self.next_frame.0
+        !self.is_spectator() && self.samples_end() <= self.next_frame.0
     }
 
     /// This player's pad for the next frame to emulate. Pushing again before that frame is
@@ -431,7 +365,7 @@ impl Client {
         }
         self.last_push_call = Some(now);
         // Paused at the frame to come: nothing is sampled for it until the game resumes.
-        if self.spectator || self.at_pause() {
+        if self.is_spectator() || self.at_pause() {
             return;
         }
         self.sample_while_waiting(pad);
@@ -516,8 +450,7 @@ impl Client {
         self.record_latency(frame, u32::from(lead));
         self.last_inputs = inputs;
         let wait = self.last_now.saturating_duration_since(arrived);
-        self.slack.record(wait);
-        self.slack_long.record(wait);
+        self.playout.waited(wait);
         self.next_frame = frame.next();
         Some((frame, inputs))
     }
@@ -528,7 +461,7 @@ impl Client {
     /// `i + lead`), with this player's samples where the server will place them and every
     /// other player's input of the last frame repeated. Nothing for a spectator.
     pub fn predict(&self, max: u32, out: &mut Vec<Inputs>) {
-        if self.spectator || max == 0 {
+        if self.is_spectator() || max == 0 {
             return;
         }
         let max = max as usize;
@@ -717,7 +650,7 @@ impl Client {
         if newest {
             self.up_lossy = update.up_lossy;
             if let Some(a) = update.advance {
-                self.advance = f64::from(a) / 16.0;
+                self.playout.advance = f64::from(a) / 16.0;
             }
             // The lead rides only until we acknowledge it: keep the newest.
             if let Some(lead) = update.frames.as_ref().and_then(|r| r.lead) {
@@ -841,7 +774,7 @@ impl Client {
     /// first CTRL as that player running (frame 0 waits for it), and a network thread would
     /// otherwise send one while the window is still opening.
     fn first_send_due(&self) -> bool {
-        self.link.last_send.is_none() && (self.spectator || !self.samples.is_empty())
+        self.link.last_send.is_none() && (self.is_spectator() || !self.samples.is_empty())
     }
 
     /// When a CTRL goes out without a new sample (retransmission and keepalive while
@@ -948,7 +881,7 @@ impl Client {
     /// comes as [`ClientEvent::Paused`], [`ClientEvent::Resumed`] or
     /// [`ClientEvent::PauseRefused`]. A spectator cannot.
     pub fn request_pause(&mut self, pause: bool) {
-        if !self.spectator {
+        if !self.is_spectator() {
             self.pause.request(pause);
             self.send_due = true;
         }
@@ -972,7 +905,7 @@ impl Client {
             .pause
             .resumed_at
             .is_some_and(|t| self.last_now < t + REFILL_LIMIT);
-        self.spectator
+        self.is_spectator()
             && refilling
             && self.pause.refill
             && (self.frames.len() as u32) <= 2 * self.cfg.keyframe_interval
@@ -1060,34 +993,7 @@ impl Client {
     /// frames in hand; or the others were catching up a stall of their own) corrects it
     /// faster, up to 10%: at 2% a two-frame lead takes two seconds, stalling every keyframe.
     pub fn pace(&self) -> f64 {
-        if self.optimistic() {
-            return self.playout_pace();
-        }
-        if self.late && self.advance.abs() >= 1.0 {
-            return (1.0 - 0.03 * self.advance).clamp(0.9, 1.1);
-        }
-        pace_for(self.advance)
-    }
-
-    /// Optimistic mode: the server's frames come on its clock, so the client keeps its phase
-    /// just behind their arrival: it runs 1% slower while the frames wait less than
-    /// `SLACK_LOW` frames before they run (it is about to miss one), 1% faster while they
-    /// wait more than `SLACK_HIGH` (that wait is input latency). This also absorbs clock
-    /// drift between the machines.
-    fn playout_pace(&self) -> f64 {
-        let frames = |w: &WindowQuantile, q| {
-            w.quantile(q)
-                .map(|d| d.as_secs_f64() * self.cfg.fps)
-                .unwrap_or(SLACK_LOW)
-        };
-        if frames(&self.slack, SLACK_QUANTILE) < SLACK_LOW {
-            1.0 - PLAYOUT_PACE_STEP
-        } else if self.slack_long.len() >= SLACK_LONG && frames(&self.slack_long, 0.0) > SLACK_HIGH
-        {
-            1.0 + PLAYOUT_PACE_STEP
-        } else {
-            1.0
-        }
+        self.playout.pace()
     }
 
     /// Smoothed RTT to the server.
@@ -1103,15 +1009,8 @@ impl Client {
     /// and never catches this up runs a one-way trip behind the host, which time sync, at
     /// 2 %, takes 25 s to undo at 2 s RTT, stalling meanwhile.
     pub fn take_start_delay(&mut self) -> Option<Duration> {
-        if self.paced_by_arrival() {
-            return None;
-        }
-        if self.start_delay_taken || self.first_frames_at.is_none() {
-            return None;
-        }
-        let one_way = self.link.rtt.srtt()? / 2;
-        self.start_delay_taken = true;
-        Some(one_way)
+        let started = self.first_frames_at.is_some();
+        self.playout.take_start_delay(started, self.link.rtt.srtt())
     }
 
     /// The client's numbers as of now.
@@ -1130,7 +1029,7 @@ impl Client {
             stalled: self.stalled,
             stalled_frames: self.stalled.as_secs_f64() * self.cfg.fps,
             pace: self.pace(),
-            advance_frames: self.advance,
+            advance_frames: self.playout.advance,
             traffic: self.link.traffic,
             latency: self.latency.clone(),
             perceived: self.perceived.clone(),

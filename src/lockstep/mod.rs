@@ -159,6 +159,7 @@ mod lead;
 mod link;
 mod msg;
 mod pause;
+mod playout;
 mod rtt;
 mod server;
 mod stats;
