@@ -8,7 +8,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::input::{Pad, MAX_PLAYERS};
+use crate::input::{Inputs, Pad, MAX_PLAYERS};
 
 use super::super::frame::{Frame, PeerId};
 use super::super::lead::LeadController;
@@ -201,7 +201,8 @@ impl Publisher {
     }
 
     /// Publishes what can be: every frame whose inputs are all known (strict), or every
-    /// frame whose time has come (optimistic), until a pause.
+    /// frame whose time has come (optimistic), until a pause. First the lead (strict) or
+    /// each player's offset (optimistic) follows the round trips.
     pub fn publish(
         &mut self,
         cfg: &Config,
@@ -210,13 +211,51 @@ impl Publisher {
         history: &mut History,
         pauses: &mut Pauses,
     ) -> Published {
-        match self {
-            Publisher::Strict { lead } => publish_strict(lead, cfg, now, players, history, pauses),
-            Publisher::Optimistic { clock, offsets } => {
-                publish_optimistic(clock, offsets, cfg, now, players, history, pauses)
+        let frontier = history.frontier();
+        let lead = match self {
+            Publisher::Strict { lead } => update_lead(lead, cfg, now, players, frontier),
+            Publisher::Optimistic { offsets, .. } => {
+                update_offsets(offsets, cfg, now, players, frontier);
+                0
             }
+        };
+        let mut out = Published::default();
+        if players.iter().all(|p| p.is_none()) || !everyone_running(players, history) {
+            return out;
         }
+        while pauses.active().is_none() {
+            let frame = history.frontier();
+            let inputs = match self {
+                Publisher::Strict { .. } => match strict_frame(lead, frame.0, players) {
+                    Some((inputs, placed)) => {
+                        out.placed |= placed;
+                        inputs
+                    }
+                    None => break,
+                },
+                Publisher::Optimistic { clock, offsets } => {
+                    if *clock.get_or_insert(now) + tick_offset(cfg, frame) > now {
+                        break;
+                    }
+                    let (inputs, placed) = optimistic_frame(offsets, frame.0, players);
+                    out.placed |= placed;
+                    inputs
+                }
+            };
+            history.push(inputs);
+            out.any = true;
+            out.paused = out
+                .paused
+                .or(pauses.frame_published(now, history.frontier()));
+        }
+        out
     }
+}
+
+/// The time a CTRL's samples wait before it leaves: up to K - 1 frames of batching.
+fn batching(cfg: &Config) -> Duration {
+    cfg.frame_duration()
+        .mul_f64(f64::from(cfg.keyframe_interval - 1))
 }
 
 /// Optimistic mode: time from frame 0's publication to `frame`'s.
@@ -258,23 +297,17 @@ pub(super) fn advances(cfg: &Config, players: &Players) -> [f64; MAX_PLAYERS] {
     out
 }
 
-/// Optimistic mode: moves each player's offset toward what its samples' lateness needs,
-/// then publishes every frame whose tick has come, each player's next sample on it
+/// Optimistic mode: moves each player's offset toward what its samples' lateness needs
 /// (see [`Mode::Optimistic`](super::super::Mode::Optimistic)).
-fn publish_optimistic(
-    clock: &mut Option<Instant>,
+fn update_offsets(
     offsets: &mut [Offset; MAX_PLAYERS],
     cfg: &Config,
     now: Instant,
-    players: &mut Players,
-    history: &mut History,
-    pauses: &mut Pauses,
-) -> Published {
-    let batching = cfg
-        .frame_duration()
-        .mul_f64(f64::from(cfg.keyframe_interval - 1));
-    let frontier = history.frontier();
-    for p in players.iter_mut().flatten().filter(|p| !p.pending) {
+    players: &Players,
+    frontier: Frame,
+) {
+    let batching = batching(cfg);
+    for p in players.iter().flatten().filter(|p| !p.pending) {
         let o = &mut offsets[p.id.index()];
         let measured = o.lateness.len() >= LATENESS_MIN_SAMPLES;
         let need = if measured {
@@ -292,62 +325,55 @@ fn publish_optimistic(
             );
         }
     }
-    let mut out = Published::default();
-    if players.iter().all(|p| p.is_none()) || !everyone_running(players, history) {
-        return out;
-    }
-    while pauses.active().is_none()
-        && *clock.get_or_insert(now) + tick_offset(cfg, history.frontier()) <= now
-    {
-        let frame = history.frontier().0;
-        let mut inputs = [Pad::NEUTRAL; MAX_PLAYERS];
-        for p in players.iter_mut().flatten().filter(|p| !p.pending) {
-            let target = offsets[p.id.index()].placement.lead();
-            let q = &mut p.input;
-            let mut offset = frame.saturating_sub(q.next);
-            // Below its offset the player's input is repeated (the offset grows).
-            if offset >= target {
-                // A backlog drains by merging samples equal to the input before them;
-                // a change is never merged away, so a tap keeps its frame.
-                while offset > target && q.samples.front() == Some(&q.last) {
-                    q.take_sample();
-                    p.placed.merged += 1;
-                    offset -= 1;
-                }
-                // Nothing buffered: the player keeps its last input, and its next
-                // sample goes on the first frame after it arrives.
-                if let Some(s) = q.take_sample() {
-                    q.last = s;
-                    out.placed = true;
-                    if offset > target {
-                        p.placed.late += 1;
-                        p.placed.late_frames.record(offset - target);
-                    }
-                }
-            }
-            inputs[p.id.index()] = p.input.last;
-        }
-        history.push(inputs);
-        out.any = true;
-        out.paused = out
-            .paused
-            .or(pauses.frame_published(now, history.frontier()));
-    }
-    out
 }
 
-/// Strict mode: updates the lead and publishes every frame whose inputs are all known.
-fn publish_strict(
+/// Optimistic mode: frame `frame`'s inputs, each player's next sample on it at its own
+/// offset; and whether a sample was placed.
+fn optimistic_frame(
+    offsets: &[Offset; MAX_PLAYERS],
+    frame: u32,
+    players: &mut Players,
+) -> (Inputs, bool) {
+    let mut placed = false;
+    let mut inputs = [Pad::NEUTRAL; MAX_PLAYERS];
+    for p in players.iter_mut().flatten().filter(|p| !p.pending) {
+        let target = offsets[p.id.index()].placement.lead();
+        let q = &mut p.input;
+        let mut offset = frame.saturating_sub(q.next);
+        // Below its offset the player's input is repeated (the offset grows).
+        if offset >= target {
+            // A backlog drains by merging samples equal to the input before them;
+            // a change is never merged away, so a tap keeps its frame.
+            while offset > target && q.samples.front() == Some(&q.last) {
+                q.take_sample();
+                p.placed.merged += 1;
+                offset -= 1;
+            }
+            // Nothing buffered: the player keeps its last input, and its next
+            // sample goes on the first frame after it arrives.
+            if let Some(s) = q.take_sample() {
+                q.last = s;
+                placed = true;
+                if offset > target {
+                    p.placed.late += 1;
+                    p.placed.late_frames.record(offset - target);
+                }
+            }
+        }
+        inputs[p.id.index()] = p.input.last;
+    }
+    (inputs, placed)
+}
+
+/// Strict mode: updates the lead from the players' round trips; the new lead.
+fn update_lead(
     lead: &mut LeadController,
     cfg: &Config,
     now: Instant,
-    players: &mut Players,
-    history: &mut History,
-    pauses: &mut Pauses,
-) -> Published {
-    let batching = cfg
-        .frame_duration()
-        .mul_f64(f64::from(cfg.keyframe_interval - 1));
+    players: &Players,
+    frontier: Frame,
+) -> u32 {
+    let batching = batching(cfg);
     let advances = advances(cfg, players);
     let worst = players
         .iter()
@@ -368,69 +394,59 @@ fn publish_strict(
     let lead = lead.update(now, worst, measured);
     if lead != before {
         tracing::debug!(
-            "lockstep: lead {before} -> {lead} frames at {} (worst input round trip {:?}, {})",
-            history.frontier(),
+            "lockstep: lead {before} -> {lead} frames at {frontier} (worst input round trip {:?}, {})",
             worst.unwrap_or_default(),
             if measured { "measured" } else { "estimated" }
         );
     }
-    let mut out = Published::default();
-    if players.iter().all(|p| p.is_none()) || !everyone_running(players, history) {
-        return out;
+    lead
+}
+
+/// Strict mode: frame `frame`'s inputs, if every player's input for it is known, and
+/// whether a sample was placed.
+fn strict_frame(lead: u32, frame: u32, players: &mut Players) -> Option<(Inputs, bool)> {
+    // Shrink: a player ahead of the lead drops one sample equal to the input before
+    // it (at most one per published frame), so its lead falls without losing a change.
+    // Only players with the largest offset drop: a frame waits for the newest sample
+    // it carries, so a player whose offset fell below another's would hold the
+    // other's samples back, and their measured round trips (and so the lead) with them.
+    let largest = players
+        .iter()
+        .flatten()
+        .filter(|p| !p.pending)
+        .map(|p| frame.saturating_sub(p.input.next))
+        .max()
+        .unwrap_or(0);
+    for p in players.iter_mut().flatten().filter(|p| !p.pending) {
+        let q = &mut p.input;
+        let offset = frame.saturating_sub(q.next);
+        if !q.dropped && offset > lead && offset == largest && q.samples.front() == Some(&q.last) {
+            q.take_sample();
+            q.dropped = true;
+        }
     }
-    while pauses.active().is_none() {
-        let frame = history.frontier().0;
-        // Shrink: a player ahead of the lead drops one sample equal to the input before
-        // it (at most one per published frame), so its lead falls without losing a change.
-        // Only players with the largest offset drop: a frame waits for the newest sample
-        // it carries, so a player whose offset fell below another's would hold the
-        // other's samples back, and their measured round trips (and so the lead) with them.
-        let largest = players
-            .iter()
-            .flatten()
-            .filter(|p| !p.pending)
-            .map(|p| frame.saturating_sub(p.input.next))
-            .max()
-            .unwrap_or(0);
-        for p in players.iter_mut().flatten().filter(|p| !p.pending) {
-            let q = &mut p.input;
-            let offset = frame.saturating_sub(q.next);
-            if !q.dropped
-                && offset > lead
-                && offset == largest
-                && q.samples.front() == Some(&q.last)
-            {
-                q.take_sample();
-                q.dropped = true;
+    // A player is ready if its lead must grow (repeat its input) or its next sample is here.
+    let ready = players
+        .iter()
+        .flatten()
+        .filter(|p| !p.pending)
+        .all(|p| frame.saturating_sub(p.input.next) < lead || !p.input.samples.is_empty());
+    if !ready {
+        return None;
+    }
+    let mut placed = false;
+    let mut inputs = [Pad::NEUTRAL; MAX_PLAYERS];
+    for p in players.iter_mut().flatten().filter(|p| !p.pending) {
+        let q = &mut p.input;
+        if frame.saturating_sub(q.next) >= lead {
+            if let Some(s) = q.take_sample() {
+                q.last = s;
+                placed = true;
             }
         }
-        // A player is ready if its lead must grow (repeat its input) or its next sample is here.
-        let ready = players
-            .iter()
-            .flatten()
-            .filter(|p| !p.pending)
-            .all(|p| frame.saturating_sub(p.input.next) < lead || !p.input.samples.is_empty());
-        if !ready {
-            break;
-        }
-        let mut inputs = [Pad::NEUTRAL; MAX_PLAYERS];
-        for p in players.iter_mut().flatten().filter(|p| !p.pending) {
-            let q = &mut p.input;
-            if frame.saturating_sub(q.next) >= lead {
-                if let Some(s) = q.take_sample() {
-                    q.last = s;
-                    out.placed = true;
-                }
-            }
-            // else grow: this frame repeats the player's input, no sample consumed.
-            q.dropped = false;
-            inputs[p.id.index()] = q.last;
-        }
-        history.push(inputs);
-        out.any = true;
-        out.paused = out
-            .paused
-            .or(pauses.frame_published(now, history.frontier()));
+        // else grow: this frame repeats the player's input, no sample consumed.
+        q.dropped = false;
+        inputs[p.id.index()] = q.last;
     }
-    out
+    Some((inputs, placed))
 }
