@@ -2,7 +2,7 @@
 //! forms. Strict publishes a frame once every player's input for it is known, one lead for
 //! all, sized by the worst input round trip and kept in step by time sync; optimistic
 //! publishes on its own clock, each player's sample at that player's own offset (see
-//! [`Mode`](super::super::Mode)). Reads and moves the players' inputs, appends to the
+//! [`Mode`]). Reads and moves the players' inputs, appends to the
 //! history and stops at a pause; imports the player, the history and the pause state, and
 //! nothing of the spectators, the checksums or the server facade.
 
@@ -298,7 +298,7 @@ pub(super) fn advances(cfg: &Config, players: &Players) -> [f64; MAX_PLAYERS] {
 }
 
 /// Optimistic mode: moves each player's offset toward what its samples' lateness needs
-/// (see [`Mode::Optimistic`](super::super::Mode::Optimistic)).
+/// (see [`Mode::Optimistic`]).
 fn update_offsets(
     offsets: &mut [Offset; MAX_PLAYERS],
     cfg: &Config,
