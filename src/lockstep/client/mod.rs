@@ -1,5 +1,11 @@
 //! The lockstep client: one per player. Sends its local samples in CTRLs, receives
 //! everyone's inputs in UPDATEs and hands out frames in order, waiting at the keyframe.
+//!
+//! This file holds the samples to send, the frames received, stalls, checksums, notices
+//! and pauses; its link to the server is a [`Link`], its pacing advice the lockstep
+//! `Playout`, and beside it `measure` (input round trip, latency) and `speculate` (what
+//! running ahead needs) hold their own state. Must not import the server: both ends stand
+//! on `link`.
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
@@ -9,18 +15,23 @@ use crate::wire::{self, Header, Kind, WireError};
 
 use super::frame::{Frame, PeerId};
 use super::link::{Link, Silence};
-use super::msg::{self, Ctrl, Notice, PauseRefusal, SampleRun};
+use super::msg::{self, Ctrl, Notice, SampleRun};
 use super::pause::{ClientPause, PAUSED_SILENCE, STOP_GAP};
 use super::playout::Playout;
-use super::rtt::WindowQuantile;
-use super::stats::{ClientStats, LatencyStats};
+use super::stats::ClientStats;
 use super::{Config, LockstepError};
+
+mod event;
+mod measure;
+mod speculate;
+
+pub use event::ClientEvent;
+use measure::Measures;
+use speculate::Speculation;
 
 /// Samples a client keeps beyond the next frame when the caller pushes changes without
 /// polling frames (during a stall); past this, the newest is overwritten.
 const MAX_AHEAD: u32 = 256;
-/// Own samples kept for speculation: more than any lead plus stall backlog.
-const MINE: usize = 512;
 /// Samples taken ahead for frame periods spent waiting, at most (2 s at 60 fps, the default
 /// timeout after which a silent peer is dropped and the others go on); leaves room under
 /// `MAX_AHEAD` for the changes of a long stall.
@@ -32,77 +43,8 @@ const MAX_SEEN_NOTICES: usize = 256;
 /// Received frames kept as bases for delta coding (68 s at 60 fps): the server codes against
 /// the frame before the oldest one we have not acknowledged, at most a few round trips back.
 const HELD_FRAMES: usize = 4096;
-/// Input round trips kept for the reported quantile (4 s at 60 fps).
-const INPUT_RTT_WINDOW: usize = 240;
-/// The quantile of the input round trip that sizes the lead.
-const INPUT_RTT_QUANTILE: f64 = 0.99;
-/// Samples measured before the input round trip is reported: the server trusts the first
-/// reports over its handshake estimate at once, so they must be more than a lucky few.
-const INPUT_RTT_MIN_SAMPLES: usize = 60;
-
 /// Longest a spectator waits after a resume for its buffer to fill (see `at_pause`).
 const REFILL_LIMIT: Duration = Duration::from_millis(500);
-
-/// When a local sample was pushed, and the frame of the player's clock it was taken on.
-#[derive(Clone, Copy, Debug)]
-struct SampleInfo {
-    pushed: Instant,
-    frame: u32,
-}
-
-/// What happened, for the driver to act on or log.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum ClientEvent {
-    /// Nothing heard from the server for `silent_for` (>= `warn_after`); once per silence.
-    ServerSilent {
-        /// How long nothing has come.
-        silent_for: Duration,
-    },
-    /// The server was silent past the timeout; the client stops sending.
-    ServerLost,
-    /// `peer` left; it has neutral input from `from_frame` on.
-    PlayerLeft {
-        /// The player's slot.
-        peer: PeerId,
-        /// The first frame of neutral input.
-        from_frame: Frame,
-    },
-    /// The server found `peer`'s checksum of `frame` different from the host player's.
-    Desync {
-        /// The frame compared.
-        frame: Frame,
-        /// The player whose checksum differs.
-        peer: PeerId,
-    },
-    /// `peer` (a late joiner, or a player back) plays from `from_frame` on.
-    PlayerJoined {
-        /// The player's slot.
-        peer: PeerId,
-        /// The first frame its input counts.
-        from_frame: Frame,
-        /// The player's name.
-        name: String,
-    },
-    /// `peer` paused the game: no frame from `at` on runs until it is resumed.
-    Paused {
-        /// Who paused.
-        peer: PeerId,
-        /// The first frame that waits.
-        at: Frame,
-    },
-    /// `peer` resumed the game paused at `at`.
-    Resumed {
-        /// Who resumed.
-        peer: PeerId,
-        /// The frame the game goes on from.
-        at: Frame,
-    },
-    /// This player's pause or resume request was refused.
-    PauseRefused {
-        /// Why.
-        why: PauseRefusal,
-    },
-}
 
 /// What a CTRL carried, kept until it is acknowledged (see [`Link`]).
 #[derive(Clone, Copy, Debug)]
@@ -151,15 +93,8 @@ pub struct Client {
     sent_end: u32,
     last_pad: Pad,
     newest_pushed_at: Option<Instant>,
-    /// Push time and frame of samples `info_base..`, kept until both measurements below
-    /// have passed them.
-    info: VecDeque<SampleInfo>,
-    info_base: u32,
-    /// Next sample whose input round trip (arrival of its frame) is measured.
-    irtt_next: u32,
-    /// Next sample whose latency (frames until applied) is recorded.
-    lat_next: u32,
-    input_rtt: WindowQuantile,
+    /// The input round trip and latency of this player's samples, and the latency it saw.
+    measures: Measures,
     /// When the first frames arrived. Samples pushed before (the sample for frame 0, taps
     /// while waiting) also waited for the session to start, so they do not measure the link.
     first_frames_at: Option<Instant>,
@@ -188,18 +123,11 @@ pub struct Client {
     waited_samples: u32,
     stalls: u64,
     stalled: Duration,
-    latency: LatencyStats,
     /// How the runner should play the frames: a strict or optimistic session's player, or
     /// a spectator (which pushes no samples, and whose CTRLs carry acks alone).
     playout: Playout,
-    /// Speculation: this player's newest samples (index, pad, when pushed), whatever the
-    /// server acknowledged, to place on frames not received yet; the inputs of the last
-    /// frame handed out (the others' are repeated ahead); the first of `mine` whose
-    /// landing frame was not shown yet, and how long each waited to be (`shown`).
-    mine: VecDeque<(u32, Pad, Instant)>,
-    last_inputs: Inputs,
-    unseen: u32,
-    perceived: LatencyStats,
+    /// What speculation needs of this player's samples and the last frame handed out.
+    speculation: Speculation,
     pause: ClientPause,
     /// When the frame loop last pushed (or tried to: paused).
     last_push_call: Option<Instant>,
@@ -235,9 +163,7 @@ impl Client {
         self.next_frame = start;
         self.samples_base = start.0;
         self.sent_end = start.0;
-        self.info_base = start.0;
-        self.irtt_next = start.0;
-        self.lat_next = start.0;
+        self.measures.start_at(start.0);
         self.frames.clear();
         self.held.clear();
     }
@@ -296,11 +222,7 @@ impl Client {
             sent_end: 0,
             last_pad: Pad::NEUTRAL,
             newest_pushed_at: None,
-            info: VecDeque::new(),
-            info_base: 0,
-            irtt_next: 0,
-            lat_next: 0,
-            input_rtt: WindowQuantile::new(INPUT_RTT_WINDOW),
+            measures: Measures::default(),
             first_frames_at: None,
             held: VecDeque::new(),
             frames: VecDeque::new(),
@@ -319,12 +241,8 @@ impl Client {
             waited_samples: 0,
             stalls: 0,
             stalled: Duration::ZERO,
-            latency: LatencyStats::default(),
             playout,
-            mine: VecDeque::new(),
-            last_inputs: [Pad::NEUTRAL; crate::input::MAX_PLAYERS],
-            unseen: 0,
-            perceived: LatencyStats::default(),
+            speculation: Speculation::new(me),
             pause: ClientPause::default(),
             last_push_call: None,
         })
@@ -402,7 +320,7 @@ impl Client {
         while self.waited_samples < periods.min(MAX_WAITED) {
             self.waited_samples += 1;
             // The period after the newest sample's (ahead already if caught up on before).
-            let newest = self.info.back().map_or(0, |i| i.frame);
+            let newest = self.measures.newest_frame().unwrap_or(0);
             let frame = newest.max(self.next_frame.0) + 1;
             self.append_sample_for(pad, self.last_now, frame);
         }
@@ -416,11 +334,8 @@ impl Client {
     fn append_sample_for(&mut self, pad: Pad, at: Instant, frame: u32) {
         let index = self.samples_end();
         self.samples.push_back(pad);
-        self.info.push_back(SampleInfo { pushed: at, frame });
-        if self.mine.len() >= MINE {
-            self.mine.pop_front();
-        }
-        self.mine.push_back((index, pad, at));
+        self.measures.pushed(at, frame);
+        self.speculation.pushed(index, pad, at);
         self.last_pad = pad;
         self.newest_pushed_at = Some(at);
         if self.every_sample() || (index + 1).is_multiple_of(self.cfg.keyframe_interval) {
@@ -447,8 +362,8 @@ impl Client {
             // No sample pushed for this frame: the pad did not change.
             self.append_sample(self.last_pad, self.last_now);
         }
-        self.record_latency(frame, u32::from(lead));
-        self.last_inputs = inputs;
+        self.measures.record_latency(frame, u32::from(lead));
+        self.speculation.handed_out(inputs);
         let wait = self.last_now.saturating_duration_since(arrived);
         self.playout.waited(wait);
         self.next_frame = frame.next();
@@ -469,27 +384,11 @@ impl Client {
         let Some(lead) = self.lead else {
             return;
         };
-        let base = self.frames.back().map_or(self.last_inputs, |f| f.0);
-        let me = usize::from(self.me.0);
-        let mut frame = self.next_frame.0 + self.frames.len() as u32;
+        let received = self.frames.back().map(|f| f.0);
+        let frame = self.next_frame.0 + self.frames.len() as u32;
         let last = (self.samples_end() + lead).saturating_sub(1);
-        while frame <= last && out.len() < max {
-            let mut inputs = base;
-            if let Some(slot) = inputs.get_mut(me) {
-                *slot = self.own_sample(frame.wrapping_sub(lead));
-            }
-            out.push(inputs);
-            frame += 1;
-        }
-    }
-
-    /// This player's sample `index`, or its newest if that is older.
-    fn own_sample(&self, index: u32) -> Pad {
-        let first = self.mine.front().map_or(0, |m| m.0);
-        match index.checked_sub(first) {
-            Some(i) => self.mine.get(i as usize).map_or(self.last_pad, |m| m.1),
-            None => self.mine.front().map_or(self.last_pad, |m| m.1),
-        }
+        self.speculation
+            .extend(out, max, received, frame..=last, lead, self.last_pad);
     }
 
     /// The picture of frame `head` (speculative or not) was shown at `now`: each of this
@@ -499,19 +398,12 @@ impl Client {
         let Some(lead) = self.lead else {
             return;
         };
-        let first = self.mine.front().map_or(0, |m| m.0);
-        self.unseen = self.unseen.max(first);
-        while let Some(&(index, _, pushed)) = self.mine.get((self.unseen - first) as usize) {
-            if index + lead > head.0 {
-                break;
-            }
-            // Samples from before the first frames waited for the session to start.
-            if self.pushed_in_session(pushed) {
-                let periods = now.saturating_duration_since(pushed).as_secs_f64() * self.cfg.fps;
-                self.perceived.record(periods.round() as u32);
-            }
-            self.unseen += 1;
-        }
+        let first = self.first_frames_at;
+        // Samples from before the first frames waited for the session to start.
+        let in_session = |t| first.is_some_and(|f| t >= f);
+        let perceived = &mut self.measures.perceived;
+        self.speculation
+            .shown(now, head, lead, self.cfg.fps, in_session, perceived);
     }
 
     /// Frames that [`poll_frame`](Self::poll_frame) can hand out right now.
@@ -524,54 +416,11 @@ impl Client {
         self.next_frame
     }
 
-    fn info(&self, sample: u32) -> Option<SampleInfo> {
-        let i = sample.checked_sub(self.info_base)?;
-        self.info.get(i as usize).copied()
-    }
-
-    /// Forgets sample infos both measurements have passed.
-    fn trim_info(&mut self) {
-        let keep_from = self.irtt_next.min(self.lat_next);
-        while self.info_base < keep_from && self.info.pop_front().is_some() {
-            self.info_base += 1;
-        }
-    }
-
-    /// Frame `frame` (emulated now) applied the sample `frame - lead`: record its latency.
-    /// A sample repeated on several frames (lead growth) counts once.
-    fn record_latency(&mut self, frame: Frame, lead: u32) {
-        let Some(sample) = frame.0.checked_sub(lead).filter(|s| *s >= self.lat_next) else {
-            return;
-        };
-        if let Some(info) = self.info(sample) {
-            self.latency.record(frame.0.saturating_sub(info.frame));
-        }
-        self.lat_next = sample + 1;
-        self.trim_info();
-    }
-
     /// A sample pushed at `at` was taken on the running frame clock: samples pushed before
     /// the first frames arrived (the frame-0 sample, taps while waiting) waited for the
     /// session to start, so they measure neither the link nor the client's phase.
     fn pushed_in_session(&self, at: Instant) -> bool {
         self.first_frames_at.is_some_and(|f| at >= f)
-    }
-
-    /// Frames `from..to` just arrived: each carries sample `frame - lead`, pushed some time ago.
-    fn record_input_rtt(&mut self, now: Instant, from: u32, to: u32, lead: u32) {
-        for frame in from..to {
-            let Some(sample) = frame.checked_sub(lead).filter(|s| *s >= self.irtt_next) else {
-                continue;
-            };
-            if let Some(info) = self.info(sample).filter(|i| {
-                self.pushed_in_session(i.pushed) && self.pause.pushed_since_resume(i.pushed)
-            }) {
-                self.input_rtt
-                    .record(now.saturating_duration_since(info.pushed));
-            }
-            self.irtt_next = sample + 1;
-        }
-        self.trim_info();
     }
 
     /// Queues the checksum of `frame` (e.g. of the state after it) for the server, which
@@ -664,7 +513,7 @@ impl Client {
             self.handle_ack(ack);
         }
         // A resume before the frames it lets through: samples pushed before it waited for
-        // the pause, not for the link (see `record_input_rtt`).
+        // the pause, not for the link (see `Measures::record_input_rtt`).
         if update
             .notices
             .iter()
@@ -688,7 +537,10 @@ impl Client {
                 let excess = self.held.len().saturating_sub(HELD_FRAMES);
                 self.held.drain(..excess);
                 self.first_frames_at.get_or_insert(now);
-                self.record_input_rtt(now, known_end, run.to().0, lead);
+                let (first, pause) = (self.first_frames_at, &self.pause);
+                let counts = |t| first.is_some_and(|f| t >= f) && pause.pushed_since_resume(t);
+                self.measures
+                    .record_input_rtt(now, known_end, run.to().0, lead, counts);
                 if let Some(since) = self.stall_since.take() {
                     let waited = now.saturating_duration_since(since);
                     self.stalled += waited;
@@ -838,9 +690,9 @@ impl Client {
             0 => self.next_check,
             n => self.checksums[n - 1].0 + 1,
         };
-        let input_rtt_ms = Some(&self.input_rtt)
-            .filter(|w| w.len() >= INPUT_RTT_MIN_SAMPLES)
-            .and_then(|w| w.quantile(INPUT_RTT_QUANTILE))
+        let input_rtt_ms = self
+            .measures
+            .input_rtt_report()
             .map(|d| d.as_millis().min(u128::from(u16::MAX)) as u16)
             .and_then(|v| msg::refresh(v, &mut self.irtt_sent, seq));
         let ctrl = Ctrl {
@@ -1018,7 +870,7 @@ impl Client {
         ClientStats {
             rtt: self.link.rtt.srtt(),
             rtt_var: self.link.rtt.rttvar(),
-            input_rtt: self.input_rtt.quantile(INPUT_RTT_QUANTILE),
+            input_rtt: self.measures.input_rtt(),
             keyframe_interval: self.cfg.keyframe_interval,
             redundant: self.redundant(),
             down_loss: self.link.loss.rate(),
@@ -1031,15 +883,14 @@ impl Client {
             pace: self.pace(),
             advance_frames: self.playout.advance,
             traffic: self.link.traffic,
-            latency: self.latency.clone(),
-            perceived: self.perceived.clone(),
+            latency: self.measures.latency.clone(),
+            perceived: self.measures.perceived.clone(),
         }
     }
 
     /// Forgets latency samples and stall counts (e.g. after a warm-up).
     pub fn reset_measurements(&mut self) {
-        self.latency.clear();
-        self.perceived.clear();
+        self.measures.clear();
         self.stalls = 0;
         self.stalled = Duration::ZERO;
     }
