@@ -4,6 +4,12 @@
 //! memory with zero delay for the host's own player: same code path). The vocabulary follows
 //! quinn-proto: `handle_*` feeds in, `poll_*` drains out, getters take `&self`.
 //!
+//! # Layout
+//! `client/` and `server/` stand side by side on `link` (sequence numbers, acks,
+//! timestamps, RTT, loss, budget, silence: one per end and peer); neither imports the
+//! other. The server's state is split by owner (see its module doc); the client's pacing
+//! advice is `playout`. `msg` and `codec` are the wire bodies, under both.
+//!
 //! # Protocol
 //! One [`Server`] (inside the hosting process) and one [`Client`] per player.
 //!
@@ -156,8 +162,10 @@ mod client;
 mod codec;
 mod frame;
 mod lead;
+mod link;
 mod msg;
 mod pause;
+mod playout;
 mod rtt;
 mod server;
 mod stats;

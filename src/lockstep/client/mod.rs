@@ -1,5 +1,11 @@
 //! The lockstep client: one per player. Sends its local samples in CTRLs, receives
 //! everyone's inputs in UPDATEs and hands out frames in order, waiting at the keyframe.
+//!
+//! This file holds the samples to send, the frames received, stalls, checksums, notices
+//! and pauses; its link to the server is a [`Link`], its pacing advice the lockstep
+//! `Playout`, and beside it `measure` (input round trip, latency) and `speculate` (what
+//! running ahead needs) hold their own state. Must not import the server: both ends stand
+//! on `link`.
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
@@ -7,126 +13,42 @@ use std::time::{Duration, Instant};
 use crate::input::{Inputs, Pad};
 use crate::wire::{self, Header, Kind, WireError};
 
-use super::budget::SendBudget;
-use super::frame::{seq_newer, Frame, PeerId};
-use super::msg::{self, AckRefs, Ctrl, Notice, PauseRefusal, SampleRun};
-use super::pause::{ClientPause, LINK_SILENCE, PAUSED_SILENCE, STOP_GAP};
-use super::rtt::{LossMeter, RttEstimator, WindowQuantile};
-use super::server::{head, rtt_sample};
-use super::stats::{ClientStats, LatencyStats, Traffic};
-use super::timesync::pace_for;
-use super::{Config, LockstepError, Mode};
+use super::frame::{Frame, PeerId};
+use super::link::{Link, Silence};
+use super::msg::{self, Ctrl, Notice, SampleRun};
+use super::pause::{ClientPause, PAUSED_SILENCE, STOP_GAP};
+use super::playout::Playout;
+use super::stats::ClientStats;
+use super::{Config, LockstepError};
+
+mod event;
+mod measure;
+mod speculate;
+
+pub use event::ClientEvent;
+use measure::Measures;
+use speculate::Speculation;
 
 /// Samples a client keeps beyond the next frame when the caller pushes changes without
 /// polling frames (during a stall); past this, the newest is overwritten.
 const MAX_AHEAD: u32 = 256;
-/// Own samples kept for speculation: more than any lead plus stall backlog.
-const MINE: usize = 512;
 /// Samples taken ahead for frame periods spent waiting, at most (2 s at 60 fps, the default
 /// timeout after which a silent peer is dropped and the others go on); leaves room under
 /// `MAX_AHEAD` for the changes of a long stall.
 const MAX_WAITED: u32 = 120;
 /// Unacknowledged checksums kept (the oldest go first).
 const MAX_CHECKSUMS: usize = 16;
-const MAX_SENT_RECORDS: usize = 1024;
 /// Notices remembered to raise each event once.
 const MAX_SEEN_NOTICES: usize = 256;
 /// Received frames kept as bases for delta coding (68 s at 60 fps): the server codes against
 /// the frame before the oldest one we have not acknowledged, at most a few round trips back.
 const HELD_FRAMES: usize = 4096;
-/// Input round trips kept for the reported quantile (4 s at 60 fps).
-const INPUT_RTT_WINDOW: usize = 240;
-/// The quantile of the input round trip that sizes the lead.
-const INPUT_RTT_QUANTILE: f64 = 0.99;
-/// Samples measured before the input round trip is reported: the server trusts the first
-/// reports over its handshake estimate at once, so they must be more than a lucky few.
-const INPUT_RTT_MIN_SAMPLES: usize = 60;
-
-/// Optimistic mode's playout: how long frames wait between arriving and being run, in
-/// frames. The client runs 1% slower while the 10% quantile of the last `SLACK_SHORT`
-/// frames' waits is below `SLACK_LOW` (it is about to miss one), and 1% faster only while
-/// even the shortest wait of the last `SLACK_LONG` is above `SLACK_HIGH`: so the frames a
-/// lost UPDATE delays, which come a frame late now and then, keep their margin too. Timed
-/// by a short window, speeding up emptied that margin between losses, and a 100 ms link with
-/// 5% loss stalled 1.5% of its frames. The band is over a frame wide because frames run on
-/// display slots: a frame's wait moves by whole slots as its deadline crosses one.
-const SLACK_SHORT: usize = 30;
-const SLACK_LONG: usize = 120;
-const SLACK_QUANTILE: f64 = 0.1;
-const SLACK_LOW: f64 = 0.25;
-const SLACK_HIGH: f64 = 1.3;
-const PLAYOUT_PACE_STEP: f64 = 0.01;
 /// Longest a spectator waits after a resume for its buffer to fill (see `at_pause`).
 const REFILL_LIMIT: Duration = Duration::from_millis(500);
-/// Optimistic mode: frames a client keeps in hand; more are run sooner (see `backlog`).
-const PLAYOUT_KEEP_EXTRA: u32 = 6;
 
-/// When a local sample was pushed, and the frame of the player's clock it was taken on.
-#[derive(Clone, Copy, Debug)]
-struct SampleInfo {
-    pushed: Instant,
-    frame: u32,
-}
-
-/// What happened, for the driver to act on or log.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum ClientEvent {
-    /// Nothing heard from the server for `silent_for` (>= `warn_after`); once per silence.
-    ServerSilent {
-        /// How long nothing has come.
-        silent_for: Duration,
-    },
-    /// The server was silent past the timeout; the client stops sending.
-    ServerLost,
-    /// `peer` left; it has neutral input from `from_frame` on.
-    PlayerLeft {
-        /// The player's slot.
-        peer: PeerId,
-        /// The first frame of neutral input.
-        from_frame: Frame,
-    },
-    /// The server found `peer`'s checksum of `frame` different from the host player's.
-    Desync {
-        /// The frame compared.
-        frame: Frame,
-        /// The player whose checksum differs.
-        peer: PeerId,
-    },
-    /// `peer` (a late joiner, or a player back) plays from `from_frame` on.
-    PlayerJoined {
-        /// The player's slot.
-        peer: PeerId,
-        /// The first frame its input counts.
-        from_frame: Frame,
-        /// The player's name.
-        name: String,
-    },
-    /// `peer` paused the game: no frame from `at` on runs until it is resumed.
-    Paused {
-        /// Who paused.
-        peer: PeerId,
-        /// The first frame that waits.
-        at: Frame,
-    },
-    /// `peer` resumed the game paused at `at`.
-    Resumed {
-        /// Who resumed.
-        peer: PeerId,
-        /// The frame the game goes on from.
-        at: Frame,
-    },
-    /// This player's pause or resume request was refused.
-    PauseRefused {
-        /// Why.
-        why: PauseRefusal,
-    },
-}
-
+/// What a CTRL carried, kept until it is acknowledged (see [`Link`]).
 #[derive(Clone, Copy, Debug)]
 struct SentCtrl {
-    seq: u16,
-    /// The ack it carried.
-    ack: Option<u16>,
     samples_end: u32,
     checks_end: u32,
     /// The pause request it carried.
@@ -159,7 +81,8 @@ struct SentCtrl {
 pub struct Client {
     cfg: Config,
     me: PeerId,
-    epoch: Instant,
+    /// Sequence numbers, acks, timestamps, RTT, loss of UPDATEs, budget, traffic, silence.
+    link: Link<SentCtrl>,
     /// Unacknowledged local samples: indices `samples_base..samples_end`.
     samples: VecDeque<Pad>,
     samples_base: u32,
@@ -170,53 +93,27 @@ pub struct Client {
     sent_end: u32,
     last_pad: Pad,
     newest_pushed_at: Option<Instant>,
-    /// Push time and frame of samples `info_base..`, kept until both measurements below
-    /// have passed them.
-    info: VecDeque<SampleInfo>,
-    info_base: u32,
-    /// Next sample whose input round trip (arrival of its frame) is measured.
-    irtt_next: u32,
-    /// Next sample whose latency (frames until applied) is recorded.
-    lat_next: u32,
-    input_rtt: WindowQuantile,
+    /// The input round trip and latency of this player's samples, and the latency it saw.
+    measures: Measures,
     /// When the first frames arrived. Samples pushed before (the sample for frame 0, taps
     /// while waiting) also waited for the session to start, so they do not measure the link.
     first_frames_at: Option<Instant>,
-    /// `take_start_delay` answered.
-    start_delay_taken: bool,
     /// Received frames not handed out yet, from `next_frame`, each with our lead on it and
     /// when it arrived.
     frames: VecDeque<(Inputs, u8, Instant)>,
-    /// Optimistic mode: how long the latest frames waited between arriving and being run.
-    slack: WindowQuantile,
-    slack_long: WindowQuantile,
     /// The newest received frames, handed out or not, up to the last one received: an
     /// UPDATE's first frame is delta-coded against the frame before it, which we acknowledged.
     held: VecDeque<Inputs>,
     next_frame: Frame,
     lead: Option<u32>,
-    send_seq: u16,
-    sent: VecDeque<SentCtrl>,
-    recv_seq: Option<u16>,
-    /// For writing our acks short and reading the other side's.
-    acks: AckRefs,
-    /// The newest server timestamp not echoed yet, and when it arrived.
-    echo: Option<(u16, Instant)>,
     /// The input round trip last reported to the server.
     irtt_sent: Option<u16>,
-    rtt: RttEstimator,
-    /// Loss of UPDATEs (from their sequence numbers), and the server's word on our CTRLs.
-    down_loss: LossMeter,
+    /// The server's word on the loss of our CTRLs.
     up_lossy: bool,
-    last_heard: Instant,
-    warned: bool,
     lost: bool,
-    last_send: Option<Instant>,
     send_due: bool,
-    budget: SendBudget,
     checksums: VecDeque<(u32, Frame, u64)>,
     next_check: u32,
-    advance: f64,
     seen: VecDeque<Notice>,
     events: VecDeque<ClientEvent>,
     /// The newest `now` the client was given (stamps stalls and auto-filled samples).
@@ -226,26 +123,12 @@ pub struct Client {
     waited_samples: u32,
     stalls: u64,
     stalled: Duration,
-    traffic: Traffic,
-    latency: LatencyStats,
-    /// Watches only: pushes no samples, and its CTRLs carry acks alone.
-    spectator: bool,
-    /// Started from a state at a later frame than the others have reached: it runs the
-    /// frames it is behind faster (see [`backlog`](Self::backlog)) until it has caught up.
-    catching_up: bool,
-    /// A player that joined the running game (see `behind_phase`).
-    late: bool,
-    /// Speculation: this player's newest samples (index, pad, when pushed), whatever the
-    /// server acknowledged, to place on frames not received yet; the inputs of the last
-    /// frame handed out (the others' are repeated ahead); the first of `mine` whose
-    /// landing frame was not shown yet, and how long each waited to be (`shown`).
-    mine: VecDeque<(u32, Pad, Instant)>,
-    last_inputs: Inputs,
-    unseen: u32,
-    perceived: LatencyStats,
+    /// How the runner should play the frames: a strict or optimistic session's player, or
+    /// a spectator (which pushes no samples, and whose CTRLs carry acks alone).
+    playout: Playout,
+    /// What speculation needs of this player's samples and the last frame handed out.
+    speculation: Speculation,
     pause: ClientPause,
-    /// When the server's last silence of `LINK_SILENCE` ended (see `pause`).
-    silence_end: Option<Instant>,
     /// When the frame loop last pushed (or tried to: paused).
     last_push_call: Option<Instant>,
 }
@@ -262,8 +145,7 @@ impl Client {
     ) -> Result<Client, LockstepError> {
         let mut c = Client::new(now, cfg, me)?;
         c.start_at(start);
-        c.catching_up = start > Frame::ZERO;
-        c.late = start > Frame::ZERO;
+        c.playout.start_at(start);
         Ok(c)
     }
 
@@ -273,8 +155,7 @@ impl Client {
     pub fn spectator(now: Instant, cfg: Config, start: Frame) -> Result<Client, LockstepError> {
         let mut c = Client::new(now, cfg, PeerId(0))?;
         c.start_at(start);
-        c.spectator = true;
-        c.catching_up = true;
+        c.playout.spectate();
         Ok(c)
     }
 
@@ -282,9 +163,7 @@ impl Client {
         self.next_frame = start;
         self.samples_base = start.0;
         self.sent_end = start.0;
-        self.info_base = start.0;
-        self.irtt_next = start.0;
-        self.lat_next = start.0;
+        self.measures.start_at(start.0);
         self.frames.clear();
         self.held.clear();
     }
@@ -293,28 +172,23 @@ impl Client {
     /// the frames before it are dropped, and the server's stream restarts there. False (and
     /// nothing done) for a player, or a frame not ahead of the next one.
     pub fn skip_to(&mut self, frame: Frame) -> bool {
-        if !self.spectator || frame <= self.next_frame {
+        if !self.is_spectator() || frame <= self.next_frame {
             return false;
         }
         self.start_at(frame);
-        self.catching_up = true;
         true
     }
 
     /// True for a spectator's client (it sends acks only).
     pub fn is_spectator(&self) -> bool {
-        self.spectator
-    }
-
-    fn optimistic(&self) -> bool {
-        self.cfg.mode == Mode::Optimistic
+        self.playout.is_spectator()
     }
 
     /// The frames come at the server's pace, not at one the client must keep (a spectator,
     /// or any client of an optimistic session): after a wait for one, the scheduler starts
     /// its clock again from the frame that came instead of catching the wait up.
     pub fn paced_by_arrival(&self) -> bool {
-        self.spectator || self.optimistic()
+        self.playout.paced_by_arrival()
     }
 
     /// Frames a late starter should run beyond its frame clock, at most 4 per displayed frame
@@ -322,90 +196,44 @@ impl Client {
     /// keyframe interval and a frame); a late joiner runs every frame it was sent once, then
     /// plays at its clock as every player does. A joiner that stopped short of the newest
     /// frame would run behind the others' phase, and they would wait for its input at every
-    /// keyframe until time sync had caught it up.
+    /// keyframe until time sync had caught it up. A player of an optimistic session plays
+    /// the stream like a recording: the frames beyond a keyframe interval and a few are run
+    /// sooner.
     pub fn backlog(&mut self) -> u32 {
-        if self.optimistic() && !self.spectator {
-            // Played like a recording: the frames beyond a keyframe interval and a little
-            // are run sooner, so a burst (the link back after an outage) is caught up.
-            let keep = self.cfg.keyframe_interval + PLAYOUT_KEEP_EXTRA;
-            return (self.frames.len() as u32).saturating_sub(keep);
-        }
-        if !self.catching_up {
-            return self.behind_phase();
-        }
-        let keep = if self.spectator {
-            self.cfg.keyframe_interval + 1
-        } else {
-            0
-        };
-        let ready = self.frames.len() as u32;
-        let extra = ready.saturating_sub(keep);
-        if extra == 0 && !self.spectator && self.first_frames_at.is_some() {
-            self.catching_up = false;
-        }
-        extra
+        let started = self.first_frames_at.is_some();
+        self.playout.backlog(self.frames.len() as u32, started)
     }
 
-    /// A late joiner the server finds more than a frame behind the others' phase (they were
-    /// catching up a stall themselves when it finished its own catch-up) runs the frames it
-    /// holds sooner (twice the pace) instead of leaving it to time sync (2%), while the
-    /// others wait for its input at every keyframe.
-    fn behind_phase(&self) -> u32 {
-        if !self.late || self.advance > -2.0 {
-            return 0;
-        }
-        // One extra frame a displayed frame: the server's estimate of our phase is smoothed
-        // and trails what we do, so more would overshoot, and we would wait for the others.
-        1.min(self.frames.len() as u32)
-    }
     /// The client of player `me`, at frame 0. Fails if `cfg` is invalid or `me` is no slot of it.
     pub fn new(now: Instant, cfg: Config, me: PeerId) -> Result<Client, LockstepError> {
         cfg.validate()?;
         if me.0 >= cfg.players {
             return Err(LockstepError::NoSuchSlot(me));
         }
-        let budget = SendBudget::new(cfg.send_budget, cfg.udp_ip_header);
+        let link = Link::new(now, now, cfg.send_budget, cfg.udp_ip_header);
+        let playout = Playout::new(&cfg);
         Ok(Client {
             cfg,
             me,
-            epoch: now,
+            link,
             samples: VecDeque::new(),
             samples_base: 0,
             acked_pad: None,
             sent_end: 0,
             last_pad: Pad::NEUTRAL,
             newest_pushed_at: None,
-            info: VecDeque::new(),
-            info_base: 0,
-            irtt_next: 0,
-            lat_next: 0,
-            input_rtt: WindowQuantile::new(INPUT_RTT_WINDOW),
+            measures: Measures::default(),
             first_frames_at: None,
-            start_delay_taken: false,
             held: VecDeque::new(),
             frames: VecDeque::new(),
-            slack: WindowQuantile::new(SLACK_SHORT),
-            slack_long: WindowQuantile::new(SLACK_LONG),
             next_frame: Frame::ZERO,
             lead: None,
-            send_seq: 0,
-            sent: VecDeque::new(),
-            recv_seq: None,
-            acks: AckRefs::default(),
-            echo: None,
             irtt_sent: None,
-            rtt: RttEstimator::default(),
-            down_loss: LossMeter::default(),
             up_lossy: false,
-            last_heard: now,
-            warned: false,
             lost: false,
-            last_send: None,
             send_due: false,
-            budget,
             checksums: VecDeque::new(),
             next_check: 0,
-            advance: 0.0,
             seen: VecDeque::new(),
             events: VecDeque::new(),
             last_now: now,
@@ -413,17 +241,9 @@ impl Client {
             waited_samples: 0,
             stalls: 0,
             stalled: Duration::ZERO,
-            traffic: Traffic::default(),
-            latency: LatencyStats::default(),
-            spectator: false,
-            catching_up: false,
-            late: false,
-            mine: VecDeque::new(),
-            last_inputs: [Pad::NEUTRAL; crate::input::MAX_PLAYERS],
-            unseen: 0,
-            perceived: LatencyStats::default(),
+            playout,
+            speculation: Speculation::new(me),
             pause: ClientPause::default(),
-            silence_end: None,
             last_push_call: None,
         })
     }
@@ -440,7 +260,7 @@ impl Client {
 
     /// True when the next frame has no local sample yet (call `push_local_input` first).
     pub fn wants_input(&self) -> bool {
-        !self.spectator && self.samples_end() <= self.next_frame.0
+        !self.is_spectator() && self.samples_end() <= self.next_frame.0
     }
 
     /// This player's pad for the next frame to emulate. Pushing again before that frame is
@@ -463,7 +283,7 @@ impl Client {
         }
         self.last_push_call = Some(now);
         // Paused at the frame to come: nothing is sampled for it until the game resumes.
-        if self.spectator || self.at_pause() {
+        if self.is_spectator() || self.at_pause() {
             return;
         }
         self.sample_while_waiting(pad);
@@ -500,7 +320,7 @@ impl Client {
         while self.waited_samples < periods.min(MAX_WAITED) {
             self.waited_samples += 1;
             // The period after the newest sample's (ahead already if caught up on before).
-            let newest = self.info.back().map_or(0, |i| i.frame);
+            let newest = self.measures.newest_frame().unwrap_or(0);
             let frame = newest.max(self.next_frame.0) + 1;
             self.append_sample_for(pad, self.last_now, frame);
         }
@@ -514,11 +334,8 @@ impl Client {
     fn append_sample_for(&mut self, pad: Pad, at: Instant, frame: u32) {
         let index = self.samples_end();
         self.samples.push_back(pad);
-        self.info.push_back(SampleInfo { pushed: at, frame });
-        if self.mine.len() >= MINE {
-            self.mine.pop_front();
-        }
-        self.mine.push_back((index, pad, at));
+        self.measures.pushed(at, frame);
+        self.speculation.pushed(index, pad, at);
         self.last_pad = pad;
         self.newest_pushed_at = Some(at);
         if self.every_sample() || (index + 1).is_multiple_of(self.cfg.keyframe_interval) {
@@ -545,11 +362,10 @@ impl Client {
             // No sample pushed for this frame: the pad did not change.
             self.append_sample(self.last_pad, self.last_now);
         }
-        self.record_latency(frame, u32::from(lead));
-        self.last_inputs = inputs;
+        self.measures.record_latency(frame, u32::from(lead));
+        self.speculation.handed_out(inputs);
         let wait = self.last_now.saturating_duration_since(arrived);
-        self.slack.record(wait);
-        self.slack_long.record(wait);
+        self.playout.waited(wait);
         self.next_frame = frame.next();
         Some((frame, inputs))
     }
@@ -560,7 +376,7 @@ impl Client {
     /// `i + lead`), with this player's samples where the server will place them and every
     /// other player's input of the last frame repeated. Nothing for a spectator.
     pub fn predict(&self, max: u32, out: &mut Vec<Inputs>) {
-        if self.spectator || max == 0 {
+        if self.is_spectator() || max == 0 {
             return;
         }
         let max = max as usize;
@@ -568,27 +384,11 @@ impl Client {
         let Some(lead) = self.lead else {
             return;
         };
-        let base = self.frames.back().map_or(self.last_inputs, |f| f.0);
-        let me = usize::from(self.me.0);
-        let mut frame = self.next_frame.0 + self.frames.len() as u32;
+        let received = self.frames.back().map(|f| f.0);
+        let frame = self.next_frame.0 + self.frames.len() as u32;
         let last = (self.samples_end() + lead).saturating_sub(1);
-        while frame <= last && out.len() < max {
-            let mut inputs = base;
-            if let Some(slot) = inputs.get_mut(me) {
-                *slot = self.own_sample(frame.wrapping_sub(lead));
-            }
-            out.push(inputs);
-            frame += 1;
-        }
-    }
-
-    /// This player's sample `index`, or its newest if that is older.
-    fn own_sample(&self, index: u32) -> Pad {
-        let first = self.mine.front().map_or(0, |m| m.0);
-        match index.checked_sub(first) {
-            Some(i) => self.mine.get(i as usize).map_or(self.last_pad, |m| m.1),
-            None => self.mine.front().map_or(self.last_pad, |m| m.1),
-        }
+        self.speculation
+            .extend(out, max, received, frame..=last, lead, self.last_pad);
     }
 
     /// The picture of frame `head` (speculative or not) was shown at `now`: each of this
@@ -598,19 +398,12 @@ impl Client {
         let Some(lead) = self.lead else {
             return;
         };
-        let first = self.mine.front().map_or(0, |m| m.0);
-        self.unseen = self.unseen.max(first);
-        while let Some(&(index, _, pushed)) = self.mine.get((self.unseen - first) as usize) {
-            if index + lead > head.0 {
-                break;
-            }
-            // Samples from before the first frames waited for the session to start.
-            if self.pushed_in_session(pushed) {
-                let periods = now.saturating_duration_since(pushed).as_secs_f64() * self.cfg.fps;
-                self.perceived.record(periods.round() as u32);
-            }
-            self.unseen += 1;
-        }
+        let first = self.first_frames_at;
+        // Samples from before the first frames waited for the session to start.
+        let in_session = |t| first.is_some_and(|f| t >= f);
+        let perceived = &mut self.measures.perceived;
+        self.speculation
+            .shown(now, head, lead, self.cfg.fps, in_session, perceived);
     }
 
     /// Frames that [`poll_frame`](Self::poll_frame) can hand out right now.
@@ -623,54 +416,11 @@ impl Client {
         self.next_frame
     }
 
-    fn info(&self, sample: u32) -> Option<SampleInfo> {
-        let i = sample.checked_sub(self.info_base)?;
-        self.info.get(i as usize).copied()
-    }
-
-    /// Forgets sample infos both measurements have passed.
-    fn trim_info(&mut self) {
-        let keep_from = self.irtt_next.min(self.lat_next);
-        while self.info_base < keep_from && self.info.pop_front().is_some() {
-            self.info_base += 1;
-        }
-    }
-
-    /// Frame `frame` (emulated now) applied the sample `frame - lead`: record its latency.
-    /// A sample repeated on several frames (lead growth) counts once.
-    fn record_latency(&mut self, frame: Frame, lead: u32) {
-        let Some(sample) = frame.0.checked_sub(lead).filter(|s| *s >= self.lat_next) else {
-            return;
-        };
-        if let Some(info) = self.info(sample) {
-            self.latency.record(frame.0.saturating_sub(info.frame));
-        }
-        self.lat_next = sample + 1;
-        self.trim_info();
-    }
-
     /// A sample pushed at `at` was taken on the running frame clock: samples pushed before
     /// the first frames arrived (the frame-0 sample, taps while waiting) waited for the
     /// session to start, so they measure neither the link nor the client's phase.
     fn pushed_in_session(&self, at: Instant) -> bool {
         self.first_frames_at.is_some_and(|f| at >= f)
-    }
-
-    /// Frames `from..to` just arrived: each carries sample `frame - lead`, pushed some time ago.
-    fn record_input_rtt(&mut self, now: Instant, from: u32, to: u32, lead: u32) {
-        for frame in from..to {
-            let Some(sample) = frame.checked_sub(lead).filter(|s| *s >= self.irtt_next) else {
-                continue;
-            };
-            if let Some(info) = self.info(sample).filter(|i| {
-                self.pushed_in_session(i.pushed) && self.pause.pushed_since_resume(i.pushed)
-            }) {
-                self.input_rtt
-                    .record(now.saturating_duration_since(info.pushed));
-            }
-            self.irtt_next = sample + 1;
-        }
-        self.trim_info();
     }
 
     /// Queues the checksum of `frame` (e.g. of the state after it) for the server, which
@@ -687,14 +437,13 @@ impl Client {
     /// counted.
     pub fn handle_datagram(&mut self, now: Instant, datagram: &[u8]) {
         self.last_now = self.last_now.max(now);
-        self.traffic
-            .received(datagram.len(), self.cfg.udp_ip_header);
+        self.link.count_received(datagram.len());
         let known_end = self.next_frame.0 + self.frames.len() as u32;
         // `held` ends where the received frames end.
         let (held, held_from) = (&self.held, known_end - self.held.len() as u32);
         let update = match Header::parse(datagram) {
             Ok((h, body)) if h.kind == Kind::Update => {
-                let ack_ref = self.acks.reference(self.send_seq);
+                let ack_ref = self.link.ack_reference();
                 msg::decode_update(
                     body,
                     wire::is_short(datagram),
@@ -706,14 +455,13 @@ impl Client {
             }
             Ok((h, _)) => {
                 tracing::debug!("dropped a {:?} datagram", h.kind);
-                self.traffic.packets_dropped_invalid += 1;
+                self.link.traffic.packets_dropped_invalid += 1;
                 return;
             }
             Err(e) => Err(e),
         };
-        let sent_any = self.last_send.is_some();
         let update = update.and_then(|u| {
-            if u.head.plausible(self.recv_seq, self.send_seq, sent_any) {
+            if self.link.plausible(&u.head) {
                 Ok(u)
             } else {
                 Err(WireError::Malformed(Kind::Update))
@@ -727,21 +475,14 @@ impl Client {
             }
             Err(e) => {
                 tracing::debug!("dropped datagram: {e}");
-                self.traffic.packets_dropped_invalid += 1;
+                self.link.traffic.packets_dropped_invalid += 1;
                 return;
             }
         };
         if self.lost {
             return;
         }
-        // A silence ends with a datagram after one (the first ends none: before it, the
-        // server had nothing to say).
-        let gap = now.saturating_duration_since(self.last_heard) >= LINK_SILENCE;
-        if gap && self.recv_seq.is_some() {
-            self.silence_end = Some(now);
-        }
-        self.last_heard = now;
-        self.warned = false;
+        self.link.heard(now);
         if update.frames.as_ref().is_some_and(|r| r.from.0 > known_end) {
             // A later segment whose predecessor is missing: ignore it all, so our ack
             // never claims frames we lack; it comes again with the next round.
@@ -751,26 +492,14 @@ impl Client {
             // The server names our lead until we acknowledge it: frames without one before
             // we know it are not from a server that follows the protocol.
             tracing::debug!("dropped an UPDATE without the lead we have not learnt yet");
-            self.traffic.packets_dropped_invalid += 1;
+            self.link.traffic.packets_dropped_invalid += 1;
             return;
         }
-        let newest = self.recv_seq.is_none_or(|r| seq_newer(update.head.seq, r));
+        let newest = self.link.received(now, &update.head);
         if newest {
-            if let Some(prev) = self.recv_seq {
-                self.down_loss.arrived(update.head.seq.wrapping_sub(prev));
-            }
             self.up_lossy = update.up_lossy;
-            self.recv_seq = Some(update.head.seq);
-            if let Some(ts) = update.head.ts {
-                self.echo = Some((ts, now));
-            }
-            if let Some(e) = update.head.echo {
-                if let Some(rtt) = rtt_sample(self.epoch, now, e, self.silence_end) {
-                    self.rtt.update(rtt);
-                }
-            }
             if let Some(a) = update.advance {
-                self.advance = f64::from(a) / 16.0;
+                self.playout.advance = f64::from(a) / 16.0;
             }
             // The lead rides only until we acknowledge it: keep the newest.
             if let Some(lead) = update.frames.as_ref().and_then(|r| r.lead) {
@@ -784,7 +513,7 @@ impl Client {
             self.handle_ack(ack);
         }
         // A resume before the frames it lets through: samples pushed before it waited for
-        // the pause, not for the link (see `record_input_rtt`).
+        // the pause, not for the link (see `Measures::record_input_rtt`).
         if update
             .notices
             .iter()
@@ -808,7 +537,10 @@ impl Client {
                 let excess = self.held.len().saturating_sub(HELD_FRAMES);
                 self.held.drain(..excess);
                 self.first_frames_at.get_or_insert(now);
-                self.record_input_rtt(now, known_end, run.to().0, lead);
+                let (first, pause) = (self.first_frames_at, &self.pause);
+                let counts = |t| first.is_some_and(|f| t >= f) && pause.pushed_since_resume(t);
+                self.measures
+                    .record_input_rtt(now, known_end, run.to().0, lead, counts);
                 if let Some(since) = self.stall_since.take() {
                     let waited = now.saturating_duration_since(since);
                     self.stalled += waited;
@@ -864,33 +596,24 @@ impl Client {
     }
 
     fn handle_ack(&mut self, ack: u16) {
-        self.acks.received(ack);
-        while let Some(rec) = self.sent.front().copied() {
-            if rec.seq == ack {
-                self.acks.acknowledged(rec.ack);
-                while self.samples_base < rec.samples_end {
-                    let Some(pad) = self.samples.pop_front() else {
-                        break;
-                    };
-                    self.acked_pad = Some(pad);
-                    self.samples_base += 1;
-                }
-                while self.checksums.front().is_some_and(|c| c.0 < rec.checks_end) {
-                    self.checksums.pop_front();
-                }
-                if let Some(id) = rec.pause_id {
-                    self.pause.acknowledged(id);
-                }
-                if rec.stopped {
-                    self.pause.stopped = false;
-                }
-                self.sent.pop_front();
-                return;
-            }
-            if !seq_newer(ack, rec.seq) {
-                return;
-            }
-            self.sent.pop_front();
+        let Some(rec) = self.link.acked(ack) else {
+            return;
+        };
+        while self.samples_base < rec.samples_end {
+            let Some(pad) = self.samples.pop_front() else {
+                break;
+            };
+            self.acked_pad = Some(pad);
+            self.samples_base += 1;
+        }
+        while self.checksums.front().is_some_and(|c| c.0 < rec.checks_end) {
+            self.checksums.pop_front();
+        }
+        if let Some(id) = rec.pause_id {
+            self.pause.acknowledged(id);
+        }
+        if rec.stopped {
+            self.pause.stopped = false;
         }
     }
 
@@ -903,14 +626,14 @@ impl Client {
     /// first CTRL as that player running (frame 0 waits for it), and a network thread would
     /// otherwise send one while the window is still opening.
     fn first_send_due(&self) -> bool {
-        self.last_send.is_none() && (self.spectator || !self.samples.is_empty())
+        self.link.last_send.is_none() && (self.is_spectator() || !self.samples.is_empty())
     }
 
     /// When a CTRL goes out without a new sample (retransmission and keepalive while
     /// stalled): a keyframe interval after the last one and after the newest sample. While
     /// samples flow they trigger the CTRLs, at the moment each is pushed.
     fn resend_at(&self) -> Option<Instant> {
-        let last = self.last_send?;
+        let last = self.link.last_send?;
         Some(last.max(self.newest_pushed_at.unwrap_or(last)) + self.cfg.resend_interval())
     }
 
@@ -925,7 +648,7 @@ impl Client {
         if !(self.send_due || timer) {
             return None;
         }
-        if !self.budget.allows(now) {
+        if !self.link.budget.allows(now) {
             if !timer && self.every_sample() {
                 // A CTRL is worth most right after the sample it carries. Out of budget now, it
                 // waits for the next sample instead of leaving as soon as the bucket refills:
@@ -936,18 +659,9 @@ impl Client {
             }
             return None;
         }
-        let seq = self.send_seq;
-        self.send_seq = self.send_seq.wrapping_add(1);
+        let head = self.link.next_head(now);
+        let seq = head.seq;
         let n = msg::pads_fitting(self.samples.iter().copied(), msg::CTRL_BIT_BUDGET);
-        let rtt_known = self.rtt.srtt().is_some();
-        let head = head(
-            seq,
-            self.recv_seq,
-            self.epoch,
-            now,
-            &mut self.echo,
-            rtt_known,
-        );
         let samples = (n > 0).then(|| {
             let age = self
                 .newest_pushed_at
@@ -976,9 +690,9 @@ impl Client {
             0 => self.next_check,
             n => self.checksums[n - 1].0 + 1,
         };
-        let input_rtt_ms = Some(&self.input_rtt)
-            .filter(|w| w.len() >= INPUT_RTT_MIN_SAMPLES)
-            .and_then(|w| w.quantile(INPUT_RTT_QUANTILE))
+        let input_rtt_ms = self
+            .measures
+            .input_rtt_report()
             .map(|d| d.as_millis().min(u128::from(u16::MAX)) as u16)
             .and_then(|v| msg::refresh(v, &mut self.irtt_sent, seq));
         let ctrl = Ctrl {
@@ -989,26 +703,20 @@ impl Client {
             pause: self.pause.pending,
             stopped: self.pause.stopped,
         };
-        self.sent.push_back(SentCtrl {
-            seq,
-            ack: ctrl.head.ack,
+        let record = SentCtrl {
             samples_end: self.samples_base + n as u32,
             checks_end,
             pause_id: ctrl.pause.map(|p| p.id),
             stopped: ctrl.stopped,
-        });
-        if self.sent.len() > MAX_SENT_RECORDS {
-            self.sent.pop_front();
-        }
+        };
         self.send_due = false;
-        self.last_send = Some(now);
+        self.link.last_send = Some(now);
         // The server holds samples up to somewhere between our first unacknowledged one and
         // the end of all we sent.
         let refs = self.samples_base..=self.sent_end.max(self.samples_base);
         self.sent_end = self.sent_end.max(self.samples_base + n as u32);
-        let bytes = msg::encode_ctrl(self.cfg.session, &ctrl, refs, self.acks.held());
-        self.budget.spend(now, bytes.len());
-        self.traffic.sent(bytes.len(), self.cfg.udp_ip_header);
+        let bytes = msg::encode_ctrl(self.cfg.session, &ctrl, refs, self.link.acks.held());
+        self.link.sent(now, &ctrl.head, record, bytes.len());
         Some(bytes)
     }
 
@@ -1025,7 +733,7 @@ impl Client {
     /// comes as [`ClientEvent::Paused`], [`ClientEvent::Resumed`] or
     /// [`ClientEvent::PauseRefused`]. A spectator cannot.
     pub fn request_pause(&mut self, pause: bool) {
-        if !self.spectator {
+        if !self.is_spectator() {
             self.pause.request(pause);
             self.send_due = true;
         }
@@ -1049,7 +757,7 @@ impl Client {
             .pause
             .resumed_at
             .is_some_and(|t| self.last_now < t + REFILL_LIMIT);
-        self.spectator
+        self.is_spectator()
             && refilling
             && self.pause.refill
             && (self.frames.len() as u32) <= 2 * self.cfg.keyframe_interval
@@ -1085,12 +793,16 @@ impl Client {
         } else {
             self.resend_at()
         };
-        let send = send.map(|t| self.budget.ready_at(t));
-        let warn = (!self.warned).then(|| self.last_heard + self.cfg.warn_after);
-        [send, warn, Some(self.last_heard + self.silence_limit())]
-            .into_iter()
-            .flatten()
-            .min()
+        let send = send.map(|t| self.link.budget.ready_at(t));
+        let warn = self.link.warn_at(self.cfg.warn_after);
+        [
+            send,
+            warn,
+            Some(self.link.last_heard + self.silence_limit()),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
     }
 
     /// Raises `ServerSilent` and `ServerLost` when the server has been quiet too long.
@@ -1099,22 +811,27 @@ impl Client {
         if self.lost {
             return;
         }
-        let silent = now.saturating_duration_since(self.last_heard);
-        if silent >= self.silence_limit() {
-            tracing::info!("server silent for {} ms: lost", silent.as_millis());
-            self.lost = true;
-            self.events.push_back(ClientEvent::ServerLost);
-        } else if silent >= self.cfg.warn_after && !self.warned {
-            self.warned = true;
-            self.events
-                .push_back(ClientEvent::ServerSilent { silent_for: silent });
+        match self
+            .link
+            .silence(now, self.silence_limit(), self.cfg.warn_after)
+        {
+            Silence::Gone(silent) => {
+                tracing::info!("server silent for {} ms: lost", silent.as_millis());
+                self.lost = true;
+                self.events.push_back(ClientEvent::ServerLost);
+            }
+            Silence::Warn(silent) => {
+                self.events
+                    .push_back(ClientEvent::ServerSilent { silent_for: silent });
+            }
+            Silence::Heard => {}
         }
     }
 
     /// True while a direction of the link loses datagrams: a CTRL then goes out with every
     /// sample instead of every K-th, so a loss costs one frame instead of K.
     pub fn redundant(&self) -> bool {
-        self.down_loss.lossy() || self.up_lossy
+        self.link.loss.lossy() || self.up_lossy
     }
 
     /// True once the server has been lost.
@@ -1128,39 +845,12 @@ impl Client {
     /// frames in hand; or the others were catching up a stall of their own) corrects it
     /// faster, up to 10%: at 2% a two-frame lead takes two seconds, stalling every keyframe.
     pub fn pace(&self) -> f64 {
-        if self.optimistic() {
-            return self.playout_pace();
-        }
-        if self.late && self.advance.abs() >= 1.0 {
-            return (1.0 - 0.03 * self.advance).clamp(0.9, 1.1);
-        }
-        pace_for(self.advance)
-    }
-
-    /// Optimistic mode: the server's frames come on its clock, so the client keeps its phase
-    /// just behind their arrival: it runs 1% slower while the frames wait less than
-    /// `SLACK_LOW` frames before they run (it is about to miss one), 1% faster while they
-    /// wait more than `SLACK_HIGH` (that wait is input latency). This also absorbs clock
-    /// drift between the machines.
-    fn playout_pace(&self) -> f64 {
-        let frames = |w: &WindowQuantile, q| {
-            w.quantile(q)
-                .map(|d| d.as_secs_f64() * self.cfg.fps)
-                .unwrap_or(SLACK_LOW)
-        };
-        if frames(&self.slack, SLACK_QUANTILE) < SLACK_LOW {
-            1.0 - PLAYOUT_PACE_STEP
-        } else if self.slack_long.len() >= SLACK_LONG && frames(&self.slack_long, 0.0) > SLACK_HIGH
-        {
-            1.0 + PLAYOUT_PACE_STEP
-        } else {
-            1.0
-        }
+        self.playout.pace()
     }
 
     /// Smoothed RTT to the server.
     pub fn rtt(&self) -> Option<Duration> {
-        self.rtt.srtt()
+        self.link.rtt.srtt()
     }
 
     /// How far this client's frame clock is behind the host's, to catch up once: its first
@@ -1171,26 +861,19 @@ impl Client {
     /// and never catches this up runs a one-way trip behind the host, which time sync, at
     /// 2 %, takes 25 s to undo at 2 s RTT, stalling meanwhile.
     pub fn take_start_delay(&mut self) -> Option<Duration> {
-        if self.paced_by_arrival() {
-            return None;
-        }
-        if self.start_delay_taken || self.first_frames_at.is_none() {
-            return None;
-        }
-        let one_way = self.rtt.srtt()? / 2;
-        self.start_delay_taken = true;
-        Some(one_way)
+        let started = self.first_frames_at.is_some();
+        self.playout.take_start_delay(started, self.link.rtt.srtt())
     }
 
     /// The client's numbers as of now.
     pub fn stats(&self) -> ClientStats {
         ClientStats {
-            rtt: self.rtt.srtt(),
-            rtt_var: self.rtt.rttvar(),
-            input_rtt: self.input_rtt.quantile(INPUT_RTT_QUANTILE),
+            rtt: self.link.rtt.srtt(),
+            rtt_var: self.link.rtt.rttvar(),
+            input_rtt: self.measures.input_rtt(),
             keyframe_interval: self.cfg.keyframe_interval,
             redundant: self.redundant(),
-            down_loss: self.down_loss.rate(),
+            down_loss: self.link.loss.rate(),
             lead: self.lead,
             frame: self.next_frame,
             ready_frames: self.frames.len(),
@@ -1198,17 +881,16 @@ impl Client {
             stalled: self.stalled,
             stalled_frames: self.stalled.as_secs_f64() * self.cfg.fps,
             pace: self.pace(),
-            advance_frames: self.advance,
-            traffic: self.traffic,
-            latency: self.latency.clone(),
-            perceived: self.perceived.clone(),
+            advance_frames: self.playout.advance,
+            traffic: self.link.traffic,
+            latency: self.measures.latency.clone(),
+            perceived: self.measures.perceived.clone(),
         }
     }
 
     /// Forgets latency samples and stall counts (e.g. after a warm-up).
     pub fn reset_measurements(&mut self) {
-        self.latency.clear();
-        self.perceived.clear();
+        self.measures.clear();
         self.stalls = 0;
         self.stalled = Duration::ZERO;
     }
