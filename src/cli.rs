@@ -8,12 +8,12 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::app::chat_board::ChatShow;
 use crate::app::replay::ReplayOptions;
 use crate::app::video_capture::VideoOutput;
 use crate::app::{PlayOptions, RecordMode, RunnerConfig};
 use crate::config::Config;
 use crate::frontend::audio::AudioSettings;
+use crate::frontend::chat_board::ChatShow;
 use crate::host::{catalog, CoreSource, HostConfig};
 use crate::input::{BotSpec, Button};
 use crate::lockstep::{Mode, DEFAULT_SEND_BUDGET};

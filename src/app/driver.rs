@@ -6,12 +6,7 @@ use super::interrupt::JobControl;
 use super::runner::{Clock, EndReason, Feed, Machine, RunError, Runner, Status, Tick};
 use crate::input::Inputs;
 
-/// What the user asked for while the frontend waited.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Requests {
-    pub quit: bool,
-    pub toggle_pause: bool,
-}
+pub use crate::frontend::Requests;
 
 /// The outputs and local inputs of one mode (window, headless).
 pub trait Frontend<M> {

@@ -3,8 +3,8 @@
 use std::time::Duration;
 
 use super::driver::{Frontend, Requests};
-use super::machine::ShotAt;
 use super::runner::{RunError, Tick};
+use crate::frontend::screenshot::ShotAt;
 use crate::host::Core;
 use crate::input::{Inputs, Pad, MAX_PLAYERS};
 

@@ -1,10 +1,6 @@
-//! The host's `Core` as the runner's `Machine`, and its frame as a frontend `Image`.
-
-use std::path::PathBuf;
+//! The host's `Core` as the runner's `Machine`.
 
 use super::runner::Machine;
-use crate::frontend::image::Image;
-use crate::frontend::screenshot::{save_png, ScreenshotError};
 use crate::host::Core;
 use crate::input::Inputs;
 
@@ -45,41 +41,5 @@ impl Machine for Core {
 
     fn discard_audio(&mut self) {
         self.clear_audio();
-    }
-}
-
-/// The core's last frame as plain pixels.
-pub fn core_image(core: &Core) -> Image<'_> {
-    let v = core.video();
-    Image::packed(v.width, v.height, v.pixels)
-}
-
-/// The hidden `--screenshot-at FRAME PATH` test hook: saves the frame shown once `FRAME`
-/// frames have run, as displayed (rotated).
-#[derive(Clone, Debug)]
-pub struct ShotAt {
-    pub frame: u64,
-    pub path: PathBuf,
-    done: bool,
-}
-
-impl ShotAt {
-    pub fn new(frame: u64, path: PathBuf) -> ShotAt {
-        ShotAt {
-            frame,
-            path,
-            done: false,
-        }
-    }
-
-    /// Takes the shot if `frames_run` reached the target; at most once.
-    pub fn check(&mut self, frames_run: u64, core: &Core) -> Result<(), ScreenshotError> {
-        if self.done || frames_run < self.frame {
-            return Ok(());
-        }
-        self.done = true;
-        save_png(&self.path, &core_image(core), core.rotation())?;
-        tracing::info!("screenshot at frame {frames_run}: {}", self.path.display());
-        Ok(())
     }
 }

@@ -1,7 +1,8 @@
 //! The frame scheduler and the run loops built on it. The window and headless modes share
-//! one [`Runner`] and one [`driver::run_loop`]; only their [`driver::Frontend`] differs.
+//! one [`Runner`] and one [`driver::run_loop`]; only their [`driver::Frontend`] differs
+//! (`windowed`, `headless`). `app` sits above `frontend` and below `netplay`, and imports
+//! nothing from `netplay`, `serve` or `session`.
 
-pub mod chat_board;
 pub mod driver;
 pub mod headless;
 pub mod interrupt;
@@ -15,6 +16,7 @@ pub mod runner;
 pub mod stats;
 pub mod sync_test;
 pub mod video_capture;
+pub mod windowed;
 
 pub use driver::{run_loop, Frontend, Requests};
 pub use local::LocalFeed;

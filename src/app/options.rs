@@ -44,7 +44,7 @@ pub struct PlayOptions {
     /// Write the game as shown to a video file (`--video`, `replay --export`).
     pub video: Option<VideoOutput>,
     /// Netplay: the chat the window shows and takes typed lines for.
-    pub chat: Option<super::chat_board::ChatBoard>,
+    pub chat: Option<crate::frontend::chat_board::ChatBoard>,
     /// The key (a `[input]` key name) that opens the window's chat line.
     pub chat_key: String,
 }

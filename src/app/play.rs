@@ -9,13 +9,13 @@ use winit::keyboard::KeyCode;
 use super::driver::run_loop;
 use super::headless::Headless;
 use super::local::LocalFeed;
-use super::machine::ShotAt;
 use super::options::PlayOptions;
 use super::record::{self, RecordError, Recording};
 use super::runner::{EndReason, Feed, RunError, Runner};
 use super::stats::{self, checksum_hex, StatsError};
 use super::sync_test::SyncTest;
 use super::video_capture::{self, VideoCapture};
+use crate::frontend::screenshot::ShotAt;
 use crate::frontend::window::{WindowError, WindowFrontend, WindowSettings};
 use crate::host::{Core, HostError};
 
@@ -215,7 +215,7 @@ fn window_settings(opts: &PlayOptions, name: String, status: Option<String>) -> 
 }
 
 /// The chat a netplay window shows, and the key that opens its input line.
-fn chat_of(opts: &PlayOptions) -> Option<(crate::app::chat_board::ChatBoard, KeyCode)> {
+fn chat_of(opts: &PlayOptions) -> Option<(crate::frontend::chat_board::ChatBoard, KeyCode)> {
     let key = crate::frontend::keyboard::key_code(&opts.chat_key).unwrap_or(KeyCode::KeyT);
     opts.chat.clone().map(|board| (board, key))
 }

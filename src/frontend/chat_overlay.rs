@@ -4,7 +4,7 @@
 
 use lightcycles::font::{glyph, ADVANCE, GLYPH_H, GLYPH_W};
 
-use crate::app::chat_board::Shown;
+use super::chat_board::Shown;
 
 /// Name colours by player slot (P1 red, P2 blue, P3 green, P4 yellow), repeating.
 pub const PLAYER_COLOURS: [[u8; 3]; 4] =

@@ -1,10 +1,12 @@
-//! Screenshots: a core frame, rotated as displayed, written as an RGB PNG.
+//! Screenshots: a core frame, rotated as displayed, written as an RGB PNG, on the player's
+//! key or at a set frame (`ShotAt`).
 
 use std::fs::{self, File};
 use std::io::BufWriter;
 use std::path::{Path, PathBuf};
 
 use super::image::{copy_rotated, Image};
+use crate::host::Core;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ScreenshotError {
@@ -58,6 +60,42 @@ pub fn save_png(path: &Path, frame: &Image, rotation: u32) -> Result<(), Screens
     let mut writer = encoder.write_header().map_err(enc_err)?;
     writer.write_image_data(&rgb).map_err(enc_err)?;
     writer.finish().map_err(enc_err)
+}
+
+/// The core's last frame as plain pixels.
+pub fn core_image(core: &Core) -> Image<'_> {
+    let v = core.video();
+    Image::packed(v.width, v.height, v.pixels)
+}
+
+/// The hidden `--screenshot-at FRAME PATH` test hook: saves the frame shown once `FRAME`
+/// frames have run, as displayed (rotated).
+#[derive(Clone, Debug)]
+pub struct ShotAt {
+    pub frame: u64,
+    pub path: PathBuf,
+    done: bool,
+}
+
+impl ShotAt {
+    pub fn new(frame: u64, path: PathBuf) -> ShotAt {
+        ShotAt {
+            frame,
+            path,
+            done: false,
+        }
+    }
+
+    /// Takes the shot if `frames_run` reached the target; at most once.
+    pub fn check(&mut self, frames_run: u64, core: &Core) -> Result<(), ScreenshotError> {
+        if self.done || frames_run < self.frame {
+            return Ok(());
+        }
+        self.done = true;
+        save_png(&self.path, &core_image(core), core.rotation())?;
+        tracing::info!("screenshot at frame {frames_run}: {}", self.path.display());
+        Ok(())
+    }
 }
 
 #[cfg(test)]

@@ -25,16 +25,14 @@ use lightcycles::font::ADVANCE;
 
 use super::aspect::{self, AspectRenderer};
 use super::audio::{AudioOut, AudioSettings};
+use super::chat_board::{ChatBoard, Shown, MAX_TYPED};
 use super::chat_overlay;
 use super::gamepads::Gamepads;
 use super::image::{copy_rotated, rotated_size};
 use super::keyboard::{hotkey, Hotkey, Keyboard};
-use super::screenshot::{save_png, screenshot_path};
+use super::screenshot::{core_image, save_png, screenshot_path, ScreenshotError, ShotAt};
 use super::status_bar;
-use crate::app::chat_board::{ChatBoard, Shown};
-use crate::app::driver::{Frontend, Requests};
-use crate::app::machine::{core_image, ShotAt};
-use crate::app::runner::{RunError, Tick};
+use super::Requests;
 use crate::host::Core;
 use crate::input::{Inputs, KeyMap, Pad, MAX_PLAYERS};
 
@@ -199,7 +197,7 @@ impl App {
     /// Text typed into the open chat line (the key's character, as the layout makes it).
     fn chat_text(&mut self, text: &str) {
         if let Some(line) = &mut self.typing {
-            let room = crate::app::chat_board::MAX_TYPED.saturating_sub(line.chars().count());
+            let room = MAX_TYPED.saturating_sub(line.chars().count());
             line.extend(text.chars().filter(|c| !c.is_control()).take(room));
         }
     }
@@ -458,7 +456,7 @@ impl ApplicationHandler for App {
     }
 }
 
-/// The windowed frontend: implements the run loop's [`Frontend`] for a [`Core`].
+/// The windowed frontend for a [`Core`]: the run loop drives it through `app::windowed`.
 pub struct WindowFrontend {
     event_loop: EventLoop<()>,
     app: App,
@@ -527,14 +525,7 @@ impl WindowFrontend {
     /// width), handling the window's events for at most `timeout`. Returns true when the
     /// player asked to leave: Esc, or closing the window.
     pub fn show_text(&mut self, rows: &[String], timeout: Duration) -> Result<bool, WindowError> {
-        let status = self
-            .event_loop
-            .pump_app_events(Some(timeout), &mut self.app);
-        if let Some(e) = self.app.error.take() {
-            return Err(e);
-        }
-        self.gamepads.poll();
-        let requests = std::mem::take(&mut self.app.requests);
+        let requests = self.pump(timeout)?;
         // Screenshots save the core's frame; there is none yet.
         self.app.screenshot = false;
         let redraw = std::mem::take(&mut self.app.redraw);
@@ -543,7 +534,7 @@ impl WindowFrontend {
             self.app.draw_text();
             self.app.render();
         }
-        Ok(requests.quit || matches!(status, PumpStatus::Exit(_)))
+        Ok(requests.quit)
     }
 
     /// The window, its event loop and gamepads, on a `buffer`-sized image of pixels `par`
@@ -616,15 +607,14 @@ impl WindowFrontend {
             Err(e) => tracing::warn!("screenshot failed: {e}"),
         }
     }
-}
 
-impl Frontend<Core> for WindowFrontend {
-    fn wait(&mut self, timeout: Duration) -> Result<Requests, RunError> {
+    /// Handles the window's events for at most `timeout`; returns what the player asked for.
+    pub fn pump(&mut self, timeout: Duration) -> Result<Requests, WindowError> {
         let status = self
             .event_loop
             .pump_app_events(Some(timeout), &mut self.app);
         if let Some(e) = self.app.error.take() {
-            return Err(RunError::Frontend(e.to_string()));
+            return Err(e);
         }
         self.gamepads.poll();
         let mut requests = std::mem::take(&mut self.app.requests);
@@ -634,7 +624,8 @@ impl Frontend<Core> for WindowFrontend {
         Ok(requests)
     }
 
-    fn local_inputs(&mut self) -> Inputs {
+    /// The local players' pads now: keyboard, then gamepads.
+    pub fn pads(&mut self) -> Inputs {
         let mut inputs = [Pad::NEUTRAL; MAX_PLAYERS];
         for (port, pad) in inputs
             .iter_mut()
@@ -647,7 +638,14 @@ impl Frontend<Core> for WindowFrontend {
         inputs
     }
 
-    fn present(&mut self, core: &mut Core, tick: &Tick, frame: u64) -> Result<(), RunError> {
+    /// Queues the core's audio and draws its frame when `new_frame` (else redraws only
+    /// what went stale); `frame` is the number of frames emulated so far.
+    pub fn show(
+        &mut self,
+        core: &mut Core,
+        new_frame: bool,
+        frame: u64,
+    ) -> Result<(), ScreenshotError> {
         let rate = core.av_info().sample_rate;
         if rate != self.audio_rate {
             self.audio.set_input_rate(rate);
@@ -656,7 +654,7 @@ impl Frontend<Core> for WindowFrontend {
         self.audio_buf.clear();
         core.drain_audio(&mut self.audio_buf);
         self.audio.push(&self.audio_buf);
-        if tick.frames > 0 {
+        if new_frame {
             self.app.upload(core);
             self.app.redraw = true;
         } else if self.app.stale() {
@@ -672,13 +670,13 @@ impl Frontend<Core> for WindowFrontend {
             self.take_screenshot(core);
         }
         if let Some(shot) = &mut self.shot_at {
-            shot.check(frame, core)
-                .map_err(|e| RunError::Frontend(e.to_string()))?;
+            shot.check(frame, core)?;
         }
         Ok(())
     }
 
-    fn status(&mut self, line: &str) {
+    /// The status line to show in the bar below the game.
+    pub fn set_status(&mut self, line: &str) {
         // Wrapped to the game's width (the buffer's); a bar too short for the rows grows at
         // the next frame, and the window with it unless the player resized it.
         let rows = status_bar::layout(line, self.app.buffer.0);
@@ -687,7 +685,8 @@ impl Frontend<Core> for WindowFrontend {
         self.app.bar_rows = self.app.bar_rows.max(self.app.status.len() as u32);
     }
 
-    fn paused(&mut self, paused: bool) {
+    /// The game was paused or resumed: sound stops or starts, and the title says so.
+    pub fn set_paused(&mut self, paused: bool) {
         self.audio.set_paused(paused);
         if let Some(w) = &self.app.window {
             let title = &self.app.settings.title;

@@ -4,8 +4,8 @@
 use std::io::{BufRead, IsTerminal};
 use std::time::Instant;
 
-use crate::app::chat_board::{ChatBoard, ChatShow, Shown};
 use crate::app::options::PlayOptions;
+use crate::frontend::chat_board::{ChatBoard, ChatShow, Shown};
 use crate::session::{ChatLine, ChatRefused, Participant};
 
 /// The chat of the whole session, from the lobby on: `play`'s window shows it, and a

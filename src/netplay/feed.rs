@@ -19,8 +19,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value};
 
-use crate::app::chat_board::ChatBoard;
 use crate::app::{Feed, FeedPoll};
+use crate::frontend::chat_board::ChatBoard;
 use crate::input::{Bot, Inputs, Pad};
 use crate::lockstep::{Frame, Mode};
 use crate::net::{Link, SocketWaiter};

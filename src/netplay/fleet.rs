@@ -11,7 +11,8 @@ use crate::net::Link;
 use crate::session::msg::{Msg, RoomMsg, ServerInfo};
 use crate::session::{SessionError, HANDSHAKE_TIMEOUT, HELLO_INTERVAL};
 
-use super::{resolve, NetplayError};
+use super::address::resolve;
+use super::NetplayError;
 
 /// Longest a room's lookup waits: a server of an older protocol, or a lone one that does
 /// not answer it, is then asked directly (its Hello says why not, if it refuses).

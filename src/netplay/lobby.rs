@@ -7,8 +7,8 @@ use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use crate::app::chat_board::ChatBoard;
 use crate::app::play::EarlyWindow;
+use crate::frontend::chat_board::ChatBoard;
 use crate::lockstep::PeerId;
 use crate::net::Link;
 use crate::session::{

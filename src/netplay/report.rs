@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Map, Value};
 
-use crate::app::chat_board::ChatBoard;
+use crate::frontend::chat_board::ChatBoard;
 use crate::lockstep::{self, ClientEvent, Frame, PauseRefusal, PeerId};
 use crate::net::LinkStats;
 use crate::replay::Event;
@@ -634,7 +634,7 @@ impl Report {
         );
         if let Some(endpoint) = p.endpoint() {
             let stats = endpoint.server_stats();
-            m.insert("placement".into(), super::placement_json(stats.as_ref()));
+            m.insert("placement".into(), placement_json(stats.as_ref()));
         }
         m.insert("keyframe_interval".into(), json!(s.keyframe_interval));
         m.insert("lead".into(), json!(s.lead));
@@ -730,6 +730,30 @@ pub(crate) struct Play {
     pub lobby_bytes: (u64, u64),
     pub first: u32,
     pub ahead: Option<u32>,
+}
+
+/// Per player, where the lockstep server put its samples (optimistic mode: how many came
+/// later than its own offset, by how many frames, and how many equal ones were merged to
+/// drain a backlog; all zero in strict mode), for `--stats-json`.
+pub(super) fn placement_json(stats: Option<&lockstep::ServerStats>) -> serde_json::Value {
+    let Some(stats) = stats else {
+        return serde_json::json!([]);
+    };
+    serde_json::json!(stats
+        .placements
+        .iter()
+        .map(|(peer, p)| serde_json::json!({
+            "slot": peer.0,
+            // Its offset now, if it still plays.
+            "offset": stats.peers.iter().find(|s| s.peer == *peer).map(|s| s.lead),
+            "placed_late": p.late,
+            "placed_late_frames": {
+                "median": p.late_frames.median(),
+                "p95": p.late_frames.p95(),
+            },
+            "merged": p.merged,
+        }))
+        .collect::<Vec<_>>())
 }
 
 #[cfg(test)]

@@ -12,9 +12,10 @@ use crate::serve::{Rooms, ServeConfig, ServeEvent};
 use crate::session::msg::{Msg, RoomInfo, RoomMsg};
 use crate::wire::HEADER_LEN;
 
+use super::address::resolve;
 use super::directory::{Directory, DirectoryConfig};
 use super::metrics::Metrics;
-use super::{resolve, NetplayError, GOODBYE_DRAIN};
+use super::{NetplayError, GOODBYE_DRAIN};
 
 /// Longest the server sleeps without a datagram or a timer, so that Ctrl-C is seen.
 const IDLE_WAKE: Duration = Duration::from_millis(100);
@@ -242,7 +243,7 @@ pub fn serve(opts: &ServeOptions) -> Result<(), NetplayError> {
                     json!({
                         "room": room,
                         "mode": mode.as_str(),
-                        "placement": super::placement_json(stats.as_ref()),
+                        "placement": super::report::placement_json(stats.as_ref()),
                     })
                 })
                 .collect();

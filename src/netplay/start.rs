@@ -1,0 +1,452 @@
+//! The commands from their options to the first frame: `host` (listening itself, or
+//! opening a room on a dedicated server), `join` and `spectate` (a `join` that watches).
+//! Each opens the early window, the core and the link, goes through the lobby (`lobby`),
+//! loads what the start state says, then hands over to `run`. It must not import `serve`
+//! (the dedicated server) nor draw anything: its screens go through `lobby` and
+//! `app::play::EarlyWindow`.
+
+use std::net::SocketAddr;
+use std::time::Instant;
+
+use super::address::resolve;
+use super::invite::{game_name, invite_notes, join_command};
+use super::run::run;
+use super::{chat, fleet, lobby, HostOptions, JoinOptions, NetFeed, NetOptions, NetplayError};
+use crate::app::play::{load_content, open_core, open_core_only, EarlyWindow};
+use crate::app::record::{reserve, RecordMode, Reserved};
+use crate::app::{PlayError, PlayOptions, PlaySummary};
+use crate::frontend::chat_board::ChatBoard;
+use crate::host::{hash_file, Core};
+use crate::lockstep;
+use crate::net::{random_bytes, random_seed, Link};
+use crate::session::{
+    self, Endpoint, EndpointConfig, JoinConfig, Participant, SessionInfo, StartState,
+};
+
+/// What the handshake compares: the core, the content and the option values.
+fn session_info(core: &Core, opts: &NetOptions) -> Result<SessionInfo, NetplayError> {
+    let info = core.info();
+    let (content_name, content_hash) = match &opts.play.content {
+        Some(path) => (
+            path.file_name()
+                .map_or_else(String::new, |n| n.to_string_lossy().into_owned()),
+            Some(hash_file(path).map_err(|io| NetplayError::Content {
+                path: path.clone(),
+                io,
+            })?),
+        ),
+        None => (String::new(), None),
+    };
+    Ok(SessionInfo {
+        core_name: info.library_name.clone(),
+        core_version: info.library_version.clone(),
+        content_name,
+        content_hash,
+        options: opts.play.host.options.clone(),
+        player_name: opts.name.clone(),
+    })
+}
+
+fn lockstep_config(
+    slots: u8,
+    k: u32,
+    session: u32,
+    fps: f64,
+    net: &NetOptions,
+) -> lockstep::Config {
+    lockstep::Config {
+        players: slots,
+        keyframe_interval: k,
+        min_lead: k.max(1),
+        session,
+        fps,
+        send_budget: net.send_budget,
+        ..lockstep::Config::default()
+    }
+}
+
+/// Every command's first steps: the display checked, the play options marked as netplay
+/// with the session's chat board in them, and the window opened early.
+fn begin(net: &NetOptions) -> Result<(PlayOptions, ChatBoard, EarlyWindow), NetplayError> {
+    check_display(&net.play)?;
+    let mut play = net.play.clone();
+    play.host.netplay = true;
+    let chat = chat::session_board(net.chat, &mut play);
+    let window = EarlyWindow::open(&play)?;
+    Ok((play, chat, window))
+}
+
+/// Hosts a session: waits for the players, sends them the start state, then plays.
+pub fn host(opts: &HostOptions) -> Result<PlaySummary, NetplayError> {
+    // The window opens at once and tells what is loading, then shows the lobby.
+    let (play, chat, mut window) = begin(&opts.net)?;
+    let game = game_name(&play);
+    lobby::JoinScreen::new(format!("hosting {game}"), None)
+        .loading(&format!("loading {game}"))
+        .show(&mut window)?;
+    let mut core = open_core(&play)?;
+    let mut info = session_info(&core, &opts.net)?;
+    // Every option the core has, so joiners end up with exactly the host's values.
+    info.options = core.options();
+    let fps = core.av_info().fps;
+    let state = core.serialize()?;
+    let sram = core
+        .memory(crate::host::MemoryRegion::SaveRam)
+        .map(<[u8]>::to_vec)
+        .unwrap_or_default();
+
+    if let Some(server) = &opts.server {
+        let payload = session::StartPayload {
+            options: info.options.clone(),
+            state,
+            sram,
+        };
+        return host_in_room(opts, server, &play, core, info, payload, window);
+    }
+    let mut link = Link::host(opts.port, opts.net.netsim.clone())?;
+    let recording = reserve_recording(&play, "host")?;
+    let seed = random_seed();
+    let mut host = session::HostConfig::new((seed >> 32) as u32, random_bytes(), fps);
+    host.password = opts.net.password.clone();
+    host.max_players = opts.players;
+    host.start_with = opts.start_with;
+    host.max_spectators = opts.max_spectators;
+    let (mode, k) = (opts.session_mode(), opts.session_keyframe_interval());
+    host.keyframe_interval = k as u8;
+    host.mode = mode;
+    let lcfg = lockstep::Config {
+        mode,
+        ..lockstep_config(opts.players, k, 0, fps, &opts.net)
+    };
+    let cfg = EndpointConfig {
+        host,
+        lockstep: lcfg.clone(),
+        lobby_timeout: opts.lobby_timeout,
+    };
+    let endpoint =
+        Endpoint::new(Instant::now(), cfg, info, state, sram).map_err(NetplayError::Session)?;
+    let mut participant = Participant::host(Instant::now(), endpoint, lcfg, opts.net.participant());
+    let start_with = match opts.start_with {
+        0 => opts.players,
+        n => n.min(opts.players),
+    };
+    let port = link.local_addr().port();
+    let here = crate::net::lan_address().map_or("THIS-MACHINE".into(), |ip| {
+        SocketAddr::new(ip, port).to_string()
+    });
+    let invite = lobby::Invite {
+        game,
+        command: join_command(&here, None, &play),
+        notes: invite_notes(
+            Some(format!(
+                "Over the internet: your public address, with udp port {port} forwarded here."
+            )),
+            opts.net.password.is_some(),
+        ),
+    };
+    let seats = (opts.players, start_with);
+    let lobby = (&mut window, &chat);
+    lobby::host_lobby(&mut link, &mut participant, seats, &invite, lobby)?;
+    let names = participant
+        .endpoint()
+        .map(Endpoint::players)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|p| (p.slot, p.name))
+        .collect();
+    let bot = opts.net.play.bot.map(|spec| spec.bot(0));
+    let feed = NetFeed::new(link, participant, bot)
+        .with_names(names)
+        .with_chat(chat, opts.net.say.clone(), opts.net.chat_every);
+    start_delay(&opts.net);
+    run(&play, &mut core, feed, &opts.net, recording, window)
+}
+
+/// Joins a session: handshake, the host's options and state, then play.
+pub fn join(opts: &JoinOptions) -> Result<PlaySummary, NetplayError> {
+    let (play, chat, mut window) = begin(&opts.net)?;
+    let mut title = format!("joining {}", opts.host);
+    if let Some(room) = &opts.room {
+        title.push_str(&format!(", room {room}"));
+    }
+    let screen = lobby::JoinScreen::new(title, None);
+    screen.show(&mut window)?;
+    let mut addr = resolve(&opts.host)?;
+    if let Some(room) = &opts.room {
+        // In a fleet, the room may be held by another server than the one named.
+        addr = fleet::locate(addr, room)?;
+    }
+    // The core is opened first (the handshake compares its name and version) but the
+    // content is loaded only once the host's option values are known.
+    let core = open_core_only(&play)?;
+    let info = session_info(&core, &opts.net)?;
+    let link = Link::client(addr, opts.net.netsim.clone())?;
+    let recording = reserve_recording(&play, if opts.watch { "spectate" } else { "join" })?;
+    let mut jcfg = JoinConfig::new(addr, info);
+    jcfg.password = opts.net.password.clone();
+    jcfg.entropy = random_bytes();
+    jcfg.room = opts.room.clone().unwrap_or_default();
+    jcfg.watch = opts.watch;
+    let session = joiner(jcfg, &opts.net);
+    let joined = Joined {
+        link,
+        session,
+        screen,
+        window,
+        chat,
+    };
+    play_joined(&opts.net, &play, core, joined, recording, true)
+}
+
+/// A joiner's participant: its handshake starts now.
+fn joiner(jcfg: JoinConfig, net: &NetOptions) -> Participant {
+    let base = lockstep::Config {
+        send_budget: net.send_budget,
+        ..lockstep::Config::default()
+    };
+    Participant::join(Instant::now(), jcfg, base, net.participant())
+}
+
+/// A joiner's way to its host and what it shows meanwhile.
+struct Joined {
+    link: Link,
+    session: Participant,
+    screen: lobby::JoinScreen,
+    window: EarlyWindow,
+    chat: ChatBoard,
+}
+
+/// Opens a room on a dedicated server, uploads the start state, then joins it as player 1
+/// like any other player: from here on the host is a client of the server.
+fn host_in_room(
+    opts: &HostOptions,
+    server: &str,
+    play: &PlayOptions,
+    core: Core,
+    info: SessionInfo,
+    payload: session::StartPayload,
+    mut window: EarlyWindow,
+) -> Result<PlaySummary, NetplayError> {
+    let fps = core.av_info().fps;
+    let addr = resolve(server)?;
+    let mut link = Link::client(addr, opts.net.netsim.clone())?;
+    let recording = reserve_recording(play, "host")?;
+    let password = opts.net.password.clone().filter(|p| !p.is_empty());
+    let open = session::msg::OpenRoom {
+        room: opts.room.clone().unwrap_or_default(),
+        players: opts.players,
+        start_with: match opts.start_with {
+            0 => opts.players,
+            n => n.min(opts.players),
+        },
+        // 0: the default of the mode the room gets.
+        keyframe_interval: opts.keyframe_interval.unwrap_or(0) as u8,
+        mode: opts.mode,
+        fps,
+        password: password.is_some(),
+        core_name: info.core_name.clone(),
+        core_version: info.core_version.clone(),
+        content_name: info.content_name.clone(),
+        content_hash: info.content_hash,
+        player_name: info.player_name.clone(),
+        raw_len: 0,
+        packed_len: 0,
+        payload_hash: 0,
+        cookie: Default::default(),
+    };
+    let mut opener = session::RoomOpener::new(Instant::now(), addr, open, &payload)
+        .map_err(NetplayError::Session)?;
+    let room = lobby::open_room(&mut link, &mut opener, &mut window)?;
+    // A full server of a fleet may have sent the room to another one.
+    let (asked, addr) = (addr, opener.server());
+    let moved = addr.to_string();
+    let server = if addr == asked {
+        server
+    } else {
+        moved.as_str()
+    };
+    let invite = lobby::Invite {
+        game: game_name(play),
+        command: join_command(server, Some(&room), play),
+        notes: invite_notes(None, password.is_some()),
+    };
+    tracing::info!(
+        "netplay: room {room} is open on {server}; your friends join with `{}`{}",
+        invite.command,
+        if password.is_some() {
+            " and the password"
+        } else {
+            ""
+        }
+    );
+    let mut jcfg = JoinConfig::new(addr, info);
+    jcfg.password = password;
+    jcfg.entropy = random_bytes();
+    jcfg.room = room.clone();
+    jcfg.creator = true;
+    let session = joiner(jcfg, &opts.net);
+    let screen = lobby::JoinScreen::new(format!("room {room} on {server}"), Some(invite));
+    let joined = Joined {
+        link,
+        session,
+        screen,
+        window,
+        // `host` made it.
+        chat: play.chat.clone().unwrap_or_default(),
+    };
+    // The creator's core is at the start state already: nothing to load.
+    play_joined(&opts.net, play, core, joined, recording, false)
+}
+
+/// A joiner's handshake through to the end of the game. With `load`, the host's options,
+/// content and state are loaded into `core` first.
+fn play_joined(
+    net: &NetOptions,
+    play: &PlayOptions,
+    mut core: Core,
+    joined: Joined,
+    recording: Option<Reserved>,
+    load: bool,
+) -> Result<PlaySummary, NetplayError> {
+    let Joined {
+        mut link,
+        mut session,
+        mut screen,
+        mut window,
+        chat,
+    } = joined;
+    let room = session
+        .join_session()
+        .and_then(|s| s.room())
+        .map(str::to_string);
+    let start = lobby::join_lobby(&mut link, &mut session, &mut screen, (&mut window, &chat))?;
+    // The network thread serves from here on: while this player loads the content and the
+    // state and opens its window, it tells the host that it is still coming (`Loading`),
+    // which otherwise drops a player silent for 2 s.
+    let watch = start.slot == session::msg::SPECTATOR;
+    let bot = net
+        .play
+        .bot
+        .filter(|_| !watch)
+        .map(|spec| spec.bot(usize::from(start.slot)));
+    let host = session
+        .seat()
+        .map(|s| s.host().to_string())
+        .unwrap_or_default();
+    let mut rejoin = join_command(&host, room.as_deref(), play);
+    if watch {
+        rejoin = rejoin.replacen("framelock join", "framelock spectate", 1);
+    }
+    let mut feed = NetFeed::new(link, session, bot)
+        .with_chat(chat, net.say.clone(), net.chat_every)
+        .with_names(start.players.clone())
+        .with_room(room)
+        .with_rejoin(rejoin);
+    screen.players = start.players.clone();
+    if load {
+        screen.doing = format!("loading {}", game_name(play));
+        screen
+            .show(&mut window)
+            .inspect_err(|_| feed.close("quit"))?;
+    }
+    start_delay(net);
+    if load {
+        if let Err(e) = load_start(&mut core, play, &start) {
+            // Tell the host why, at once, instead of going silent.
+            feed.close(&format!("could not start: {e}"));
+            return Err(e);
+        }
+    }
+    if watch {
+        tracing::info!(
+            "netplay: watching session {:08x} from frame {}",
+            start.session,
+            start.frame
+        );
+    } else if start.frame > 0 {
+        tracing::info!(
+            "netplay: in session {:08x} as player {} of {}, from frame {} (the game runs: \
+             catching up, then your input counts from a frame the host announces)",
+            start.session,
+            start.slot + 1,
+            start.slots,
+            start.frame
+        );
+    } else {
+        tracing::info!(
+            "netplay: in session {:08x} as player {} of {}",
+            start.session,
+            start.slot + 1,
+            start.slots
+        );
+    }
+    // The screen stays until the first frame is drawn over it.
+    screen.doing = if watch {
+        "ready; the game shows as soon as its frames arrive".into()
+    } else {
+        "ready; the game starts when everyone is in".into()
+    };
+    screen
+        .show(&mut window)
+        .inspect_err(|_| feed.close("quit"))?;
+    run(play, &mut core, feed, net, recording, window)
+}
+
+/// Loads the host's options, the content, the host's save RAM and state into `core`.
+fn load_start(core: &mut Core, play: &PlayOptions, start: &StartState) -> Result<(), NetplayError> {
+    for diff in &start.option_diffs {
+        // Worth a line only where this player chose another value; options it never set
+        // simply take the host's.
+        let (key, host) = (&diff.key, diff.host.as_deref().unwrap_or("(unset)"));
+        match &diff.local {
+            Some(local) => tracing::info!(
+                "netplay: core option {key} = {host} (the host's; yours was {local})"
+            ),
+            None => tracing::debug!("netplay: core option {key} = {host} (the host's)"),
+        }
+    }
+    for (key, value) in &start.payload.options {
+        if let Err(e) = core.set_option(key, value) {
+            tracing::warn!("netplay: host option {key}={value}: {e}");
+        }
+    }
+    load_content(core, play)?;
+    if !start.payload.sram.is_empty() {
+        core.write_sram(&start.payload.sram);
+    }
+    core.unserialize(&start.payload.state)?;
+    Ok(())
+}
+
+/// Makes the recording's file before the lobby, so nobody waits for a session that cannot
+/// be recorded where asked: a `--record FILE` that cannot be written ends the command as it
+/// does `play`'s; the default recording (into `recordings_dir`) is logged and skipped.
+fn reserve_recording(play: &PlayOptions, role: &str) -> Result<Option<Reserved>, NetplayError> {
+    match reserve(&play.record, role) {
+        Ok(r) => Ok(r),
+        Err(e) if matches!(play.record, RecordMode::File(_)) => Err(PlayError::from(e).into()),
+        Err(e) => {
+            tracing::error!("not recording this session: {e}");
+            Ok(None)
+        }
+    }
+}
+
+/// The `--start-delay-ms` test hook: a start as slow as a large romset's or a slow window's.
+fn start_delay(net: &NetOptions) {
+    if let Some(delay) = net.start_delay {
+        tracing::warn!(
+            "netplay: starting {} ms late (test hook)",
+            delay.as_millis()
+        );
+        std::thread::sleep(delay);
+    }
+}
+
+/// A window needs a display: say so before the players wait for us, not after.
+fn check_display(play: &PlayOptions) -> Result<(), NetplayError> {
+    if play.headless {
+        return Ok(());
+    }
+    crate::frontend::window::check_display().map_err(|e| PlayError::Window(e).into())
+}
