@@ -117,7 +117,7 @@ pub enum EndpointEvent {
     },
     /// The player's checksum of `frame` differs from the reference player's (with no local
     /// player: from most players'). With `send_state`, hand the machine's state to
-    /// [`Endpoint::handle_state`] at the next frame boundary; otherwise a recovery is under
+    /// [`Endpoint::handle_state`](super::Endpoint::handle_state)(super::Endpoint::handle_state) at the next frame boundary; otherwise a recovery is under
     /// way already, or (with no local player) the endpoint fetches a state itself, from
     /// `source`.
     Desync {
@@ -141,7 +141,7 @@ pub enum EndpointEvent {
         /// The frame.
         frame: u32,
     },
-    /// Hand the machine's state to [`Endpoint::handle_state`] at the next frame boundary,
+    /// Hand the machine's state to [`Endpoint::handle_state`](super::Endpoint::handle_state)(super::Endpoint::handle_state) at the next frame boundary,
     /// for these joiners of the running game (late players, spectators).
     StateWanted {
         /// The slots.
