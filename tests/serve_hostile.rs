@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use hostile_common::{attacks, guess, handshake, hello_flood, peak_mib, upload};
+use hostile_common::{attacks, guess, handshake, hello_flood, peak_mib, upload, watch_hello};
 use netplay_common::{args, free_port, join_room, open_room, start_host, start_server};
 
 /// Sends every attack `rounds` times from `victim` to `target` (blind: never answering),
@@ -282,5 +282,51 @@ fn a_spoofed_hello_with_a_players_name_does_not_kick_it() {
         "{}",
         bob.log_text()
     );
+    server.kill();
+}
+
+/// Finding 8: blind spectator Hellos from forged addresses take no spectator seat and make
+/// no player send its state: a real spectator still gets in, alone.
+#[test]
+fn spoofed_spectators_take_no_seat() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (mut server, addr) = start_server(d, &["--max-spectators", "4"]);
+    let frames = ["--frames", "1200"];
+    let mut creator = open_room(d, &addr, "den", &frames);
+    let mut bob = join_room(d, "bob", &addr, "den", &frames);
+    assert!(
+        server
+            .wait_for_log("room den: the game starts", Duration::from_secs(20))
+            .is_some(),
+        "{}",
+        server.log_text()
+    );
+    let target: SocketAddr = addr.parse().unwrap();
+    let watch = watch_hello("den");
+    let forged: Vec<UdpSocket> = (0..40)
+        .map(|_| UdpSocket::bind("127.0.0.1:0").unwrap())
+        .collect();
+    for _ in 0..10 {
+        for s in &forged {
+            s.send_to(&watch, target).unwrap();
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let a = args(&["spectate", &addr, "--room", "den", "--headless"]);
+    let mut eve = netplay_common::Peer::spawn(d, "eve", &[a, args(&frames)].concat());
+    assert!(
+        eve.wait_for_log("watching session", Duration::from_secs(20))
+            .is_some(),
+        "{}\n{}",
+        eve.log_text(),
+        server.log_text()
+    );
+    for p in [&mut eve, &mut bob, &mut creator] {
+        p.wait_ok(Duration::from_secs(60));
+    }
+    let log = server.log_text();
+    assert!(log.contains("(1 watching)"), "{log}");
+    assert!(!log.contains("(2 watching)"), "{log}");
     server.kill();
 }

@@ -29,6 +29,18 @@ pub fn hello(room: &str, cookie: [u8; 16]) -> Vec<u8> {
     .encode(0)
 }
 
+/// A spectator's padded Hello for `room`, echoing no cookie.
+pub fn watch_hello(room: &str) -> Vec<u8> {
+    let d = hello(room, [0; 16]);
+    match Msg::decode(&d) {
+        Ok((_, Msg::Hello(mut h))) => {
+            h.watch = true;
+            Msg::Hello(h).encode(0)
+        }
+        _ => d,
+    }
+}
+
 /// Everything an unvalidated address can send first, some of it malformed or guessed.
 pub fn attacks(room: &str) -> Vec<Vec<u8>> {
     let mut foreign = hello(room, [0; 16]);
@@ -57,11 +69,7 @@ pub fn attacks(room: &str) -> Vec<Vec<u8>> {
         verified: false,
         bitmap: vec![0xff; 64],
     };
-    let mut watch = hello(room, [0; 16]);
-    if let Ok((_, Msg::Hello(mut h))) = Msg::decode(&watch) {
-        h.watch = true;
-        watch = Msg::Hello(h).encode(0);
-    }
+    let watch = watch_hello(room);
     vec![
         hello(room, [0; 16]),
         watch,
