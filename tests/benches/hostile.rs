@@ -19,7 +19,42 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use framelock::session::msg::{Msg, RoomMsg};
 use hostile_common::{attacks, guess, hello_flood, peak_mib, upload};
+
+/// The longest a padded Locate waits for its answer from `server` while a 64 MiB start state
+/// is uploaded, unpacked and checked: the server loop's worst stall, as a player sees it.
+fn stall_during_upload(server: SocketAddr) -> Duration {
+    let stop = Arc::new(AtomicBool::new(false));
+    let probe = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let s = UdpSocket::bind("127.0.0.1:0").unwrap();
+            s.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+            let locate = Msg::Room(RoomMsg::Locate { room: "den".into() }).encode(0);
+            let mut worst = Duration::ZERO;
+            let mut buf = [0u8; 2048];
+            while !stop.load(Ordering::Relaxed) {
+                let t = Instant::now();
+                s.send_to(&locate, server).unwrap();
+                if s.recv_from(&mut buf).is_err() {
+                    smoke::fail("the server did not answer a Locate within 2 s");
+                }
+                worst = worst.max(t.elapsed());
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            worst
+        })
+    };
+    std::thread::sleep(Duration::from_millis(200));
+    if let Err(e) = upload(server, "127.0.2.1", "big", (64 << 20) - 4096) {
+        smoke::fail(format!("the 64 MiB upload: {e}"));
+    }
+    // Its room opens once the worker is done: keep probing a little past that.
+    std::thread::sleep(Duration::from_millis(500));
+    stop.store(true, Ordering::Relaxed);
+    probe.join().unwrap()
+}
 
 fn free_port() -> u16 {
     let s = UdpSocket::bind("127.0.0.1:0").unwrap();
@@ -112,6 +147,7 @@ fn main() {
     }
     std::thread::sleep(Duration::from_millis(500));
     let peak = peak_mib(serve.id());
+    let stall = stall_during_upload(server.parse().unwrap());
     for c in [&mut creator, &mut serve] {
         let _ = c.kill();
         let _ = c.wait();
@@ -195,6 +231,10 @@ fn main() {
         "| real join during a {rate:.0} Hello/s flood (median of {}) | {:.1} ms |",
         joins.len(),
         median.as_secs_f64() * 1000.0
+    );
+    println!(
+        "| serve's longest answer during a 64 MiB upload (a Locate's round trip) | {:.1} ms |",
+        stall.as_secs_f64() * 1000.0
     );
     println!(
         "| serve's peak memory after {bombs} bombs of 60 MiB (about 240 KiB each on the wire) | {peak:.0} MiB (before: {before:.0} MiB) |"
