@@ -35,7 +35,9 @@
 //!   room's unpacked start state ([`ServeConfig::max_state`]) and all rooms' start states
 //!   together ([`ServeConfig::max_memory`]) are capped, as their Opens declare them (the
 //!   unpacking stops at the declared size); an upload is at most
-//!   [`MAX_UPLOAD`](crate::session::MAX_UPLOAD) bytes. Each refusal says which limit.
+//!   [`MAX_UPLOAD`](crate::session::MAX_UPLOAD) bytes. Each refusal says which limit. A
+//!   whole upload is unpacked, checked and packed again off the loop that answers
+//!   datagrams ([`OpenJob`]), so a big one stalls no other room.
 //! - A room with nobody in it, its creator included, closes after [`EMPTY_GRACE`]: within
 //!   [`ABANDONED_WITHIN`] (a minute) of its last player's last datagram.
 //! - Password checks are limited per address inside each room's session (see
