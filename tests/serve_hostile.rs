@@ -7,10 +7,12 @@ mod hostile_common;
 mod netplay_common;
 
 use std::net::{SocketAddr, UdpSocket};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use hostile_common::{attacks, guess};
-use netplay_common::{args, free_port, open_room, start_host, start_server};
+use hostile_common::{attacks, guess, handshake, hello_flood, peak_mib, upload, watch_hello};
+use netplay_common::{args, free_port, join_room, open_room, start_host, start_server};
 
 /// Sends every attack `rounds` times from `victim` to `target` (blind: never answering),
 /// then counts the bytes that came back to `victim`: (sent, received).
@@ -112,4 +114,219 @@ fn password_guesses_are_limited_per_address_and_a_real_player_still_gets_in() {
         .unwrap();
     assert_eq!(guess(&player, target, "hunter2", 201), "welcomed");
     host.kill();
+}
+
+/// Finding 3: rooms nobody plays in cannot be hoarded, nor their names squatted: one
+/// address holds at most `--rooms-per-address` rooms, a held name is refused to others,
+/// and a room whose creator never comes to it closes within a minute, freeing its name.
+#[test]
+fn a_room_nobody_comes_to_closes_within_a_minute_and_frees_its_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (mut server, addr) = start_server(
+        d,
+        &["--rooms-per-address", "2", "--opens-per-minute", "100"],
+    );
+    let server_addr: SocketAddr = addr.parse().unwrap();
+    upload(server_addr, "127.0.0.3", "squat", 4096).expect("the first room opens");
+    let opened = Instant::now();
+    upload(server_addr, "127.0.0.3", "squat2", 4096).expect("the second room opens");
+    let third = upload(server_addr, "127.0.0.3", "squat3", 4096);
+    assert!(
+        third
+            .as_ref()
+            .is_err_and(|e| e.contains("your address has 2 rooms open")),
+        "{third:?}"
+    );
+    let taken = upload(server_addr, "127.0.0.4", "squat", 4096);
+    assert!(
+        taken.as_ref().is_err_and(|e| e.contains("exists already")),
+        "{taken:?}"
+    );
+    let closed = server
+        .wait_for_log("room squat: closed", Duration::from_secs(90))
+        .expect("the abandoned room closes");
+    let lived = closed - opened;
+    eprintln!("the abandoned room lived {lived:?}");
+    assert!(
+        lived <= Duration::from_secs(60),
+        "the room lived {lived:?} after its creator's last datagram"
+    );
+    upload(server_addr, "127.0.0.4", "squat", 4096).expect("its name is free again");
+    server.kill();
+}
+
+/// Finding 4: decompression bombs (60 MiB of zeros, about 240 KiB on the wire each) from
+/// several addresses: rooms are opened while the start states they declare fit in
+/// `--max-memory-mib`, the next is refused saying so, and the server's peak memory stays
+/// under that bound.
+#[test]
+fn decompression_bombs_keep_the_server_under_its_memory_bound() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (mut server, addr) = start_server(d, &["--max-memory-mib", "200"]);
+    let server_addr: SocketAddr = addr.parse().unwrap();
+    let mut results = Vec::new();
+    for b in 0..5 {
+        let ip = format!("127.0.1.{}", b + 1);
+        results.push(upload(
+            server_addr,
+            &ip,
+            &format!("bomb{b}"),
+            (60 << 20) - 4096,
+        ));
+    }
+    let peak = peak_mib(server.pid());
+    eprintln!("{results:?}; the server's peak memory: {peak:.0} MiB");
+    assert!(results[..3].iter().all(Result::is_ok), "{results:?}");
+    for r in &results[3..] {
+        assert!(
+            r.as_ref()
+                .is_err_and(|e| e.contains("the server is full: its rooms hold 200 MiB")),
+            "{results:?}"
+        );
+    }
+    assert!(peak > 0.0 && peak < 200.0, "peak memory {peak:.0} MiB");
+    server.kill();
+}
+
+/// Finding 6: about 3,000 blind Hellos a second from one address do not keep a real
+/// player out of a room with a password (the creator checks it, relayed by the server).
+/// The server's answers take 25 ms (`--netsim`), so a check stays pending long enough for
+/// the flood to evict it if it could.
+#[test]
+fn a_real_player_joins_a_room_during_a_hello_flood() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (mut server, addr) = start_server(d, &["--netsim", "delay=25ms"]);
+    let mut creator = open_room(
+        d,
+        &addr,
+        "den",
+        &[
+            "--password",
+            "hunter2",
+            "--players",
+            "4",
+            "--frames",
+            "100000",
+        ],
+    );
+    let target: SocketAddr = addr.parse().unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let flood = hello_flood(target, "den", 3000, stop.clone());
+    std::thread::sleep(Duration::from_millis(500));
+    let mut joins = Vec::new();
+    for k in 0..3 {
+        let player = UdpSocket::bind("127.0.0.2:0").unwrap();
+        player
+            .set_read_timeout(Some(Duration::from_millis(5)))
+            .unwrap();
+        let t = Instant::now();
+        let r = handshake(&player, target, "den", &format!("p{k}"), Some("hunter2"), k);
+        joins.push((r, t.elapsed()));
+    }
+    stop.store(true, Ordering::Relaxed);
+    let rate = flood.join().unwrap();
+    eprintln!("joins during a {rate:.0} Hello/s flood: {joins:?}");
+    assert!(rate > 1000.0, "the flood ran at {rate:.0} Hellos a second");
+    for (r, _) in &joins {
+        assert_eq!(r, "welcomed", "{joins:?}");
+    }
+    for p in [&mut creator, &mut server] {
+        p.kill();
+    }
+}
+
+/// Finding 7: a Hello with a playing player's name from another port of its IP (a shared
+/// NAT) does not end its game: the impostor is not welcomed (nor answered: the seat's
+/// player still talks) and bob plays to the end.
+#[test]
+fn a_spoofed_hello_with_a_players_name_does_not_kick_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (mut server, addr) = start_server(d, &[]);
+    let frames = ["--frames", "1800"];
+    let mut creator = open_room(d, &addr, "den", &frames);
+    let mut bob = join_room(
+        d,
+        "bob",
+        &addr,
+        "den",
+        &[&frames[..], &["--name", "bob"]].concat(),
+    );
+    assert!(
+        server
+            .wait_for_log("room den: the game starts", Duration::from_secs(20))
+            .is_some(),
+        "{}",
+        server.log_text()
+    );
+    std::thread::sleep(Duration::from_secs(1));
+    let target: SocketAddr = addr.parse().unwrap();
+    let mut answers = Vec::new();
+    for k in 0..2 {
+        let impostor = UdpSocket::bind("127.0.0.1:0").unwrap();
+        impostor
+            .set_read_timeout(Some(Duration::from_millis(5)))
+            .unwrap();
+        answers.push(handshake(&impostor, target, "den", "bob", None, 50 + k));
+    }
+    eprintln!("the impostor got {answers:?}");
+    assert!(!answers.iter().any(|a| a == "welcomed"), "{answers:?}");
+    bob.wait_ok(Duration::from_secs(60));
+    creator.wait_ok(Duration::from_secs(30));
+    assert_eq!(bob.read_stats()["frames"].as_u64(), Some(1800));
+    assert!(
+        !bob.log_text().contains("replaced by a new connection"),
+        "{}",
+        bob.log_text()
+    );
+    server.kill();
+}
+
+/// Finding 8: blind spectator Hellos from forged addresses take no spectator seat and make
+/// no player send its state: a real spectator still gets in, alone.
+#[test]
+fn spoofed_spectators_take_no_seat() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (mut server, addr) = start_server(d, &["--max-spectators", "4"]);
+    let frames = ["--frames", "1200"];
+    let mut creator = open_room(d, &addr, "den", &frames);
+    let mut bob = join_room(d, "bob", &addr, "den", &frames);
+    assert!(
+        server
+            .wait_for_log("room den: the game starts", Duration::from_secs(20))
+            .is_some(),
+        "{}",
+        server.log_text()
+    );
+    let target: SocketAddr = addr.parse().unwrap();
+    let watch = watch_hello("den");
+    let forged: Vec<UdpSocket> = (0..40)
+        .map(|_| UdpSocket::bind("127.0.0.1:0").unwrap())
+        .collect();
+    for _ in 0..10 {
+        for s in &forged {
+            s.send_to(&watch, target).unwrap();
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let a = args(&["spectate", &addr, "--room", "den", "--headless"]);
+    let mut eve = netplay_common::Peer::spawn(d, "eve", &[a, args(&frames)].concat());
+    assert!(
+        eve.wait_for_log("watching session", Duration::from_secs(20))
+            .is_some(),
+        "{}\n{}",
+        eve.log_text(),
+        server.log_text()
+    );
+    for p in [&mut eve, &mut bob, &mut creator] {
+        p.wait_ok(Duration::from_secs(60));
+    }
+    let log = server.log_text();
+    assert!(log.contains("(1 watching)"), "{log}");
+    assert!(!log.contains("(2 watching)"), "{log}");
+    server.kill();
 }

@@ -8,7 +8,7 @@ use serde_json::json;
 
 use crate::lockstep;
 use crate::net::{random_bytes, Link, NetSim, UdpSocket};
-use crate::serve::{Rooms, ServeConfig, ServeEvent};
+use crate::serve::{OpenJob, Opened, Rooms, ServeConfig, ServeEvent};
 use crate::session::msg::{Msg, RoomInfo, RoomMsg};
 use crate::wire::HEADER_LEN;
 
@@ -21,6 +21,8 @@ use super::{NetplayError, GOODBYE_DRAIN};
 const IDLE_WAKE: Duration = Duration::from_millis(100);
 /// How often the loop looks for the directory's answer while an Open waits for it.
 const CLAIM_POLL: Duration = Duration::from_millis(1);
+/// How often the loop looks for a room the opening worker finished.
+const JOB_POLL: Duration = Duration::from_millis(2);
 /// How often the server logs how many rooms and players it serves.
 const SUMMARY_EVERY: Duration = Duration::from_secs(60);
 
@@ -87,6 +89,50 @@ fn join_fleet(opts: &ServeOptions) -> Result<Option<(Directory, String)>, Netpla
         opts.directory.join(", ")
     );
     Ok(Some((dir, me)))
+}
+
+/// The thread that checks uploaded start states and builds rooms (`serve::opening`), so the
+/// loop answers every other room's datagrams meanwhile. One at a time: the unpacked states
+/// in memory at once stay one.
+struct Opener {
+    jobs: std::sync::mpsc::Sender<OpenJob>,
+    done: std::sync::mpsc::Receiver<Opened>,
+    /// Jobs handed over and not back yet.
+    pending: usize,
+}
+
+impl Opener {
+    fn start() -> Opener {
+        let (jobs, todo) = std::sync::mpsc::channel::<OpenJob>();
+        let (finished, done) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for job in todo {
+                if finished.send(job.run()).is_err() {
+                    break;
+                }
+            }
+        });
+        Opener {
+            jobs,
+            done,
+            pending: 0,
+        }
+    }
+
+    /// Hands the rooms' new jobs to the worker and its finished rooms to the rooms.
+    fn exchange(&mut self, now: Instant, rooms: &mut Rooms) {
+        while let Some(job) = rooms.poll_job() {
+            match self.jobs.send(job) {
+                Ok(()) => self.pending += 1,
+                // The worker died (a panic): open it here rather than never.
+                Err(std::sync::mpsc::SendError(job)) => rooms.handle_opened(now, job.run()),
+            }
+        }
+        while let Ok(opened) = self.done.try_recv() {
+            self.pending -= 1;
+            rooms.handle_opened(now, opened);
+        }
+    }
 }
 
 /// How long the server takes to answer: from taking a batch of datagrams off the socket to
@@ -172,6 +218,7 @@ pub fn serve(opts: &ServeOptions) -> Result<(), NetplayError> {
     let mut summary_at = started + SUMMARY_EVERY;
     let mut answers = AnswerTimes::new();
     let mut metrics_at = started;
+    let mut opener = Opener::start();
     loop {
         let now = Instant::now();
         if let Some(dir) = &directory {
@@ -188,6 +235,7 @@ pub fn serve(opts: &ServeOptions) -> Result<(), NetplayError> {
         if timer.is_some_and(|t| t <= now) {
             rooms.handle_timeout(now);
         }
+        opener.exchange(now, &mut rooms);
         while let Some(t) = rooms.poll_transmit(now) {
             link.send(now, t.to, t.bytes);
         }
@@ -299,6 +347,11 @@ pub fn serve(opts: &ServeOptions) -> Result<(), NetplayError> {
             .map_or(now + IDLE_WAKE, |t| t.min(now + IDLE_WAKE));
         let wake = if rooms.awaits_directory() {
             wake.min(now + CLAIM_POLL)
+        } else {
+            wake
+        };
+        let wake = if opener.pending > 0 {
+            wake.min(now + JOB_POLL)
         } else {
             wake
         };

@@ -20,7 +20,7 @@ use crate::input::{Bot, Inputs, Pad, MAX_PLAYERS};
 use crate::lockstep::{self, Frame};
 use crate::net::sim::SimNet;
 use crate::replay::Status as ReplayStatus;
-use crate::serve::{Rooms, ServeConfig, ServeEvent};
+use crate::serve::{OpenJob, Rooms, ServeConfig, ServeEvent};
 use crate::session::msg::OpenRoom;
 use crate::session::{
     CoreReply, CoreRequest, Endpoint, EndpointConfig, HostConfig, JoinConfig, OpenEvent,
@@ -260,6 +260,11 @@ pub struct World {
     pub keep_to_server: bool,
     /// Hosts handed out so far (each node gets an address of its own).
     next_host: u32,
+    /// How long the server's opening worker takes to check an upload and build its room
+    /// (one at a time; zero by default).
+    pub job_time: Duration,
+    /// Its jobs, with when each is done.
+    jobs: Vec<(Instant, OpenJob)>,
 }
 
 /// A room being opened by its creator, who joins it once the upload is done.
@@ -316,6 +321,8 @@ impl World {
             to_server: Vec::new(),
             keep_to_server: false,
             next_host: 2,
+            job_time: Duration::ZERO,
+            jobs: Vec::new(),
         }
     }
 
@@ -649,6 +656,15 @@ impl World {
         if let Some((at, rooms)) = &mut self.server {
             if rooms.poll_timeout().is_some_and(|t| t <= now) {
                 rooms.handle_timeout(now);
+            }
+            // The server's opening worker (`serve::opening`), `job_time` per job.
+            while let Some(job) = rooms.poll_job() {
+                let done = self.jobs.last().map_or(now, |(t, _)| (*t).max(now));
+                self.jobs.push((done + self.job_time, job));
+            }
+            while self.jobs.first().is_some_and(|(t, _)| *t <= now) {
+                let (_, job) = self.jobs.remove(0);
+                rooms.handle_opened(now, job.run());
             }
             while let Some(t) = rooms.poll_transmit(now) {
                 out.push((*at, t));

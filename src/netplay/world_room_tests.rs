@@ -375,3 +375,46 @@ fn a_room_takes_its_creators_mode_or_else_the_servers() {
         assert_eq!(got, Some((mode, mode.default_keyframe_interval())));
     }
 }
+
+/// Issue 36, finding 4: a room's start state is unpacked, hashed and packed again off the
+/// server's loop (`serve::opening`). While the worker spends 3 s on it (a maximal state on
+/// a slow machine), a room already playing keeps its frame pace, and the new room opens
+/// only when its check is done.
+#[test]
+fn a_start_state_being_checked_stalls_no_other_room() {
+    let mut w = World::new("delay=10ms", 3000);
+    let server = w.serve();
+    w.open_room("ana", "play", 2, cfg());
+    assert!(w.run_until(30 * SEC, |w| w.node("ana").is_some()));
+    let ana = w.node("ana").unwrap();
+    let bob = w.join("bob", server, Some("play"), cfg());
+    assert!(w.run_until(30 * SEC, |w| w.frame(ana) >= 120 && w.frame(bob) >= 120));
+    w.job_time = 3 * SEC;
+    let (t0, f0) = (w.now(), [w.frame(ana), w.frame(bob)]);
+    w.open_room("cy", "big", 2, cfg());
+    assert!(w.run_until(10 * SEC, |w| w.node("cy").is_some()));
+    let took = w.now() - t0;
+    assert!(
+        took >= 3 * SEC,
+        "room big opened {took:?} after its Open: before its check was done"
+    );
+    let listed: Vec<String> = w
+        .server
+        .as_ref()
+        .unwrap()
+        .1
+        .list(w.now())
+        .into_iter()
+        .map(|r| r.name)
+        .collect();
+    assert_eq!(listed, ["big", "play"]);
+    // 60 frames a second throughout, less a few for the frames in flight.
+    let want = (took.as_secs_f64() * 60.0) as u32 - 10;
+    for (i, f) in [ana, bob].into_iter().zip(f0) {
+        let played = w.frame(i) - f;
+        assert!(
+            played >= want,
+            "{played} frames in {took:?}, {want} expected"
+        );
+    }
+}

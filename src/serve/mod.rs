@@ -35,8 +35,11 @@
 //!   room's unpacked start state ([`ServeConfig::max_state`]) and all rooms' start states
 //!   together ([`ServeConfig::max_memory`]) are capped, as their Opens declare them (the
 //!   unpacking stops at the declared size); an upload is at most
-//!   [`MAX_UPLOAD`](crate::session::MAX_UPLOAD) bytes. Each refusal says which limit.
-//! - A room with nobody in it, its creator included, closes after [`EMPTY_GRACE`].
+//!   [`MAX_UPLOAD`](crate::session::MAX_UPLOAD) bytes. Each refusal says which limit. A
+//!   whole upload is unpacked, checked and packed again off the loop that answers
+//!   datagrams ([`OpenJob`]), so a big one stalls no other room.
+//! - A room with nobody in it, its creator included, closes after [`EMPTY_GRACE`]: within
+//!   [`ABANDONED_WITHIN`] (a minute) of its last player's last datagram.
 //! - Password checks are limited per address inside each room's session (see
 //!   `session::host`): a few at once, then one every 12 s, at most 4 pending per address.
 //! - Datagrams are routed by source address first: a player can only ever speak in the room
@@ -66,11 +69,13 @@
 
 pub mod fleet;
 mod names;
+mod opening;
 mod rooms;
 
 pub use fleet::{DirNews, DirOp, Fleet, HEARTBEAT, SILENT};
 pub use names::{room_name, valid_room_name};
-pub use rooms::{Rooms, ServeConfig, ServeEvent, ServeStats, EMPTY_GRACE};
+pub use opening::{OpenJob, Opened};
+pub use rooms::{Rooms, ServeConfig, ServeEvent, ServeStats, ABANDONED_WITHIN, EMPTY_GRACE};
 
 #[cfg(test)]
 mod tests;

@@ -16,18 +16,27 @@ use crate::session::msg::{
     MAX_SERVERS_LISTED,
 };
 use crate::session::{
-    Endpoint, EndpointConfig, EndpointEvent, HostConfig, LeftReason, OutReason, SessionInfo,
-    StartPayload, Upload,
+    Endpoint, EndpointConfig, EndpointEvent, HostConfig, LeftReason, OutReason, SessionInfo, Upload,
 };
 use crate::wire::{Header, Kind, Transmit};
 
 use super::fleet::{DirNews, DirOp, Fleet};
 use super::names::{room_name, valid_room_name};
+use super::opening::{OpenJob, Opened};
 
 /// How long a room with nobody in it stays open: its players' links may all have dropped
 /// (they reconnect within a minute by default), or its creator never came to it. One whose
-/// last player said goodbye closes at once.
-pub const EMPTY_GRACE: Duration = Duration::from_secs(60);
+/// last player said goodbye closes at once. A silent player's link is declared gone after
+/// at most [`HANDSHAKE_TIMEOUT`](crate::session::HANDSHAKE_TIMEOUT): the grace is the rest
+/// of a minute, less a second for that datagram's way, so no room outlives its last
+/// player's last datagram by more than [`ABANDONED_WITHIN`] (issue 36: rooms cannot be
+/// hoarded).
+pub const EMPTY_GRACE: Duration = ABANDONED_WITHIN
+    .saturating_sub(crate::session::HANDSHAKE_TIMEOUT)
+    .saturating_sub(Duration::from_secs(1));
+/// Longest a room lives after the last datagram of the last player in it (or after its
+/// upload, when its creator never comes to it).
+pub const ABANDONED_WITHIN: Duration = Duration::from_secs(60);
 /// Unvalidated addresses whose bytes are counted for the anti-amplification rule at once;
 /// past this the oldest count is forgotten (its address then gets nothing until it sends
 /// again).
@@ -262,6 +271,8 @@ pub struct Rooms {
     /// Players (and creators) by address: the room they are in.
     by_addr: HashMap<SocketAddr, String>,
     uploads: HashMap<SocketAddr, Upload>,
+    /// Whole uploads to check and open rooms with, off the loop (`opening`).
+    jobs: VecDeque<OpenJob>,
     /// Room openings per address prefix (`guard::prefix`) in the current minute.
     opens: HashMap<IpAddr, (Instant, u32)>,
     /// Proof-of-address cookies (`session::guard`).
@@ -307,6 +318,7 @@ impl Rooms {
             by_session: HashMap::new(),
             by_addr: HashMap::new(),
             uploads: HashMap::new(),
+            jobs: VecDeque::new(),
             opens: HashMap::new(),
             cookies,
             validated: HashMap::new(),
@@ -535,19 +547,8 @@ impl Rooms {
             let reopen = header.is_some_and(|h| h.kind == Kind::Room)
                 && matches!(Msg::decode(datagram), Ok((_, Msg::Room(RoomMsg::Open(_)))));
             if chunk {
-                match upload.handle_datagram(now, datagram) {
-                    Ok(Some(payload)) => self.open_room(now, from, payload),
-                    Ok(None) => {}
-                    Err(e) => {
-                        let room = match self.uploads.remove(&from) {
-                            Some(u) => {
-                                self.by_session.remove(&u.session);
-                                u.room
-                            }
-                            None => String::new(),
-                        };
-                        self.refuse(from, format!("the start state of room {room} is bad: {e}"));
-                    }
+                if let Some(packed) = upload.handle_datagram(now, datagram) {
+                    self.open_job(now, from, packed);
                 }
                 return;
             }
@@ -954,14 +955,14 @@ impl Rooms {
         self.send(from, msg.encode(0));
     }
 
-    /// The creator's upload is complete and verified: the room opens, its endpoint waits for
-    /// the creator's Hello and the other players'.
-    fn open_room(&mut self, now: Instant, creator: SocketAddr, payload: StartPayload) {
+    /// The creator's upload is whole: its check and the room's endpoint are made off the
+    /// loop (`opening`), and the room opens when [`handle_opened`](Self::handle_opened)
+    /// brings them.
+    fn open_job(&mut self, now: Instant, creator: SocketAddr, packed: Vec<u8>) {
         let Some(upload) = self.uploads.get(&creator) else {
             return;
         };
-        let open = upload.open.clone();
-        let name = upload.room.clone();
+        let mut open = upload.open.clone();
         let mut entropy = [0u8; 32];
         self.rng.fill_bytes(&mut entropy);
         let mut host = HostConfig::new(upload.session, entropy, open.fps);
@@ -975,7 +976,6 @@ impl Rooms {
             0 => mode.default_keyframe_interval() as u8,
             k => k,
         };
-        let mut open = open;
         open.mode = Some(mode);
         open.keyframe_interval = k;
         host.keyframe_interval = k;
@@ -997,11 +997,59 @@ impl Rooms {
             core_version: open.core_version.clone(),
             content_name: open.content_name.clone(),
             content_hash: open.content_hash,
-            options: payload.options,
+            options: Vec::new(),
             player_name: open.player_name.clone(),
         };
-        match Endpoint::new(now, cfg, info, payload.state, payload.sram) {
+        self.jobs.push_back(OpenJob {
+            room: upload.room.clone(),
+            creator,
+            session: upload.session,
+            open,
+            cfg,
+            info,
+            packed,
+            since: now,
+        });
+    }
+
+    /// The next room to check and build off the loop: run it ([`OpenJob::run`]) and give
+    /// what it made to [`handle_opened`](Self::handle_opened).
+    pub fn poll_job(&mut self) -> Option<OpenJob> {
+        self.jobs.pop_front()
+    }
+
+    /// Runs every waiting job here and now (the simulated worlds, on a manual clock, and
+    /// the fuzzer: nothing else needs answering meanwhile).
+    pub fn run_jobs(&mut self, now: Instant) {
+        while let Some(job) = self.poll_job() {
+            let opened = job.run();
+            self.handle_opened(now, opened);
+        }
+    }
+
+    /// A room's start state was checked and its endpoint built (or refused): it opens and
+    /// waits for its creator's Hello and the other players'.
+    pub fn handle_opened(&mut self, now: Instant, opened: Opened) {
+        let Opened {
+            room: name,
+            creator,
+            session,
+            open,
+            endpoint,
+        } = opened;
+        // Its creator's upload may have been given up meanwhile (the server shut it).
+        if !self
+            .uploads
+            .get(&creator)
+            .is_some_and(|u| u.session == session && u.room == name)
+        {
+            return;
+        }
+        match endpoint {
             Ok(endpoint) => {
+                if let Some(u) = self.uploads.get_mut(&creator) {
+                    u.verified();
+                }
                 self.stats.rooms_opened += 1;
                 self.events.push_back(ServeEvent::Opened {
                     room: name.clone(),
@@ -1032,11 +1080,11 @@ impl Rooms {
                 );
                 self.reschedule(&name);
             }
-            Err(e) => {
+            Err(reason) => {
                 if let Some(u) = self.uploads.remove(&creator) {
                     self.by_session.remove(&u.session);
                 }
-                self.refuse(creator, format!("cannot open room {name}: {e}"));
+                self.refuse(creator, reason);
             }
         }
     }

@@ -154,6 +154,7 @@ impl Net {
     fn step_server(&mut self) {
         let now = self.now;
         self.server.handle_timeout(now);
+        self.server.run_jobs(now);
         let mut out = Vec::new();
         while let Some(t) = self.server.poll_transmit(now) {
             out.push(t);
@@ -621,30 +622,56 @@ fn a_fleet_member_claims_names_first_and_sends_players_to_the_holding_server() {
 }
 
 /// Issue 36, finding 3: a room whose creator uploads its state and vanishes (never plays in
-/// it) does not hold its name and its memory for long: it closes a minute after its link
-/// is declared gone (its Hello was on the way: it joined, then fell silent).
+/// it) does not hold its name and its memory for long: it closes within a minute of the
+/// creator's last datagram (its Hello was on the way: it joined, then fell silent), while a
+/// room whose creator is there waits for players as long as it likes.
 #[test]
 fn a_room_whose_creator_vanishes_closes_within_a_minute() {
     let mut net = Net::new(serve_config(), "delay=5ms", 10);
     let creator = net.create(open(2, "hoard", false), None);
-    assert!(
-        net.run_until(Duration::from_secs(30), |n| n.players[creator]
+    let waiting = net.create(open(2, "waits", false), None);
+    let uploaded = |n: &Net, k: usize| {
+        n.players[k]
             .open_events
             .iter()
-            .any(|e| matches!(e, OpenEvent::Uploaded { .. })))
+            .any(|e| matches!(e, OpenEvent::Uploaded { .. }))
+    };
+    assert!(
+        net.run_until(Duration::from_secs(30), |n| uploaded(n, creator)
+            && uploaded(n, waiting))
     );
     net.players[creator].join = None;
     let gone = net.now;
-    assert!(net.run_until(Duration::from_secs(120), |n| n.server.is_empty()));
+    assert!(net.run_until(Duration::from_secs(120), |n| !n
+        .server
+        .list(n.now)
+        .iter()
+        .any(|r| r.name == "hoard")));
     let lived = net.now - gone;
     assert!(
-        lived <= EMPTY_GRACE + crate::session::HANDSHAKE_TIMEOUT + Duration::from_secs(1),
+        lived <= ABANDONED_WITHIN,
         "the room lived {lived:?} after its creator went"
+    );
+    assert!(
+        lived >= EMPTY_GRACE,
+        "the room closed {lived:?} after its creator went: no grace to come back"
     );
     assert!(net
         .events
         .iter()
         .any(|e| matches!(e, ServeEvent::Closed { room, .. } if room == "hoard")));
+    // Its creator still there, the other room waits on.
+    let t = net.now;
+    net.run_until(Duration::from_secs(240), |n| {
+        n.now >= t + 2 * ABANDONED_WITHIN
+    });
+    let open: Vec<String> = net
+        .server
+        .list(net.now)
+        .into_iter()
+        .map(|r| r.name)
+        .collect();
+    assert_eq!(open, vec!["waits".to_string()]);
 }
 
 /// Issue 36, finding 3: one address (an IPv4 address, or an IPv6 /64) cannot hoard rooms,

@@ -304,6 +304,8 @@ pub struct Upload {
     done: bool,
     /// Final acks still to send unprompted.
     copies: u8,
+    /// Every chunk is in and the server is checking the payload (the receiver gave it up).
+    checking: bool,
 }
 
 impl Upload {
@@ -332,6 +334,7 @@ impl Upload {
             last_heard: now,
             done: false,
             copies: 0,
+            checking: false,
         })
     }
 
@@ -348,38 +351,45 @@ impl Upload {
         .encode(self.session)
     }
 
-    /// A datagram from the creator: a chunk. Returns the verified payload once whole;
-    /// `Err` if the payload fails its check (the room is not opened).
-    pub fn handle_datagram(
-        &mut self,
-        now: Instant,
-        datagram: &[u8],
-    ) -> Result<Option<StartPayload>, SessionError> {
+    /// A datagram from the creator: a chunk. Returns the packed payload once every chunk is
+    /// in: the server unpacks and checks it (`StartPayload::unpack`, costly for a big state)
+    /// off the loop that answers datagrams, and says it checked out with
+    /// [`verified`](Self::verified). Meanwhile chunks only show the creator is there.
+    pub fn handle_datagram(&mut self, now: Instant, datagram: &[u8]) -> Option<Vec<u8>> {
         let Ok((header, Msg::StateChunk { index, seq, data })) = Msg::decode(datagram) else {
-            return Ok(None);
+            return None;
         };
         if header.session != self.session {
-            return Ok(None);
+            return None;
         }
         self.last_heard = now;
         if self.done {
             // The creator missed our final ack.
             self.copies = self.copies.max(1);
-            return Ok(None);
+            return None;
+        }
+        if self.checking {
+            return None;
         }
         if self.rx.handle_chunk(now, index, seq, data) == ChunkOutcome::New && self.rx.is_full() {
-            let payload =
-                StartPayload::unpack(self.rx.packed(), self.open.raw_len, self.open.payload_hash)?;
-            self.done = true;
-            self.copies = FINAL_ACK_COPIES;
-            return Ok(Some(payload));
+            self.checking = true;
+            return Some(self.rx.take_packed());
         }
-        Ok(None)
+        None
+    }
+
+    /// The payload `handle_datagram` returned checked out: the creator is told so.
+    pub fn verified(&mut self) {
+        self.checking = false;
+        self.done = true;
+        self.copies = FINAL_ACK_COPIES;
     }
 
     /// Whether the creator has been silent for the handshake timeout.
     pub fn expired(&self, now: Instant) -> bool {
-        now >= self.last_heard + HANDSHAKE_TIMEOUT
+        // Its payload is being checked: the check's answer decides (a room then opens, and
+        // closes if nobody comes to it).
+        !self.checking && now >= self.last_heard + HANDSHAKE_TIMEOUT
     }
 
     /// The whole start state is in and verified.
@@ -400,6 +410,8 @@ impl Upload {
                 verified: true,
                 bitmap: Vec::new(),
             }
+        } else if self.checking {
+            return None;
         } else {
             self.rx.poll_ack(now, false)?
         };
@@ -413,13 +425,13 @@ impl Upload {
     pub fn poll_timeout(&self) -> Option<Instant> {
         let ack = if self.done {
             (self.copies > 0).then_some(self.last_heard)
+        } else if self.checking {
+            None
         } else {
             self.rx.poll_timeout()
         };
-        [ack, Some(self.last_heard + HANDSHAKE_TIMEOUT)]
-            .into_iter()
-            .flatten()
-            .min()
+        let silence = (!self.checking).then_some(self.last_heard + HANDSHAKE_TIMEOUT);
+        [ack, silence].into_iter().flatten().min()
     }
 }
 

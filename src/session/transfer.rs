@@ -522,6 +522,12 @@ impl Receiver {
     pub fn packed(&self) -> &[u8] {
         &self.buf
     }
+
+    /// The whole payload, without a copy (a server hands it to a worker to unpack). The
+    /// receiver is empty afterwards: take no more chunks with it.
+    pub fn take_packed(&mut self) -> Vec<u8> {
+        std::mem::take(&mut self.buf)
+    }
 }
 
 #[cfg(test)]

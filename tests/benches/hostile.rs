@@ -19,70 +19,41 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use framelock::session::msg::OpenRoom;
-use framelock::session::{OpenEvent, RoomOpener, StartPayload};
-use hostile_common::{attacks, guess, hello};
+use framelock::session::msg::{Msg, RoomMsg};
+use hostile_common::{attacks, guess, hello_flood, peak_mib, upload};
 
-/// Uploads a room whose start state is `mib` MiB of zeros from `from`; true once uploaded.
-fn bomb(server: SocketAddr, from: &str, room: &str, mib: usize) -> Result<(), String> {
-    let sock = UdpSocket::bind(from).map_err(|e| e.to_string())?;
-    sock.set_read_timeout(Some(Duration::from_millis(2)))
-        .unwrap();
-    let open = OpenRoom {
-        room: room.into(),
-        players: 2,
-        start_with: 2,
-        keyframe_interval: 0,
-        mode: None,
-        fps: 60.0,
-        password: false,
-        core_name: "bomb".into(),
-        core_version: "1".into(),
-        content_name: String::new(),
-        content_hash: None,
-        player_name: "bomber".into(),
-        raw_len: 0,
-        packed_len: 0,
-        payload_hash: 0,
-        cookie: Default::default(),
-    };
-    let payload = StartPayload {
-        options: Vec::new(),
-        state: vec![0; (mib << 20) - 4096],
-        sram: Vec::new(),
-    };
-    let mut o =
-        RoomOpener::new(Instant::now(), server, open, &payload).map_err(|e| e.to_string())?;
-    let mut buf = [0u8; 2048];
-    let end = Instant::now() + Duration::from_secs(30);
-    while Instant::now() < end {
-        let now = Instant::now();
-        o.handle_timeout(now);
-        while let Some(t) = o.poll_transmit(now) {
-            let _ = sock.send_to(&t.bytes, t.to);
-        }
-        while let Some(ev) = o.poll_event() {
-            match ev {
-                OpenEvent::Uploaded { .. } => return Ok(()),
-                OpenEvent::Failed(e) => return Err(e.to_string()),
-                _ => {}
+/// The longest a padded Locate waits for its answer from `server` while a 64 MiB start state
+/// is uploaded, unpacked and checked: the server loop's worst stall, as a player sees it.
+fn stall_during_upload(server: SocketAddr) -> Duration {
+    let stop = Arc::new(AtomicBool::new(false));
+    let probe = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let s = UdpSocket::bind("127.0.0.1:0").unwrap();
+            s.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+            let locate = Msg::Room(RoomMsg::Locate { room: "den".into() }).encode(0);
+            let mut worst = Duration::ZERO;
+            let mut buf = [0u8; 2048];
+            while !stop.load(Ordering::Relaxed) {
+                let t = Instant::now();
+                s.send_to(&locate, server).unwrap();
+                if s.recv_from(&mut buf).is_err() {
+                    smoke::fail("the server did not answer a Locate within 2 s");
+                }
+                worst = worst.max(t.elapsed());
+                std::thread::sleep(Duration::from_millis(2));
             }
-        }
-        while let Ok((n, a)) = sock.recv_from(&mut buf) {
-            o.handle_datagram(Instant::now(), a, &buf[..n]);
-        }
+            worst
+        })
+    };
+    std::thread::sleep(Duration::from_millis(200));
+    if let Err(e) = upload(server, "127.0.2.1", "big", (64 << 20) - 4096) {
+        smoke::fail(format!("the 64 MiB upload: {e}"));
     }
-    Err("no answer".into())
-}
-
-/// A process's peak resident memory (VmHWM), MiB.
-fn peak_mib(pid: u32) -> f64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.split_whitespace().next()?.parse::<f64>().ok())
-        .map_or(0.0, |kb| kb / 1024.0)
+    // Its room opens once the worker is done: keep probing a little past that.
+    std::thread::sleep(Duration::from_millis(500));
+    stop.store(true, Ordering::Relaxed);
+    probe.join().unwrap()
 }
 
 fn free_port() -> u16 {
@@ -168,13 +139,15 @@ fn main() {
     let bombs = if smoke { 2 } else { 10 };
     for b in 0..bombs {
         // Each from its own address: one address holds at most 8 rooms.
-        let from = format!("127.0.1.{}:0", b + 1);
-        if let Err(e) = bomb(server.parse().unwrap(), &from, &format!("bomb{b}"), 60) {
+        let from = format!("127.0.1.{}", b + 1);
+        let len = (60 << 20) - 4096;
+        if let Err(e) = upload(server.parse().unwrap(), &from, &format!("bomb{b}"), len) {
             smoke::fail(format!("bomb {b}: {e}"));
         }
     }
     std::thread::sleep(Duration::from_millis(500));
     let peak = peak_mib(serve.id());
+    let stall = stall_during_upload(server.parse().unwrap());
     for c in [&mut creator, &mut serve] {
         let _ = c.kill();
         let _ = c.wait();
@@ -222,26 +195,7 @@ fn main() {
     // A real join from 127.0.0.2 while 127.0.0.1 floods 3,000 blind Hellos a second from
     // 64 ports.
     let stop = Arc::new(AtomicBool::new(false));
-    let flood = {
-        let stop = stop.clone();
-        std::thread::spawn(move || {
-            let socks: Vec<UdpSocket> = (0..64)
-                .map(|_| UdpSocket::bind("127.0.0.1:0").unwrap())
-                .collect();
-            let d = hello("", [0; 16]);
-            let mut n = 0u64;
-            let t0 = Instant::now();
-            while !stop.load(Ordering::Relaxed) {
-                let _ = socks[(n % 64) as usize].send_to(&d, target);
-                n += 1;
-                let due = t0 + Duration::from_micros(n * 333);
-                if let Some(wait) = due.checked_duration_since(Instant::now()) {
-                    std::thread::sleep(wait);
-                }
-            }
-            n as f64 / t0.elapsed().as_secs_f64()
-        })
-    };
+    let flood = hello_flood(target, "", 3000, stop.clone());
     std::thread::sleep(Duration::from_millis(500));
     let mut joins = Vec::new();
     for k in 0..if smoke { 1 } else { 5 } {
@@ -277,6 +231,10 @@ fn main() {
         "| real join during a {rate:.0} Hello/s flood (median of {}) | {:.1} ms |",
         joins.len(),
         median.as_secs_f64() * 1000.0
+    );
+    println!(
+        "| serve's longest answer during a 64 MiB upload (a Locate's round trip) | {:.1} ms |",
+        stall.as_secs_f64() * 1000.0
     );
     println!(
         "| serve's peak memory after {bombs} bombs of 60 MiB (about 240 KiB each on the wire) | {peak:.0} MiB (before: {before:.0} MiB) |"

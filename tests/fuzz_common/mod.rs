@@ -242,6 +242,7 @@ fn serve_target(c: &Corpus) -> impl FnMut(&[u8]) + '_ {
         // A handful of source addresses, so that routed and stranger paths both run.
         let from = SocketAddr::from(([198, 51, 100, (n % 5) as u8], 40000 + (n % 3) as u16));
         rooms.handle_datagram(now, from, d);
+        rooms.run_jobs(now);
         if n.is_multiple_of(256) {
             rooms.handle_timeout(now);
         }
