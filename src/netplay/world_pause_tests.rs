@@ -123,7 +123,7 @@ fn a_joiner_pauses_for_5_s_and_for_a_minute_and_everyone_stops_and_goes_on_toget
 }
 
 #[test]
-fn the_host_pauses_with_a_spectator_watching() {
+fn the_host_pauses_for_5_s_and_for_a_minute_with_a_spectator_watching() {
     let mut w = World::new("delay=25ms,jitter=5ms", 4800);
     let host = w.host(3, cfg());
     let to = w.addr_of(host);
@@ -143,6 +143,7 @@ fn the_host_pauses_with_a_spectator_watching() {
     w.request_pause(host, false);
     w.run_for(5 * SEC);
     pause_for(&mut w, host, 0, 5 * SEC);
+    pause_for(&mut w, host, 0, 60 * SEC);
     finish_in_sync(&mut w, 120 * SEC);
 }
 
