@@ -259,6 +259,12 @@ pub struct NetArgs {
     /// this player takes its seat back with a fresh state (0: give up at once).
     #[arg(long, value_name = "SECS", default_value_t = 60, value_parser = clap::value_parser!(u64).range(0..=3600))]
     pub reconnect: u64,
+    /// In a room on a server: auto tries a direct path to the room's host (the server
+    /// introduces you) and keeps the server's relay where none works; relayed never tries;
+    /// direct is auto that warns when it must relay. `host --server --path relayed` puts the
+    /// whole room on the server instead, where it outlives you.
+    #[arg(long, value_name = "auto|direct|relayed", default_value = "auto")]
+    pub path: crate::session::direct::PathMode,
     /// Say TEXT to everyone in the chat as play begins (repeatable; for scripts). A
     /// headless player also says each line typed on its terminal.
     #[arg(long, value_name = "TEXT")]
@@ -493,6 +499,7 @@ impl NetArgs {
             say: self.say.clone(),
             chat: self.chat,
             chat_every: self.chat_every_ms.map(Duration::from_millis),
+            path: self.path,
         }
     }
 }

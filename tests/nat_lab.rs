@@ -1,147 +1,18 @@
-//! Home routers in network namespaces: a public network with `framelock serve`, and homes
-//! each behind its own router (nftables masquerade, a forward policy that drops unsolicited
-//! inbound traffic). A direct join to a home fails as it does for real players; through the
-//! server, players in different homes (two behind one router) play in sync. Needs root,
-//! `ip` and `nft` (`.ci/setup` installs them); every namespace is removed afterwards, also
-//! when a test fails. Traffic stays inside the namespaces the test made.
+//! Home routers in network namespaces (`nat_common`): a public network with `framelock
+//! serve`, and homes each behind its own router. A direct join to a home fails as it does
+//! for real players; through the server, players in different homes (two behind one router)
+//! play in sync. In a room its creator hosts, players behind routers that map a port the same
+//! way for every destination go direct, introduced by the server; routers that map per
+//! destination stay relayed; a direct path a router starts dropping falls back to the relay.
 
+mod nat_common;
 mod netplay_common;
 
 use std::path::Path;
-use std::process::Command;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
+use nat_common::{sh, Lab, SERVER};
 use netplay_common::{checksum, genesis, Peer};
-
-/// The server's address on the public network (every router reaches it).
-const SERVER: &str = "10.77.0.1";
-
-static NEXT_LAB: AtomicU32 = AtomicU32::new(0);
-
-fn sh(args: &[&str]) {
-    let out = Command::new(args[0])
-        .args(&args[1..])
-        .output()
-        .unwrap_or_else(|e| panic!("{}: {e} (the NAT lab needs iproute2 and nftables)", args[0]));
-    assert!(
-        out.status.success(),
-        "{} failed: {}{}",
-        args.join(" "),
-        String::from_utf8_lossy(&out.stderr),
-        if unsafe_is_root() {
-            ""
-        } else {
-            " (the NAT lab needs root, as CI has)"
-        }
-    );
-}
-
-fn unsafe_is_root() -> bool {
-    Command::new("id")
-        .arg("-u")
-        .output()
-        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
-}
-
-/// The namespaces of one test; removed on drop.
-struct Lab {
-    tag: String,
-    namespaces: Vec<String>,
-}
-
-impl Lab {
-    /// The public network (10.77.0.0/16, a bridge, the server at 10.77.0.1) and `homes`
-    /// homes: home h behind router h, whose public address is 10.77.h.2, with its players at
-    /// 10.78.h.2, .3 and .4.
-    fn new(homes: usize) -> Lab {
-        let id = NEXT_LAB.fetch_add(1, Ordering::Relaxed);
-        let tag = format!("fl{}x{id}", std::process::id() % 100_000);
-        let mut lab = Lab {
-            tag: tag.clone(),
-            namespaces: Vec::new(),
-        };
-        let public = lab.ns("pub");
-        let run = |cmd: &str| sh(&cmd.split_whitespace().collect::<Vec<_>>());
-        run(&format!("ip -n {public} link add br0 type bridge"));
-        run(&format!("ip -n {public} addr add 10.77.0.1/16 dev br0"));
-        run(&format!("ip -n {public} link set br0 up"));
-        for h in 1..=homes {
-            let router = lab.ns(&format!("r{h}"));
-            let home = lab.ns(&format!("h{h}"));
-            // Router h's "wan" port on the public bridge, at 10.77.h.2.
-            let (p, w) = (format!("{tag}p{h}"), format!("{tag}w{h}"));
-            run(&format!(
-                "ip link add {p} netns {public} type veth peer name {w} netns {router}"
-            ));
-            run(&format!("ip -n {public} link set {p} master br0"));
-            run(&format!("ip -n {public} link set {p} up"));
-            run(&format!("ip -n {router} link set {w} name wan"));
-            run(&format!("ip -n {router} addr add 10.77.{h}.2/16 dev wan"));
-            run(&format!("ip -n {router} link set wan up"));
-            run(&format!("ip -n {router} route add default via 10.77.0.1"));
-            // Its "lan" port at 10.78.h.1, the home's players behind it.
-            let (l, e) = (format!("{tag}l{h}"), format!("{tag}e{h}"));
-            run(&format!(
-                "ip link add {l} netns {router} type veth peer name {e} netns {home}"
-            ));
-            run(&format!("ip -n {router} link set {l} name lan"));
-            run(&format!("ip -n {router} addr add 10.78.{h}.1/24 dev lan"));
-            run(&format!("ip -n {router} link set lan up"));
-            run(&format!("ip -n {home} link set {e} name eth0"));
-            for host in 2..=4 {
-                run(&format!(
-                    "ip -n {home} addr add 10.78.{h}.{host}/24 dev eth0"
-                ));
-            }
-            run(&format!("ip -n {home} link set eth0 up"));
-            run(&format!("ip -n {home} route add default via 10.78.{h}.1"));
-            run(&format!(
-                "ip netns exec {router} sysctl -qw net.ipv4.ip_forward=1"
-            ));
-            // A home router: masquerade outbound; inbound only as replies.
-            let rules = "table ip nat {
-                chain postrouting { type nat hook postrouting priority 100; oifname \"wan\" masquerade; }
-            }
-            table inet filter {
-                chain forward { type filter hook forward priority 0; policy drop;
-                    ct state established,related accept; iifname \"lan\" oifname \"wan\" accept; }
-                chain input { type filter hook input priority 0; policy accept;
-                    iifname \"wan\" ct state established,related accept; iifname \"wan\" drop; }
-            }
-            ";
-            let file = std::env::temp_dir().join(format!("{tag}-{h}.nft"));
-            std::fs::write(&file, rules).unwrap();
-            run(&format!("ip netns exec {router} nft -f {}", file.display()));
-            let _ = std::fs::remove_file(file);
-        }
-        lab
-    }
-
-    fn ns(&mut self, name: &str) -> String {
-        let ns = format!("{}-{name}", self.tag);
-        sh(&["ip", "netns", "add", &ns]);
-        self.namespaces.push(ns.clone());
-        sh(&["ip", "-n", &ns, "link", "set", "lo", "up"]);
-        ns
-    }
-
-    fn public(&self) -> String {
-        format!("{}-pub", self.tag)
-    }
-
-    fn home(&self, h: usize) -> String {
-        format!("{}-h{h}", self.tag)
-    }
-}
-
-impl Drop for Lab {
-    fn drop(&mut self) {
-        for ns in self.namespaces.iter().rev() {
-            let _ = Command::new("ip").args(["netns", "del", ns]).status();
-        }
-    }
-}
 
 /// A framelock process inside the namespace `ns`, as `label`.
 fn spawn(dir: &Path, ns: &str, label: &str, args: &[&str]) -> Peer {
@@ -163,6 +34,9 @@ fn start_server(dir: &Path, lab: &Lab) -> Peer {
 
 fn open_room(dir: &Path, lab: &Lab, home: usize, room: &str, extra: &[&str]) -> Peer {
     let mut a = vec!["host", "--headless", "--server", SERVER, "--room", room];
+    if !extra.contains(&"--path") {
+        a.extend(["--path", "relayed"]);
+    }
     a.extend_from_slice(extra);
     let mut host = spawn(dir, &lab.home(home), "host", &a);
     let said = format!("your friends join with `framelock join {SERVER} --room {room}");
@@ -419,4 +293,213 @@ fn four_players_in_three_homes_stay_in_sync_over_loss_and_lose_a_killed_one() {
         "{}",
         server.log_text()
     );
+}
+
+/// The `--stats-json` of `serve`, once it stopped (Ctrl-C).
+fn stop_server(server: &mut Peer) -> serde_json::Value {
+    server.interrupt();
+    server.wait_ok(Duration::from_secs(15));
+    server.read_stats()
+}
+
+/// A hosted room (`--path auto`) in home `host_home`, and a joiner in `join_home`: both play
+/// `frames` frames with recordings; returns (host, joiner, the server's stats) after both
+/// logs verified and the two ended in sync.
+fn hosted_pair(lab: &Lab, d: &Path, homes: (usize, usize), frames: &str) -> [serde_json::Value; 3] {
+    let mut server = start_server(d, lab);
+    let (hlog, jlog) = (d.join("host.flr"), d.join("join.flr"));
+    let (hlog_s, jlog_s) = (hlog.display().to_string(), jlog.display().to_string());
+    let common = ["--frames", frames, "--path", "auto"];
+    let mut host = open_room(
+        d,
+        lab,
+        homes.0,
+        "den",
+        &[&common[..], &["--bot", "1", "--record", &hlog_s]].concat(),
+    );
+    let mut joiner = join_room(
+        d,
+        lab,
+        homes.1,
+        "join",
+        "den",
+        &[&common[..], &["--bot", "2", "--record", &jlog_s]].concat(),
+    );
+    joiner.wait_ok(Duration::from_secs(120));
+    host.wait_ok(Duration::from_secs(60));
+    let stats = stop_server(&mut server);
+    let (h, j) = (host.read_stats(), joiner.read_stats());
+    assert_eq!(checksum(&h), checksum(&j), "the two homes differ");
+    netplay_common::assert_log_verifies(d, &hlog);
+    netplay_common::assert_log_verifies(d, &jlog);
+    let logs = format!("{}\n{}", host.log_text(), joiner.log_text());
+    assert!(!logs.contains("connection lost"), "{logs}");
+    [h, j, stats]
+}
+
+#[test]
+fn two_homes_behind_cone_routers_play_a_minute_direct_and_the_server_hears_under_8_kb() {
+    let lab = Lab::new(2);
+    let dir = tempfile::tempdir().unwrap();
+    let [h, j, served] = hosted_pair(&lab, dir.path(), (1, 2), "3600");
+    assert_eq!(h["path"], "direct", "{h}");
+    assert_eq!(j["path"], "direct", "{j}");
+    let bytes_in = served["bytes_in"].as_u64().unwrap();
+    assert!(
+        bytes_in < 8 * 1024,
+        "the server got {bytes_in} bytes: {served}"
+    );
+    // Proven within a round trip to the server and half a second.
+    let after = j["direct_after_ms"].as_f64().unwrap();
+    assert!(after < 600.0, "{after} ms");
+}
+
+#[test]
+fn a_home_behind_a_symmetric_router_plays_relayed_in_sync() {
+    let lab = Lab::with_symmetric(2, &[2]);
+    let dir = tempfile::tempdir().unwrap();
+    let [h, j, served] = hosted_pair(&lab, dir.path(), (1, 2), "900");
+    assert_eq!(h["path"], "relayed", "{h}");
+    assert_eq!(j["path"], "relayed", "{j}");
+    let relayed = served["bytes_relayed"].as_u64().unwrap();
+    assert!(relayed > 10_000, "{served}");
+}
+
+#[test]
+fn two_symmetric_routers_play_relayed_in_sync() {
+    let lab = Lab::with_symmetric(2, &[1, 2]);
+    let dir = tempfile::tempdir().unwrap();
+    let [h, j, _] = hosted_pair(&lab, dir.path(), (1, 2), "600");
+    assert_eq!(h["path"], "relayed", "{h}");
+    assert_eq!(j["path"], "relayed", "{j}");
+}
+
+#[test]
+fn two_players_behind_one_router_find_each_other_by_local_address() {
+    let lab = Lab::new(1);
+    let dir = tempfile::tempdir().unwrap();
+    let [h, j, _] = hosted_pair(&lab, dir.path(), (1, 1), "600");
+    assert_eq!(h["path"], "direct", "{h}");
+    assert_eq!(j["path"], "direct", "{j}");
+    let log = std::fs::read_to_string(dir.path().join("join.log")).unwrap();
+    assert!(log.contains("direct path to the host (10.78.1."), "{log}");
+}
+
+/// Router 2 starts dropping the direct path mid-game: the session falls back to the relay
+/// and finishes in sync, with nobody dropped.
+#[test]
+fn a_router_that_drops_the_direct_path_mid_game_falls_back_to_the_relay() {
+    let lab = Lab::new(2);
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let mut server = start_server(d, &lab);
+    let common = ["--frames", "1800", "--path", "auto"];
+    let mut host = open_room(d, &lab, 1, "den", &[&common[..], &["--bot", "1"]].concat());
+    let mut joiner = join_room(
+        d,
+        &lab,
+        2,
+        "join",
+        "den",
+        &[&common[..], &["--bot", "2"]].concat(),
+    );
+    assert!(
+        joiner
+            .wait_for_log("direct path to the host", Duration::from_secs(20))
+            .is_some(),
+        "{}",
+        joiner.log_text()
+    );
+    std::thread::sleep(Duration::from_secs(8));
+    // Router 2 drops everything from router 1's address, in and out of its home.
+    let router = format!("{}-r2", lab.tag);
+    for rule in [
+        "insert rule inet filter forward ip saddr 10.77.1.2 drop",
+        "insert rule inet filter input ip saddr 10.77.1.2 drop",
+    ] {
+        let mut cmd = vec!["ip", "netns", "exec", &router, "nft"];
+        cmd.extend(rule.split(' '));
+        sh(&cmd);
+    }
+    assert!(
+        joiner
+            .wait_for_log("the host is relayed by the server", Duration::from_secs(10))
+            .is_some(),
+        "{}",
+        joiner.log_text()
+    );
+    joiner.wait_ok(Duration::from_secs(90));
+    host.wait_ok(Duration::from_secs(60));
+    let (h, j) = (host.read_stats(), joiner.read_stats());
+    assert_eq!(checksum(&h), checksum(&j), "the two homes differ");
+    assert_eq!(j["path"], "relayed", "{j}");
+    let logs = format!("{}\n{}", host.log_text(), joiner.log_text());
+    assert!(!logs.contains("connection lost"), "{logs}");
+    assert!(!logs.contains("left (timed out"), "{logs}");
+    let served = stop_server(&mut server);
+    assert!(
+        served["bytes_relayed"].as_u64().unwrap() > 5_000,
+        "{served}"
+    );
+}
+
+/// Two homes with cone routers, one with a symmetric router, one player on the public
+/// network: a room of 4 that mixes direct and relayed players, in sync.
+#[test]
+fn a_room_of_four_mixes_direct_and_relayed_players() {
+    let lab = Lab::with_symmetric(3, &[3]);
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let mut server = start_server(d, &lab);
+    let common = ["--frames", "900", "--path", "auto"];
+    let mut host = open_room(
+        d,
+        &lab,
+        1,
+        "mix",
+        &[&common[..], &["--players", "4", "--bot", "1"]].concat(),
+    );
+    let mut cone = join_room(
+        d,
+        &lab,
+        2,
+        "cone",
+        "mix",
+        &[&common[..], &["--bot", "2"]].concat(),
+    );
+    let mut hard = join_room(
+        d,
+        &lab,
+        3,
+        "hard",
+        "mix",
+        &[&common[..], &["--bot", "3"]].concat(),
+    );
+    let a: Vec<String> = ["join", SERVER, "--room", "mix", "--headless", "--bot", "4"]
+        .iter()
+        .chain(&common)
+        .map(|s| s.to_string())
+        .collect();
+    let mut public = Peer::spawn_in(d, Some(&lab.public()), "public", Some("public"), &a);
+    for p in [&mut cone, &mut hard, &mut public, &mut host] {
+        p.wait_ok(Duration::from_secs(120));
+    }
+    let stats: Vec<serde_json::Value> = [&host, &cone, &hard, &public]
+        .iter()
+        .map(|p| p.read_stats())
+        .collect();
+    let sums: Vec<String> = stats.iter().map(checksum).collect();
+    assert!(sums.iter().all(|s| *s == sums[0]), "{sums:?}");
+    assert_eq!(stats[1]["path"], "direct", "{}", stats[1]);
+    assert_eq!(stats[2]["path"], "relayed", "{}", stats[2]);
+    assert_eq!(stats[3]["path"], "direct", "{}", stats[3]);
+    let mut host_paths: Vec<String> = stats[0]["paths"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["path"].as_str().unwrap().to_string())
+        .collect();
+    host_paths.sort();
+    assert_eq!(host_paths, ["direct", "direct", "relayed"], "{}", stats[0]);
+    stop_server(&mut server);
 }

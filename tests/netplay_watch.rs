@@ -423,7 +423,16 @@ fn a_spectator_and_a_late_joiner_in_a_room_on_a_server() {
         .is_some());
     let frames = ["--frames", "1500"];
     let host_args = [
-        &["host", "--headless", "--server", &addr, "--room", "den"][..],
+        &[
+            "host",
+            "--headless",
+            "--server",
+            &addr,
+            "--room",
+            "den",
+            "--path",
+            "relayed",
+        ][..],
         &frames[..],
         &["--bot", "1", "--players", "3", "--start-with", "2"],
     ]

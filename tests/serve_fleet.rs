@@ -134,7 +134,16 @@ fn member(dir: &Path, label: &str, nats: &[String], extra: &[&str]) -> (Peer, St
 
 /// `framelock host --server ASKED --room ROOM`; returns once the room is open on `held`.
 fn open_room(dir: &Path, label: &str, asked: &str, held: &str, room: &str, extra: &[&str]) -> Peer {
-    let mut a = args(&["host", "--headless", "--server", asked, "--room", room]);
+    let mut a = args(&[
+        "host",
+        "--headless",
+        "--server",
+        asked,
+        "--room",
+        room,
+        "--path",
+        "relayed",
+    ]);
     a.extend(extra.iter().map(|s| s.to_string()));
     let mut host = Peer::spawn(dir, label, &a);
     let said = format!("your friends join with `framelock join {held} --room {room}");

@@ -68,6 +68,23 @@ impl Link {
         }
     }
 
+    /// As `send`, with the IP TTL `ttl` if given (a direct path's first punch: it leaves
+    /// the home router and dies before the other's). Such a datagram skips the conditioner.
+    pub fn send_ttl(&mut self, now: Instant, to: SocketAddr, bytes: Vec<u8>, ttl: Option<u8>) {
+        match ttl {
+            None => self.send(now, to, bytes),
+            Some(ttl) => {
+                if self.socket.send_to_ttl(to, &bytes, ttl) {
+                    self.stats.packets_sent += 1;
+                    self.stats.bytes_sent += bytes.len() as u64;
+                    self.stats.wire_bytes_sent += (bytes.len() + header_overhead(to)) as u64;
+                } else {
+                    self.stats.send_errors += 1;
+                }
+            }
+        }
+    }
+
     fn send_now(&mut self, to: SocketAddr, bytes: &[u8]) {
         if self.socket.send_to(to, bytes) {
             self.stats.packets_sent += 1;

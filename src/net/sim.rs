@@ -5,7 +5,7 @@
 //! retired when its node moves. It knows addresses and bytes only: who listens where is the
 //! caller's business.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
 use std::time::Instant;
 
@@ -28,6 +28,12 @@ pub struct SimNet {
     /// Every datagram put on the network, as (from, to, bytes), if kept (`keeping_wire`).
     pub wire: Vec<(SocketAddr, SocketAddr, Vec<u8>)>,
     keep_wire: bool,
+    /// Addresses behind a home router that lets in only what answers its own sending
+    /// (`behind_router`), and the (inside, outside) pairs it has sent to.
+    routed: BTreeSet<SocketAddr>,
+    opened: BTreeSet<(SocketAddr, SocketAddr)>,
+    /// Pairs of addresses nothing passes between (`cut`), either way.
+    cuts: Vec<(SocketAddr, SocketAddr)>,
 }
 
 impl SimNet {
@@ -47,6 +53,9 @@ impl SimNet {
             sent: BTreeMap::new(),
             wire: Vec::new(),
             keep_wire: false,
+            routed: BTreeSet::new(),
+            opened: BTreeSet::new(),
+            cuts: Vec::new(),
         }
     }
 
@@ -63,6 +72,8 @@ impl SimNet {
         if self.keep_wire {
             self.wire.push((from, t.to, t.bytes.clone()));
         }
+        // Every sender's, so a router put in later knows what its node sent before.
+        self.opened.insert((from, t.to));
         if self.down(from, now) || self.down(t.to, now) {
             return;
         }
@@ -83,7 +94,16 @@ impl SimNet {
             }
         }
         due.retain(|(from, to, _)| {
-            !(self.down(*to, now) || self.down(*from, now) || self.retired.contains(to))
+            let filtered = self.routed.contains(to) && !self.opened.contains(&(*to, *from));
+            let cut = self
+                .cuts
+                .iter()
+                .any(|c| *c == (*from, *to) || *c == (*to, *from));
+            !(self.down(*to, now)
+                || self.down(*from, now)
+                || self.retired.contains(to)
+                || filtered
+                || cut)
         });
         due
     }
@@ -121,6 +141,19 @@ impl SimNet {
         if let Some(c) = self.links.remove(&old) {
             self.links.insert(new, c);
         }
+    }
+
+    /// `at` sits behind a home router that maps its address the same way for every
+    /// destination and lets in only datagrams from addresses it sent to (a "cone" NAT as
+    /// nftables masquerade makes one; the address stands for the mapping).
+    pub fn behind_router(&mut self, at: SocketAddr) {
+        self.routed.insert(at);
+    }
+
+    /// Nothing passes between `a` and `b` from now on (a router that maps per destination,
+    /// or a firewall rule).
+    pub fn cut(&mut self, a: SocketAddr, b: SocketAddr) {
+        self.cuts.push((a, b));
     }
 
     /// Bytes `from` sent so far, IP and UDP headers included.

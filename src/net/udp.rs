@@ -113,6 +113,37 @@ impl UdpSocket {
         }
     }
 
+    /// As `send_to`, with the IP TTL (IPv6: hop limit) `ttl` for this one datagram.
+    pub fn send_to_ttl(&mut self, to: SocketAddr, bytes: &[u8], ttl: u8) -> bool {
+        // A dual-stack socket sends to an IPv4 peer with the IPv4 TTL.
+        let v4 = !self.local.is_ipv6() || (self.dual_stack && to.is_ipv4());
+        let ttl = u32::from(ttl);
+        let before = {
+            let sock = socket2::SockRef::from(&self.sock);
+            let before = if v4 {
+                sock.ttl_v4()
+            } else {
+                sock.unicast_hops_v6()
+            };
+            let set = if v4 {
+                sock.set_ttl_v4(ttl)
+            } else {
+                sock.set_unicast_hops_v6(ttl)
+            };
+            before.ok().filter(|_| set.is_ok())
+        };
+        let sent = self.send_to(to, bytes);
+        if let Some(before) = before {
+            let sock = socket2::SockRef::from(&self.sock);
+            let _ = if v4 {
+                sock.set_ttl_v4(before)
+            } else {
+                sock.set_unicast_hops_v6(before)
+            };
+        }
+        sent
+    }
+
     /// Appends every datagram already waiting (up to `MAX_RECV_BATCH`) to `out`, without
     /// blocking. Returns how many were appended.
     pub fn recv_all(&mut self, out: &mut Vec<(SocketAddr, Vec<u8>)>) -> Result<usize, NetError> {

@@ -13,6 +13,7 @@ fn cfg() -> ParticipantConfig {
     ParticipantConfig {
         checksum_interval: 30,
         reconnect: Duration::from_secs(60),
+        ..ParticipantConfig::default()
     }
 }
 

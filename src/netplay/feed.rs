@@ -274,8 +274,8 @@ impl NetState {
 
     /// Sends everything the participant wants to send.
     fn push(&mut self, now: Instant) {
-        while let Some(t) = self.participant.poll_transmit(now) {
-            self.link.send(now, t.to, t.bytes);
+        while let Some((t, ttl)) = self.participant.poll_transmit_ttl(now) {
+            self.link.send_ttl(now, t.to, t.bytes, ttl);
         }
         self.link.flush_due(now);
     }
@@ -547,6 +547,12 @@ impl NetFeed {
     /// reconnecting.
     pub fn with_rejoin(self, command: String) -> NetFeed {
         self.state().report.rejoin = Some(command);
+        self
+    }
+
+    /// `--path`, for how a path that stays relayed is worded.
+    pub fn with_path(self, path: crate::session::direct::PathMode) -> NetFeed {
+        self.state().report.path = path;
         self
     }
 

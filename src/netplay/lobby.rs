@@ -11,6 +11,7 @@ use crate::app::play::EarlyWindow;
 use crate::frontend::chat_board::ChatBoard;
 use crate::lockstep::PeerId;
 use crate::net::Link;
+use crate::session::direct::{PathKind, PathMode};
 use crate::session::{
     Endpoint, EndpointEvent, OpenEvent, Participant, ParticipantEvent, RoomOpener, StartState,
     Transmit,
@@ -29,7 +30,8 @@ trait Handshake {
     /// False if the datagram was rejected.
     fn datagram(&mut self, now: Instant, from: SocketAddr, bytes: &[u8]) -> bool;
     fn timers(&mut self, now: Instant);
-    fn transmit(&mut self, now: Instant) -> Option<Transmit>;
+    /// The next datagram and the IP TTL it asks for.
+    fn transmit(&mut self, now: Instant) -> Option<(Transmit, Option<u8>)>;
     fn poll_timeout(&self) -> Option<Instant>;
 }
 
@@ -42,8 +44,8 @@ impl Handshake for Participant {
     fn timers(&mut self, now: Instant) {
         self.handle_timeout(now)
     }
-    fn transmit(&mut self, now: Instant) -> Option<Transmit> {
-        self.poll_transmit(now)
+    fn transmit(&mut self, now: Instant) -> Option<(Transmit, Option<u8>)> {
+        self.poll_transmit_ttl(now)
     }
     fn poll_timeout(&self) -> Option<Instant> {
         Participant::poll_timeout(self)
@@ -57,8 +59,8 @@ impl Handshake for RoomOpener {
     fn timers(&mut self, now: Instant) {
         self.handle_timeout(now)
     }
-    fn transmit(&mut self, now: Instant) -> Option<Transmit> {
-        self.poll_transmit(now)
+    fn transmit(&mut self, now: Instant) -> Option<(Transmit, Option<u8>)> {
+        self.poll_transmit(now).map(|t| (t, None))
     }
     fn poll_timeout(&self) -> Option<Instant> {
         RoomOpener::poll_timeout(self)
@@ -89,8 +91,8 @@ fn say_typed(link: &mut Link, participant: &mut Participant, chat: &ChatBoard) {
 }
 
 fn send_queued(link: &mut Link, session: &mut impl Handshake, now: Instant) {
-    while let Some(t) = session.transmit(now) {
-        link.send(now, t.to, t.bytes);
+    while let Some((t, ttl)) = session.transmit(now) {
+        link.send_ttl(now, t.to, t.bytes, ttl);
     }
     link.flush_due(now);
 }
@@ -138,7 +140,12 @@ impl Invite {
 }
 
 /// The host's lobby screen: the game, who is in, the free seats and how to join.
-fn host_rows(endpoint: &Endpoint, seats: u8, want: u8, invite: &Invite) -> Vec<String> {
+fn host_rows(
+    endpoint: &Endpoint,
+    paths: &[(Option<u8>, PathKind)],
+    (seats, want): (u8, u8),
+    invite: &Invite,
+) -> Vec<String> {
     let players = endpoint.players();
     let mut rows = vec![format!("framelock: hosting {}", invite.game), String::new()];
     let free = usize::from(seats).saturating_sub(players.len());
@@ -164,6 +171,12 @@ fn host_rows(endpoint: &Endpoint, seats: u8, want: u8, invite: &Invite) -> Vec<S
                     .unwrap_or_default()
             ),
         };
+        let path = paths
+            .iter()
+            .find(|(s, _)| *s == Some(p.slot))
+            .map(|(_, k)| format!("  {}", k.as_str().to_uppercase()))
+            .unwrap_or_default();
+        let state = state + &path;
         rows.push(format!("  P{} {name}  {state}", p.slot + 1));
     }
     let watching = endpoint.spectator_count();
@@ -189,6 +202,8 @@ pub struct JoinScreen {
     pub slot: Option<u8>,
     /// The room's invite, shown to the player who opened it.
     pub invite: Option<Invite>,
+    /// In a room hosted by a player: how this player reaches the host.
+    pub path: Option<PathKind>,
 }
 
 impl JoinScreen {
@@ -199,6 +214,7 @@ impl JoinScreen {
             players: Vec::new(),
             slot: None,
             invite,
+            path: None,
         }
     }
 
@@ -220,6 +236,12 @@ impl JoinScreen {
                 let name = own_name(name, *slot).unwrap_or("");
                 rows.push(format!("  P{} {name}{you}", slot + 1));
             }
+        }
+        if let Some(path) = self.path {
+            rows.push(format!(
+                "Path to the host: {}",
+                path.as_str().to_uppercase()
+            ));
         }
         if let Some(invite) = &self.invite {
             rows.push(String::new());
@@ -265,20 +287,32 @@ pub fn host_lobby(
     let start = Instant::now();
     let port = link.local_addr().port();
     let mode = host.endpoint().map(Endpoint::mode).unwrap_or_default();
-    tracing::info!(
-        "netplay: hosting on udp port {port} ({mode} mode); waiting for {} more player(s)",
-        want.saturating_sub(1)
-    );
-    tracing::info!(
-        "netplay: on this network, players join with `{}` and the same game; over the \
-         internet, with your public address and udp port {port} forwarded to this machine",
-        invite.command
-    );
+    if host.hosts_room() {
+        tracing::info!(
+            "netplay: hosting the room ({mode} mode); waiting for {} more player(s)",
+            want.saturating_sub(1)
+        );
+    } else {
+        tracing::info!(
+            "netplay: hosting on udp port {port} ({mode} mode); waiting for {} more player(s)",
+            want.saturating_sub(1)
+        );
+        tracing::info!(
+            "netplay: on this network, players join with `{}` and the same game; over the \
+             internet, with your public address and udp port {port} forwarded to this machine",
+            invite.command
+        );
+    }
     loop {
         let now = exchange(link, host)?;
         while let Some(ev) = host.poll_event() {
             if let ParticipantEvent::Chat(line) = ev {
                 super::chat::show(chat, now, line);
+                continue;
+            }
+            if let ParticipantEvent::Path { peer, event } = &ev {
+                let who = peer.map_or("the host".into(), |a| a.to_string());
+                super::report::log_path(&who, event, PathMode::Auto);
                 continue;
             }
             let ParticipantEvent::Session(ev) = ev else {
@@ -322,7 +356,8 @@ pub fn host_lobby(
         let Some(endpoint) = host.endpoint() else {
             return Err(NetplayError::Interrupted);
         };
-        let rows = || host_rows(endpoint, seats, want, invite);
+        let paths = host.paths();
+        let rows = || host_rows(endpoint, &paths, (seats, want), invite);
         if let Err(e) = sleep(link, host, now, window, rows) {
             host.close("the host left before the game started");
             goodbye(link, host);
@@ -345,6 +380,7 @@ pub fn open_room(
         let now = exchange(link, opener)?;
         while let Some(ev) = opener.poll_event() {
             match ev {
+                OpenEvent::Opened { .. } if opener.progress().1 == 0 => {}
                 OpenEvent::Opened { room, .. } => {
                     let (_, len) = opener.progress();
                     tracing::info!(
@@ -417,6 +453,9 @@ pub fn join_lobby(
                 }
                 ParticipantEvent::Ready(state) => return Ok(*state),
                 ParticipantEvent::Chat(line) => super::chat::show(chat, now, line),
+                ParticipantEvent::Path { event, .. } => {
+                    super::report::log_path("the host", &event, PathMode::Auto)
+                }
                 ParticipantEvent::Ended(e) => return Err(NetplayError::Join(e)),
                 ParticipantEvent::PasswordChecked { admitted } => tracing::info!(
                     "netplay: a joiner {} the room's password",
@@ -425,6 +464,7 @@ pub fn join_lobby(
                 other => tracing::debug!("netplay: {other:?}"),
             }
         }
+        screen.path = session.paths().first().map(|(_, k)| *k);
         let (got, len) = session.join_session().map_or((0, 0), |s| s.progress());
         bar.at(got as u64);
         if welcomed && len > 0 {

@@ -31,6 +31,8 @@ mod status;
 #[cfg(test)]
 mod world;
 #[cfg(test)]
+mod world_direct_tests;
+#[cfg(test)]
 mod world_log;
 #[cfg(test)]
 mod world_pause_tests;
@@ -59,6 +61,7 @@ use crate::frontend::chat_board::ChatShow;
 use crate::host::HostError;
 use crate::lockstep;
 use crate::net::{NetError, NetSim};
+use crate::session::direct::PathMode;
 use crate::session::{ParticipantConfig, SessionError};
 
 /// The UDP port `host` listens on and `join` connects to by default.
@@ -92,6 +95,8 @@ pub struct NetOptions {
     pub chat: ChatShow,
     /// Test hook: say "ping N" this often from the first frame.
     pub chat_every: Option<Duration>,
+    /// `--path`: direct paths in a room on a server.
+    pub path: PathMode,
 }
 
 impl NetOptions {
@@ -100,6 +105,7 @@ impl NetOptions {
         ParticipantConfig {
             checksum_interval: self.checksum_interval.max(1),
             reconnect: self.reconnect,
+            path: self.path,
         }
     }
 }

@@ -10,12 +10,32 @@ use crate::frontend::chat_board::ChatBoard;
 use crate::lockstep::{self, ClientEvent, Frame, PauseRefusal, PeerId};
 use crate::net::LinkStats;
 use crate::replay::Event;
+use crate::session::direct::{PathEvent, PathKind, PathMode};
 use crate::session::{
     is_spectator_slot, ChatLine, EndpointEvent, OutReason, Participant, ParticipantEvent,
     SessionError, LOADING_LIMIT,
 };
+use std::net::SocketAddr;
 
 use super::status::{PeerStatus, Status};
+
+/// The log line for a path of a room hosted by a player that went direct or back to the
+/// relay; `who` is the other side.
+pub(crate) fn log_path(who: &str, event: &PathEvent, mode: PathMode) {
+    match event {
+        PathEvent::Direct { addr, after } => tracing::info!(
+            "netplay: direct path to {who} ({addr}, proven in {} ms): the server no longer \
+             carries the game",
+            after.as_millis()
+        ),
+        PathEvent::Relayed { why } if mode == PathMode::Direct => {
+            tracing::warn!("netplay: {who} stays relayed by the server: {why}")
+        }
+        PathEvent::Relayed { why } => {
+            tracing::info!("netplay: {who} is relayed by the server: {why}")
+        }
+    }
+}
 
 /// How log lines name the player in `slot`: "ana (player 2)", its name and its place, since
 /// two players may go by the same name; just "player 2" when it has no name of its own.
@@ -129,6 +149,10 @@ pub(crate) struct Report {
     pub paused: Option<(String, Instant)>,
     /// Pauses seen: (slot that paused, frame, seconds it lasted here).
     pauses: Vec<(u8, u32, f64)>,
+    /// `--path`, for the wording of a path that stays relayed.
+    pub path: PathMode,
+    /// A room hosted by a player: each player's path as last seen (see `note_paths`).
+    paths: std::cell::RefCell<Vec<(Option<u8>, PathKind)>>,
 }
 
 impl Report {
@@ -228,12 +252,25 @@ impl Report {
                 tracing::error!("netplay: {msg}");
                 return Some(msg);
             }
+            ParticipantEvent::Path { peer, event } => self.path_event(p, peer, event),
             ParticipantEvent::Chat(line) => self.chat_line(now, line, recorded),
             ParticipantEvent::Welcomed { .. }
             | ParticipantEvent::Ready(_)
             | ParticipantEvent::Core(_) => {}
         }
         None
+    }
+
+    /// A path of a hosted room went direct or back to the relay.
+    fn path_event(&mut self, p: &Participant, peer: Option<SocketAddr>, event: PathEvent) {
+        let who = match peer {
+            None => "the host".to_string(),
+            Some(addr) => p
+                .endpoint()
+                .and_then(|e| e.players().into_iter().find(|pl| pl.addr == Some(addr)))
+                .map_or(addr.to_string(), |pl| self.name(pl.slot)),
+        };
+        log_path(&who, &event, self.path);
     }
 
     /// A chat message (someone else's, or this player's own): recorded at its frame, and
@@ -520,10 +557,23 @@ impl Report {
         }
     }
 
+    /// The players' paths in a room hosted by a player, remembered: a player who left
+    /// keeps the path it had.
+    pub fn note_paths(&self, p: &Participant) -> Vec<(Option<u8>, PathKind)> {
+        let mut paths = self.paths.borrow_mut();
+        for (slot, kind) in p.paths() {
+            paths.retain(|(s, _)| *s != slot);
+            paths.push((slot, kind));
+        }
+        paths.clone()
+    }
+
     /// What the window's status bar shows (see `super::status`).
     pub fn status(&self, now: Instant, p: &Participant, link: &LinkStats, play: Play) -> Status {
         let client = p.client();
         let s = client.map(|c| c.stats());
+        let paths = self.note_paths(p);
+        let path_of = |slot: Option<u8>| paths.iter().find(|(s, _)| *s == slot).map(|(_, k)| *k);
         let peers = match p.endpoint() {
             Some(endpoint) => endpoint
                 .server_stats()
@@ -535,12 +585,14 @@ impl Report {
                     player: Some(peer.peer.0 + 1),
                     rtt: peer.rtt,
                     traffic: Some(peer.traffic),
+                    path: path_of(Some(peer.peer.0)),
                 })
                 .collect(),
             None => vec![PeerStatus {
                 player: None,
                 rtt: s.as_ref().and_then(|s| s.rtt),
                 traffic: None,
+                path: path_of(None),
             }],
         };
         let watching = client.filter(|c| c.is_spectator()).map(|c| {
@@ -696,6 +748,27 @@ impl Report {
             json!(self.counters.connections_lost),
         );
         m.insert("reconnects".into(), json!(self.counters.reconnects));
+        // A room hosted by a player: a joiner's path to the host; the host's is "direct"
+        // only if every joiner's is.
+        let paths = self.note_paths(p);
+        if !paths.is_empty() {
+            let direct = paths.iter().all(|(_, k)| *k == PathKind::Direct);
+            let path = if direct { "direct" } else { "relayed" };
+            m.insert("path".into(), json!(path));
+            m.insert(
+                "paths".into(),
+                json!(paths
+                    .iter()
+                    .map(|(slot, k)| json!({"slot": slot, "path": k.as_str()}))
+                    .collect::<Vec<_>>()),
+            );
+            if let Some(after) = p.first_direct() {
+                m.insert(
+                    "direct_after_ms".into(),
+                    json!(after.as_secs_f64() * 1000.0),
+                );
+            }
+        }
         m.insert("reconnect_ms".into(), json!(self.counters.reconnect_ms));
         let frame = client.map_or(Frame::ZERO, |c| c.frame());
         m.insert(

@@ -270,12 +270,15 @@ pub fn serve(opts: &ServeOptions) -> Result<(), NetplayError> {
             let s = rooms.stats();
             let list = rooms.list(now);
             let players: usize = list.iter().map(|r| usize::from(r.players)).sum();
+            let (direct, relayed) = rooms.hosted_paths();
             tracing::info!(
-                "serve: {} room(s), {players} player(s); {} datagrams in, {} out; dropped: {} \
+                "serve: {} room(s), {players} player(s) ({direct} direct, {relayed} relayed in \
+                 rooms hosted by a player); {} datagrams in, {} out, {} KiB relayed; dropped: {} \
                  garbage, {} for no room of theirs, {} held from unproven addresses",
                 list.len(),
                 s.datagrams_in,
                 s.datagrams_out,
+                s.bytes_relayed / 1024,
                 s.garbage,
                 s.wrong_room,
                 s.held_unvalidated
@@ -318,6 +321,7 @@ pub fn serve(opts: &ServeOptions) -> Result<(), NetplayError> {
                     "datagrams_out": s.datagrams_out,
                     "bytes_in": s.bytes_in,
                     "bytes_out": s.bytes_out,
+                    "bytes_relayed": s.bytes_relayed,
                     "dropped_garbage": s.garbage,
                     "dropped_wrong_room": s.wrong_room,
                     "packets_dropped_auth": s.dropped_auth,

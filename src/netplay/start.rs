@@ -19,6 +19,7 @@ use crate::frontend::chat_board::ChatBoard;
 use crate::host::{hash_file, Core};
 use crate::lockstep;
 use crate::net::{random_bytes, random_seed, Link};
+use crate::session::direct::PathMode;
 use crate::session::{
     self, Endpoint, EndpointConfig, JoinConfig, Participant, SessionInfo, StartState,
 };
@@ -95,18 +96,27 @@ pub fn host(opts: &HostOptions) -> Result<PlaySummary, NetplayError> {
         .map(<[u8]>::to_vec)
         .unwrap_or_default();
 
-    if let Some(server) = &opts.server {
-        let payload = session::StartPayload {
-            options: info.options.clone(),
-            state,
-            sram,
-        };
-        return host_in_room(opts, server, &play, core, info, payload, window);
-    }
-    let mut link = Link::host(opts.port, opts.net.netsim.clone())?;
+    let in_room = match &opts.server {
+        Some(server) if opts.net.path == PathMode::Relayed => {
+            let payload = session::StartPayload {
+                options: info.options.clone(),
+                state,
+                sram,
+            };
+            return host_in_room(opts, server, &play, core, info, payload, window);
+        }
+        Some(server) => Some(open_hosted_room(opts, server, &info, fps, &mut window)?),
+        None => None,
+    };
+    let (mut link, in_room) = match in_room {
+        Some((link, room)) => (link, Some(room)),
+        None => (Link::host(opts.port, opts.net.netsim.clone())?, None),
+    };
     let recording = reserve_recording(&play, "host")?;
     let seed = random_seed();
-    let mut host = session::HostConfig::new((seed >> 32) as u32, random_bytes(), fps);
+    let session_id = in_room.as_ref().map_or((seed >> 32) as u32, |r| r.session);
+    let mut host = session::HostConfig::new(session_id, random_bytes(), fps);
+    host.hosted_room = in_room.as_ref().map(|r| r.name.clone());
     host.password = opts.net.password.clone();
     host.max_players = opts.players;
     host.start_with = opts.start_with;
@@ -125,25 +135,52 @@ pub fn host(opts: &HostOptions) -> Result<PlaySummary, NetplayError> {
     };
     let endpoint =
         Endpoint::new(Instant::now(), cfg, info, state, sram).map_err(NetplayError::Session)?;
-    let mut participant = Participant::host(Instant::now(), endpoint, lcfg, opts.net.participant());
+    let (now, pcfg) = (Instant::now(), opts.net.participant());
+    let mut participant = match &in_room {
+        Some(room) => Participant::host_room(now, endpoint, lcfg, pcfg, room.server),
+        None => Participant::host(now, endpoint, lcfg, pcfg),
+    };
     let start_with = match opts.start_with {
         0 => opts.players,
         n => n.min(opts.players),
     };
-    let port = link.local_addr().port();
-    let here = crate::net::lan_address().map_or("THIS-MACHINE".into(), |ip| {
-        SocketAddr::new(ip, port).to_string()
-    });
-    let invite = lobby::Invite {
-        game,
-        command: join_command(&here, None, &play),
-        notes: invite_notes(
-            Some(format!(
-                "Over the internet: your public address, with udp port {port} forwarded here."
-            )),
-            opts.net.password.is_some(),
-        ),
+    let invite = match &in_room {
+        Some(room) => lobby::Invite {
+            game,
+            command: join_command(&room.server_name, Some(&room.name), &play),
+            notes: invite_notes(None, opts.net.password.is_some()),
+        },
+        None => {
+            let port = link.local_addr().port();
+            let here = crate::net::lan_address().map_or("THIS-MACHINE".into(), |ip| {
+                SocketAddr::new(ip, port).to_string()
+            });
+            lobby::Invite {
+                game,
+                command: join_command(&here, None, &play),
+                notes: invite_notes(
+                    Some(format!(
+                        "Over the internet: your public address, with udp port {port} forwarded \
+                         here."
+                    )),
+                    opts.net.password.is_some(),
+                ),
+            }
+        }
     };
+    if let Some(room) = &in_room {
+        tracing::info!(
+            "netplay: room {} is open on {}, hosted here; your friends join with `{}`{}",
+            room.name,
+            room.server_name,
+            invite.command,
+            if opts.net.password.is_some() {
+                " and the password"
+            } else {
+                ""
+            }
+        );
+    }
     let seats = (opts.players, start_with);
     let lobby = (&mut window, &chat);
     lobby::host_lobby(&mut link, &mut participant, seats, &invite, lobby)?;
@@ -157,7 +194,9 @@ pub fn host(opts: &HostOptions) -> Result<PlaySummary, NetplayError> {
     let bot = opts.net.play.bot.map(|spec| spec.bot(0));
     let feed = NetFeed::new(link, participant, bot)
         .with_names(names)
-        .with_chat(chat, opts.net.say.clone(), opts.net.chat_every);
+        .with_chat(chat, opts.net.say.clone(), opts.net.chat_every)
+        .with_path(opts.net.path)
+        .with_room(in_room.map(|r| r.name));
     start_delay(&opts.net);
     run(&play, &mut core, feed, &opts.net, recording, window)
 }
@@ -216,6 +255,79 @@ struct Joined {
     chat: ChatBoard,
 }
 
+/// A room on a server that this process hosts: the server lists it, relays its joiners
+/// and introduces them for direct paths (`session::direct`).
+struct HostedRoom {
+    name: String,
+    session: u32,
+    server: SocketAddr,
+    /// The server as the invite names it.
+    server_name: String,
+}
+
+/// Opens a room that this process hosts on `server` (nothing is uploaded).
+fn open_hosted_room(
+    opts: &HostOptions,
+    server: &str,
+    info: &SessionInfo,
+    fps: f64,
+    window: &mut EarlyWindow,
+) -> Result<(Link, HostedRoom), NetplayError> {
+    let addr = resolve(server)?;
+    let mut link = Link::client(addr, opts.net.netsim.clone())?;
+    let port = link.local_addr().port();
+    let locals = crate::net::lan_address()
+        .map(|ip| SocketAddr::new(ip, port))
+        .into_iter()
+        .collect();
+    let open = session::msg::OpenRoom {
+        locals,
+        ..room_request(opts, info, fps)
+    };
+    let mut opener = session::RoomOpener::hosted(Instant::now(), addr, open);
+    let name = lobby::open_room(&mut link, &mut opener, window)?;
+    let moved = opener.server();
+    let room = HostedRoom {
+        name,
+        session: opener.session(),
+        server: moved,
+        server_name: if moved == addr {
+            server.to_string()
+        } else {
+            moved.to_string()
+        },
+    };
+    Ok((link, room))
+}
+
+/// What a room's creator asks a server for (the payload's fields are filled in later).
+fn room_request(opts: &HostOptions, info: &SessionInfo, fps: f64) -> session::msg::OpenRoom {
+    session::msg::OpenRoom {
+        room: opts.room.clone().unwrap_or_default(),
+        players: opts.players,
+        start_with: match opts.start_with {
+            0 => opts.players,
+            n => n.min(opts.players),
+        },
+        // 0: the default of the mode the room gets.
+        keyframe_interval: opts.keyframe_interval.unwrap_or(0) as u8,
+        mode: opts.mode,
+        fps,
+        password: opts.net.password.as_ref().is_some_and(|p| !p.is_empty()),
+        core_name: info.core_name.clone(),
+        core_version: info.core_version.clone(),
+        content_name: info.content_name.clone(),
+        content_hash: info.content_hash,
+        player_name: info.player_name.clone(),
+        raw_len: 0,
+        packed_len: 0,
+        payload_hash: 0,
+        cookie: Default::default(),
+        hosted: false,
+        locals: Vec::new(),
+    }
+}
+
 /// Opens a room on a dedicated server, uploads the start state, then joins it as player 1
 /// like any other player: from here on the host is a client of the server.
 fn host_in_room(
@@ -232,28 +344,7 @@ fn host_in_room(
     let mut link = Link::client(addr, opts.net.netsim.clone())?;
     let recording = reserve_recording(play, "host")?;
     let password = opts.net.password.clone().filter(|p| !p.is_empty());
-    let open = session::msg::OpenRoom {
-        room: opts.room.clone().unwrap_or_default(),
-        players: opts.players,
-        start_with: match opts.start_with {
-            0 => opts.players,
-            n => n.min(opts.players),
-        },
-        // 0: the default of the mode the room gets.
-        keyframe_interval: opts.keyframe_interval.unwrap_or(0) as u8,
-        mode: opts.mode,
-        fps,
-        password: password.is_some(),
-        core_name: info.core_name.clone(),
-        core_version: info.core_version.clone(),
-        content_name: info.content_name.clone(),
-        content_hash: info.content_hash,
-        player_name: info.player_name.clone(),
-        raw_len: 0,
-        packed_len: 0,
-        payload_hash: 0,
-        cookie: Default::default(),
-    };
+    let open = room_request(opts, &info, fps);
     let mut opener = session::RoomOpener::new(Instant::now(), addr, open, &payload)
         .map_err(NetplayError::Session)?;
     let room = lobby::open_room(&mut link, &mut opener, &mut window)?;
@@ -339,6 +430,7 @@ fn play_joined(
     }
     let mut feed = NetFeed::new(link, session, bot)
         .with_chat(chat, net.say.clone(), net.chat_every)
+        .with_path(net.path)
         .with_names(start.players.clone())
         .with_room(room)
         .with_rejoin(rejoin);

@@ -8,6 +8,7 @@ use std::fmt;
 use std::time::Duration;
 
 use crate::lockstep::{Mode, Traffic};
+use crate::session::direct::PathKind;
 
 /// What the line shows, gathered from the feed's state.
 #[derive(Clone, Debug, PartialEq)]
@@ -44,6 +45,8 @@ pub struct PeerStatus {
     pub rtt: Option<Duration>,
     /// Lockstep traffic to and from it (a host knows it per peer; a joiner's is its total).
     pub traffic: Option<Traffic>,
+    /// In a room hosted by a player: whether its datagrams go direct or through the server.
+    pub path: Option<PathKind>,
 }
 
 /// The rate over at least a second: the line is shown from the first frame, when a few
@@ -91,8 +94,12 @@ impl fmt::Display for Status {
             let rtt = p.rtt.map_or("-".into(), |r| r.as_millis().to_string());
             match p.player {
                 Some(n) => write!(f, " | P{n} {rtt} ms")?,
+                None if p.path.is_some() => write!(f, " | host rtt {rtt} ms")?,
                 None if self.room.is_some() => write!(f, " | server rtt {rtt} ms")?,
                 None => write!(f, " | rtt {rtt} ms")?,
+            }
+            if let Some(path) = p.path {
+                write!(f, " {}", path.as_str().to_uppercase())?;
             }
             if let Some(t) = p.traffic {
                 let (to, from) = (kbit(t.wire_out, self.secs), kbit(t.wire_in, self.secs));
@@ -141,11 +148,13 @@ mod tests {
                 PeerStatus {
                     player: Some(2),
                     rtt: Some(ms(98)),
+                    path: None,
                     traffic: Some(to_p2),
                 },
                 PeerStatus {
                     player: Some(3),
                     rtt: None,
+                    path: None,
                     traffic: Some(Traffic::default()),
                 },
             ],
@@ -157,6 +166,7 @@ mod tests {
         let joiner = Status {
             lead: None,
             peers: vec![PeerStatus {
+                path: None,
                 player: None,
                 rtt: Some(ms(101)),
                 traffic: None,

@@ -274,6 +274,8 @@ struct Opening {
     opener: RoomOpener,
     password: Option<String>,
     cfg: ParticipantConfig,
+    /// It hosts the room itself (`hosted`), with this many seats.
+    hosted: Option<u8>,
 }
 
 /// What a room's creator asks for.
@@ -290,6 +292,30 @@ pub struct RoomSpec {
     pub options: Vec<(String, String)>,
 }
 
+/// What `name` asks a server for to open the room `spec` describes.
+fn room_request(name: &str, spec: &RoomSpec) -> OpenRoom {
+    OpenRoom {
+        room: spec.room.clone(),
+        players: spec.seats,
+        start_with: spec.seats,
+        keyframe_interval: spec.keyframe_interval,
+        mode: spec.mode,
+        fps: 60.0,
+        password: spec.password.is_some(),
+        core_name: "toy".into(),
+        core_version: "1".into(),
+        content_name: String::new(),
+        content_hash: None,
+        player_name: name.into(),
+        raw_len: 0,
+        packed_len: 0,
+        payload_hash: 0,
+        cookie: Default::default(),
+        hosted: false,
+        locals: Vec::new(),
+    }
+}
+
 /// Session info every simulated peer runs.
 pub fn info(name: &str) -> SessionInfo {
     SessionInfo {
@@ -303,6 +329,8 @@ pub fn info(name: &str) -> SessionInfo {
 fn addr(host: u8, port: u16) -> SocketAddr {
     SocketAddr::from(([10, 0, 0, host], port))
 }
+
+mod hosted;
 
 impl World {
     /// A world whose links all have `netsim` (the `--netsim` syntax without a seed).
@@ -436,24 +464,7 @@ impl World {
         let (server, _) = self.server.as_ref().expect("a server");
         let server = *server;
         let (at, _) = self.fresh_addr();
-        let open = OpenRoom {
-            room: spec.room,
-            players: spec.seats,
-            start_with: spec.seats,
-            keyframe_interval: spec.keyframe_interval,
-            mode: spec.mode,
-            fps: 60.0,
-            password: spec.password.is_some(),
-            core_name: "toy".into(),
-            core_version: "1".into(),
-            content_name: String::new(),
-            content_hash: None,
-            player_name: name.into(),
-            raw_len: 0,
-            packed_len: 0,
-            payload_hash: 0,
-            cookie: Default::default(),
-        };
+        let open = room_request(name, &spec);
         let payload = StartPayload {
             options: spec.options,
             state: Toy::default().state(),
@@ -466,6 +477,7 @@ impl World {
             opener,
             password: spec.password,
             cfg,
+            hosted: None,
         });
     }
 
@@ -696,6 +708,10 @@ impl World {
         }
         for (i, room) in uploaded.into_iter().rev() {
             let o = self.openers.remove(i);
+            if o.hosted.is_some() {
+                self.start_hosted(now, o, room);
+                continue;
+            }
             let mut j = JoinConfig::new(o.opener.server(), info(&o.name));
             j.entropy = [o.at.port() as u8; 32];
             j.room = room.clone();

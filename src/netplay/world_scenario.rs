@@ -14,6 +14,7 @@ pub fn cfg() -> ParticipantConfig {
     ParticipantConfig {
         checksum_interval: 30,
         reconnect: Duration::from_secs(60),
+        ..ParticipantConfig::default()
     }
 }
 

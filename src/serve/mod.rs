@@ -75,7 +75,10 @@ mod rooms;
 pub use fleet::{DirNews, DirOp, Fleet, HEARTBEAT, SILENT};
 pub use names::{room_name, valid_room_name};
 pub use opening::{OpenJob, Opened};
-pub use rooms::{Rooms, ServeConfig, ServeEvent, ServeStats, ABANDONED_WITHIN, EMPTY_GRACE};
+pub use rooms::{
+    Rooms, ServeConfig, ServeEvent, ServeStats, ABANDONED_WITHIN, EMPTY_GRACE, HOSTED_SILENCE,
+    MEMBER_SILENCE,
+};
 
 #[cfg(test)]
 mod tests;

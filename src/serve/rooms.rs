@@ -24,6 +24,12 @@ use super::fleet::{DirNews, DirOp, Fleet};
 use super::names::{room_name, valid_room_name};
 use super::opening::{OpenJob, Opened};
 
+mod hosted;
+
+use crate::input::MAX_PLAYERS;
+use hosted::HostedRoom;
+pub use hosted::{HOSTED_SILENCE, MEMBER_SILENCE};
+
 /// How long a room with nobody in it stays open: its players' links may all have dropped
 /// (they reconnect within a minute by default), or its creator never came to it. One whose
 /// last player said goodbye closes at once. A silent player's link is declared gone after
@@ -224,6 +230,8 @@ pub struct ServeStats {
     /// Chat messages over a sender's allowance (a modified client's flood), dropped, over
     /// every room, open or closed.
     pub chat_flood_dropped: u64,
+    /// Bytes of datagrams relayed whole between hosted rooms' hosts and their joiners.
+    pub bytes_relayed: u64,
 }
 
 struct Room {
@@ -297,6 +305,14 @@ pub struct Rooms {
     directory_out: VecDeque<DirOp>,
     /// When the rooms are next compared with what the directory was told.
     publish_due: Option<Instant>,
+    /// Rooms whose creators host them (`hosted`), by name, and their hosts and joiners by
+    /// address.
+    hosted: BTreeMap<String, HostedRoom>,
+    hosted_by_addr: HashMap<SocketAddr, String>,
+    /// When a Retry went to an address, and the round trip its echo showed (for the
+    /// introductions' timing).
+    retried: HashMap<SocketAddr, Instant>,
+    rtts: HashMap<SocketAddr, Duration>,
 }
 
 struct Claim {
@@ -332,6 +348,10 @@ impl Rooms {
             published: HashMap::new(),
             directory_out: VecDeque::new(),
             publish_due: None,
+            hosted: BTreeMap::new(),
+            hosted_by_addr: HashMap::new(),
+            retried: HashMap::new(),
+            rtts: HashMap::new(),
         }
     }
 
@@ -403,10 +423,17 @@ impl Rooms {
             .values()
             .map(|r| r.endpoint.players().len())
             .sum();
+        let players = players
+            + self
+                .hosted
+                .values()
+                .map(|r| usize::from(r.direct) + usize::from(r.relayed) + 1)
+                .sum::<usize>();
+        let rooms = self.rooms.len() + self.hosted.len();
         ServerInfo {
             server: me,
             region,
-            rooms: self.rooms.len().min(usize::from(u16::MAX)) as u16,
+            rooms: rooms.min(usize::from(u16::MAX)) as u16,
             max_rooms: self.cfg.max_rooms.min(usize::from(u16::MAX)) as u16,
             players: players.min(usize::from(u16::MAX)) as u16,
         }
@@ -422,6 +449,14 @@ impl Rooms {
         }
         for r in self.rooms.values() {
             all.insert(&r.name, self.own_info(r, now));
+        }
+        for r in self.hosted.values() {
+            let mut i = r.info(now);
+            if let Some(f) = &self.fleet {
+                i.server = f.me.clone();
+                i.region = f.region.clone();
+            }
+            all.insert(&r.name, i);
         }
         all.into_values().collect()
     }
@@ -447,18 +482,23 @@ impl Rooms {
         self.publish_due = Some(now + PUBLISH_EVERY);
         let me = fleet.me.clone();
         let region = fleet.region.clone();
-        for r in self.rooms.values() {
-            let mut i = info(r, now);
+        let infos: Vec<RoomInfo> = self
+            .rooms
+            .values()
+            .map(|r| info(r, now))
+            .chain(self.hosted.values().map(|r| r.info(now)))
+            .collect();
+        for mut i in infos {
             i.server = me.clone();
             i.region = region.clone();
-            let same = self.published.get(&r.name).is_some_and(|p| {
+            let same = self.published.get(&i.name).is_some_and(|p| {
                 RoomInfo {
                     age_secs: i.age_secs,
                     ..p.clone()
                 } == i
             });
             if !same {
-                self.published.insert(r.name.clone(), i.clone());
+                self.published.insert(i.name.clone(), i.clone());
                 self.directory_out.push_back(DirOp::Update(i));
             }
         }
@@ -467,6 +507,7 @@ impl Rooms {
             .keys()
             .filter(|n| {
                 !self.rooms.contains_key(*n)
+                    && !self.hosted.contains_key(*n)
                     && !self.claims.contains_key(*n)
                     && !self.uploads.values().any(|u| &u.room == *n)
             })
@@ -521,18 +562,21 @@ impl Rooms {
             .collect()
     }
 
-    /// Rooms open (their start state uploaded).
+    /// Rooms open (their start state uploaded, or hosted by their creators).
     pub fn len(&self) -> usize {
-        self.rooms.len()
+        self.rooms.len() + self.hosted.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.rooms.is_empty()
+        self.rooms.is_empty() && self.hosted.is_empty()
     }
 
     /// The rooms as `framelock rooms` lists them, by name.
     pub fn list(&self, now: Instant) -> Vec<RoomInfo> {
-        self.rooms.values().map(|r| self.own_info(r, now)).collect()
+        let mut all: Vec<RoomInfo> = self.rooms.values().map(|r| self.own_info(r, now)).collect();
+        all.extend(self.hosted.values().map(|r| r.info(now)));
+        all.sort_by(|a, b| a.name.cmp(&b.name));
+        all
     }
 
     pub fn handle_datagram(&mut self, now: Instant, from: SocketAddr, datagram: &[u8]) {
@@ -542,6 +586,9 @@ impl Rooms {
             self.count_unvalidated(from, datagram.len());
         }
         let header = Header::parse(datagram).ok().map(|(h, _)| h);
+        if self.hosted_by_addr.contains_key(&from) {
+            return self.hosted_datagram(now, from, datagram);
+        }
         if let Some(upload) = self.uploads.get_mut(&from) {
             let chunk = header.is_some_and(|h| h.kind == Kind::StateChunk);
             let reopen = header.is_some_and(|h| h.kind == Kind::Room)
@@ -576,6 +623,9 @@ impl Rooms {
         // joiner's `Path` probe), or a room with a player at the same IP (its router gave it a
         // new port), tries its players' keys on it and checks the new path.
         if let Some(name) = self.room_for_stranger(from, header.map(|h| h.session)) {
+            if self.hosted.contains_key(&name) {
+                return self.join_hosted(now, from, &name, datagram);
+            }
             if let Some(room) = self.rooms.get_mut(&name) {
                 room.endpoint.handle_datagram(now, from, datagram);
                 self.after(now, &name);
@@ -641,6 +691,9 @@ impl Rooms {
         if let Some(server) = self.held_elsewhere(&hello.room) {
             return self.send_moved(from, hello.room, server);
         }
+        if self.hosted.contains_key(&hello.room) {
+            return self.join_hosted(now, from, &hello.room.clone(), datagram);
+        }
         let Some(room) = self.rooms.get_mut(&hello.room) else {
             self.stats.wrong_room += 1;
             let rooms = self.room_names(NAMED_ROOMS);
@@ -685,6 +738,7 @@ impl Rooms {
             .rooms
             .values()
             .map(|r| r.creator)
+            .chain(self.hosted.values().map(|r| r.host))
             .chain(
                 self.uploads
                     .iter()
@@ -702,7 +756,7 @@ impl Rooms {
         }
         // A finished upload is a room already, until its creator's Hello retires it.
         let uploading = self.uploads.values().filter(|u| !u.is_done()).count();
-        if self.rooms.len() + uploading + self.claims.len() >= self.cfg.max_rooms {
+        if self.len() + uploading + self.claims.len() >= self.cfg.max_rooms {
             self.stats.full += 1;
             if let Some(spare) = self.fleet.as_ref().and_then(Fleet::spare_server) {
                 let server = spare.server.clone();
@@ -784,12 +838,10 @@ impl Rooms {
 
     /// The room's name is this server's: the creator uploads its start state.
     fn start_upload(&mut self, now: Instant, from: SocketAddr, name: String, open: OpenRoom) {
-        let session = loop {
-            let id = self.rng.next_u32();
-            if id != 0 && !self.by_session.contains_key(&id) {
-                break id;
-            }
-        };
+        if open.hosted {
+            return self.open_hosted(now, from, name, open);
+        }
+        let session = self.fresh_session();
         match Upload::new(now, from, name, session, open) {
             Ok(upload) => {
                 if let Some((_, count)) = self.opens.get_mut(&prefix(from.ip())) {
@@ -804,6 +856,16 @@ impl Rooms {
         }
     }
 
+    /// A session id no room has.
+    fn fresh_session(&mut self) -> u32 {
+        loop {
+            let id = self.rng.next_u32();
+            if id != 0 && !self.by_session.contains_key(&id) {
+                break id;
+            }
+        }
+    }
+
     /// Whether `from` proved its address: it echoed `cookie`, made for it, now or lately.
     /// If not, it is sent a Retry with one (no larger than the padded datagram it sent) and
     /// nothing else.
@@ -812,6 +874,12 @@ impl Rooms {
             return true;
         }
         if self.cookies.check(now, from, cookie) {
+            if let Some(sent) = self.retried.remove(&from) {
+                if self.rtts.len() >= MAX_VALIDATED {
+                    self.rtts.clear();
+                }
+                self.rtts.insert(from, now.saturating_duration_since(sent));
+            }
             if self.validated.len() >= MAX_VALIDATED {
                 self.validated
                     .retain(|_, t| now < *t + Duration::from_secs(30));
@@ -822,6 +890,10 @@ impl Rooms {
             return true;
         }
         self.stats.retries += 1;
+        if self.retried.len() >= MAX_VALIDATED {
+            self.retried.clear();
+        }
+        self.retried.insert(from, now);
         let cookie = self.cookies.make(now, from);
         self.send(from, Msg::Retry(cookie).encode(0));
         false
@@ -833,6 +905,7 @@ impl Rooms {
     fn is_validated(&self, addr: SocketAddr) -> bool {
         self.validated.contains_key(&addr)
             || self.by_addr.contains_key(&addr)
+            || self.hosted_by_addr.contains_key(&addr)
             || self.uploads.contains_key(&addr)
     }
 
@@ -850,6 +923,7 @@ impl Rooms {
 
     fn name_taken(&self, name: &str) -> bool {
         self.rooms.contains_key(name)
+            || self.hosted.contains_key(name)
             || self.claims.contains_key(name)
             || self.uploads.values().any(|u| u.room == name)
             || self.held_elsewhere(name).is_some()
@@ -857,7 +931,7 @@ impl Rooms {
 
     /// The server of the fleet that holds the room, if another one does.
     fn held_elsewhere(&self, name: &str) -> Option<String> {
-        if self.rooms.contains_key(name) {
+        if self.rooms.contains_key(name) || self.hosted.contains_key(name) {
             return None;
         }
         let fleet = self.fleet.as_ref()?;
@@ -867,7 +941,13 @@ impl Rooms {
     /// Some open rooms' names, the fleet's included.
     fn room_names(&self, n: usize) -> Vec<String> {
         let others = self.fleet.iter().flat_map(|f| f.rooms.keys());
-        let mut names: Vec<String> = self.rooms.keys().chain(others).cloned().collect();
+        let mut names: Vec<String> = self
+            .rooms
+            .keys()
+            .chain(self.hosted.keys())
+            .chain(others)
+            .cloned()
+            .collect();
         names.sort();
         names.dedup();
         names.truncate(n);
@@ -938,14 +1018,14 @@ impl Rooms {
                 .collect();
             (all.len(), page)
         } else {
-            let page = self
-                .rooms
-                .values()
+            let all = self.list(now);
+            let page = all
+                .iter()
                 .skip(usize::from(first))
                 .take(MAX_LISTED)
-                .map(|r| info(r, now))
+                .cloned()
                 .collect();
-            (self.rooms.len(), page)
+            (all.len(), page)
         };
         let msg = Msg::Room(RoomMsg::Rooms {
             total: total.min(usize::from(u16::MAX)) as u16,
@@ -1126,6 +1206,9 @@ impl Rooms {
             self.opens
                 .retain(|_, (start, _)| now < *start + Duration::from_secs(60));
             self.validated.retain(|_, t| now < *t + VALIDATED_FOR);
+            self.retried
+                .retain(|_, t| now < *t + Duration::from_secs(10));
+            self.sweep_hosted(now);
         }
     }
 
@@ -1359,6 +1442,10 @@ impl Rooms {
         for name in names {
             self.close(now, &name, "the server is shutting down");
         }
+        let hosted: Vec<String> = self.hosted.keys().cloned().collect();
+        for name in hosted {
+            self.close_hosted(&name, "the server is shutting down");
+        }
     }
 
     pub fn poll_transmit(&mut self, now: Instant) -> Option<Transmit> {
@@ -1403,9 +1490,15 @@ impl Rooms {
     pub fn poll_timeout(&self) -> Option<Instant> {
         let rooms = self.timers.first().map(|(t, _)| *t);
         let uploads = self.uploads.values().map(Upload::poll_timeout);
+        // Hosted rooms are swept once a second while there are any.
+        let sweep = match self.swept {
+            _ if self.hosted.is_empty() => None,
+            Some(t) => Some(t + Duration::from_secs(1)),
+            None => self.hosted.values().map(|r| r.opened).min(),
+        };
         std::iter::once(rooms)
             .chain(uploads)
-            .chain([self.publish_due])
+            .chain([self.publish_due, sweep])
             .flatten()
             .min()
     }

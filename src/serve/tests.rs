@@ -44,6 +44,8 @@ fn open(players: u8, room: &str, password: bool) -> OpenRoom {
         packed_len: 0,
         payload_hash: 0,
         cookie: Default::default(),
+        hosted: false,
+        locals: Vec::new(),
     }
 }
 

@@ -369,6 +369,11 @@ impl JoinSession {
         result
     }
 
+    /// The datagram keys, from the Welcome on.
+    pub fn keys(&self) -> Option<&Keys> {
+        self.keys.as_ref()
+    }
+
     /// A datagram from the host without its tag, once this joiner has the keys; `None` if
     /// the tag is not the host's. Before the Welcome the datagram passes as it is, except
     /// the Welcome itself: it carries the host's public key and the tag made with the keys

@@ -62,6 +62,7 @@
 
 mod auth;
 pub mod chat;
+pub mod direct;
 mod endpoint;
 pub mod guard;
 mod host;

@@ -224,6 +224,11 @@ impl Seat {
         self.take_session_events();
     }
 
+    /// The handshake's session, which holds the keys.
+    pub fn join_session(&self) -> &JoinSession {
+        &self.session
+    }
+
     /// Tags a datagram of this player's lockstep client for the host.
     pub fn seal(&self, mut bytes: Vec<u8>) -> Transmit {
         self.session.seal(&mut bytes);

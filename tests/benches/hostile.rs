@@ -130,7 +130,16 @@ fn main() {
     let mut creator = spawn(
         d,
         "creator",
-        &["host", "--headless", "--server", &server, "--room", "den"],
+        &[
+            "host",
+            "--headless",
+            "--server",
+            &server,
+            "--room",
+            "den",
+            "--path",
+            "relayed",
+        ],
         "your friends join with",
     );
     println!("serve, a room open:");

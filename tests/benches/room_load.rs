@@ -163,6 +163,8 @@ impl Generator {
                 packed_len: 0,
                 payload_hash: 0,
                 cookie: Default::default(),
+                hosted: false,
+                locals: Vec::new(),
             };
             let payload = StartPayload {
                 options: vec![],

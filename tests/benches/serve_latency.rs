@@ -129,6 +129,8 @@ fn main() {
             &server,
             "--room",
             "bench",
+            "--path",
+            "relayed",
             "--frames",
             &frames,
             "--bot",

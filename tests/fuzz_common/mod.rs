@@ -355,6 +355,8 @@ fn session_messages() -> Vec<Vec<u8>> {
         packed_len: 90,
         payload_hash: 5,
         cookie: Default::default(),
+        hosted: false,
+        locals: Vec::new(),
     };
     let chunk = vec![3u8; CHUNK_SIZE];
     vec![

@@ -62,6 +62,8 @@ pub fn attacks(room: &str) -> Vec<Vec<u8>> {
         packed_len: 1 << 20,
         payload_hash: 1,
         cookie: [7; 16],
+        hosted: false,
+        locals: Vec::new(),
     };
     let ack = StateAck {
         cum: 1_000_000,
@@ -160,6 +162,8 @@ pub fn upload(server: SocketAddr, ip: &str, room: &str, len: usize) -> Result<()
         packed_len: 0,
         payload_hash: 0,
         cookie: Default::default(),
+        hosted: false,
+        locals: Vec::new(),
     };
     let payload = StartPayload {
         options: Vec::new(),

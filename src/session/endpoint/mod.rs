@@ -193,6 +193,16 @@ impl Endpoint {
         self.server.is_some()
     }
 
+    /// Tags `bytes` for the joiner at `addr`, if it was welcomed (see `session::direct`).
+    pub fn seal_for(&self, addr: SocketAddr, bytes: &mut Vec<u8>) -> bool {
+        self.session.seal_for(addr, bytes)
+    }
+
+    /// `datagram` without its tag if the tag is the joiner's at `addr`.
+    pub fn open_from<'a>(&self, addr: SocketAddr, datagram: &'a [u8]) -> Option<&'a [u8]> {
+        self.session.open_from(addr, datagram)
+    }
+
     /// A datagram from `from`. Rejected ones are counted in [`EndpointStats`] or, for the
     /// lockstep server's, in its own stats.
     pub fn handle_datagram(&mut self, now: Instant, from: SocketAddr, datagram: &[u8]) {

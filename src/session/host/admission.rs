@@ -64,7 +64,8 @@ impl HostSession {
         }
         // A direct host's proof of address (a room's is `serve::Rooms`'s): no seat, no
         // password check, nothing but a Retry until the Hello echoes a cookie made for it.
-        if self.cfg.creator.is_none() && !self.cookies.check(now, from, &hello.cookie) {
+        let hosted = self.cfg.hosted_room.is_some();
+        if self.cfg.creator.is_none() && !hosted && !self.cookies.check(now, from, &hello.cookie) {
             let cookie = self.cookies.make(now, from);
             self.send(from, &Msg::Retry(cookie), 0);
             return;
@@ -97,7 +98,11 @@ impl HostSession {
             };
             return self.refuse(from, reason);
         };
-        if !hello.room.is_empty() && self.cfg.creator.is_none() {
+        if let Some(room) = self.cfg.hosted_room.as_ref().filter(|r| **r != hello.room) {
+            let reason = format!("this is room {room}, not {}", hello.room);
+            return self.refuse(from, reason);
+        }
+        if !hello.room.is_empty() && self.cfg.creator.is_none() && !hosted {
             let reason = format!(
                 "this is a framelock host, not a server with rooms: join it without --room {}",
                 hello.room

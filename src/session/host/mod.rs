@@ -117,6 +117,10 @@ pub struct HostConfig {
     /// after this long without a datagram (it sends `Msg::Loading` while it loads, then its
     /// lockstep client CTRLs while it waits).
     pub ready_timeout: Duration,
+    /// A room on a dedicated server that this process hosts (`session::direct`): every
+    /// joiner comes relayed by the server, which checked its address already, so a Hello
+    /// naming this room needs no cookie here.
+    pub hosted_room: Option<String>,
 }
 
 impl HostConfig {
@@ -138,6 +142,7 @@ impl HostConfig {
             frame: 0,
             handshake_timeout: HANDSHAKE_TIMEOUT,
             ready_timeout: READY_TIMEOUT,
+            hosted_room: None,
         }
     }
 }
@@ -527,6 +532,21 @@ impl HostSession {
             Some(body) => self.handle_opened(now, from, body),
             None => Err(Dropped::Unauthentic),
         }
+    }
+
+    /// Tags `bytes` for the joiner at `addr`, if it holds the keys (it was welcomed).
+    pub fn seal_for(&self, addr: SocketAddr, bytes: &mut Vec<u8>) -> bool {
+        let Some(peer) = self.peers.iter().find(|p| p.addr == addr && p.keyed()) else {
+            return false;
+        };
+        peer.keys.seal(bytes);
+        true
+    }
+
+    /// `datagram` without its tag if the tag is the joiner's at `addr`.
+    pub fn open_from<'a>(&self, addr: SocketAddr, datagram: &'a [u8]) -> Option<&'a [u8]> {
+        let peer = self.peers.iter().find(|p| p.addr == addr && p.keyed())?;
+        peer.keys.open(datagram)
     }
 
     /// A datagram as it arrived from `from`, without its tag if the sender is a joiner

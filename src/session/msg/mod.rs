@@ -26,7 +26,10 @@
 //! Dropped    str8 reason (the host dropped this joiner for its silence: it may come back)
 //! Path       u8 op: 1 Probe (a joiner that hears nothing: shows its session id and tag
 //!            from wherever it is now); 2 Challenge [8] token; 3 Response [8] the token of
-//!            the challenge answered, sent back to the address the challenge came from
+//!            the challenge answered, sent back to the address the challenge came from;
+//!            4 Punch [8] token (a try at a direct path between a hosted room's host and
+//!            a joiner, `session::direct`); 5 PunchBack [8] the token of the punch
+//!            answered, sent back to where it came from
 //! Lobby      u8 ready (players with the start state, the host's included), u8 want; a
 //!            running game answers a joiner's Hellos with 0, 0 while its state is made
 //! Loading    (empty: the joiner has the start state and is not running yet)
@@ -38,7 +41,10 @@
 //!                       str8 player_name, u32 raw_len, u32 packed_len, u64 xxh3(raw
 //!                       payload), u8 start_with (players the game starts with),
 //!                       u8 mode (as Welcome's; 0xff: the server's), [16] cookie (as
-//!                       Hello's), u16 n + n zero bytes of padding to `PADDED_LEN`
+//!                       Hello's), u8 n + n x addr (the creator's local addresses),
+//!                       u16 n + n zero bytes of padding to `PADDED_LEN`; flags bit 1:
+//!                       hosted (the creator hosts the game, the server relays and
+//!                       introduces; nothing is uploaded)
 //!            2 Opened   str8 room (the header carries the room's session id)
 //!            3 NoRoom   str8 room asked for, u8 n, n x str8 open room
 //!            4 List     u16 first (index of the first room wanted), padding as Open's
@@ -56,7 +62,16 @@
 //!            9 ListServers  u16 first, padding as Open's
 //!           10 Servers  u16 total, u16 first, u8 n, n x (str8 server, str8 region,
 //!                       u16 rooms, u16 max rooms, u16 players)
+//!           11 Forward  addr, u16 len + that many bytes: a datagram relayed whole between a hosted
+//!                       room's host and a joiner; host -> server: `addr` is the joiner it
+//!                       is for, server -> host: the joiner it came from
+//!           12 Introduce  addr (the peer as the server sees it), u8 n + n x addr (its
+//!                       local addresses), u16 ms to wait before the first punch
+//!           13 Present  u8 players, u8 direct, u8 relayed, u8 playing: a hosted room's
+//!                       host (or a joiner on a direct path) says it is still there
 //! ```
+//!
+//! An `addr` is u8 family (4 or 6), the address's 4 or 16 bytes, u16 port.
 //!
 //! Retry (kind 0x20) is a 16-byte cookie, a host's or server's whole answer to a Hello or
 //! Open that carries no cookie made for its source address (`session::guard::Cookies`).
@@ -69,7 +84,9 @@
 mod room;
 
 use room::{decode_room, encode_room};
-pub use room::{OpenRoom, RelayStep, RoomInfo, RoomMsg, ServerInfo};
+pub use room::{OpenRoom, RelayStep, RoomInfo, RoomMsg, ServerInfo, MAX_LOCALS};
+
+use std::net::{IpAddr, SocketAddr};
 
 use super::guard::COOKIE_LEN;
 use crate::input::MAX_PLAYERS;
@@ -159,6 +176,10 @@ pub enum PathMsg {
     Challenge([u8; PATH_TOKEN_LEN]),
     /// The token of a challenge, sent back to where the challenge came from.
     Response([u8; PATH_TOKEN_LEN]),
+    /// A hosted room's host or joiner tries a direct path (`session::direct`).
+    Punch([u8; PATH_TOKEN_LEN]),
+    /// The token of a punch, sent back to where the punch came from.
+    PunchBack([u8; PATH_TOKEN_LEN]),
 }
 
 /// Bytes of a path challenge's token.
@@ -364,6 +385,14 @@ impl Msg<'_> {
                 out.push(3);
                 out.extend_from_slice(token);
             }
+            Msg::Path(PathMsg::Punch(token)) => {
+                out.push(4);
+                out.extend_from_slice(token);
+            }
+            Msg::Path(PathMsg::PunchBack(token)) => {
+                out.push(5);
+                out.extend_from_slice(token);
+            }
             Msg::Lobby { ready, want } => out.extend_from_slice(&[*ready, *want]),
             Msg::Loading => {}
             Msg::Room(r) => encode_room(&mut out, r),
@@ -512,6 +541,8 @@ impl Msg<'_> {
                 1 => PathMsg::Probe,
                 2 => PathMsg::Challenge(r.array().map_err(bad)?),
                 3 => PathMsg::Response(r.array().map_err(bad)?),
+                4 => PathMsg::Punch(r.array().map_err(bad)?),
+                5 => PathMsg::PunchBack(r.array().map_err(bad)?),
                 _ => return Err(WireError::Malformed(kind)),
             }),
             Kind::Lobby => {
@@ -603,6 +634,21 @@ pub fn clip(s: &str, max: usize) -> &str {
     &s[..end]
 }
 
+/// An address as the Room layouts carry it (see the table above).
+fn put_addr(out: &mut Vec<u8>, addr: SocketAddr) {
+    match addr.ip() {
+        IpAddr::V4(ip) => {
+            out.push(4);
+            out.extend_from_slice(&ip.octets());
+        }
+        IpAddr::V6(ip) => {
+            out.push(6);
+            out.extend_from_slice(&ip.octets());
+        }
+    }
+    out.extend_from_slice(&addr.port().to_le_bytes());
+}
+
 fn put_str8(out: &mut Vec<u8>, s: &str, max: usize) {
     let s = clip(s, max.min(255));
     out.push(s.len() as u8);
@@ -645,6 +691,14 @@ impl<'a> Reader<'a> {
             return Err(());
         }
         Ok(())
+    }
+    fn addr(&mut self) -> Result<SocketAddr, ()> {
+        let ip: IpAddr = match self.u8()? {
+            4 => IpAddr::from(self.array::<4>()?),
+            6 => IpAddr::from(self.array::<16>()?),
+            _ => return Err(()),
+        };
+        Ok(SocketAddr::new(ip, self.u16()?))
     }
     fn str8(&mut self) -> Result<String, ()> {
         let n = self.u8()? as usize;
@@ -727,8 +781,54 @@ mod tests {
                 packed_len: 900,
                 payload_hash: 42,
                 cookie: [9; 16],
+                hosted: false,
+                locals: Vec::new(),
             }))
             .encode(0),
+            Msg::Room(RoomMsg::Open(OpenRoom {
+                room: "den".into(),
+                players: 2,
+                start_with: 2,
+                keyframe_interval: 0,
+                mode: None,
+                fps: 60.0,
+                password: false,
+                core_name: "FinalBurn Neo".into(),
+                core_version: "v1.0.0.03".into(),
+                content_name: "sf2.zip".into(),
+                content_hash: None,
+                player_name: "ana".into(),
+                raw_len: 0,
+                packed_len: 0,
+                payload_hash: 0,
+                cookie: [1; 16],
+                hosted: true,
+                locals: vec![
+                    "192.168.1.20:40123".parse().unwrap(),
+                    "[fd00::7]:40123".parse().unwrap(),
+                ],
+            }))
+            .encode(0),
+            Msg::Room(RoomMsg::Forward {
+                peer: "203.0.113.9:5000".parse().unwrap(),
+                datagram: Msg::Bye("quit".into()).encode(5),
+            })
+            .encode(0),
+            Msg::Room(RoomMsg::Introduce {
+                peer: "[2001:db8::1]:7845".parse().unwrap(),
+                locals: vec!["10.0.0.2:7845".parse().unwrap()],
+                wait_ms: 35,
+            })
+            .encode(0),
+            Msg::Room(RoomMsg::Present {
+                players: 3,
+                direct: 1,
+                relayed: 1,
+                playing: true,
+            })
+            .encode(0),
+            Msg::Path(PathMsg::Punch([4; 8])).encode(5),
+            Msg::Path(PathMsg::PunchBack([4; 8])).encode(5),
             Msg::Retry([5; 16]).encode(0),
             Msg::Room(RoomMsg::Opened {
                 room: "quiet-fox".into(),

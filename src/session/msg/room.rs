@@ -85,7 +85,15 @@ pub struct OpenRoom {
     pub payload_hash: u64,
     /// The cookie echoed from the server's Retry (zeros: none yet).
     pub cookie: [u8; COOKIE_LEN],
+    /// The creator hosts the game itself: the server only lists the room, relays and
+    /// introduces its players (`session::direct`), and nothing is uploaded.
+    pub hosted: bool,
+    /// The creator's local addresses, for joiners behind the same router (hosted rooms).
+    pub locals: Vec<SocketAddr>,
 }
+
+/// Most local addresses a room's creator tells.
+pub const MAX_LOCALS: usize = 4;
 
 /// One step of a password check a server relays between a joiner and a room's creator,
 /// who alone knows the password.
@@ -171,6 +179,36 @@ pub enum RoomMsg {
         /// The servers.
         servers: Vec<ServerInfo>,
     },
+    /// A datagram relayed whole between a hosted room's host and one of its joiners:
+    /// host -> server, `peer` is the joiner it is for; server -> host, the joiner it came
+    /// from (as the server sees its address).
+    Forward {
+        /// See above.
+        peer: SocketAddr,
+        /// The datagram.
+        datagram: Vec<u8>,
+    },
+    /// Server -> a hosted room's host and a joiner it welcomed: try a direct path to the
+    /// other (`session::direct`).
+    Introduce {
+        /// The other as the server sees its address.
+        peer: SocketAddr,
+        /// The other's local addresses (the host's, told to a joiner).
+        locals: Vec<SocketAddr>,
+        /// How long to wait before the first punch, so that both sides' punches cross.
+        wait_ms: u16,
+    },
+    /// A hosted room's host (or a joiner whose path is direct) -> server: still here.
+    Present {
+        /// Players in the room (the host's counts; zeros from a joiner).
+        players: u8,
+        /// Of them, on a direct path to the host.
+        direct: u8,
+        /// Of them, relayed by the server.
+        relayed: u8,
+        /// The game runs.
+        playing: bool,
+    },
 }
 
 pub(super) fn encode_room(out: &mut Vec<u8>, msg: &RoomMsg) {
@@ -181,7 +219,7 @@ pub(super) fn encode_room(out: &mut Vec<u8>, msg: &RoomMsg) {
             out.push(o.players);
             out.push(o.keyframe_interval);
             out.extend_from_slice(&o.fps.to_bits().to_le_bytes());
-            out.push(u8::from(o.password));
+            out.push(u8::from(o.password) | u8::from(o.hosted) << 1);
             put_str8(out, &o.core_name, MAX_TEXT);
             put_str8(out, &o.core_version, MAX_TEXT);
             put_str8(out, &o.content_name, MAX_TEXT);
@@ -199,6 +237,11 @@ pub(super) fn encode_room(out: &mut Vec<u8>, msg: &RoomMsg) {
             out.push(o.start_with);
             out.push(o.mode.map_or(NO_MODE, Mode::to_byte));
             out.extend_from_slice(&o.cookie);
+            let locals = &o.locals[..o.locals.len().min(MAX_LOCALS)];
+            out.push(locals.len() as u8);
+            for a in locals {
+                put_addr(out, *a);
+            }
             pad(out);
         }
         RoomMsg::Opened { room } => {
@@ -279,6 +322,35 @@ pub(super) fn encode_room(out: &mut Vec<u8>, msg: &RoomMsg) {
                 out.extend_from_slice(&s.players.to_le_bytes());
             }
         }
+        RoomMsg::Forward { peer, datagram } => {
+            out.push(11);
+            put_addr(out, *peer);
+            out.extend_from_slice(&(datagram.len() as u16).to_le_bytes());
+            out.extend_from_slice(datagram);
+        }
+        RoomMsg::Introduce {
+            peer,
+            locals,
+            wait_ms,
+        } => {
+            out.push(12);
+            put_addr(out, *peer);
+            let locals = &locals[..locals.len().min(MAX_LOCALS)];
+            out.push(locals.len() as u8);
+            for a in locals {
+                put_addr(out, *a);
+            }
+            out.extend_from_slice(&wait_ms.to_le_bytes());
+        }
+        RoomMsg::Present {
+            players,
+            direct,
+            relayed,
+            playing,
+        } => {
+            out.push(13);
+            out.extend_from_slice(&[*players, *direct, *relayed, u8::from(*playing)]);
+        }
         RoomMsg::Relay { ticket, step } => {
             out.push(6);
             out.extend_from_slice(&ticket.to_le_bytes());
@@ -328,13 +400,18 @@ pub(super) fn decode_room(r: &mut Reader) -> Result<RoomMsg, ()> {
                 b => Some(Mode::from_byte(b).ok_or(())?),
             };
             let cookie = r.array()?;
+            let n = usize::from(r.u8()?);
+            if n > MAX_LOCALS {
+                return Err(());
+            }
+            let locals = (0..n).map(|_| r.addr()).collect::<Result<_, _>>()?;
             r.padding()?;
             let sane = (1..=MAX_PLAYERS as u8).contains(&players)
                 && (1..=players).contains(&start_with)
                 && (0..=60).contains(&keyframe_interval)
                 && fps.is_finite()
                 && (1.0..=1000.0).contains(&fps)
-                && flags <= 1
+                && flags <= 3
                 && room.len() <= MAX_ROOM_NAME;
             if !sane {
                 return Err(());
@@ -346,7 +423,9 @@ pub(super) fn decode_room(r: &mut Reader) -> Result<RoomMsg, ()> {
                 mode,
                 keyframe_interval,
                 fps,
-                password: flags == 1,
+                password: flags & 1 != 0,
+                hosted: flags & 2 != 0,
+                locals,
                 core_name,
                 core_version,
                 content_name,
@@ -470,6 +549,40 @@ pub(super) fn decode_room(r: &mut Reader) -> Result<RoomMsg, ()> {
                 total,
                 first,
                 servers,
+            }
+        }
+        11 => {
+            let peer = r.addr()?;
+            let len = usize::from(r.u16()?);
+            RoomMsg::Forward {
+                peer,
+                datagram: r.take(len)?.to_vec(),
+            }
+        }
+        12 => {
+            let peer = r.addr()?;
+            let n = usize::from(r.u8()?);
+            if n > MAX_LOCALS {
+                return Err(());
+            }
+            let locals = (0..n).map(|_| r.addr()).collect::<Result<_, _>>()?;
+            let wait_ms = r.u16()?;
+            RoomMsg::Introduce {
+                peer,
+                locals,
+                wait_ms,
+            }
+        }
+        13 => {
+            let [players, direct, relayed, playing] = r.array()?;
+            if playing > 1 || direct.saturating_add(relayed) > players {
+                return Err(());
+            }
+            RoomMsg::Present {
+                players,
+                direct,
+                relayed,
+                playing: playing == 1,
             }
         }
         _ => return Err(()),

@@ -15,6 +15,8 @@ pub struct HostSide {
     pub(super) chat_rate: RateWindow,
     pub(super) events: VecDeque<ParticipantEvent>,
     pub(super) now: Instant,
+    /// A room on a server that this process hosts: how each joiner is reached.
+    pub(super) routes: Option<HostRoutes>,
 }
 
 impl HostSide {
@@ -25,7 +27,20 @@ impl HostSide {
 
     pub(super) fn handle_datagram(&mut self, at: Instant, from: SocketAddr, datagram: &[u8]) {
         let at = self.clock(at);
-        self.endpoint.handle_datagram(at, from, datagram);
+        match &mut self.routes {
+            Some(routes) => {
+                let to_endpoint = routes.handle_datagram(at, from, datagram, &self.endpoint);
+                while let Some((peer, event)) = routes.poll_event() {
+                    let peer = Some(peer);
+                    self.events
+                        .push_back(ParticipantEvent::Path { peer, event });
+                }
+                if let Some((from, d)) = to_endpoint {
+                    self.endpoint.handle_datagram(at, from, &d);
+                }
+            }
+            None => self.endpoint.handle_datagram(at, from, datagram),
+        }
         self.after(at);
     }
 
@@ -43,6 +58,14 @@ impl HostSide {
         self.endpoint.handle_timeout(now);
         if let Some(c) = &mut self.client {
             c.handle_timeout(now);
+        }
+        if let Some(routes) = &mut self.routes {
+            routes.handle_timeout(now, &self.endpoint);
+            while let Some((peer, event)) = routes.poll_event() {
+                let peer = Some(peer);
+                self.events
+                    .push_back(ParticipantEvent::Path { peer, event });
+            }
         }
         self.after(now);
     }
@@ -125,18 +148,25 @@ impl HostSide {
         }
     }
 
-    pub(super) fn poll_transmit(&mut self, now: Instant) -> Option<Transmit> {
+    pub(super) fn poll_transmit(&mut self, now: Instant) -> Option<(Transmit, Option<u8>)> {
         let now = self.clock(now);
         if self.frame_loop.away(now) {
             return None;
         }
         self.after(now);
-        self.endpoint.poll_transmit(now)
+        let Some(routes) = &mut self.routes else {
+            return self.endpoint.poll_transmit(now).map(|t| (t, None));
+        };
+        while let Some(t) = self.endpoint.poll_transmit(now) {
+            routes.route(now, t);
+        }
+        routes.poll_transmit()
     }
 
     pub(super) fn poll_timeout(&self) -> Option<Instant> {
         let client = self.client.as_ref().and_then(Client::poll_timeout);
-        [self.endpoint.poll_timeout(), client]
+        let routes = self.routes.as_ref().and_then(HostRoutes::poll_timeout);
+        [self.endpoint.poll_timeout(), client, routes]
             .into_iter()
             .flatten()
             .min()

@@ -62,6 +62,8 @@ pub struct JoinSide {
     pub(super) now: Instant,
     /// This player said goodbye: a link that goes quiet afterwards is not reconnected.
     pub(super) closed: bool,
+    /// Joined by a room's name: the way to a host that hosts the room itself.
+    pub(super) route: Option<JoinRoute>,
 }
 
 impl JoinSide {
@@ -70,8 +72,35 @@ impl JoinSide {
         self.now
     }
 
+    /// The current handshake's keys (from its Welcome on) and session id.
+    fn keys(phase: &JoinPhase) -> (Option<&Keys>, u32) {
+        match phase {
+            JoinPhase::Joining(session) | JoinPhase::Reconnecting { session, .. } => {
+                (session.keys(), session.session_id())
+            }
+            JoinPhase::Seated(s) => (s.seat.join_session().keys(), s.seat.session_id()),
+            JoinPhase::Ended => (None, 0),
+        }
+    }
+
     pub(super) fn handle_datagram(&mut self, at: Instant, from: SocketAddr, datagram: &[u8]) {
         let at = self.clock(at);
+        let mut from = from;
+        if let Some(route) = &mut self.route {
+            let (keys, session) = Self::keys(&self.phase);
+            let to_session = route.handle_datagram(at, from, datagram, keys, session);
+            while let Some(event) = route.poll_event() {
+                self.events
+                    .push_back(ParticipantEvent::Path { peer: None, event });
+            }
+            match to_session {
+                Some(addr) => from = addr,
+                None => {
+                    self.after(at);
+                    return;
+                }
+            }
+        }
         match &mut self.phase {
             JoinPhase::Joining(session) | JoinPhase::Reconnecting { session, .. } => {
                 // Only the host talks to a joiner (counted by the session).
@@ -134,6 +163,14 @@ impl JoinSide {
         }
         if let Some(why) = lost {
             self.lose(now, why);
+        }
+        if let Some(route) = &mut self.route {
+            let (keys, session) = Self::keys(&self.phase);
+            route.handle_timeout(now, keys, session);
+            while let Some(event) = route.poll_event() {
+                self.events
+                    .push_back(ParticipantEvent::Path { peer: None, event });
+            }
         }
         self.after(now);
     }
@@ -439,8 +476,21 @@ impl JoinSide {
         }
     }
 
-    pub(super) fn poll_transmit(&mut self, now: Instant) -> Option<Transmit> {
+    pub(super) fn poll_transmit(&mut self, now: Instant) -> Option<(Transmit, Option<u8>)> {
         let now = self.clock(now);
+        if let Some(route) = &mut self.route {
+            if let Some(t) = route.poll_transmit() {
+                return Some(t);
+            }
+        }
+        let t = self.session_transmit(now)?;
+        Some(match &mut self.route {
+            Some(route) => route.route(now, t),
+            None => (t, None),
+        })
+    }
+
+    fn session_transmit(&mut self, now: Instant) -> Option<Transmit> {
         let away = self.frame_loop.away(now);
         let loop_runs = self.frame_loop.started.is_some();
         match &mut self.phase {
@@ -474,7 +524,7 @@ impl JoinSide {
         }
     }
 
-    pub(super) fn poll_timeout(&self) -> Option<Instant> {
+    fn session_timeout(&self) -> Option<Instant> {
         match &self.phase {
             JoinPhase::Joining(session) => session.poll_timeout(),
             JoinPhase::Reconnecting {
@@ -519,6 +569,11 @@ impl JoinSide {
             }
             JoinPhase::Ended => None,
         }
+    }
+
+    pub(super) fn poll_timeout(&self) -> Option<Instant> {
+        let route = self.route.as_ref().and_then(JoinRoute::poll_timeout);
+        [self.session_timeout(), route].into_iter().flatten().min()
     }
 }
 

@@ -39,10 +39,14 @@
 //!   nothing is sent for it while it has not called for [`FRAME_LOOP_AWAY`] (hung, stopped
 //!   in a debugger), so the others drop it rather than wait for its input forever.
 
+mod host_routes;
 mod host_side;
+mod join_route;
 mod join_side;
 
+pub use host_routes::HostRoutes;
 pub use host_side::HostSide;
+pub use join_route::JoinRoute;
 use join_side::JoinPhase;
 pub use join_side::JoinSide;
 
@@ -60,6 +64,8 @@ use super::{
 };
 use crate::input::{Inputs, Pad};
 use crate::lockstep::{self, Client, ClientEvent, Frame, PeerId};
+use crate::session::direct::{PathEvent, PathKind, PathMode};
+use crate::wire::keys::Keys;
 use crate::wire::link_overhead;
 
 /// How often a joiner waiting in the lobby says it is there.
@@ -87,6 +93,8 @@ pub struct ParticipantConfig {
     pub checksum_interval: u32,
     /// How long a joiner whose link dropped tries to come back; zero: it does not.
     pub reconnect: Duration,
+    /// `--path`: in a room on a server, whether direct paths are tried.
+    pub path: PathMode,
 }
 
 impl Default for ParticipantConfig {
@@ -94,6 +102,7 @@ impl Default for ParticipantConfig {
         ParticipantConfig {
             checksum_interval: 600,
             reconnect: DEFAULT_RECONNECT,
+            path: PathMode::Auto,
         }
     }
 }
@@ -237,6 +246,13 @@ pub enum ParticipantEvent {
         /// The address it has now.
         to: SocketAddr,
     },
+    /// A hosted room: a player's path went direct or back to the relay.
+    Path {
+        /// Host: the joiner (as the server names it); joiner: `None` (the path to the host).
+        peer: Option<SocketAddr>,
+        /// What happened.
+        event: PathEvent,
+    },
     /// Someone else's chat message, in the order everyone hears them.
     Chat(ChatLine),
     /// The session is over for this participant.
@@ -314,7 +330,26 @@ impl Participant {
             chat_rate: RateWindow::default(),
             events: VecDeque::new(),
             now,
+            routes: None,
         }))
+    }
+
+    /// The host's side of a room it hosts on `server` (`framelock host --server`): the
+    /// server relays its joiners and introduces them for direct paths (`session::direct`).
+    pub fn host_room(
+        now: Instant,
+        endpoint: Endpoint,
+        local: lockstep::Config,
+        cfg: ParticipantConfig,
+        server: SocketAddr,
+    ) -> Participant {
+        let seed = u64::from(endpoint.session_id()) ^ 0x9e37_79b9_7f4a_7c15;
+        let routes = HostRoutes::new(now, server, cfg.path, seed);
+        let mut p = Participant::host(now, endpoint, local, cfg);
+        if let Participant::Host(h) = &mut p {
+            h.routes = Some(routes);
+        }
+        p
     }
 
     /// A joiner's side: its handshake starts at once. `base` holds this end's own lockstep
@@ -331,6 +366,10 @@ impl Participant {
             &join.entropy,
         ));
         let session = JoinSession::new(now, join.clone());
+        let route = (!join.room.is_empty()).then(|| {
+            let seed = u64::from_le_bytes(join.entropy[..8].try_into().expect("8 bytes"));
+            JoinRoute::new(join.host, cfg.path, seed ^ 0x5851_f42d_4c95_7f2d)
+        });
         Participant::Join(Box::new(JoinSide {
             join,
             base,
@@ -342,6 +381,7 @@ impl Participant {
             events: VecDeque::new(),
             now,
             closed: false,
+            route,
         }))
     }
 
@@ -416,9 +456,50 @@ impl Participant {
 
     /// The next datagram to send.
     pub fn poll_transmit(&mut self, now: Instant) -> Option<Transmit> {
+        self.poll_transmit_ttl(now).map(|(t, _)| t)
+    }
+
+    /// The next datagram to send, and the IP TTL to send it with (`None`: the system's;
+    /// a direct path's first punch asks for a low one, see `session::direct`).
+    pub fn poll_transmit_ttl(&mut self, now: Instant) -> Option<(Transmit, Option<u8>)> {
         match self {
             Participant::Host(h) => h.poll_transmit(now),
             Participant::Join(j) => j.poll_transmit(now),
+        }
+    }
+
+    /// A room hosted by a player: how long its first direct path took to prove from the
+    /// server's introduction (the host: its quickest joiner's).
+    pub fn first_direct(&self) -> Option<Duration> {
+        match self {
+            Participant::Host(h) => h.routes.as_ref()?.first_direct(),
+            Participant::Join(j) => j.route.as_ref()?.first_direct(),
+        }
+    }
+
+    /// This process hosts a room on a server (`host_room`).
+    pub fn hosts_room(&self) -> bool {
+        matches!(self, Participant::Host(h) if h.routes.is_some())
+    }
+
+    /// How each joiner of a room this process hosts is reached, by slot (empty for a
+    /// direct host); a joiner's own path to its host as slot `None`.
+    pub fn paths(&self) -> Vec<(Option<u8>, PathKind)> {
+        match self {
+            Participant::Host(h) => match &h.routes {
+                Some(routes) => h
+                    .endpoint
+                    .players()
+                    .into_iter()
+                    .filter_map(|p| Some((Some(p.slot), routes.kind(p.addr?)?)))
+                    .collect(),
+                None => Vec::new(),
+            },
+            Participant::Join(j) => j
+                .route
+                .iter()
+                .filter_map(|r| Some((None, r.kind()?)))
+                .collect(),
         }
     }
 

@@ -1,0 +1,198 @@
+//! Rooms hosted by their creators on simulated time (`world`): the server relays and
+//! introduces, players behind home routers go direct where a path proves itself, stay
+//! relayed where none does, fall back when a direct path dies, and a room mixes both. Each
+//! runs real participants, the real `serve::Rooms` and the real frame runner.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use super::world::World;
+use super::world_scenario::{cfg, finish_in_sync, SEC};
+use crate::session::direct::{PathEvent, PathKind, PathMode};
+use crate::session::{ParticipantConfig, ParticipantEvent};
+
+const HOME: &str = "delay=20ms,jitter=3ms,loss=1%";
+
+/// A world with a server and `name`'s hosted room of `seats`, its host behind a router
+/// unless `public`.
+fn hosted(frames: u32, seats: u8, public: bool) -> (World, SocketAddr, usize) {
+    let mut w = World::new(HOME, frames);
+    let server = w.serve();
+    w.host_room("ana", "den", seats, cfg());
+    assert!(w.run_until(10 * SEC, |w| w.node("ana").is_some()));
+    let ana = w.node("ana").unwrap();
+    if !public {
+        let at = w.addr_of(ana);
+        w.net.behind_router(at);
+    }
+    (w, server, ana)
+}
+
+/// The path node `i` has to node `j` as the host sees it (the host's view of joiner `j`'s
+/// slot), or a joiner's own path.
+fn host_path(w: &World, host: usize, slot: u8) -> Option<PathKind> {
+    w.nodes[host]
+        .feed()
+        .participant
+        .paths()
+        .into_iter()
+        .find(|(s, _)| *s == Some(slot))
+        .map(|(_, k)| k)
+}
+
+fn own_path(w: &World, i: usize) -> Option<PathKind> {
+    w.nodes[i]
+        .feed()
+        .participant
+        .paths()
+        .first()
+        .map(|(_, k)| *k)
+}
+
+/// When node `i` first went direct, after its introduction.
+fn direct_after(w: &World, i: usize) -> Option<Duration> {
+    w.nodes[i].events().find_map(|e| match e {
+        ParticipantEvent::Path {
+            event: PathEvent::Direct { after, .. },
+            ..
+        } => Some(*after),
+        _ => None,
+    })
+}
+
+fn server_bytes_in(w: &World) -> u64 {
+    w.server.as_ref().unwrap().1.stats().bytes_in
+}
+
+#[test]
+fn two_players_behind_cone_routers_go_direct_and_the_server_hears_almost_nothing() {
+    // A minute of play at 60 fps.
+    let (mut w, server, ana) = hosted(3600, 2, false);
+    let bob = w.join("bob", server, Some("den"), cfg());
+    let bob_at = w.addr_of(bob);
+    w.net.behind_router(bob_at);
+    let went = w.run_until(10 * SEC, |w| own_path(w, bob) == Some(PathKind::Direct));
+    assert!(went);
+    let took = direct_after(&w, bob).unwrap();
+    // One round trip to the server is about 40 ms here; the goal is that plus 500 ms.
+    assert!(took <= Duration::from_millis(540), "{took:?}");
+    let before_game = server_bytes_in(&w);
+    finish_in_sync(&mut w, 120 * SEC);
+    assert_eq!(host_path(&w, ana, 1), Some(PathKind::Direct));
+    assert_eq!(own_path(&w, bob), Some(PathKind::Direct));
+    let total = server_bytes_in(&w);
+    eprintln!(
+        "direct after {took:?}; server bytes in {total} ({before_game} before the game), frames {}",
+        w.frame(bob)
+    );
+    // The join (padded Hellos, the handshake through the relay) and presence only.
+    assert!(
+        total < 8 * 1024,
+        "the server got {total} bytes ({before_game} before the game)"
+    );
+    let relayed = w.server.as_ref().unwrap().1.stats().bytes_relayed;
+    assert!(relayed < 6 * 1024, "{relayed} bytes relayed");
+    let (direct, relayed_players) = w.server.as_ref().unwrap().1.hosted_paths();
+    assert_eq!((direct, relayed_players), (1, 0));
+}
+
+#[test]
+fn a_path_through_routers_that_map_per_destination_stays_relayed_and_plays_in_sync() {
+    let (mut w, server, ana) = hosted(900, 2, false);
+    let bob = w.join("bob", server, Some("den"), cfg());
+    let (ana_at, bob_at) = (w.addr_of(ana), w.addr_of(bob));
+    w.net.behind_router(bob_at);
+    // Each router shows the other a port it never sent from: nothing direct arrives.
+    w.net.cut(ana_at, bob_at);
+    finish_in_sync(&mut w, 120 * SEC);
+    assert_eq!(host_path(&w, ana, 1), Some(PathKind::Relayed));
+    assert_eq!(own_path(&w, bob), Some(PathKind::Relayed));
+    let relayed = w.server.as_ref().unwrap().1.stats().bytes_relayed;
+    assert!(relayed > 20_000, "the game crossed the server: {relayed}");
+    let why = w.nodes[bob].events().find_map(|e| match e {
+        ParticipantEvent::Path {
+            event: PathEvent::Relayed { why },
+            ..
+        } => Some(*why),
+        _ => None,
+    });
+    assert_eq!(why, Some("no direct path within 3 s"));
+}
+
+#[test]
+fn a_direct_path_that_dies_mid_game_falls_back_to_the_relay_and_the_game_goes_on() {
+    let (mut w, server, ana) = hosted(2400, 2, false);
+    let bob = w.join("bob", server, Some("den"), cfg());
+    let bob_at = w.addr_of(bob);
+    w.net.behind_router(bob_at);
+    assert!(w.run_until(20 * SEC, |w| w.frame(bob) > 600));
+    assert_eq!(own_path(&w, bob), Some(PathKind::Direct));
+    // The router starts dropping the direct path (an nftables rule).
+    let ana_at = w.addr_of(ana);
+    w.net.cut(ana_at, bob_at);
+    assert!(
+        w.run_until(3 * SEC, |w| own_path(w, bob) == Some(PathKind::Relayed)
+            && host_path(w, ana, 1) == Some(PathKind::Relayed))
+    );
+    finish_in_sync(&mut w, 120 * SEC);
+    // Nobody left, nobody reconnected: the fallback came before the lockstep's 2-s drop.
+    for n in &w.nodes {
+        assert!(
+            !n.events().any(|e| matches!(
+                e,
+                ParticipantEvent::ConnectionLost { .. } | ParticipantEvent::Ended(_)
+            )),
+            "{}: {:?}",
+            n.name,
+            n.events().collect::<Vec<_>>()
+        );
+    }
+}
+
+#[test]
+fn a_room_of_four_mixes_direct_and_relayed_players_in_sync() {
+    let (mut w, server, ana) = hosted(1200, 4, false);
+    let ana_at = w.addr_of(ana);
+    // bob behind a cone router, cat behind one that maps per destination, dan public.
+    let bob = w.join("bob", server, Some("den"), cfg());
+    let bob_at = w.addr_of(bob);
+    w.net.behind_router(bob_at);
+    let cat = w.join("cat", server, Some("den"), cfg());
+    let cat_at = w.addr_of(cat);
+    w.net.behind_router(cat_at);
+    w.net.cut(ana_at, cat_at);
+    let dan = w.join("dan", server, Some("den"), cfg());
+    finish_in_sync(&mut w, 180 * SEC);
+    assert_eq!(own_path(&w, bob), Some(PathKind::Direct));
+    assert_eq!(own_path(&w, cat), Some(PathKind::Relayed));
+    assert_eq!(own_path(&w, dan), Some(PathKind::Direct));
+    let mut paths: Vec<PathKind> = (1..4).filter_map(|s| host_path(&w, ana, s)).collect();
+    paths.sort_by_key(|k| *k == PathKind::Relayed);
+    assert_eq!(
+        paths,
+        [PathKind::Direct, PathKind::Direct, PathKind::Relayed]
+    );
+}
+
+#[test]
+fn a_joiner_that_asks_for_the_relay_never_punches() {
+    let (mut w, server, ana) = hosted(600, 2, true);
+    let relayed = ParticipantConfig {
+        path: PathMode::Relayed,
+        ..cfg()
+    };
+    let bob = w.join("bob", server, Some("den"), relayed);
+    w.net = std::mem::replace(&mut w.net, crate::net::sim::SimNet::new(HOME)).keeping_wire();
+    let bob_at = w.addr_of(bob);
+    let ana_at = w.addr_of(ana);
+    finish_in_sync(&mut w, 60 * SEC);
+    assert_eq!(own_path(&w, bob), Some(PathKind::Relayed));
+    assert_eq!(host_path(&w, ana, 1), Some(PathKind::Relayed));
+    assert!(
+        !w.net
+            .wire
+            .iter()
+            .any(|(from, to, _)| *from == bob_at && *to == ana_at),
+        "bob sent straight to the host"
+    );
+}

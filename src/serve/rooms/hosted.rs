@@ -1,0 +1,290 @@
+//! Rooms whose creator hosts the game itself (`host --server`, `--path auto|direct`): the
+//! server lists them, relays whole datagrams between the host and each joiner
+//! (`Room/Forward`), and introduces the two once the host welcomed the joiner
+//! (`Room/Introduce`), so that they can try a direct path (`session::direct`). Once one
+//! works, only the players' `Present`s reach the server. It never reads a relayed
+//! datagram beyond its header, and holds no state of the game.
+//!
+//! - A joiner is relayed once its Hello proved its address (a cookie) and named the room;
+//!   every datagram from it goes to the host, and the host's `Forward`s go only to the
+//!   room's joiners: the server is nobody else's relay.
+//! - The introduction's wait is half the difference of the two round trips the server
+//!   measured (from its Retry to the echoed cookie), so that both sides' punches leave at
+//!   about the same time.
+//! - A room whose host said nothing for [`HOSTED_SILENCE`] closes; a joiner silent for
+//!   [`MEMBER_SILENCE`] is forgotten.
+
+use std::collections::HashSet;
+
+use super::*;
+
+/// A hosted room whose host is silent this long closes (its players' reconnects end too).
+pub const HOSTED_SILENCE: Duration = Duration::from_secs(60);
+/// A joiner of a hosted room silent this long is forgotten (one on a direct path says it is
+/// there every 10 s).
+pub const MEMBER_SILENCE: Duration = Duration::from_secs(120);
+/// Round trip assumed for an address whose Retry round was not seen.
+const DEFAULT_RTT: Duration = Duration::from_millis(100);
+/// Joiners (and would-be joiners) a hosted room relays at most, beyond its seats.
+const SPARE_MEMBERS: usize = 8;
+
+pub(super) struct HostedRoom {
+    pub(super) name: String,
+    pub(super) host: SocketAddr,
+    pub(super) open: OpenRoom,
+    pub(super) opened: Instant,
+    pub(super) session: u32,
+    /// When the host last said anything.
+    heard: Instant,
+    host_rtt: Duration,
+    /// Joiners by address: when last heard, their round trip to the server.
+    members: HashMap<SocketAddr, (Instant, Duration)>,
+    introduced: HashSet<SocketAddr>,
+    /// The host's last `Present`.
+    players: u8,
+    pub(super) direct: u8,
+    pub(super) relayed: u8,
+    playing: bool,
+}
+
+impl HostedRoom {
+    pub(super) fn info(&self, now: Instant) -> RoomInfo {
+        RoomInfo {
+            name: self.name.clone(),
+            content: self.open.content_name.clone(),
+            core: self.open.core_name.clone(),
+            players: self.players.clamp(1, self.open.players),
+            seats: self.open.players,
+            password: self.open.password,
+            playing: self.playing,
+            age_secs: now.saturating_duration_since(self.opened).as_secs() as u32,
+            spectators: 0,
+            mode: self.open.mode.unwrap_or_default(),
+            region: String::new(),
+            server: String::new(),
+        }
+    }
+}
+
+impl Rooms {
+    /// The room's name is this server's: a hosted room opens at once.
+    pub(super) fn open_hosted(
+        &mut self,
+        now: Instant,
+        from: SocketAddr,
+        name: String,
+        open: OpenRoom,
+    ) {
+        let session = self.fresh_session();
+        if let Some((_, count)) = self.opens.get_mut(&prefix(from.ip())) {
+            *count += 1;
+        }
+        let host_rtt = self.rtts.get(&from).copied().unwrap_or(DEFAULT_RTT);
+        self.events.push_back(ServeEvent::Opened {
+            room: name.clone(),
+            creator: from,
+            seats: open.players,
+            core: open.core_name.clone(),
+            content: open.content_name.clone(),
+            password: open.password,
+        });
+        self.stats.rooms_opened += 1;
+        self.by_session.insert(session, name.clone());
+        self.hosted_by_addr.insert(from, name.clone());
+        let opened = Msg::Room(RoomMsg::Opened { room: name.clone() }).encode(session);
+        self.hosted.insert(
+            name.clone(),
+            HostedRoom {
+                name,
+                host: from,
+                open,
+                opened: now,
+                session,
+                heard: now,
+                host_rtt,
+                members: HashMap::new(),
+                introduced: HashSet::new(),
+                players: 1,
+                direct: 0,
+                relayed: 0,
+                playing: false,
+            },
+        );
+        self.send(from, opened);
+    }
+
+    /// A joiner's Hello (its address proven) or a joiner's datagram from a new address
+    /// (naming the room's session): relayed to the host from now on.
+    pub(super) fn join_hosted(
+        &mut self,
+        now: Instant,
+        from: SocketAddr,
+        name: &str,
+        datagram: &[u8],
+    ) {
+        let rtt = self.rtts.get(&from).copied().unwrap_or(DEFAULT_RTT);
+        let max_members = self.cfg.max_spectators as usize + MAX_PLAYERS + SPARE_MEMBERS;
+        let Some(room) = self.hosted.get_mut(name) else {
+            return;
+        };
+        if !room.members.contains_key(&from) && room.members.len() >= max_members {
+            let reason = format!("room {name} is busy: too many joiners at once; try again soon");
+            return self.refuse(from, reason);
+        }
+        room.members.insert(from, (now, rtt));
+        self.hosted_by_addr.insert(from, name.to_string());
+        self.relay_to_host(name, from, datagram);
+    }
+
+    /// A datagram from a hosted room's host or one of its joiners.
+    pub(super) fn hosted_datagram(&mut self, now: Instant, from: SocketAddr, datagram: &[u8]) {
+        let Some(name) = self.hosted_by_addr.get(&from).cloned() else {
+            return;
+        };
+        let Some(room) = self.hosted.get_mut(&name) else {
+            self.hosted_by_addr.remove(&from);
+            return;
+        };
+        let kind = Header::parse(datagram).ok().map(|(h, _)| h.kind);
+        if from != room.host {
+            if let Some(m) = room.members.get_mut(&from) {
+                m.0 = now;
+            }
+            if kind == Some(Kind::Room) {
+                // A joiner on a direct path says it is there; nothing else of the kind is
+                // for the host.
+                return;
+            }
+            return self.relay_to_host(&name, from, datagram);
+        }
+        room.heard = now;
+        if kind != Some(Kind::Room) {
+            self.stats.garbage += 1;
+            return;
+        }
+        match Msg::decode(datagram) {
+            Ok((_, Msg::Room(RoomMsg::Forward { peer, datagram }))) => {
+                if !room.members.contains_key(&peer) {
+                    self.stats.wrong_room += 1;
+                    return;
+                }
+                let welcome = Header::parse(&datagram).is_ok_and(|(h, _)| h.kind == Kind::Welcome);
+                if welcome && room.introduced.insert(peer) {
+                    self.introduce(&name, peer);
+                }
+                self.stats.bytes_relayed += datagram.len() as u64;
+                self.send(peer, datagram);
+            }
+            Ok((
+                _,
+                Msg::Room(RoomMsg::Present {
+                    players,
+                    direct,
+                    relayed,
+                    playing,
+                }),
+            )) => {
+                (room.players, room.direct, room.relayed, room.playing) =
+                    (players, direct, relayed, playing);
+            }
+            // Its Open again: the Opened was lost.
+            Ok((_, Msg::Room(RoomMsg::Open(_)))) => {
+                let opened = Msg::Room(RoomMsg::Opened { room: name.clone() }).encode(room.session);
+                self.send(from, opened);
+            }
+            _ => self.stats.garbage += 1,
+        }
+    }
+
+    fn relay_to_host(&mut self, name: &str, from: SocketAddr, datagram: &[u8]) {
+        let Some(room) = self.hosted.get(name) else {
+            return;
+        };
+        let host = room.host;
+        self.stats.bytes_relayed += datagram.len() as u64;
+        let bytes = Msg::Room(RoomMsg::Forward {
+            peer: from,
+            datagram: datagram.to_vec(),
+        })
+        .encode(0);
+        self.send(host, bytes);
+    }
+
+    /// Tells the host and a joiner it welcomed about each other, with waits that make
+    /// their first punches cross.
+    fn introduce(&mut self, name: &str, peer: SocketAddr) {
+        let Some(room) = self.hosted.get(name) else {
+            return;
+        };
+        let peer_rtt = room.members.get(&peer).map_or(DEFAULT_RTT, |m| m.1);
+        let longest = peer_rtt.max(room.host_rtt);
+        let wait = |rtt: Duration| ((longest - rtt) / 2).as_millis().min(2000) as u16;
+        let to_host = RoomMsg::Introduce {
+            peer,
+            locals: Vec::new(),
+            wait_ms: wait(room.host_rtt),
+        };
+        let to_peer = RoomMsg::Introduce {
+            peer: room.host,
+            locals: room.open.locals.clone(),
+            wait_ms: wait(peer_rtt),
+        };
+        let host = room.host;
+        self.send(host, Msg::Room(to_host).encode(0));
+        self.send(peer, Msg::Room(to_peer).encode(0));
+    }
+
+    /// Closes hosted rooms whose host went silent and forgets silent joiners.
+    pub(super) fn sweep_hosted(&mut self, now: Instant) {
+        let silent: Vec<String> = self
+            .hosted
+            .values()
+            .filter(|r| now >= r.heard + HOSTED_SILENCE)
+            .map(|r| r.name.clone())
+            .collect();
+        for name in silent {
+            self.close_hosted(&name, "its host went silent");
+        }
+        let mut gone = Vec::new();
+        for room in self.hosted.values_mut() {
+            room.members.retain(|addr, (heard, _)| {
+                let keep = now < *heard + MEMBER_SILENCE;
+                if !keep {
+                    gone.push(*addr);
+                }
+                keep
+            });
+        }
+        for addr in gone {
+            self.hosted_by_addr.remove(&addr);
+        }
+    }
+
+    pub(super) fn close_hosted(&mut self, name: &str, why: &str) {
+        let Some(room) = self.hosted.remove(name) else {
+            return;
+        };
+        for addr in room.members.keys().chain([&room.host]) {
+            if self.hosted_by_addr.get(addr).is_some_and(|r| r == name) {
+                self.hosted_by_addr.remove(addr);
+            }
+        }
+        self.by_session.remove(&room.session);
+        if self.published.remove(name).is_some() {
+            self.directory_out
+                .push_back(DirOp::Remove(name.to_string()));
+        }
+        self.stats.rooms_closed += 1;
+        self.events.push_back(ServeEvent::Closed {
+            room: name.to_string(),
+            why: why.to_string(),
+        });
+    }
+
+    /// Players of hosted rooms on a direct path and relayed, as their hosts last said.
+    pub fn hosted_paths(&self) -> (usize, usize) {
+        self.hosted.values().fold((0, 0), |(d, r), room| {
+            (d + usize::from(room.direct), r + usize::from(room.relayed))
+        })
+    }
+}

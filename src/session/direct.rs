@@ -1,0 +1,599 @@
+//! [`DirectPath`]: the rules of a direct path between a hosted room's host and one joiner,
+//! which `framelock serve` introduced to each other. One per joiner on the host's side, one
+//! on the joiner's; both sides run the same rules. It owns no keys and no socket: its owner
+//! seals the [`PathMsg`]s it asks to send, checks the tags of what comes in, and carries the
+//! game over [`route`](DirectPath::route) when it names an address, else over the relay.
+//!
+//! # Punching
+//! - The server's `Introduce` names the other side's address as the server sees it (and a
+//!   host's local addresses, for two players behind one router) and a wait, picked from
+//!   both sides' round trips so that their first punches cross: each side's first punch
+//!   opens its own router's mapping for the other's.
+//! - A punch is a tagged `Path/Punch` with a fresh token, to every candidate, on the
+//!   schedule [`PUNCH_AT`]. The first one to each candidate leaves with a TTL of
+//!   [`LOW_TTL`]: it opens this side's router without reaching the other's, which some
+//!   routers would answer by blocking the sender for good (Dolphin, PR #11382).
+//! - A tagged punch from anywhere is answered there with `PunchBack` (its token), and its
+//!   source becomes a candidate (the other side's address as this one sees it: a router
+//!   that maps per destination, or a local address).
+//! - A `PunchBack` with this side's token proves the path both ways: datagrams go direct to
+//!   where it came from from then on. Nothing unauthenticated moves the game: only tagged
+//!   punches count, and only a fresh token's echo.
+//!
+//! # Falling back
+//! - No proof within [`GIVE_UP`] of the introduction: the relay carries this player, as
+//!   it did since it joined; the other side decides the same on its own.
+//! - A direct path that is silent for [`SILENCE`] (an idle one sends a tagged probe every
+//!   [`KEEPALIVE`]) goes back to the relay without ending anything, well before the
+//!   lockstep's 2-s drop; it is tried again after [`RETRY_AFTER`], then twice as long each
+//!   time, up to [`RETRY_MAX`].
+//! - Both sides take the other's datagrams over either path at any time, so a side that
+//!   falls back first loses nothing.
+
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::str::FromStr;
+use std::time::{Duration, Instant};
+
+use super::msg::{PathMsg, PATH_TOKEN_LEN};
+
+/// When the punches of one attempt leave, after its start.
+pub const PUNCH_AT: [Duration; 6] = [
+    Duration::from_millis(0),
+    Duration::from_millis(200),
+    Duration::from_millis(500),
+    Duration::from_millis(1000),
+    Duration::from_millis(1800),
+    Duration::from_millis(2600),
+];
+/// An attempt without proof this long after its start leaves the player relayed.
+pub const GIVE_UP: Duration = Duration::from_secs(3);
+/// The first punch to a candidate: enough to leave a home router, not to reach the other's.
+pub const LOW_TTL: u8 = 2;
+/// A direct path with nothing sent for this long gets a tagged probe.
+pub const KEEPALIVE: Duration = Duration::from_millis(200);
+/// A direct path with nothing heard for this long goes back to the relay.
+pub const SILENCE: Duration = Duration::from_millis(800);
+/// The first retry of a path that failed or died, then twice as long each time...
+pub const RETRY_AFTER: Duration = Duration::from_secs(10);
+/// ... up to this.
+pub const RETRY_MAX: Duration = Duration::from_secs(120);
+/// Most candidate addresses one path tries.
+const MAX_CANDIDATES: usize = 8;
+
+/// `--path`: which paths a player uses in a room on a server.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum PathMode {
+    /// Direct where a path proves itself, relayed otherwise.
+    #[default]
+    Auto,
+    /// As `Auto` (a path that cannot go direct still relays: nothing else would play), but
+    /// a failure is logged as a warning.
+    Direct,
+    /// Never tries a direct path: the server carries everything.
+    Relayed,
+}
+
+impl FromStr for PathMode {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "auto" => Ok(PathMode::Auto),
+            "direct" => Ok(PathMode::Direct),
+            "relayed" => Ok(PathMode::Relayed),
+            other => Err(format!(
+                "unknown path `{other}`: use auto, direct or relayed"
+            )),
+        }
+    }
+}
+
+/// How a player's datagrams travel, as the status bar and `--stats-json` say it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PathKind {
+    /// Straight between the two.
+    Direct,
+    /// Through the server.
+    Relayed,
+}
+
+impl PathKind {
+    /// `"direct"` or `"relayed"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PathKind::Direct => "direct",
+            PathKind::Relayed => "relayed",
+        }
+    }
+}
+
+/// What a path did, for the owner to log and show.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PathEvent {
+    /// Proven both ways: the game goes to `addr` now.
+    Direct {
+        /// Where the other side answered from.
+        addr: SocketAddr,
+        /// Since the introduction (or the retry's start).
+        after: Duration,
+    },
+    /// Back on (or left on) the relay.
+    Relayed {
+        /// Why.
+        why: &'static str,
+    },
+}
+
+#[derive(Debug)]
+enum Phase {
+    /// Not introduced (yet), or `PathMode::Relayed`.
+    Idle,
+    Punching {
+        start: Instant,
+        step: usize,
+    },
+    Direct {
+        addr: SocketAddr,
+        heard: Instant,
+        sent: Instant,
+    },
+    Relayed {
+        retry_at: Instant,
+    },
+}
+
+/// One side's direct path to the other. See the module docs.
+#[derive(Debug)]
+pub struct DirectPath {
+    mode: PathMode,
+    phase: Phase,
+    candidates: Vec<SocketAddr>,
+    /// Candidates that had their low-TTL punch.
+    opened: Vec<SocketAddr>,
+    token: [u8; PATH_TOKEN_LEN],
+    /// When the current attempt was asked for (for `PathEvent::Direct::after`).
+    asked: Option<Instant>,
+    /// Attempts that failed or paths that died, for the backoff.
+    failures: u32,
+    /// The first attempt ended (proven or not): bulk data may go.
+    settled: bool,
+    /// How long the first proven path took from its introduction.
+    first_direct: Option<Duration>,
+    out: VecDeque<(SocketAddr, PathMsg, Option<u8>)>,
+    events: VecDeque<PathEvent>,
+}
+
+impl DirectPath {
+    /// A path that waits for its introduction.
+    pub fn new(mode: PathMode) -> DirectPath {
+        DirectPath {
+            mode,
+            phase: Phase::Idle,
+            candidates: Vec::new(),
+            opened: Vec::new(),
+            token: [0; PATH_TOKEN_LEN],
+            asked: None,
+            failures: 0,
+            settled: mode == PathMode::Relayed,
+            first_direct: None,
+            out: VecDeque::new(),
+            events: VecDeque::new(),
+        }
+    }
+
+    /// The server introduced the other side: punch `candidates` from `now + wait` on, with
+    /// `token` (fresh and random: its echo is the proof).
+    pub fn introduce(
+        &mut self,
+        now: Instant,
+        candidates: &[SocketAddr],
+        wait: Duration,
+        token: [u8; PATH_TOKEN_LEN],
+    ) {
+        if self.mode == PathMode::Relayed || matches!(self.phase, Phase::Direct { .. }) {
+            return;
+        }
+        for &c in candidates {
+            self.add_candidate(c);
+        }
+        self.start(now, now + wait, token);
+    }
+
+    fn add_candidate(&mut self, addr: SocketAddr) {
+        if !self.candidates.contains(&addr) && self.candidates.len() < MAX_CANDIDATES {
+            self.candidates.push(addr);
+        }
+    }
+
+    fn start(&mut self, now: Instant, at: Instant, token: [u8; PATH_TOKEN_LEN]) {
+        self.token = token;
+        self.asked = Some(now);
+        self.phase = Phase::Punching { start: at, step: 0 };
+    }
+
+    /// A punch with the other side's tag came from `from`: answer it there, and try it.
+    /// `token` starts an attempt if none is under way.
+    pub fn handle_punch(
+        &mut self,
+        now: Instant,
+        from: SocketAddr,
+        echo: [u8; PATH_TOKEN_LEN],
+        token: [u8; PATH_TOKEN_LEN],
+    ) {
+        if self.mode == PathMode::Relayed {
+            return;
+        }
+        self.out.push_back((from, PathMsg::PunchBack(echo), None));
+        match self.phase {
+            Phase::Direct { .. } => {}
+            Phase::Punching { .. } => {
+                if !self.candidates.contains(&from) {
+                    self.add_candidate(from);
+                    self.out.push_back((from, PathMsg::Punch(self.token), None));
+                }
+            }
+            Phase::Idle | Phase::Relayed { .. } => {
+                // The other side is trying (its introduction came first, or it retries).
+                self.add_candidate(from);
+                self.start(now, now, token);
+            }
+        }
+    }
+
+    /// A `PunchBack` with the other side's tag came from `from`; true if it proved the path.
+    pub fn handle_punch_back(
+        &mut self,
+        now: Instant,
+        from: SocketAddr,
+        token: [u8; PATH_TOKEN_LEN],
+    ) -> bool {
+        if token != self.token || !matches!(self.phase, Phase::Punching { .. }) {
+            return false;
+        }
+        let after = self
+            .asked
+            .map_or(Duration::ZERO, |t| now.saturating_duration_since(t));
+        self.phase = Phase::Direct {
+            addr: from,
+            heard: now,
+            sent: now,
+        };
+        self.settled = true;
+        self.failures = 0;
+        self.first_direct.get_or_insert(after);
+        self.events
+            .push_back(PathEvent::Direct { addr: from, after });
+        true
+    }
+
+    /// A datagram with the other side's tag came straight from `from`.
+    pub fn heard(&mut self, now: Instant, from: SocketAddr) {
+        if let Phase::Direct { addr, heard, .. } = &mut self.phase {
+            if *addr == from {
+                *heard = now;
+            }
+        }
+    }
+
+    /// Where the game goes now: the other side's direct address, or `None` (the relay).
+    /// The caller sends there, so the path counts as used.
+    pub fn route(&mut self, now: Instant) -> Option<SocketAddr> {
+        match &mut self.phase {
+            Phase::Direct { addr, sent, .. } => {
+                *sent = now;
+                Some(*addr)
+            }
+            _ => None,
+        }
+    }
+
+    /// The direct address, if the path is direct.
+    pub fn direct(&self) -> Option<SocketAddr> {
+        match self.phase {
+            Phase::Direct { addr, .. } => Some(addr),
+            _ => None,
+        }
+    }
+
+    /// How long the first proven path took from its introduction, if one was.
+    pub fn first_direct(&self) -> Option<Duration> {
+        self.first_direct
+    }
+
+    /// How this player's datagrams travel now.
+    pub fn kind(&self) -> PathKind {
+        match self.phase {
+            Phase::Direct { .. } => PathKind::Direct,
+            _ => PathKind::Relayed,
+        }
+    }
+
+    /// The first attempt is over (or never comes): big transfers may start. Until then they
+    /// wait, so that a start state does not cross the server when a direct path is near.
+    pub fn settled(&self) -> bool {
+        self.settled || matches!(self.phase, Phase::Idle)
+    }
+
+    /// Whether `addr` is one this path tries or uses.
+    pub fn knows(&self, addr: SocketAddr) -> bool {
+        self.candidates.contains(&addr) || self.direct() == Some(addr)
+    }
+
+    /// Runs the schedule: punches due, a direct path's keepalive and silence, retries.
+    /// `token` is a fresh token for a retry that starts now.
+    pub fn handle_timeout(&mut self, now: Instant, token: [u8; PATH_TOKEN_LEN]) {
+        match self.phase {
+            Phase::Idle => {}
+            Phase::Punching { start, step } => {
+                if now >= start + GIVE_UP {
+                    self.fail(now, "no direct path within 3 s");
+                    return;
+                }
+                if step < PUNCH_AT.len() && now >= start + PUNCH_AT[step] {
+                    for i in 0..self.candidates.len() {
+                        let c = self.candidates[i];
+                        let ttl = (!self.opened.contains(&c)).then_some(LOW_TTL);
+                        if ttl.is_some() {
+                            self.opened.push(c);
+                        }
+                        self.out.push_back((c, PathMsg::Punch(self.token), ttl));
+                    }
+                    self.phase = Phase::Punching {
+                        start,
+                        step: step + 1,
+                    };
+                }
+            }
+            Phase::Direct { addr, heard, sent } => {
+                if now >= heard + SILENCE {
+                    self.fail(now, "the direct path went silent");
+                } else if now >= sent + KEEPALIVE {
+                    self.out.push_back((addr, PathMsg::Probe, None));
+                    self.phase = Phase::Direct {
+                        addr,
+                        heard,
+                        sent: now,
+                    };
+                }
+            }
+            Phase::Relayed { retry_at } => {
+                if now >= retry_at && !self.candidates.is_empty() {
+                    self.start(now, now, token);
+                    self.handle_timeout(now, token);
+                }
+            }
+        }
+    }
+
+    fn fail(&mut self, now: Instant, why: &'static str) {
+        let backoff = RETRY_AFTER
+            .saturating_mul(1 << self.failures.min(8))
+            .min(RETRY_MAX);
+        self.failures += 1;
+        self.settled = true;
+        self.phase = Phase::Relayed {
+            retry_at: now + backoff,
+        };
+        self.events.push_back(PathEvent::Relayed { why });
+    }
+
+    /// When [`handle_timeout`](Self::handle_timeout) has work next.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        match self.phase {
+            Phase::Idle => None,
+            Phase::Punching { start, step } => Some(match PUNCH_AT.get(step) {
+                Some(at) => start + *at,
+                None => start + GIVE_UP,
+            }),
+            Phase::Direct { heard, sent, .. } => Some((heard + SILENCE).min(sent + KEEPALIVE)),
+            Phase::Relayed { retry_at } => (!self.candidates.is_empty()).then_some(retry_at),
+        }
+    }
+
+    /// The next path message to seal and send: where, what, and a TTL for the IP header
+    /// (`None`: the system's).
+    pub fn poll_send(&mut self) -> Option<(SocketAddr, PathMsg, Option<u8>)> {
+        self.out.pop_front()
+    }
+
+    /// What the path did, oldest first.
+    pub fn poll_event(&mut self) -> Option<PathEvent> {
+        self.events.pop_front()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn addr(s: &str) -> SocketAddr {
+        s.parse().unwrap()
+    }
+
+    /// Two paths wired to each other through a filter: `passes(from, to)` says whether a
+    /// datagram gets through (a router's rules).
+    fn run(
+        a: &mut DirectPath,
+        b: &mut DirectPath,
+        a_addr: SocketAddr,
+        b_addr: SocketAddr,
+        passes: &dyn Fn(SocketAddr, SocketAddr, Instant) -> bool,
+        t0: Instant,
+        until: Duration,
+    ) {
+        let mut now = t0;
+        let mut token = 1u8;
+        while now < t0 + until {
+            token = token.wrapping_add(1);
+            a.handle_timeout(now, [token; 8]);
+            b.handle_timeout(now, [token.wrapping_add(100); 8]);
+            for _ in 0..4 {
+                while let Some((to, msg, _)) = a.poll_send() {
+                    if to == b_addr && passes(a_addr, b_addr, now) {
+                        deliver(b, now, a_addr, msg, [token; 8]);
+                    }
+                }
+                while let Some((to, msg, _)) = b.poll_send() {
+                    if to == a_addr && passes(b_addr, a_addr, now) {
+                        deliver(a, now, b_addr, msg, [token; 8]);
+                    }
+                }
+            }
+            now += Duration::from_millis(10);
+        }
+    }
+
+    fn deliver(p: &mut DirectPath, now: Instant, from: SocketAddr, msg: PathMsg, t: [u8; 8]) {
+        match msg {
+            PathMsg::Punch(echo) => p.handle_punch(now, from, echo, t),
+            PathMsg::PunchBack(tok) => {
+                p.handle_punch_back(now, from, tok);
+            }
+            PathMsg::Probe => p.heard(now, from),
+            _ => {}
+        }
+    }
+
+    #[test]
+    fn crossing_punches_prove_a_path_and_a_silent_one_falls_back_then_retries() {
+        let t0 = Instant::now();
+        let (ha, ja) = (addr("198.51.100.1:4000"), addr("203.0.113.9:5000"));
+        let mut host = DirectPath::new(PathMode::Auto);
+        let mut join = DirectPath::new(PathMode::Auto);
+        assert!(host.settled() && join.settled());
+        host.introduce(t0, &[ja], Duration::from_millis(30), [1; 8]);
+        join.introduce(t0, &[ha], Duration::ZERO, [2; 8]);
+        assert!(!host.settled());
+        // A home router drops what comes in before its side sent there.
+        let opened_h = std::cell::Cell::new(false);
+        let passes = |from: SocketAddr, _to: SocketAddr, _now: Instant| {
+            if from == ha {
+                opened_h.set(true);
+                true
+            } else {
+                opened_h.get()
+            }
+        };
+        run(
+            &mut host,
+            &mut join,
+            ha,
+            ja,
+            &passes,
+            t0,
+            Duration::from_secs(1),
+        );
+        assert_eq!(host.kind(), PathKind::Direct);
+        assert_eq!(join.kind(), PathKind::Direct);
+        assert_eq!(join.direct(), Some(ha));
+        assert!(matches!(host.poll_event(), Some(PathEvent::Direct { addr, .. }) if addr == ja));
+
+        // The direct path starts dropping everything: both go back to the relay in time.
+        let t1 = t0 + Duration::from_secs(1);
+        let dead = |_: SocketAddr, _: SocketAddr, _: Instant| false;
+        run(
+            &mut host,
+            &mut join,
+            ha,
+            ja,
+            &dead,
+            t1,
+            SILENCE + Duration::from_millis(50),
+        );
+        assert_eq!(host.kind(), PathKind::Relayed);
+        assert_eq!(join.kind(), PathKind::Relayed);
+        let t2 = t1 + SILENCE + Duration::from_millis(50);
+        // It heals; the retry after `RETRY_AFTER` finds it again.
+        let open = |_: SocketAddr, _: SocketAddr, _: Instant| true;
+        run(
+            &mut host,
+            &mut join,
+            ha,
+            ja,
+            &open,
+            t2,
+            RETRY_AFTER - Duration::from_secs(1),
+        );
+        assert_eq!(
+            host.kind(),
+            PathKind::Relayed,
+            "no retry before RETRY_AFTER"
+        );
+        let t3 = t2 + RETRY_AFTER - Duration::from_secs(1);
+        run(
+            &mut host,
+            &mut join,
+            ha,
+            ja,
+            &open,
+            t3,
+            Duration::from_secs(2),
+        );
+        assert_eq!(host.kind(), PathKind::Direct);
+        assert_eq!(join.kind(), PathKind::Direct);
+    }
+
+    #[test]
+    fn a_path_that_never_answers_settles_relayed_after_three_seconds() {
+        let t0 = Instant::now();
+        let (ha, ja) = (addr("198.51.100.1:4000"), addr("203.0.113.9:5000"));
+        let mut host = DirectPath::new(PathMode::Auto);
+        let mut join = DirectPath::new(PathMode::Auto);
+        host.introduce(t0, &[ja], Duration::ZERO, [1; 8]);
+        join.introduce(t0, &[ha], Duration::ZERO, [2; 8]);
+        let dead = |_: SocketAddr, _: SocketAddr, _: Instant| false;
+        run(
+            &mut host,
+            &mut join,
+            ha,
+            ja,
+            &dead,
+            t0,
+            GIVE_UP - Duration::from_millis(20),
+        );
+        assert!(!host.settled());
+        run(
+            &mut host,
+            &mut join,
+            ha,
+            ja,
+            &dead,
+            t0 + GIVE_UP,
+            Duration::from_millis(20),
+        );
+        assert!(host.settled() && join.settled());
+        assert_eq!(host.kind(), PathKind::Relayed);
+        assert_eq!(
+            host.poll_event(),
+            Some(PathEvent::Relayed {
+                why: "no direct path within 3 s"
+            })
+        );
+    }
+
+    #[test]
+    fn the_first_punch_to_each_candidate_leaves_with_a_low_ttl_and_relayed_mode_never_punches() {
+        let t0 = Instant::now();
+        let mut p = DirectPath::new(PathMode::Auto);
+        let (a, b) = (addr("10.0.0.2:1"), addr("192.0.2.7:9"));
+        p.introduce(t0, &[a, b], Duration::ZERO, [3; 8]);
+        p.handle_timeout(t0, [4; 8]);
+        let first: Vec<_> = std::iter::from_fn(|| p.poll_send()).collect();
+        assert_eq!(first.len(), 2);
+        assert!(first
+            .iter()
+            .all(|(_, m, ttl)| *m == PathMsg::Punch([3; 8]) && *ttl == Some(LOW_TTL)));
+        p.handle_timeout(t0 + PUNCH_AT[1], [4; 8]);
+        assert!(std::iter::from_fn(|| p.poll_send()).all(|(_, _, ttl)| ttl.is_none()));
+        // A forged echo (another token) proves nothing.
+        assert!(!p.handle_punch_back(t0 + PUNCH_AT[1], a, [9; 8]));
+
+        let mut off = DirectPath::new(PathMode::Relayed);
+        off.introduce(t0, &[a], Duration::ZERO, [3; 8]);
+        off.handle_punch(t0, a, [7; 8], [3; 8]);
+        off.handle_timeout(t0, [3; 8]);
+        assert_eq!(off.poll_send(), None);
+        assert_eq!(off.poll_timeout(), None);
+    }
+}

@@ -1,0 +1,317 @@
+//! [`HostRoutes`]: how a hosted room's host reaches each joiner: through the server that
+//! lists the room (each datagram wrapped in a `Room/Forward`), or on a [`DirectPath`] once
+//! one is proven. The endpoint never sees the difference: a joiner is always the address
+//! the server names it by, whichever way its datagrams came.
+
+use std::collections::{HashMap, VecDeque};
+
+use super::*;
+use crate::session::direct::{DirectPath, PathEvent, PathKind, PathMode};
+use crate::session::msg::{Msg, PathMsg, RoomMsg, PATH_TOKEN_LEN};
+use crate::wire::{Header, Kind};
+
+/// How often the host tells the server it is still there (the room closes after
+/// `serve::HOSTED_SILENCE` without a word).
+pub const PRESENT_EVERY: Duration = Duration::from_secs(5);
+/// Most joiners (and would-be joiners) the routes keep.
+const MAX_PEERS: usize = 64;
+/// Datagrams held for a joiner while its first direct attempt runs.
+const MAX_HELD: usize = 4096;
+/// A joiner not heard of for this long is forgotten (the endpoint dropped it long before).
+const FORGET: Duration = Duration::from_secs(180);
+
+#[derive(Debug)]
+struct Route {
+    path: DirectPath,
+    /// Start-state chunks held until the first direct attempt ends.
+    held: VecDeque<Vec<u8>>,
+    heard: Instant,
+}
+
+/// The host's routes to its joiners. See the module docs.
+#[derive(Debug)]
+pub struct HostRoutes {
+    server: SocketAddr,
+    mode: PathMode,
+    rng: StdRng,
+    /// By the joiner's address as the server names it.
+    routes: HashMap<SocketAddr, Route>,
+    /// Direct addresses (proven or tried) -> the joiner's address as the server names it.
+    aliases: HashMap<SocketAddr, SocketAddr>,
+    present_due: Instant,
+    out: VecDeque<(Transmit, Option<u8>)>,
+    events: VecDeque<(SocketAddr, PathEvent)>,
+}
+
+impl HostRoutes {
+    pub fn new(now: Instant, server: SocketAddr, mode: PathMode, seed: u64) -> HostRoutes {
+        HostRoutes {
+            server,
+            mode,
+            rng: StdRng::seed_from_u64(seed),
+            routes: HashMap::new(),
+            aliases: HashMap::new(),
+            present_due: now,
+            out: VecDeque::new(),
+            events: VecDeque::new(),
+        }
+    }
+
+    fn token(&mut self) -> [u8; PATH_TOKEN_LEN] {
+        self.rng.gen()
+    }
+
+    /// A datagram from `from`: returns what the endpoint gets (the joiner's address as the
+    /// server names it, and the datagram), or `None` if it was the routes' own.
+    pub fn handle_datagram(
+        &mut self,
+        now: Instant,
+        from: SocketAddr,
+        datagram: &[u8],
+        endpoint: &Endpoint,
+    ) -> Option<(SocketAddr, Vec<u8>)> {
+        let header = Header::parse(datagram).ok().map(|(h, _)| h);
+        if from == self.server {
+            if header.map(|h| h.kind) != Some(Kind::Room) {
+                return None;
+            }
+            match Msg::decode(datagram) {
+                Ok((_, Msg::Room(RoomMsg::Forward { peer, datagram }))) => {
+                    let known = self.routes.contains_key(&peer);
+                    let hello = Header::parse(&datagram).is_ok_and(|(h, _)| h.kind == Kind::Hello);
+                    if !known && (!hello || self.routes.len() >= MAX_PEERS) {
+                        return None;
+                    }
+                    let mode = self.mode;
+                    let route = self.routes.entry(peer).or_insert_with(|| Route {
+                        path: DirectPath::new(mode),
+                        held: VecDeque::new(),
+                        heard: now,
+                    });
+                    route.heard = now;
+                    Some((peer, datagram))
+                }
+                Ok((
+                    _,
+                    Msg::Room(RoomMsg::Introduce {
+                        peer,
+                        locals,
+                        wait_ms,
+                    }),
+                )) => {
+                    let token = self.token();
+                    let route = self.routes.get_mut(&peer)?;
+                    let mut candidates = vec![peer];
+                    candidates.extend(locals);
+                    for c in &candidates {
+                        self.aliases.insert(*c, peer);
+                    }
+                    tracing::debug!(%peer, wait_ms, "netplay: the server introduced a joiner; trying a direct path");
+                    let wait = Duration::from_millis(wait_ms.into());
+                    route.path.introduce(now, &candidates, wait, token);
+                    None
+                }
+                _ => None,
+            }
+        } else {
+            let peer = self.aliases.get(&from).copied();
+            if header.map(|h| h.kind) == Some(Kind::Path) {
+                if let Some(done) = self.handle_path(now, from, peer, datagram, endpoint) {
+                    return done;
+                }
+            }
+            match peer {
+                Some(peer) => {
+                    let route = self.routes.get_mut(&peer)?;
+                    route.path.heard(now, from);
+                    route.heard = now;
+                    Some((peer, datagram.to_vec()))
+                }
+                // Joiners of a hosted room come through the server; a stranger's Hello to
+                // this address is not one.
+                None if header.map(|h| h.kind) == Some(Kind::Hello) => None,
+                None => Some((from, datagram.to_vec())),
+            }
+        }
+    }
+
+    /// A `Path` datagram straight from `from`: a punch or its echo is the routes' own
+    /// (`Some(None)`); anything else goes on to the endpoint (`None`).
+    fn handle_path(
+        &mut self,
+        now: Instant,
+        from: SocketAddr,
+        peer: Option<SocketAddr>,
+        datagram: &[u8],
+        endpoint: &Endpoint,
+    ) -> Option<Option<(SocketAddr, Vec<u8>)>> {
+        // Whose tag: the joiner this address is known for, else any joiner being punched
+        // (a router that maps per destination shows a new port).
+        let candidates: Vec<SocketAddr> = match peer {
+            Some(p) => vec![p],
+            None => self
+                .routes
+                .iter()
+                .filter(|(_, r)| !r.path.settled() || r.path.direct().is_none())
+                .map(|(a, _)| *a)
+                .collect(),
+        };
+        let (peer, body) = candidates
+            .into_iter()
+            .find_map(|p| endpoint.open_from(p, datagram).map(|b| (p, b.to_vec())))?;
+        let msg = match Msg::decode(&body) {
+            Ok((_, Msg::Path(m @ (PathMsg::Punch(_) | PathMsg::PunchBack(_))))) => m,
+            _ => return None,
+        };
+        let token = self.token();
+        let route = self.routes.get_mut(&peer)?;
+        route.heard = now;
+        match msg {
+            PathMsg::Punch(echo) => route.path.handle_punch(now, from, echo, token),
+            PathMsg::PunchBack(t) => {
+                route.path.handle_punch_back(now, from, t);
+            }
+            _ => {}
+        }
+        if route.path.knows(from) {
+            self.aliases.insert(from, peer);
+        }
+        self.pump(now, endpoint);
+        Some(None)
+    }
+
+    /// Where a datagram of the endpoint goes: direct, through the server, or held.
+    pub fn route(&mut self, now: Instant, t: Transmit) {
+        let Some(route) = self.routes.get_mut(&t.to) else {
+            self.out.push_back((t, None));
+            return;
+        };
+        if let Some(addr) = route.path.route(now) {
+            self.out.push_back((
+                Transmit {
+                    to: addr,
+                    bytes: t.bytes,
+                },
+                None,
+            ));
+            return;
+        }
+        let chunk = Header::parse(&t.bytes).is_ok_and(|(h, _)| h.kind == Kind::StateChunk);
+        if chunk && !route.path.settled() {
+            if route.held.len() >= MAX_HELD {
+                route.held.pop_front();
+            }
+            route.held.push_back(t.bytes);
+            return;
+        }
+        let bytes = Msg::Room(RoomMsg::Forward {
+            peer: t.to,
+            datagram: t.bytes,
+        })
+        .encode(0);
+        self.out.push_back((
+            Transmit {
+                to: self.server,
+                bytes,
+            },
+            None,
+        ));
+    }
+
+    /// Runs the paths' schedules, the presence message, and forgets joiners long gone.
+    pub fn handle_timeout(&mut self, now: Instant, endpoint: &Endpoint) {
+        let mut tokens: Vec<[u8; PATH_TOKEN_LEN]> =
+            (0..self.routes.len()).map(|_| self.rng.gen()).collect();
+        for route in self.routes.values_mut() {
+            route
+                .path
+                .handle_timeout(now, tokens.pop().unwrap_or_default());
+        }
+        self.routes.retain(|_, r| now < r.heard + FORGET);
+        let routes = &self.routes;
+        self.aliases.retain(|_, p| routes.contains_key(p));
+        if now >= self.present_due {
+            self.present_due = now + PRESENT_EVERY;
+            let players = endpoint.players();
+            let (mut direct, mut relayed) = (0u8, 0u8);
+            for p in players.iter().filter_map(|p| p.addr) {
+                match self.kind(p) {
+                    Some(PathKind::Direct) => direct += 1,
+                    _ => relayed += 1,
+                }
+            }
+            let present = RoomMsg::Present {
+                players: players.len() as u8,
+                direct,
+                relayed,
+                playing: endpoint.is_running(),
+            };
+            self.out.push_back((
+                Transmit {
+                    to: self.server,
+                    bytes: Msg::Room(present).encode(0),
+                },
+                None,
+            ));
+        }
+        self.pump(now, endpoint);
+    }
+
+    /// Seals the paths' messages, releases held chunks of settled paths, and moves their
+    /// events out.
+    fn pump(&mut self, now: Instant, endpoint: &Endpoint) {
+        let id = endpoint.session_id();
+        let mut release = Vec::new();
+        for (peer, route) in &mut self.routes {
+            while let Some((to, msg, ttl)) = route.path.poll_send() {
+                let mut bytes = Msg::Path(msg).encode(id);
+                if endpoint.seal_for(*peer, &mut bytes) {
+                    self.out.push_back((Transmit { to, bytes }, ttl));
+                }
+            }
+            while let Some(ev) = route.path.poll_event() {
+                self.events.push_back((*peer, ev));
+            }
+            if route.path.settled() && !route.held.is_empty() {
+                release.push(*peer);
+            }
+        }
+        for peer in release {
+            let held = std::mem::take(&mut self.routes.get_mut(&peer).expect("listed").held);
+            for bytes in held {
+                self.route(now, Transmit { to: peer, bytes });
+            }
+        }
+    }
+
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.routes
+            .values()
+            .filter_map(|r| r.path.poll_timeout())
+            .chain([self.present_due])
+            .min()
+    }
+
+    pub fn poll_transmit(&mut self) -> Option<(Transmit, Option<u8>)> {
+        self.out.pop_front()
+    }
+
+    /// A path that went direct or back to the relay: the joiner (as the server names it).
+    pub fn poll_event(&mut self) -> Option<(SocketAddr, PathEvent)> {
+        self.events.pop_front()
+    }
+
+    /// The quickest first direct path of any joiner, from its introduction.
+    pub fn first_direct(&self) -> Option<Duration> {
+        self.routes
+            .values()
+            .filter_map(|r| r.path.first_direct())
+            .min()
+    }
+
+    /// How the joiner at `addr` (as the server names it) is reached; `None`: not through
+    /// this room's server.
+    pub fn kind(&self, addr: SocketAddr) -> Option<PathKind> {
+        self.routes.get(&addr).map(|r| r.path.kind())
+    }
+}
