@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use super::conditioner::Conditioner;
 use crate::wire::Transmit;
@@ -131,5 +131,63 @@ impl SimNet {
     /// The senders' conditioners (for their counts of lost, altered, delayed datagrams).
     pub fn links(&self) -> impl Iterator<Item = &Conditioner> {
         self.links.values()
+    }
+}
+
+/// The longest the clock waits when nothing is scheduled.
+const IDLE: Duration = Duration::from_millis(10);
+
+/// A simulation on a [`SimNet`]: state machines at their addresses and a clock that jumps
+/// from one deadline to the next. Each test harness says how its machines take a datagram,
+/// run their timers and what they wait for; [`Simulation::run_until`] is the one loop that
+/// drives them all.
+pub trait Simulation: Sized {
+    /// The least the clock moves in a step, so that a deadline left in the past (a timer
+    /// a machine only serves later, a game that ran its last frame) cannot hold it still.
+    const MIN_STEP: Duration = Duration::from_micros(100);
+
+    /// The network it runs on.
+    fn net(&mut self) -> &mut SimNet;
+
+    /// Its clock: now (which the loop moves), and when it started.
+    fn clock(&mut self) -> (&mut Instant, Instant);
+
+    /// Hands `bytes` from `from`, arriving now, to whoever listens at `to`.
+    fn deliver(&mut self, from: SocketAddr, to: SocketAddr, bytes: &[u8]);
+
+    /// Runs every machine's timers now; returns what they send, as (from, datagram), in the
+    /// order they sent it.
+    fn step(&mut self) -> Vec<(SocketAddr, Transmit)>;
+
+    /// The earliest deadline of its machines.
+    fn poll_timeout(&self) -> Option<Instant>;
+
+    /// Delivers what is due, steps, sends, and jumps to the next deadline, until `done` holds
+    /// (true) or more than `limit` has passed since the start (false).
+    fn run_until(&mut self, limit: Duration, mut done: impl FnMut(&Self) -> bool) -> bool {
+        loop {
+            let (now, start) = {
+                let (now, start) = self.clock();
+                (*now, start)
+            };
+            for (from, to, bytes) in self.net().due(now) {
+                self.deliver(from, to, &bytes);
+            }
+            for (from, t) in self.step() {
+                self.net().send(now, from, t);
+            }
+            if done(self) {
+                return true;
+            }
+            if now - start > limit {
+                return false;
+            }
+            let next = [self.poll_timeout(), self.net().poll_timeout(now)]
+                .into_iter()
+                .flatten()
+                .min()
+                .unwrap_or(now + IDLE);
+            *self.clock().0 = next.max(now + Self::MIN_STEP);
+        }
     }
 }
