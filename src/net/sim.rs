@@ -3,7 +3,8 @@
 //! real socket, seeded in turn so that a run repeats exactly. On top of the conditioner's
 //! delay, loss, jitter and corruption, an address can go down for a while (both ways) and be
 //! retired when its node moves. It knows addresses and bytes only: who listens where is the
-//! caller's business.
+//! caller's business. [`Simulation`] is the loop that drives a harness's state machines over
+//! it (the world in `netplay::world` has a runner of its own to drive, and its own step).
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -146,11 +147,8 @@ pub trait Simulation: Sized {
     /// a machine only serves later, a game that ran its last frame) cannot hold it still.
     const MIN_STEP: Duration = Duration::from_micros(100);
 
-    /// The network it runs on.
-    fn net(&mut self) -> &mut SimNet;
-
-    /// Its clock: now (which the loop moves), and when it started.
-    fn clock(&mut self) -> (&mut Instant, Instant);
+    /// Its network, its clock (which the loop moves) and when it started.
+    fn net_and_clock(&mut self) -> (&mut SimNet, &mut Instant, Instant);
 
     /// Hands `bytes` from `from`, arriving now, to whoever listens at `to`.
     fn deliver(&mut self, from: SocketAddr, to: SocketAddr, bytes: &[u8]);
@@ -166,15 +164,13 @@ pub trait Simulation: Sized {
     /// (true) or more than `limit` has passed since the start (false).
     fn run_until(&mut self, limit: Duration, mut done: impl FnMut(&Self) -> bool) -> bool {
         loop {
-            let (now, start) = {
-                let (now, start) = self.clock();
-                (*now, start)
-            };
-            for (from, to, bytes) in self.net().due(now) {
+            let (net, now, start) = self.net_and_clock();
+            let (now, start) = (*now, start);
+            for (from, to, bytes) in net.due(now) {
                 self.deliver(from, to, &bytes);
             }
             for (from, t) in self.step() {
-                self.net().send(now, from, t);
+                self.net_and_clock().0.send(now, from, t);
             }
             if done(self) {
                 return true;
@@ -182,12 +178,13 @@ pub trait Simulation: Sized {
             if now - start > limit {
                 return false;
             }
-            let next = [self.poll_timeout(), self.net().poll_timeout(now)]
+            let arrival = self.net_and_clock().0.poll_timeout(now);
+            let next = [self.poll_timeout(), arrival]
                 .into_iter()
                 .flatten()
                 .min()
                 .unwrap_or(now + IDLE);
-            *self.clock().0 = next.max(now + Self::MIN_STEP);
+            *self.net_and_clock().1 = next.max(now + Self::MIN_STEP);
         }
     }
 }

@@ -116,12 +116,8 @@ impl Simulation for Sim {
     /// they report, so nothing is left in the past.
     const MIN_STEP: Duration = Duration::from_micros(1);
 
-    fn net(&mut self) -> &mut SimNet {
-        &mut self.net
-    }
-
-    fn clock(&mut self) -> (&mut Instant, Instant) {
-        (&mut self.now, self.start)
+    fn net_and_clock(&mut self) -> (&mut SimNet, &mut Instant, Instant) {
+        (&mut self.net, &mut self.now, self.start)
     }
 
     fn deliver(&mut self, from: SocketAddr, to: SocketAddr, bytes: &[u8]) {

@@ -271,12 +271,8 @@ impl Net {
 }
 
 impl Simulation for Net {
-    fn net(&mut self) -> &mut SimNet {
-        &mut self.net
-    }
-
-    fn clock(&mut self) -> (&mut Instant, Instant) {
-        (&mut self.now, self.start)
+    fn net_and_clock(&mut self) -> (&mut SimNet, &mut Instant, Instant) {
+        (&mut self.net, &mut self.now, self.start)
     }
 
     fn deliver(&mut self, from: SocketAddr, to: SocketAddr, bytes: &[u8]) {
