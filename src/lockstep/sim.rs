@@ -924,7 +924,7 @@ impl Sim {
             for pad in inputs {
                 *checksum = checksum.wrapping_mul(0x100_0000_01b3) ^ u64::from(pad.0);
             }
-            if checksum_every.is_some_and(|n| f.0 % n == 0) {
+            if checksum_every.is_some_and(|n| f.0.is_multiple_of(n)) {
                 let wrong = corrupt_checksum == Some((id, f.0));
                 client.report_checksum(f, *checksum ^ u64::from(wrong));
             }
