@@ -180,6 +180,8 @@ mod late_tests;
 #[cfg(test)]
 mod optimistic_tests;
 #[cfg(test)]
+pub(crate) mod paced;
+#[cfg(test)]
 mod sim;
 #[cfg(test)]
 mod speculate_tests;

@@ -6,10 +6,9 @@
 //! Player 0 is the host's player: its datagrams go to the server in memory with zero delay.
 //! Every other player has its own up and down [`Link`] (delay, jitter, loss, bursts,
 //! duplication, reordering, delay steps over time) and its own clock rate (drift). Each
-//! player's scheduler works like `app::runner` under `netplay`: display slots at the nominal
-//! rate of its own clock, absolute frame deadlines scaled by `Client::pace` from frame 0 on,
-//! moved back once by `Client::take_start_delay`, at most 4 frames per slot and no backlog
-//! ever dropped; and a bot that presses random buttons (one-frame taps and holds).
+//! player has display slots at the nominal rate of its own clock, its frames scheduled in
+//! them as `app::runner` does under `netplay` (`paced`), and a bot that presses random
+//! buttons (one-frame taps and holds).
 
 use std::cmp::{Ordering, Reverse};
 use std::collections::BinaryHeap;
@@ -21,10 +20,9 @@ use rand::{Rng, SeedableRng};
 use crate::input::{Inputs, Pad};
 use crate::wire::Transmit;
 
+use super::paced::{Paced, Slot};
 use super::{Client, ClientEvent, Config, Frame, PeerId, Server, ServerEvent, Traffic};
 use crate::wire::keys::{Keys, Side};
-
-const CATCH_UP_CAP: u32 = 4;
 
 /// One direction of a simulated path.
 #[derive(Clone, Debug, Default)]
@@ -216,7 +214,8 @@ pub struct Player {
     pub applied: Vec<Inputs>,
     /// Every sample it pushed, in order.
     pub pushed: Vec<Pad>,
-    next_frame: Option<f64>,
+    /// Its frame clock.
+    paced: Paced,
     slot: u64,
     /// Display slots and stalled display slots after the warm-up.
     pub slots: u64,
@@ -452,7 +451,7 @@ impl Sim {
                 own_guess: Vec::new(),
                 applied: Vec::new(),
                 pushed: Vec::new(),
-                next_frame: None,
+                paced: Paced::default(),
                 slot: 0,
                 slots: 0,
                 stalled_slots: 0,
@@ -534,7 +533,7 @@ impl Sim {
             applied: Vec::new(),
             pushed: Vec::new(),
             // Its scheduler starts now: display slots from the current time on.
-            next_frame: None,
+            paced: Paced::default(),
             slot: (self.t.as_secs_f64() * spec.clock_rate / self.frame).ceil() as u64,
             slots: 0,
             stalled_slots: 0,
@@ -586,6 +585,7 @@ impl Sim {
         assert!(p.client.skip_to(Frame(first)));
         p.first = first;
         p.applied.clear();
+        p.paced.restart();
         p.ran_at.clear();
     }
 
@@ -884,11 +884,12 @@ impl Sim {
         }
     }
 
-    /// One display slot of player `i`, like `app::runner`: push a sample per frame, run the
-    /// frames that are due (at most 4), count a stall if inputs were missing.
+    /// One display slot of player `i`, like `app::runner` (`paced`): push a sample per
+    /// frame, run the frames that are due (at most 4), count a stall if inputs were missing.
     fn tick(&mut self, i: usize) {
         let warm = self.t >= self.warmup;
         let frame = self.frame;
+        let t = self.t;
         let p = &mut self.players[i];
         let now = p.local(self.t);
         let local = p.slot as f64 * frame;
@@ -898,66 +899,46 @@ impl Sim {
         } else {
             1.0
         };
-        let period = frame / pace;
-        let mut next_frame = *p.next_frame.get_or_insert(local);
-        if !p.applied.is_empty() {
-            if let Some(behind) = p.client.take_start_delay() {
-                next_frame -= behind.as_secs_f64();
+        let (checksum_every, corrupt_checksum) = (self.checksum_every, self.corrupt_checksum);
+        let (bot, pushed, applied, ran_at) =
+            (&mut p.bot, &mut p.pushed, &mut p.applied, &mut p.ran_at);
+        let (first, id, checksum) = (p.first, p.id, &mut p.checksum);
+        // As `netplay`'s feed: the pad before every frame asked for (during a stall too, so
+        // the client samples on the clock); the bot decides per frame.
+        let pad = |fresh: bool| {
+            if !fresh {
+                return bot.pad;
             }
-        }
-        // Netplay never drops a backlog (`max_lag` is unbounded there): it catches up.
-        let clock_due = if next_frame > local + 1e-9 {
-            0
-        } else {
-            (((local - next_frame) / period) as u32 + 1).min(CATCH_UP_CAP)
+            let pad = bot.next();
+            pushed.push(pad);
+            pad
         };
-        // As `app::runner`: a late starter's backlog runs on top, off the clock.
-        let due = if clock_due > 0 {
-            clock_due.max((p.client.backlog() + 1).min(CATCH_UP_CAP))
-        } else {
-            0
+        let ran_frame = |client: &mut Client, f: Frame, inputs: Inputs| {
+            assert_eq!(
+                f.0 as usize,
+                first as usize + applied.len(),
+                "frames out of order"
+            );
+            applied.push(inputs);
+            ran_at.push(t);
+            for pad in inputs {
+                *checksum = checksum.wrapping_mul(0x100_0000_01b3) ^ u64::from(pad.0);
+            }
+            if checksum_every.is_some_and(|n| f.0.is_multiple_of(n)) {
+                let wrong = corrupt_checksum == Some((id, f.0));
+                client.report_checksum(f, *checksum ^ u64::from(wrong));
+            }
         };
-        let mut ran = 0;
-        let mut stalled = false;
-        for _ in 0..due {
-            // As `netplay`'s feed: the pad before every frame asked for (during a stall too,
-            // so the client samples on the clock); the bot decides per frame.
-            if p.client.wants_input() {
-                let pad = p.bot.next();
-                p.client.push_local_input(now, pad);
-                p.pushed.push(pad);
-            } else {
-                p.client.push_local_input(now, p.bot.pad);
-            }
-            match p.client.poll_frame() {
-                Some((f, inputs)) => {
-                    assert_eq!(
-                        f.0 as usize,
-                        p.first as usize + p.applied.len(),
-                        "frames out of order"
-                    );
-                    p.applied.push(inputs);
-                    p.ran_at.push(self.t);
-                    next_frame += period;
-                    ran += 1;
-                    for pad in inputs {
-                        p.checksum = p.checksum.wrapping_mul(0x100_0000_01b3) ^ u64::from(pad.0);
-                    }
-                    if self.checksum_every.is_some_and(|n| f.0 % n == 0) {
-                        let wrong = self.corrupt_checksum == Some((p.id, f.0));
-                        p.client.report_checksum(f, p.checksum ^ u64::from(wrong));
-                    }
-                }
-                None => {
-                    // Waiting for the session's first frame is no stall (as in `app::runner`).
-                    stalled = !p.applied.is_empty();
-                    break;
-                }
-            }
-        }
-        if ran > clock_due {
-            next_frame -= period * f64::from(ran - clock_due);
-        }
+        let Slot { ran, stalled } = p.paced.slot(
+            &mut p.client,
+            now,
+            local,
+            frame,
+            pace,
+            u32::MAX,
+            pad,
+            ran_frame,
+        );
         if ran > 0 && p.spectator.is_none() {
             let next = p.first + p.applied.len() as u32;
             let mut ahead = Vec::new();
@@ -976,10 +957,6 @@ impl Sim {
             }
             p.client.shown(now, Frame(next - 1 + ahead.len() as u32));
         }
-        // As in `app::runner`, the clock starts with frame 0, not while waiting for it; and a
-        // client paced by the frames' arrival starts it again after waiting for one.
-        let restart = ran == 0 && stalled && p.client.paced_by_arrival();
-        p.next_frame = (!p.applied.is_empty() && !restart).then_some(next_frame);
         if warm {
             p.slots += 1;
             if stalled {

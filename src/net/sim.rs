@@ -3,11 +3,12 @@
 //! real socket, seeded in turn so that a run repeats exactly. On top of the conditioner's
 //! delay, loss, jitter and corruption, an address can go down for a while (both ways) and be
 //! retired when its node moves. It knows addresses and bytes only: who listens where is the
-//! caller's business.
+//! caller's business. [`Simulation`] is the loop that drives a harness's state machines over
+//! it (the world in `netplay::world` has a runner of its own to drive, and its own step).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use super::conditioner::Conditioner;
 use crate::wire::Transmit;
@@ -164,5 +165,59 @@ impl SimNet {
     /// The senders' conditioners (for their counts of lost, altered, delayed datagrams).
     pub fn links(&self) -> impl Iterator<Item = &Conditioner> {
         self.links.values()
+    }
+}
+
+/// The longest the clock waits when nothing is scheduled.
+const IDLE: Duration = Duration::from_millis(10);
+
+/// A simulation on a [`SimNet`]: state machines at their addresses and a clock that jumps
+/// from one deadline to the next. Each test harness says how its machines take a datagram,
+/// run their timers and what they wait for; [`Simulation::run_until`] is the one loop that
+/// drives them all.
+pub trait Simulation: Sized {
+    /// The least the clock moves in a step, so that a deadline left in the past (a timer
+    /// a machine only serves later, a game that ran its last frame) cannot hold it still.
+    const MIN_STEP: Duration = Duration::from_micros(100);
+
+    /// Its network, its clock (which the loop moves) and when it started.
+    fn net_and_clock(&mut self) -> (&mut SimNet, &mut Instant, Instant);
+
+    /// Hands `bytes` from `from`, arriving now, to whoever listens at `to`.
+    fn deliver(&mut self, from: SocketAddr, to: SocketAddr, bytes: &[u8]);
+
+    /// Runs every machine's timers now; returns what they send, as (from, datagram), in the
+    /// order they sent it.
+    fn step(&mut self) -> Vec<(SocketAddr, Transmit)>;
+
+    /// The earliest deadline of its machines.
+    fn poll_timeout(&self) -> Option<Instant>;
+
+    /// Delivers what is due, steps, sends, and jumps to the next deadline, until `done` holds
+    /// (true) or more than `limit` has passed since the start (false).
+    fn run_until(&mut self, limit: Duration, mut done: impl FnMut(&Self) -> bool) -> bool {
+        loop {
+            let (net, now, start) = self.net_and_clock();
+            let (now, start) = (*now, start);
+            for (from, to, bytes) in net.due(now) {
+                self.deliver(from, to, &bytes);
+            }
+            for (from, t) in self.step() {
+                self.net_and_clock().0.send(now, from, t);
+            }
+            if done(self) {
+                return true;
+            }
+            if now - start > limit {
+                return false;
+            }
+            let arrival = self.net_and_clock().0.poll_timeout(now);
+            let next = [self.poll_timeout(), arrival]
+                .into_iter()
+                .flatten()
+                .min()
+                .unwrap_or(now + IDLE);
+            *self.net_and_clock().1 = next.max(now + Self::MIN_STEP);
+        }
     }
 }

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use super::*;
 use crate::lockstep::{self, Mode};
-use crate::net::sim::SimNet;
+use crate::net::sim::{SimNet, Simulation};
 use crate::session::msg::{Msg, OpenRoom, RoomMsg};
 use crate::session::testkit::{info, Game};
 use crate::session::{
@@ -125,60 +125,28 @@ impl Net {
         self.players.len() - 1
     }
 
-    fn send(&mut self, from: SocketAddr, t: Transmit) {
-        self.net.send(self.now, from, t);
-    }
-
-    fn deliver(&mut self, from: SocketAddr, to: SocketAddr, bytes: &[u8]) {
-        let now = self.now;
-        if to == SERVER {
-            self.to_server.push((from, bytes.to_vec()));
-            self.server.handle_datagram(now, from, bytes);
-            return;
-        }
-        let Some(p) = self.players.iter_mut().find(|p| p.addr == to) else {
-            return;
-        };
-        if let Some(o) = &mut p.opener {
-            o.handle_datagram(now, from, bytes);
-        }
-        if let Some(seat) = &mut p.seat {
-            if let Routed::Lockstep(body) = seat.handle_datagram(now, from, bytes) {
-                if let Some(g) = &mut p.game {
-                    g.client.handle_datagram(now, body);
-                }
-            }
-        } else if let Some(j) = &mut p.join {
-            let _ = j.handle_datagram(now, from, bytes);
-        }
-    }
-
-    fn step_server(&mut self) {
+    fn step_server(&mut self, out: &mut Vec<(SocketAddr, Transmit)>) {
         let now = self.now;
         self.server.handle_timeout(now);
         self.server.run_jobs(now);
-        let mut out = Vec::new();
         while let Some(t) = self.server.poll_transmit(now) {
-            out.push(t);
+            self.from_server.push(t.clone());
+            out.push((SERVER, t));
         }
         while let Some(e) = self.server.poll_event() {
             self.events.push(e);
         }
-        for t in out {
-            self.from_server.push(t.clone());
-            self.send(SERVER, t);
-        }
     }
 
-    fn step_player(&mut self, k: usize) {
+    fn step_player(&mut self, k: usize, out: &mut Vec<(SocketAddr, Transmit)>) {
         let now = self.now;
         let limit = self.limit;
         let p = &mut self.players[k];
-        let mut out = Vec::new();
+        let from = p.addr;
         if let Some(o) = &mut p.opener {
             o.handle_timeout(now);
             while let Some(t) = o.poll_transmit(now) {
-                out.push(t);
+                out.push((from, t));
             }
             while let Some(ev) = o.poll_event() {
                 if let OpenEvent::Uploaded { room, .. } = &ev {
@@ -202,7 +170,7 @@ impl Net {
                 p.events.push(ev);
             }
             while let Some(t) = j.poll_transmit(now) {
-                out.push(t);
+                out.push((from, t));
             }
             if p.game.is_some() {
                 p.seat = p.join.take().map(Seat::new);
@@ -238,60 +206,73 @@ impl Net {
                 let mut first = false;
                 while let Some(bytes) = g.client.poll_transmit(now) {
                     first = true;
-                    out.push(seat.seal(bytes));
+                    out.push((from, seat.seal(bytes)));
                 }
                 if first {
                     seat.running();
                 }
             }
             while let Some(t) = seat.poll_transmit(now) {
-                out.push(t);
+                out.push((from, t));
             }
-        }
-        let from = p.addr;
-        for t in out {
-            self.send(from, t);
-        }
-    }
-
-    fn run_until(&mut self, limit: Duration, mut done: impl FnMut(&Net) -> bool) -> bool {
-        loop {
-            let now = self.now;
-            for (from, to, bytes) in self.net.due(now) {
-                self.deliver(from, to, &bytes);
-            }
-            self.step_server();
-            for k in 0..self.players.len() {
-                self.step_player(k);
-            }
-            if done(self) {
-                return true;
-            }
-            if now - self.start > limit {
-                return false;
-            }
-            let players = self.players.iter().flat_map(|p| {
-                [
-                    p.opener.as_ref().and_then(RoomOpener::poll_timeout),
-                    p.join.as_ref().and_then(JoinSession::poll_timeout),
-                    p.seat.as_ref().and_then(Seat::poll_timeout),
-                    p.game.as_ref().map(|g| g.next_tick),
-                    p.game.as_ref().and_then(|g| g.client.poll_timeout()),
-                ]
-            });
-            let next = players
-                .chain([self.server.poll_timeout()])
-                .chain([self.net.poll_timeout(now)])
-                .flatten()
-                .min()
-                .unwrap_or(now + Duration::from_millis(10));
-            self.now = next.max(now + Duration::from_micros(100));
         }
     }
 
     /// The player opened its room, or is joining or in one.
     fn in_room(&self, k: usize) -> bool {
         self.players[k].join.is_some() || self.players[k].seat.is_some()
+    }
+}
+
+impl Simulation for Net {
+    fn net_and_clock(&mut self) -> (&mut SimNet, &mut Instant, Instant) {
+        (&mut self.net, &mut self.now, self.start)
+    }
+
+    fn deliver(&mut self, from: SocketAddr, to: SocketAddr, bytes: &[u8]) {
+        let now = self.now;
+        if to == SERVER {
+            self.to_server.push((from, bytes.to_vec()));
+            self.server.handle_datagram(now, from, bytes);
+            return;
+        }
+        let Some(p) = self.players.iter_mut().find(|p| p.addr == to) else {
+            return;
+        };
+        if let Some(o) = &mut p.opener {
+            o.handle_datagram(now, from, bytes);
+        }
+        if let Some(seat) = &mut p.seat {
+            if let Routed::Lockstep(body) = seat.handle_datagram(now, from, bytes) {
+                if let Some(g) = &mut p.game {
+                    g.client.handle_datagram(now, body);
+                }
+            }
+        } else if let Some(j) = &mut p.join {
+            let _ = j.handle_datagram(now, from, bytes);
+        }
+    }
+
+    fn step(&mut self) -> Vec<(SocketAddr, Transmit)> {
+        let mut out = Vec::new();
+        self.step_server(&mut out);
+        for k in 0..self.players.len() {
+            self.step_player(k, &mut out);
+        }
+        out
+    }
+
+    fn poll_timeout(&self) -> Option<Instant> {
+        let players = self.players.iter().flat_map(|p| {
+            [
+                p.opener.as_ref().and_then(RoomOpener::poll_timeout),
+                p.join.as_ref().and_then(JoinSession::poll_timeout),
+                p.seat.as_ref().and_then(Seat::poll_timeout),
+                p.game.as_ref().map(|g| g.next_tick),
+                p.game.as_ref().and_then(|g| g.client.poll_timeout()),
+            ]
+        });
+        players.chain([self.server.poll_timeout()]).flatten().min()
     }
 }
 

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use rand::{rngs::SmallRng, Rng, RngCore, SeedableRng};
 
 use super::*;
-use crate::net::sim::SimNet;
+use crate::net::sim::{SimNet, Simulation};
 use crate::session::host::{LOBBY_INTERVAL, READY_TIMEOUT};
 use crate::wire::PROTOCOL_VERSION;
 
@@ -91,60 +91,6 @@ impl Sim {
         self.now
     }
 
-    fn send(&mut self, from: SocketAddr, t: Transmit) {
-        self.net.send(self.now, from, t);
-    }
-
-    fn deliver(&mut self, from: SocketAddr, to: SocketAddr, bytes: &[u8]) {
-        let now = self.now;
-        if to == addr(0) {
-            let _ = self.host.handle_datagram(now, from, bytes);
-        } else if let Some((_, j)) = self.joiners.iter_mut().find(|(a, _)| *a == to) {
-            let _ = j.handle_datagram(now, from, bytes);
-        }
-    }
-
-    /// Runs until `done` holds or `limit` of simulated time passed; false on the limit.
-    fn run_until(&mut self, limit: Duration, mut done: impl FnMut(&Sim) -> bool) -> bool {
-        for _ in 0..5_000_000 {
-            let now = self.now;
-            for (from, to, bytes) in self.net.due(now) {
-                self.deliver(from, to, &bytes);
-            }
-            self.host.handle_timeout(now);
-            while let Some(t) = self.host.poll_transmit(now) {
-                self.send(addr(0), t);
-            }
-            while let Some(e) = self.host.poll_event() {
-                self.host_events.push(e);
-            }
-            for k in 0..self.joiners.len() {
-                let a = self.joiners[k].0;
-                self.joiners[k].1.handle_timeout(now);
-                while let Some(t) = self.joiners[k].1.poll_transmit(now) {
-                    self.send(a, t);
-                }
-                while let Some(e) = self.joiners[k].1.poll_event() {
-                    self.join_events.push((a, e));
-                }
-            }
-            if done(self) {
-                return true;
-            }
-            if now - self.start > limit {
-                return false;
-            }
-            let next = std::iter::once(self.host.poll_timeout())
-                .chain(self.joiners.iter().map(|(_, j)| j.poll_timeout()))
-                .chain([self.net.poll_timeout(now)])
-                .flatten()
-                .min()
-                .unwrap_or(now + Duration::from_millis(100));
-            self.now = next.max(now + Duration::from_micros(1));
-        }
-        false
-    }
-
     fn ready(&self, a: SocketAddr) -> Option<&StartState> {
         self.join_events.iter().find_map(|(x, e)| match e {
             JoinEvent::Ready(s) if *x == a => Some(&**s),
@@ -161,6 +107,55 @@ impl Sim {
 
     fn settled(&self, a: SocketAddr) -> bool {
         self.ready(a).is_some() || self.failure(a).is_some()
+    }
+}
+
+impl Simulation for Sim {
+    /// Finer than the default: a start state goes out at thousands of chunks a second, and
+    /// the transfer tests measure how long it takes. The host and joiners serve every timer
+    /// they report, so nothing is left in the past.
+    const MIN_STEP: Duration = Duration::from_micros(1);
+
+    fn net_and_clock(&mut self) -> (&mut SimNet, &mut Instant, Instant) {
+        (&mut self.net, &mut self.now, self.start)
+    }
+
+    fn deliver(&mut self, from: SocketAddr, to: SocketAddr, bytes: &[u8]) {
+        let now = self.now;
+        if to == addr(0) {
+            let _ = self.host.handle_datagram(now, from, bytes);
+        } else if let Some((_, j)) = self.joiners.iter_mut().find(|(a, _)| *a == to) {
+            let _ = j.handle_datagram(now, from, bytes);
+        }
+    }
+
+    fn step(&mut self) -> Vec<(SocketAddr, Transmit)> {
+        let now = self.now;
+        let mut out = Vec::new();
+        self.host.handle_timeout(now);
+        while let Some(t) = self.host.poll_transmit(now) {
+            out.push((addr(0), t));
+        }
+        while let Some(e) = self.host.poll_event() {
+            self.host_events.push(e);
+        }
+        for (a, j) in &mut self.joiners {
+            j.handle_timeout(now);
+            while let Some(t) = j.poll_transmit(now) {
+                out.push((*a, t));
+            }
+            while let Some(e) = j.poll_event() {
+                self.join_events.push((*a, e));
+            }
+        }
+        out
+    }
+
+    fn poll_timeout(&self) -> Option<Instant> {
+        std::iter::once(self.host.poll_timeout())
+            .chain(self.joiners.iter().map(|(_, j)| j.poll_timeout()))
+            .flatten()
+            .min()
     }
 }
 

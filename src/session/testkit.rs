@@ -1,13 +1,14 @@
 //! What the session and serve simulations share: a session description and a lockstep
 //! client that plays like `app::runner` with a bot at the pad. They run on
-//! `net::sim::SimNet`.
+//! `net::sim::SimNet`, driven by `net::sim::Simulation`.
 
 use std::time::{Duration, Instant};
 
 use rand::{rngs::SmallRng, Rng, SeedableRng};
 
 use crate::input::{Inputs, Pad};
-use crate::lockstep::{self, Client, PeerId};
+use crate::lockstep::paced::Paced;
+use crate::lockstep::{self, Client, Frame, PeerId};
 use crate::session::SessionInfo;
 
 pub const FRAME: Duration = Duration::from_micros(16_667);
@@ -28,13 +29,18 @@ fn fold(sum: u64, inputs: &Inputs) -> u64 {
     })
 }
 
-/// A lockstep client and the frames it ran, fed and paced like `app::runner` does: one
-/// sample per frame period, up to 4 frames caught up per period.
+/// A lockstep client and the frames it ran, fed and paced like `app::runner` does
+/// (`lockstep::paced`): a display slot every frame period, a bot at the pad that changes it
+/// on about one frame in five, a checksum every 30 frames.
 pub struct Game {
     pub client: Client,
     pub frames: Vec<Inputs>,
     sum: u64,
+    /// The next display slot.
     pub next_tick: Instant,
+    start: Instant,
+    slots: u32,
+    paced: Paced,
     rng: SmallRng,
     pad: Pad,
     /// Added to this player's checksums from this frame on (a desync on purpose).
@@ -48,6 +54,9 @@ impl Game {
             frames: Vec::new(),
             sum: 0xcbf2_9ce4_8422_2325,
             next_tick: now,
+            start: now,
+            slots: 0,
+            paced: Paced::default(),
             rng: SmallRng::seed_from_u64(seed),
             pad: Pad::NEUTRAL,
             diverge_at: None,
@@ -62,31 +71,35 @@ impl Game {
         }
     }
 
+    /// The display slot due at `now`, if one is, running at most `limit` frames in all.
     pub fn tick(&mut self, now: Instant, limit: usize) {
         if now < self.next_tick || self.frames.len() >= limit {
             return;
         }
-        self.next_tick += FRAME;
-        // A bot that changes its pad on about one frame in five.
-        // A bot that changes its pad on about one frame in five.
-        if self.rng.gen_bool(0.2) {
-            self.pad = Pad(self.rng.gen::<u16>() & 0x0fff);
-        }
-        self.client.push_local_input(now, self.pad);
-        for _ in 0..4 {
-            let Some((frame, inputs)) = self.client.poll_frame() else {
-                break;
-            };
-            assert_eq!(frame.0 as usize, self.frames.len(), "frames in order");
-            self.frames.push(inputs);
-            self.sum = fold(self.sum, &inputs);
+        let local = FRAME.as_secs_f64() * f64::from(self.slots);
+        self.slots += 1;
+        self.next_tick = self.start + FRAME * self.slots;
+        let pace = self.client.pace();
+        let (rng, pad) = (&mut self.rng, &mut self.pad);
+        let (frames, sum, diverge_at) = (&mut self.frames, &mut self.sum, self.diverge_at);
+        let left = (limit - frames.len()) as u32;
+        let next_pad = |fresh: bool| {
+            if fresh && rng.gen_bool(0.2) {
+                *pad = Pad(rng.gen::<u16>() & 0x0fff);
+            }
+            *pad
+        };
+        let ran = |client: &mut Client, frame: Frame, inputs: Inputs| {
+            assert_eq!(frame.0 as usize, frames.len(), "frames in order");
+            frames.push(inputs);
+            *sum = fold(*sum, &inputs);
             if frame.0 % 30 == 29 {
-                let bias = u64::from(self.diverge_at.is_some_and(|d| frame.0 >= d));
-                self.client.report_checksum(frame, self.sum ^ bias);
+                let bias = u64::from(diverge_at.is_some_and(|d| frame.0 >= d));
+                client.report_checksum(frame, *sum ^ bias);
             }
-            if self.frames.len() >= limit {
-                break;
-            }
-        }
+        };
+        let (period, client) = (FRAME.as_secs_f64(), &mut self.client);
+        self.paced
+            .slot(client, now, local, period, pace, left, next_pad, ran);
     }
 }

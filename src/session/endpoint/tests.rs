@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use super::*;
 use crate::input::Pad;
 use crate::lockstep::{self, Client};
-use crate::net::sim::SimNet;
+use crate::net::sim::{SimNet, Simulation};
 use crate::session::msg::Msg;
 use crate::session::testkit::{info, Game};
 use crate::session::{JoinConfig, JoinEvent, JoinSession, LeftReason, ResyncRecv};
@@ -114,11 +114,8 @@ impl Net {
         i
     }
 
-    fn send(&mut self, from: SocketAddr, to: SocketAddr, bytes: Vec<u8>) {
-        self.net.send(self.now, from, Transmit { to, bytes });
-    }
-
-    fn deliver(&mut self, from: SocketAddr, to: SocketAddr, bytes: &[u8]) {
+    /// Hands `bytes` to whoever listens at `to` now (as it arrived, or forged).
+    fn handle(&mut self, from: SocketAddr, to: SocketAddr, bytes: &[u8]) {
         let now = self.now;
         if let Some(room) = self.rooms.iter_mut().find(|r| r.addr == to) {
             room.endpoint.handle_datagram(now, from, bytes);
@@ -143,7 +140,7 @@ impl Net {
         }
     }
 
-    fn step_room(&mut self, r: usize) {
+    fn step_room(&mut self, r: usize, out: &mut Vec<(SocketAddr, Transmit)>) {
         let now = self.now;
         let limit = self.limit;
         let room = &mut self.rooms[r];
@@ -168,9 +165,8 @@ impl Net {
                 break;
             }
         }
-        let mut out = Vec::new();
         while let Some(t) = room.endpoint.poll_transmit(now) {
-            out.push(t);
+            out.push((room.addr, t));
         }
         while let Some(ev) = room.endpoint.poll_event() {
             if let EndpointEvent::Started { .. } = ev {
@@ -187,20 +183,16 @@ impl Net {
             }
             room.events.push(ev);
         }
-        let from = room.addr;
-        for t in out {
-            self.send(from, t.to, t.bytes);
-        }
     }
 
-    fn step_joiner(&mut self, k: usize) {
+    fn step_joiner(&mut self, k: usize, out: &mut Vec<(SocketAddr, Transmit)>) {
         let now = self.now;
         let limit = self.limit;
         let j = &mut self.joiners[k];
         if j.dead_at.is_some_and(|t| now >= t) {
             return;
         }
-        let mut out = Vec::new();
+        let from = j.addr;
         j.join.handle_timeout(now);
         while let Some(ev) = j.join.poll_event() {
             if let JoinEvent::Ready(start) = &ev {
@@ -217,71 +209,19 @@ impl Net {
             while let Some(mut bytes) = game.client.poll_transmit(now) {
                 first = true;
                 j.join.seal(&mut bytes);
-                out.push(Transmit { to, bytes });
+                out.push((from, Transmit { to, bytes }));
             }
             if first {
                 j.join.running();
             }
         }
         while let Some(t) = j.join.poll_transmit(now) {
-            out.push(t);
+            out.push((from, t));
         }
         let id = j.join.session_id();
         while let Some(mut bytes) = j.resync.poll_transmit(now, id) {
             j.join.seal(&mut bytes);
-            out.push(Transmit { to, bytes });
-        }
-        let from = j.addr;
-        for t in out {
-            self.send(from, t.to, t.bytes);
-        }
-    }
-
-    /// Runs until `done` holds or `limit` of simulated time passed; false on the limit.
-    fn run_until(&mut self, limit: Duration, mut done: impl FnMut(&Net) -> bool) -> bool {
-        loop {
-            let now = self.now;
-            for (from, to, bytes) in self.net.due(now) {
-                self.deliver(from, to, &bytes);
-                if let Some(tap) = &mut self.tap {
-                    tap.push((from, to, bytes));
-                }
-            }
-            for r in 0..self.rooms.len() {
-                self.step_room(r);
-            }
-            for k in 0..self.joiners.len() {
-                self.step_joiner(k);
-            }
-            if done(self) {
-                return true;
-            }
-            if now - self.start > limit {
-                return false;
-            }
-            let rooms = self.rooms.iter().flat_map(|r| {
-                [
-                    r.endpoint.poll_timeout(),
-                    r.local.as_ref().map(|g| g.next_tick),
-                    r.local.as_ref().and_then(|g| g.client.poll_timeout()),
-                ]
-            });
-            let joiners = self.joiners.iter().flat_map(|j| {
-                [
-                    j.join.poll_timeout(),
-                    j.resync.poll_timeout(),
-                    j.game.as_ref().map(|g| g.next_tick),
-                    j.game.as_ref().and_then(|g| g.client.poll_timeout()),
-                ]
-            });
-            let next = rooms
-                .chain(joiners)
-                .chain([self.net.poll_timeout(now)])
-                .flatten()
-                .min()
-                .unwrap_or(now + Duration::from_millis(10));
-            // At least a tenth of a millisecond on, so that a timer due now cannot spin.
-            self.now = next.max(now + Duration::from_micros(100));
+            out.push((from, Transmit { to, bytes }));
         }
     }
 
@@ -327,6 +267,49 @@ impl Net {
                 );
             }
         }
+    }
+}
+
+impl Simulation for Net {
+    fn net_and_clock(&mut self) -> (&mut SimNet, &mut Instant, Instant) {
+        (&mut self.net, &mut self.now, self.start)
+    }
+
+    fn deliver(&mut self, from: SocketAddr, to: SocketAddr, bytes: &[u8]) {
+        self.handle(from, to, bytes);
+        if let Some(tap) = &mut self.tap {
+            tap.push((from, to, bytes.to_vec()));
+        }
+    }
+
+    fn step(&mut self) -> Vec<(SocketAddr, Transmit)> {
+        let mut out = Vec::new();
+        for r in 0..self.rooms.len() {
+            self.step_room(r, &mut out);
+        }
+        for k in 0..self.joiners.len() {
+            self.step_joiner(k, &mut out);
+        }
+        out
+    }
+
+    fn poll_timeout(&self) -> Option<Instant> {
+        let rooms = self.rooms.iter().flat_map(|r| {
+            [
+                r.endpoint.poll_timeout(),
+                r.local.as_ref().map(|g| g.next_tick),
+                r.local.as_ref().and_then(|g| g.client.poll_timeout()),
+            ]
+        });
+        let joiners = self.joiners.iter().flat_map(|j| {
+            [
+                j.join.poll_timeout(),
+                j.resync.poll_timeout(),
+                j.game.as_ref().map(|g| g.next_tick),
+                j.game.as_ref().and_then(|g| g.client.poll_timeout()),
+            ]
+        });
+        rooms.chain(joiners).flatten().min()
     }
 }
 
@@ -643,7 +626,7 @@ fn play_with_forgeries(
         let ctrl = liar.poll_transmit(net.now).unwrap();
         fakes.push((ana, host, ctrl));
         for (from, to, bytes) in fakes {
-            net.deliver(from, to, &bytes);
+            net.handle(from, to, &bytes);
             forged += 1;
         }
     }
