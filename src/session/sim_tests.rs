@@ -530,7 +530,7 @@ fn a_running_game_welcomes_a_late_joiner_with_a_state_of_the_running_machine() {
     // Admitted, but not welcomed before there is a state to send.
     assert!(sim.run_until(Duration::from_secs(2), |s| s
         .host_events
-        .contains(&HostEvent::WantsState { slot: 1 })));
+        .contains(&HostEvent::StateWanted { slot: 1 })));
     assert!(sim.ready(a).is_none() && sim.failure(a).is_none());
     // Its Hellos keep being answered meanwhile, so it waits past its handshake timeout.
     sim.run_until(Duration::from_secs(8), |_| false);
@@ -547,7 +547,7 @@ fn a_running_game_welcomes_a_late_joiner_with_a_state_of_the_running_machine() {
     let w = sim.watch(2, info("eve"));
     assert!(sim.run_until(Duration::from_secs(20), |s| s
         .host_events
-        .contains(&HostEvent::WantsState { slot: 16 })));
+        .contains(&HostEvent::StateWanted { slot: 16 })));
     let now = sim.now();
     sim.host
         .provide_state(now, 16, 1300, vec![8; 100], Vec::new())
@@ -867,7 +867,7 @@ fn spectators_need_the_password_and_are_capped() {
     assert!(sim.run_until(Duration::from_secs(10), |s| s
         .host_events
         .iter()
-        .any(|e| matches!(e, HostEvent::WantsState { slot: 16 }))));
+        .any(|e| matches!(e, HostEvent::StateWanted { slot: 16 }))));
     // The one seat for a spectator is taken: the next is told so.
     let more = sim.watch_with(4, info("bo"), Some("hunter2"));
     assert!(sim.run_until(Duration::from_secs(15), |s| s.settled(more)));

@@ -628,7 +628,7 @@ impl Endpoint {
                         want: self.session.start_with(),
                     });
                 }
-                HostEvent::WantsState { slot } => self.want_state(now, slot),
+                HostEvent::StateWanted { slot } => self.want_state(now, slot),
                 HostEvent::Loading { slot, since } => {
                     let heard = self
                         .server

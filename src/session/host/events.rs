@@ -85,7 +85,7 @@ pub enum HostEvent {
     },
     /// A player taking a seat in the running game, or a spectator, was admitted: it needs
     /// the machine's state at a frame boundary ([`HostSession::provide_state`](super::HostSession::provide_state)).
-    WantsState {
+    StateWanted {
         /// The slot (a spectator's from 16 on).
         slot: u8,
     },

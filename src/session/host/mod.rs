@@ -381,7 +381,7 @@ impl HostSession {
     }
 
     /// The state at the start of `frame` for a joiner admitted to the running game (asked
-    /// for by [`HostEvent::WantsState`]): it is welcomed with it.
+    /// for by [`HostEvent::StateWanted`]): it is welcomed with it.
     pub fn provide_state(
         &mut self,
         now: Instant,
