@@ -322,7 +322,7 @@ impl Endpoint {
             if self.session.awaits_state(slot) {
                 if let Err(e) =
                     self.session
-                        .provide_state(now, slot, frame, state.clone(), Vec::new())
+                        .handle_state(now, slot, frame, state.clone(), Vec::new())
                 {
                     tracing::error!("cannot send a state to slot {slot}: {e}");
                     self.session

@@ -373,7 +373,7 @@ impl HostSession {
         self.peers.iter().find(|p| p.slot == slot).map(|p| p.frame)
     }
 
-    /// True while the joiner in `slot` waits for [`provide_state`](Self::provide_state).
+    /// True while the joiner in `slot` waits for [`handle_state`](Self::handle_state).
     pub fn awaits_state(&self, slot: u8) -> bool {
         self.peers
             .iter()
@@ -382,7 +382,7 @@ impl HostSession {
 
     /// The state at the start of `frame` for a joiner admitted to the running game (asked
     /// for by [`HostEvent::StateWanted`]): it is welcomed with it.
-    pub fn provide_state(
+    pub fn handle_state(
         &mut self,
         now: Instant,
         slot: u8,
