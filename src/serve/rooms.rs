@@ -16,7 +16,8 @@ use crate::session::msg::{
     MAX_SERVERS_LISTED,
 };
 use crate::session::{
-    Endpoint, EndpointConfig, EndpointEvent, HostConfig, LeftReason, OutReason, SessionInfo, Upload,
+    Endpoint, EndpointConfig, EndpointEvent, HostConfig, OutReason, SessionInfo, SessionLeftReason,
+    Upload,
 };
 use crate::wire::{Header, Kind, Transmit};
 
@@ -1227,7 +1228,7 @@ impl Rooms {
                         self.by_addr.remove(&addr);
                         self.validated.remove(&addr);
                     }
-                    room.left_on_purpose = matches!(reason, LeftReason::Bye(_));
+                    room.left_on_purpose = matches!(reason, SessionLeftReason::Bye(_));
                     if room.started && !crate::session::is_spectator_slot(slot) {
                         // Said once, with the frame its input stops at (`Out`).
                         room.goodbyes.insert(slot, reason.to_string());

@@ -86,7 +86,7 @@ use crate::wire::{Kind, WireError, HEADER_LEN, MAGIC};
 pub use chat::{ChatLine, ChatRefused};
 pub use endpoint::{Endpoint, EndpointConfig, EndpointEvent, EndpointStats, OutReason};
 pub use host::{
-    is_spectator_slot, HostConfig, HostEvent, HostSession, LeftReason, Player,
+    is_spectator_slot, HostConfig, HostEvent, HostSession, Player, SessionLeftReason,
     DEFAULT_MAX_SPECTATORS, FIRST_SPECTATOR_SLOT, MAX_SPECTATORS,
 };
 pub use join::{JoinConfig, JoinEvent, JoinSession, StartState};

@@ -492,7 +492,7 @@ fn silence_times_out_on_both_sides() {
     sim.joiners.clear();
     let left = HostEvent::Left {
         slot: 1,
-        reason: LeftReason::Timeout,
+        reason: SessionLeftReason::Timeout,
     };
     assert!(sim.run_until(Duration::from_secs(20), |s| s.host_events.contains(&left)));
     assert!(sim.host.slot_of(a).is_none());
@@ -510,7 +510,7 @@ fn bye_works_both_ways() {
         sim.run_until(Duration::from_secs(5), |s| s.host_events.contains(
             &HostEvent::Left {
                 slot,
-                reason: LeftReason::Bye("quit".into())
+                reason: SessionLeftReason::Bye("quit".into())
             }
         ))
     );
@@ -643,7 +643,7 @@ fn the_lobby_keeps_ready_joiners_informed_and_drops_silent_ones() {
         let until = now - sim.start + Duration::from_millis(100);
         sim.run_until(until, |_| false);
         let left = sim.host_events.iter().any(|e| {
-            matches!(e, HostEvent::Left { slot, reason: LeftReason::Dropped(_) }
+            matches!(e, HostEvent::Left { slot, reason: SessionLeftReason::Dropped(_) }
                 if *slot == ready_b.slot)
         });
         if dropped_at.is_none() && left {
@@ -813,7 +813,7 @@ fn joiners_that_load_are_kept_until_they_run_or_the_loading_limit() {
         sim.run_until(until, |_| false);
         let left = HostEvent::Left {
             slot: slot_b,
-            reason: LeftReason::SlowStart,
+            reason: SessionLeftReason::SlowStart,
         };
         if dropped_at.is_none() && sim.host_events.contains(&left) {
             dropped_at = Some(sim.now - ready);
@@ -831,7 +831,7 @@ fn joiners_that_load_are_kept_until_they_run_or_the_loading_limit() {
         "{dropped_at:?}"
     );
     assert_eq!(
-        LeftReason::SlowStart.to_string(),
+        SessionLeftReason::SlowStart.to_string(),
         "was still loading 30 s after it had the start state"
     );
     assert!(sim.host.slot_of(a).is_some(), "ana was dropped");

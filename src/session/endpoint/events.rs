@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use crate::lockstep::Frame;
-use crate::session::{LeftReason, LOADING_LIMIT};
+use crate::session::{SessionLeftReason, LOADING_LIMIT};
 
 /// Why a player is out of a running game.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -68,7 +68,7 @@ pub enum EndpointEvent {
         /// The slot (a spectator's from 16 on).
         slot: u8,
         /// Why.
-        reason: LeftReason,
+        reason: SessionLeftReason,
     },
     /// Every player is in and ready: the lockstep server runs, with these slots.
     Started {

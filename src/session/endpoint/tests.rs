@@ -11,7 +11,7 @@ use crate::lockstep::{self, Client};
 use crate::net::sim::SimNet;
 use crate::session::msg::Msg;
 use crate::session::testkit::{info, Game};
-use crate::session::{JoinConfig, JoinEvent, JoinSession, LeftReason, ResyncRecv};
+use crate::session::{JoinConfig, JoinEvent, JoinSession, ResyncRecv, SessionLeftReason};
 use crate::wire::HEADER_LEN;
 use rand::{rngs::SmallRng, Rng, RngCore, SeedableRng};
 
@@ -417,7 +417,7 @@ fn a_silent_player_is_dropped_told_and_the_others_play_on() {
     // Its seat is free, and the session layer was told (it told bob it was dropped: bob
     // may come back).
     let kicked = events.iter().any(|e| {
-        matches!(e, EndpointEvent::Left { slot, reason: LeftReason::Dropped(_) } if *slot == gone)
+        matches!(e, EndpointEvent::Left { slot, reason: SessionLeftReason::Dropped(_) } if *slot == gone)
     });
     assert!(kicked, "{events:?}");
     assert!(net.rooms[room]
