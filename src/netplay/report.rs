@@ -11,7 +11,7 @@ use crate::lockstep::{self, ClientEvent, Frame, PauseRefusal, PeerId};
 use crate::net::LinkStats;
 use crate::replay::Event;
 use crate::session::{
-    is_spectator_slot, ChatLine, EndpointEvent, OutReason, Participant, ParticipantEvent,
+    is_spectator_slot, ChatLine, EndpointEvent, Participant, ParticipantEvent, PlayerOutReason,
     SessionError, LOADING_LIMIT,
 };
 
@@ -440,20 +440,22 @@ impl Report {
                 let who = self.name(slot);
                 let bye = self.left_why.iter().find(|(s, _)| *s == slot);
                 match (&reason, bye) {
-                    (OutReason::Left, Some((_, why))) => tracing::info!(
+                    (PlayerOutReason::Left, Some((_, why))) => tracing::info!(
                         "netplay: {who} {why}; neutral input from frame {}",
                         from_frame.0
                     ),
-                    (OutReason::Left, None) => tracing::info!(
+                    (PlayerOutReason::Left, None) => tracing::info!(
                         "netplay: {who} is out (left); neutral input from frame {}",
                         from_frame.0
                     ),
-                    (OutReason::TimedOut | OutReason::TimedOutLoading, _) => tracing::warn!(
+                    (PlayerOutReason::TimedOut | PlayerOutReason::TimedOutLoading, _) => {
+                        tracing::warn!(
                         "netplay: {who} is out ({reason}); neutral input from frame {}; it may \
                          come back",
                         from_frame.0
-                    ),
-                    (OutReason::SlowStart, _) => tracing::warn!(
+                    )
+                    }
+                    (PlayerOutReason::SlowStart, _) => tracing::warn!(
                         "netplay: {who} is out ({reason}); neutral input from frame {}",
                         from_frame.0
                     ),

@@ -16,8 +16,8 @@ use crate::session::msg::{
     MAX_SERVERS_LISTED,
 };
 use crate::session::{
-    Endpoint, EndpointConfig, EndpointEvent, HostConfig, OutReason, SessionInfo, SessionLeftReason,
-    Upload,
+    Endpoint, EndpointConfig, EndpointEvent, HostConfig, PlayerOutReason, SessionInfo,
+    SessionLeftReason, Upload,
 };
 use crate::wire::{Header, Kind, Transmit};
 
@@ -137,7 +137,7 @@ pub enum ServeEvent {
         room: String,
         slot: u8,
         from_frame: Frame,
-        reason: OutReason,
+        reason: PlayerOutReason,
         said: Option<String>,
     },
     /// The player's checksum of `frame` differs from most players'; `source` is the player
@@ -1249,7 +1249,7 @@ impl Rooms {
                         self.by_addr.remove(&addr);
                         self.validated.remove(&addr);
                     }
-                    room.left_on_purpose = reason == OutReason::Left;
+                    room.left_on_purpose = reason == PlayerOutReason::Left;
                     self.events.push_back(ServeEvent::Out {
                         room: room_name,
                         slot,

@@ -84,7 +84,7 @@ pub use crate::wire::Transmit;
 use crate::wire::{Kind, WireError, HEADER_LEN, MAGIC};
 
 pub use chat::{ChatLine, ChatRefused};
-pub use endpoint::{Endpoint, EndpointConfig, EndpointEvent, EndpointStats, OutReason};
+pub use endpoint::{Endpoint, EndpointConfig, EndpointEvent, EndpointStats, PlayerOutReason};
 pub use host::{
     is_spectator_slot, HostConfig, HostEvent, HostSession, Player, SessionLeftReason,
     DEFAULT_MAX_SPECTATORS, FIRST_SPECTATOR_SLOT, MAX_SPECTATORS,

@@ -7,9 +7,10 @@ use std::time::Duration;
 use crate::lockstep::Frame;
 use crate::session::{SessionLeftReason, LOADING_LIMIT};
 
-/// Why a player is out of a running game.
+/// Why a player is out of a running game: its input turns neutral. Why it left the host's
+/// session is a [`SessionLeftReason`].
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum OutReason {
+pub enum PlayerOutReason {
     /// It said goodbye, or was removed.
     Left,
     /// Silent for the lockstep timeout.
@@ -20,13 +21,13 @@ pub enum OutReason {
     SlowStart,
 }
 
-impl fmt::Display for OutReason {
+impl fmt::Display for PlayerOutReason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            OutReason::Left => write!(f, "left"),
-            OutReason::TimedOut => write!(f, "timed out"),
-            OutReason::TimedOutLoading => write!(f, "timed out while loading"),
-            OutReason::SlowStart => write!(
+            PlayerOutReason::Left => write!(f, "left"),
+            PlayerOutReason::TimedOut => write!(f, "timed out"),
+            PlayerOutReason::TimedOutLoading => write!(f, "timed out while loading"),
+            PlayerOutReason::SlowStart => write!(
                 f,
                 "still loading {} s after it had the start state",
                 LOADING_LIMIT.as_secs()
@@ -96,7 +97,7 @@ pub enum EndpointEvent {
         /// The frame it counts from.
         from_frame: Frame,
         /// Why.
-        reason: OutReason,
+        reason: PlayerOutReason,
     },
     /// The game waits for a player that is still loading, `waited` after it had the start
     /// state; `again` on the later reminders.

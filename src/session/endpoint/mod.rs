@@ -17,7 +17,7 @@
 mod events;
 mod starting;
 
-pub use events::{EndpointEvent, OutReason};
+pub use events::{EndpointEvent, PlayerOutReason};
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
@@ -713,20 +713,22 @@ impl Endpoint {
                         .map(|l| l.waited(now));
                     self.loading.retain(|l| l.slot != peer.0);
                     let reason = match (reason, was_loading) {
-                        (LeaveReason::Removed, _) => OutReason::Left,
-                        (LeaveReason::TimedOut, None) => OutReason::TimedOut,
+                        (LeaveReason::Removed, _) => PlayerOutReason::Left,
+                        (LeaveReason::TimedOut, None) => PlayerOutReason::TimedOut,
                         (LeaveReason::TimedOut, Some(t)) if t >= LOADING_LIMIT => {
-                            OutReason::SlowStart
+                            PlayerOutReason::SlowStart
                         }
-                        (LeaveReason::TimedOut, Some(_)) => OutReason::TimedOutLoading,
+                        (LeaveReason::TimedOut, Some(_)) => PlayerOutReason::TimedOutLoading,
                     };
                     match reason {
-                        OutReason::Left => {}
+                        PlayerOutReason::Left => {}
                         // Silent: it may come back (its link returns) and take its seat again.
-                        OutReason::TimedOut | OutReason::TimedOutLoading => {
+                        PlayerOutReason::TimedOut | PlayerOutReason::TimedOutLoading => {
                             self.session.drop_silent(peer.0, &reason.to_string())
                         }
-                        OutReason::SlowStart => self.session.kick(peer.0, &reason.to_string()),
+                        PlayerOutReason::SlowStart => {
+                            self.session.kick(peer.0, &reason.to_string())
+                        }
                     }
                     self.events.push_back(EndpointEvent::PlayerOut {
                         slot: peer.0,

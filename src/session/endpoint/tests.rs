@@ -403,7 +403,7 @@ fn a_silent_player_is_dropped_told_and_the_others_play_on() {
             if *slot == gone && *silent_for >= Duration::from_millis(500))
     });
     let out = events.iter().position(|e| {
-        matches!(e, EndpointEvent::PlayerOut { slot, reason: OutReason::TimedOut, .. }
+        matches!(e, EndpointEvent::PlayerOut { slot, reason: PlayerOutReason::TimedOut, .. }
             if *slot == gone)
     });
     assert!(

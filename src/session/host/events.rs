@@ -8,7 +8,7 @@ use std::time::Duration;
 use crate::session::LOADING_LIMIT;
 
 /// Why a joiner left the host's session: its lobby, or its roster during the game. Why a
-/// player's input in the running game turned neutral is an `OutReason`.
+/// player's input in the running game turned neutral is an `PlayerOutReason`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum SessionLeftReason {
     /// The joiner said goodbye, with its reason.
