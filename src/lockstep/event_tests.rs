@@ -14,7 +14,7 @@ use super::msg::{self, Ctrl, Head};
 use super::sim::{Link, PlayerSpec, Sim, SimConfig};
 use super::tests::{assert_in_sync, assert_no_tap_lost, config, secs, uniform};
 use super::{
-    Client, ClientEvent, Config, Frame, LeaveReason, LockstepError, PeerId, Server, ServerEvent,
+    Client, ClientEvent, Config, Frame, LockstepError, PeerId, PeerLeftReason, Server, ServerEvent,
 };
 
 /// The frame from which `peer` was announced gone to every remaining client, checked equal.
@@ -69,7 +69,7 @@ fn a_silent_player_is_warned_about_then_dropped_with_neutral_input() {
         ServerEvent::PeerLeft {
             peer,
             from_frame,
-            reason: LeaveReason::TimedOut,
+            reason: PeerLeftReason::TimedOut,
         } if *peer == gone => Some((*t, *from_frame)),
         _ => None,
     });
@@ -118,7 +118,7 @@ fn a_removed_player_gets_neutral_input_from_the_announced_frame() {
             ServerEvent::PeerLeft {
                 peer,
                 from_frame,
-                reason: LeaveReason::Removed,
+                reason: PeerLeftReason::Removed,
             } if *peer == gone => Some(*from_frame),
             _ => None,
         })
@@ -407,7 +407,7 @@ fn a_player_that_says_it_is_starting_is_held_in_until_it_runs() {
         ) {
             if let ServerEvent::PeerLeft {
                 peer: PeerId(1),
-                reason: LeaveReason::TimedOut,
+                reason: PeerLeftReason::TimedOut,
                 ..
             } = e
             {

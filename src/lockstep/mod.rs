@@ -196,7 +196,7 @@ pub use client::{Client, ClientEvent};
 pub use frame::{Frame, PeerId};
 pub use msg::PauseRefusal;
 pub use pause::{OWNED_FOR, PAUSES_PER_WINDOW, PAUSE_WINDOW};
-pub use server::{LeaveReason, Server, ServerEvent, SPECTATOR_LAG_SECS, SPECTATOR_TIMEOUT};
+pub use server::{PeerLeftReason, Server, ServerEvent, SPECTATOR_LAG_SECS, SPECTATOR_TIMEOUT};
 pub use stats::{ClientStats, LatencyStats, PeerStats, Placement, ServerStats, Traffic};
 
 /// Default keyframe interval: the smallest K whose traffic fits 2.5 KB/s per direction

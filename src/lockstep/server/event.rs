@@ -5,9 +5,10 @@ use std::time::Duration;
 
 use super::super::frame::{Frame, PeerId};
 
-/// Why a peer left.
+/// Why the server dropped a peer ([`ServerEvent::PeerLeft`]): the lockstep layer's view,
+/// which the session's endpoint words for its players as a `PlayerOutReason`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum LeaveReason {
+pub enum PeerLeftReason {
     /// [`Server::remove_peer`](super::Server::remove_peer) was called.
     Removed,
     /// Silent for longer than [`Config::timeout`](super::super::Config::timeout).
@@ -52,7 +53,7 @@ pub enum ServerEvent {
         /// The first frame of neutral input.
         from_frame: Frame,
         /// Why.
-        reason: LeaveReason,
+        reason: PeerLeftReason,
     },
     /// `peer`'s checksum of `frame` differs from the reference player's (slot 0, the host's
     /// player, or the lowest slot still in the session).

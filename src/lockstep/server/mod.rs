@@ -39,7 +39,7 @@ mod spectators;
 mod stream;
 
 use checksums::Checksums;
-pub use event::{LeaveReason, ServerEvent};
+pub use event::{PeerLeftReason, ServerEvent};
 use player::Player;
 #[cfg(test)]
 pub(super) use player::UNCONTACTED_SILENCE;
@@ -339,7 +339,7 @@ impl Server {
     /// every remaining client is told. Raises [`ServerEvent::PeerLeft`].
     pub fn remove_peer(&mut self, now: Instant, peer: PeerId) -> Result<(), LockstepError> {
         self.peer_mut(peer)?;
-        self.drop_peer(peer, now, LeaveReason::Removed);
+        self.drop_peer(peer, now, PeerLeftReason::Removed);
         Ok(())
     }
 
@@ -525,7 +525,7 @@ impl Server {
                 Silence::Gone(silent) => {
                     tracing::info!("{}: silent for {} ms, dropped", p.id, silent.as_millis());
                     let id = p.id;
-                    self.drop_peer(id, now, LeaveReason::TimedOut);
+                    self.drop_peer(id, now, PeerLeftReason::TimedOut);
                 }
                 Silence::Warn(silent) => self.events.push_back(ServerEvent::PeerSilent {
                     peer: p.id,
@@ -622,7 +622,7 @@ impl Server {
             .ok_or(LockstepError::NotPresent(peer))
     }
 
-    fn drop_peer(&mut self, peer: PeerId, now: Instant, reason: LeaveReason) {
+    fn drop_peer(&mut self, peer: PeerId, now: Instant, reason: PeerLeftReason) {
         let Some(gone) = self.peers[peer.index()].take() else {
             return;
         };
@@ -630,7 +630,7 @@ impl Server {
             .get_or_insert_with(Placement::default)
             .merge(&gone.placed);
         // The others waited for it if it had gone silent (see `FORGET_STALL`).
-        let waited_for = reason == LeaveReason::TimedOut || (gone.link.warned && !gone.pending);
+        let waited_for = reason == PeerLeftReason::TimedOut || (gone.link.warned && !gone.pending);
         let from = self.frontier();
         self.notify_all(Notice::Left { peer, from });
         if waited_for {

@@ -24,7 +24,7 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use crate::input::MAX_PLAYERS;
-use crate::lockstep::{self, Frame, LeaveReason, PeerId, Server, ServerEvent, ServerStats};
+use crate::lockstep::{self, Frame, PeerId, PeerLeftReason, Server, ServerEvent, ServerStats};
 use crate::wire::{link_overhead, Header, Kind, Transmit, HEADER_LEN};
 
 use super::chat::{ChatLine, ChatRelay};
@@ -713,12 +713,12 @@ impl Endpoint {
                         .map(|l| l.waited(now));
                     self.loading.retain(|l| l.slot != peer.0);
                     let reason = match (reason, was_loading) {
-                        (LeaveReason::Removed, _) => PlayerOutReason::Left,
-                        (LeaveReason::TimedOut, None) => PlayerOutReason::TimedOut,
-                        (LeaveReason::TimedOut, Some(t)) if t >= LOADING_LIMIT => {
+                        (PeerLeftReason::Removed, _) => PlayerOutReason::Left,
+                        (PeerLeftReason::TimedOut, None) => PlayerOutReason::TimedOut,
+                        (PeerLeftReason::TimedOut, Some(t)) if t >= LOADING_LIMIT => {
                             PlayerOutReason::SlowStart
                         }
-                        (LeaveReason::TimedOut, Some(_)) => PlayerOutReason::TimedOutLoading,
+                        (PeerLeftReason::TimedOut, Some(_)) => PlayerOutReason::TimedOutLoading,
                     };
                     match reason {
                         PlayerOutReason::Left => {}
