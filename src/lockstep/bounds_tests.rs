@@ -4,14 +4,14 @@
 //! trusted. Each test fails without its check.
 
 use super::msg::{self, Ctrl, Echo, FrameRun, Head, Update, MAX_SEQ_JUMP};
-use super::sim::{Link, PlayerSpec, Sim, SimConfig};
+use super::sim::{PathSpec, PlayerSpec, Sim, SimConfig};
 use super::tests::{assert_in_sync, config, secs};
 use super::{Frame, PeerId, ServerEvent};
 
 const SESSION: u32 = 0x5eed_0001;
 
 fn two_players() -> Sim {
-    let link = Link::rtt_ms(60);
+    let link = PathSpec::rtt_ms(60);
     let specs = vec![
         PlayerSpec::symmetric(link.clone()),
         PlayerSpec::symmetric(link),

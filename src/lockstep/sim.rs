@@ -4,7 +4,7 @@
 //! milliseconds.
 //!
 //! Player 0 is the host's player: its datagrams go to the server in memory with zero delay.
-//! Every other player has its own up and down [`Link`] (delay, jitter, loss, bursts,
+//! Every other player has its own up and down [`PathSpec`] (delay, jitter, loss, bursts,
 //! duplication, reordering, delay steps over time) and its own clock rate (drift). Each
 //! player's scheduler works like `app::runner` under `netplay`: display slots at the nominal
 //! rate of its own clock, absolute frame deadlines scaled by `Client::pace` from frame 0 on,
@@ -28,7 +28,7 @@ const CATCH_UP_CAP: u32 = 4;
 
 /// One direction of a simulated path.
 #[derive(Clone, Debug, Default)]
-pub struct Link {
+pub struct PathSpec {
     /// One-way delay.
     pub delay: Duration,
     /// Each datagram's delay varies uniformly by up to this much either way.
@@ -51,71 +51,71 @@ pub struct Link {
     pub corrupt: f64,
 }
 
-impl Link {
+impl PathSpec {
     /// A link with half of `rtt` as its one-way delay.
-    pub fn rtt_ms(rtt: u64) -> Link {
-        Link {
+    pub fn rtt_ms(rtt: u64) -> PathSpec {
+        PathSpec {
             delay: Duration::from_millis(rtt) / 2,
-            ..Link::default()
+            ..PathSpec::default()
         }
     }
 
     /// The one-way jitter of a link whose round trip varies by `rtt_jitter` either way.
-    pub fn rtt_jitter_ms(mut self, rtt_jitter: u64) -> Link {
+    pub fn rtt_jitter_ms(mut self, rtt_jitter: u64) -> PathSpec {
         self.jitter = Duration::from_millis(rtt_jitter) / 2;
         self
     }
 
-    pub fn loss(mut self, p: f64) -> Link {
+    pub fn loss(mut self, p: f64) -> PathSpec {
         self.loss = p;
         self
     }
 
-    pub fn burst(mut self, enter: f64, leave: f64) -> Link {
+    pub fn burst(mut self, enter: f64, leave: f64) -> PathSpec {
         self.burst = Some((enter, leave));
         self
     }
 
-    pub fn duplicate(mut self, p: f64) -> Link {
+    pub fn duplicate(mut self, p: f64) -> PathSpec {
         self.duplicate = p;
         self
     }
 
-    pub fn reorder(mut self, p: f64) -> Link {
+    pub fn reorder(mut self, p: f64) -> PathSpec {
         self.reorder = p;
         self
     }
 
-    pub fn rtt_change(mut self, at: Duration, rtt_ms: u64) -> Link {
+    pub fn rtt_change(mut self, at: Duration, rtt_ms: u64) -> PathSpec {
         self.delay_changes
             .push((at, Duration::from_millis(rtt_ms) / 2));
         self
     }
 
-    pub fn corrupt(mut self, p: f64) -> Link {
+    pub fn corrupt(mut self, p: f64) -> PathSpec {
         self.corrupt = p;
         self
     }
 
     /// Everything sent from `at` for `len` is lost.
-    pub fn outage(mut self, at: Duration, len: Duration) -> Link {
+    pub fn outage(mut self, at: Duration, len: Duration) -> PathSpec {
         self.outages.push((at, at + len));
         self
     }
 
-    pub fn dead_after(mut self, at: Duration) -> Link {
+    pub fn dead_after(mut self, at: Duration) -> PathSpec {
         self.dead_after = Some(at);
         self
     }
 }
 
 #[derive(Debug)]
-struct LinkState {
-    spec: Link,
+struct PathState {
+    spec: PathSpec,
     in_burst: bool,
 }
 
-impl LinkState {
+impl PathState {
     /// Arrival times of a datagram sent at `t` (none if lost, two if duplicated).
     fn route(&mut self, rng: &mut SmallRng, t: Duration) -> Vec<Duration> {
         let s = &self.spec;
@@ -163,14 +163,14 @@ impl LinkState {
 /// One simulated player's path and clock.
 #[derive(Clone, Debug)]
 pub struct PlayerSpec {
-    pub up: Link,
-    pub down: Link,
+    pub up: PathSpec,
+    pub down: PathSpec,
     /// Its clock runs this much faster than the host's (1.005 = +0.5 %).
     pub clock_rate: f64,
 }
 
 impl PlayerSpec {
-    pub fn symmetric(link: Link) -> PlayerSpec {
+    pub fn symmetric(link: PathSpec) -> PlayerSpec {
         PlayerSpec {
             up: link.clone(),
             down: link,
@@ -209,8 +209,8 @@ pub struct Player {
     pub id: PeerId,
     rate: f64,
     base: Instant,
-    up: LinkState,
-    down: LinkState,
+    up: PathState,
+    down: PathState,
     bot: Bot,
     /// Inputs of every frame it emulated, in order.
     pub applied: Vec<Inputs>,
@@ -407,7 +407,7 @@ impl Sim {
             server.add_peer(base, id).expect("add peer");
             let local = i == 0 && !cfg.dedicated;
             let (up, down, rate) = if local {
-                (Link::default(), Link::default(), 1.0)
+                (PathSpec::default(), PathSpec::default(), 1.0)
             } else {
                 (spec.up.clone(), spec.down.clone(), spec.clock_rate)
             };
@@ -428,11 +428,11 @@ impl Sim {
                 id,
                 rate,
                 base,
-                up: LinkState {
+                up: PathState {
                     spec: up,
                     in_burst: false,
                 },
-                down: LinkState {
+                down: PathState {
                     spec: down,
                     in_burst: false,
                 },
@@ -509,11 +509,11 @@ impl Sim {
             id,
             rate: spec.clock_rate,
             base,
-            up: LinkState {
+            up: PathState {
                 spec: spec.up,
                 in_burst: false,
             },
-            down: LinkState {
+            down: PathState {
                 spec: spec.down,
                 in_burst: false,
             },
