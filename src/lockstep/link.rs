@@ -30,7 +30,7 @@ struct Sent<R> {
     what: R,
 }
 
-/// How long the other end has been silent, against the limits (see [`Link::silence`]).
+/// How long the other end has been silent, against the limits (see [`PeerLink::silence`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Silence {
     /// Heard recently enough, or warned of already.
@@ -43,7 +43,7 @@ pub(super) enum Silence {
 
 /// One end's link to the other (see the module doc). `R` is what a sent datagram carried.
 #[derive(Debug)]
-pub(super) struct Link<R> {
+pub(super) struct PeerLink<R> {
     /// Timestamps count from here.
     epoch: Instant,
     pub send_seq: u16,
@@ -69,11 +69,11 @@ pub(super) struct Link<R> {
     pub traffic: Traffic,
 }
 
-impl<R: Copy> Link<R> {
+impl<R: Copy> PeerLink<R> {
     /// A link heard of at `now` (its silence counts from there), sending under
     /// `bytes_per_sec` (0 = no limit), its datagrams costing `header` bytes more.
     pub fn new(epoch: Instant, now: Instant, bytes_per_sec: u32, header: usize) -> Self {
-        Link {
+        PeerLink {
             epoch,
             send_seq: 0,
             sent: VecDeque::new(),

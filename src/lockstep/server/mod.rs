@@ -4,7 +4,7 @@
 //!
 //! This file is the facade, [`Server`], and what crosses its parts: joins and departures,
 //! pauses, events, the order of the calls. The state it holds is split by owner:
-//! - [`player`]: a player, a [`Link`] with an [`InputQueue`](inputs::InputQueue) and a
+//! - [`player`]: a player, a [`PeerLink`] with an [`InputQueue`](inputs::InputQueue) and a
 //!   [`Stream`](stream::Stream);
 //! - [`inputs`]: a player's input queue;
 //! - [`stream`]: the published frames, each receiver's stream of them, its UPDATEs;
@@ -24,7 +24,7 @@ use crate::wire::Transmit;
 
 use super::budget::SendBudget;
 use super::frame::{Frame, PeerId};
-use super::link::{Link, Silence};
+use super::link::{PeerLink, Silence};
 use super::msg::{Notice, NoticeName, PauseRequest};
 use super::pause::{Pauses, Verdict, PAUSED_SILENCE, STOP_SETTLE, STOP_TAINT, STOP_TAINT_OWN};
 use super::stats::{PeerStats, Placement, ServerStats, Traffic};
@@ -146,7 +146,7 @@ impl Server {
         // An UPDATE carries every player's input: the budget is for two players, more get
         // proportionally more.
         let budget = self.cfg.send_budget * u32::from(self.cfg.players.max(2)) / 2;
-        let link = Link::new(self.epoch, now, budget, self.cfg.udp_ip_header);
+        let link = PeerLink::new(self.epoch, now, budget, self.cfg.udp_ip_header);
         Player::new(peer, link, now, first)
     }
 
@@ -221,7 +221,7 @@ impl Server {
             return Err(LockstepError::SpectatorPresent(id));
         }
         self.check_start(start)?;
-        let link = Link::new(self.epoch, now, self.cfg.send_budget, header);
+        let link = PeerLink::new(self.epoch, now, self.cfg.send_budget, header);
         self.spectators.add(link, id, start, now);
         Ok(())
     }

@@ -1,4 +1,4 @@
-//! Spectators on the server: each is a [`Link`] and a [`Stream`] of the published frames,
+//! Spectators on the server: each is a [`PeerLink`] and a [`Stream`] of the published frames,
 //! with no input. Nothing of the players' waits for them; a silent one is dropped, and one
 //! too far behind gets no frames until its driver restarts its stream from a fresh state.
 //! Imports the link and the stream, nothing of the players, the inputs or the publisher.
@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use crate::wire::{self, Header, Kind, Transmit, WireError};
 
 use super::super::frame::Frame;
-use super::super::link::Link;
+use super::super::link::PeerLink;
 use super::super::msg::{self, Notice};
 use super::super::stats::Traffic;
 use super::super::Config;
@@ -34,7 +34,7 @@ fn grace() -> Duration {
 /// One spectator: its link, its stream, and how far it has come.
 #[derive(Debug)]
 struct Spectator {
-    link: Link<SentUpdate>,
+    link: PeerLink<SentUpdate>,
     stream: Stream,
     /// The frame it was added at. Its CTRLs carry no samples, so the sample index they are
     /// read against stays here, and so does the lead its UPDATEs name (frames since then).
@@ -71,7 +71,7 @@ impl Spectators {
     }
 
     /// Adds spectator `id`, streamed from `start` over a link of its own budget.
-    pub fn add(&mut self, link: Link<SentUpdate>, id: u8, start: Frame, now: Instant) {
+    pub fn add(&mut self, link: PeerLink<SentUpdate>, id: u8, start: Frame, now: Instant) {
         let s = Spectator {
             link,
             stream: Stream::new(start),
