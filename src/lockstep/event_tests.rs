@@ -10,7 +10,7 @@ use rand::{Rng, SeedableRng};
 use crate::input::Pad;
 use crate::wire::{Header, Kind, Transmit, LOCKSTEP_HEADER_LEN, PROTOCOL_VERSION};
 
-use super::msg::{self, Ctrl, Head};
+use super::msg::{self, Ctrl, LinkHeader};
 use super::sim::{PathSpec, PlayerSpec, Sim, SimConfig};
 use super::tests::{assert_in_sync, assert_no_tap_lost, config, secs, uniform};
 use super::{
@@ -188,7 +188,7 @@ fn garbage_truncated_and_foreign_datagrams_are_dropped_and_counted() {
     let ctrl = msg::encode_ctrl(
         0x5eed_0001,
         &Ctrl {
-            head: Head {
+            head: LinkHeader {
                 seq: 1,
                 ack: None,
                 ts: Some(0),

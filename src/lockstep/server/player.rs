@@ -9,7 +9,7 @@ use crate::wire::{self, Header, Kind, WireError};
 
 use super::super::frame::{Frame, PeerId};
 use super::super::link::PeerLink;
-use super::super::msg::{self, Ctrl, Head, NoticeName};
+use super::super::msg::{self, Ctrl, LinkHeader, NoticeName};
 use super::super::stats::Placement;
 use super::super::stats::Traffic;
 use super::super::timesync::Phase;
@@ -87,7 +87,7 @@ impl Player {
 
     /// A valid CTRL with `head` arrived: the player is heard; if it is the newest datagram,
     /// its sequence number (loss), timestamp, echo (RTT) and ack count. True if newest.
-    pub fn heard(&mut self, now: Instant, head: &Head) -> bool {
+    pub fn heard(&mut self, now: Instant, head: &LinkHeader) -> bool {
         self.link.heard(now);
         self.loading = false;
         if !self.link.received(now, head) {
