@@ -432,7 +432,7 @@ impl NetState {
 
 /// The network thread: receives and answers datagrams as they come, while the frame loop's
 /// thread runs, draws and waits.
-fn serve(net: Arc<Net>, waiter: SocketWaiter) {
+fn network_thread(net: Arc<Net>, waiter: SocketWaiter) {
     loop {
         let until = {
             let mut s = lock(&net.state);
@@ -501,7 +501,7 @@ impl NetFeed {
                 let net = net.clone();
                 std::thread::Builder::new()
                     .name("netplay".into())
-                    .spawn(move || serve(net, waiter))
+                    .spawn(move || network_thread(net, waiter))
                     .map_err(|e| tracing::warn!("netplay: no network thread: {e}"))
                     .ok()
             }
