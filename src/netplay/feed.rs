@@ -173,7 +173,7 @@ impl NetState {
     }
 
     /// When the network thread must act without a datagram: the earliest timer of the
-    /// participant and the conditioner. One still due after a service (a send the budget
+    /// participant and the conditioner. One still due after that (a send the budget
     /// holds back) is retried after `SERVICE_INTERVAL`, not at once.
     fn next_timer(&self, now: Instant) -> Instant {
         let timers = [self.link.poll_timeout(), self.participant.poll_timeout()];
@@ -206,7 +206,7 @@ impl NetState {
     /// if any datagram came.
     fn pull(&mut self, now: Instant) -> bool {
         let came = self.receive(now);
-        self.service(now);
+        self.run_timers_and_events(now);
         came
     }
 
@@ -214,7 +214,7 @@ impl NetState {
     /// socket the moment a datagram arrives, only the timers and events; without, all of it.
     fn frame_loop_pull(&mut self, now: Instant) {
         if self.threaded {
-            self.service(now);
+            self.run_timers_and_events(now);
         } else {
             self.pull(now);
         }
@@ -238,7 +238,7 @@ impl NetState {
     }
 
     /// Runs the participant's timers and handles its events.
-    fn service(&mut self, now: Instant) {
+    fn run_timers_and_events(&mut self, now: Instant) {
         self.participant.handle_timeout(now);
         self.handle_events(now);
     }
