@@ -89,7 +89,7 @@ struct NetState {
     loop_called: bool,
     /// Tells the network thread to end.
     stop: bool,
-    /// A network thread serves the socket (see `frame_loop_pull`).
+    /// A network thread serves the socket (see `frame_loop_receive`).
     threaded: bool,
     /// The frame this peer's machine started from (0, or a late start state's).
     first: u32,
@@ -204,19 +204,20 @@ impl NetState {
 
     /// Receives and dispatches every waiting datagram, runs timers and handles events; true
     /// if any datagram came.
-    fn pull(&mut self, now: Instant) -> bool {
+    fn receive_and_handle(&mut self, now: Instant) -> bool {
         let came = self.receive(now);
         self.run_timers_and_events(now);
         came
     }
 
-    /// What the frame loop does where `pull` would: with a network thread, which reads the
-    /// socket the moment a datagram arrives, only the timers and events; without, all of it.
-    fn frame_loop_pull(&mut self, now: Instant) {
+    /// What the frame loop does where `receive_and_handle` would: with a network thread,
+    /// which reads the socket the moment a datagram arrives, only the timers and events;
+    /// without, all of it.
+    fn frame_loop_receive(&mut self, now: Instant) {
         if self.threaded {
             self.run_timers_and_events(now);
         } else {
-            self.pull(now);
+            self.receive_and_handle(now);
         }
     }
 
@@ -288,7 +289,7 @@ impl NetState {
         let start = Instant::now();
         loop {
             let now = Instant::now();
-            self.pull(now);
+            self.receive_and_handle(now);
             self.push(now);
             let remaining = self.participant.endpoint().map_or(0, |e| e.undelivered());
             if remaining == 0 || now.duration_since(start) >= grace {
@@ -357,7 +358,7 @@ impl NetState {
     fn next(&mut self, now: Instant) -> FeedPoll {
         self.frame_loop_call(now);
         self.take_from_observer(now);
-        self.frame_loop_pull(now);
+        self.frame_loop_receive(now);
         let ready = self.participant.client().map_or(0, |c| c.ready_frames());
         // After the host's goodbye, the frames it sent before are still played: a host that
         // reached its frame limit leaves once every joiner has them.
@@ -440,7 +441,7 @@ fn network_thread(net: Arc<Net>, waiter: SocketWaiter) {
                 return;
             }
             let now = Instant::now();
-            if s.pull(now) {
+            if s.receive_and_handle(now) {
                 s.arrivals += 1;
                 net.arrived.notify_all();
             }
@@ -659,7 +660,7 @@ impl Feed for NetFeed {
         let mut s = lock(&self.net.state);
         s.frame_loop_call(now);
         s.keys = local[0];
-        s.frame_loop_pull(now);
+        s.frame_loop_receive(now);
         s.push(now);
         self.seen = s.arrivals;
     }
