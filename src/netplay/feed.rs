@@ -274,7 +274,7 @@ impl NetState {
     }
 
     /// Sends everything the participant wants to send.
-    fn push(&mut self, now: Instant) {
+    fn send_queued(&mut self, now: Instant) {
         while let Some(t) = self.participant.poll_transmit(now) {
             self.link.send(now, t.to, t.bytes);
         }
@@ -290,7 +290,7 @@ impl NetState {
         loop {
             let now = Instant::now();
             self.receive_and_handle(now);
-            self.push(now);
+            self.send_queued(now);
             let remaining = self.participant.endpoint().map_or(0, |e| e.undelivered());
             if remaining == 0 || now.duration_since(start) >= grace {
                 return;
@@ -306,7 +306,7 @@ impl NetState {
     fn close(&mut self, reason: &str) {
         let now = Instant::now();
         self.participant.close(reason);
-        self.push(now);
+        self.send_queued(now);
         self.link.drain(super::GOODBYE_DRAIN);
     }
 
@@ -375,7 +375,7 @@ impl NetState {
         let frame = self.participant.poll_frame();
         // What the frame asked of the machine (a checksum) goes out with it.
         self.handle_events(now);
-        self.push(now);
+        self.send_queued(now);
         match frame {
             Some((frame, mut inputs)) => {
                 // `--say`: once the game runs, when everyone in it can hear.
@@ -445,7 +445,7 @@ fn network_thread(net: Arc<Net>, waiter: SocketWaiter) {
                 s.arrivals += 1;
                 net.arrived.notify_all();
             }
-            s.push(now);
+            s.send_queued(now);
             if s.end.is_some() {
                 // The frame loop may be waiting for a frame that never comes.
                 net.arrived.notify_all();
@@ -661,7 +661,7 @@ impl Feed for NetFeed {
         s.frame_loop_call(now);
         s.keys = local[0];
         s.frame_loop_receive(now);
-        s.push(now);
+        s.send_queued(now);
         self.seen = s.arrivals;
     }
 
