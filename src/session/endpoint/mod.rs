@@ -409,13 +409,13 @@ impl Endpoint {
 
     /// The next datagram for the network.
     pub fn poll_transmit(&mut self, now: Instant) -> Option<Transmit> {
-        self.collect(now);
+        self.queue_transmits(now);
         self.out.pop_front()
     }
 
     /// The next datagram for the local player's lockstep client.
     pub fn poll_local(&mut self, now: Instant) -> Option<Vec<u8>> {
-        self.collect(now);
+        self.queue_transmits(now);
         self.to_local.pop_front()
     }
 
@@ -520,7 +520,7 @@ impl Endpoint {
 
     /// Moves what the state machines want to send into the queues, tagged for their
     /// joiners (the session layer tags its own).
-    fn collect(&mut self, now: Instant) {
+    fn queue_transmits(&mut self, now: Instant) {
         let mut untagged = Vec::new();
         if let Some(server) = &mut self.server {
             while let Some(t) = server.poll_transmit(now) {
