@@ -229,7 +229,7 @@ impl Endpoint {
         if !valid {
             self.stats.dropped_invalid += 1;
         }
-        self.react(now);
+        self.handle_machine_events(now);
     }
 
     /// A piece of a state a player sends because this endpoint asked it; once whole, it goes
@@ -303,7 +303,7 @@ impl Endpoint {
     pub fn handle_local(&mut self, now: Instant, datagram: &[u8]) {
         if let (Some(me), Some(server)) = (self.local, &mut self.server) {
             server.handle_datagram(now, me, datagram);
-            self.react(now);
+            self.handle_machine_events(now);
         }
     }
 
@@ -404,7 +404,7 @@ impl Endpoint {
                 });
             }
         }
-        self.react(now);
+        self.handle_machine_events(now);
     }
 
     /// The next datagram for the network.
@@ -602,19 +602,19 @@ impl Endpoint {
 
     /// Applies the policy between the session layer and the lockstep server to what they
     /// raised, and turns it into events.
-    fn react(&mut self, now: Instant) {
+    fn handle_machine_events(&mut self, now: Instant) {
         let mut loading_heard = Vec::new();
-        self.react_session(now, &mut loading_heard);
-        self.react_server(now);
+        self.handle_session_events(now, &mut loading_heard);
+        self.handle_server_events(now);
         // The server's timeouts kick players, which the session reports as gone.
-        self.react_session(now, &mut loading_heard);
+        self.handle_session_events(now, &mut loading_heard);
         self.track_loading(now, loading_heard);
         if self.server.is_none() && !self.lobby_expired {
             self.maybe_start(now);
         }
     }
 
-    fn react_session(&mut self, now: Instant, loading_heard: &mut Vec<(u8, Duration)>) {
+    fn handle_session_events(&mut self, now: Instant, loading_heard: &mut Vec<(u8, Duration)>) {
         while let Some(ev) = self.session.poll_event() {
             match ev {
                 HostEvent::Joined { slot, name, addr } => self
@@ -671,7 +671,7 @@ impl Endpoint {
         }
     }
 
-    fn react_server(&mut self, now: Instant) {
+    fn handle_server_events(&mut self, now: Instant) {
         let Some(server) = &mut self.server else {
             return;
         };
