@@ -50,7 +50,7 @@ const BEHIND_AGAIN: Duration = Duration::from_secs(30);
 /// With no machine of its own: a state asked of a player in the majority, for the players
 /// in `for_slots`.
 #[derive(Debug)]
-struct Fetch {
+struct StateFetch {
     id: u32,
     from: u8,
     for_slots: Vec<u8>,
@@ -112,7 +112,7 @@ pub struct Endpoint {
     /// The in-process player, if any (slot 0 of `framelock host`).
     local: Option<PeerId>,
     resyncs: Vec<(u8, ResyncSend)>,
-    fetches: Vec<Fetch>,
+    fetches: Vec<StateFetch>,
     /// Finished fetches whose last acks are still to go out.
     fetches_done: Vec<(u8, ResyncRecv)>,
     /// States asked for (`Desync { send_state: true }`) and not handed in yet.
@@ -759,7 +759,7 @@ impl Endpoint {
                                 Some(f) => f.for_slots.push(peer.0),
                                 None => {
                                     self.next_resync_id += 1;
-                                    self.fetches.push(Fetch {
+                                    self.fetches.push(StateFetch {
                                         id: self.next_resync_id,
                                         from,
                                         for_slots: vec![peer.0],

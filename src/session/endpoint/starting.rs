@@ -34,7 +34,7 @@ impl Endpoint {
             }
             None => {
                 self.next_resync_id += 1;
-                self.fetches.push(Fetch {
+                self.fetches.push(StateFetch {
                     id: self.next_resync_id,
                     from,
                     for_slots: vec![slot],
