@@ -26,7 +26,7 @@ impl HostSide {
     pub(super) fn handle_datagram(&mut self, at: Instant, from: SocketAddr, datagram: &[u8]) {
         let at = self.clock(at);
         self.endpoint.handle_datagram(at, from, datagram);
-        self.after(at);
+        self.handle_endpoint_events(at);
     }
 
     pub(super) fn handle_timeout(&mut self, now: Instant) {
@@ -44,7 +44,7 @@ impl HostSide {
         if let Some(c) = &mut self.client {
             c.handle_timeout(now);
         }
-        self.after(now);
+        self.handle_endpoint_events(now);
     }
 
     pub(super) fn handle_core(&mut self, now: Instant, reply: CoreReply) {
@@ -62,12 +62,12 @@ impl HostSide {
             } => self.endpoint.handle_state(now, frame.0, state, &for_slots),
             CoreReply::Loaded { .. } => {}
         }
-        self.after(now);
+        self.handle_endpoint_events(now);
     }
 
     /// Moves what the endpoint raised into events and the in-memory link's datagrams both
     /// ways (a handful of rounds settles it: a reply can only trigger acks).
-    pub(super) fn after(&mut self, now: Instant) {
+    pub(super) fn handle_endpoint_events(&mut self, now: Instant) {
         while let Some(ev) = self.endpoint.poll_event() {
             match &ev {
                 EndpointEvent::Started { .. } => {
@@ -130,7 +130,7 @@ impl HostSide {
         if self.frame_loop.away(now) {
             return None;
         }
-        self.after(now);
+        self.handle_endpoint_events(now);
         self.endpoint.poll_transmit(now)
     }
 

@@ -88,7 +88,7 @@ impl JoinSide {
             },
             JoinPhase::Ended => {}
         }
-        self.after(at);
+        self.handle_machine_events(at);
     }
 
     pub(super) fn handle_timeout(&mut self, now: Instant) {
@@ -135,7 +135,7 @@ impl JoinSide {
         if let Some(why) = lost {
             self.lose(now, why);
         }
-        self.after(now);
+        self.handle_machine_events(now);
     }
 
     pub(super) fn handle_core(&mut self, now: Instant, reply: CoreReply) {
@@ -153,7 +153,7 @@ impl JoinSide {
                 }
             }
         }
-        self.after(now);
+        self.handle_machine_events(now);
     }
 
     /// The link to the host is gone: reconnect, or end.
@@ -264,7 +264,7 @@ impl JoinSide {
     }
 
     /// Moves what the machines raised into events, and applies the rules between them.
-    pub(super) fn after(&mut self, now: Instant) {
+    pub(super) fn handle_machine_events(&mut self, now: Instant) {
         let mut lose = None;
         let mut end = None;
         let mut seated = None;
