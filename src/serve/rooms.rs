@@ -563,7 +563,7 @@ impl Rooms {
         if let Some(name) = self.by_addr.get(&from).cloned() {
             if let Some(room) = self.rooms.get_mut(&name) {
                 room.endpoint.handle_datagram(now, from, datagram);
-                self.after(now, &name);
+                self.drain_room(now, &name);
                 return;
             }
         }
@@ -579,7 +579,7 @@ impl Rooms {
         if let Some(name) = self.room_for_stranger(from, header.map(|h| h.session)) {
             if let Some(room) = self.rooms.get_mut(&name) {
                 room.endpoint.handle_datagram(now, from, datagram);
-                self.after(now, &name);
+                self.drain_room(now, &name);
                 return;
             }
         }
@@ -653,7 +653,7 @@ impl Rooms {
         };
         room.endpoint.handle_datagram(now, from, datagram);
         let name = room.name.clone();
-        self.after(now, &name);
+        self.drain_room(now, &name);
     }
 
     fn handle_open(&mut self, now: Instant, from: SocketAddr, open: OpenRoom) {
@@ -1119,7 +1119,7 @@ impl Rooms {
                 room.due = None;
                 room.endpoint.handle_timeout(now);
             }
-            self.after(now, &name);
+            self.drain_room(now, &name);
         }
         self.publish(now);
         if self.swept.is_none_or(|t| now >= t + Duration::from_secs(1)) {
@@ -1149,7 +1149,7 @@ impl Rooms {
     }
 
     /// Drains a room's events and datagrams, and closes it when its time has come.
-    fn after(&mut self, now: Instant, name: &str) {
+    fn drain_room(&mut self, now: Instant, name: &str) {
         let Some(room) = self.rooms.get_mut(name) else {
             return;
         };
