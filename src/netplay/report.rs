@@ -400,8 +400,9 @@ impl Report {
             EndpointEvent::Watching { slot, frame } => {
                 let n = endpoint.map_or(0, |e| e.spectator_count());
                 tracing::info!(
-                    "netplay: spectator {} watches from frame {frame} ({n} watching)",
-                    slot - crate::session::FIRST_SPECTATOR_SLOT + 1
+                    "netplay: spectator {} watches from frame {} ({n} watching)",
+                    slot - crate::session::FIRST_SPECTATOR_SLOT + 1,
+                    frame.0
                 )
             }
             EndpointEvent::SpectatorLeft { slot, reason } => tracing::info!(
@@ -510,8 +511,9 @@ impl Report {
             ),
             EndpointEvent::Resynced { slot, frame } => {
                 tracing::info!(
-                    "netplay: {} has the host's state for frame {frame}",
-                    self.name(slot)
+                    "netplay: {} has the host's state for frame {}",
+                    self.name(slot),
+                    frame.0
                 );
                 self.counters.resyncs += 1;
             }

@@ -152,7 +152,7 @@ pub enum ServeEvent {
     Resynced {
         room: String,
         slot: u8,
-        frame: u32,
+        frame: Frame,
     },
     Closed {
         room: String,
@@ -169,7 +169,7 @@ pub enum ServeEvent {
     Watching {
         room: String,
         name: String,
-        frame: u32,
+        frame: Frame,
         watching: usize,
     },
     SpectatorLeft {

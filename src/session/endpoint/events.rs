@@ -118,7 +118,7 @@ pub enum EndpointEvent {
     },
     /// The player's checksum of `frame` differs from the reference player's (with no local
     /// player: from most players'). With `send_state`, hand the machine's state to
-    /// [`Endpoint::handle_state`](super::Endpoint::handle_state)(super::Endpoint::handle_state) at the next frame boundary; otherwise a recovery is under
+    /// [`Endpoint::handle_state`](super::Endpoint::handle_state) at the next frame boundary; otherwise a recovery is under
     /// way already, or (with no local player) the endpoint fetches a state itself, from
     /// `source`.
     Desync {
@@ -140,9 +140,9 @@ pub enum EndpointEvent {
         /// The slot (a spectator's from 16 on).
         slot: u8,
         /// The frame.
-        frame: u32,
+        frame: Frame,
     },
-    /// Hand the machine's state to [`Endpoint::handle_state`](super::Endpoint::handle_state)(super::Endpoint::handle_state) at the next frame boundary,
+    /// Hand the machine's state to [`Endpoint::handle_state`](super::Endpoint::handle_state) at the next frame boundary,
     /// for these joiners of the running game (late players, spectators).
     StateWanted {
         /// The slots.
@@ -162,7 +162,7 @@ pub enum EndpointEvent {
         /// The slot (a spectator's from 16 on).
         slot: u8,
         /// The frame.
-        frame: u32,
+        frame: Frame,
     },
     /// A spectator left (`reason` says why).
     SpectatorLeft {

@@ -583,7 +583,7 @@ impl Endpoint {
             if tx.is_complete() {
                 events.push_back(EndpointEvent::Resynced {
                     slot: *slot,
-                    frame: tx.frame(),
+                    frame: Frame(tx.frame()),
                 });
                 if let Some(r) = resynced_from.get_mut(usize::from(*slot)) {
                     *r = tx.frame();

@@ -74,9 +74,10 @@ impl Endpoint {
                 })
         };
         match result {
-            Ok(()) if is_spectator_slot(slot) => self
-                .events
-                .push_back(EndpointEvent::Watching { slot, frame }),
+            Ok(()) if is_spectator_slot(slot) => self.events.push_back(EndpointEvent::Watching {
+                slot,
+                frame: Frame(frame),
+            }),
             Ok(()) => {}
             Err(e) => {
                 tracing::warn!("slot {slot} cannot enter the game: {e}");

@@ -484,7 +484,7 @@ fn a_desync_asks_for_one_state_and_the_player_gets_it() {
                 e,
                 EndpointEvent::Resynced {
                     slot: 1,
-                    frame: 240
+                    frame: Frame(240)
                 }
             )
         })
