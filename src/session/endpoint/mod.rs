@@ -242,7 +242,7 @@ impl Endpoint {
             Ok(Some((frame, state))) => {
                 let f = self.fetches.remove(i);
                 tracing::debug!(from = f.from, frame, "fetched a state for a resync");
-                self.handle_state(now, frame, state, &f.for_slots);
+                self.handle_state(now, Frame(frame), state, &f.for_slots);
                 // Its final acks still go out.
                 self.fetches_done.push((f.from, f.rx));
                 true
@@ -317,12 +317,12 @@ impl Endpoint {
 
     /// The machine's state as of the start of `frame`, for the players in `slots` (asked for
     /// by `Desync { send_state: true }`).
-    pub fn handle_state(&mut self, now: Instant, frame: u32, state: Vec<u8>, slots: &[u8]) {
+    pub fn handle_state(&mut self, now: Instant, frame: Frame, state: Vec<u8>, slots: &[u8]) {
         for &slot in slots {
             if self.session.awaits_state(slot) {
                 if let Err(e) =
                     self.session
-                        .handle_state(now, slot, frame, state.clone(), Vec::new())
+                        .handle_state(now, slot, frame.0, state.clone(), Vec::new())
                 {
                     tracing::error!("cannot send a state to slot {slot}: {e}");
                     self.session
@@ -335,7 +335,7 @@ impl Endpoint {
                 let restarted = self
                     .server
                     .as_mut()
-                    .is_some_and(|s| s.restart_spectator(now, slot, Frame(frame)).is_ok());
+                    .is_some_and(|s| s.restart_spectator(now, slot, frame).is_ok());
                 if !restarted {
                     continue;
                 }
@@ -343,7 +343,7 @@ impl Endpoint {
                 self.wanted[usize::from(slot)] = false;
             }
             self.next_resync_id += 1;
-            match ResyncSend::new(now, self.next_resync_id, frame, state.clone()) {
+            match ResyncSend::new(now, self.next_resync_id, frame.0, state.clone()) {
                 Ok(tx) => {
                     self.resyncs.retain(|(s, _)| *s != slot);
                     self.resyncs.push((slot, tx));

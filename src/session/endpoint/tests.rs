@@ -477,7 +477,7 @@ fn a_desync_asks_for_one_state_and_the_player_gets_it() {
     let now = net.now;
     net.rooms[room]
         .endpoint
-        .handle_state(now, 240, state.clone(), &[1]);
+        .handle_state(now, Frame(240), state.clone(), &[1]);
     let resynced = |n: &Net| {
         n.rooms[room].events.iter().any(|e| {
             matches!(

@@ -59,7 +59,7 @@ impl HostSide {
                 frame,
                 state,
                 for_slots,
-            } => self.endpoint.handle_state(now, frame.0, state, &for_slots),
+            } => self.endpoint.handle_state(now, frame, state, &for_slots),
             CoreReply::Loaded { .. } => {}
         }
         self.handle_endpoint_events(now);

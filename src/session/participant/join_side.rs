@@ -145,7 +145,7 @@ impl JoinSide {
                 CoreReply::Checksum { frame, checksum } => {
                     s.client.report_checksum(frame, checksum)
                 }
-                CoreReply::State { frame, state, .. } => s.seat.handle_state(now, frame.0, state),
+                CoreReply::State { frame, state, .. } => s.seat.handle_state(now, frame, state),
                 CoreReply::Loaded { frame } => {
                     if s.awaiting_load == Some(frame) {
                         s.awaiting_load = None;
@@ -321,7 +321,10 @@ impl JoinSide {
                         SeatEvent::PasswordChecked { admitted } => self
                             .events
                             .push_back(ParticipantEvent::PasswordChecked { admitted }),
-                        SeatEvent::State { frame, state } => {
+                        SeatEvent::State {
+                            frame: Frame(frame),
+                            state,
+                        } => {
                             let jump = s.client.is_spectator();
                             if jump {
                                 // The frames held are stale: none runs until the state is
