@@ -337,6 +337,16 @@ impl Default for Config {
 }
 
 impl Config {
+    /// These settings with keyframe interval `k`, and the lead's floor at `k` too (at least
+    /// 1): the one place that ties `min_lead` to K for every session.
+    pub fn with_keyframe_interval(self, k: u32) -> Config {
+        Config {
+            keyframe_interval: k,
+            min_lead: k.max(1),
+            ..self
+        }
+    }
+
     /// Refuses settings the protocol cannot run with, naming the one.
     pub fn validate(&self) -> Result<(), LockstepError> {
         let bad = |what| Err(LockstepError::Config(what));

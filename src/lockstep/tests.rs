@@ -21,11 +21,10 @@ pub(super) fn secs(v: u64) -> Duration {
 pub(super) fn config(players: usize, k: u32) -> Config {
     Config {
         players: players as u8,
-        keyframe_interval: k,
-        min_lead: k,
         session: 0x5eed_0001,
         ..Config::default()
     }
+    .with_keyframe_interval(k)
 }
 
 /// Remote players alternate between +0.5 % and -0.5 % clock rates.

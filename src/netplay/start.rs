@@ -56,13 +56,12 @@ fn lockstep_config(
 ) -> lockstep::Config {
     lockstep::Config {
         players: slots,
-        keyframe_interval: k,
-        min_lead: k.max(1),
         session,
         fps,
         send_budget: net.send_budget,
         ..lockstep::Config::default()
     }
+    .with_keyframe_interval(k)
 }
 
 /// Every command's first steps: the display checked, the play options marked as netplay

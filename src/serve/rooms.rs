@@ -986,11 +986,10 @@ impl Rooms {
         let cfg = EndpointConfig {
             host,
             lockstep: lockstep::Config {
-                keyframe_interval: u32::from(k),
-                min_lead: u32::from(k),
                 mode,
                 ..self.cfg.lockstep.clone()
-            },
+            }
+            .with_keyframe_interval(u32::from(k)),
             lobby_timeout: None,
         };
         let info = SessionInfo {

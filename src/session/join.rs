@@ -101,16 +101,14 @@ impl StartState {
     /// The lockstep settings this joiner plays with: the session's slots, keyframe interval,
     /// mode, id and frame rate over `base` (this end's own: send budget, header size, timeouts).
     pub fn lockstep(&self, base: crate::lockstep::Config) -> crate::lockstep::Config {
-        let k = u32::from(self.keyframe_interval);
         crate::lockstep::Config {
             players: self.slots,
-            keyframe_interval: k,
-            min_lead: k.max(1),
             session: self.session,
             fps: self.fps,
             mode: self.mode,
             ..base
         }
+        .with_keyframe_interval(u32::from(self.keyframe_interval))
     }
 }
 
