@@ -21,7 +21,9 @@ use rand::{Rng, SeedableRng};
 use crate::input::{Inputs, Pad};
 use crate::wire::Transmit;
 
-use super::{Client, ClientEvent, Config, Frame, PeerId, Server, ServerEvent, Traffic};
+use super::{
+    Client, ClientEvent, Config, Frame, PeerId, Server, ServerEvent, SpectatorId, Traffic,
+};
 use crate::wire::keys::{Keys, Side};
 
 const CATCH_UP_CAP: u32 = 4;
@@ -564,7 +566,12 @@ impl Sim {
         let now = self.server_now();
         let first = self.host_frame();
         self.server
-            .add_spectator(now, id, Frame(first), super::budget::UDP_IP_HEADER)
+            .add_spectator(
+                now,
+                SpectatorId(id),
+                Frame(first),
+                super::budget::UDP_IP_HEADER,
+            )
             .expect("spectator");
         let local = self.base + self.t.mul_f64(spec.clock_rate);
         let client = Client::spectator(local, self.remote_config(), Frame(first)).expect("client");
@@ -580,7 +587,7 @@ impl Sim {
         let first = self.host_frame();
         let id = self.players[i].spectator.expect("a spectator");
         self.server
-            .restart_spectator(now, id, Frame(first))
+            .restart_spectator(now, SpectatorId(id), Frame(first))
             .expect("restart");
         let p = &mut self.players[i];
         assert!(p.client.skip_to(Frame(first)));
@@ -747,7 +754,8 @@ impl Sim {
                 }
                 Dest::Spectating(id) => {
                     let now = self.server_now();
-                    self.server.handle_spectator_datagram(now, id, &p.bytes);
+                    self.server
+                        .handle_spectator_datagram(now, SpectatorId(id), &p.bytes);
                 }
                 Dest::Player(i) => {
                     let pl = &mut self.players[i];
@@ -839,7 +847,7 @@ impl Sim {
             let t = self.t;
             let now = self.server_now();
             while let Some(Transmit { to, bytes }) = self.server.poll_spectator_transmit(now) {
-                let Some(i) = self.players.iter().position(|p| p.spectator == Some(to)) else {
+                let Some(i) = self.players.iter().position(|p| p.spectator == Some(to.0)) else {
                     continue;
                 };
                 let arrivals = self.players[i].down.route(&mut self.spectator_rng, t);

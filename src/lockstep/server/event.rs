@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use super::super::frame::{Frame, PeerId};
+use super::super::frame::{Frame, PeerId, SpectatorId};
 
 /// Why the server dropped a peer ([`ServerEvent::PeerLeft`]): the lockstep layer's view,
 /// which the session's endpoint words for its players as a `PlayerOutReason`.
@@ -36,13 +36,13 @@ pub enum ServerEvent {
     /// Spectator `id` was silent past the timeout and is out.
     SpectatorLeft {
         /// The spectator.
-        id: u8,
+        id: SpectatorId,
     },
     /// Spectator `id` fell more than [`SPECTATOR_LAG_SECS`](super::SPECTATOR_LAG_SECS) behind the frontier: it gets no
     /// frames until [`Server::restart_spectator`](super::Server::restart_spectator) gives it a fresh start.
     SpectatorBehind {
         /// The spectator.
-        id: u8,
+        id: SpectatorId,
         /// How far behind the frontier its acks are.
         frames: u32,
     },

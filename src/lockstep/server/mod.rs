@@ -23,7 +23,7 @@ use crate::input::MAX_PLAYERS;
 use crate::wire::Transmit;
 
 use super::budget::SendBudget;
-use super::frame::{Frame, PeerId};
+use super::frame::{Frame, PeerId, SpectatorId};
 use super::link::{PeerLink, Silence};
 use super::msg::{Notice, NoticeName, PauseRequest};
 use super::pause::{Pauses, Verdict, PAUSED_SILENCE, STOP_SETTLE, STOP_TAINT, STOP_TAINT_OWN};
@@ -213,12 +213,12 @@ impl Server {
     pub fn add_spectator(
         &mut self,
         now: Instant,
-        id: u8,
+        id: SpectatorId,
         start: Frame,
         header: usize,
     ) -> Result<(), LockstepError> {
         if self.spectators.contains(id) {
-            return Err(LockstepError::SpectatorPresent(id));
+            return Err(LockstepError::SpectatorPresent(id.0));
         }
         self.check_start(start)?;
         let link = PeerLink::new(self.epoch, now, self.cfg.send_budget, header);
@@ -230,18 +230,18 @@ impl Server {
     pub fn restart_spectator(
         &mut self,
         now: Instant,
-        id: u8,
+        id: SpectatorId,
         start: Frame,
     ) -> Result<(), LockstepError> {
         self.check_start(start)?;
         if !self.spectators.restart(now, id, start) {
-            return Err(LockstepError::NoSpectator(id));
+            return Err(LockstepError::NoSpectator(id.0));
         }
         Ok(())
     }
 
     /// Drops spectator `id`; false if there was none.
-    pub fn remove_spectator(&mut self, id: u8) -> bool {
+    pub fn remove_spectator(&mut self, id: SpectatorId) -> bool {
         self.spectators.remove(id)
     }
 
@@ -258,7 +258,7 @@ impl Server {
     }
 
     /// Spectator `id`'s link: (round trip, frames it holds all before, traffic).
-    pub fn spectator(&self, id: u8) -> Option<(Option<Duration>, Frame, Traffic)> {
+    pub fn spectator(&self, id: SpectatorId) -> Option<(Option<Duration>, Frame, Traffic)> {
         self.spectators.get(id)
     }
 
@@ -269,14 +269,14 @@ impl Server {
 
     /// Feeds a datagram from spectator `id`: a CTRL with acks (and the link's timestamps)
     /// only. Anything else is dropped and counted.
-    pub fn handle_spectator_datagram(&mut self, now: Instant, id: u8, datagram: &[u8]) {
+    pub fn handle_spectator_datagram(&mut self, now: Instant, id: SpectatorId, datagram: &[u8]) {
         self.spectators
             .handle_datagram(now, id, datagram, &mut self.traffic);
     }
 
     /// Datagrams to spectators, one at a time, with the spectator's id. Call until `None`,
     /// after the players' [`poll_transmit`](Self::poll_transmit).
-    pub fn poll_spectator_transmit(&mut self, now: Instant) -> Option<Transmit<u8>> {
+    pub fn poll_spectator_transmit(&mut self, now: Instant) -> Option<Transmit<SpectatorId>> {
         let batch = self.spectator_batch();
         self.spectators
             .poll_transmit(now, &self.cfg, batch, &self.history, &mut self.traffic)

@@ -24,7 +24,9 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use crate::input::MAX_PLAYERS;
-use crate::lockstep::{self, Frame, PeerId, PeerLeftReason, Server, ServerEvent, ServerStats};
+use crate::lockstep::{
+    self, Frame, PeerId, PeerLeftReason, Server, ServerEvent, ServerStats, SpectatorId,
+};
 use crate::wire::{link_overhead, Header, Kind, Transmit, HEADER_LEN};
 
 use super::chat::{ChatLine, ChatRelay};
@@ -218,7 +220,7 @@ impl Endpoint {
             self.session.handle_opened(now, from, datagram).is_ok()
         } else if let (Some(slot), Some(server)) = (slot, &mut self.server) {
             if is_spectator_slot(slot) {
-                server.handle_spectator_datagram(now, slot, datagram);
+                server.handle_spectator_datagram(now, SpectatorId(slot), datagram);
             } else {
                 server.handle_datagram(now, PeerId(slot), datagram);
             }
@@ -335,7 +337,7 @@ impl Endpoint {
                 let restarted = self
                     .server
                     .as_mut()
-                    .is_some_and(|s| s.restart_spectator(now, slot, frame).is_ok());
+                    .is_some_and(|s| s.restart_spectator(now, SpectatorId(slot), frame).is_ok());
                 if !restarted {
                     continue;
                 }
@@ -468,7 +470,7 @@ impl Endpoint {
             .session
             .spectators()
             .iter()
-            .filter_map(|s| server.spectator(s.slot))
+            .filter_map(|s| server.spectator(SpectatorId(s.slot)))
             .filter(|(_, acked, _)| *acked < server.frontier())
             .count();
         server
@@ -531,7 +533,7 @@ impl Endpoint {
                 }
             }
             while let Some(t) = server.poll_spectator_transmit(now) {
-                if let Some(to) = self.session.addr_of(t.to) {
+                if let Some(to) = self.session.addr_of(t.to.0) {
                     untagged.push(Transmit { to, bytes: t.bytes });
                 }
             }
@@ -652,7 +654,7 @@ impl Endpoint {
                 }
                 HostEvent::Left { slot, reason } if is_spectator_slot(slot) => {
                     if let Some(server) = &mut self.server {
-                        server.remove_spectator(slot);
+                        server.remove_spectator(SpectatorId(slot));
                     }
                     self.events.push_back(EndpointEvent::SpectatorLeft {
                         slot,
@@ -692,8 +694,8 @@ impl Endpoint {
                         name,
                     })
                 }
-                ServerEvent::SpectatorLeft { id } => self.session.drop_silent(id, "timed out"),
-                ServerEvent::SpectatorBehind { id, .. } => want.push(id),
+                ServerEvent::SpectatorLeft { id } => self.session.drop_silent(id.0, "timed out"),
+                ServerEvent::SpectatorBehind { id, .. } => want.push(id.0),
                 ServerEvent::PeerSilent { peer, silent_for } => {
                     self.events.push_back(EndpointEvent::PlayerSilent {
                         slot: peer.0,
@@ -809,7 +811,7 @@ impl Endpoint {
 
     /// A spectator's round trip, the frames it holds all before, and its traffic.
     pub fn spectator(&self, slot: u8) -> Option<(Option<Duration>, Frame, lockstep::Traffic)> {
-        self.server.as_ref()?.spectator(slot)
+        self.server.as_ref()?.spectator(SpectatorId(slot))
     }
 }
 

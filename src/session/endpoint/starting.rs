@@ -60,7 +60,7 @@ impl Endpoint {
         let rtt = me.as_ref().and_then(|p| p.rtt);
         let name = me.map(|p| p.name).unwrap_or_default();
         let result = if is_spectator_slot(slot) {
-            server.add_spectator(now, slot, Frame(frame), header)
+            server.add_spectator(now, SpectatorId(slot), Frame(frame), header)
         } else {
             let peer = PeerId(slot);
             server
