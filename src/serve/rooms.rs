@@ -1198,24 +1198,28 @@ impl Rooms {
                     from_frame,
                 } => self.events.push_back(ServeEvent::PlayerJoined {
                     room: room_name,
-                    slot,
+                    slot: slot.0,
                     name,
                     from_frame,
                 }),
                 EndpointEvent::Watching { slot, frame } => {
                     self.events.push_back(ServeEvent::Watching {
                         room: room_name,
-                        name: room.spectator_names.get(&slot).cloned().unwrap_or_default(),
+                        name: room
+                            .spectator_names
+                            .get(&slot.0)
+                            .cloned()
+                            .unwrap_or_default(),
                         frame,
                         watching: room.endpoint.spectator_count(),
                     })
                 }
                 EndpointEvent::SpectatorLeft { slot, reason } => {
-                    if let Some(addr) = room.addrs.remove(&slot) {
+                    if let Some(addr) = room.addrs.remove(&slot.0) {
                         self.by_addr.remove(&addr);
                         self.validated.remove(&addr);
                     }
-                    let name = room.spectator_names.remove(&slot).unwrap_or_default();
+                    let name = room.spectator_names.remove(&slot.0).unwrap_or_default();
                     self.events.push_back(ServeEvent::SpectatorLeft {
                         room: room_name,
                         reason: format!("{name} {reason}"),
@@ -1244,17 +1248,17 @@ impl Rooms {
                     from_frame,
                     reason,
                 } => {
-                    if let Some(addr) = room.addrs.remove(&slot) {
+                    if let Some(addr) = room.addrs.remove(&slot.0) {
                         self.by_addr.remove(&addr);
                         self.validated.remove(&addr);
                     }
                     room.left_on_purpose = reason == PlayerOutReason::Left;
                     self.events.push_back(ServeEvent::Out {
                         room: room_name,
-                        slot,
+                        slot: slot.0,
                         from_frame,
                         reason,
-                        said: room.goodbyes.remove(&slot),
+                        said: room.goodbyes.remove(&slot.0),
                     });
                 }
                 EndpointEvent::Desync {
@@ -1264,9 +1268,9 @@ impl Rooms {
                     ..
                 } => self.events.push_back(ServeEvent::Desync {
                     room: room_name,
-                    slot,
+                    slot: slot.0,
                     frame,
-                    source,
+                    source: source.map(|p| p.0),
                 }),
                 EndpointEvent::Resynced { slot, frame } => {
                     self.events.push_back(ServeEvent::Resynced {

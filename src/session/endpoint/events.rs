@@ -4,7 +4,7 @@ use std::fmt;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use crate::lockstep::Frame;
+use crate::lockstep::{Frame, PeerId, SpectatorId};
 use crate::session::{SessionLeftReason, LOADING_LIMIT};
 
 /// Why a player is out of a running game: its input turns neutral. Why it left the host's
@@ -36,7 +36,8 @@ impl fmt::Display for PlayerOutReason {
     }
 }
 
-/// What happened, for the driver to log or act on.
+/// What happened, for the driver to log or act on. A seat is a [`PeerId`], a spectator a
+/// [`SpectatorId`]; a bare `slot: u8` may be either (a spectator's from 16 on).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum EndpointEvent {
     /// Admitted to the lobby; its start-state transfer follows.
@@ -85,15 +86,15 @@ pub enum EndpointEvent {
     },
     /// Nothing heard from the player for `silent_for` (once per silence).
     PlayerSilent {
-        /// The slot (a spectator's from 16 on).
-        slot: u8,
+        /// The player.
+        slot: PeerId,
         /// How long nothing has come.
         silent_for: Duration,
     },
     /// The player is out of the game: neutral input from `from_frame` on.
     PlayerOut {
-        /// The slot (a spectator's from 16 on).
-        slot: u8,
+        /// The player.
+        slot: PeerId,
         /// The frame it counts from.
         from_frame: Frame,
         /// Why.
@@ -102,8 +103,8 @@ pub enum EndpointEvent {
     /// The game waits for a player that is still loading, `waited` after it had the start
     /// state; `again` on the later reminders.
     StillLoading {
-        /// The slot (a spectator's from 16 on).
-        slot: u8,
+        /// The player.
+        slot: PeerId,
         /// Time since it had the start state.
         waited: Duration,
         /// A reminder, not the first notice.
@@ -111,8 +112,8 @@ pub enum EndpointEvent {
     },
     /// A player the game waited for runs, `waited` after it had the start state.
     Running {
-        /// The slot (a spectator's from 16 on).
-        slot: u8,
+        /// The player.
+        slot: PeerId,
         /// Time since it had the start state.
         waited: Duration,
     },
@@ -124,8 +125,8 @@ pub enum EndpointEvent {
     Desync {
         /// The frame.
         frame: Frame,
-        /// The slot (a spectator's from 16 on).
-        slot: u8,
+        /// The player.
+        slot: PeerId,
         /// The reference checksum.
         expected: u64,
         /// The player's checksum.
@@ -133,7 +134,7 @@ pub enum EndpointEvent {
         /// Hand in a state for it.
         send_state: bool,
         /// The player the endpoint fetches a state from.
-        source: Option<u8>,
+        source: Option<PeerId>,
     },
     /// The player has the state for `frame` and continues from it.
     Resynced {
@@ -150,8 +151,8 @@ pub enum EndpointEvent {
     },
     /// A player who joined the running game (or came back) plays from `from_frame` on.
     PlayerJoined {
-        /// The slot (a spectator's from 16 on).
-        slot: u8,
+        /// The player.
+        slot: PeerId,
         /// The frame it counts from.
         from_frame: Frame,
         /// The name it goes by.
@@ -159,15 +160,15 @@ pub enum EndpointEvent {
     },
     /// A spectator has its state and watches from `frame` on.
     Watching {
-        /// The slot (a spectator's from 16 on).
-        slot: u8,
+        /// The spectator.
+        slot: SpectatorId,
         /// The frame.
         frame: Frame,
     },
     /// A spectator left (`reason` says why).
     SpectatorLeft {
-        /// The slot (a spectator's from 16 on).
-        slot: u8,
+        /// The spectator.
+        slot: SpectatorId,
         /// Why.
         reason: String,
     },

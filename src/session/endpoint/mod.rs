@@ -657,7 +657,7 @@ impl Endpoint {
                         server.remove_spectator(SpectatorId(slot));
                     }
                     self.events.push_back(EndpointEvent::SpectatorLeft {
-                        slot,
+                        slot: SpectatorId(slot),
                         reason: reason.to_string(),
                     });
                 }
@@ -689,7 +689,7 @@ impl Endpoint {
                         .map(|p| p.name)
                         .unwrap_or_default();
                     self.events.push_back(EndpointEvent::PlayerJoined {
-                        slot: peer.0,
+                        slot: peer,
                         from_frame,
                         name,
                     })
@@ -698,7 +698,7 @@ impl Endpoint {
                 ServerEvent::SpectatorBehind { id, .. } => want.push(id.0),
                 ServerEvent::PeerSilent { peer, silent_for } => {
                     self.events.push_back(EndpointEvent::PlayerSilent {
-                        slot: peer.0,
+                        slot: peer,
                         silent_for,
                     })
                 }
@@ -733,7 +733,7 @@ impl Endpoint {
                         }
                     }
                     self.events.push_back(EndpointEvent::PlayerOut {
-                        slot: peer.0,
+                        slot: peer,
                         from_frame,
                         reason,
                     });
@@ -776,11 +776,11 @@ impl Endpoint {
                     }
                     self.events.push_back(EndpointEvent::Desync {
                         frame,
-                        slot: peer.0,
+                        slot: peer,
                         expected,
                         got,
                         send_state: recover && self.local.is_some(),
-                        source,
+                        source: source.map(PeerId),
                     });
                 }
             }

@@ -75,7 +75,7 @@ impl Endpoint {
         };
         match result {
             Ok(()) if is_spectator_slot(slot) => self.events.push_back(EndpointEvent::Watching {
-                slot,
+                slot: SpectatorId(slot),
                 frame: Frame(frame),
             }),
             Ok(()) => {}
@@ -112,7 +112,7 @@ impl Endpoint {
             if server.is_running(PeerId(l.slot)) {
                 if l.told.is_some() {
                     events.push_back(EndpointEvent::Running {
-                        slot: l.slot,
+                        slot: PeerId(l.slot),
                         waited,
                     });
                 }
@@ -124,7 +124,7 @@ impl Endpoint {
                 _ => return true,
             };
             events.push_back(EndpointEvent::StillLoading {
-                slot: l.slot,
+                slot: PeerId(l.slot),
                 waited,
                 again,
             });

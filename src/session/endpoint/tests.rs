@@ -400,11 +400,11 @@ fn a_silent_player_is_dropped_told_and_the_others_play_on() {
     let events = &net.rooms[room].events;
     let silent = events.iter().position(|e| {
         matches!(e, EndpointEvent::PlayerSilent { slot, silent_for }
-            if *slot == gone && *silent_for >= Duration::from_millis(500))
+            if slot.0 == gone && *silent_for >= Duration::from_millis(500))
     });
     let out = events.iter().position(|e| {
         matches!(e, EndpointEvent::PlayerOut { slot, reason: PlayerOutReason::TimedOut, .. }
-            if *slot == gone)
+            if slot.0 == gone)
     });
     assert!(
         silent.is_some() && out.is_some() && silent < out,
@@ -441,7 +441,7 @@ fn a_desync_asks_for_one_state_and_the_player_gets_it() {
             matches!(
                 e,
                 EndpointEvent::Desync {
-                    slot: 1,
+                    slot: PeerId(1),
                     send_state: true,
                     ..
                 }
@@ -454,7 +454,15 @@ fn a_desync_asks_for_one_state_and_the_player_gets_it() {
         n.rooms[room]
             .events
             .iter()
-            .filter(|e| matches!(e, EndpointEvent::Desync { slot: 1, .. }))
+            .filter(|e| {
+                matches!(
+                    e,
+                    EndpointEvent::Desync {
+                        slot: PeerId(1),
+                        ..
+                    }
+                )
+            })
             .count()
             >= 2
     };
@@ -700,7 +708,8 @@ fn a_name_alone_never_replaces_a_player_who_still_talks() {
     let until = net.now + Duration::from_secs(8);
     net.run_until(Duration::from_secs(60), |n| n.now >= until);
     let replaced = net.rooms[room].events.iter().any(|e| {
-        matches!(e, EndpointEvent::Left { slot: s, .. } | EndpointEvent::PlayerOut { slot: s, .. } if *s == slot)
+        matches!(e, EndpointEvent::Left { slot: s, .. } if *s == slot)
+            || matches!(e, EndpointEvent::PlayerOut { slot: s, .. } if s.0 == slot)
     });
     assert!(!replaced, "{:?}", net.rooms[room].events);
     assert!(

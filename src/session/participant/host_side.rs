@@ -93,7 +93,7 @@ impl HostSide {
                 } => self
                     .events
                     .push_back(ParticipantEvent::Core(CoreRequest::SaveState {
-                        for_slots: vec![*slot],
+                        for_slots: vec![slot.0],
                     })),
                 _ => {}
             }
