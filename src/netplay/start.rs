@@ -360,16 +360,16 @@ fn play_joined(
         tracing::info!(
             "netplay: watching session {:08x} from frame {}",
             start.session,
-            start.frame
+            start.frame.0
         );
-    } else if start.frame > 0 {
+    } else if start.frame.0 > 0 {
         tracing::info!(
             "netplay: in session {:08x} as player {} of {}, from frame {} (the game runs: \
              catching up, then your input counts from a frame the host announces)",
             start.session,
             start.slot + 1,
             start.slots,
-            start.frame
+            start.frame.0
         );
     } else {
         tracing::info!(

@@ -84,7 +84,7 @@ pub struct StartState {
     /// The core's frames per second, as the host runs it.
     pub fps: f64,
     /// The session frame the state is at.
-    pub frame: u32,
+    pub frame: crate::lockstep::Frame,
     /// Session size in player slots and the lockstep keyframe interval, as the host set them.
     pub slots: u8,
     /// See `slots`.
@@ -717,7 +717,7 @@ impl JoinSession {
                     session: self.session,
                     players: welcome.players.clone(),
                     fps: welcome.fps,
-                    frame: welcome.frame,
+                    frame: crate::lockstep::Frame(welcome.frame),
                     slots: welcome.slots,
                     keyframe_interval: welcome.keyframe_interval,
                     mode: welcome.mode,

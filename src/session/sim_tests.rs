@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use rand::{rngs::SmallRng, Rng, RngCore, SeedableRng};
 
 use super::*;
+use crate::lockstep::Frame;
 use crate::net::sim::SimNet;
 use crate::session::host::{LOBBY_INTERVAL, READY_TIMEOUT};
 use crate::wire::PROTOCOL_VERSION;
@@ -541,7 +542,7 @@ fn a_running_game_welcomes_a_late_joiner_with_a_state_of_the_running_machine() {
         .unwrap();
     assert!(sim.run_until(Duration::from_secs(15), |s| s.settled(a)));
     let start = sim.ready(a).expect("welcomed");
-    assert_eq!((start.slot, start.frame), (1, 1234));
+    assert_eq!((start.slot, start.frame), (1, Frame(1234)));
     assert_eq!(start.payload.state, vec![7; 3000]);
     // A spectator takes no seat, and waits for a state of its own.
     let w = sim.watch(2, info("eve"));
@@ -554,7 +555,7 @@ fn a_running_game_welcomes_a_late_joiner_with_a_state_of_the_running_machine() {
         .unwrap();
     assert!(sim.run_until(Duration::from_secs(30), |s| s.settled(w)));
     let start = sim.ready(w).expect("welcomed");
-    assert_eq!((start.slot, start.frame), (msg::SPECTATOR, 1300));
+    assert_eq!((start.slot, start.frame), (msg::SPECTATOR, Frame(1300)));
 }
 
 #[test]

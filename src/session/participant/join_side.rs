@@ -222,7 +222,7 @@ impl JoinSide {
             udp_ip_header: link_overhead(host),
             ..self.base.clone()
         });
-        let first = Frame(start.frame);
+        let first = start.frame;
         let client = if start.slot == crate::session::msg::SPECTATOR {
             // The host keeps a spectator that long, too: one back from a pause gets a fresh
             // state.
@@ -387,18 +387,18 @@ impl JoinSide {
             if reconnecting {
                 tracing::info!(
                     "session: back in the session from frame {} (slot {})",
-                    start.frame,
+                    start.frame.0,
                     start.slot
                 );
                 self.events
                     .push_back(ParticipantEvent::Core(CoreRequest::Load {
-                        frame: Frame(start.frame),
+                        frame: start.frame,
                         state: start.payload.state.clone(),
                         sram: start.payload.sram.clone(),
                         jump: true,
                     }));
                 self.events.push_back(ParticipantEvent::Back {
-                    frame: Frame(start.frame),
+                    frame: start.frame,
                     slot: start.slot,
                 });
                 self.seat(now, session, &start, true);
