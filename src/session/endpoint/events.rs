@@ -119,9 +119,9 @@ pub enum EndpointEvent {
     },
     /// The player's checksum of `frame` differs from the reference player's (with no local
     /// player: from most players'). With `send_state`, hand the machine's state to
-    /// [`Endpoint::handle_state`](super::Endpoint::handle_state) at the next frame boundary; otherwise a recovery is under
-    /// way already, or (with no local player) the endpoint fetches a state itself, from
-    /// `source`.
+    /// [`Endpoint::handle_state`](super::Endpoint::handle_state) at the next frame boundary;
+    /// otherwise a recovery is under way already, or (with no local player) the endpoint
+    /// fetches a state itself, from `source`.
     Desync {
         /// The frame.
         frame: Frame,
@@ -143,8 +143,9 @@ pub enum EndpointEvent {
         /// The frame.
         frame: Frame,
     },
-    /// Hand the machine's state to [`Endpoint::handle_state`](super::Endpoint::handle_state) at the next frame boundary,
-    /// for these joiners of the running game (late players, spectators).
+    /// Hand the machine's state to [`Endpoint::handle_state`](super::Endpoint::handle_state)
+    /// at the next frame boundary, for these joiners of the running game (late players,
+    /// spectators).
     StateWanted {
         /// The slots.
         slots: Vec<u8>,

@@ -87,7 +87,8 @@ pub enum HostEvent {
         reason: String,
     },
     /// A player taking a seat in the running game, or a spectator, was admitted: it needs
-    /// the machine's state at a frame boundary ([`HostSession::handle_state`](super::HostSession::handle_state)).
+    /// the machine's state at a frame boundary
+    /// ([`HostSession::handle_state`](super::HostSession::handle_state)).
     StateWanted {
         /// The slot (a spectator's from 16 on).
         slot: u8,
