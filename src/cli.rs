@@ -14,7 +14,7 @@ use crate::app::{PlayOptions, RecordMode, RunnerConfig};
 use crate::config::Config;
 use crate::frontend::audio::AudioSettings;
 use crate::frontend::chat_board::ChatShow;
-use crate::host::{catalog, CoreSource, HostConfig};
+use crate::host::{catalog, CoreConfig, CoreSource};
 use crate::input::{BotSpec, Button};
 use crate::lockstep::{Mode, DEFAULT_SEND_BUDGET};
 use crate::net::NetSim;
@@ -957,7 +957,7 @@ impl PlayArgs {
         Ok(PlayOptions {
             core,
             content: self.content.clone(),
-            host: HostConfig {
+            host: CoreConfig {
                 system_dir: self.view.system_dir.clone().unwrap_or(paths.system_dir),
                 save_dir: self.save_dir.clone().unwrap_or(paths.save_dir),
                 options,

@@ -5,7 +5,7 @@ mod play_common;
 
 use std::path::Path;
 
-use framelock::host::{Core, CoreSource, HostConfig};
+use framelock::host::{Core, CoreConfig, CoreSource};
 use framelock::input::{Bot, Inputs, Pad, MAX_PLAYERS};
 
 fn inputs(bots: &mut [Bot], frame: u64) -> Inputs {
@@ -23,10 +23,10 @@ fn round_trip(
     players: usize,
     dir: &Path,
 ) -> (u64, u64) {
-    let config = HostConfig {
+    let config = CoreConfig {
         system_dir: dir.join("system"),
         save_dir: dir.join("saves"),
-        ..HostConfig::default()
+        ..CoreConfig::default()
     };
     let mut core = Core::open(&source, &config).expect("open core");
     core.load_game(content).expect("load content");

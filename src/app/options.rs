@@ -8,7 +8,7 @@ use std::time::Duration;
 use super::runner::RunnerConfig;
 use super::video_capture::VideoOutput;
 use crate::frontend::audio::AudioSettings;
-use crate::host::{CoreSource, HostConfig};
+use crate::host::{CoreConfig, CoreSource};
 use crate::input::KeyMap;
 
 /// Everything `play` needs, config file and flags already merged.
@@ -16,7 +16,7 @@ use crate::input::KeyMap;
 pub struct PlayOptions {
     pub core: CoreSource,
     pub content: Option<PathBuf>,
-    pub host: HostConfig,
+    pub host: CoreConfig,
     /// No window, no audio device, no event loop.
     pub headless: bool,
     pub runner: RunnerConfig,

@@ -282,7 +282,9 @@ pub fn local_players(opts: &PlayOptions) -> Vec<(u8, String)> {
         .collect()
 }
 
-struct Shared<S: Sink> {
+/// What the [`Recording`] handle and the runner's observer both reach: the recorder and its
+/// bookkeeping.
+struct RecordingState<S: Sink> {
     /// `None` once finished or stopped after an error.
     recorder: Option<Recorder<S>>,
     path: PathBuf,
@@ -297,7 +299,7 @@ struct Shared<S: Sink> {
     failure: Option<String>,
 }
 
-impl<S: Sink> Shared<S> {
+impl<S: Sink> RecordingState<S> {
     /// Logs `e` once and stops recording; the session goes on.
     fn stop(&mut self, e: &ReplayError) {
         if self.recorder.take().is_some() {
@@ -344,13 +346,13 @@ impl<S: Sink> Shared<S> {
 /// A session being recorded. The runner holds its [`Recording::observer`]; the session code
 /// keeps this handle to add events and to [`Recording::finish`] at the end.
 pub struct Recording<S: Sink + 'static = std::fs::File> {
-    shared: Rc<RefCell<Shared<S>>>,
+    shared: Rc<RefCell<RecordingState<S>>>,
 }
 
 impl<S: Sink + 'static> Recording<S> {
     /// Wraps a recorder just created with `header`.
     pub fn from_recorder(recorder: Recorder<S>, header: &Header) -> Recording<S> {
-        let shared = Shared {
+        let shared = RecordingState {
             path: recorder.path().to_path_buf(),
             flushed_bytes: recorder.bytes_written(),
             recorder: Some(recorder),
@@ -498,7 +500,7 @@ impl<S: Sink + 'static> Clone for Recording<S> {
 }
 
 struct Observer<S: Sink> {
-    shared: Rc<RefCell<Shared<S>>>,
+    shared: Rc<RefCell<RecordingState<S>>>,
 }
 
 impl<M: StateChecksum, S: Sink> FrameObserver<M> for Observer<S> {

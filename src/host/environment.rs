@@ -508,7 +508,7 @@ pub unsafe extern "C" fn input_state(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::host::HostConfig;
+    use crate::host::CoreConfig;
     use crate::input::Pad;
     use std::ffi::CString;
     use std::ptr::{null, null_mut};
@@ -521,10 +521,10 @@ mod tests {
     // One test: the callbacks share the process-wide state.
     #[test]
     fn answers_commands_and_survives_null_probes() {
-        let config = HostConfig {
+        let config = CoreConfig {
             system_dir: "/sys-dir".into(),
             netplay: true,
-            ..HostConfig::default()
+            ..CoreConfig::default()
         };
         state::install(HostState::new(&config, None));
 

@@ -12,7 +12,7 @@ use super::ffi::{self, GameInfo, SystemAvInfo, SystemInfo};
 use super::state::{self, HostState};
 use super::video::RawFrame;
 use super::{
-    log, sram, AvInfo, CoreInfo, HostConfig, HostError, MemoryRegion, OptionDef, VideoFrame,
+    log, sram, AvInfo, CoreConfig, CoreInfo, HostError, MemoryRegion, OptionDef, VideoFrame,
 };
 use crate::input::Inputs;
 
@@ -50,7 +50,7 @@ pub struct Core {
     frame_count: u64,
     /// Samples (`i16`s) the last `run_frame` added to the undrained audio; reset by a drain.
     frame_samples: usize,
-    /// Test hook (`HostConfig::ignore_loads`).
+    /// Test hook (`CoreConfig::ignore_loads`).
     ignore_loads: bool,
     /// `unserialize` calls (see `loads`).
     loads: u64,
@@ -64,7 +64,7 @@ unsafe impl Send for Core {}
 
 impl Core {
     /// Loads the core and initialises it. Creates the system and save directories.
-    pub fn open(source: &CoreSource, config: &HostConfig) -> Result<Core, HostError> {
+    pub fn open(source: &CoreSource, config: &CoreConfig) -> Result<Core, HostError> {
         // dlopen and symbol lookup touch no core state, so they may precede the claim.
         let api = prepare(source, config)?;
         if !state::claim() {
@@ -589,7 +589,7 @@ impl Drop for Core {
 }
 
 /// Loads the core's functions, creates the directories and checks the API version.
-fn prepare(source: &CoreSource, config: &HostConfig) -> Result<CoreApi, HostError> {
+fn prepare(source: &CoreSource, config: &CoreConfig) -> Result<CoreApi, HostError> {
     for dir in [&config.system_dir, &config.save_dir] {
         std::fs::create_dir_all(dir).map_err(|io| HostError::CreateDir {
             path: dir.clone(),

@@ -38,9 +38,10 @@ fn dir_list(dirs: &[PathBuf]) -> String {
         .join(", ")
 }
 
-/// How the host presents itself to a core.
+/// How the host presents itself to a core (the netplay host's handshake settings are
+/// `session::HostConfig`).
 #[derive(Clone, Debug, Default)]
-pub struct HostConfig {
+pub struct CoreConfig {
     /// Answer to GET_SYSTEM_DIRECTORY (BIOS files, FBNeo's `fbneo/` folder); created if missing.
     pub system_dir: PathBuf,
     /// Answer to GET_SAVE_DIRECTORY and home of `<content stem>.srm`; created if missing.

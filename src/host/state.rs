@@ -13,7 +13,7 @@ use std::sync::{Mutex, MutexGuard};
 
 use super::options::Options;
 use super::video::{PixelFormat, RawFrame};
-use super::{AvInfo, HostConfig};
+use super::{AvInfo, CoreConfig};
 use crate::input::{Inputs, Pad};
 
 /// Option values that keep peers in step, used in netplay unless the caller sets the key:
@@ -43,7 +43,7 @@ pub struct HostState {
 }
 
 impl HostState {
-    pub fn new(config: &HostConfig, libretro_path: Option<&Path>) -> HostState {
+    pub fn new(config: &CoreConfig, libretro_path: Option<&Path>) -> HostState {
         let c = |p: &Path| CString::new(p.to_string_lossy().into_owned()).unwrap_or_default();
         HostState {
             system_dir: c(&config.system_dir),

@@ -3,15 +3,15 @@
 //! of a datagram never sent, a checksum of a frame not yet published) are dropped, not
 //! trusted. Each test fails without its check.
 
-use super::msg::{self, Ctrl, Echo, FrameRun, Head, Update, MAX_SEQ_JUMP};
-use super::sim::{Link, PlayerSpec, Sim, SimConfig};
+use super::msg::{self, Ctrl, Echo, FrameRun, LinkHeader, Update, MAX_SEQ_JUMP};
+use super::sim::{PathSpec, PlayerSpec, Sim, SimConfig};
 use super::tests::{assert_in_sync, config, secs};
 use super::{Frame, PeerId, ServerEvent};
 
 const SESSION: u32 = 0x5eed_0001;
 
 fn two_players() -> Sim {
-    let link = Link::rtt_ms(60);
+    let link = PathSpec::rtt_ms(60);
     let specs = vec![
         PlayerSpec::symmetric(link.clone()),
         PlayerSpec::symmetric(link),
@@ -22,7 +22,7 @@ fn two_players() -> Sim {
 }
 
 /// A CTRL from player 2 with `head`, no samples, and `checksums`.
-fn ctrl(head: Head, checksums: Vec<(Frame, u64)>) -> Vec<u8> {
+fn ctrl(head: LinkHeader, checksums: Vec<(Frame, u64)>) -> Vec<u8> {
     msg::encode_ctrl(
         SESSION,
         &Ctrl {
@@ -38,8 +38,8 @@ fn ctrl(head: Head, checksums: Vec<(Frame, u64)>) -> Vec<u8> {
     )
 }
 
-fn head(seq: u16, ack: Option<u16>) -> Head {
-    Head {
+fn head(seq: u16, ack: Option<u16>) -> LinkHeader {
+    LinkHeader {
         seq,
         ack,
         ts: None,
@@ -154,7 +154,7 @@ fn an_update_sequence_number_far_ahead_is_dropped() {
     let before = dropped(&sim);
     // The server has sent player 2 a few hundred UPDATEs: 6000 is far ahead, yet "newer".
     let update = Update {
-        head: Head {
+        head: LinkHeader {
             seq: 6000,
             ack: None,
             ts: None,

@@ -10,11 +10,11 @@ use rand::{Rng, SeedableRng};
 use crate::input::Pad;
 use crate::wire::{Header, Kind, Transmit, LOCKSTEP_HEADER_LEN, PROTOCOL_VERSION};
 
-use super::msg::{self, Ctrl, Head};
-use super::sim::{Link, PlayerSpec, Sim, SimConfig};
+use super::msg::{self, Ctrl, LinkHeader};
+use super::sim::{PathSpec, PlayerSpec, Sim, SimConfig};
 use super::tests::{assert_in_sync, assert_no_tap_lost, config, secs, uniform};
 use super::{
-    Client, ClientEvent, Config, Frame, LeaveReason, LockstepError, PeerId, Server, ServerEvent,
+    Client, ClientEvent, Config, Frame, LockstepError, PeerId, PeerLeftReason, Server, ServerEvent,
 };
 
 /// The frame from which `peer` was announced gone to every remaining client, checked equal.
@@ -52,10 +52,10 @@ fn assert_neutral_from(sim: &Sim, peer: PeerId, from: Frame) {
 
 #[test]
 fn a_silent_player_is_warned_about_then_dropped_with_neutral_input() {
-    let dead = Link::rtt_ms(80).dead_after(secs(20));
+    let dead = PathSpec::rtt_ms(80).dead_after(secs(20));
     let specs = vec![
-        PlayerSpec::symmetric(Link::default()),
-        PlayerSpec::symmetric(Link::rtt_ms(80)),
+        PlayerSpec::symmetric(PathSpec::default()),
+        PlayerSpec::symmetric(PathSpec::rtt_ms(80)),
         PlayerSpec::symmetric(dead),
     ];
     let mut sim = Sim::new(SimConfig::new(config(3, 2), specs, 21));
@@ -69,7 +69,7 @@ fn a_silent_player_is_warned_about_then_dropped_with_neutral_input() {
         ServerEvent::PeerLeft {
             peer,
             from_frame,
-            reason: LeaveReason::TimedOut,
+            reason: PeerLeftReason::TimedOut,
         } if *peer == gone => Some((*t, *from_frame)),
         _ => None,
     });
@@ -102,7 +102,7 @@ fn a_silent_player_is_warned_about_then_dropped_with_neutral_input() {
 
 #[test]
 fn a_removed_player_gets_neutral_input_from_the_announced_frame() {
-    let mut sim = Sim::new(uniform(4, Link::rtt_ms(120).loss(0.1), 22));
+    let mut sim = Sim::new(uniform(4, PathSpec::rtt_ms(120).loss(0.1), 22));
     sim.run_until(secs(15));
     let gone = PeerId(1);
     sim.remove_peer(gone);
@@ -118,7 +118,7 @@ fn a_removed_player_gets_neutral_input_from_the_announced_frame() {
             ServerEvent::PeerLeft {
                 peer,
                 from_frame,
-                reason: LeaveReason::Removed,
+                reason: PeerLeftReason::Removed,
             } if *peer == gone => Some(*from_frame),
             _ => None,
         })
@@ -135,7 +135,7 @@ fn a_removed_player_gets_neutral_input_from_the_announced_frame() {
 
 #[test]
 fn a_desync_is_reported_by_the_server_and_to_every_client() {
-    let mut cfg = uniform(3, Link::rtt_ms(80).loss(0.1), 23);
+    let mut cfg = uniform(3, PathSpec::rtt_ms(80).loss(0.1), 23);
     cfg.checksum_every = Some(60);
     cfg.corrupt_checksum = Some((PeerId(2), 600));
     let mut sim = Sim::new(cfg);
@@ -175,7 +175,7 @@ fn a_desync_is_reported_by_the_server_and_to_every_client() {
 
 #[test]
 fn garbage_truncated_and_foreign_datagrams_are_dropped_and_counted() {
-    let mut sim = Sim::new(uniform(2, Link::rtt_ms(60).loss(0.05), 24));
+    let mut sim = Sim::new(uniform(2, PathSpec::rtt_ms(60).loss(0.05), 24));
     sim.run_until(secs(10));
     let mut rng = SmallRng::seed_from_u64(24);
     let server_before = sim.server.stats().traffic.packets_dropped_invalid;
@@ -188,7 +188,7 @@ fn garbage_truncated_and_foreign_datagrams_are_dropped_and_counted() {
     let ctrl = msg::encode_ctrl(
         0x5eed_0001,
         &Ctrl {
-            head: Head {
+            head: LinkHeader {
                 seq: 1,
                 ack: None,
                 ts: Some(0),
@@ -260,7 +260,7 @@ fn garbage_truncated_and_foreign_datagrams_are_dropped_and_counted() {
 
 #[test]
 fn the_host_alone_plays_at_the_minimum_lead_without_stalls() {
-    let mut sim = Sim::new(uniform(1, Link::default(), 25));
+    let mut sim = Sim::new(uniform(1, PathSpec::default(), 25));
     sim.run_frames(3000, secs(100));
     let s = sim.players[0].client.stats();
     assert_eq!(sim.players[0].stalled_slots, 0);
@@ -407,7 +407,7 @@ fn a_player_that_says_it_is_starting_is_held_in_until_it_runs() {
         ) {
             if let ServerEvent::PeerLeft {
                 peer: PeerId(1),
-                reason: LeaveReason::TimedOut,
+                reason: PeerLeftReason::TimedOut,
                 ..
             } = e
             {

@@ -1,4 +1,4 @@
-//! Frame numbers, player ids, and the 16-bit wrapping numbers used on the wire.
+//! Frame numbers, player and spectator ids, and the 16-bit wrapping numbers used on the wire.
 
 use std::fmt;
 
@@ -55,6 +55,11 @@ impl fmt::Display for PeerId {
         write!(f, "player {}", self.0 + 1)
     }
 }
+
+/// A spectator, named by its session slot (16 and up). It watches and has no seat, so it is
+/// never a [`PeerId`]: the two kinds of identity cannot be mixed up.
+#[derive(Copy, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
+pub struct SpectatorId(pub u8);
 
 /// True if wrapping sequence number `a` is newer than `b` (RFC 1982 style, half range).
 pub(crate) fn seq_newer(a: u16, b: u16) -> bool {

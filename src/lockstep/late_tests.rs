@@ -5,12 +5,12 @@ use std::time::Duration;
 
 use crate::input::{Inputs, Pad};
 
-use super::sim::{Link, PlayerSpec, Sim, SimConfig};
+use super::sim::{PathSpec, PlayerSpec, Sim, SimConfig};
 use super::tests::{collapse, config, secs, uniform};
-use super::{ClientEvent, Frame, PeerId, ServerEvent};
+use super::{ClientEvent, Frame, PeerId, ServerEvent, SpectatorId};
 
-fn lossy(rtt: u64) -> Link {
-    Link::rtt_ms(rtt).rtt_jitter_ms(20).loss(0.02)
+fn lossy(rtt: u64) -> PathSpec {
+    PathSpec::rtt_ms(rtt).rtt_jitter_ms(20).loss(0.02)
 }
 
 /// The frame a late player's input entered the game, from the server's events.
@@ -143,7 +143,7 @@ fn watched(seed: u64, spectators: u8) -> Sim {
     sim.run_until(secs(10));
     for id in 0..spectators {
         let link = match id {
-            0 => Link::rtt_ms(300),
+            0 => PathSpec::rtt_ms(300),
             1 => lossy(60).dead_after(secs(20)),
             _ => lossy(60),
         };
@@ -202,7 +202,7 @@ fn spectators_change_nothing_for_the_players() {
         .server_events
         .iter()
         .filter_map(|(_, e)| match e {
-            ServerEvent::SpectatorLeft { id } => Some(*id),
+            ServerEvent::SpectatorLeft { id } => Some(id.0),
             _ => None,
         })
         .collect();
@@ -236,16 +236,20 @@ fn a_spectator_that_falls_behind_gets_no_more_frames_until_restarted() {
     sim.run_until(secs(5));
     // Its link grows to 2 s each way for a while (in steps short of the silence timeout):
     // it falls more than 2 s behind.
-    let link = Link::rtt_ms(60)
+    let link = PathSpec::rtt_ms(60)
         .rtt_change(secs(8), 2000)
         .rtt_change(secs(9), 4000)
         .rtt_change(secs(14), 60);
     let i = sim.add_spectator(7, PlayerSpec::symmetric(link));
     sim.run_until(secs(16));
     assert!(
-        sim.server_events
-            .iter()
-            .any(|(_, e)| matches!(e, ServerEvent::SpectatorBehind { id: 7, .. })),
+        sim.server_events.iter().any(|(_, e)| matches!(
+            e,
+            ServerEvent::SpectatorBehind {
+                id: SpectatorId(7),
+                ..
+            }
+        )),
         "{:?}",
         sim.server_events
     );
@@ -288,7 +292,7 @@ fn bench_spectators() {
                 let Some(id) = p.spectator.filter(|id| *id >= 2) else {
                     continue;
                 };
-                let (_, _, t) = sim.server.spectator(id).expect("watching");
+                let (_, _, t) = sim.server.spectator(SpectatorId(id)).expect("watching");
                 let secs = sim.now().as_secs_f64() - 10.0;
                 uploads.push(t.wire_out as f64 / secs);
                 delays.push(median_delay(&sim, i).as_secs_f64() * 1000.0);

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use super::budget::SendBudget;
 use super::frame::seq_newer;
-use super::msg::{self, AckRefs, Echo, Head};
+use super::msg::{self, AckRefs, Echo, LinkHeader};
 use super::pause::{across_silence, LINK_SILENCE};
 use super::rtt::{LossMeter, RttEstimator};
 use super::stats::Traffic;
@@ -30,7 +30,7 @@ struct Sent<R> {
     what: R,
 }
 
-/// How long the other end has been silent, against the limits (see [`Link::silence`]).
+/// How long the other end has been silent, against the limits (see [`PeerLink::silence`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Silence {
     /// Heard recently enough, or warned of already.
@@ -43,7 +43,7 @@ pub(super) enum Silence {
 
 /// One end's link to the other (see the module doc). `R` is what a sent datagram carried.
 #[derive(Debug)]
-pub(super) struct Link<R> {
+pub(super) struct PeerLink<R> {
     /// Timestamps count from here.
     epoch: Instant,
     pub send_seq: u16,
@@ -69,11 +69,11 @@ pub(super) struct Link<R> {
     pub traffic: Traffic,
 }
 
-impl<R: Copy> Link<R> {
+impl<R: Copy> PeerLink<R> {
     /// A link heard of at `now` (its silence counts from there), sending under
     /// `bytes_per_sec` (0 = no limit), its datagrams costing `header` bytes more.
     pub fn new(epoch: Instant, now: Instant, bytes_per_sec: u32, header: usize) -> Self {
-        Link {
+        PeerLink {
             epoch,
             send_seq: 0,
             sent: VecDeque::new(),
@@ -98,7 +98,7 @@ impl<R: Copy> Link<R> {
     }
 
     /// A received head the other end can have sent.
-    pub fn plausible(&self, head: &Head) -> bool {
+    pub fn plausible(&self, head: &LinkHeader) -> bool {
         head.plausible(self.recv_seq, self.send_seq, self.last_send.is_some())
     }
 
@@ -121,7 +121,7 @@ impl<R: Copy> Link<R> {
     /// Takes a heard datagram's `head`: if it is the newest, its sequence number (loss),
     /// timestamp and echo (RTT) count. True if newest: only then may its ack
     /// ([`acked`](Self::acked)) and its contents be taken.
-    pub fn received(&mut self, now: Instant, head: &Head) -> bool {
+    pub fn received(&mut self, now: Instant, head: &LinkHeader) -> bool {
         let newest = self.recv_seq.is_none_or(|r| seq_newer(head.seq, r));
         if !newest {
             return false;
@@ -161,7 +161,7 @@ impl<R: Copy> Link<R> {
     }
 
     /// The head of the next datagram (its sequence number taken; see [`head`]).
-    pub fn next_head(&mut self, now: Instant) -> Head {
+    pub fn next_head(&mut self, now: Instant) -> LinkHeader {
         let seq = self.send_seq;
         self.send_seq = self.send_seq.wrapping_add(1);
         let rtt_known = self.rtt.srtt().is_some();
@@ -176,7 +176,7 @@ impl<R: Copy> Link<R> {
     }
 
     /// The datagram with `head` and `bytes` bytes, carrying `what`, leaves at `now`.
-    pub fn sent(&mut self, now: Instant, head: &Head, what: R, bytes: usize) {
+    pub fn sent(&mut self, now: Instant, head: &LinkHeader, what: R, bytes: usize) {
         self.sent.push_back(Sent {
             seq: head.seq,
             ack: head.ack,
@@ -219,8 +219,8 @@ fn head(
     now: Instant,
     pending_echo: &mut Option<(u16, Instant)>,
     rtt_known: bool,
-) -> Head {
-    Head {
+) -> LinkHeader {
+    LinkHeader {
         seq,
         ack,
         ts: (!rtt_known || seq.is_multiple_of(msg::TS_EVERY)).then(|| ms16(epoch, now)),

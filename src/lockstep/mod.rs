@@ -195,10 +195,10 @@ use thiserror::Error;
 use crate::input::MAX_PLAYERS;
 
 pub use client::{Client, ClientEvent};
-pub use frame::{Frame, PeerId};
+pub use frame::{Frame, PeerId, SpectatorId};
 pub use msg::PauseRefusal;
 pub use pause::{OWNED_FOR, PAUSES_PER_WINDOW, PAUSE_WINDOW};
-pub use server::{LeaveReason, Server, ServerEvent, SPECTATOR_LAG_SECS, SPECTATOR_TIMEOUT};
+pub use server::{PeerLeftReason, Server, ServerEvent, SPECTATOR_LAG_SECS, SPECTATOR_TIMEOUT};
 pub use stats::{ClientStats, LatencyStats, PeerStats, Placement, ServerStats, Traffic};
 
 /// Default keyframe interval: the smallest K whose traffic fits 2.5 KB/s per direction
@@ -339,6 +339,16 @@ impl Default for Config {
 }
 
 impl Config {
+    /// These settings with keyframe interval `k`, and the lead's floor at `k` too (at least
+    /// 1): the one place that ties `min_lead` to K for every session.
+    pub fn with_keyframe_interval(self, k: u32) -> Config {
+        Config {
+            keyframe_interval: k,
+            min_lead: k.max(1),
+            ..self
+        }
+    }
+
     /// Refuses settings the protocol cannot run with, naming the one.
     pub fn validate(&self) -> Result<(), LockstepError> {
         let bad = |what| Err(LockstepError::Config(what));

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use super::late_tests::{assert_matches_host, joined_from};
-use super::sim::{Link, PlayerSpec, Sim, SimConfig};
+use super::sim::{PathSpec, PlayerSpec, Sim, SimConfig};
 use super::tests::{assert_in_sync, assert_no_tap_lost, assert_session_up, config, secs, FPS};
 use super::{ClientEvent, Mode, PeerId, ServerEvent};
 
@@ -86,9 +86,9 @@ fn one_slow(players: usize, slow: &[usize], mode: Mode, seed: u64) -> SimConfig 
     let specs = (0..players)
         .map(|i| {
             let link = if slow.contains(&i) {
-                Link::rtt_ms(300).loss(0.10)
+                PathSpec::rtt_ms(300).loss(0.10)
             } else {
-                Link::rtt_ms(20)
+                PathSpec::rtt_ms(20)
             };
             PlayerSpec {
                 clock_rate: if i % 2 == 0 { 0.9995 } else { 1.0005 },
@@ -167,7 +167,7 @@ fn eight_players_a_slow_one_holds_nobody_up() {
 fn a_player_silent_for_a_second_loses_nothing() {
     for (name, both) in [("up", false), ("both ways", true)] {
         let mut cfg = one_slow(3, &[], Mode::Optimistic, 2530);
-        let out = Link::rtt_ms(20).outage(secs(20), secs(1));
+        let out = PathSpec::rtt_ms(20).outage(secs(20), secs(1));
         cfg.players[2].up = out.clone();
         if both {
             cfg.players[2].down = out;
@@ -209,8 +209,12 @@ fn late_join_spectators_and_desync_detection_work_in_optimistic_mode() {
     cfg.players = players;
     let mut sim = Sim::new(cfg);
     sim.run_until(secs(10));
-    let ana = sim.add_late_player(PeerId(2), PlayerSpec::symmetric(Link::rtt_ms(40)), "ana");
-    let watcher = sim.add_spectator(16, PlayerSpec::symmetric(Link::rtt_ms(60).loss(0.02)));
+    let ana = sim.add_late_player(
+        PeerId(2),
+        PlayerSpec::symmetric(PathSpec::rtt_ms(40)),
+        "ana",
+    );
+    let watcher = sim.add_spectator(16, PlayerSpec::symmetric(PathSpec::rtt_ms(60).loss(0.02)));
     sim.run_until(secs(40));
     let from = joined_from(&sim, PeerId(2));
     assert!(from.0 > sim.players[ana].first, "{from}");
@@ -249,7 +253,7 @@ fn a_jittery_lossy_joiner_rarely_stalls_in_optimistic_mode() {
     for mode in Mode::ALL {
         let mut lockstep = config(2, mode.default_keyframe_interval());
         lockstep.mode = mode;
-        let link = Link::rtt_ms(100).rtt_jitter_ms(20).loss(0.05);
+        let link = PathSpec::rtt_ms(100).rtt_jitter_ms(20).loss(0.05);
         let cfg = SimConfig::new(lockstep, vec![PlayerSpec::symmetric(link.clone()); 2], 2550);
         let sim = run(cfg, 6000);
         let o = print_players(&format!("100 ms +-20 5% {mode}"), &sim);

@@ -4,7 +4,7 @@
 //! milliseconds.
 //!
 //! Player 0 is the host's player: its datagrams go to the server in memory with zero delay.
-//! Every other player has its own up and down [`Link`] (delay, jitter, loss, bursts,
+//! Every other player has its own up and down [`PathSpec`] (delay, jitter, loss, bursts,
 //! duplication, reordering, delay steps over time) and its own clock rate (drift). Each
 //! player has display slots at the nominal rate of its own clock, its frames scheduled in
 //! them as `app::runner` does under `netplay` (`paced`), and a bot that presses random
@@ -21,12 +21,14 @@ use crate::input::{Inputs, Pad};
 use crate::wire::Transmit;
 
 use super::paced::{Paced, Slot};
-use super::{Client, ClientEvent, Config, Frame, PeerId, Server, ServerEvent, Traffic};
+use super::{
+    Client, ClientEvent, Config, Frame, PeerId, Server, ServerEvent, SpectatorId, Traffic,
+};
 use crate::wire::keys::{Keys, Side};
 
 /// One direction of a simulated path.
 #[derive(Clone, Debug, Default)]
-pub struct Link {
+pub struct PathSpec {
     /// One-way delay.
     pub delay: Duration,
     /// Each datagram's delay varies uniformly by up to this much either way.
@@ -49,71 +51,71 @@ pub struct Link {
     pub corrupt: f64,
 }
 
-impl Link {
+impl PathSpec {
     /// A link with half of `rtt` as its one-way delay.
-    pub fn rtt_ms(rtt: u64) -> Link {
-        Link {
+    pub fn rtt_ms(rtt: u64) -> PathSpec {
+        PathSpec {
             delay: Duration::from_millis(rtt) / 2,
-            ..Link::default()
+            ..PathSpec::default()
         }
     }
 
     /// The one-way jitter of a link whose round trip varies by `rtt_jitter` either way.
-    pub fn rtt_jitter_ms(mut self, rtt_jitter: u64) -> Link {
+    pub fn rtt_jitter_ms(mut self, rtt_jitter: u64) -> PathSpec {
         self.jitter = Duration::from_millis(rtt_jitter) / 2;
         self
     }
 
-    pub fn loss(mut self, p: f64) -> Link {
+    pub fn loss(mut self, p: f64) -> PathSpec {
         self.loss = p;
         self
     }
 
-    pub fn burst(mut self, enter: f64, leave: f64) -> Link {
+    pub fn burst(mut self, enter: f64, leave: f64) -> PathSpec {
         self.burst = Some((enter, leave));
         self
     }
 
-    pub fn duplicate(mut self, p: f64) -> Link {
+    pub fn duplicate(mut self, p: f64) -> PathSpec {
         self.duplicate = p;
         self
     }
 
-    pub fn reorder(mut self, p: f64) -> Link {
+    pub fn reorder(mut self, p: f64) -> PathSpec {
         self.reorder = p;
         self
     }
 
-    pub fn rtt_change(mut self, at: Duration, rtt_ms: u64) -> Link {
+    pub fn rtt_change(mut self, at: Duration, rtt_ms: u64) -> PathSpec {
         self.delay_changes
             .push((at, Duration::from_millis(rtt_ms) / 2));
         self
     }
 
-    pub fn corrupt(mut self, p: f64) -> Link {
+    pub fn corrupt(mut self, p: f64) -> PathSpec {
         self.corrupt = p;
         self
     }
 
     /// Everything sent from `at` for `len` is lost.
-    pub fn outage(mut self, at: Duration, len: Duration) -> Link {
+    pub fn outage(mut self, at: Duration, len: Duration) -> PathSpec {
         self.outages.push((at, at + len));
         self
     }
 
-    pub fn dead_after(mut self, at: Duration) -> Link {
+    pub fn dead_after(mut self, at: Duration) -> PathSpec {
         self.dead_after = Some(at);
         self
     }
 }
 
 #[derive(Debug)]
-struct LinkState {
-    spec: Link,
+struct PathState {
+    spec: PathSpec,
     in_burst: bool,
 }
 
-impl LinkState {
+impl PathState {
     /// Arrival times of a datagram sent at `t` (none if lost, two if duplicated).
     fn route(&mut self, rng: &mut SmallRng, t: Duration) -> Vec<Duration> {
         let s = &self.spec;
@@ -161,14 +163,14 @@ impl LinkState {
 /// One simulated player's path and clock.
 #[derive(Clone, Debug)]
 pub struct PlayerSpec {
-    pub up: Link,
-    pub down: Link,
+    pub up: PathSpec,
+    pub down: PathSpec,
     /// Its clock runs this much faster than the host's (1.005 = +0.5 %).
     pub clock_rate: f64,
 }
 
 impl PlayerSpec {
-    pub fn symmetric(link: Link) -> PlayerSpec {
+    pub fn symmetric(link: PathSpec) -> PlayerSpec {
         PlayerSpec {
             up: link.clone(),
             down: link,
@@ -207,8 +209,8 @@ pub struct Player {
     pub id: PeerId,
     rate: f64,
     base: Instant,
-    up: LinkState,
-    down: LinkState,
+    up: PathState,
+    down: PathState,
     bot: Bot,
     /// Inputs of every frame it emulated, in order.
     pub applied: Vec<Inputs>,
@@ -406,7 +408,7 @@ impl Sim {
             server.add_peer(base, id).expect("add peer");
             let local = i == 0 && !cfg.dedicated;
             let (up, down, rate) = if local {
-                (Link::default(), Link::default(), 1.0)
+                (PathSpec::default(), PathSpec::default(), 1.0)
             } else {
                 (spec.up.clone(), spec.down.clone(), spec.clock_rate)
             };
@@ -427,11 +429,11 @@ impl Sim {
                 id,
                 rate,
                 base,
-                up: LinkState {
+                up: PathState {
                     spec: up,
                     in_burst: false,
                 },
-                down: LinkState {
+                down: PathState {
                     spec: down,
                     in_burst: false,
                 },
@@ -508,11 +510,11 @@ impl Sim {
             id,
             rate: spec.clock_rate,
             base,
-            up: LinkState {
+            up: PathState {
                 spec: spec.up,
                 in_burst: false,
             },
-            down: LinkState {
+            down: PathState {
                 spec: spec.down,
                 in_burst: false,
             },
@@ -563,7 +565,12 @@ impl Sim {
         let now = self.server_now();
         let first = self.host_frame();
         self.server
-            .add_spectator(now, id, Frame(first), super::budget::UDP_IP_HEADER)
+            .add_spectator(
+                now,
+                SpectatorId(id),
+                Frame(first),
+                super::budget::UDP_IP_HEADER,
+            )
             .expect("spectator");
         let local = self.base + self.t.mul_f64(spec.clock_rate);
         let client = Client::spectator(local, self.remote_config(), Frame(first)).expect("client");
@@ -579,7 +586,7 @@ impl Sim {
         let first = self.host_frame();
         let id = self.players[i].spectator.expect("a spectator");
         self.server
-            .restart_spectator(now, id, Frame(first))
+            .restart_spectator(now, SpectatorId(id), Frame(first))
             .expect("restart");
         let p = &mut self.players[i];
         assert!(p.client.skip_to(Frame(first)));
@@ -747,7 +754,8 @@ impl Sim {
                 }
                 Dest::Spectating(id) => {
                     let now = self.server_now();
-                    self.server.handle_spectator_datagram(now, id, &p.bytes);
+                    self.server
+                        .handle_spectator_datagram(now, SpectatorId(id), &p.bytes);
                 }
                 Dest::Player(i) => {
                     let pl = &mut self.players[i];
@@ -839,7 +847,7 @@ impl Sim {
             let t = self.t;
             let now = self.server_now();
             while let Some(Transmit { to, bytes }) = self.server.poll_spectator_transmit(now) {
-                let Some(i) = self.players.iter().position(|p| p.spectator == Some(to)) else {
+                let Some(i) = self.players.iter().position(|p| p.spectator == Some(to.0)) else {
                     continue;
                 };
                 let arrivals = self.players[i].down.route(&mut self.spectator_rng, t);

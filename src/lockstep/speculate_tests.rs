@@ -4,15 +4,15 @@
 
 use std::time::Duration;
 
-use super::sim::{Link, Sim};
+use super::sim::{PathSpec, Sim};
 use super::tests::{secs, uniform};
 
 /// 100 ms round trip, ±20 ms jitter, 5% loss each way, for 60 s.
 fn session(players: usize, seed: u64, speculate: u32) -> Sim {
-    let link = Link {
+    let link = PathSpec {
         jitter: Duration::from_millis(20),
         loss: 0.05,
-        ..Link::rtt_ms(100)
+        ..PathSpec::rtt_ms(100)
     };
     let mut cfg = uniform(players, link, seed);
     cfg.speculate = speculate;

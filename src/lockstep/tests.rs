@@ -7,7 +7,7 @@ use crate::input::Pad;
 use crate::wire::Transmit;
 
 use super::frame::Frame;
-use super::sim::{Link, PlayerSpec, Sim, SimConfig};
+use super::sim::{PathSpec, PlayerSpec, Sim, SimConfig};
 use super::{Client, ClientEvent, Config, PeerId, Server, ServerEvent};
 
 pub(super) const FPS: f64 = 60.0;
@@ -21,15 +21,14 @@ pub(super) fn secs(v: u64) -> Duration {
 pub(super) fn config(players: usize, k: u32) -> Config {
     Config {
         players: players as u8,
-        keyframe_interval: k,
-        min_lead: k,
         session: 0x5eed_0001,
         ..Config::default()
     }
+    .with_keyframe_interval(k)
 }
 
 /// Remote players alternate between +0.5 % and -0.5 % clock rates.
-fn drifting(players: usize, link: Link) -> Vec<PlayerSpec> {
+fn drifting(players: usize, link: PathSpec) -> Vec<PlayerSpec> {
     (0..players)
         .map(|i| PlayerSpec {
             clock_rate: if i % 2 == 0 { 0.995 } else { 1.005 },
@@ -39,7 +38,7 @@ fn drifting(players: usize, link: Link) -> Vec<PlayerSpec> {
 }
 
 /// A session where every remote player has the same symmetric link and the default K.
-pub(super) fn uniform(players: usize, link: Link, seed: u64) -> SimConfig {
+pub(super) fn uniform(players: usize, link: PathSpec, seed: u64) -> SimConfig {
     SimConfig::new(
         config(players, super::DEFAULT_KEYFRAME_INTERVAL),
         (0..players)
@@ -221,8 +220,8 @@ pub(super) fn print(name: &str, o: &Outcome) {
 }
 
 /// The network conditions every player count is tested under.
-fn conditions() -> Vec<(&'static str, Link)> {
-    let rtt = Link::rtt_ms;
+fn conditions() -> Vec<(&'static str, PathSpec)> {
+    let rtt = PathSpec::rtt_ms;
     vec![
         ("loss 0%", rtt(60)),
         ("loss 5%", rtt(80).loss(0.05)),
@@ -286,7 +285,7 @@ fn eight_players_stay_in_sync_under_every_condition() {
 
 #[test]
 fn stalls_and_latency_at_100ms_rtt_jitter_and_5pct_loss() {
-    let link = Link::rtt_ms(100).rtt_jitter_ms(20).loss(0.05);
+    let link = PathSpec::rtt_ms(100).rtt_jitter_ms(20).loss(0.05);
     // Within the default send budget: bandwidth capped, stalls and latency within the goals
     // (this round-trip jitter, ±10 ms each way) in every seed. While the lead counted every
     // client's round trip 2 % long (as if time sync always sped it up), seed 3 settled a
@@ -324,7 +323,7 @@ fn stalls_and_latency_at_100ms_rtt_jitter_and_5pct_loss() {
 
 #[test]
 fn stalls_at_250ms_rtt_and_25pct_loss() {
-    let (sim, o) = run(uniform(2, Link::rtt_ms(250).loss(0.25), 12), 30_000);
+    let (sim, o) = run(uniform(2, PathSpec::rtt_ms(250).loss(0.25), 12), 30_000);
     print("250 ms, 25% loss", &o);
     assert_in_sync(&sim);
     assert!(o.stall_pct <= 2.0, "stalled {:.3}% of frames", o.stall_pct);
@@ -336,7 +335,7 @@ fn a_round_trip_from_the_handshake_spares_the_start_its_stalls() {
     // about a round trip (plus repairs) for its first inputs. Counted from frame 0 on.
     for (rtt, loss) in [(100, 0.0), (250, 0.0), (250, 0.25)] {
         let stalls = |seeded: bool| {
-            let mut cfg = uniform(2, Link::rtt_ms(rtt).loss(loss), 21);
+            let mut cfg = uniform(2, PathSpec::rtt_ms(rtt).loss(loss), 21);
             cfg.warmup = Duration::ZERO;
             cfg.handshake_rtt = seeded;
             let (sim, o) = run(cfg, 600);
@@ -365,7 +364,7 @@ fn a_round_trip_from_the_handshake_spares_the_start_its_stalls() {
 
 #[test]
 fn survives_2s_rtt_and_25pct_loss() {
-    let (sim, o) = run(uniform(3, Link::rtt_ms(2000).loss(0.25), 13), 20_000);
+    let (sim, o) = run(uniform(3, PathSpec::rtt_ms(2000).loss(0.25), 13), 20_000);
     print("2 s, 25% loss", &o);
     assert_in_sync(&sim);
     assert_no_tap_lost(&sim, |_| None);
@@ -380,7 +379,7 @@ fn datagrams_held_back_past_newer_ones_on_a_long_link_change_nothing() {
     // number is read against. Read against where the receiver is now, a late UPDATE put
     // an old stretch of inputs on the frames after its own (a permanent desync seen over
     // real UDP); a late CTRL put old samples after the newest ones.
-    let mut link = Link::rtt_ms(800);
+    let mut link = PathSpec::rtt_ms(800);
     link.jitter = Duration::from_millis(150);
     for seed in [3, 4, 5] {
         let (sim, o) = run(uniform(2, link.clone(), seed), 6_000);
@@ -496,7 +495,7 @@ fn an_update_overtaken_by_64_acks_acknowledges_nothing_at_the_client() {
 
 #[test]
 fn lead_rises_fast_on_an_rtt_jump_and_falls_slowly_after() {
-    let link = Link::rtt_ms(20)
+    let link = PathSpec::rtt_ms(20)
         .rtt_change(secs(30), 300)
         .rtt_change(secs(60), 20);
     let mut sim = Sim::new(uniform(2, link, 14));
@@ -544,7 +543,7 @@ fn every_client_knows_its_lead_though_updates_name_it_only_until_acknowledged() 
     // UPDATEs name the receiver's lead only until it acknowledges one that does (a byte saved
     // in nearly every datagram). Through a rise and a fall of the lead on a lossy link, each
     // client's lead (its latency figures hang on it) matches the server's once settled.
-    let link = Link::rtt_ms(20)
+    let link = PathSpec::rtt_ms(20)
         .loss(0.1)
         .rtt_change(secs(20), 300)
         .rtt_change(secs(40), 20);
@@ -573,14 +572,14 @@ fn time_sync_prevents_recurring_stalls_from_clock_drift() {
         let mut cfg = SimConfig::new(
             config(3, super::DEFAULT_KEYFRAME_INTERVAL),
             vec![
-                PlayerSpec::symmetric(Link::default()),
+                PlayerSpec::symmetric(PathSpec::default()),
                 PlayerSpec {
                     clock_rate: 1.005,
-                    ..PlayerSpec::symmetric(Link::rtt_ms(60))
+                    ..PlayerSpec::symmetric(PathSpec::rtt_ms(60))
                 },
                 PlayerSpec {
                     clock_rate: 0.995,
-                    ..PlayerSpec::symmetric(Link::rtt_ms(60))
+                    ..PlayerSpec::symmetric(PathSpec::rtt_ms(60))
                 },
             ],
             15,
@@ -611,7 +610,7 @@ fn bandwidth_at_two_players_stays_under_2_5_kb_per_second() {
     // at 54 datagrams a second if the budget did not count them. A little loss makes each
     // side send every frame it can: the budget binds.
     for (family, header) in [("IPv4", 28), ("IPv6", 48)] {
-        let mut cfg = uniform(2, Link::rtt_ms(100).loss(0.02), 16);
+        let mut cfg = uniform(2, PathSpec::rtt_ms(100).loss(0.02), 16);
         cfg.lockstep.udp_ip_header = header;
         let (sim, o) = run(cfg, 20_000);
         print(&format!("bandwidth, 2 players, 100 ms, {family}"), &o);
@@ -1072,7 +1071,7 @@ fn a_waiting_player_samples_its_pad_on_its_frame_clock() {
 
 #[test]
 fn datagrams_stay_under_the_limit_with_2s_of_unacked_changing_input() {
-    let mut cfg = uniform(8, Link::rtt_ms(2000).loss(0.25), 18);
+    let mut cfg = uniform(8, PathSpec::rtt_ms(2000).loss(0.25), 18);
     cfg.chaotic_bots = true;
     let (sim, o) = run(cfg, 3_000);
     print("8 players, input changes every frame", &o);
@@ -1097,12 +1096,12 @@ fn datagrams_stay_under_the_limit_with_2s_of_unacked_changing_input() {
 fn keyframe_interval_table() {
     for k in 1..=4 {
         for (name, link) in [
-            ("rtt 100", Link::rtt_ms(100)),
+            ("rtt 100", PathSpec::rtt_ms(100)),
             (
                 "rtt 100 +-20 loss 5%",
-                Link::rtt_ms(100).rtt_jitter_ms(20).loss(0.05),
+                PathSpec::rtt_ms(100).rtt_jitter_ms(20).loss(0.05),
             ),
-            ("rtt 250 loss 25%", Link::rtt_ms(250).loss(0.25)),
+            ("rtt 250 loss 25%", PathSpec::rtt_ms(250).loss(0.25)),
         ] {
             let mut cfg = uniform(2, link, 7);
             // Uncapped, to show what each K costs.
@@ -1133,7 +1132,7 @@ fn bench_matrix() {
     }
     scenarios.push((2000, 0, 25));
     for (i, (rtt, jitter, loss)) in scenarios.into_iter().enumerate() {
-        let mut link = Link::rtt_ms(rtt).loss(f64::from(loss) / 100.0);
+        let mut link = PathSpec::rtt_ms(rtt).loss(f64::from(loss) / 100.0);
         link.jitter = Duration::from_millis(jitter);
         for budget in [super::DEFAULT_SEND_BUDGET, 0] {
             let mut cfg = uniform(2, link.clone(), 500 + i as u64);
@@ -1203,8 +1202,8 @@ fn a_falling_lead_does_not_raise_itself_again() {
     // newer samples, the joiner measured those waits as round trips, and the lead rose
     // again and stuck a frame above what the link needs (9 instead of 8 over real UDP).
     let specs = vec![
-        PlayerSpec::symmetric(Link::default()),
-        PlayerSpec::symmetric(Link::rtt_ms(100)),
+        PlayerSpec::symmetric(PathSpec::default()),
+        PlayerSpec::symmetric(PathSpec::rtt_ms(100)),
     ];
     let mut cfg = SimConfig::new(config(2, 2), specs, 5);
     cfg.warmup = Duration::ZERO;
@@ -1230,7 +1229,7 @@ fn a_falling_lead_does_not_raise_itself_again() {
 #[test]
 #[ignore]
 fn bench_fixed_lead() {
-    let mut link = Link::rtt_ms(100).loss(0.05);
+    let mut link = PathSpec::rtt_ms(100).loss(0.05);
     link.jitter = Duration::from_millis(20);
     for budget in [2400, super::DEFAULT_SEND_BUDGET, 2800, 0] {
         for lead in [9, 10] {
@@ -1266,7 +1265,7 @@ fn a_joiner_runs_in_phase_with_the_host_from_the_start() {
     // would still be about 40 frames behind after 10 s. (Between, time sync still acts on
     // origins measured before the catch-up, for a round trip: about 6 frames of overshoot.)
     for seed in 0..3 {
-        let mut sim = Sim::new(uniform(2, Link::rtt_ms(2000).loss(0.25), 40 + seed));
+        let mut sim = Sim::new(uniform(2, PathSpec::rtt_ms(2000).loss(0.25), 40 + seed));
         for t in [3, 10, 20] {
             sim.run_until(secs(t));
             let (host, joiner) = (sim.players[0].applied.len(), sim.players[1].applied.len());
@@ -1285,7 +1284,7 @@ fn a_joiner_runs_in_phase_with_the_host_from_the_start() {
 #[test]
 #[ignore]
 fn bench_datagram_sizes() {
-    let mut link = Link::rtt_ms(100).loss(0.05);
+    let mut link = PathSpec::rtt_ms(100).loss(0.05);
     link.jitter = Duration::from_millis(20);
     let mut t = super::Traffic::default();
     let (seeds, frames) = (6, 3900);
@@ -1316,7 +1315,7 @@ fn bench_datagram_sizes() {
 #[test]
 #[ignore]
 fn bench_latency_goal_each_way() {
-    let mut link = Link::rtt_ms(100).loss(0.05);
+    let mut link = PathSpec::rtt_ms(100).loss(0.05);
     link.jitter = Duration::from_millis(20);
     let mut met = 0;
     let (mut up, mut down, mut stalls) = (0.0f64, 0.0f64, 0.0f64);
@@ -1345,7 +1344,7 @@ fn bench_latency_goal_each_way() {
 #[ignore]
 fn bench_server_halfway() {
     let link = |rtt| {
-        let mut l = Link::rtt_ms(rtt).loss(0.01);
+        let mut l = PathSpec::rtt_ms(rtt).loss(0.01);
         l.jitter = Duration::from_millis(10);
         l
     };

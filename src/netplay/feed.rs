@@ -89,7 +89,7 @@ struct NetState {
     loop_called: bool,
     /// Tells the network thread to end.
     stop: bool,
-    /// A network thread serves the socket (see `frame_loop_pull`).
+    /// A network thread serves the socket (see `frame_loop_receive`).
     threaded: bool,
     /// The frame this peer's machine started from (0, or a late start state's).
     first: u32,
@@ -173,7 +173,7 @@ impl NetState {
     }
 
     /// When the network thread must act without a datagram: the earliest timer of the
-    /// participant and the conditioner. One still due after a service (a send the budget
+    /// participant and the conditioner. One still due after that (a send the budget
     /// holds back) is retried after `SERVICE_INTERVAL`, not at once.
     fn next_timer(&self, now: Instant) -> Instant {
         let timers = [self.link.poll_timeout(), self.participant.poll_timeout()];
@@ -204,19 +204,20 @@ impl NetState {
 
     /// Receives and dispatches every waiting datagram, runs timers and handles events; true
     /// if any datagram came.
-    fn pull(&mut self, now: Instant) -> bool {
+    fn receive_and_handle(&mut self, now: Instant) -> bool {
         let came = self.receive(now);
-        self.service(now);
+        self.run_timers_and_events(now);
         came
     }
 
-    /// What the frame loop does where `pull` would: with a network thread, which reads the
-    /// socket the moment a datagram arrives, only the timers and events; without, all of it.
-    fn frame_loop_pull(&mut self, now: Instant) {
+    /// What the frame loop does where `receive_and_handle` would: with a network thread,
+    /// which reads the socket the moment a datagram arrives, only the timers and events;
+    /// without, all of it.
+    fn frame_loop_receive(&mut self, now: Instant) {
         if self.threaded {
-            self.service(now);
+            self.run_timers_and_events(now);
         } else {
-            self.pull(now);
+            self.receive_and_handle(now);
         }
     }
 
@@ -238,7 +239,7 @@ impl NetState {
     }
 
     /// Runs the participant's timers and handles its events.
-    fn service(&mut self, now: Instant) {
+    fn run_timers_and_events(&mut self, now: Instant) {
         self.participant.handle_timeout(now);
         self.handle_events(now);
     }
@@ -273,7 +274,7 @@ impl NetState {
     }
 
     /// Sends everything the participant wants to send.
-    fn push(&mut self, now: Instant) {
+    fn send_queued(&mut self, now: Instant) {
         while let Some((t, ttl)) = self.participant.poll_transmit_ttl(now) {
             self.link.send_ttl(now, t.to, t.bytes, ttl);
         }
@@ -288,8 +289,8 @@ impl NetState {
         let start = Instant::now();
         loop {
             let now = Instant::now();
-            self.pull(now);
-            self.push(now);
+            self.receive_and_handle(now);
+            self.send_queued(now);
             let remaining = self.participant.endpoint().map_or(0, |e| e.undelivered());
             if remaining == 0 || now.duration_since(start) >= grace {
                 return;
@@ -305,7 +306,7 @@ impl NetState {
     fn close(&mut self, reason: &str) {
         let now = Instant::now();
         self.participant.close(reason);
-        self.push(now);
+        self.send_queued(now);
         self.link.drain(super::GOODBYE_DRAIN);
     }
 
@@ -357,7 +358,7 @@ impl NetState {
     fn next(&mut self, now: Instant) -> FeedPoll {
         self.frame_loop_call(now);
         self.take_from_observer(now);
-        self.frame_loop_pull(now);
+        self.frame_loop_receive(now);
         let ready = self.participant.client().map_or(0, |c| c.ready_frames());
         // After the host's goodbye, the frames it sent before are still played: a host that
         // reached its frame limit leaves once every joiner has them.
@@ -374,7 +375,7 @@ impl NetState {
         let frame = self.participant.poll_frame();
         // What the frame asked of the machine (a checksum) goes out with it.
         self.handle_events(now);
-        self.push(now);
+        self.send_queued(now);
         match frame {
             Some((frame, mut inputs)) => {
                 // `--say`: once the game runs, when everyone in it can hear.
@@ -432,7 +433,7 @@ impl NetState {
 
 /// The network thread: receives and answers datagrams as they come, while the frame loop's
 /// thread runs, draws and waits.
-fn serve(net: Arc<Net>, waiter: SocketWaiter) {
+fn network_thread(net: Arc<Net>, waiter: SocketWaiter) {
     loop {
         let until = {
             let mut s = lock(&net.state);
@@ -440,11 +441,11 @@ fn serve(net: Arc<Net>, waiter: SocketWaiter) {
                 return;
             }
             let now = Instant::now();
-            if s.pull(now) {
+            if s.receive_and_handle(now) {
                 s.arrivals += 1;
                 net.arrived.notify_all();
             }
-            s.push(now);
+            s.send_queued(now);
             if s.end.is_some() {
                 // The frame loop may be waiting for a frame that never comes.
                 net.arrived.notify_all();
@@ -501,7 +502,7 @@ impl NetFeed {
                 let net = net.clone();
                 std::thread::Builder::new()
                     .name("netplay".into())
-                    .spawn(move || serve(net, waiter))
+                    .spawn(move || network_thread(net, waiter))
                     .map_err(|e| tracing::warn!("netplay: no network thread: {e}"))
                     .ok()
             }
@@ -665,8 +666,8 @@ impl Feed for NetFeed {
         let mut s = lock(&self.net.state);
         s.frame_loop_call(now);
         s.keys = local[0];
-        s.frame_loop_pull(now);
-        s.push(now);
+        s.frame_loop_receive(now);
+        s.send_queued(now);
         self.seen = s.arrivals;
     }
 

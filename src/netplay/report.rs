@@ -12,7 +12,7 @@ use crate::net::LinkStats;
 use crate::replay::Event;
 use crate::session::direct::{PathEvent, PathKind, PathMode};
 use crate::session::{
-    is_spectator_slot, ChatLine, EndpointEvent, OutReason, Participant, ParticipantEvent,
+    is_spectator_slot, ChatLine, EndpointEvent, Participant, ParticipantEvent, PlayerOutReason,
     SessionError, LOADING_LIMIT,
 };
 use std::net::SocketAddr;
@@ -437,13 +437,14 @@ impl Report {
             EndpointEvent::Watching { slot, frame } => {
                 let n = endpoint.map_or(0, |e| e.spectator_count());
                 tracing::info!(
-                    "netplay: spectator {} watches from frame {frame} ({n} watching)",
-                    slot - crate::session::FIRST_SPECTATOR_SLOT + 1
+                    "netplay: spectator {} watches from frame {} ({n} watching)",
+                    slot.0 - crate::session::FIRST_SPECTATOR_SLOT + 1,
+                    frame.0
                 )
             }
             EndpointEvent::SpectatorLeft { slot, reason } => tracing::info!(
                 "netplay: spectator {} {reason}",
-                slot - crate::session::FIRST_SPECTATOR_SLOT + 1
+                slot.0 - crate::session::FIRST_SPECTATOR_SLOT + 1
             ),
             EndpointEvent::NoState { slot } => tracing::warn!(
                 "netplay: no state could be sent to the joiner in slot {slot}; it was sent away"
@@ -466,7 +467,7 @@ impl Report {
             }
             EndpointEvent::PlayerSilent { slot, silent_for } => tracing::warn!(
                 "netplay: nothing from {} for {} ms",
-                self.name(slot),
+                self.name(slot.0),
                 silent_for.as_millis()
             ),
             EndpointEvent::PlayerOut {
@@ -474,28 +475,30 @@ impl Report {
                 reason,
                 from_frame,
             } => {
-                let who = self.name(slot);
-                let bye = self.left_why.iter().find(|(s, _)| *s == slot);
+                let who = self.name(slot.0);
+                let bye = self.left_why.iter().find(|(s, _)| *s == slot.0);
                 match (&reason, bye) {
-                    (OutReason::Left, Some((_, why))) => tracing::info!(
+                    (PlayerOutReason::Left, Some((_, why))) => tracing::info!(
                         "netplay: {who} {why}; neutral input from frame {}",
                         from_frame.0
                     ),
-                    (OutReason::Left, None) => tracing::info!(
+                    (PlayerOutReason::Left, None) => tracing::info!(
                         "netplay: {who} is out (left); neutral input from frame {}",
                         from_frame.0
                     ),
-                    (OutReason::TimedOut | OutReason::TimedOutLoading, _) => tracing::warn!(
+                    (PlayerOutReason::TimedOut | PlayerOutReason::TimedOutLoading, _) => {
+                        tracing::warn!(
                         "netplay: {who} is out ({reason}); neutral input from frame {}; it may \
                          come back",
                         from_frame.0
-                    ),
-                    (OutReason::SlowStart, _) => tracing::warn!(
+                    )
+                    }
+                    (PlayerOutReason::SlowStart, _) => tracing::warn!(
                         "netplay: {who} is out ({reason}); neutral input from frame {}",
                         from_frame.0
                     ),
                 }
-                self.left_why.retain(|(s, _)| *s != slot);
+                self.left_why.retain(|(s, _)| *s != slot.0);
             }
             EndpointEvent::Desync {
                 frame,
@@ -508,7 +511,7 @@ impl Report {
                 tracing::error!(
                     "netplay: desync at frame {}: {} has {got:016x}, host has {expected:016x}{}",
                     frame.0,
-                    self.name(slot),
+                    self.name(slot.0),
                     if send_state {
                         "; sending the host's state"
                     } else {
@@ -529,24 +532,25 @@ impl Report {
             } => tracing::info!(
                 "netplay: {} is still loading ({:.1} s since it had the start state); the \
                  game starts when it runs (waiting up to {} s)",
-                self.name(slot),
+                self.name(slot.0),
                 waited.as_secs_f64(),
                 LOADING_LIMIT.as_secs()
             ),
             EndpointEvent::StillLoading { slot, waited, .. } => tracing::info!(
                 "netplay: still waiting for {} to load ({:.0} s)",
-                self.name(slot),
+                self.name(slot.0),
                 waited.as_secs_f64()
             ),
             EndpointEvent::Running { slot, waited } => tracing::info!(
                 "netplay: {} is running, {:.1} s after it had the start state",
-                self.name(slot),
+                self.name(slot.0),
                 waited.as_secs_f64()
             ),
             EndpointEvent::Resynced { slot, frame } => {
                 tracing::info!(
-                    "netplay: {} has the host's state for frame {frame}",
-                    self.name(slot)
+                    "netplay: {} has the host's state for frame {}",
+                    self.name(slot),
+                    frame.0
                 );
                 self.counters.resyncs += 1;
             }

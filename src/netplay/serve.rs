@@ -444,8 +444,9 @@ fn log_event(ev: &ServeEvent) {
             ),
         },
         ServeEvent::Resynced { room, slot, frame } => tracing::info!(
-            "room {room}: player {} has the state for frame {frame} and continues from it",
-            slot + 1
+            "room {room}: player {} has the state for frame {} and continues from it",
+            slot + 1,
+            frame.0
         ),
         ServeEvent::Closed { room, why } => tracing::info!("room {room}: closed ({why})"),
         ServeEvent::PathChanged {
@@ -471,7 +472,10 @@ fn log_event(ev: &ServeEvent) {
             name,
             frame,
             watching,
-        } => tracing::info!("room {room}: {name} watches from frame {frame} ({watching} watching)"),
+        } => tracing::info!(
+            "room {room}: {name} watches from frame {} ({watching} watching)",
+            frame.0
+        ),
         ServeEvent::SpectatorLeft { room, reason } => {
             tracing::info!("room {room}: spectator {reason}")
         }

@@ -57,13 +57,12 @@ fn lockstep_config(
 ) -> lockstep::Config {
     lockstep::Config {
         players: slots,
-        keyframe_interval: k,
-        min_lead: k.max(1),
         session,
         fps,
         send_budget: net.send_budget,
         ..lockstep::Config::default()
     }
+    .with_keyframe_interval(k)
 }
 
 /// Every command's first steps: the display checked, the play options marked as netplay
@@ -453,16 +452,16 @@ fn play_joined(
         tracing::info!(
             "netplay: watching session {:08x} from frame {}",
             start.session,
-            start.frame
+            start.frame.0
         );
-    } else if start.frame > 0 {
+    } else if start.frame.0 > 0 {
         tracing::info!(
             "netplay: in session {:08x} as player {} of {}, from frame {} (the game runs: \
              catching up, then your input counts from a frame the host announces)",
             start.session,
             start.slot + 1,
             start.slots,
-            start.frame
+            start.frame.0
         );
     } else {
         tracing::info!(

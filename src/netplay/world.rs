@@ -622,11 +622,10 @@ impl World {
         host.mode = mode;
         let lcfg = lockstep::Config {
             players,
-            keyframe_interval: mode.default_keyframe_interval(),
-            min_lead: mode.default_keyframe_interval(),
             mode,
             ..lockstep::Config::default()
-        };
+        }
+        .with_keyframe_interval(mode.default_keyframe_interval());
         let ecfg = EndpointConfig {
             host,
             lockstep: lcfg.clone(),

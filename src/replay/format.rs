@@ -92,7 +92,7 @@ pub struct Header {
     pub content_path: Option<String>,
     /// Save RAM in effect at the start (uncompressed), for cores whose savestates leave it out.
     pub start_sram: Option<Vec<u8>>,
-    /// The core ran with the netplay savestate context (`HostConfig::netplay`).
+    /// The core ran with the netplay savestate context (`CoreConfig::netplay`).
     pub netplay_context: bool,
     /// A netplay session's lockstep mode ("strict" or "optimistic"); `None` for local play.
     /// The inputs recorded are the ones applied either way, so replay ignores it.

@@ -16,7 +16,8 @@ use crate::session::msg::{
     MAX_SERVERS_LISTED,
 };
 use crate::session::{
-    Endpoint, EndpointConfig, EndpointEvent, HostConfig, LeftReason, OutReason, SessionInfo, Upload,
+    Endpoint, EndpointConfig, EndpointEvent, HostConfig, PlayerOutReason, SessionInfo,
+    SessionLeftReason, Upload,
 };
 use crate::wire::{Header, Kind, Transmit};
 
@@ -142,7 +143,7 @@ pub enum ServeEvent {
         room: String,
         slot: u8,
         from_frame: Frame,
-        reason: OutReason,
+        reason: PlayerOutReason,
         said: Option<String>,
     },
     /// The player's checksum of `frame` differs from most players'; `source` is the player
@@ -157,7 +158,7 @@ pub enum ServeEvent {
     Resynced {
         room: String,
         slot: u8,
-        frame: u32,
+        frame: Frame,
     },
     Closed {
         room: String,
@@ -174,7 +175,7 @@ pub enum ServeEvent {
     Watching {
         room: String,
         name: String,
-        frame: u32,
+        frame: Frame,
         watching: usize,
     },
     SpectatorLeft {
@@ -609,7 +610,7 @@ impl Rooms {
         if let Some(name) = self.by_addr.get(&from).cloned() {
             if let Some(room) = self.rooms.get_mut(&name) {
                 room.endpoint.handle_datagram(now, from, datagram);
-                self.after(now, &name);
+                self.drain_room(now, &name);
                 return;
             }
         }
@@ -628,7 +629,7 @@ impl Rooms {
             }
             if let Some(room) = self.rooms.get_mut(&name) {
                 room.endpoint.handle_datagram(now, from, datagram);
-                self.after(now, &name);
+                self.drain_room(now, &name);
                 return;
             }
         }
@@ -705,7 +706,7 @@ impl Rooms {
         };
         room.endpoint.handle_datagram(now, from, datagram);
         let name = room.name.clone();
-        self.after(now, &name);
+        self.drain_room(now, &name);
     }
 
     fn handle_open(&mut self, now: Instant, from: SocketAddr, open: OpenRoom) {
@@ -1065,11 +1066,10 @@ impl Rooms {
         let cfg = EndpointConfig {
             host,
             lockstep: lockstep::Config {
-                keyframe_interval: u32::from(k),
-                min_lead: u32::from(k),
                 mode,
                 ..self.cfg.lockstep.clone()
-            },
+            }
+            .with_keyframe_interval(u32::from(k)),
             lobby_timeout: None,
         };
         let info = SessionInfo {
@@ -1198,7 +1198,7 @@ impl Rooms {
                 room.due = None;
                 room.endpoint.handle_timeout(now);
             }
-            self.after(now, &name);
+            self.drain_room(now, &name);
         }
         self.publish(now);
         if self.swept.is_none_or(|t| now >= t + Duration::from_secs(1)) {
@@ -1231,7 +1231,7 @@ impl Rooms {
     }
 
     /// Drains a room's events and datagrams, and closes it when its time has come.
-    fn after(&mut self, now: Instant, name: &str) {
+    fn drain_room(&mut self, now: Instant, name: &str) {
         let Some(room) = self.rooms.get_mut(name) else {
             return;
         };
@@ -1281,24 +1281,28 @@ impl Rooms {
                     from_frame,
                 } => self.events.push_back(ServeEvent::PlayerJoined {
                     room: room_name,
-                    slot,
+                    slot: slot.0,
                     name,
                     from_frame,
                 }),
                 EndpointEvent::Watching { slot, frame } => {
                     self.events.push_back(ServeEvent::Watching {
                         room: room_name,
-                        name: room.spectator_names.get(&slot).cloned().unwrap_or_default(),
+                        name: room
+                            .spectator_names
+                            .get(&slot.0)
+                            .cloned()
+                            .unwrap_or_default(),
                         frame,
                         watching: room.endpoint.spectator_count(),
                     })
                 }
                 EndpointEvent::SpectatorLeft { slot, reason } => {
-                    if let Some(addr) = room.addrs.remove(&slot) {
+                    if let Some(addr) = room.addrs.remove(&slot.0) {
                         self.by_addr.remove(&addr);
                         self.validated.remove(&addr);
                     }
-                    let name = room.spectator_names.remove(&slot).unwrap_or_default();
+                    let name = room.spectator_names.remove(&slot.0).unwrap_or_default();
                     self.events.push_back(ServeEvent::SpectatorLeft {
                         room: room_name,
                         reason: format!("{name} {reason}"),
@@ -1310,7 +1314,7 @@ impl Rooms {
                         self.by_addr.remove(&addr);
                         self.validated.remove(&addr);
                     }
-                    room.left_on_purpose = matches!(reason, LeftReason::Bye(_));
+                    room.left_on_purpose = matches!(reason, SessionLeftReason::Bye(_));
                     if room.started && !crate::session::is_spectator_slot(slot) {
                         // Said once, with the frame its input stops at (`Out`).
                         room.goodbyes.insert(slot, reason.to_string());
@@ -1327,17 +1331,17 @@ impl Rooms {
                     from_frame,
                     reason,
                 } => {
-                    if let Some(addr) = room.addrs.remove(&slot) {
+                    if let Some(addr) = room.addrs.remove(&slot.0) {
                         self.by_addr.remove(&addr);
                         self.validated.remove(&addr);
                     }
-                    room.left_on_purpose = reason == OutReason::Left;
+                    room.left_on_purpose = reason == PlayerOutReason::Left;
                     self.events.push_back(ServeEvent::Out {
                         room: room_name,
-                        slot,
+                        slot: slot.0,
                         from_frame,
                         reason,
-                        said: room.goodbyes.remove(&slot),
+                        said: room.goodbyes.remove(&slot.0),
                     });
                 }
                 EndpointEvent::Desync {
@@ -1347,9 +1351,9 @@ impl Rooms {
                     ..
                 } => self.events.push_back(ServeEvent::Desync {
                     room: room_name,
-                    slot,
+                    slot: slot.0,
                     frame,
-                    source,
+                    source: source.map(|p| p.0),
                 }),
                 EndpointEvent::Resynced { slot, frame } => {
                     self.events.push_back(ServeEvent::Resynced {

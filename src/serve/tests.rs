@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use super::*;
-use crate::lockstep::{self, Mode};
+use crate::lockstep::{self, Frame, Mode};
 use crate::net::sim::{SimNet, Simulation};
 use crate::session::msg::{Msg, OpenRoom, RoomMsg};
 use crate::session::testkit::{info, Game};
@@ -60,7 +60,7 @@ struct Player {
     seat: Option<Seat>,
     game: Option<Game>,
     /// States received for a resync, as (frame, state).
-    states: Vec<(u32, Vec<u8>)>,
+    states: Vec<(Frame, Vec<u8>)>,
     open_events: Vec<OpenEvent>,
     events: Vec<JoinEvent>,
     seed: u64,
@@ -185,7 +185,7 @@ impl Net {
                         // The machine's state: here, who it is and how far it got.
                         let frame = p.game.as_ref().map_or(0, |g| g.frames.len() as u32);
                         let state = format!("{} at {frame}", p.addr).repeat(300).into_bytes();
-                        seat.handle_state(now, frame, state);
+                        seat.handle_state(now, Frame(frame), state);
                     }
                     SeatEvent::Failed(e) => p.events.push(JoinEvent::Failed(e)),
                     SeatEvent::PasswordChecked { admitted } => {

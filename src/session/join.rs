@@ -84,7 +84,7 @@ pub struct StartState {
     /// The core's frames per second, as the host runs it.
     pub fps: f64,
     /// The session frame the state is at.
-    pub frame: u32,
+    pub frame: crate::lockstep::Frame,
     /// Session size in player slots and the lockstep keyframe interval, as the host set them.
     pub slots: u8,
     /// See `slots`.
@@ -101,16 +101,14 @@ impl StartState {
     /// The lockstep settings this joiner plays with: the session's slots, keyframe interval,
     /// mode, id and frame rate over `base` (this end's own: send budget, header size, timeouts).
     pub fn lockstep(&self, base: crate::lockstep::Config) -> crate::lockstep::Config {
-        let k = u32::from(self.keyframe_interval);
         crate::lockstep::Config {
             players: self.slots,
-            keyframe_interval: k,
-            min_lead: k.max(1),
             session: self.session,
             fps: self.fps,
             mode: self.mode,
             ..base
         }
+        .with_keyframe_interval(u32::from(self.keyframe_interval))
     }
 }
 
@@ -724,7 +722,7 @@ impl JoinSession {
                     session: self.session,
                     players: welcome.players.clone(),
                     fps: welcome.fps,
-                    frame: welcome.frame,
+                    frame: crate::lockstep::Frame(welcome.frame),
                     slots: welcome.slots,
                     keyframe_interval: welcome.keyframe_interval,
                     mode: welcome.mode,

@@ -47,7 +47,7 @@
 //! Spectators (Hello with `watch`) take slots from 16 on, not a seat; the Welcome names
 //! them with slot 0xff. A Hello for a running game (a free seat, a spectator) is admitted
 //! first and welcomed once the [`Endpoint`] has a state of the running machine
-//! (`HostSession::provide_state`: the local player's, or a running player's fetched with a
+//! (`HostSession::handle_state`: the local player's, or a running player's fetched with a
 //! resync request); the Welcome's frame says where the state is, and the lockstep server
 //! sends frames from there (a late player's input counts once it caught up, see
 //! `lockstep::Server::add_late_peer`). Meanwhile the joiner's Hellos are answered with an
@@ -85,9 +85,9 @@ pub use crate::wire::Transmit;
 use crate::wire::{Kind, WireError, HEADER_LEN, MAGIC};
 
 pub use chat::{ChatLine, ChatRefused};
-pub use endpoint::{Endpoint, EndpointConfig, EndpointEvent, EndpointStats, OutReason};
+pub use endpoint::{Endpoint, EndpointConfig, EndpointEvent, EndpointStats, PlayerOutReason};
 pub use host::{
-    is_spectator_slot, HostConfig, HostEvent, HostSession, LeftReason, Player,
+    is_spectator_slot, HostConfig, HostEvent, HostSession, Player, SessionLeftReason,
     DEFAULT_MAX_SPECTATORS, FIRST_SPECTATOR_SLOT, MAX_SPECTATORS,
 };
 pub use join::{JoinConfig, JoinEvent, JoinSession, StartState};

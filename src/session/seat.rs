@@ -16,6 +16,7 @@ use super::{
     is_session_datagram, resync_part, JoinEvent, JoinSession, ResyncPart, ResyncRecv, ResyncSend,
     SessionError, Transmit,
 };
+use crate::lockstep::Frame;
 use crate::wire::{Header, Kind, HEADER_LEN};
 
 /// Where a datagram went.
@@ -52,7 +53,7 @@ pub enum SeatEvent {
     /// A desync recovery's state as of the start of `frame`: load it.
     State {
         /// The frame the state is at the start of.
-        frame: u32,
+        frame: Frame,
         /// The state.
         state: Vec<u8>,
     },
@@ -188,7 +189,10 @@ impl Seat {
             }
             _ => match self.resync.handle_datagram(now, body) {
                 Ok(Some((frame, state))) => {
-                    self.events.push_back(SeatEvent::State { frame, state });
+                    self.events.push_back(SeatEvent::State {
+                        frame: Frame(frame),
+                        state,
+                    });
                     Routed::Taken
                 }
                 Ok(None) => Routed::Taken,
@@ -208,11 +212,11 @@ impl Seat {
     }
 
     /// This machine's state as of the start of `frame`, asked for by `StateWanted`.
-    pub fn handle_state(&mut self, now: Instant, frame: u32, state: Vec<u8>) {
+    pub fn handle_state(&mut self, now: Instant, frame: Frame, state: Vec<u8>) {
         let Some(id) = self.asked.take() else {
             return;
         };
-        match ResyncSend::new(now, id, frame, state) {
+        match ResyncSend::new(now, id, frame.0, state) {
             Ok(tx) => self.upload = Some(Box::new(tx)),
             Err(e) => tracing::error!("cannot send this machine's state: {e}"),
         }

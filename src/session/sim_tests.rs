@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use rand::{rngs::SmallRng, Rng, RngCore, SeedableRng};
 
 use super::*;
+use crate::lockstep::Frame;
 use crate::net::sim::{SimNet, Simulation};
 use crate::session::host::{LOBBY_INTERVAL, READY_TIMEOUT};
 use crate::wire::PROTOCOL_VERSION;
@@ -487,7 +488,7 @@ fn silence_times_out_on_both_sides() {
     sim.joiners.clear();
     let left = HostEvent::Left {
         slot: 1,
-        reason: LeftReason::Timeout,
+        reason: SessionLeftReason::Timeout,
     };
     assert!(sim.run_until(Duration::from_secs(20), |s| s.host_events.contains(&left)));
     assert!(sim.host.slot_of(a).is_none());
@@ -505,7 +506,7 @@ fn bye_works_both_ways() {
         sim.run_until(Duration::from_secs(5), |s| s.host_events.contains(
             &HostEvent::Left {
                 slot,
-                reason: LeftReason::Bye("quit".into())
+                reason: SessionLeftReason::Bye("quit".into())
             }
         ))
     );
@@ -525,31 +526,31 @@ fn a_running_game_welcomes_a_late_joiner_with_a_state_of_the_running_machine() {
     // Admitted, but not welcomed before there is a state to send.
     assert!(sim.run_until(Duration::from_secs(2), |s| s
         .host_events
-        .contains(&HostEvent::WantsState { slot: 1 })));
+        .contains(&HostEvent::StateWanted { slot: 1 })));
     assert!(sim.ready(a).is_none() && sim.failure(a).is_none());
     // Its Hellos keep being answered meanwhile, so it waits past its handshake timeout.
     sim.run_until(Duration::from_secs(8), |_| false);
     assert!(sim.failure(a).is_none(), "{:?}", sim.failure(a));
     let now = sim.now();
     sim.host
-        .provide_state(now, 1, 1234, vec![7; 3000], Vec::new())
+        .handle_state(now, 1, 1234, vec![7; 3000], Vec::new())
         .unwrap();
     assert!(sim.run_until(Duration::from_secs(15), |s| s.settled(a)));
     let start = sim.ready(a).expect("welcomed");
-    assert_eq!((start.slot, start.frame), (1, 1234));
+    assert_eq!((start.slot, start.frame), (1, Frame(1234)));
     assert_eq!(start.payload.state, vec![7; 3000]);
     // A spectator takes no seat, and waits for a state of its own.
     let w = sim.watch(2, info("eve"));
     assert!(sim.run_until(Duration::from_secs(20), |s| s
         .host_events
-        .contains(&HostEvent::WantsState { slot: 16 })));
+        .contains(&HostEvent::StateWanted { slot: 16 })));
     let now = sim.now();
     sim.host
-        .provide_state(now, 16, 1300, vec![8; 100], Vec::new())
+        .handle_state(now, 16, 1300, vec![8; 100], Vec::new())
         .unwrap();
     assert!(sim.run_until(Duration::from_secs(30), |s| s.settled(w)));
     let start = sim.ready(w).expect("welcomed");
-    assert_eq!((start.slot, start.frame), (msg::SPECTATOR, 1300));
+    assert_eq!((start.slot, start.frame), (msg::SPECTATOR, Frame(1300)));
 }
 
 #[test]
@@ -638,7 +639,7 @@ fn the_lobby_keeps_ready_joiners_informed_and_drops_silent_ones() {
         let until = now - sim.start + Duration::from_millis(100);
         sim.run_until(until, |_| false);
         let left = sim.host_events.iter().any(|e| {
-            matches!(e, HostEvent::Left { slot, reason: LeftReason::Dropped(_) }
+            matches!(e, HostEvent::Left { slot, reason: SessionLeftReason::Dropped(_) }
                 if *slot == ready_b.slot)
         });
         if dropped_at.is_none() && left {
@@ -808,7 +809,7 @@ fn joiners_that_load_are_kept_until_they_run_or_the_loading_limit() {
         sim.run_until(until, |_| false);
         let left = HostEvent::Left {
             slot: slot_b,
-            reason: LeftReason::SlowStart,
+            reason: SessionLeftReason::SlowStart,
         };
         if dropped_at.is_none() && sim.host_events.contains(&left) {
             dropped_at = Some(sim.now - ready);
@@ -826,7 +827,7 @@ fn joiners_that_load_are_kept_until_they_run_or_the_loading_limit() {
         "{dropped_at:?}"
     );
     assert_eq!(
-        LeftReason::SlowStart.to_string(),
+        SessionLeftReason::SlowStart.to_string(),
         "was still loading 30 s after it had the start state"
     );
     assert!(sim.host.slot_of(a).is_some(), "ana was dropped");
@@ -862,7 +863,7 @@ fn spectators_need_the_password_and_are_capped() {
     assert!(sim.run_until(Duration::from_secs(10), |s| s
         .host_events
         .iter()
-        .any(|e| matches!(e, HostEvent::WantsState { slot: 16 }))));
+        .any(|e| matches!(e, HostEvent::StateWanted { slot: 16 }))));
     // The one seat for a spectator is taken: the next is told so.
     let more = sim.watch_with(4, info("bo"), Some("hunter2"));
     assert!(sim.run_until(Duration::from_secs(15), |s| s.settled(more)));

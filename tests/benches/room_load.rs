@@ -224,7 +224,7 @@ impl Generator {
     }
 
     /// Player `i`'s handshake timers and, at its tick, a frame; then what it sends.
-    fn service(&mut self, i: usize, now: Instant) {
+    fn step_player(&mut self, i: usize, now: Instant) {
         let server = self.players[i].server;
         let mut out: Vec<Vec<u8>> = Vec::new();
         let mut ctrl = false;
@@ -373,7 +373,7 @@ impl Generator {
                         self.players[i].join = Some(join(now, server, &room, false));
                     }
                 }
-                self.service(i, now);
+                self.step_player(i, now);
                 due.push(Reverse((self.players[i].next_tick, i)));
             }
         }

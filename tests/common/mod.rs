@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use framelock::host::HostConfig;
+use framelock::host::CoreConfig;
 
 /// Set in a re-executed child; its value tells the child what to do.
 pub const CHILD_ENV: &str = "FRAMELOCK_TEST_CHILD";
@@ -18,11 +18,11 @@ mod fixtures;
 pub use fixtures::{airstriker, core, fixture, framelock, text};
 
 /// System and save directories inside `dir`.
-pub fn config(dir: &Path) -> HostConfig {
-    HostConfig {
+pub fn config(dir: &Path) -> CoreConfig {
+    CoreConfig {
         system_dir: dir.join("system"),
         save_dir: dir.join("saves"),
-        ..HostConfig::default()
+        ..CoreConfig::default()
     }
 }
 

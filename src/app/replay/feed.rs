@@ -97,7 +97,7 @@ impl<R: Read + Seek> ReplayFeed<R> {
     pub fn prime(&mut self) -> Option<Vec<u8>> {
         if !self.primed {
             self.primed = true;
-            self.ahead = self.pull();
+            self.ahead = self.read_to_next_frame();
         }
         let first = self.log.header().start_frame;
         let mut s = self.state.borrow_mut();
@@ -109,7 +109,7 @@ impl<R: Read + Seek> ReplayFeed<R> {
     }
 
     /// Reads items up to the next frame, queueing checksums and events on the way.
-    fn pull(&mut self) -> Option<Inputs> {
+    fn read_to_next_frame(&mut self) -> Option<Inputs> {
         loop {
             let item = match self.log.next_item() {
                 Ok(Some(item)) => item,
@@ -155,7 +155,7 @@ impl<R: Read + Seek> Feed for ReplayFeed<R> {
         }
         match self.ahead.take() {
             Some(inputs) => {
-                self.ahead = self.pull();
+                self.ahead = self.read_to_next_frame();
                 self.fed += 1;
                 FeedPoll::Run(inputs)
             }

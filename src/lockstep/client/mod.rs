@@ -2,7 +2,7 @@
 //! everyone's inputs in UPDATEs and hands out frames in order, waiting at the keyframe.
 //!
 //! This file holds the samples to send, the frames received, stalls, checksums, notices
-//! and pauses; its link to the server is a [`Link`], its pacing advice the lockstep
+//! and pauses; its link to the server is a [`PeerLink`], its pacing advice the lockstep
 //! `Playout`, and beside it `measure` (input round trip, latency) and `speculate` (what
 //! running ahead needs) hold their own state. Must not import the server: both ends stand
 //! on `link`.
@@ -14,7 +14,7 @@ use crate::input::{Inputs, Pad};
 use crate::wire::{self, Header, Kind, WireError};
 
 use super::frame::{Frame, PeerId};
-use super::link::{Link, Silence};
+use super::link::{PeerLink, Silence};
 use super::msg::{self, Ctrl, Notice, SampleRun};
 use super::pause::{ClientPause, PAUSED_SILENCE, STOP_GAP};
 use super::playout::Playout;
@@ -46,7 +46,7 @@ const HELD_FRAMES: usize = 4096;
 /// Longest a spectator waits after a resume for its buffer to fill (see `at_pause`).
 const REFILL_LIMIT: Duration = Duration::from_millis(500);
 
-/// What a CTRL carried, kept until it is acknowledged (see [`Link`]).
+/// What a CTRL carried, kept until it is acknowledged (see [`PeerLink`]).
 #[derive(Clone, Copy, Debug)]
 struct SentCtrl {
     samples_end: u32,
@@ -82,7 +82,7 @@ pub struct Client {
     cfg: Config,
     me: PeerId,
     /// Sequence numbers, acks, timestamps, RTT, loss of UPDATEs, budget, traffic, silence.
-    link: Link<SentCtrl>,
+    link: PeerLink<SentCtrl>,
     /// Unacknowledged local samples: indices `samples_base..samples_end`.
     samples: VecDeque<Pad>,
     samples_base: u32,
@@ -210,7 +210,7 @@ impl Client {
         if me.0 >= cfg.players {
             return Err(LockstepError::NoSuchSlot(me));
         }
-        let link = Link::new(now, now, cfg.send_budget, cfg.udp_ip_header);
+        let link = PeerLink::new(now, now, cfg.send_budget, cfg.udp_ip_header);
         let playout = Playout::new(&cfg);
         Ok(Client {
             cfg,

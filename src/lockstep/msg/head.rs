@@ -47,7 +47,7 @@ pub(super) fn malformed_update() -> WireError {
 /// of what the caller writes after the head.
 pub(super) fn put_head(
     out: &mut Vec<u8>,
-    head: &Head,
+    head: &LinkHeader,
     ack_held: Option<u16>,
     irtt: Option<u16>,
     body: u8,
@@ -107,7 +107,7 @@ pub(super) fn read_head(
     ctrl: bool,
     short: bool,
     ack_ref: u16,
-) -> Option<(Head, u8, Option<u16>)> {
+) -> Option<(LinkHeader, u8, Option<u16>)> {
     let flags = if short { USUAL_FLAGS } else { r.u8()? };
     let known = F_ACK | F_ECHO | F_RUN | F_EXTRAS | F_KIND | F_TS | F_BASE;
     let known = known | if ctrl { F_AGE } else { F_ADVANCE };
@@ -138,6 +138,6 @@ pub(super) fn read_head(
     } else {
         None
     };
-    let head = Head { seq, ack, ts, echo };
+    let head = LinkHeader { seq, ack, ts, echo };
     Some((head, flags, irtt))
 }

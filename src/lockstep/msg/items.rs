@@ -87,8 +87,10 @@ pub struct Echo {
     pub hold_ms: u8,
 }
 
+/// The link fields of every lockstep datagram, after the [`wire::Header`](crate::wire::Header)
+/// (kind and session): sequence number, ack, timestamp and echo.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Head {
+pub struct LinkHeader {
     pub seq: u16,
     pub ack: Option<u16>,
     pub ts: Option<u16>,
@@ -101,7 +103,7 @@ pub struct Head {
 /// frames, its acks), until the sender's count caught up: minutes of a frozen session.
 pub const MAX_SEQ_JUMP: u16 = 1024;
 
-impl Head {
+impl LinkHeader {
     /// Whether the peer can have sent this head: its sequence number at most
     /// `MAX_SEQ_JUMP` past `recv` (the newest received), and its ack, if any, of a datagram
     /// we sent (`sent_any`, the newest being `next_send - 1`). An ack of one never sent
@@ -131,7 +133,7 @@ pub struct SampleRun {
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Ctrl {
-    pub head: Head,
+    pub head: LinkHeader,
     /// Input round trip in milliseconds (see the module doc).
     pub input_rtt_ms: Option<u16>,
     pub samples: Option<SampleRun>,
@@ -266,7 +268,7 @@ impl std::fmt::Debug for NoticeName {
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Update {
-    pub head: Head,
+    pub head: LinkHeader,
     /// The server sees gaps in this client's CTRL sequence numbers.
     pub up_lossy: bool,
     /// Receiver's phase advantage in 1/16 frames (`None`: unchanged).

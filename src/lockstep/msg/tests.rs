@@ -23,7 +23,7 @@ fn held_sample(i: u32) -> Option<Pad> {
 
 fn ctrl() -> Ctrl {
     Ctrl {
-        head: Head {
+        head: LinkHeader {
             seq: 0xfffe,
             ack: Some(7),
             ts: Some(1234),
@@ -66,7 +66,7 @@ fn update() -> Update {
     frames[3][0] = Pad(1);
     frames[4][7] = Pad(0xffff);
     Update {
-        head: Head {
+        head: LinkHeader {
             seq: 3,
             ack: None,
             ts: Some(65_000),
@@ -178,7 +178,7 @@ fn ctrl_and_update_round_trip() {
     );
     // A bare keepalive: flags and seq.
     let bare = Ctrl {
-        head: Head {
+        head: LinkHeader {
             seq: 1,
             ack: None,
             ts: None,
@@ -346,7 +346,7 @@ fn the_usual_flags_are_left_out_and_the_header_says_so() {
     let mut both = [Pad::NEUTRAL; MAX_PLAYERS];
     (both[0], both[1]) = (Pad(1), Pad(2));
     let u = Update {
-        head: Head {
+        head: LinkHeader {
             seq: 9,
             ack: Some(5),
             ts: None,

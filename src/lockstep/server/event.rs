@@ -3,11 +3,12 @@
 
 use std::time::Duration;
 
-use super::super::frame::{Frame, PeerId};
+use super::super::frame::{Frame, PeerId, SpectatorId};
 
-/// Why a peer left.
+/// Why the server dropped a peer ([`ServerEvent::PeerLeft`]): the lockstep layer's view,
+/// which the session's endpoint words for its players as a `PlayerOutReason`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum LeaveReason {
+pub enum PeerLeftReason {
     /// [`Server::remove_peer`](super::Server::remove_peer) was called.
     Removed,
     /// Silent for longer than [`Config::timeout`](super::super::Config::timeout).
@@ -35,13 +36,13 @@ pub enum ServerEvent {
     /// Spectator `id` was silent past the timeout and is out.
     SpectatorLeft {
         /// The spectator.
-        id: u8,
+        id: SpectatorId,
     },
     /// Spectator `id` fell more than [`SPECTATOR_LAG_SECS`](super::SPECTATOR_LAG_SECS) behind the frontier: it gets no
     /// frames until [`Server::restart_spectator`](super::Server::restart_spectator) gives it a fresh start.
     SpectatorBehind {
         /// The spectator.
-        id: u8,
+        id: SpectatorId,
         /// How far behind the frontier its acks are.
         frames: u32,
     },
@@ -52,7 +53,7 @@ pub enum ServerEvent {
         /// The first frame of neutral input.
         from_frame: Frame,
         /// Why.
-        reason: LeaveReason,
+        reason: PeerLeftReason,
     },
     /// `peer`'s checksum of `frame` differs from the reference player's (slot 0, the host's
     /// player, or the lowest slot still in the session).

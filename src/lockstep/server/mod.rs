@@ -4,7 +4,7 @@
 //!
 //! This file is the facade, [`Server`], and what crosses its parts: joins and departures,
 //! pauses, events, the order of the calls. The state it holds is split by owner:
-//! - [`player`]: a player, a [`Link`] with an [`InputQueue`](inputs::InputQueue) and a
+//! - [`player`]: a player, a [`PeerLink`] with an [`InputQueue`](inputs::InputQueue) and a
 //!   [`Stream`](stream::Stream);
 //! - [`inputs`]: a player's input queue;
 //! - [`stream`]: the published frames, each receiver's stream of them, its UPDATEs;
@@ -23,8 +23,8 @@ use crate::input::MAX_PLAYERS;
 use crate::wire::Transmit;
 
 use super::budget::SendBudget;
-use super::frame::{Frame, PeerId};
-use super::link::{Link, Silence};
+use super::frame::{Frame, PeerId, SpectatorId};
+use super::link::{PeerLink, Silence};
 use super::msg::{Notice, NoticeName, PauseRequest};
 use super::pause::{Pauses, Verdict, PAUSED_SILENCE, STOP_SETTLE, STOP_TAINT, STOP_TAINT_OWN};
 use super::stats::{PeerStats, Placement, ServerStats, Traffic};
@@ -39,7 +39,7 @@ mod spectators;
 mod stream;
 
 use checksums::Checksums;
-pub use event::{LeaveReason, ServerEvent};
+pub use event::{PeerLeftReason, ServerEvent};
 use player::Player;
 #[cfg(test)]
 pub(super) use player::UNCONTACTED_SILENCE;
@@ -146,7 +146,7 @@ impl Server {
         // An UPDATE carries every player's input: the budget is for two players, more get
         // proportionally more.
         let budget = self.cfg.send_budget * u32::from(self.cfg.players.max(2)) / 2;
-        let link = Link::new(self.epoch, now, budget, self.cfg.udp_ip_header);
+        let link = PeerLink::new(self.epoch, now, budget, self.cfg.udp_ip_header);
         Player::new(peer, link, now, first)
     }
 
@@ -213,15 +213,15 @@ impl Server {
     pub fn add_spectator(
         &mut self,
         now: Instant,
-        id: u8,
+        id: SpectatorId,
         start: Frame,
         header: usize,
     ) -> Result<(), LockstepError> {
         if self.spectators.contains(id) {
-            return Err(LockstepError::SpectatorPresent(id));
+            return Err(LockstepError::SpectatorPresent(id.0));
         }
         self.check_start(start)?;
-        let link = Link::new(self.epoch, now, self.cfg.send_budget, header);
+        let link = PeerLink::new(self.epoch, now, self.cfg.send_budget, header);
         self.spectators.add(link, id, start, now);
         Ok(())
     }
@@ -230,18 +230,18 @@ impl Server {
     pub fn restart_spectator(
         &mut self,
         now: Instant,
-        id: u8,
+        id: SpectatorId,
         start: Frame,
     ) -> Result<(), LockstepError> {
         self.check_start(start)?;
         if !self.spectators.restart(now, id, start) {
-            return Err(LockstepError::NoSpectator(id));
+            return Err(LockstepError::NoSpectator(id.0));
         }
         Ok(())
     }
 
     /// Drops spectator `id`; false if there was none.
-    pub fn remove_spectator(&mut self, id: u8) -> bool {
+    pub fn remove_spectator(&mut self, id: SpectatorId) -> bool {
         self.spectators.remove(id)
     }
 
@@ -258,7 +258,7 @@ impl Server {
     }
 
     /// Spectator `id`'s link: (round trip, frames it holds all before, traffic).
-    pub fn spectator(&self, id: u8) -> Option<(Option<Duration>, Frame, Traffic)> {
+    pub fn spectator(&self, id: SpectatorId) -> Option<(Option<Duration>, Frame, Traffic)> {
         self.spectators.get(id)
     }
 
@@ -269,14 +269,14 @@ impl Server {
 
     /// Feeds a datagram from spectator `id`: a CTRL with acks (and the link's timestamps)
     /// only. Anything else is dropped and counted.
-    pub fn handle_spectator_datagram(&mut self, now: Instant, id: u8, datagram: &[u8]) {
+    pub fn handle_spectator_datagram(&mut self, now: Instant, id: SpectatorId, datagram: &[u8]) {
         self.spectators
             .handle_datagram(now, id, datagram, &mut self.traffic);
     }
 
     /// Datagrams to spectators, one at a time, with the spectator's id. Call until `None`,
     /// after the players' [`poll_transmit`](Self::poll_transmit).
-    pub fn poll_spectator_transmit(&mut self, now: Instant) -> Option<Transmit<u8>> {
+    pub fn poll_spectator_transmit(&mut self, now: Instant) -> Option<Transmit<SpectatorId>> {
         let batch = self.spectator_batch();
         self.spectators
             .poll_transmit(now, &self.cfg, batch, &self.history, &mut self.traffic)
@@ -339,7 +339,7 @@ impl Server {
     /// every remaining client is told. Raises [`ServerEvent::PeerLeft`].
     pub fn remove_peer(&mut self, now: Instant, peer: PeerId) -> Result<(), LockstepError> {
         self.peer_mut(peer)?;
-        self.drop_peer(peer, now, LeaveReason::Removed);
+        self.drop_peer(peer, now, PeerLeftReason::Removed);
         Ok(())
     }
 
@@ -525,7 +525,7 @@ impl Server {
                 Silence::Gone(silent) => {
                     tracing::info!("{}: silent for {} ms, dropped", p.id, silent.as_millis());
                     let id = p.id;
-                    self.drop_peer(id, now, LeaveReason::TimedOut);
+                    self.drop_peer(id, now, PeerLeftReason::TimedOut);
                 }
                 Silence::Warn(silent) => self.events.push_back(ServerEvent::PeerSilent {
                     peer: p.id,
@@ -622,7 +622,7 @@ impl Server {
             .ok_or(LockstepError::NotPresent(peer))
     }
 
-    fn drop_peer(&mut self, peer: PeerId, now: Instant, reason: LeaveReason) {
+    fn drop_peer(&mut self, peer: PeerId, now: Instant, reason: PeerLeftReason) {
         let Some(gone) = self.peers[peer.index()].take() else {
             return;
         };
@@ -630,7 +630,7 @@ impl Server {
             .get_or_insert_with(Placement::default)
             .merge(&gone.placed);
         // The others waited for it if it had gone silent (see `FORGET_STALL`).
-        let waited_for = reason == LeaveReason::TimedOut || (gone.link.warned && !gone.pending);
+        let waited_for = reason == PeerLeftReason::TimedOut || (gone.link.warned && !gone.pending);
         let from = self.frontier();
         self.notify_all(Notice::Left { peer, from });
         if waited_for {

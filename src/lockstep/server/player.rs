@@ -1,4 +1,4 @@
-//! A player as the server sees it: its [`Link`], its [`InputQueue`], its [`Stream`] of the
+//! A player as the server sees it: its [`PeerLink`], its [`InputQueue`], its [`Stream`] of the
 //! published frames, and what only a player has (its clock's phase, its reported input
 //! round trip, late join, loading, the stop rules of `pause`). Imports the link, the inputs
 //! and the stream; nothing of the publisher, the spectators or the server facade.
@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 use crate::wire::{self, Header, Kind, WireError};
 
 use super::super::frame::{Frame, PeerId};
-use super::super::link::Link;
-use super::super::msg::{self, Ctrl, Head, NoticeName};
+use super::super::link::PeerLink;
+use super::super::msg::{self, Ctrl, LinkHeader, NoticeName};
 use super::super::stats::Placement;
 use super::super::stats::Traffic;
 use super::super::timesync::Phase;
@@ -30,7 +30,7 @@ const ACTIVATE_ANYWAY: Duration = Duration::from_secs(3);
 #[derive(Debug)]
 pub(super) struct Player {
     pub id: PeerId,
-    pub link: Link<SentUpdate>,
+    pub link: PeerLink<SentUpdate>,
     pub input: InputQueue,
     pub stream: Stream,
     /// The client's reported input round trip (see `lead`).
@@ -56,7 +56,7 @@ pub(super) struct Player {
 
 impl Player {
     /// Player `id`, added at `now` over `link`, its stream and samples starting at `first`.
-    pub fn new(id: PeerId, link: Link<SentUpdate>, now: Instant, first: Frame) -> Player {
+    pub fn new(id: PeerId, link: PeerLink<SentUpdate>, now: Instant, first: Frame) -> Player {
         Player {
             id,
             link,
@@ -87,7 +87,7 @@ impl Player {
 
     /// A valid CTRL with `head` arrived: the player is heard; if it is the newest datagram,
     /// its sequence number (loss), timestamp, echo (RTT) and ack count. True if newest.
-    pub fn heard(&mut self, now: Instant, head: &Head) -> bool {
+    pub fn heard(&mut self, now: Instant, head: &LinkHeader) -> bool {
         self.link.heard(now);
         self.loading = false;
         if !self.link.received(now, head) {

@@ -1,4 +1,4 @@
-//! Spectators on the server: each is a [`Link`] and a [`Stream`] of the published frames,
+//! Spectators on the server: each is a [`PeerLink`] and a [`Stream`] of the published frames,
 //! with no input. Nothing of the players' waits for them; a silent one is dropped, and one
 //! too far behind gets no frames until its driver restarts its stream from a fresh state.
 //! Imports the link and the stream, nothing of the players, the inputs or the publisher.
@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 
 use crate::wire::{self, Header, Kind, Transmit, WireError};
 
-use super::super::frame::Frame;
-use super::super::link::Link;
+use super::super::frame::{Frame, SpectatorId};
+use super::super::link::PeerLink;
 use super::super::msg::{self, Notice};
 use super::super::stats::Traffic;
 use super::super::Config;
@@ -34,7 +34,7 @@ fn grace() -> Duration {
 /// One spectator: its link, its stream, and how far it has come.
 #[derive(Debug)]
 struct Spectator {
-    link: Link<SentUpdate>,
+    link: PeerLink<SentUpdate>,
     stream: Stream,
     /// The frame it was added at. Its CTRLs carry no samples, so the sample index they are
     /// read against stays here, and so does the lead its UPDATEs name (frames since then).
@@ -56,13 +56,13 @@ impl Spectator {
 /// The watchers by id (see the module doc).
 #[derive(Debug, Default)]
 pub(super) struct Spectators {
-    by_id: BTreeMap<u8, Spectator>,
+    by_id: BTreeMap<SpectatorId, Spectator>,
     /// Where `poll_transmit` looks first, so none starves.
     next: u8,
 }
 
 impl Spectators {
-    pub fn contains(&self, id: u8) -> bool {
+    pub fn contains(&self, id: SpectatorId) -> bool {
         self.by_id.contains_key(&id)
     }
 
@@ -71,7 +71,7 @@ impl Spectators {
     }
 
     /// Adds spectator `id`, streamed from `start` over a link of its own budget.
-    pub fn add(&mut self, link: Link<SentUpdate>, id: u8, start: Frame, now: Instant) {
+    pub fn add(&mut self, link: PeerLink<SentUpdate>, id: SpectatorId, start: Frame, now: Instant) {
         let s = Spectator {
             link,
             stream: Stream::new(start),
@@ -83,7 +83,7 @@ impl Spectators {
     }
 
     /// Starts `id`'s stream again at `start`; false if there is no such spectator.
-    pub fn restart(&mut self, now: Instant, id: u8, start: Frame) -> bool {
+    pub fn restart(&mut self, now: Instant, id: SpectatorId, start: Frame) -> bool {
         let Some(s) = self.by_id.get_mut(&id) else {
             return false;
         };
@@ -93,12 +93,12 @@ impl Spectators {
         true
     }
 
-    pub fn remove(&mut self, id: u8) -> bool {
+    pub fn remove(&mut self, id: SpectatorId) -> bool {
         self.by_id.remove(&id).is_some()
     }
 
     /// Spectator `id`'s link: (round trip, frames it holds all before, traffic).
-    pub fn get(&self, id: u8) -> Option<(Option<Duration>, Frame, Traffic)> {
+    pub fn get(&self, id: SpectatorId) -> Option<(Option<Duration>, Frame, Traffic)> {
         self.by_id
             .get(&id)
             .map(|s| (s.link.rtt.srtt(), s.stream.acked, s.link.traffic))
@@ -129,7 +129,13 @@ impl Spectators {
 
     /// Takes a datagram from spectator `id`: a CTRL with acks (and the link's timestamps)
     /// only. Anything else is dropped and counted, in `total` too.
-    pub fn handle_datagram(&mut self, now: Instant, id: u8, datagram: &[u8], total: &mut Traffic) {
+    pub fn handle_datagram(
+        &mut self,
+        now: Instant,
+        id: SpectatorId,
+        datagram: &[u8],
+        total: &mut Traffic,
+    ) {
         let Some(s) = self.by_id.get_mut(&id) else {
             total.packets_dropped_invalid += 1;
             return;
@@ -174,13 +180,13 @@ impl Spectators {
         batch: Duration,
         history: &History,
         total: &mut Traffic,
-    ) -> Option<Transmit<u8>> {
+    ) -> Option<Transmit<SpectatorId>> {
         let resend = cfg.resend_interval();
         let frontier = history.frontier();
-        let ids: Vec<u8> = self
+        let ids: Vec<SpectatorId> = self
             .by_id
-            .range((Bound::Included(self.next), Bound::Unbounded))
-            .chain(self.by_id.range(..self.next))
+            .range((Bound::Included(SpectatorId(self.next)), Bound::Unbounded))
+            .chain(self.by_id.range(..SpectatorId(self.next)))
             .map(|(id, _)| *id)
             .collect();
         for id in ids {
@@ -200,7 +206,7 @@ impl Spectators {
                 .last_send
                 .is_none_or(|t| now >= t + resend || (dirty && listening && now >= t + batch));
             if due && s.link.budget.allows(now) {
-                self.next = id.wrapping_add(1);
+                self.next = id.0.wrapping_add(1);
                 let ctx = RoundCtx {
                     frontier,
                     history,
@@ -239,14 +245,14 @@ impl Spectators {
     /// Drops the spectators silent past the timeout; their events go to `events`.
     pub fn drop_silent(&mut self, now: Instant, cfg: &Config, events: &mut VecDeque<ServerEvent>) {
         let timeout = cfg.timeout.max(SPECTATOR_TIMEOUT);
-        let gone: Vec<u8> = self
+        let gone: Vec<SpectatorId> = self
             .by_id
             .iter()
             .filter(|(_, s)| now.saturating_duration_since(s.link.last_heard) >= timeout)
             .map(|(id, _)| *id)
             .collect();
         for id in gone {
-            tracing::info!("spectator {id}: silent, dropped");
+            tracing::info!("spectator {}: silent, dropped", id.0);
             self.by_id.remove(&id);
             events.push_back(ServerEvent::SpectatorLeft { id });
         }
@@ -269,7 +275,10 @@ impl Spectators {
             let heard = now < s.link.last_heard + cfg.warn_after;
             if !s.behind && lag > limit && now >= s.added + grace() && heard {
                 s.behind = true;
-                tracing::info!("spectator {id}: {lag} frames behind; it needs a fresh state");
+                tracing::info!(
+                    "spectator {}: {lag} frames behind; it needs a fresh state",
+                    id.0
+                );
                 events.push_back(ServerEvent::SpectatorBehind {
                     id: *id,
                     frames: lag,

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use crate::input::Inputs;
 
 use super::super::frame::Frame;
-use super::super::link::Link;
+use super::super::link::PeerLink;
 use super::super::msg::{self, FrameRun, Notice, Update};
 use super::super::stats::Traffic;
 
@@ -20,7 +20,7 @@ const MAX_DESYNC_NOTICES: usize = 8;
 /// (8 players whose input changes every frame fill one with about 60 frames).
 const MAX_SEGMENTS: usize = 4;
 
-/// What an UPDATE carried, kept until it is acknowledged (see [`Link`]).
+/// What an UPDATE carried, kept until it is acknowledged (see [`PeerLink`]).
 #[derive(Clone, Copy, Debug)]
 pub(super) struct SentUpdate {
     frames_end: Frame,
@@ -149,7 +149,7 @@ impl Stream {
 /// notices `batch` after the last send (or, past `listening_until`, at the resend timer),
 /// else at the resend timer; each within the send budget.
 pub(super) fn send_at(
-    link: &Link<SentUpdate>,
+    link: &PeerLink<SentUpdate>,
     stream: &Stream,
     batch: Duration,
     resend: Duration,
@@ -184,7 +184,7 @@ pub(super) struct RoundCtx<'a> {
 /// every frame it lacks, in up to `MAX_SEGMENTS` consecutive datagrams, each carrying the
 /// unacknowledged notices.
 pub(super) fn build_round(
-    link: &mut Link<SentUpdate>,
+    link: &mut PeerLink<SentUpdate>,
     s: &mut Stream,
     input_next: u32,
     ctx: &RoundCtx,

@@ -4,12 +4,13 @@ use std::fmt;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use crate::lockstep::Frame;
-use crate::session::{LeftReason, LOADING_LIMIT};
+use crate::lockstep::{Frame, PeerId, SpectatorId};
+use crate::session::{SessionLeftReason, LOADING_LIMIT};
 
-/// Why a player is out of a running game.
+/// Why a player is out of a running game: its input turns neutral. Why it left the host's
+/// session is a [`SessionLeftReason`].
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum OutReason {
+pub enum PlayerOutReason {
     /// It said goodbye, or was removed.
     Left,
     /// Silent for the lockstep timeout.
@@ -20,13 +21,13 @@ pub enum OutReason {
     SlowStart,
 }
 
-impl fmt::Display for OutReason {
+impl fmt::Display for PlayerOutReason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            OutReason::Left => write!(f, "left"),
-            OutReason::TimedOut => write!(f, "timed out"),
-            OutReason::TimedOutLoading => write!(f, "timed out while loading"),
-            OutReason::SlowStart => write!(
+            PlayerOutReason::Left => write!(f, "left"),
+            PlayerOutReason::TimedOut => write!(f, "timed out"),
+            PlayerOutReason::TimedOutLoading => write!(f, "timed out while loading"),
+            PlayerOutReason::SlowStart => write!(
                 f,
                 "still loading {} s after it had the start state",
                 LOADING_LIMIT.as_secs()
@@ -35,7 +36,8 @@ impl fmt::Display for OutReason {
     }
 }
 
-/// What happened, for the driver to log or act on.
+/// What happened, for the driver to log or act on. A seat is a [`PeerId`], a spectator a
+/// [`SpectatorId`]; a bare `slot: u8` may be either (a spectator's from 16 on).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum EndpointEvent {
     /// Admitted to the lobby; its start-state transfer follows.
@@ -68,7 +70,7 @@ pub enum EndpointEvent {
         /// The slot (a spectator's from 16 on).
         slot: u8,
         /// Why.
-        reason: LeftReason,
+        reason: SessionLeftReason,
     },
     /// Every player is in and ready: the lockstep server runs, with these slots.
     Started {
@@ -84,25 +86,25 @@ pub enum EndpointEvent {
     },
     /// Nothing heard from the player for `silent_for` (once per silence).
     PlayerSilent {
-        /// The slot (a spectator's from 16 on).
-        slot: u8,
+        /// The player.
+        slot: PeerId,
         /// How long nothing has come.
         silent_for: Duration,
     },
     /// The player is out of the game: neutral input from `from_frame` on.
     PlayerOut {
-        /// The slot (a spectator's from 16 on).
-        slot: u8,
+        /// The player.
+        slot: PeerId,
         /// The frame it counts from.
         from_frame: Frame,
         /// Why.
-        reason: OutReason,
+        reason: PlayerOutReason,
     },
     /// The game waits for a player that is still loading, `waited` after it had the start
     /// state; `again` on the later reminders.
     StillLoading {
-        /// The slot (a spectator's from 16 on).
-        slot: u8,
+        /// The player.
+        slot: PeerId,
         /// Time since it had the start state.
         waited: Duration,
         /// A reminder, not the first notice.
@@ -110,21 +112,21 @@ pub enum EndpointEvent {
     },
     /// A player the game waited for runs, `waited` after it had the start state.
     Running {
-        /// The slot (a spectator's from 16 on).
-        slot: u8,
+        /// The player.
+        slot: PeerId,
         /// Time since it had the start state.
         waited: Duration,
     },
     /// The player's checksum of `frame` differs from the reference player's (with no local
     /// player: from most players'). With `send_state`, hand the machine's state to
-    /// [`Endpoint::handle_state`](super::Endpoint::handle_state)(super::Endpoint::handle_state) at the next frame boundary; otherwise a recovery is under
-    /// way already, or (with no local player) the endpoint fetches a state itself, from
-    /// `source`.
+    /// [`Endpoint::handle_state`](super::Endpoint::handle_state) at the next frame boundary;
+    /// otherwise a recovery is under way already, or (with no local player) the endpoint
+    /// fetches a state itself, from `source`.
     Desync {
         /// The frame.
         frame: Frame,
-        /// The slot (a spectator's from 16 on).
-        slot: u8,
+        /// The player.
+        slot: PeerId,
         /// The reference checksum.
         expected: u64,
         /// The player's checksum.
@@ -132,25 +134,26 @@ pub enum EndpointEvent {
         /// Hand in a state for it.
         send_state: bool,
         /// The player the endpoint fetches a state from.
-        source: Option<u8>,
+        source: Option<PeerId>,
     },
     /// The player has the state for `frame` and continues from it.
     Resynced {
         /// The slot (a spectator's from 16 on).
         slot: u8,
         /// The frame.
-        frame: u32,
+        frame: Frame,
     },
-    /// Hand the machine's state to [`Endpoint::handle_state`](super::Endpoint::handle_state)(super::Endpoint::handle_state) at the next frame boundary,
-    /// for these joiners of the running game (late players, spectators).
+    /// Hand the machine's state to [`Endpoint::handle_state`](super::Endpoint::handle_state)
+    /// at the next frame boundary, for these joiners of the running game (late players,
+    /// spectators).
     StateWanted {
         /// The slots.
         slots: Vec<u8>,
     },
     /// A player who joined the running game (or came back) plays from `from_frame` on.
     PlayerJoined {
-        /// The slot (a spectator's from 16 on).
-        slot: u8,
+        /// The player.
+        slot: PeerId,
         /// The frame it counts from.
         from_frame: Frame,
         /// The name it goes by.
@@ -158,15 +161,15 @@ pub enum EndpointEvent {
     },
     /// A spectator has its state and watches from `frame` on.
     Watching {
-        /// The slot (a spectator's from 16 on).
-        slot: u8,
+        /// The spectator.
+        slot: SpectatorId,
         /// The frame.
-        frame: u32,
+        frame: Frame,
     },
     /// A spectator left (`reason` says why).
     SpectatorLeft {
-        /// The slot (a spectator's from 16 on).
-        slot: u8,
+        /// The spectator.
+        slot: SpectatorId,
         /// Why.
         reason: String,
     },

@@ -17,14 +17,16 @@
 mod events;
 mod starting;
 
-pub use events::{EndpointEvent, OutReason};
+pub use events::{EndpointEvent, PlayerOutReason};
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use crate::input::MAX_PLAYERS;
-use crate::lockstep::{self, Frame, LeaveReason, PeerId, Server, ServerEvent, ServerStats};
+use crate::lockstep::{
+    self, Frame, PeerId, PeerLeftReason, Server, ServerEvent, ServerStats, SpectatorId,
+};
 use crate::wire::{link_overhead, Header, Kind, Transmit, HEADER_LEN};
 
 use super::chat::{ChatLine, ChatRelay};
@@ -50,7 +52,7 @@ const BEHIND_AGAIN: Duration = Duration::from_secs(30);
 /// With no machine of its own: a state asked of a player in the majority, for the players
 /// in `for_slots`.
 #[derive(Debug)]
-struct Fetch {
+struct StateFetch {
     id: u32,
     from: u8,
     for_slots: Vec<u8>,
@@ -112,7 +114,7 @@ pub struct Endpoint {
     /// The in-process player, if any (slot 0 of `framelock host`).
     local: Option<PeerId>,
     resyncs: Vec<(u8, ResyncSend)>,
-    fetches: Vec<Fetch>,
+    fetches: Vec<StateFetch>,
     /// Finished fetches whose last acks are still to go out.
     fetches_done: Vec<(u8, ResyncRecv)>,
     /// States asked for (`Desync { send_state: true }`) and not handed in yet.
@@ -228,7 +230,7 @@ impl Endpoint {
             self.session.handle_opened(now, from, datagram).is_ok()
         } else if let (Some(slot), Some(server)) = (slot, &mut self.server) {
             if is_spectator_slot(slot) {
-                server.handle_spectator_datagram(now, slot, datagram);
+                server.handle_spectator_datagram(now, SpectatorId(slot), datagram);
             } else {
                 server.handle_datagram(now, PeerId(slot), datagram);
             }
@@ -239,7 +241,7 @@ impl Endpoint {
         if !valid {
             self.stats.dropped_invalid += 1;
         }
-        self.react(now);
+        self.handle_machine_events(now);
     }
 
     /// A piece of a state a player sends because this endpoint asked it; once whole, it goes
@@ -252,7 +254,7 @@ impl Endpoint {
             Ok(Some((frame, state))) => {
                 let f = self.fetches.remove(i);
                 tracing::debug!(from = f.from, frame, "fetched a state for a resync");
-                self.handle_state(now, frame, state, &f.for_slots);
+                self.handle_state(now, Frame(frame), state, &f.for_slots);
                 // Its final acks still go out.
                 self.fetches_done.push((f.from, f.rx));
                 true
@@ -313,7 +315,7 @@ impl Endpoint {
     pub fn handle_local(&mut self, now: Instant, datagram: &[u8]) {
         if let (Some(me), Some(server)) = (self.local, &mut self.server) {
             server.handle_datagram(now, me, datagram);
-            self.react(now);
+            self.handle_machine_events(now);
         }
     }
 
@@ -327,12 +329,12 @@ impl Endpoint {
 
     /// The machine's state as of the start of `frame`, for the players in `slots` (asked for
     /// by `Desync { send_state: true }`).
-    pub fn handle_state(&mut self, now: Instant, frame: u32, state: Vec<u8>, slots: &[u8]) {
+    pub fn handle_state(&mut self, now: Instant, frame: Frame, state: Vec<u8>, slots: &[u8]) {
         for &slot in slots {
             if self.session.awaits_state(slot) {
                 if let Err(e) =
                     self.session
-                        .provide_state(now, slot, frame, state.clone(), Vec::new())
+                        .handle_state(now, slot, frame.0, state.clone(), Vec::new())
                 {
                     tracing::error!("cannot send a state to slot {slot}: {e}");
                     self.session
@@ -345,7 +347,7 @@ impl Endpoint {
                 let restarted = self
                     .server
                     .as_mut()
-                    .is_some_and(|s| s.restart_spectator(now, slot, Frame(frame)).is_ok());
+                    .is_some_and(|s| s.restart_spectator(now, SpectatorId(slot), frame).is_ok());
                 if !restarted {
                     continue;
                 }
@@ -353,7 +355,7 @@ impl Endpoint {
                 self.wanted[usize::from(slot)] = false;
             }
             self.next_resync_id += 1;
-            match ResyncSend::new(now, self.next_resync_id, frame, state.clone()) {
+            match ResyncSend::new(now, self.next_resync_id, frame.0, state.clone()) {
                 Ok(tx) => {
                     self.resyncs.retain(|(s, _)| *s != slot);
                     self.resyncs.push((slot, tx));
@@ -414,18 +416,18 @@ impl Endpoint {
                 });
             }
         }
-        self.react(now);
+        self.handle_machine_events(now);
     }
 
     /// The next datagram for the network.
     pub fn poll_transmit(&mut self, now: Instant) -> Option<Transmit> {
-        self.collect(now);
+        self.queue_transmits(now);
         self.out.pop_front()
     }
 
     /// The next datagram for the local player's lockstep client.
     pub fn poll_local(&mut self, now: Instant) -> Option<Vec<u8>> {
-        self.collect(now);
+        self.queue_transmits(now);
         self.to_local.pop_front()
     }
 
@@ -478,7 +480,7 @@ impl Endpoint {
             .session
             .spectators()
             .iter()
-            .filter_map(|s| server.spectator(s.slot))
+            .filter_map(|s| server.spectator(SpectatorId(s.slot)))
             .filter(|(_, acked, _)| *acked < server.frontier())
             .count();
         server
@@ -530,7 +532,7 @@ impl Endpoint {
 
     /// Moves what the state machines want to send into the queues, tagged for their
     /// joiners (the session layer tags its own).
-    fn collect(&mut self, now: Instant) {
+    fn queue_transmits(&mut self, now: Instant) {
         let mut untagged = Vec::new();
         if let Some(server) = &mut self.server {
             while let Some(t) = server.poll_transmit(now) {
@@ -541,7 +543,7 @@ impl Endpoint {
                 }
             }
             while let Some(t) = server.poll_spectator_transmit(now) {
-                if let Some(to) = self.session.addr_of(t.to) {
+                if let Some(to) = self.session.addr_of(t.to.0) {
                     untagged.push(Transmit { to, bytes: t.bytes });
                 }
             }
@@ -593,7 +595,7 @@ impl Endpoint {
             if tx.is_complete() {
                 events.push_back(EndpointEvent::Resynced {
                     slot: *slot,
-                    frame: tx.frame(),
+                    frame: Frame(tx.frame()),
                 });
                 if let Some(r) = resynced_from.get_mut(usize::from(*slot)) {
                     *r = tx.frame();
@@ -612,19 +614,19 @@ impl Endpoint {
 
     /// Applies the policy between the session layer and the lockstep server to what they
     /// raised, and turns it into events.
-    fn react(&mut self, now: Instant) {
+    fn handle_machine_events(&mut self, now: Instant) {
         let mut loading_heard = Vec::new();
-        self.react_session(now, &mut loading_heard);
-        self.react_server(now);
+        self.handle_session_events(now, &mut loading_heard);
+        self.handle_server_events(now);
         // The server's timeouts kick players, which the session reports as gone.
-        self.react_session(now, &mut loading_heard);
+        self.handle_session_events(now, &mut loading_heard);
         self.track_loading(now, loading_heard);
         if self.server.is_none() && !self.lobby_expired {
             self.maybe_start(now);
         }
     }
 
-    fn react_session(&mut self, now: Instant, loading_heard: &mut Vec<(u8, Duration)>) {
+    fn handle_session_events(&mut self, now: Instant, loading_heard: &mut Vec<(u8, Duration)>) {
         while let Some(ev) = self.session.poll_event() {
             match ev {
                 HostEvent::Joined { slot, name, addr } => self
@@ -638,7 +640,7 @@ impl Endpoint {
                         want: self.session.start_with(),
                     });
                 }
-                HostEvent::WantsState { slot } => self.want_state(now, slot),
+                HostEvent::StateWanted { slot } => self.want_state(now, slot),
                 HostEvent::Loading { slot, since } => {
                     let heard = self
                         .server
@@ -662,10 +664,10 @@ impl Endpoint {
                 }
                 HostEvent::Left { slot, reason } if is_spectator_slot(slot) => {
                     if let Some(server) = &mut self.server {
-                        server.remove_spectator(slot);
+                        server.remove_spectator(SpectatorId(slot));
                     }
                     self.events.push_back(EndpointEvent::SpectatorLeft {
-                        slot,
+                        slot: SpectatorId(slot),
                         reason: reason.to_string(),
                     });
                 }
@@ -681,7 +683,7 @@ impl Endpoint {
         }
     }
 
-    fn react_server(&mut self, now: Instant) {
+    fn handle_server_events(&mut self, now: Instant) {
         let Some(server) = &mut self.server else {
             return;
         };
@@ -697,16 +699,16 @@ impl Endpoint {
                         .map(|p| p.name)
                         .unwrap_or_default();
                     self.events.push_back(EndpointEvent::PlayerJoined {
-                        slot: peer.0,
+                        slot: peer,
                         from_frame,
                         name,
                     })
                 }
-                ServerEvent::SpectatorLeft { id } => self.session.drop_silent(id, "timed out"),
-                ServerEvent::SpectatorBehind { id, .. } => want.push(id),
+                ServerEvent::SpectatorLeft { id } => self.session.drop_silent(id.0, "timed out"),
+                ServerEvent::SpectatorBehind { id, .. } => want.push(id.0),
                 ServerEvent::PeerSilent { peer, silent_for } => {
                     self.events.push_back(EndpointEvent::PlayerSilent {
-                        slot: peer.0,
+                        slot: peer,
                         silent_for,
                     })
                 }
@@ -723,23 +725,25 @@ impl Endpoint {
                         .map(|l| l.waited(now));
                     self.loading.retain(|l| l.slot != peer.0);
                     let reason = match (reason, was_loading) {
-                        (LeaveReason::Removed, _) => OutReason::Left,
-                        (LeaveReason::TimedOut, None) => OutReason::TimedOut,
-                        (LeaveReason::TimedOut, Some(t)) if t >= LOADING_LIMIT => {
-                            OutReason::SlowStart
+                        (PeerLeftReason::Removed, _) => PlayerOutReason::Left,
+                        (PeerLeftReason::TimedOut, None) => PlayerOutReason::TimedOut,
+                        (PeerLeftReason::TimedOut, Some(t)) if t >= LOADING_LIMIT => {
+                            PlayerOutReason::SlowStart
                         }
-                        (LeaveReason::TimedOut, Some(_)) => OutReason::TimedOutLoading,
+                        (PeerLeftReason::TimedOut, Some(_)) => PlayerOutReason::TimedOutLoading,
                     };
                     match reason {
-                        OutReason::Left => {}
+                        PlayerOutReason::Left => {}
                         // Silent: it may come back (its link returns) and take its seat again.
-                        OutReason::TimedOut | OutReason::TimedOutLoading => {
+                        PlayerOutReason::TimedOut | PlayerOutReason::TimedOutLoading => {
                             self.session.drop_silent(peer.0, &reason.to_string())
                         }
-                        OutReason::SlowStart => self.session.kick(peer.0, &reason.to_string()),
+                        PlayerOutReason::SlowStart => {
+                            self.session.kick(peer.0, &reason.to_string())
+                        }
                     }
                     self.events.push_back(EndpointEvent::PlayerOut {
-                        slot: peer.0,
+                        slot: peer,
                         from_frame,
                         reason,
                     });
@@ -767,7 +771,7 @@ impl Endpoint {
                                 Some(f) => f.for_slots.push(peer.0),
                                 None => {
                                     self.next_resync_id += 1;
-                                    self.fetches.push(Fetch {
+                                    self.fetches.push(StateFetch {
                                         id: self.next_resync_id,
                                         from,
                                         for_slots: vec![peer.0],
@@ -782,11 +786,11 @@ impl Endpoint {
                     }
                     self.events.push_back(EndpointEvent::Desync {
                         frame,
-                        slot: peer.0,
+                        slot: peer,
                         expected,
                         got,
                         send_state: recover && self.local.is_some(),
-                        source,
+                        source: source.map(PeerId),
                     });
                 }
             }
@@ -817,7 +821,7 @@ impl Endpoint {
 
     /// A spectator's round trip, the frames it holds all before, and its traffic.
     pub fn spectator(&self, slot: u8) -> Option<(Option<Duration>, Frame, lockstep::Traffic)> {
-        self.server.as_ref()?.spectator(slot)
+        self.server.as_ref()?.spectator(SpectatorId(slot))
     }
 }
 

@@ -34,7 +34,7 @@ impl Endpoint {
             }
             None => {
                 self.next_resync_id += 1;
-                self.fetches.push(Fetch {
+                self.fetches.push(StateFetch {
                     id: self.next_resync_id,
                     from,
                     for_slots: vec![slot],
@@ -60,7 +60,7 @@ impl Endpoint {
         let rtt = me.as_ref().and_then(|p| p.rtt);
         let name = me.map(|p| p.name).unwrap_or_default();
         let result = if is_spectator_slot(slot) {
-            server.add_spectator(now, slot, Frame(frame), header)
+            server.add_spectator(now, SpectatorId(slot), Frame(frame), header)
         } else {
             let peer = PeerId(slot);
             server
@@ -74,9 +74,10 @@ impl Endpoint {
                 })
         };
         match result {
-            Ok(()) if is_spectator_slot(slot) => self
-                .events
-                .push_back(EndpointEvent::Watching { slot, frame }),
+            Ok(()) if is_spectator_slot(slot) => self.events.push_back(EndpointEvent::Watching {
+                slot: SpectatorId(slot),
+                frame: Frame(frame),
+            }),
             Ok(()) => {}
             Err(e) => {
                 tracing::warn!("slot {slot} cannot enter the game: {e}");
@@ -111,7 +112,7 @@ impl Endpoint {
             if server.is_running(PeerId(l.slot)) {
                 if l.told.is_some() {
                     events.push_back(EndpointEvent::Running {
-                        slot: l.slot,
+                        slot: PeerId(l.slot),
                         waited,
                     });
                 }
@@ -123,7 +124,7 @@ impl Endpoint {
                 _ => return true,
             };
             events.push_back(EndpointEvent::StillLoading {
-                slot: l.slot,
+                slot: PeerId(l.slot),
                 waited,
                 again,
             });

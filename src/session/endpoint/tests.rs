@@ -11,7 +11,7 @@ use crate::lockstep::{self, Client};
 use crate::net::sim::{SimNet, Simulation};
 use crate::session::msg::Msg;
 use crate::session::testkit::{info, Game};
-use crate::session::{JoinConfig, JoinEvent, JoinSession, LeftReason, ResyncRecv};
+use crate::session::{JoinConfig, JoinEvent, JoinSession, ResyncRecv, SessionLeftReason};
 use crate::wire::HEADER_LEN;
 use rand::{rngs::SmallRng, Rng, RngCore, SeedableRng};
 
@@ -383,11 +383,11 @@ fn a_silent_player_is_dropped_told_and_the_others_play_on() {
     let events = &net.rooms[room].events;
     let silent = events.iter().position(|e| {
         matches!(e, EndpointEvent::PlayerSilent { slot, silent_for }
-            if *slot == gone && *silent_for >= Duration::from_millis(500))
+            if slot.0 == gone && *silent_for >= Duration::from_millis(500))
     });
     let out = events.iter().position(|e| {
-        matches!(e, EndpointEvent::PlayerOut { slot, reason: OutReason::TimedOut, .. }
-            if *slot == gone)
+        matches!(e, EndpointEvent::PlayerOut { slot, reason: PlayerOutReason::TimedOut, .. }
+            if slot.0 == gone)
     });
     assert!(
         silent.is_some() && out.is_some() && silent < out,
@@ -400,7 +400,7 @@ fn a_silent_player_is_dropped_told_and_the_others_play_on() {
     // Its seat is free, and the session layer was told (it told bob it was dropped: bob
     // may come back).
     let kicked = events.iter().any(|e| {
-        matches!(e, EndpointEvent::Left { slot, reason: LeftReason::Dropped(_) } if *slot == gone)
+        matches!(e, EndpointEvent::Left { slot, reason: SessionLeftReason::Dropped(_) } if *slot == gone)
     });
     assert!(kicked, "{events:?}");
     assert!(net.rooms[room]
@@ -424,7 +424,7 @@ fn a_desync_asks_for_one_state_and_the_player_gets_it() {
             matches!(
                 e,
                 EndpointEvent::Desync {
-                    slot: 1,
+                    slot: PeerId(1),
                     send_state: true,
                     ..
                 }
@@ -437,7 +437,15 @@ fn a_desync_asks_for_one_state_and_the_player_gets_it() {
         n.rooms[room]
             .events
             .iter()
-            .filter(|e| matches!(e, EndpointEvent::Desync { slot: 1, .. }))
+            .filter(|e| {
+                matches!(
+                    e,
+                    EndpointEvent::Desync {
+                        slot: PeerId(1),
+                        ..
+                    }
+                )
+            })
             .count()
             >= 2
     };
@@ -460,14 +468,14 @@ fn a_desync_asks_for_one_state_and_the_player_gets_it() {
     let now = net.now;
     net.rooms[room]
         .endpoint
-        .handle_state(now, 240, state.clone(), &[1]);
+        .handle_state(now, Frame(240), state.clone(), &[1]);
     let resynced = |n: &Net| {
         n.rooms[room].events.iter().any(|e| {
             matches!(
                 e,
                 EndpointEvent::Resynced {
                     slot: 1,
-                    frame: 240
+                    frame: Frame(240)
                 }
             )
         })
@@ -683,7 +691,8 @@ fn a_name_alone_never_replaces_a_player_who_still_talks() {
     let until = net.now + Duration::from_secs(8);
     net.run_until(Duration::from_secs(60), |n| n.now >= until);
     let replaced = net.rooms[room].events.iter().any(|e| {
-        matches!(e, EndpointEvent::Left { slot: s, .. } | EndpointEvent::PlayerOut { slot: s, .. } if *s == slot)
+        matches!(e, EndpointEvent::Left { slot: s, .. } if *s == slot)
+            || matches!(e, EndpointEvent::PlayerOut { slot: s, .. } if s.0 == slot)
     });
     assert!(!replaced, "{:?}", net.rooms[room].events);
     assert!(

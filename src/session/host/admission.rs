@@ -361,7 +361,7 @@ impl HostSession {
                 name,
                 addr: from,
             });
-            self.events.push_back(HostEvent::WantsState { slot });
+            self.events.push_back(HostEvent::StateWanted { slot });
             return;
         }
         let mut players = self.roster();

@@ -7,9 +7,10 @@ use std::time::Duration;
 
 use crate::session::LOADING_LIMIT;
 
-/// Why a joiner left the lobby or the session.
+/// Why a joiner left the host's session: its lobby, or its roster during the game. Why a
+/// player's input in the running game turned neutral is an `PlayerOutReason`.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum LeftReason {
+pub enum SessionLeftReason {
     /// The joiner said goodbye, with its reason.
     Bye(String),
     /// Silent for too long before it was ready.
@@ -24,19 +25,21 @@ pub enum LeftReason {
     Dropped(String),
 }
 
-impl fmt::Display for LeftReason {
+impl fmt::Display for SessionLeftReason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            LeftReason::Bye(r) => write!(f, "left ({r})"),
-            LeftReason::Timeout => write!(f, "timed out during the handshake"),
-            LeftReason::Silent => write!(f, "went silent while waiting for the game to start"),
-            LeftReason::SlowStart => write!(
+            SessionLeftReason::Bye(r) => write!(f, "left ({r})"),
+            SessionLeftReason::Timeout => write!(f, "timed out during the handshake"),
+            SessionLeftReason::Silent => {
+                write!(f, "went silent while waiting for the game to start")
+            }
+            SessionLeftReason::SlowStart => write!(
                 f,
                 "was still loading {} s after it had the start state",
                 LOADING_LIMIT.as_secs()
             ),
-            LeftReason::Kicked(r) => write!(f, "removed by the host ({r})"),
-            LeftReason::Dropped(r) => write!(f, "was dropped ({r})"),
+            SessionLeftReason::Kicked(r) => write!(f, "removed by the host ({r})"),
+            SessionLeftReason::Dropped(r) => write!(f, "was dropped ({r})"),
         }
     }
 }
@@ -74,7 +77,7 @@ pub enum HostEvent {
         /// The slot (a spectator's from 16 on).
         slot: u8,
         /// Why.
-        reason: LeftReason,
+        reason: SessionLeftReason,
     },
     /// A join attempt was refused, with the reason the joiner was sent.
     Refused {
@@ -84,8 +87,9 @@ pub enum HostEvent {
         reason: String,
     },
     /// A player taking a seat in the running game, or a spectator, was admitted: it needs
-    /// the machine's state at a frame boundary ([`HostSession::provide_state`](super::HostSession::provide_state)).
-    WantsState {
+    /// the machine's state at a frame boundary
+    /// ([`HostSession::handle_state`](super::HostSession::handle_state)).
+    StateWanted {
         /// The slot (a spectator's from 16 on).
         slot: u8,
     },

@@ -8,7 +8,7 @@ mod events;
 mod paths;
 
 use admission::Pending;
-pub use events::{HostEvent, LeftReason, Player};
+pub use events::{HostEvent, Player, SessionLeftReason};
 use paths::PathCheck;
 
 use std::collections::VecDeque;
@@ -378,7 +378,7 @@ impl HostSession {
         self.peers.iter().find(|p| p.slot == slot).map(|p| p.frame)
     }
 
-    /// True while the joiner in `slot` waits for [`provide_state`](Self::provide_state).
+    /// True while the joiner in `slot` waits for [`handle_state`](Self::handle_state).
     pub fn awaits_state(&self, slot: u8) -> bool {
         self.peers
             .iter()
@@ -386,8 +386,8 @@ impl HostSession {
     }
 
     /// The state at the start of `frame` for a joiner admitted to the running game (asked
-    /// for by [`HostEvent::WantsState`]): it is welcomed with it.
-    pub fn provide_state(
+    /// for by [`HostEvent::StateWanted`]): it is welcomed with it.
+    pub fn handle_state(
         &mut self,
         now: Instant,
         slot: u8,
@@ -676,7 +676,7 @@ impl HostSession {
                     return Ok(());
                 }
                 let slot = self.slot_of(from).ok_or(Dropped::UnknownPeer(Kind::Bye))?;
-                self.drop_peer(slot, LeftReason::Bye(reason));
+                self.drop_peer(slot, SessionLeftReason::Bye(reason));
                 Ok(())
             }
             other => Err(Dropped::Unexpected(other.kind())),
@@ -781,7 +781,7 @@ impl HostSession {
         self.queue.push_back(Transmit { to, bytes });
     }
 
-    fn drop_peer(&mut self, slot: u8, reason: LeftReason) {
+    fn drop_peer(&mut self, slot: u8, reason: SessionLeftReason) {
         if let Some(i) = self.peers.iter().position(|p| p.slot == slot) {
             let peer = self.peers.remove(i);
             if peer.is_player() && !self.accepting {
@@ -803,7 +803,7 @@ impl HostSession {
             for _ in 0..BYE_COPIES {
                 self.send(addr, &Msg::Bye(reason.into()), self.cfg.session_id);
             }
-            self.drop_peer(slot, LeftReason::Kicked(reason.into()));
+            self.drop_peer(slot, SessionLeftReason::Kicked(reason.into()));
         }
     }
 
@@ -814,7 +814,7 @@ impl HostSession {
             for _ in 0..BYE_COPIES {
                 self.send(addr, &Msg::Dropped(reason.into()), self.cfg.session_id);
             }
-            self.drop_peer(slot, LeftReason::Dropped(reason.into()));
+            self.drop_peer(slot, SessionLeftReason::Dropped(reason.into()));
         }
     }
 
@@ -837,7 +837,7 @@ impl HostSession {
             .map(|p| p.slot)
             .collect();
         for slot in silent {
-            self.drop_peer(slot, LeftReason::Timeout);
+            self.drop_peer(slot, SessionLeftReason::Timeout);
         }
         if self.accepting {
             // Once the game runs, the lockstep server times players out instead.
@@ -864,7 +864,7 @@ impl HostSession {
     /// `LOBBY_INTERVAL` tells the others how many players are in.
     fn tend_ready_joiners(&mut self, now: Instant) {
         let ready_timeout = self.cfg.ready_timeout;
-        let gone: Vec<(u8, SocketAddr, LeftReason)> = self
+        let gone: Vec<(u8, SocketAddr, SessionLeftReason)> = self
             .peers
             .iter()
             .filter(|p| p.is_ready() && now >= p.last_heard + ready_timeout)
@@ -872,16 +872,16 @@ impl HostSession {
                 let slow = matches!(p.phase, Phase::Ready { since, loading: true, .. }
                     if now >= since + LOADING_LIMIT);
                 let reason = if slow {
-                    LeftReason::SlowStart
+                    SessionLeftReason::SlowStart
                 } else {
-                    LeftReason::Silent
+                    SessionLeftReason::Silent
                 };
                 (p.slot, p.addr, reason)
             })
             .collect();
         for (slot, addr, reason) in gone {
             let why = match reason {
-                LeftReason::SlowStart => format!(
+                SessionLeftReason::SlowStart => format!(
                     "dropped from the lobby: still loading {} s after the start state",
                     LOADING_LIMIT.as_secs()
                 ),
@@ -890,13 +890,13 @@ impl HostSession {
                     ready_timeout.as_secs_f64()
                 ),
             };
-            if matches!(reason, LeftReason::SlowStart) {
+            if matches!(reason, SessionLeftReason::SlowStart) {
                 self.send(addr, &Msg::Bye(why), self.cfg.session_id);
                 self.drop_peer(slot, reason);
             } else {
                 // It may come back (its link returns, its laptop wakes): it reconnects.
                 self.send(addr, &Msg::Dropped(why.clone()), self.cfg.session_id);
-                self.drop_peer(slot, LeftReason::Dropped(why));
+                self.drop_peer(slot, SessionLeftReason::Dropped(why));
             }
         }
         if self.lobby_sent.is_none_or(|t| now >= t + LOBBY_INTERVAL) {

@@ -41,7 +41,7 @@ impl HostSide {
             }
             None => self.endpoint.handle_datagram(at, from, datagram),
         }
-        self.after(at);
+        self.handle_endpoint_events(at);
     }
 
     pub(super) fn handle_timeout(&mut self, now: Instant) {
@@ -67,7 +67,7 @@ impl HostSide {
                     .push_back(ParticipantEvent::Path { peer, event });
             }
         }
-        self.after(now);
+        self.handle_endpoint_events(now);
     }
 
     pub(super) fn handle_core(&mut self, now: Instant, reply: CoreReply) {
@@ -82,15 +82,15 @@ impl HostSide {
                 frame,
                 state,
                 for_slots,
-            } => self.endpoint.handle_state(now, frame.0, state, &for_slots),
+            } => self.endpoint.handle_state(now, frame, state, &for_slots),
             CoreReply::Loaded { .. } => {}
         }
-        self.after(now);
+        self.handle_endpoint_events(now);
     }
 
     /// Moves what the endpoint raised into events and the in-memory link's datagrams both
     /// ways (a handful of rounds settles it: a reply can only trigger acks).
-    pub(super) fn after(&mut self, now: Instant) {
+    pub(super) fn handle_endpoint_events(&mut self, now: Instant) {
         while let Some(ev) = self.endpoint.poll_event() {
             match &ev {
                 EndpointEvent::Started { .. } => {
@@ -116,7 +116,7 @@ impl HostSide {
                 } => self
                     .events
                     .push_back(ParticipantEvent::Core(CoreRequest::SaveState {
-                        for_slots: vec![*slot],
+                        for_slots: vec![slot.0],
                     })),
                 _ => {}
             }
@@ -153,7 +153,7 @@ impl HostSide {
         if self.frame_loop.away(now) {
             return None;
         }
-        self.after(now);
+        self.handle_endpoint_events(now);
         let Some(routes) = &mut self.routes else {
             return self.endpoint.poll_transmit(now).map(|t| (t, None));
         };

@@ -96,7 +96,7 @@ impl JoinSide {
             match to_session {
                 Some(addr) => from = addr,
                 None => {
-                    self.after(at);
+                    self.handle_machine_events(at);
                     return;
                 }
             }
@@ -117,7 +117,7 @@ impl JoinSide {
             },
             JoinPhase::Ended => {}
         }
-        self.after(at);
+        self.handle_machine_events(at);
     }
 
     pub(super) fn handle_timeout(&mut self, now: Instant) {
@@ -172,7 +172,7 @@ impl JoinSide {
                     .push_back(ParticipantEvent::Path { peer: None, event });
             }
         }
-        self.after(now);
+        self.handle_machine_events(now);
     }
 
     pub(super) fn handle_core(&mut self, now: Instant, reply: CoreReply) {
@@ -182,7 +182,7 @@ impl JoinSide {
                 CoreReply::Checksum { frame, checksum } => {
                     s.client.report_checksum(frame, checksum)
                 }
-                CoreReply::State { frame, state, .. } => s.seat.handle_state(now, frame.0, state),
+                CoreReply::State { frame, state, .. } => s.seat.handle_state(now, frame, state),
                 CoreReply::Loaded { frame } => {
                     if s.awaiting_load == Some(frame) {
                         s.awaiting_load = None;
@@ -190,7 +190,7 @@ impl JoinSide {
                 }
             }
         }
-        self.after(now);
+        self.handle_machine_events(now);
     }
 
     /// The link to the host is gone: reconnect, or end.
@@ -259,7 +259,7 @@ impl JoinSide {
             udp_ip_header: link_overhead(host),
             ..self.base.clone()
         });
-        let first = Frame(start.frame);
+        let first = start.frame;
         let client = if start.slot == crate::session::msg::SPECTATOR {
             // The host keeps a spectator that long, too: one back from a pause gets a fresh
             // state.
@@ -301,7 +301,7 @@ impl JoinSide {
     }
 
     /// Moves what the machines raised into events, and applies the rules between them.
-    pub(super) fn after(&mut self, now: Instant) {
+    pub(super) fn handle_machine_events(&mut self, now: Instant) {
         let mut lose = None;
         let mut end = None;
         let mut seated = None;
@@ -358,7 +358,10 @@ impl JoinSide {
                         SeatEvent::PasswordChecked { admitted } => self
                             .events
                             .push_back(ParticipantEvent::PasswordChecked { admitted }),
-                        SeatEvent::State { frame, state } => {
+                        SeatEvent::State {
+                            frame: Frame(frame),
+                            state,
+                        } => {
                             let jump = s.client.is_spectator();
                             if jump {
                                 // The frames held are stale: none runs until the state is
@@ -421,18 +424,18 @@ impl JoinSide {
             if reconnecting {
                 tracing::info!(
                     "session: back in the session from frame {} (slot {})",
-                    start.frame,
+                    start.frame.0,
                     start.slot
                 );
                 self.events
                     .push_back(ParticipantEvent::Core(CoreRequest::Load {
-                        frame: Frame(start.frame),
+                        frame: start.frame,
                         state: start.payload.state.clone(),
                         sram: start.payload.sram.clone(),
                         jump: true,
                     }));
                 self.events.push_back(ParticipantEvent::Back {
-                    frame: Frame(start.frame),
+                    frame: start.frame,
                     slot: start.slot,
                 });
                 self.seat(now, session, &start, true);
