@@ -1,18 +1,22 @@
 //! Command-line interface (clap derive) and its layering over the config file.
 //!
-//! This file is the command line's face: [`Cli`], its [`Command`]s and their help texts,
-//! `framelock cores`, and where cores are found. The flags of each kind of command are
-//! beside it: `play` (what every command that runs a game takes), `netplay` (`host`,
-//! `join`, `spectate`, `serve`, `rooms`) and `replay`. The top of the house: nothing below
-//! `main` may import it.
+//! This file is the command line's face: [`Cli`], its [`Command`]s and their help texts.
+//! The flags of each kind of command are beside it: `play` (what every command that runs a
+//! game takes), `netplay` (`host`, `join`, `spectate`, `serve`, `rooms`) and `replay`;
+//! `cores` finds cores, `error` says what is wrong. The top of the house: nothing below
+//! `main` may import it, and no file beside this one imports it.
 // The field docs are `--help` texts: `[IPV6]:PORT` or `[paths]` there are what the user
 // types, not links to items.
 #![allow(rustdoc::broken_intra_doc_links)]
 
+mod cores;
+mod error;
 mod netplay;
 mod play;
 mod replay;
 
+pub use cores::{core_dirs, cores_json, cores_table, CoresArgs};
+pub use error::CliError;
 pub use netplay::{
     HostArgs, JoinArgs, NetArgs, RoomsArgs, ServeArgs, Speculate, SPECULATE_AUTO_MAX,
 };
@@ -21,10 +25,7 @@ pub use replay::ReplayArgs;
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand};
-
-use crate::config::Config;
-use crate::host::catalog;
+use clap::{Parser, Subcommand};
 
 const AFTER_HELP: &str = "\
 Examples:
@@ -93,53 +94,6 @@ Cores are found as NAME_libretro.so in, in order: [paths] cores_dir in the confi
 ~/.config/retroarch/cores, /usr/lib/x86_64-linux-gnu/libretro (Debian's libretro-*
 packages) and /usr/lib/libretro; the first one of a name wins. `--core NAME` runs it; with
 CONTENT and no --core, the one core that takes its extension runs it.";
-
-#[derive(Debug, Clone, Args)]
-pub struct CoresArgs {
-    /// Print JSON instead of a table.
-    #[arg(long)]
-    pub json: bool,
-}
-
-/// The table `framelock cores` prints, or what it says when none is found.
-pub fn cores_table(cores: &[catalog::FoundCore], dirs: &[PathBuf]) -> String {
-    if cores.is_empty() {
-        let looked: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
-        return format!(
-            "no libretro cores found; looked in {} (set [paths] cores_dir in the config)\n",
-            looked.join(", ")
-        );
-    }
-    let mut out = format!(
-        "{:<20} {:<24} {:<16} {:<28} {}\n",
-        "NAME", "CORE", "VERSION", "EXTENSIONS", "PATH"
-    );
-    for c in cores {
-        out.push_str(&format!(
-            "{:<20} {:<24} {:<16} {:<28} {}\n",
-            c.name,
-            c.library_name,
-            c.version,
-            c.extensions.join(","),
-            c.path.display()
-        ));
-    }
-    out
-}
-
-/// `framelock cores --json`.
-pub fn cores_json(cores: &[catalog::FoundCore]) -> serde_json::Value {
-    serde_json::json!(cores
-        .iter()
-        .map(|c| serde_json::json!({
-            "name": c.name,
-            "core": c.library_name,
-            "version": c.version,
-            "extensions": c.extensions,
-            "path": c.path.display().to_string(),
-        }))
-        .collect::<Vec<_>>())
-}
 
 const REPLAY_HELP: &str = "\
 Examples:
@@ -229,32 +183,6 @@ Examples:
   framelock servers play.example.org --json";
 
 /// Options of both netplay ends.
-#[derive(Debug, thiserror::Error)]
-pub enum CliError {
-    #[error(transparent)]
-    Core(#[from] crate::host::HostError),
-    #[error("--screenshot-at FRAME PATH: {0:?} is not a frame number")]
-    ScreenshotFrame(String),
-    #[error("{0}")]
-    Invalid(String),
-    #[error(transparent)]
-    Video(#[from] crate::video::VideoError),
-}
-
-/// Where cores are looked for by name (see `host::catalog`).
-pub fn core_dirs(config: &Config) -> Vec<PathBuf> {
-    let home = directories::BaseDirs::new().map(|d| d.home_dir().to_path_buf());
-    catalog::search_dirs(config.paths.cores_dir.as_deref(), home.as_deref())
-}
-
-/// `--core VALUE`: a core's name looked up in `dirs`, or a path (a file of that name in the
-/// working directory is taken as the path it is).
-fn core_path(value: &std::path::Path, dirs: &[PathBuf]) -> Result<PathBuf, CliError> {
-    match value.to_str() {
-        Some(name) if catalog::is_name(name) && !value.is_file() => Ok(catalog::find(name, dirs)?),
-        _ => Ok(value.to_path_buf()),
-    }
-}
 
 #[cfg(test)]
 mod tests;

@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use clap::Args;
 
+use super::error::CliError;
 use super::play::PlayArgs;
-use super::CliError;
 use crate::app::PlayOptions;
 use crate::config::Config;
 use crate::frontend::chat_board::ChatShow;

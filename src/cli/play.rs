@@ -10,7 +10,8 @@ use std::time::Duration;
 
 use clap::Args;
 
-use super::{core_dirs, core_path, CliError};
+use super::cores::{core_dirs, core_path};
+use super::error::CliError;
 use crate::app::video_capture::VideoOutput;
 use crate::app::{PlayOptions, RecordMode, RunnerConfig};
 use crate::config::Config;

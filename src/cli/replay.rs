@@ -8,8 +8,9 @@ use std::path::PathBuf;
 
 use clap::Args;
 
+use super::cores::{core_dirs, core_path};
+use super::error::CliError;
 use super::play::{PlayArgs, VideoArgs, ViewArgs};
-use super::{core_dirs, core_path, CliError};
 use crate::app::replay::ReplayOptions;
 use crate::app::video_capture::VideoOutput;
 use crate::config::Config;

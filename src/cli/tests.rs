@@ -3,6 +3,7 @@
 use super::netplay::nick;
 use super::*;
 use crate::app::RecordMode;
+use crate::config::Config;
 use crate::host::CoreSource;
 use crate::lockstep::Mode;
 use crate::netplay::DEFAULT_PORT;

@@ -6,7 +6,7 @@
 use std::collections::VecDeque;
 
 use super::super::msg::Notice;
-use super::ClientEvent;
+use super::event::ClientEvent;
 
 /// Notices remembered to raise each event once.
 const MAX_SEEN_NOTICES: usize = 256;
