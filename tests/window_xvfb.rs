@@ -461,6 +461,19 @@ impl WindowSession {
         }
         child.try_wait().unwrap()
     }
+
+    /// `label` exits within 20 s, successfully if `ok` (else with an error), having logged
+    /// `said`.
+    fn assert_exit(&mut self, label: &str, ok: bool, said: &str) {
+        let status = self.wait_exit(label, Duration::from_secs(20));
+        let log = self.log(label);
+        assert!(
+            status.is_some_and(|s| s.success() == ok),
+            "{label} exited with {status:?}, not {}\n{log}",
+            if ok { "success" } else { "an error" }
+        );
+        assert!(log.contains(said), "no {said:?} in {label}'s log\n{log}");
+    }
 }
 
 impl Drop for WindowSession {
@@ -541,28 +554,8 @@ fn the_lobby_shows_in_the_window_and_esc_leaves() {
         .status()
         .unwrap();
     assert!(esc.success(), "xdotool could not press Esc");
-    let status = s.wait_exit("host", Duration::from_secs(20));
-    assert!(
-        status.is_some_and(|s| s.success()),
-        "host after Esc: {status:?}\n{}",
-        s.log("host")
-    );
-    let host_log = s.log("host");
-    assert!(
-        host_log.contains("left before the game started"),
-        "{host_log}"
-    );
-    let status = s.wait_exit("join", Duration::from_secs(20));
-    assert!(
-        status.is_some_and(|s| !s.success()),
-        "joiner after the host left: {status:?}\n{}",
-        s.log("join")
-    );
-    let join_log = s.log("join");
-    assert!(
-        join_log.contains("the host left before the game started"),
-        "{join_log}"
-    );
+    s.assert_exit("host", true, "left before the game started");
+    s.assert_exit("join", false, "the host left before the game started");
 }
 
 #[test]
