@@ -325,6 +325,18 @@ impl<M: Machine, F: Feed, C: Clock> Runner<M, F, C> {
         m
     }
 
+    /// Ends the run once `max_frames` frames ran (unless it ended already).
+    fn check_frame_limit(&mut self) {
+        if self.ended.is_none()
+            && self
+                .config
+                .max_frames
+                .is_some_and(|m| self.stats.frames >= m)
+        {
+            self.ended = Some(EndReason::FrameLimit);
+        }
+    }
+
     fn slot(&self, now: Instant) -> u64 {
         (now.saturating_duration_since(self.slot_origin).as_nanos() / self.period.as_nanos().max(1))
             as u64
@@ -559,14 +571,7 @@ impl<M: Machine, F: Feed, C: Clock> Runner<M, F, C> {
             self.next_frame = None;
         }
         self.feed.sample(now, local);
-        if self.ended.is_none()
-            && self
-                .config
-                .max_frames
-                .is_some_and(|m| self.stats.frames >= m)
-        {
-            self.ended = Some(EndReason::FrameLimit);
-        }
+        self.check_frame_limit();
         if let Some(reason) = self.ended {
             return Ok(self.finish(0, Status::Ended(reason), now));
         }
@@ -692,14 +697,7 @@ impl<M: Machine, F: Feed, C: Clock> Runner<M, F, C> {
             self.stats.displayed_frames += 1;
             self.stats.catch_up_frames += u64::from(ran - 1);
         }
-        if self.ended.is_none()
-            && self
-                .config
-                .max_frames
-                .is_some_and(|m| self.stats.frames >= m)
-        {
-            self.ended = Some(EndReason::FrameLimit);
-        }
+        self.check_frame_limit();
         // Not after the last frame: the run ends on the frame that counts, picture and all.
         if ran > 0 && self.config.run_ahead > 0 && self.ended.is_none() {
             self.run_ahead(machine, wrong_from);
