@@ -182,7 +182,5 @@ Examples:
                                                    to each: pick the one between friends
   framelock servers play.example.org --json";
 
-/// Options of both netplay ends.
-
 #[cfg(test)]
 mod tests;
