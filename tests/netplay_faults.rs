@@ -623,6 +623,24 @@ fn a_host_that_finishes_first_lets_its_joiners_go_at_once() {
 /// (`--start-delay-ms`): four times the 2 s a silent player gets.
 const SLOW_START_MS: &str = "8000";
 
+/// A host of `frames` frames (bot 1) on a free port, and a joiner "join" (bot 2) with
+/// `joiner` more: a slow start's `--start-delay-ms`, its own `--frames`.
+fn host_and_slow_joiner(
+    dir: &std::path::Path,
+    frames: &str,
+    joiner: &[&str],
+) -> (netplay_common::Peer, netplay_common::Peer) {
+    let port = free_port();
+    let host = start_host(dir, port, &args(&["--frames", frames, "--bot", "1"]));
+    let joiner = start_join(
+        dir,
+        port,
+        "join",
+        &args(&[&["--bot", "2"], joiner].concat()),
+    );
+    (host, joiner)
+}
+
 /// When the host had player 2's last ack of the start state (player 2 starts loading then).
 fn start_state_sent(host: &mut netplay_common::Peer) -> Instant {
     host.wait_for_log("player 2 has the start state", Duration::from_secs(10))
@@ -635,20 +653,10 @@ fn start_state_sent(host: &mut netplay_common::Peer) -> Instant {
 #[test]
 fn a_joiner_slow_to_start_is_waited_for() {
     let dir = tempfile::tempdir().unwrap();
-    let port = free_port();
-    let mut host = start_host(dir.path(), port, &args(&["--frames", "300", "--bot", "1"]));
-    let mut joiner = start_join(
+    let (mut host, mut joiner) = host_and_slow_joiner(
         dir.path(),
-        port,
-        "join",
-        &args(&[
-            "--frames",
-            "300",
-            "--bot",
-            "2",
-            "--start-delay-ms",
-            SLOW_START_MS,
-        ]),
+        "300",
+        &["--frames", "300", "--start-delay-ms", SLOW_START_MS],
     );
     let ready = start_state_sent(&mut host);
     joiner.wait(Duration::from_secs(40));
@@ -682,14 +690,8 @@ fn a_joiner_slow_to_start_is_waited_for() {
 #[test]
 fn a_joiner_killed_while_loading_is_dropped() {
     let dir = tempfile::tempdir().unwrap();
-    let port = free_port();
-    let mut host = start_host(dir.path(), port, &args(&["--frames", "300", "--bot", "1"]));
-    let mut joiner = start_join(
-        dir.path(),
-        port,
-        "join",
-        &args(&["--bot", "2", "--start-delay-ms", "20000"]),
-    );
+    let (mut host, mut joiner) =
+        host_and_slow_joiner(dir.path(), "300", &["--start-delay-ms", "20000"]);
     start_state_sent(&mut host);
     // Past the 2 s a silent player gets, so that it is the keepalive that kept it in.
     std::thread::sleep(Duration::from_secs(3));
@@ -825,14 +827,8 @@ fn a_host_slow_to_start_keeps_its_joiner() {
 #[test]
 fn a_joiner_still_loading_after_the_limit_is_dropped() {
     let dir = tempfile::tempdir().unwrap();
-    let port = free_port();
-    let mut host = start_host(dir.path(), port, &args(&["--frames", "120", "--bot", "1"]));
-    let mut joiner = start_join(
-        dir.path(),
-        port,
-        "join",
-        &args(&["--bot", "2", "--start-delay-ms", "40000"]),
-    );
+    let (mut host, mut joiner) =
+        host_and_slow_joiner(dir.path(), "120", &["--start-delay-ms", "40000"]);
     let ready = start_state_sent(&mut host);
     let why = "still loading 30 s after it had the start state";
     let out = host

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use hostile_common::{attacks, guess, handshake, hello_flood, peak_mib, upload, watch_hello};
-use netplay_common::{args, free_port, join_room, open_room, start_host, start_server};
+use netplay_common::{args, free_port, join_room, open_room, start_host, start_server, Peer};
 
 /// Sends every attack `rounds` times from `victim` to `target` (blind: never answering),
 /// then counts the bytes that came back to `victim`: (sent, received).
@@ -43,6 +43,36 @@ fn blind_flood(
         }
     }
     (sent, got)
+}
+
+/// A UDP socket on `ip` whose reads wait `ms` milliseconds at most.
+fn socket(ip: &str, ms: u64) -> UdpSocket {
+    let sock = UdpSocket::bind(format!("{ip}:0")).unwrap();
+    sock.set_read_timeout(Some(Duration::from_millis(ms)))
+        .unwrap();
+    sock
+}
+
+/// A server started with `serve_args`, room "den" opened on it with `frames`, and bob
+/// joined with `frames` and `bob_args`, once the game started: (server, its address,
+/// the room's creator, bob).
+fn game_in_den(
+    d: &std::path::Path,
+    serve_args: &[&str],
+    frames: &[&str],
+    bob_args: &[&str],
+) -> (Peer, String, Peer, Peer) {
+    let (mut server, addr) = start_server(d, serve_args);
+    let creator = open_room(d, &addr, "den", frames);
+    let bob = join_room(d, "bob", &addr, "den", &[frames, bob_args].concat());
+    assert!(
+        server
+            .wait_for_log("room den: the game starts", Duration::from_secs(20))
+            .is_some(),
+        "{}",
+        server.log_text()
+    );
+    (server, addr, creator, bob)
 }
 
 #[test]
@@ -81,9 +111,7 @@ fn password_guesses_are_limited_per_address_and_a_real_player_still_gets_in() {
         &args(&["--password", "hunter2", "--frames", "100000"]),
     );
     let target: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
-    let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
-    sock.set_read_timeout(Some(Duration::from_millis(20)))
-        .unwrap();
+    let sock = socket("127.0.0.1", 20);
     let start = Instant::now();
     let mut checked = 0;
     let mut limited = 0;
@@ -108,10 +136,7 @@ fn password_guesses_are_limited_per_address_and_a_real_player_still_gets_in() {
     let r = guess(&sock, target, "hunter2", 200);
     assert!(r.starts_with("too many password attempts"), "{r}");
     // ...while a real player from another address (127.0.0.2) gets in.
-    let player = UdpSocket::bind("127.0.0.2:0").unwrap();
-    player
-        .set_read_timeout(Some(Duration::from_millis(20)))
-        .unwrap();
+    let player = socket("127.0.0.2", 20);
     assert_eq!(guess(&player, target, "hunter2", 201), "welcomed");
     host.kill();
 }
@@ -218,10 +243,7 @@ fn a_real_player_joins_a_room_during_a_hello_flood() {
     std::thread::sleep(Duration::from_millis(500));
     let mut joins = Vec::new();
     for k in 0..3 {
-        let player = UdpSocket::bind("127.0.0.2:0").unwrap();
-        player
-            .set_read_timeout(Some(Duration::from_millis(5)))
-            .unwrap();
+        let player = socket("127.0.0.2", 5);
         let t = Instant::now();
         let r = handshake(&player, target, "den", &format!("p{k}"), Some("hunter2"), k);
         joins.push((r, t.elapsed()));
@@ -245,31 +267,13 @@ fn a_real_player_joins_a_room_during_a_hello_flood() {
 fn a_spoofed_hello_with_a_players_name_does_not_kick_it() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let (mut server, addr) = start_server(d, &[]);
-    let frames = ["--frames", "1800"];
-    let mut creator = open_room(d, &addr, "den", &frames);
-    let mut bob = join_room(
-        d,
-        "bob",
-        &addr,
-        "den",
-        &[&frames[..], &["--name", "bob"]].concat(),
-    );
-    assert!(
-        server
-            .wait_for_log("room den: the game starts", Duration::from_secs(20))
-            .is_some(),
-        "{}",
-        server.log_text()
-    );
+    let (mut server, addr, mut creator, mut bob) =
+        game_in_den(d, &[], &["--frames", "1800"], &["--name", "bob"]);
     std::thread::sleep(Duration::from_secs(1));
     let target: SocketAddr = addr.parse().unwrap();
     let mut answers = Vec::new();
     for k in 0..2 {
-        let impostor = UdpSocket::bind("127.0.0.1:0").unwrap();
-        impostor
-            .set_read_timeout(Some(Duration::from_millis(5)))
-            .unwrap();
+        let impostor = socket("127.0.0.1", 5);
         answers.push(handshake(&impostor, target, "den", "bob", None, 50 + k));
     }
     eprintln!("the impostor got {answers:?}");
@@ -291,17 +295,9 @@ fn a_spoofed_hello_with_a_players_name_does_not_kick_it() {
 fn spoofed_spectators_take_no_seat() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let (mut server, addr) = start_server(d, &["--max-spectators", "4"]);
     let frames = ["--frames", "1200"];
-    let mut creator = open_room(d, &addr, "den", &frames);
-    let mut bob = join_room(d, "bob", &addr, "den", &frames);
-    assert!(
-        server
-            .wait_for_log("room den: the game starts", Duration::from_secs(20))
-            .is_some(),
-        "{}",
-        server.log_text()
-    );
+    let (mut server, addr, mut creator, mut bob) =
+        game_in_den(d, &["--max-spectators", "4"], &frames, &[]);
     let target: SocketAddr = addr.parse().unwrap();
     let watch = watch_hello("den");
     let forged: Vec<UdpSocket> = (0..40)

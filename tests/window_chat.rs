@@ -8,16 +8,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use play_common::{framelock, free_port, start_xvfb, SETUP_HINT};
-
-fn xdotool(display: &str, args: &[&str]) -> String {
-    let out = Command::new("xdotool")
-        .env("DISPLAY", display)
-        .args(args)
-        .output()
-        .unwrap_or_else(|e| panic!("xdotool is missing ({e}): {SETUP_HINT}"));
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
-}
+use play_common::{framelock, free_port, start_xvfb, xdotool, SETUP_HINT};
 
 /// Kills its processes however the test ends.
 struct Procs(Vec<Child>);

@@ -5,19 +5,10 @@
 mod play_common;
 
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-use play_common::{checksum, framelock, headless_stats, start_xvfb, SETUP_HINT};
-
-fn xdotool(display: &str, args: &[&str]) -> String {
-    let out = Command::new("xdotool")
-        .env("DISPLAY", display)
-        .args(args)
-        .output()
-        .unwrap_or_else(|e| panic!("xdotool is missing ({e}): {SETUP_HINT}"));
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
-}
+use play_common::{checksum, framelock, headless_stats, start_xvfb, xdotool};
 
 /// Waits for framelock's window and gives it the keyboard focus (there is no window manager).
 /// `log` is the process's stderr so far, for the failure message.

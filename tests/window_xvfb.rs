@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use play_common::{fixtures, framelock, free_port, start_xvfb, SETUP_HINT};
+use play_common::{fixtures, framelock, free_port, start_xvfb, xdotool, SETUP_HINT};
 
 /// An RGB screen grab.
 struct Screen {
@@ -344,146 +344,218 @@ fn find_text(screen: &Screen, text: &str, scale: u32) -> Option<(u32, u32)> {
     })
 }
 
+/// A netplay test's windows under an Xvfb of their own: one home and log per process in a
+/// temporary directory, a free port, the screen grabs numbered in a directory of the
+/// test's, and the processes by label, killed however the test ends. Holds the serial lock.
+struct WindowSession {
+    children: Vec<(String, Child)>,
+    x: play_common::Xvfb,
+    dir: tempfile::TempDir,
+    /// Where the grabs go, and the next one's name and number.
+    shots: PathBuf,
+    name: String,
+    grabs: usize,
+    port: String,
+    _serial: std::sync::MutexGuard<'static, ()>,
+}
+
+impl WindowSession {
+    /// A fresh Xvfb and port; the grabs go to `window_xvfb/NAME` (emptied first).
+    fn new(name: &str) -> WindowSession {
+        let serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+        let shots = Path::new(env!("CARGO_TARGET_TMPDIR"))
+            .join("window_xvfb")
+            .join(name);
+        let _ = std::fs::remove_dir_all(&shots);
+        std::fs::create_dir_all(&shots).unwrap();
+        WindowSession {
+            children: Vec::new(),
+            x: start_xvfb(),
+            dir: tempfile::tempdir().unwrap(),
+            shots,
+            name: name.to_string(),
+            grabs: 0,
+            port: free_port().to_string(),
+            _serial: serial,
+        }
+    }
+
+    fn log_path(&self, label: &str) -> PathBuf {
+        self.dir.path().join(format!("{label}.log"))
+    }
+
+    /// What process `label` logged so far.
+    fn log(&self, label: &str) -> String {
+        std::fs::read_to_string(self.log_path(label)).unwrap_or_default()
+    }
+
+    /// Starts `framelock ARGS` on this display as `label`, its stderr in its log.
+    fn spawn(&mut self, label: &str, args: &[&str]) {
+        let child = framelock(&self.dir.path().join(label))
+            .env("DISPLAY", &self.x.display)
+            .env_remove("WAYLAND_DISPLAY")
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(self.log_path(label)).unwrap())
+            .spawn()
+            .unwrap();
+        self.children.push((label.to_string(), child));
+    }
+
+    fn child(&mut self, label: &str) -> &mut Child {
+        let found = self.children.iter_mut().find(|(l, _)| l == label);
+        &mut found.unwrap_or_else(|| panic!("no process {label}")).1
+    }
+
+    /// `xdotool ARGS` on this display: what it printed.
+    fn xdo(&self, args: &[&str]) -> String {
+        xdotool(&self.x.display, args)
+    }
+
+    /// Grabs the screen every 250 ms, reading each grab (`None`: it failed), until `done`
+    /// holds for what was read or `timeout` passes; what was read last.
+    fn look_for<T>(
+        &mut self,
+        timeout: Duration,
+        mut read: impl FnMut(Option<&Screen>) -> T,
+        done: impl Fn(&T) -> bool,
+    ) -> T {
+        let deadline = Instant::now() + timeout;
+        loop {
+            std::thread::sleep(Duration::from_millis(250));
+            let png = self
+                .shots
+                .join(format!("{}-{:02}.png", self.name, self.grabs));
+            self.grabs += 1;
+            let found = read(grab_screen(&self.x.display, &png).as_ref());
+            if done(&found) || Instant::now() > deadline {
+                return found;
+            }
+        }
+    }
+
+    /// Waits until `label` logged `what`; fails the test, with every log, after `timeout`.
+    fn wait_log(&self, label: &str, what: &str, timeout: Duration) {
+        let deadline = Instant::now() + timeout;
+        while !self.log(label).contains(what) {
+            let logs: Vec<String> = self
+                .children
+                .iter()
+                .map(|(l, _)| format!("{l}:\n{}", self.log(l)))
+                .collect();
+            assert!(
+                Instant::now() < deadline,
+                "no {what:?} in {label}'s log\n{}",
+                logs.join("\n")
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// Waits up to `timeout` for `label` to exit: its status, `None` if it still runs.
+    fn wait_exit(&mut self, label: &str, timeout: Duration) -> Option<std::process::ExitStatus> {
+        let deadline = Instant::now() + timeout;
+        let child = self.child(label);
+        while child.try_wait().unwrap().is_none() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        child.try_wait().unwrap()
+    }
+
+    /// `label` exits within 20 s, successfully if `ok` (else with an error), having logged
+    /// `said`.
+    fn assert_exit(&mut self, label: &str, ok: bool, said: &str) {
+        let status = self.wait_exit(label, Duration::from_secs(20));
+        let log = self.log(label);
+        assert!(
+            status.is_some_and(|s| s.success() == ok),
+            "{label} exited with {status:?}, not {}\n{log}",
+            if ok { "success" } else { "an error" }
+        );
+        assert!(log.contains(said), "no {said:?} in {label}'s log\n{log}");
+    }
+}
+
+impl Drop for WindowSession {
+    fn drop(&mut self) {
+        for (_, child) in &mut self.children {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
 #[test]
 fn the_lobby_shows_in_the_window_and_esc_leaves() {
     // A 3-seat host in a window (scale 2): before anyone joins, the lobby shows the seats
     // and the exact join command the host logs; when a headless joiner is in, it shows two
     // players in and the joiner's name. Esc leaves: the host exits cleanly and the joiner
     // hears that the host left.
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let x = start_xvfb();
-    let dir = tempfile::tempdir().unwrap();
-    let shots = Path::new(env!("CARGO_TARGET_TMPDIR")).join("window_xvfb/lobby");
-    let _ = std::fs::remove_dir_all(&shots);
-    std::fs::create_dir_all(&shots).unwrap();
-    let port = free_port().to_string();
-    let log_path = |label: &str| dir.path().join(format!("{label}.log"));
-    let log = |label: &str| std::fs::read_to_string(log_path(label)).unwrap_or_default();
-    let spawn = |label: &str, args: &[&str]| {
-        framelock(&dir.path().join(label))
-            .env("DISPLAY", &x.display)
-            .env_remove("WAYLAND_DISPLAY")
-            .args(args)
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(log_path(label)).unwrap())
-            .spawn()
-            .unwrap()
-    };
-    let mut host = spawn(
+    let mut s = WindowSession::new("lobby");
+    let port = s.port.clone();
+    s.spawn(
         "host",
         &["host", "--port", &port, "--players", "3", "--scale", "2"],
     );
-    let mut joiner: Option<Child> = None;
-    // Grabs until `want` shows (or 30 s pass); the last grab and where each text was.
-    let mut n = 0;
-    let mut look_for = |want: &[&str]| -> Vec<Option<(u32, u32)>> {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            std::thread::sleep(Duration::from_millis(250));
-            let png = shots.join(format!("lobby-{n:02}.png"));
-            n += 1;
-            let found: Vec<_> = match grab_screen(&x.display, &png) {
-                Some(screen) => want.iter().map(|t| find_text(&screen, t, 2)).collect(),
-                None => vec![None; want.len()],
-            };
-            if found.iter().all(Option::is_some) || Instant::now() > deadline {
-                return found;
-            }
-        }
+    // Grabs until every text of `want` shows at scale 2 (or 30 s pass): where each was.
+    let look_for = |s: &mut WindowSession, want: &[&str]| -> Vec<Option<(u32, u32)>> {
+        s.look_for(
+            Duration::from_secs(30),
+            |screen| {
+                want.iter()
+                    .map(|t| screen.and_then(|screen| find_text(screen, t, 2)))
+                    .collect()
+            },
+            |found: &Vec<_>| found.iter().all(Option::is_some),
+        )
     };
-    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        // The command the host logs is the one on screen.
-        let deadline = Instant::now() + Duration::from_secs(30);
-        let command = loop {
-            let text = log("host");
-            if let Some(cmd) = text
-                .split("players join with `")
-                .nth(1)
-                .and_then(|rest| rest.split('`').next())
-            {
-                break cmd.to_string();
-            }
-            assert!(Instant::now() < deadline, "no join command logged:\n{text}");
-            std::thread::sleep(Duration::from_millis(100));
-        };
-        assert!(command.starts_with("framelock join "), "{command}");
-        assert!(command.ends_with(&format!(":{port}")), "{command}");
-        let seats = "Players: 1 of 3 in, 2 seats free";
-        let found = look_for(&[&command, seats, "Esc leaves"]);
-        assert!(
-            found.iter().all(Option::is_some),
-            "lobby text not on screen: {found:?} for {command:?}, {seats:?} ({})",
-            shots.display()
-        );
-        // Drawn at scale 2 inside the 640x480 window at the top-left corner.
-        for (x, y) in found.into_iter().flatten() {
-            assert!(x < 640 && y < 480, "text at ({x},{y}), outside the window");
+    // The command the host logs is the one on screen.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let command = loop {
+        let text = s.log("host");
+        if let Some(cmd) = text
+            .split("players join with `")
+            .nth(1)
+            .and_then(|rest| rest.split('`').next())
+        {
+            break cmd.to_string();
         }
-
-        joiner = Some(spawn(
-            "join",
-            &[
-                "join",
-                &format!("127.0.0.1:{port}"),
-                "--headless",
-                "--name",
-                "bob",
-            ],
-        ));
-        let found = look_for(&["Players: 2 of 3 in, 1 seat free", "P2 bob"]);
-        assert!(
-            found.iter().all(Option::is_some),
-            "the joiner does not show in the lobby: {found:?} ({})\n{}",
-            shots.display(),
-            log("join")
-        );
-
-        let esc = Command::new("xdotool")
-            .env("DISPLAY", &x.display)
-            .args(["search", "--name", "framelock", "windowfocus", "--sync"])
-            .args(["key", "Escape"])
-            .status()
-            .unwrap();
-        assert!(esc.success(), "xdotool could not press Esc");
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while host.try_wait().unwrap().is_none() && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        let status = host.try_wait().unwrap();
-        assert!(
-            status.is_some_and(|s| s.success()),
-            "host after Esc: {status:?}\n{}",
-            log("host")
-        );
-        assert!(
-            log("host").contains("left before the game started"),
-            "{}",
-            log("host")
-        );
-        let j = joiner.as_mut().unwrap();
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while j.try_wait().unwrap().is_none() && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        let status = j.try_wait().unwrap();
-        assert!(
-            status.is_some_and(|s| !s.success()),
-            "joiner after the host left: {status:?}\n{}",
-            log("join")
-        );
-        assert!(
-            log("join").contains("the host left before the game started"),
-            "{}",
-            log("join")
-        );
-    }));
-    for child in [Some(&mut host), joiner.as_mut()].into_iter().flatten() {
-        let _ = child.kill();
-        let _ = child.wait();
+        assert!(Instant::now() < deadline, "no join command logged:\n{text}");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert!(command.starts_with("framelock join "), "{command}");
+    assert!(command.ends_with(&format!(":{port}")), "{command}");
+    let seats = "Players: 1 of 3 in, 2 seats free";
+    let found = look_for(&mut s, &[&command, seats, "Esc leaves"]);
+    assert!(
+        found.iter().all(Option::is_some),
+        "lobby text not on screen: {found:?} for {command:?}, {seats:?} ({})",
+        s.shots.display()
+    );
+    // Drawn at scale 2 inside the 640x480 window at the top-left corner.
+    for (x, y) in found.into_iter().flatten() {
+        assert!(x < 640 && y < 480, "text at ({x},{y}), outside the window");
     }
-    if let Err(panic) = result {
-        std::panic::resume_unwind(panic);
-    }
+
+    let addr = format!("127.0.0.1:{port}");
+    s.spawn("join", &["join", &addr, "--headless", "--name", "bob"]);
+    let found = look_for(&mut s, &["Players: 2 of 3 in, 1 seat free", "P2 bob"]);
+    assert!(
+        found.iter().all(Option::is_some),
+        "the joiner does not show in the lobby: {found:?} ({})\n{}",
+        s.shots.display(),
+        s.log("join")
+    );
+
+    let esc = Command::new("xdotool")
+        .env("DISPLAY", &s.x.display)
+        .args(["search", "--name", "framelock", "windowfocus", "--sync"])
+        .args(["key", "Escape"])
+        .status()
+        .unwrap();
+    assert!(esc.success(), "xdotool could not press Esc");
+    s.assert_exit("host", true, "left before the game started");
+    s.assert_exit("join", false, "the host left before the game started");
 }
 
 #[test]
@@ -491,105 +563,66 @@ fn p_in_the_joiners_window_pauses_the_hosts_too() {
     // A host in a window (scale 2) and a joiner "bob" in a smaller one (scale 1) on top of
     // its corner: P pressed in bob's window (xdotool) pauses both, and the host's status bar
     // says so; P again resumes, and both play to the end.
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let x = start_xvfb();
-    let dir = tempfile::tempdir().unwrap();
-    let shots = Path::new(env!("CARGO_TARGET_TMPDIR")).join("window_xvfb/pause");
-    let _ = std::fs::remove_dir_all(&shots);
-    std::fs::create_dir_all(&shots).unwrap();
-    let port = free_port().to_string();
-    let log_path = |label: &str| dir.path().join(format!("{label}.log"));
-    let log = |label: &str| std::fs::read_to_string(log_path(label)).unwrap_or_default();
-    let spawn = |label: &str, args: &[&str]| {
-        framelock(&dir.path().join(label))
-            .env("DISPLAY", &x.display)
-            .env_remove("WAYLAND_DISPLAY")
-            .args(args)
-            .args(["--frames", "1200", "--bot", "1"])
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(log_path(label)).unwrap())
-            .spawn()
-            .unwrap()
-    };
-    let mut host = spawn("host", &["host", "--port", &port, "--scale", "2"]);
+    let mut s = WindowSession::new("pause");
+    let port = s.port.clone();
+    let run = ["--frames", "1200", "--bot", "1"];
+    s.spawn(
+        "host",
+        &[&["host", "--port", &port, "--scale", "2"], &run[..]].concat(),
+    );
     std::thread::sleep(Duration::from_millis(300));
     let addr = format!("127.0.0.1:{port}");
-    let mut bob = spawn("bob", &["join", &addr, "--scale", "1", "--name", "bob"]);
+    let bob = ["join", &addr, "--scale", "1", "--name", "bob"];
+    s.spawn("bob", &[&bob[..], &run[..]].concat());
     // Bob's window: the framelock window 320 pixels wide (the host's is 640).
-    let xdo = |a: &[&str]| {
-        Command::new("xdotool")
-            .env("DISPLAY", &x.display)
-            .args(a)
-            .output()
-            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
-            .unwrap_or_default()
-    };
-    let press_p = || {
-        let ids = xdo(&["search", "--name", "framelock"]);
+    let press_p = |s: &WindowSession| {
+        let ids = s.xdo(&["search", "--name", "framelock"]);
         let bobs = ids
             .lines()
-            .find(|id| xdo(&["getwindowgeometry", id]).contains("Geometry: 320x"));
+            .find(|id| s.xdo(&["getwindowgeometry", id]).contains("Geometry: 320x"));
         bobs.is_some_and(|id| {
             // No window manager: focus follows a click in the window, at the screen's
             // top-left corner where bob's opened.
-            xdo(&["mousemove", "--window", id, "100", "100", "click", "1"]);
-            xdo(&["windowfocus", "--sync", id]);
+            s.xdo(&["mousemove", "--window", id, "100", "100", "click", "1"]);
+            s.xdo(&["windowfocus", "--sync", id]);
             Command::new("xdotool")
-                .env("DISPLAY", &x.display)
+                .env("DISPLAY", &s.x.display)
                 .args(["key", "p"])
                 .status()
                 .is_ok_and(|s| s.success())
         })
     };
-    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while !log("host").contains("bob (player 2) joined")
-            && !log("bob").contains("in session")
-            && Instant::now() < deadline
-        {
-            std::thread::sleep(Duration::from_millis(200));
-        }
-        std::thread::sleep(Duration::from_secs(3));
-        assert!(press_p(), "xdotool could not press P");
-        let deadline = Instant::now() + Duration::from_secs(20);
-        let mut n = 0;
-        let found = loop {
-            std::thread::sleep(Duration::from_millis(300));
-            let png = shots.join(format!("pause-{n:02}.png"));
-            n += 1;
-            let found = grab_screen(&x.display, &png).and_then(|s| find_text(&s, "PAUSED", 2));
-            if found.is_some() || Instant::now() > deadline {
-                break found;
-            }
-        };
-        assert!(
-            found.is_some_and(|(_, y)| y >= 480),
-            "no PAUSED in the host's status bar: {found:?} ({})\n{}",
-            shots.display(),
-            log("host")
-        );
-        assert!(
-            log("host").contains("bob (player 2) paused at frame"),
-            "{}",
-            log("host")
-        );
-        assert!(press_p(), "xdotool could not press P again");
-    }));
-    let deadline = Instant::now() + Duration::from_secs(40);
-    while (host.try_wait().unwrap().is_none() || bob.try_wait().unwrap().is_none())
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !s.log("host").contains("bob (player 2) joined")
+        && !s.log("bob").contains("in session")
         && Instant::now() < deadline
     {
         std::thread::sleep(Duration::from_millis(200));
     }
-    let (h, b) = (host.try_wait().unwrap(), bob.try_wait().unwrap());
-    let _ = host.kill();
-    let _ = bob.kill();
-    if let Err(e) = result {
-        std::panic::resume_unwind(e);
-    }
-    assert!(h.is_some_and(|s| s.success()), "{}", log("host"));
-    assert!(b.is_some_and(|s| s.success()), "{}", log("bob"));
-    assert!(log("host").contains("bob (player 2) resumed at frame"));
+    std::thread::sleep(Duration::from_secs(3));
+    assert!(press_p(&s), "xdotool could not press P");
+    let found = s.look_for(
+        Duration::from_secs(20),
+        |screen| screen.and_then(|screen| find_text(screen, "PAUSED", 2)),
+        Option::is_some,
+    );
+    assert!(
+        found.is_some_and(|(_, y)| y >= 480),
+        "no PAUSED in the host's status bar: {found:?} ({})\n{}",
+        s.shots.display(),
+        s.log("host")
+    );
+    let host_log = s.log("host");
+    assert!(
+        host_log.contains("bob (player 2) paused at frame"),
+        "{host_log}"
+    );
+    assert!(press_p(&s), "xdotool could not press P again");
+    let h = s.wait_exit("host", Duration::from_secs(40));
+    let b = s.wait_exit("bob", Duration::from_secs(10));
+    assert!(h.is_some_and(|s| s.success()), "{}", s.log("host"));
+    assert!(b.is_some_and(|s| s.success()), "{}", s.log("bob"));
+    assert!(s.log("host").contains("bob (player 2) resumed at frame"));
 }
 
 #[test]
@@ -598,108 +631,60 @@ fn chat_works_in_the_lobby_windows() {
     // the start state and waits for the game, the host waits for a third player. A line
     // typed in the host's lobby (xdotool) reaches bob's log and shows on bob's waiting
     // screen; a line typed on bob's shows on the host's lobby screen.
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let x = start_xvfb();
-    let dir = tempfile::tempdir().unwrap();
-    let shots = Path::new(env!("CARGO_TARGET_TMPDIR")).join("window_xvfb/lobby_chat");
-    let _ = std::fs::remove_dir_all(&shots);
-    std::fs::create_dir_all(&shots).unwrap();
-    let port = free_port().to_string();
-    let log_path = |label: &str| dir.path().join(format!("{label}.log"));
-    let log = |label: &str| std::fs::read_to_string(log_path(label)).unwrap_or_default();
-    let spawn = |label: &str, args: &[&str]| {
-        framelock(&dir.path().join(label))
-            .env("DISPLAY", &x.display)
-            .env_remove("WAYLAND_DISPLAY")
-            .args(args)
-            .args(["--name", label, "--no-audio"])
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(log_path(label)).unwrap())
-            .spawn()
-            .unwrap()
-    };
-    let xdo = |a: &[&str]| {
-        Command::new("xdotool")
-            .env("DISPLAY", &x.display)
-            .args(a)
-            .output()
-            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
-            .unwrap_or_default()
-    };
-    let mut host = spawn(
+    let mut s = WindowSession::new("lobby_chat");
+    let port = s.port.clone();
+    let ann = ["host", "--port", &port, "--players", "3", "--scale", "2"];
+    s.spawn(
         "ann",
-        &["host", "--port", &port, "--players", "3", "--scale", "2"],
+        &[&ann[..], &["--name", "ann", "--no-audio"]].concat(),
     );
     std::thread::sleep(Duration::from_millis(300));
     let addr = format!("127.0.0.1:{port}");
-    let mut bob = spawn("bob", &["join", &addr, "--scale", "1"]);
-    // Types `text` in the window of `pid`: T opens the line, Enter says it.
-    let say = |pid: u32, text: &str| {
-        let id = xdo(&["search", "--pid", &pid.to_string()]);
+    let bob = ["join", &addr, "--scale", "1", "--name", "bob", "--no-audio"];
+    s.spawn("bob", &bob);
+    // Types `text` in the window of `label`: T opens the line, Enter says it.
+    let say = |s: &mut WindowSession, label: &str, text: &str| {
+        let pid = s.child(label).id().to_string();
+        let id = s.xdo(&["search", "--pid", &pid]);
         let id = id.lines().last().unwrap_or_default();
-        xdo(&["windowfocus", "--sync", id]);
-        xdo(&["key", "t"]);
+        s.xdo(&["windowfocus", "--sync", id]);
+        s.xdo(&["key", "t"]);
         std::thread::sleep(Duration::from_millis(200));
-        xdo(&["type", "--delay", "30", text]);
-        xdo(&["key", "Return"]);
-    };
-    let wait_for = |label: &str, what: &str| {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while !log(label).contains(what) {
-            assert!(
-                Instant::now() < deadline,
-                "no {what:?} in {label}'s log\nann:\n{}\nbob:\n{}",
-                log("ann"),
-                log("bob")
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
+        s.xdo(&["type", "--delay", "30", text]);
+        s.xdo(&["key", "Return"]);
     };
     // Grabs the screen until `text` shows at `scale` in the columns `xs` (or 10 s pass).
-    let mut n = 0;
-    let mut look_for = |text: &str, scale: u32, xs: std::ops::Range<u32>| {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            std::thread::sleep(Duration::from_millis(250));
-            let png = shots.join(format!("chat-{n:02}.png"));
-            n += 1;
-            let found = grab_screen(&x.display, &png).and_then(|s| find_text(&s, text, scale));
-            if found.is_some_and(|(x, _)| xs.contains(&x)) || Instant::now() > deadline {
-                return found;
-            }
-        }
+    let look_for = |s: &mut WindowSession, text: &str, scale: u32, xs: std::ops::Range<u32>| {
+        s.look_for(
+            Duration::from_secs(10),
+            |screen| screen.and_then(|screen| find_text(screen, text, scale)),
+            |found| found.is_some_and(|(x, _)| xs.contains(&x)),
+        )
     };
-    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        wait_for("bob", "netplay: in session");
-        // Side by side: bob's window right of the host's 640x480.
-        let id = xdo(&["search", "--pid", &bob.id().to_string()]);
-        let id = id.lines().last().unwrap_or_default().to_string();
-        xdo(&["windowmove", "--sync", &id, "700", "0"]);
-        std::thread::sleep(Duration::from_millis(500));
+    let patience = Duration::from_secs(30);
+    s.wait_log("bob", "netplay: in session", patience);
+    // Side by side: bob's window right of the host's 640x480.
+    let pid = s.child("bob").id().to_string();
+    let id = s.xdo(&["search", "--pid", &pid]);
+    let id = id.lines().last().unwrap_or_default().to_string();
+    s.xdo(&["windowmove", "--sync", &id, "700", "0"]);
+    std::thread::sleep(Duration::from_millis(500));
 
-        say(host.id(), "hello bob");
-        wait_for("bob", "chat: ann: hello bob");
-        let found = look_for("hello bob", 1, 700..1020);
-        assert!(
-            found.is_some_and(|(x, _)| x >= 700),
-            "ann's line not on bob's waiting screen: {found:?} ({})",
-            shots.display()
-        );
+    say(&mut s, "ann", "hello bob");
+    s.wait_log("bob", "chat: ann: hello bob", patience);
+    let found = look_for(&mut s, "hello bob", 1, 700..1020);
+    assert!(
+        found.is_some_and(|(x, _)| x >= 700),
+        "ann's line not on bob's waiting screen: {found:?} ({})",
+        s.shots.display()
+    );
 
-        say(bob.id(), "hi ann");
-        wait_for("ann", "chat: bob: hi ann");
-        let found = look_for("hi ann", 2, 0..640);
-        assert!(
-            found.is_some_and(|(x, y)| x < 640 && y < 480),
-            "bob's line not on the host's lobby screen: {found:?} ({})",
-            shots.display()
-        );
-    }));
-    for child in [&mut host, &mut bob] {
-        let _ = child.kill();
-        let _ = child.wait();
-    }
-    if let Err(e) = result {
-        std::panic::resume_unwind(e);
-    }
+    say(&mut s, "bob", "hi ann");
+    s.wait_log("ann", "chat: bob: hi ann", patience);
+    let found = look_for(&mut s, "hi ann", 2, 0..640);
+    assert!(
+        found.is_some_and(|(x, y)| x < 640 && y < 480),
+        "bob's line not on the host's lobby screen: {found:?} ({})",
+        s.shots.display()
+    );
 }

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use framelock::session::msg::{Auth, Hello, Msg, OpenRoom, RoomMsg, StateAck};
 use framelock::session::{
     JoinConfig, JoinEvent, JoinSession, OpenEvent, RoomOpener, SessionError, SessionInfo,
-    StartPayload,
+    StartPayload, Transmit,
 };
 use framelock::wire::PROTOCOL_VERSION;
 
@@ -41,29 +41,110 @@ pub fn watch_hello(room: &str) -> Vec<u8> {
     }
 }
 
-/// Everything an unvalidated address can send first, some of it malformed or guessed.
-pub fn attacks(room: &str) -> Vec<Vec<u8>> {
-    let mut foreign = hello(room, [0; 16]);
-    foreign[2] = PROTOCOL_VERSION + 1;
-    let open = OpenRoom {
-        room: "hoard".into(),
+/// An Open of 2-player room `room` for `core_name` 0.1.0 by `player`, with no password,
+/// start state or cookie: each caller sets what it is about.
+fn open_room(room: &str, core_name: &str, player: &str) -> OpenRoom {
+    OpenRoom {
+        room: room.into(),
         players: 2,
         start_with: 2,
         keyframe_interval: 0,
         mode: None,
         fps: 60.0,
         password: false,
-        core_name: "lightcycles".into(),
+        core_name: core_name.into(),
         core_version: "0.1.0".into(),
         content_name: String::new(),
         content_hash: None,
-        player_name: "x".into(),
+        player_name: player.into(),
+        raw_len: 0,
+        packed_len: 0,
+        payload_hash: 0,
+        cookie: Default::default(),
+        hosted: false,
+        locals: Vec::new(),
+    }
+}
+
+/// A sans-IO machine of the session layer, as [`drive`] runs it over a real socket.
+trait Machine {
+    type Event;
+    fn handle_timeout(&mut self, now: Instant);
+    fn poll_transmit(&mut self, now: Instant) -> Option<Transmit>;
+    fn poll_event(&mut self) -> Option<Self::Event>;
+    fn handle_datagram(&mut self, now: Instant, from: SocketAddr, datagram: &[u8]);
+}
+
+impl Machine for JoinSession {
+    type Event = JoinEvent;
+    fn handle_timeout(&mut self, now: Instant) {
+        JoinSession::handle_timeout(self, now)
+    }
+    fn poll_transmit(&mut self, now: Instant) -> Option<Transmit> {
+        JoinSession::poll_transmit(self, now)
+    }
+    fn poll_event(&mut self) -> Option<JoinEvent> {
+        JoinSession::poll_event(self)
+    }
+    fn handle_datagram(&mut self, now: Instant, from: SocketAddr, datagram: &[u8]) {
+        let _ = JoinSession::handle_datagram(self, now, from, datagram);
+    }
+}
+
+impl Machine for RoomOpener {
+    type Event = OpenEvent;
+    fn handle_timeout(&mut self, now: Instant) {
+        RoomOpener::handle_timeout(self, now)
+    }
+    fn poll_transmit(&mut self, now: Instant) -> Option<Transmit> {
+        RoomOpener::poll_transmit(self, now)
+    }
+    fn poll_event(&mut self) -> Option<OpenEvent> {
+        RoomOpener::poll_event(self)
+    }
+    fn handle_datagram(&mut self, now: Instant, from: SocketAddr, datagram: &[u8]) {
+        RoomOpener::handle_datagram(self, now, from, datagram);
+    }
+}
+
+/// Runs `m` over `sock` on the real clock until `answer` makes something of one of its
+/// events, or `limit` passes (`None`).
+fn drive<M: Machine, T>(
+    m: &mut M,
+    sock: &UdpSocket,
+    limit: Duration,
+    mut answer: impl FnMut(M::Event) -> Option<T>,
+) -> Option<T> {
+    let mut buf = [0u8; 2048];
+    let end = Instant::now() + limit;
+    while Instant::now() < end {
+        let now = Instant::now();
+        m.handle_timeout(now);
+        while let Some(t) = m.poll_transmit(now) {
+            let _ = sock.send_to(&t.bytes, t.to);
+        }
+        while let Some(ev) = m.poll_event() {
+            if let Some(a) = answer(ev) {
+                return Some(a);
+            }
+        }
+        while let Ok((n, from)) = sock.recv_from(&mut buf) {
+            m.handle_datagram(Instant::now(), from, &buf[..n]);
+        }
+    }
+    None
+}
+
+/// Everything an unvalidated address can send first, some of it malformed or guessed.
+pub fn attacks(room: &str) -> Vec<Vec<u8>> {
+    let mut foreign = hello(room, [0; 16]);
+    foreign[2] = PROTOCOL_VERSION + 1;
+    let open = OpenRoom {
         raw_len: 32 << 20,
         packed_len: 1 << 20,
         payload_hash: 1,
         cookie: [7; 16],
-        hosted: false,
-        locals: Vec::new(),
+        ..open_room("hoard", "lightcycles", "x")
     };
     let ack = StateAck {
         cum: 1_000_000,
@@ -115,27 +196,13 @@ pub fn handshake(
     cfg.room = room.into();
     cfg.entropy = [seed; 32];
     let mut j = JoinSession::new(Instant::now(), cfg);
-    let mut buf = [0u8; 2048];
-    let end = Instant::now() + Duration::from_secs(5);
-    while Instant::now() < end {
-        let now = Instant::now();
-        j.handle_timeout(now);
-        while let Some(t) = j.poll_transmit(now) {
-            sock.send_to(&t.bytes, t.to).unwrap();
-        }
-        while let Some(ev) = j.poll_event() {
-            match ev {
-                JoinEvent::Failed(SessionError::Refused(r)) => return r,
-                JoinEvent::Failed(e) => return e.to_string(),
-                JoinEvent::Welcomed { .. } => return "welcomed".into(),
-                _ => {}
-            }
-        }
-        if let Ok((n, from)) = sock.recv_from(&mut buf) {
-            let _ = j.handle_datagram(Instant::now(), from, &buf[..n]);
-        }
-    }
-    "no answer".into()
+    let answer = drive(&mut j, sock, Duration::from_secs(5), |ev| match ev {
+        JoinEvent::Failed(SessionError::Refused(r)) => Some(r),
+        JoinEvent::Failed(e) => Some(e.to_string()),
+        JoinEvent::Welcomed { .. } => Some("welcomed".into()),
+        _ => None,
+    });
+    answer.unwrap_or_else(|| "no answer".into())
 }
 
 /// Opens room `room` on `server` from a fresh port of `ip` with a start state of `len`
@@ -146,24 +213,8 @@ pub fn upload(server: SocketAddr, ip: &str, room: &str, len: usize) -> Result<()
     sock.set_read_timeout(Some(Duration::from_millis(2)))
         .unwrap();
     let open = OpenRoom {
-        room: room.into(),
-        players: 2,
-        start_with: 2,
-        keyframe_interval: 0,
-        mode: None,
-        fps: 60.0,
-        password: false,
-        core_name: "bomb".into(),
         core_version: "1".into(),
-        content_name: String::new(),
-        content_hash: None,
-        player_name: "bomber".into(),
-        raw_len: 0,
-        packed_len: 0,
-        payload_hash: 0,
-        cookie: Default::default(),
-        hosted: false,
-        locals: Vec::new(),
+        ..open_room(room, "bomb", "bomber")
     };
     let payload = StartPayload {
         options: Vec::new(),
@@ -172,26 +223,12 @@ pub fn upload(server: SocketAddr, ip: &str, room: &str, len: usize) -> Result<()
     };
     let mut o =
         RoomOpener::new(Instant::now(), server, open, &payload).map_err(|e| e.to_string())?;
-    let mut buf = [0u8; 2048];
-    let end = Instant::now() + Duration::from_secs(30);
-    while Instant::now() < end {
-        let now = Instant::now();
-        o.handle_timeout(now);
-        while let Some(t) = o.poll_transmit(now) {
-            let _ = sock.send_to(&t.bytes, t.to);
-        }
-        while let Some(ev) = o.poll_event() {
-            match ev {
-                OpenEvent::Uploaded { .. } => return Ok(()),
-                OpenEvent::Failed(e) => return Err(e.to_string()),
-                _ => {}
-            }
-        }
-        while let Ok((n, a)) = sock.recv_from(&mut buf) {
-            o.handle_datagram(Instant::now(), a, &buf[..n]);
-        }
-    }
-    Err("no answer".into())
+    let answer = drive(&mut o, &sock, Duration::from_secs(30), |ev| match ev {
+        OpenEvent::Uploaded { .. } => Some(Ok(())),
+        OpenEvent::Failed(e) => Some(Err(e.to_string())),
+        _ => None,
+    });
+    answer.unwrap_or_else(|| Err("no answer".into()))
 }
 
 /// A process's peak resident memory (VmHWM), MiB.

@@ -101,3 +101,13 @@ pub fn start_xvfb() -> Xvfb {
         }
     }
 }
+
+/// `xdotool ARGS` on `display` (keys, window searches and moves): what it printed.
+pub fn xdotool(display: &str, args: &[&str]) -> String {
+    let out = Command::new("xdotool")
+        .env("DISPLAY", display)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("xdotool is missing ({e}): {SETUP_HINT}"));
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}

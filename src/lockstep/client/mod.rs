@@ -1,11 +1,11 @@
 //! The lockstep client: one per player. Sends its local samples in CTRLs, receives
 //! everyone's inputs in UPDATEs and hands out frames in order, waiting at the keyframe.
 //!
-//! This file holds the samples to send, the frames received, stalls, checksums, notices
-//! and pauses; its link to the server is a [`PeerLink`], its pacing advice the lockstep
-//! `Playout`, and beside it `measure` (input round trip, latency) and `speculate` (what
-//! running ahead needs) hold their own state. Must not import the server: both ends stand
-//! on `link`.
+//! This file holds the frames received and pauses; its link to the server is a [`PeerLink`],
+//! its pacing advice the lockstep `Playout`, and beside it `outbox` (the samples and
+//! checksums to send until acknowledged), `stalls`, `notices` (which were raised),
+//! `measure` (input round trip, latency) and `speculate` (what running ahead needs) hold
+//! their own state. Must not import the server: both ends stand on `link`.
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
@@ -15,7 +15,7 @@ use crate::wire::{self, Header, Kind, WireError};
 
 use super::frame::{Frame, PeerId};
 use super::link::{PeerLink, Silence};
-use super::msg::{self, Ctrl, Notice, SampleRun};
+use super::msg::{self, Ctrl, Notice};
 use super::pause::{ClientPause, PAUSED_SILENCE, STOP_GAP};
 use super::playout::Playout;
 use super::stats::ClientStats;
@@ -23,11 +23,17 @@ use super::{Config, LockstepError};
 
 mod event;
 mod measure;
+mod notices;
+mod outbox;
 mod speculate;
+mod stalls;
 
 pub use event::ClientEvent;
 use measure::Measures;
+use notices::SeenNotices;
+use outbox::Outbox;
 use speculate::Speculation;
+use stalls::Stalls;
 
 /// Samples a client keeps beyond the next frame when the caller pushes changes without
 /// polling frames (during a stall); past this, the newest is overwritten.
@@ -36,10 +42,6 @@ const MAX_AHEAD: u32 = 256;
 /// timeout after which a silent peer is dropped and the others go on); leaves room under
 /// `MAX_AHEAD` for the changes of a long stall.
 const MAX_WAITED: u32 = 120;
-/// Unacknowledged checksums kept (the oldest go first).
-const MAX_CHECKSUMS: usize = 16;
-/// Notices remembered to raise each event once.
-const MAX_SEEN_NOTICES: usize = 256;
 /// Received frames kept as bases for delta coding (68 s at 60 fps): the server codes against
 /// the frame before the oldest one we have not acknowledged, at most a few round trips back.
 const HELD_FRAMES: usize = 4096;
@@ -83,14 +85,8 @@ pub struct Client {
     me: PeerId,
     /// Sequence numbers, acks, timestamps, RTT, loss of UPDATEs, budget, traffic, silence.
     link: PeerLink<SentCtrl>,
-    /// Unacknowledged local samples: indices `samples_base..samples_end`.
-    samples: VecDeque<Pad>,
-    samples_base: u32,
-    /// Sample `samples_base - 1` (acknowledged, so the server holds it): the next CTRL's
-    /// first sample is delta-coded against it.
-    acked_pad: Option<Pad>,
-    /// End of the samples sent so far: the server holds at most these.
-    sent_end: u32,
+    /// The samples and checksums the CTRLs carry until acknowledged.
+    outbox: Outbox,
     last_pad: Pad,
     newest_pushed_at: Option<Instant>,
     /// The input round trip and latency of this player's samples, and the latency it saw.
@@ -112,17 +108,11 @@ pub struct Client {
     up_lossy: bool,
     lost: bool,
     send_due: bool,
-    checksums: VecDeque<(u32, Frame, u64)>,
-    next_check: u32,
-    seen: VecDeque<Notice>,
+    seen: SeenNotices,
     events: VecDeque<ClientEvent>,
     /// The newest `now` the client was given (stamps stalls and auto-filled samples).
     last_now: Instant,
-    stall_since: Option<Instant>,
-    /// Samples pushed during the current stall for frame periods that passed in it.
-    waited_samples: u32,
-    stalls: u64,
-    stalled: Duration,
+    stalls: Stalls,
     /// How the runner should play the frames: a strict or optimistic session's player, or
     /// a spectator (which pushes no samples, and whose CTRLs carry acks alone).
     playout: Playout,
@@ -161,8 +151,7 @@ impl Client {
 
     fn start_at(&mut self, start: Frame) {
         self.next_frame = start;
-        self.samples_base = start.0;
-        self.sent_end = start.0;
+        self.outbox.start_at(start.0);
         self.measures.start_at(start.0);
         self.frames.clear();
         self.held.clear();
@@ -216,10 +205,7 @@ impl Client {
             cfg,
             me,
             link,
-            samples: VecDeque::new(),
-            samples_base: 0,
-            acked_pad: None,
-            sent_end: 0,
+            outbox: Outbox::default(),
             last_pad: Pad::NEUTRAL,
             newest_pushed_at: None,
             measures: Measures::default(),
@@ -232,15 +218,10 @@ impl Client {
             up_lossy: false,
             lost: false,
             send_due: false,
-            checksums: VecDeque::new(),
-            next_check: 0,
-            seen: VecDeque::new(),
+            seen: SeenNotices::default(),
             events: VecDeque::new(),
             last_now: now,
-            stall_since: None,
-            waited_samples: 0,
-            stalls: 0,
-            stalled: Duration::ZERO,
+            stalls: Stalls::default(),
             playout,
             speculation: Speculation::new(me),
             pause: ClientPause::default(),
@@ -255,7 +236,7 @@ impl Client {
 
     /// Index of the next sample to be pushed.
     fn samples_end(&self) -> u32 {
-        self.samples_base + self.samples.len() as u32
+        self.outbox.samples_end()
     }
 
     /// True when the next frame has no local sample yet (call `push_local_input` first).
@@ -294,8 +275,7 @@ impl Client {
             if self.samples_end() - self.next_frame.0 >= MAX_AHEAD {
                 // Far more changes than frames: only a caller ignoring the calling order
                 // gets here; keep the newest state.
-                if let Some(last) = self.samples.back_mut() {
-                    *last = pad;
+                if self.outbox.replace_newest(pad) {
                     self.last_pad = pad;
                     return;
                 }
@@ -312,13 +292,13 @@ impl Client {
     /// already. The session's start is no stall: nothing is sampled ahead before the first
     /// frames.
     fn sample_while_waiting(&mut self, pad: Pad) {
-        let Some(since) = self.stall_since.filter(|_| !self.paced_by_arrival()) else {
+        let Some(since) = self.stalls.since.filter(|_| !self.paced_by_arrival()) else {
             return;
         };
         let waited = self.last_now.saturating_duration_since(since);
         let periods = (waited.as_secs_f64() * self.cfg.fps) as u32;
-        while self.waited_samples < periods.min(MAX_WAITED) {
-            self.waited_samples += 1;
+        while self.stalls.waited_samples < periods.min(MAX_WAITED) {
+            self.stalls.waited_samples += 1;
             // The period after the newest sample's (ahead already if caught up on before).
             let newest = self.measures.newest_frame().unwrap_or(0);
             let frame = newest.max(self.next_frame.0) + 1;
@@ -332,8 +312,7 @@ impl Client {
 
     /// Appends a sample taken at `at` on the frame clock's `frame`.
     fn append_sample_for(&mut self, pad: Pad, at: Instant, frame: u32) {
-        let index = self.samples_end();
-        self.samples.push_back(pad);
+        let index = self.outbox.push(pad);
         self.measures.pushed(at, frame);
         self.speculation.pushed(index, pad, at);
         self.last_pad = pad;
@@ -350,10 +329,8 @@ impl Client {
             // Waiting for the first frames is the session starting (every player getting
             // ready: see the server's `publish`), not a stall, as in `app::runner`; nor is
             // waiting at a pause.
-            if self.stall_since.is_none() && self.first_frames_at.is_some() && !self.at_pause() {
-                self.stall_since = Some(self.last_now);
-                self.waited_samples = 0;
-                self.stalls += 1;
+            if self.stalls.since.is_none() && self.first_frames_at.is_some() && !self.at_pause() {
+                self.stalls.begin(self.last_now);
             }
             return None;
         };
@@ -426,11 +403,7 @@ impl Client {
     /// Queues the checksum of `frame` (e.g. of the state after it) for the server, which
     /// compares it with the other players'. Rides in CTRLs until acknowledged.
     pub fn report_checksum(&mut self, frame: Frame, checksum: u64) {
-        if self.checksums.len() >= MAX_CHECKSUMS {
-            self.checksums.pop_front();
-        }
-        self.checksums.push_back((self.next_check, frame, checksum));
-        self.next_check += 1;
+        self.outbox.report_checksum(frame, checksum);
     }
 
     /// Feeds a datagram from the server. Malformed ones and other sessions are dropped and
@@ -541,9 +514,7 @@ impl Client {
                 let counts = |t| first.is_some_and(|f| t >= f) && pause.pushed_since_resume(t);
                 self.measures
                     .record_input_rtt(now, known_end, run.to().0, lead, counts);
-                if let Some(since) = self.stall_since.take() {
-                    let waited = now.saturating_duration_since(since);
-                    self.stalled += waited;
+                if let Some(waited) = self.stalls.end(now) {
                     tracing::debug!(
                         frame = self.next_frame.0,
                         lead,
@@ -554,13 +525,9 @@ impl Client {
             }
         }
         for n in update.notices {
-            if self.seen.contains(&n) {
+            if !self.seen.first_time(n) {
                 continue;
             }
-            if self.seen.len() >= MAX_SEEN_NOTICES {
-                self.seen.pop_front();
-            }
-            self.seen.push_back(n);
             let ev = match n {
                 Notice::Paused { peer, at } => Some(self.paused_at(peer, at)),
                 Notice::Resumed { peer, at } => {
@@ -571,27 +538,9 @@ impl Client {
                 Notice::PauseRefused { peer, why } => {
                     (peer == self.me).then_some(ClientEvent::PauseRefused { why })
                 }
-                _ => None,
+                other => notices::event(other),
             };
-            if let Some(ev) = ev {
-                self.events.push_back(ev);
-                continue;
-            }
-            self.events.push_back(match n {
-                Notice::Left { peer, from } => ClientEvent::PlayerLeft {
-                    peer,
-                    from_frame: from,
-                },
-                Notice::Desync { peer, frame } => ClientEvent::Desync { frame, peer },
-                Notice::Joined { peer, from, name } => ClientEvent::PlayerJoined {
-                    peer,
-                    from_frame: from,
-                    name: name.as_str().to_string(),
-                },
-                Notice::Paused { .. } | Notice::Resumed { .. } | Notice::PauseRefused { .. } => {
-                    continue
-                }
-            });
+            self.events.extend(ev);
         }
     }
 
@@ -599,16 +548,7 @@ impl Client {
         let Some(rec) = self.link.acked(ack) else {
             return;
         };
-        while self.samples_base < rec.samples_end {
-            let Some(pad) = self.samples.pop_front() else {
-                break;
-            };
-            self.acked_pad = Some(pad);
-            self.samples_base += 1;
-        }
-        while self.checksums.front().is_some_and(|c| c.0 < rec.checks_end) {
-            self.checksums.pop_front();
-        }
+        self.outbox.acked(rec.samples_end, rec.checks_end);
         if let Some(id) = rec.pause_id {
             self.pause.acknowledged(id);
         }
@@ -626,7 +566,7 @@ impl Client {
     /// first CTRL as that player running (frame 0 waits for it), and a network thread would
     /// otherwise send one while the window is still opening.
     fn first_send_due(&self) -> bool {
-        self.link.last_send.is_none() && (self.is_spectator() || !self.samples.is_empty())
+        self.link.last_send.is_none() && (self.is_spectator() || self.outbox.has_samples())
     }
 
     /// When a CTRL goes out without a new sample (retransmission and keepalive while
@@ -661,35 +601,20 @@ impl Client {
         }
         let head = self.link.next_head(now);
         let seq = head.seq;
-        let n = msg::pads_fitting(self.samples.iter().copied(), msg::CTRL_BIT_BUDGET);
+        let n = self.outbox.fitting();
         let samples = (n > 0).then(|| {
             let age = self
                 .newest_pushed_at
-                .filter(|_| n == self.samples.len())
+                .filter(|_| self.outbox.all_fit(n))
                 // Pushed before the first frames, it waited for the session to start, not on
                 // the frame clock the server's phase estimate reads from it.
                 .filter(|t| self.pushed_in_session(*t))
                 // Older than a u8 holds: no use for the phase estimate, left out (255 goes
                 // out as "not known" too: `msg`).
                 .and_then(|t| u8::try_from(now.saturating_duration_since(t).as_millis()).ok());
-            SampleRun {
-                first: self.samples_base,
-                base: self.acked_pad,
-                pads: self.samples.iter().take(n).copied().collect(),
-                age_ms: age,
-            }
+            self.outbox.sample_run(n, age)
         });
-        let checksums: Vec<(Frame, u64)> = self
-            .checksums
-            .iter()
-            .take(msg::MAX_CHECKSUMS)
-            .map(|c| (c.1, c.2))
-            .collect();
-        // Id after the last checksum carried: acknowledging this datagram covers those.
-        let checks_end = match self.checksums.len().min(msg::MAX_CHECKSUMS) {
-            0 => self.next_check,
-            n => self.checksums[n - 1].0 + 1,
-        };
+        let (checksums, checks_end) = self.outbox.checksums();
         let input_rtt_ms = self
             .measures
             .input_rtt_report()
@@ -704,17 +629,14 @@ impl Client {
             stopped: self.pause.stopped,
         };
         let record = SentCtrl {
-            samples_end: self.samples_base + n as u32,
+            samples_end: self.outbox.end_of(n),
             checks_end,
             pause_id: ctrl.pause.map(|p| p.id),
             stopped: ctrl.stopped,
         };
         self.send_due = false;
         self.link.last_send = Some(now);
-        // The server holds samples up to somewhere between our first unacknowledged one and
-        // the end of all we sent.
-        let refs = self.samples_base..=self.sent_end.max(self.samples_base);
-        self.sent_end = self.sent_end.max(self.samples_base + n as u32);
+        let refs = self.outbox.sent(n);
         let bytes = msg::encode_ctrl(self.cfg.session, &ctrl, refs, self.link.acks.held());
         self.link.sent(now, &ctrl.head, record, bytes.len());
         Some(bytes)
@@ -766,9 +688,8 @@ impl Client {
     /// The server paused at `at`: a wait there already begun is no stall.
     fn paused_at(&mut self, peer: PeerId, at: Frame) -> ClientEvent {
         self.pause.paused = Some((peer, at));
-        if self.stall_since.is_some() && self.at_pause() {
-            self.stall_since = None;
-            self.stalls = self.stalls.saturating_sub(1);
+        if self.at_pause() {
+            self.stalls.cancel();
         }
         ClientEvent::Paused { peer, at }
     }
@@ -877,9 +798,9 @@ impl Client {
             lead: self.lead,
             frame: self.next_frame,
             ready_frames: self.frames.len(),
-            stalls: self.stalls,
-            stalled: self.stalled,
-            stalled_frames: self.stalled.as_secs_f64() * self.cfg.fps,
+            stalls: self.stalls.count,
+            stalled: self.stalls.total,
+            stalled_frames: self.stalls.total.as_secs_f64() * self.cfg.fps,
             pace: self.pace(),
             advance_frames: self.playout.advance,
             traffic: self.link.traffic,
@@ -891,7 +812,6 @@ impl Client {
     /// Forgets latency samples and stall counts (e.g. after a warm-up).
     pub fn reset_measurements(&mut self) {
         self.measures.clear();
-        self.stalls = 0;
-        self.stalled = Duration::ZERO;
+        self.stalls.clear_totals();
     }
 }

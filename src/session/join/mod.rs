@@ -1,5 +1,10 @@
 //! Joiner side of the session: Hello until answered, the password challenge, the Welcome,
 //! then the start payload, verified before it is handed over.
+//!
+//! This file is [`JoinSession`], the handshake's phases and the host's path; what it is told
+//! and hands over is in `config`, the checks a room's creator makes for the server in
+//! `checks`. Sans-IO: it must not import sockets, clocks, `lockstep`'s machines or anything
+//! above `session`.
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
@@ -7,7 +12,12 @@ use std::time::{Duration, Instant};
 
 use rand::{rngs::StdRng, Rng, SeedableRng};
 
-use super::auth::Challenger;
+mod checks;
+mod config;
+
+use checks::PasswordChecks;
+pub use config::{JoinConfig, JoinEvent, StartState};
+
 use super::guard::COOKIE_LEN;
 use super::msg::{
     foreign_version, refuse_text, Auth, Hello, Msg, PathMsg, RelayStep, RoomMsg, StateAck, Welcome,
@@ -16,8 +26,8 @@ use super::msg::{
 use super::payload::{StartPayload, MAX_PAYLOAD};
 use super::transfer::{ChunkOutcome, Receiver};
 use super::{
-    auth, option_diffs, Dropped, OptionDiff, SessionError, SessionInfo, SessionStats, Transmit,
-    HANDSHAKE_TIMEOUT, HELLO_INTERVAL, LOADING_INTERVAL, LOADING_LIMIT,
+    auth, option_diffs, Dropped, SessionError, SessionStats, Transmit, LOADING_INTERVAL,
+    LOADING_LIMIT,
 };
 use crate::wire::keys::{KeyPair, Keys, Side, TAG_LEN};
 use crate::wire::{Header, Kind, WireError, HEADER_LEN, MAGIC, MAX_DATAGRAM};
@@ -27,135 +37,6 @@ const BYE_COPIES: usize = 3;
 /// resends a chunk), since the host cannot start this player without it.
 const FINAL_ACK_COPIES: u8 = 3;
 const FINAL_ACK_SPACING: Duration = Duration::from_millis(15);
-/// Password checks a room's creator keeps under way at once (oldest dropped).
-const MAX_CHECKS: usize = 64;
-
-/// What a joiner asks for and with what.
-#[derive(Clone, Debug)]
-pub struct JoinConfig {
-    /// The host (or server) to join.
-    pub host: SocketAddr,
-    /// What this joiner runs; the host compares it with its own.
-    pub info: SessionInfo,
-    /// The session's password, if it has one.
-    pub password: Option<String>,
-    /// The room on a dedicated server; empty for a direct host.
-    pub room: String,
-    /// This joiner opened the room: it checks other joiners' passwords, which the server
-    /// relays to it (it knows `password`; the server does not).
-    pub creator: bool,
-    /// Seeds the key pair and the password check's randomness: from the OS unless a test
-    /// sets it to repeat a run.
-    pub entropy: [u8; 32],
-    /// How often the Hello is sent until it is answered.
-    pub hello_interval: Duration,
-    /// Silence after which the join fails.
-    pub timeout: Duration,
-    /// Watch the game (a spectator) instead of playing.
-    pub watch: bool,
-}
-
-impl JoinConfig {
-    /// Defaults: no password, no room, a player, the usual timeout.
-    pub fn new(host: SocketAddr, info: SessionInfo) -> JoinConfig {
-        JoinConfig {
-            host,
-            info,
-            password: None,
-            room: String::new(),
-            creator: false,
-            entropy: rand::random(),
-            hello_interval: HELLO_INTERVAL,
-            timeout: HANDSHAKE_TIMEOUT,
-            watch: false,
-        }
-    }
-}
-
-/// Everything a joiner needs to start: load the options and the state, then play `slot`.
-#[derive(Clone, Debug, PartialEq)]
-pub struct StartState {
-    /// The slot to play (0xff: a spectator).
-    pub slot: u8,
-    /// The session id.
-    pub session: u32,
-    /// Players in, by slot and name.
-    pub players: Vec<(u8, String)>,
-    /// The core's frames per second, as the host runs it.
-    pub fps: f64,
-    /// The session frame the state is at.
-    pub frame: crate::lockstep::Frame,
-    /// Session size in player slots and the lockstep keyframe interval, as the host set them.
-    pub slots: u8,
-    /// See `slots`.
-    pub keyframe_interval: u8,
-    /// The session's lockstep mode.
-    pub mode: crate::lockstep::Mode,
-    /// Host's options, state and SRAM; apply the options before loading the state.
-    pub payload: StartPayload,
-    /// Where the joiner's own option values differed (already replaced by the host's).
-    pub option_diffs: Vec<OptionDiff>,
-}
-
-impl StartState {
-    /// The lockstep settings this joiner plays with: the session's slots, keyframe interval,
-    /// mode, id and frame rate over `base` (this end's own: send budget, header size, timeouts).
-    pub fn lockstep(&self, base: crate::lockstep::Config) -> crate::lockstep::Config {
-        crate::lockstep::Config {
-            players: self.slots,
-            session: self.session,
-            fps: self.fps,
-            mode: self.mode,
-            ..base
-        }
-        .with_keyframe_interval(u32::from(self.keyframe_interval))
-    }
-}
-
-/// What happened, for the driver to act on.
-#[derive(Clone, Debug, PartialEq)]
-pub enum JoinEvent {
-    /// Admitted; the start state is on its way.
-    Welcomed {
-        /// The slot to play (0xff: a spectator).
-        slot: u8,
-        /// The session id.
-        session: u32,
-        /// Players in, by slot and name.
-        players: Vec<(u8, String)>,
-        /// Bytes of the compressed start state to come.
-        packed_len: usize,
-        /// The session's lockstep mode.
-        mode: crate::lockstep::Mode,
-        /// Its keyframe interval K.
-        keyframe_interval: u8,
-    },
-    /// The start state arrived and verified.
-    Ready(Box<StartState>),
-    /// The host's lobby waits for more players: `ready` of `want` are in (the host's player
-    /// included). Raised when the numbers change.
-    Waiting {
-        /// Players with the start state, the host's included.
-        ready: u8,
-        /// Players the session takes.
-        want: u8,
-    },
-    /// The join failed (refused, no answer, corrupt state) or the host left.
-    Failed(SessionError),
-    /// This player checked a joiner's password, which the room's server relayed.
-    PasswordChecked {
-        /// The password was right.
-        admitted: bool,
-    },
-    /// The host's datagrams come from a new address, which answered a challenge: this
-    /// joiner sends there from now on.
-    HostMoved {
-        /// The address it had.
-        from: SocketAddr,
-        /// The address it has now.
-        to: SocketAddr,
-    },
-}
 
 /// A new address the host's tagged datagrams came from, until it answers a challenge.
 #[derive(Debug)]
@@ -202,10 +83,8 @@ pub struct JoinSession {
     key_pair: KeyPair,
     /// The datagram keys, from the Welcome on: every datagram either way carries their tag.
     keys: Option<Keys>,
-    /// The creator's challenges under way, by the server's ticket (oldest first).
-    checks: VecDeque<(u32, Challenger)>,
-    /// Verdicts given, by ticket, to answer a repeated answer the same (oldest first).
-    verdicts: VecDeque<(u32, bool)>,
+    /// The password checks this room's creator makes for the server.
+    checks: PasswordChecks,
     phase: Phase,
     auth: Auth,
     /// The host's proof-of-address cookie, echoed in every Hello once it sent one.
@@ -236,8 +115,7 @@ impl JoinSession {
             rng,
             key_pair,
             keys: None,
-            checks: VecDeque::new(),
-            verdicts: VecDeque::new(),
+            checks: PasswordChecks::default(),
             cfg,
             phase: Phase::Hello,
             auth: Auth::None,
@@ -627,48 +505,16 @@ impl JoinSession {
     /// judge the answer.
     fn handle_relay(&mut self, ticket: u32, step: RelayStep) {
         let password = self.cfg.password.clone().unwrap_or_default();
-        let reply = match step {
-            RelayStep::Asks => {
-                let challenge = match self.checks.iter().find(|(t, _)| *t == ticket) {
-                    Some((_, c)) => c.message(),
-                    None => {
-                        let c = Challenger::new(&password, &mut self.rng);
-                        let m = c.message();
-                        if self.checks.len() >= MAX_CHECKS {
-                            self.checks.pop_front();
-                        }
-                        self.checks.push_back((ticket, c));
-                        m
-                    }
-                };
-                RelayStep::Challenge(challenge)
-            }
-            RelayStep::Answer { msg, confirm } => {
-                if let Some((_, admitted)) = self.verdicts.iter().find(|(t, _)| *t == ticket) {
-                    // Our verdict was lost on the way: the same again.
-                    RelayStep::Verdict(*admitted)
-                } else {
-                    let Some(i) = self.checks.iter().position(|(t, _)| *t == ticket) else {
-                        return;
-                    };
-                    let Some((_, challenger)) = self.checks.remove(i) else {
-                        return;
-                    };
-                    let admitted = challenger.verify(&msg, &confirm);
-                    if self.verdicts.len() >= MAX_CHECKS {
-                        self.verdicts.pop_front();
-                    }
-                    self.verdicts.push_back((ticket, admitted));
-                    self.events
-                        .push_back(JoinEvent::PasswordChecked { admitted });
-                    RelayStep::Verdict(admitted)
-                }
-            }
-            RelayStep::Challenge(_) | RelayStep::Verdict(_) => return,
+        let Some(reply) = self.checks.handle(&password, ticket, step, &mut self.rng) else {
+            return;
         };
+        if let Some(admitted) = reply.judged {
+            self.events
+                .push_back(JoinEvent::PasswordChecked { admitted });
+        }
         let msg = Msg::Room(RoomMsg::Relay {
             ticket,
-            step: reply,
+            step: reply.step,
         });
         self.queue.push_back(msg.encode(self.session));
     }

@@ -1,0 +1,383 @@
+//! The flags of the netplay commands (`host`, `join`, `spectate`, `serve`, `rooms`,
+//! `servers`) and how they become `netplay`'s options. Imports no other command's flags
+//! but `play`'s, which `host` and `join` take too.
+// The field docs are `--help` texts: `[IPV6]:PORT` or `[paths]` there are what the user
+// types, not links to items.
+#![allow(rustdoc::broken_intra_doc_links)]
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+
+use super::error::CliError;
+use super::play::PlayArgs;
+use crate::app::PlayOptions;
+use crate::config::Config;
+use crate::frontend::chat_board::ChatShow;
+use crate::lockstep::{Mode, DEFAULT_SEND_BUDGET};
+use crate::net::NetSim;
+use crate::netplay::{HostOptions, JoinOptions, NetOptions, ServeOptions, DEFAULT_PORT};
+
+/// Options of both netplay ends.
+#[derive(Debug, Clone, Args)]
+pub struct NetArgs {
+    /// Session password: checked by a password-authenticated key exchange (SPAKE2), so
+    /// neither the password nor anything to test guesses against crosses the network.
+    #[arg(long, value_name = "P")]
+    pub password: Option<String>,
+    /// Your name as the other players see it (default: $USER, else $LOGNAME or $USERNAME;
+    /// without any, "player N" by your place in the session).
+    #[arg(long, value_name = "NICK")]
+    pub name: Option<String>,
+    /// Impair this peer's outgoing packets, e.g. delay=50ms,jitter=10ms,loss=5%,dup=1%,reorder=2%,seed=7
+    /// (also corrupt=3%: datagrams altered on the way; rate=1mbit: a bottleneck)
+    #[arg(long, value_name = "SPEC")]
+    pub netsim: Option<NetSim>,
+    /// Frames between desync checks (each peer's machine checksum is compared).
+    #[arg(long, value_name = "N", default_value_t = 60, value_parser = clap::value_parser!(u32).range(1..=3600))]
+    pub checksum_interval: u32,
+    /// Most bytes per second this peer sends to each other peer, UDP/IP headers included
+    /// (0: no limit). On a lossy link more bytes buy up to a frame less input delay.
+    #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_SEND_BUDGET)]
+    pub send_budget: u32,
+    /// Test hook: FRAME[:MASK] flips input bits (default: Select) of this peer's own player
+    /// at FRAME, on this peer only, to exercise desync detection and recovery.
+    /// Show your own input on the next frame: run the game ahead of the frames everyone
+    /// agreed on, to where your newest input lands, guessing the others hold theirs, and
+    /// run it again when they did not (rollback). `auto` runs as far as the lead, at most
+    /// 8 frames; N at most N. The agreed frames, checksums and recording stay as without;
+    /// a core that fails the rollback check (`play --sync-test`) plays without.
+    #[arg(long, value_name = "off|auto|N", default_value = "off", value_parser = parse_speculate)]
+    pub speculate: Speculate,
+    /// When the link to the host drops (Wi-Fi gone, laptop asleep, a new network), keep
+    /// trying to come back for SECS seconds: the game goes on for the others meanwhile, and
+    /// this player takes its seat back with a fresh state (0: give up at once).
+    #[arg(long, value_name = "SECS", default_value_t = 60, value_parser = clap::value_parser!(u64).range(0..=3600))]
+    pub reconnect: u64,
+    /// In a room on a server: auto tries a direct path to the room's host (the server
+    /// introduces you) and keeps the server's relay where none works; relayed never tries;
+    /// direct is auto that warns when it must relay. `host --server --path relayed` puts the
+    /// whole room on the server instead, where it outlives you.
+    #[arg(long, value_name = "auto|direct|relayed", default_value = "auto")]
+    pub path: crate::session::direct::PathMode,
+    /// Say TEXT to everyone in the chat as play begins (repeatable; for scripts). A
+    /// headless player also says each line typed on its terminal.
+    #[arg(long, value_name = "TEXT")]
+    pub say: Vec<String>,
+    /// Whose chat messages to show and log: everyone's, the players' only (spectators'
+    /// hidden), or none.
+    #[arg(long, value_name = "players|all|off", default_value = "all", value_parser = parse_chat)]
+    pub chat: ChatShow,
+    #[arg(long, hide = true, value_name = "FRAME[:MASK]", value_parser = parse_inject)]
+    pub inject_desync: Option<(u32, u16)>,
+    /// Pause the game for everyone once this peer reached session frame FRAME, as P does
+    /// (scripted and headless players; a spectator cannot pause).
+    #[arg(long, value_name = "FRAME")]
+    pub pause_at: Option<u32>,
+    /// With --pause-at: resume after SECS seconds.
+    #[arg(long, value_name = "SECS", default_value_t = 5.0, requires = "pause_at", value_parser = parse_pause_for)]
+    pub pause_for: f64,
+    /// Test hook: say "ping N" every MS milliseconds from the first frame (chat benchmark).
+    #[arg(long, hide = true, value_name = "MS", value_parser = clap::value_parser!(u64).range(100..=60_000))]
+    pub chat_every_ms: Option<u64>,
+    /// Test hook: stay busy MS milliseconds between the start state (a joiner's, or the
+    /// host's lobby) and the first frame, as loading a large romset or opening a slow window
+    /// keeps a peer from starting.
+    #[arg(long, hide = true, value_name = "MS", value_parser = clap::value_parser!(u64).range(0..=60_000))]
+    pub start_delay_ms: Option<u64>,
+}
+
+fn parse_pause_for(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if (0.0..=3600.0).contains(&v) => Ok(v),
+        _ => Err(format!("{s:?} is no number of seconds in 0..=3600")),
+    }
+}
+
+fn parse_mode(s: &str) -> Result<Mode, String> {
+    s.parse()
+}
+
+fn parse_chat(s: &str) -> Result<ChatShow, String> {
+    s.parse()
+}
+
+fn parse_inject(s: &str) -> Result<(u32, u16), String> {
+    let (frame, mask) = s.split_once(':').unwrap_or((s, "4"));
+    let frame = frame.parse().map_err(|_| format!("bad frame {frame:?}"))?;
+    let mask = mask.parse().map_err(|_| format!("bad mask {mask:?}"))?;
+    Ok((frame, mask))
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct HostArgs {
+    #[command(flatten)]
+    pub play: PlayArgs,
+    /// UDP port to listen on.
+    #[arg(long, default_value_t = DEFAULT_PORT)]
+    pub port: u16,
+    /// Players in the session, yours included (2 to 8; to play alone, `framelock play`); the
+    /// game starts when all have joined.
+    #[arg(long, value_name = "N", default_value_t = 2, value_parser = clap::value_parser!(u8).range(2..=8))]
+    pub players: u8,
+    /// How frames are published. strict: each waits for every player's input, so everyone
+    /// plays with the slowest link's delay (fair). optimistic: on the host's clock with the
+    /// inputs it has; nobody waits for a slow player, whose own input shows late instead.
+    /// With --server, the server's --mode unless given.
+    #[arg(long, value_name = "MODE", value_parser = parse_mode)]
+    pub mode: Option<Mode>,
+    /// Keyframe interval K: frames between two input messages (CTRL) of each player
+    /// (default: 2 in strict mode, 1 in optimistic mode).
+    #[arg(short = 'K', long = "keyframe-interval", value_name = "N", value_parser = clap::value_parser!(u32).range(1..=60))]
+    pub keyframe_interval: Option<u32>,
+    /// Start the game when this many players are in (default: all of --players); the free
+    /// seats can be taken while it runs.
+    #[arg(long, value_name = "M", value_parser = clap::value_parser!(u8).range(1..=8))]
+    pub start_with: Option<u8>,
+    /// Spectators that may watch at once (`framelock spectate`; 0: none).
+    #[arg(long, value_name = "N", default_value_t = crate::session::DEFAULT_MAX_SPECTATORS, value_parser = clap::value_parser!(u8).range(0..=239))]
+    pub max_spectators: u8,
+    /// Give up if the players are not all in after this many seconds (default: wait).
+    #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..))]
+    pub lobby_timeout: Option<u64>,
+    /// Open a room on this server (`framelock serve`) instead of listening yourself: HOST,
+    /// HOST:PORT or [IPV6]:PORT (default port 7845).
+    #[arg(long, value_name = "HOST[:PORT]")]
+    pub server: Option<String>,
+    /// The room's name on --server (letters, digits, '-', '_'; default: the server makes one
+    /// up that is easy to read aloud).
+    #[arg(long, value_name = "NAME", requires = "server")]
+    pub room: Option<String>,
+    #[command(flatten)]
+    pub net: NetArgs,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ServeArgs {
+    /// UDP port to listen on.
+    #[arg(long, default_value_t = DEFAULT_PORT)]
+    pub port: u16,
+    /// Listen on this address only (default: every address, IPv6 and IPv4).
+    #[arg(long, value_name = "ADDR")]
+    pub bind: Option<std::net::IpAddr>,
+    /// Rooms open at once; more are refused with a message that says so.
+    #[arg(long, value_name = "N", default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub max_rooms: u32,
+    /// Rooms one IPv4 address or IPv6 /64 may open per minute.
+    #[arg(long, value_name = "N", default_value_t = 6, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub opens_per_minute: u32,
+    /// Rooms one IPv4 address or IPv6 /64 holds open at once.
+    #[arg(long, value_name = "N", default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub rooms_per_address: u32,
+    /// Largest unpacked start state a room may have, MiB.
+    #[arg(long, value_name = "MIB", default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=256))]
+    pub max_state_mib: u32,
+    /// Start-state MiB (packed and unpacked) all rooms hold together; a new room past it
+    /// is refused.
+    #[arg(long, value_name = "MIB", default_value_t = 2048, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub max_memory_mib: u32,
+    /// Most bytes per second sent to each player, UDP/IP headers included (0: no limit).
+    #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_SEND_BUDGET)]
+    pub send_budget: u32,
+    /// Spectators each room takes at once (0: none).
+    #[arg(long, value_name = "N", default_value_t = crate::session::DEFAULT_MAX_SPECTATORS, value_parser = clap::value_parser!(u8).range(0..=239))]
+    pub max_spectators: u8,
+    /// Mode of the rooms whose creator does not ask for one (`host --mode`): strict or
+    /// optimistic.
+    #[arg(long, value_name = "MODE", default_value = "strict", value_parser = parse_mode)]
+    pub mode: Mode,
+    /// Impair outgoing packets (testing), as `host --netsim`.
+    #[arg(long, value_name = "SPEC")]
+    pub netsim: Option<NetSim>,
+    /// Stop after this many seconds (tests, benchmarks; default: until Ctrl-C).
+    #[arg(long, hide = true, value_name = "SECS")]
+    pub duration: Option<u64>,
+    /// Write the server's counters (datagrams, bytes, rooms, what was dropped and why) as
+    /// JSON when it stops.
+    #[arg(long, value_name = "FILE")]
+    pub stats_json: Option<PathBuf>,
+    /// Join a fleet: the NATS JetStream server(s) holding its room directory
+    /// (nats://HOST:4222; several for a NATS cluster).
+    #[arg(long, value_name = "URL", num_args = 1.., requires = "public_address")]
+    pub directory: Vec<String>,
+    /// The address players reach this server at, ADDR:PORT (with --directory).
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub public_address: Option<String>,
+    /// This server's region in the fleet: a full server sends new rooms to one of its
+    /// region (with --directory).
+    #[arg(long, value_name = "NAME", default_value = "")]
+    pub region: String,
+    /// Serve Prometheus metrics over HTTP on this address (e.g. 127.0.0.1:9845).
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub metrics: Option<std::net::SocketAddr>,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct RoomsArgs {
+    /// The server: HOST, HOST:PORT or [IPV6]:PORT (default port 7845).
+    #[arg(value_name = "HOST[:PORT]")]
+    pub server: String,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+impl ServeArgs {
+    pub fn to_options(&self) -> ServeOptions {
+        ServeOptions {
+            port: self.port,
+            bind: self.bind,
+            max_rooms: self.max_rooms as usize,
+            opens_per_minute: self.opens_per_minute,
+            max_state_mib: self.max_state_mib as usize,
+            rooms_per_address: self.rooms_per_address as usize,
+            max_memory_mib: self.max_memory_mib as usize,
+            send_budget: self.send_budget,
+            max_spectators: self.max_spectators,
+            mode: self.mode,
+            netsim: self.netsim.clone(),
+            duration: self.duration.map(Duration::from_secs),
+            stats_json: self.stats_json.clone(),
+            directory: self.directory.clone(),
+            public_address: self.public_address.clone(),
+            region: self.region.clone(),
+            metrics: self.metrics,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct JoinArgs {
+    /// The host (or, with --room, the server): HOST, HOST:PORT or [IPV6]:PORT (default port
+    /// 7845).
+    #[arg(value_name = "HOST[:PORT]")]
+    pub host: String,
+    /// The room to join on a server (`framelock rooms HOST` lists them).
+    #[arg(long, value_name = "NAME")]
+    pub room: Option<String>,
+    #[command(flatten)]
+    pub play: PlayArgs,
+    #[command(flatten)]
+    pub net: NetArgs,
+}
+
+/// `--name` if given (and not blank), else the login name: `$USER`, `$LOGNAME` or
+/// `$USERNAME`, the first set and not blank, as `var` reads them. `None` if there is none.
+pub(super) fn nick(given: Option<&str>, var: impl Fn(&str) -> Option<String>) -> Option<String> {
+    given
+        .map(str::to_owned)
+        .into_iter()
+        .chain(["USER", "LOGNAME", "USERNAME"].into_iter().filter_map(var))
+        .find(|n| !n.trim().is_empty())
+}
+
+impl NetArgs {
+    /// With no nick to be found, `unnamed`: the host is always player 1; a joiner sends an
+    /// empty name, which the host replaces with "player N" for the slot it gives it.
+    fn to_options(&self, play: PlayOptions, unnamed: &str) -> NetOptions {
+        let name =
+            nick(self.name.as_deref(), |k| std::env::var(k).ok()).unwrap_or_else(|| unnamed.into());
+        NetOptions {
+            play,
+            name,
+            password: self.password.clone(),
+            netsim: self.netsim.clone(),
+            checksum_interval: self.checksum_interval,
+            send_budget: self.send_budget,
+            inject_desync: self.inject_desync,
+            pause_at: self
+                .pause_at
+                .map(|f| (f, Duration::from_secs_f64(self.pause_for))),
+            start_delay: self.start_delay_ms.map(Duration::from_millis),
+            speculate: self.speculate.depth(),
+            reconnect: Duration::from_secs(self.reconnect),
+            say: self.say.clone(),
+            chat: self.chat,
+            chat_every: self.chat_every_ms.map(Duration::from_millis),
+            path: self.path,
+        }
+    }
+}
+
+impl HostArgs {
+    pub fn to_options(&self, config: &Config) -> Result<HostOptions, CliError> {
+        Ok(HostOptions {
+            net: self
+                .net
+                .to_options(self.play.to_netplay_options(config)?, "player 1"),
+            port: self.port,
+            players: self.players,
+            start_with: match self.start_with {
+                Some(m) if m > self.players => {
+                    return Err(CliError::Invalid(format!(
+                        "--start-with {m} is more than --players {}",
+                        self.players
+                    )))
+                }
+                Some(m) => m,
+                None => self.players,
+            },
+            max_spectators: self.max_spectators,
+            mode: self.mode,
+            keyframe_interval: self.keyframe_interval,
+            lobby_timeout: self.lobby_timeout.map(Duration::from_secs),
+            server: self.server.clone(),
+            room: self.room.clone(),
+        })
+    }
+}
+
+impl JoinArgs {
+    pub fn to_options(&self, config: &Config) -> Result<JoinOptions, CliError> {
+        Ok(JoinOptions {
+            net: self
+                .net
+                .to_options(self.play.to_netplay_options(config)?, ""),
+            host: self.host.clone(),
+            room: self.room.clone(),
+            watch: false,
+        })
+    }
+
+    /// As `framelock spectate`.
+    pub fn to_spectate_options(&self, config: &Config) -> Result<JoinOptions, CliError> {
+        let mut opts = self.to_options(config)?;
+        opts.watch = true;
+        Ok(opts)
+    }
+}
+/// `--speculate`: how far ahead of the agreed frames a player's picture runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Speculate {
+    Off,
+    Auto,
+    Frames(u32),
+}
+
+/// What `auto` runs ahead at most (the lead sets how far within it).
+pub const SPECULATE_AUTO_MAX: u32 = 8;
+
+impl Speculate {
+    /// The most frames to run ahead (0: off).
+    pub fn depth(self) -> u32 {
+        match self {
+            Speculate::Off => 0,
+            Speculate::Auto => SPECULATE_AUTO_MAX,
+            Speculate::Frames(n) => n,
+        }
+    }
+}
+
+fn parse_speculate(s: &str) -> Result<Speculate, String> {
+    match s {
+        "off" | "0" => Ok(Speculate::Off),
+        "auto" => Ok(Speculate::Auto),
+        n => match n.parse::<u32>() {
+            Ok(n) if (1..=16).contains(&n) => Ok(Speculate::Frames(n)),
+            _ => Err(format!(
+                "{n:?}: expected off, auto or a number of frames, 1 to 16"
+            )),
+        },
+    }
+}
