@@ -1,10 +1,19 @@
-//! `framelock serve`: a dedicated lockstep server that players behind home routers reach with
-//! outbound UDP alone. It runs no core and has no player: each room is a
-//! [`session::Endpoint`](crate::session::Endpoint) whose players are all remote, the room's
-//! creator in slot 0. [`Rooms`] routes datagrams to them; `netplay::serve` carries it over a
-//! UDP socket.
+//! `framelock serve`: a server that players behind home routers reach with outbound UDP
+//! alone. It runs no core and has no player. A room is one of two kinds:
+//! - **Hosted by its creator** (`host --server`, the default `--path auto`): the creator's
+//!   process holds the room's [`session::Endpoint`](crate::session::Endpoint) as a direct
+//!   host does; the server lists the room, relays whole datagrams between the host and each
+//!   joiner, and introduces the two once the host welcomed the joiner, so that they can try
+//!   a direct path (`session::direct`). Where one proves itself the server hears only the
+//!   players' `Present`s; where none does it keeps relaying. Nothing of the game is kept
+//!   here: the room ends with its host (`rooms/hosted.rs`).
+//! - **On the server** (`host --server --path relayed`): the room's endpoint runs here, every
+//!   player remote, the creator in slot 0; it outlives its creator. The rest of this page
+//!   is about this kind.
 //!
-//! # A room's life
+//! [`Rooms`] routes datagrams to both kinds; `netplay::serve` carries it over a UDP socket.
+//!
+//! # A room's life (on the server)
 //! 1. The creator (`framelock host --server`) opens it and uploads its start state (see
 //!    `session::room`): core, content, options, machine state, as a direct host has them.
 //! 2. Players join by name (`framelock join SERVER --room NAME`): the server checks their

@@ -30,6 +30,11 @@
 //!                    the session, and the acks of both (see `chat`)
 //! ```
 //!
+//! In a room its creator hosts, the server passes every datagram above between J and H
+//! whole (`Room/Forward`), introduces the two after the Welcome, and they try a direct path
+//! with tagged `Path/Punch`es ([`direct`]); the participant routes each datagram over
+//! whichever way works, and neither session machine sees the difference.
+//!
 //! One process's end of all this is a [`Participant`]: the host's [`Endpoint`] with its own
 //! player's lockstep client, or a joiner's handshake, [`Seat`] and client. It holds every
 //! rule about time and silence (lobbies, keepalives, timeouts, reconnecting, path changes),
