@@ -318,12 +318,7 @@ fn room_request(opts: &HostOptions, info: &SessionInfo, fps: f64) -> session::ms
         content_name: info.content_name.clone(),
         content_hash: info.content_hash,
         player_name: info.player_name.clone(),
-        raw_len: 0,
-        packed_len: 0,
-        payload_hash: 0,
-        cookie: Default::default(),
-        hosted: false,
-        locals: Vec::new(),
+        ..session::msg::OpenRoom::default()
     }
 }
 

@@ -300,19 +300,11 @@ fn room_request(name: &str, spec: &RoomSpec) -> OpenRoom {
         start_with: spec.seats,
         keyframe_interval: spec.keyframe_interval,
         mode: spec.mode,
-        fps: 60.0,
         password: spec.password.is_some(),
         core_name: "toy".into(),
         core_version: "1".into(),
-        content_name: String::new(),
-        content_hash: None,
         player_name: name.into(),
-        raw_len: 0,
-        packed_len: 0,
-        payload_hash: 0,
-        cookie: Default::default(),
-        hosted: false,
-        locals: Vec::new(),
+        ..OpenRoom::default()
     }
 }
 

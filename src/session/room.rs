@@ -106,19 +106,7 @@ impl RoomOpener {
         open.raw_len = raw_len;
         open.packed_len = bytes.len() as u32;
         open.payload_hash = hash;
-        Ok(RoomOpener {
-            server,
-            open,
-            packed: bytes.into(),
-            phase: Phase::Asking { next: now },
-            session: 0,
-            started: now,
-            last_heard: None,
-            queue: VecDeque::new(),
-            events: VecDeque::new(),
-            timeout: HANDSHAKE_TIMEOUT,
-            moves: 0,
-        })
+        Ok(RoomOpener::asking(now, server, open, bytes.into()))
     }
 
     /// Opens a room the creator hosts itself (`open.hosted`): nothing is uploaded, and the
@@ -126,10 +114,14 @@ impl RoomOpener {
     pub fn hosted(now: Instant, server: SocketAddr, mut open: OpenRoom) -> RoomOpener {
         open.hosted = true;
         (open.raw_len, open.packed_len, open.payload_hash) = (0, 0, 0);
+        RoomOpener::asking(now, server, open, Arc::from(Vec::new()))
+    }
+
+    fn asking(now: Instant, server: SocketAddr, open: OpenRoom, packed: Arc<[u8]>) -> RoomOpener {
         RoomOpener {
             server,
             open,
-            packed: Arc::from(Vec::new()),
+            packed,
             phase: Phase::Asking { next: now },
             session: 0,
             started: now,

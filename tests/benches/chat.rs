@@ -30,7 +30,7 @@ mod smoke;
 
 use std::path::Path;
 
-use procs::{finished, spawn, strings, wait_for};
+use procs::{finished, spawn, stamp, strings, wait_for};
 
 const NETSIM: &str = "delay=50ms,loss=5%";
 
@@ -40,16 +40,6 @@ fn free_port() -> u16 {
         .local_addr()
         .unwrap()
         .port()
-}
-
-/// Seconds since midnight of a log line's timestamp ("2026-11-27T10:22:02.452355Z ...").
-fn stamp(line: &str) -> Option<f64> {
-    let time = line.split('T').nth(1)?.split('Z').next()?;
-    let mut parts = time.split(':');
-    let h: f64 = parts.next()?.parse().ok()?;
-    let m: f64 = parts.next()?.parse().ok()?;
-    let s: f64 = parts.next()?.parse().ok()?;
-    Some(h * 3600.0 + m * 60.0 + s)
 }
 
 /// When each "chat: FROM: ping N" line was logged by `label`, by N.

@@ -18,26 +18,18 @@ mod nat_common;
 mod procs;
 mod smoke;
 
-use std::fs::File;
 use std::path::Path;
-use std::process::{Child, Stdio};
+use std::process::Child;
 use std::time::{Duration, Instant};
 
 use nat_common::{Lab, SERVER};
-use procs::{finished, stats, wait_for};
+use procs::{finished, stamp, stats, wait_for};
 use serde_json::Value;
 
 /// `framelock ARGS --stats-json DIR/LABEL.json` inside the namespace `ns`.
 fn spawn_in(dir: &Path, ns: &str, label: &str, args: &[&str]) -> Child {
-    fixtures::framelock_in(dir, Some(ns))
-        .args(args)
-        .arg("--stats-json")
-        .arg(dir.join(format!("{label}.json")))
-        .env("RUST_LOG", "info")
-        .stdout(Stdio::null())
-        .stderr(File::create(dir.join(format!("{label}.log"))).unwrap())
-        .spawn()
-        .expect("spawn framelock")
+    let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+    procs::spawn_in(dir, Some(ns), label, &args)
 }
 
 /// Stops `serve` as Ctrl-C does and returns its `--stats-json`.
@@ -52,16 +44,6 @@ fn stop(mut server: Child, dir: &Path) -> Value {
     let _ = server.kill();
     let _ = server.wait();
     stats(dir, "server")
-}
-
-/// Seconds since midnight of a log line's timestamp (`2026-11-27T16:27:08.294894Z ...`).
-fn stamp(line: &str) -> Option<f64> {
-    let time = line.split('T').nth(1)?.split('Z').next()?;
-    let mut parts = time.split(':');
-    let h: f64 = parts.next()?.parse().ok()?;
-    let m: f64 = parts.next()?.parse().ok()?;
-    let s: f64 = parts.next()?.parse().ok()?;
-    Some(h * 3600.0 + m * 60.0 + s)
 }
 
 /// Milliseconds from the joiner's first log line about joining to its direct path.

@@ -13,7 +13,12 @@ use super::fixtures;
 
 /// `framelock ARGS --stats-json DIR/LABEL.json`, its log in `DIR/LABEL.log`.
 pub fn spawn(dir: &Path, label: &str, args: &[String]) -> Child {
-    fixtures::framelock(dir)
+    spawn_in(dir, None, label, args)
+}
+
+/// `spawn` inside the network namespace `netns`, if one is given.
+pub fn spawn_in(dir: &Path, netns: Option<&str>, label: &str, args: &[String]) -> Child {
+    fixtures::framelock_in(dir, netns)
         .args(args)
         .arg("--stats-json")
         .arg(dir.join(format!("{label}.json")))
@@ -60,6 +65,16 @@ pub fn finished(mut child: Child, dir: &Path, label: &str) -> Value {
         median.unwrap_or(f64::NAN),
     );
     s
+}
+
+/// Seconds since midnight of a log line's timestamp ("2026-11-27T10:22:02.452355Z ...").
+pub fn stamp(line: &str) -> Option<f64> {
+    let time = line.split('T').nth(1)?.split('Z').next()?;
+    let mut parts = time.split(':');
+    let h: f64 = parts.next()?.parse().ok()?;
+    let m: f64 = parts.next()?.parse().ok()?;
+    let s: f64 = parts.next()?.parse().ok()?;
+    Some(h * 3600.0 + m * 60.0 + s)
 }
 
 /// The last lines of `label`'s log.

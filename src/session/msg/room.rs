@@ -92,6 +92,33 @@ pub struct OpenRoom {
     pub locals: Vec<SocketAddr>,
 }
 
+impl Default for OpenRoom {
+    /// A 2-seat room at 60 fps with nothing named, nothing to upload and no cookie yet: the
+    /// fields a creator does not set.
+    fn default() -> Self {
+        OpenRoom {
+            room: String::new(),
+            players: 2,
+            start_with: 2,
+            keyframe_interval: 0,
+            mode: None,
+            fps: 60.0,
+            password: false,
+            core_name: String::new(),
+            core_version: String::new(),
+            content_name: String::new(),
+            content_hash: None,
+            player_name: String::new(),
+            raw_len: 0,
+            packed_len: 0,
+            payload_hash: 0,
+            cookie: [0; COOKIE_LEN],
+            hosted: false,
+            locals: Vec::new(),
+        }
+    }
+}
+
 /// Most local addresses a room's creator tells.
 pub const MAX_LOCALS: usize = 4;
 
