@@ -311,7 +311,15 @@ pub fn host_lobby(
                 continue;
             }
             if let ParticipantEvent::Path { peer, event } = &ev {
-                let who = peer.map_or("the host".into(), |a| a.to_string());
+                let players = host.endpoint().map(Endpoint::players).unwrap_or_default();
+                let who = players
+                    .iter()
+                    .find(|p| p.addr.is_some() && p.addr == *peer)
+                    .map(|p| match own_name(&p.name, p.slot) {
+                        Some(name) => format!("{name} (player {})", p.slot + 1),
+                        None => format!("player {}", p.slot + 1),
+                    })
+                    .unwrap_or_else(|| peer.map_or("the host".into(), |a| a.to_string()));
                 super::report::log_path(&who, event, PathMode::Auto);
                 continue;
             }

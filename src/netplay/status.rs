@@ -186,6 +186,18 @@ mod tests {
             in_room.to_string(),
             "room amber-otter-42 | strict K 2 lead - stalls 3 up 38.4 down 19.6 kbit/s | server rtt 101 ms"
         );
+        // In a room hosted by a player, the round trip is to the host, with each path.
+        let mut hosted = in_room.clone();
+        hosted.peers[0].path = Some(PathKind::Direct);
+        assert!(
+            hosted.to_string().ends_with(" | host rtt 101 ms DIRECT"),
+            "{hosted}"
+        );
+        let mut host_of_room = host.clone();
+        host_of_room.peers[1].path = Some(PathKind::Relayed);
+        assert!(host_of_room
+            .to_string()
+            .ends_with(" | P2 98 ms 37.4/27.2 | P3 - ms RELAYED 0.0/0.0"));
         // A host counts its spectators; a spectator says how far behind it is.
         let watched = Status {
             spectators: Some(3),

@@ -196,3 +196,84 @@ fn a_joiner_that_asks_for_the_relay_never_punches() {
         "bob sent straight to the host"
     );
 }
+
+#[test]
+fn the_server_relays_only_between_a_hosted_rooms_host_and_its_joiners() {
+    use crate::session::msg::{Msg, RoomMsg};
+    let (mut w, server, ana) = hosted(600, 2, true);
+    let bob = w.join("bob", server, Some("den"), cfg());
+    assert!(w.run_until(10 * SEC, |w| w.frame(bob) > 60));
+    w.net = std::mem::replace(&mut w.net, crate::net::sim::SimNet::new(HOME)).keeping_wire();
+    let victim: SocketAddr = "10.9.9.9:53".parse().unwrap();
+    let flood = Msg::Room(RoomMsg::Forward {
+        peer: victim,
+        datagram: vec![0x55; 1000],
+    })
+    .encode(0);
+    let stray_before = w.server.as_ref().unwrap().1.stats().wrong_room;
+    // The host names an address that is not its joiner's; a stranger poses as the host.
+    let ana_at = w.addr_of(ana);
+    w.inject_to_server(ana_at, &flood);
+    w.inject_to_server("10.9.9.10:4000".parse().unwrap(), &flood);
+    w.run_for(SEC);
+    assert!(
+        !w.net.wire.iter().any(|(_, to, _)| *to == victim),
+        "the server sent to an address nobody in the room has"
+    );
+    assert!(w.server.as_ref().unwrap().1.stats().wrong_room > stray_before);
+    finish_in_sync(&mut w, 60 * SEC);
+}
+
+#[test]
+fn a_hosted_room_closes_a_minute_after_its_host_went_silent() {
+    let (mut w, server, ana) = hosted(100_000, 2, true);
+    let bob = w.join("bob", server, Some("den"), cfg());
+    assert!(w.run_until(10 * SEC, |w| w.frame(bob) > 60));
+    w.kill(ana);
+    let killed = w.now();
+    let closed = |w: &World| {
+        w.server_events.iter().any(|e| {
+            matches!(e, crate::serve::ServeEvent::Closed { why, .. } if why == "its host went silent")
+        })
+    };
+    assert!(w.run_until(crate::serve::HOSTED_SILENCE + 3 * SEC, closed));
+    let after = w.now() - killed;
+    assert!(after >= crate::serve::HOSTED_SILENCE - SEC, "{after:?}");
+    assert!(w.server.as_ref().unwrap().1.is_empty());
+    // bob tried to come back for its minute, then gave up.
+    assert!(w.run_until(10 * SEC, |w| w.failure(bob).is_some()));
+}
+
+#[test]
+fn a_joiner_whose_wifi_drops_for_8_s_comes_back_and_goes_direct_again() {
+    let (mut w, server, _) = hosted(3000, 2, false);
+    let bob = w.join("bob", server, Some("den"), cfg());
+    let bob_at = w.addr_of(bob);
+    w.net.behind_router(bob_at);
+    assert!(w.run_until(20 * SEC, |w| w.frame(bob) > 600));
+    assert_eq!(own_path(&w, bob), Some(PathKind::Direct));
+    w.outage(bob, 8 * SEC);
+    assert!(w.run_until(30 * SEC, |w| w.nodes[bob]
+        .events()
+        .any(|e| matches!(e, ParticipantEvent::Back { .. }))));
+    finish_in_sync(&mut w, 120 * SEC);
+    assert_eq!(own_path(&w, bob), Some(PathKind::Direct));
+}
+
+#[test]
+fn a_joiner_whose_address_changes_mid_game_plays_on() {
+    let (mut w, server, ana) = hosted(2400, 2, true);
+    let bob = w.join("bob", server, Some("den"), cfg());
+    assert!(w.run_until(20 * SEC, |w| w.frame(bob) > 600));
+    assert_eq!(own_path(&w, bob), Some(PathKind::Direct));
+    // A new address (Wi-Fi to a phone's hotspot): its tagged datagrams move it.
+    w.move_node(bob, true);
+    finish_in_sync(&mut w, 120 * SEC);
+    for i in [ana, bob] {
+        assert!(
+            !w.nodes[i].events().any(|e| matches!(e, ParticipantEvent::Ended(_))),
+            "{}",
+            w.nodes[i].name
+        );
+    }
+}
