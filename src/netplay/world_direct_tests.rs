@@ -271,7 +271,9 @@ fn a_joiner_whose_address_changes_mid_game_plays_on() {
     finish_in_sync(&mut w, 120 * SEC);
     for i in [ana, bob] {
         assert!(
-            !w.nodes[i].events().any(|e| matches!(e, ParticipantEvent::Ended(_))),
+            !w.nodes[i]
+                .events()
+                .any(|e| matches!(e, ParticipantEvent::Ended(_))),
             "{}",
             w.nodes[i].name
         );

@@ -267,10 +267,13 @@ impl DirectPath {
         true
     }
 
-    /// A datagram with the other side's tag came straight from `from`.
+    /// A datagram with the other side's tag came straight from `from`. Any address of the
+    /// other side's counts: each side may have proven a different one (one answered on a
+    /// LAN address, the other on the address the server saw), and sends there.
     pub fn heard(&mut self, now: Instant, from: SocketAddr) {
+        let known = self.candidates.contains(&from);
         if let Phase::Direct { addr, heard, .. } = &mut self.phase {
-            if *addr == from {
+            if *addr == from || known {
                 *heard = now;
             }
         }
@@ -532,6 +535,29 @@ mod tests {
         );
         assert_eq!(host.kind(), PathKind::Direct);
         assert_eq!(join.kind(), PathKind::Direct);
+    }
+
+    #[test]
+    fn a_path_proven_on_different_addresses_each_way_stays_direct() {
+        let t0 = Instant::now();
+        let (h_lan, h_seen) = (addr("192.168.1.2:4000"), addr("198.51.100.1:4000"));
+        let mut join = DirectPath::new(PathMode::Auto);
+        join.introduce(t0, &[h_seen, h_lan], Duration::ZERO, [1; 8]);
+        // The host proved the joiner's LAN address; the joiner proved the host's public one.
+        join.handle_punch_back(t0, h_seen, [1; 8]);
+        assert_eq!(join.direct(), Some(h_seen));
+        // The host's datagrams come from its LAN address: the path stays alive.
+        let mut now = t0;
+        while now < t0 + 3 * SILENCE {
+            now += Duration::from_millis(50);
+            join.heard(now, h_lan);
+            join.handle_timeout(now, [2; 8]);
+        }
+        assert_eq!(join.kind(), PathKind::Direct);
+        // From an address it never tried, nothing counts.
+        join.heard(now + SILENCE, addr("203.0.113.5:1"));
+        join.handle_timeout(now + SILENCE, [2; 8]);
+        assert_eq!(join.kind(), PathKind::Relayed);
     }
 
     #[test]
