@@ -279,3 +279,26 @@ fn a_joiner_whose_address_changes_mid_game_plays_on() {
         );
     }
 }
+
+#[test]
+fn a_hosted_room_closes_when_its_host_leaves_and_its_relayed_joiner_is_told() {
+    let (mut w, server, ana) = hosted(100_000, 2, true);
+    let bob = w.join("bob", server, Some("den"), cfg());
+    // Relayed: the goodbye crosses the server before the room closes there.
+    let (ana_at, bob_at) = (w.addr_of(ana), w.addr_of(bob));
+    w.net.cut(ana_at, bob_at);
+    assert!(w.run_until(10 * SEC, |w| w.frame(bob) > 60));
+    w.leave(ana, "quit");
+    let closed = |w: &World| {
+        w.server_events.iter().any(
+            |e| matches!(e, crate::serve::ServeEvent::Closed { why, .. } if why == "its host left"),
+        )
+    };
+    assert!(w.run_until(2 * SEC, closed));
+    assert!(w.server.as_ref().unwrap().1.is_empty());
+    assert!(w.run_until(5 * SEC, |w| matches!(
+        w.failure(bob),
+        Some(crate::session::SessionError::HostLeft(_))
+    )));
+    assert_eq!(own_path(&w, bob), Some(PathKind::Relayed));
+}

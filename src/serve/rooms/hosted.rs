@@ -11,8 +11,8 @@
 //! - The introduction's wait is half the difference of the two round trips the server
 //!   measured (from its Retry to the echoed cookie), so that both sides' punches leave at
 //!   about the same time.
-//! - A room whose host said nothing for [`HOSTED_SILENCE`] closes; a joiner silent for
-//!   [`MEMBER_SILENCE`] is forgotten.
+//! - A room closes when its host says it left (a `Present` with no players), or said
+//!   nothing for [`HOSTED_SILENCE`]; a joiner silent for [`MEMBER_SILENCE`] is forgotten.
 
 use std::collections::HashSet;
 
@@ -184,6 +184,10 @@ impl Rooms {
                     playing,
                 }),
             )) => {
+                if players == 0 {
+                    // Its host left (it counts itself while it is there).
+                    return self.close_hosted(&name, "its host left");
+                }
                 (room.players, room.direct, room.relayed, room.playing) =
                     (players, direct, relayed, playing);
             }

@@ -41,6 +41,8 @@ pub struct HostRoutes {
     present_due: Instant,
     out: VecDeque<(Transmit, Option<u8>)>,
     events: VecDeque<(SocketAddr, PathEvent)>,
+    /// The host left: no more presence.
+    closed: bool,
 }
 
 impl HostRoutes {
@@ -54,6 +56,7 @@ impl HostRoutes {
             present_due: now,
             out: VecDeque::new(),
             events: VecDeque::new(),
+            closed: false,
         }
     }
 
@@ -218,6 +221,25 @@ impl HostRoutes {
         ));
     }
 
+    /// The host leaves: the server is told the room is over (a `Present` with nobody in it),
+    /// after the goodbyes the endpoint queued.
+    pub fn close(&mut self) {
+        let gone = RoomMsg::Present {
+            players: 0,
+            direct: 0,
+            relayed: 0,
+            playing: false,
+        };
+        self.closed = true;
+        self.out.push_back((
+            Transmit {
+                to: self.server,
+                bytes: Msg::Room(gone).encode(0),
+            },
+            None,
+        ));
+    }
+
     /// Runs the paths' schedules, the presence message, and forgets joiners long gone.
     pub fn handle_timeout(&mut self, now: Instant, endpoint: &Endpoint) {
         let mut tokens: Vec<[u8; PATH_TOKEN_LEN]> =
@@ -230,7 +252,7 @@ impl HostRoutes {
         self.routes.retain(|_, r| now < r.heard + FORGET);
         let routes = &self.routes;
         self.aliases.retain(|_, p| routes.contains_key(p));
-        if now >= self.present_due {
+        if now >= self.present_due && !self.closed {
             self.present_due = now + PRESENT_EVERY;
             let players = endpoint.players();
             let (mut direct, mut relayed) = (0u8, 0u8);

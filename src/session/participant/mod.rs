@@ -579,7 +579,16 @@ impl Participant {
     /// Says goodbye (the host to everyone, a joiner to the host); drain `poll_transmit`.
     pub fn close(&mut self, reason: &str) {
         match self {
-            Participant::Host(h) => h.endpoint.shutdown(reason),
+            Participant::Host(h) => {
+                h.endpoint.shutdown(reason);
+                if let Some(routes) = &mut h.routes {
+                    // The goodbyes first: the server relays nothing of a room that is over.
+                    while let Some(t) = h.endpoint.poll_transmit(h.now) {
+                        routes.route(h.now, t);
+                    }
+                    routes.close();
+                }
+            }
             Participant::Join(j) => j.close(reason),
         }
     }
