@@ -136,14 +136,14 @@
 //! | scenario | stalled frames | added latency median / p95 | up / down |
 //! |---|---|---|---|
 //! | 100 ms RTT, clean, K = 2 | 0% | 133 / 133 ms | 1.24 / 1.30 KB/s |
-//! | 100 ms RTT ±20 ms, 5% loss (6 seeds) | 0.04-0.12% | 150 / 150 ms | 2.45 / 2.44-2.45 KB/s |
-//! | the same with `--send-budget 0` | 0.06% | 150 / 150 ms | 2.48 / 2.51 KB/s |
-//! | 250 ms RTT, 25% loss | 0.42% | 350 / 383 ms | 2.45 / 2.35 KB/s |
-//! | 2 s RTT, 25% loss, 3 players | 0.70% | 2267 / 2367 ms | 2.45 / 3.7 KB/s |
-//! | RTT 20 -> 300 -> 20 ms, 3 players | 0.26% | 83 / 367 ms | lead 5 -> 31 -> 5 |
+//! | 100 ms RTT ±20 ms, 5% loss (6 seeds) | 0.07-0.18% | 150 / 150-167 ms | 2.45 / 2.44-2.45 KB/s |
+//! | the same with `--send-budget 0` | 0.12% | 150 / 150 ms | 2.47 / 2.51 KB/s |
+//! | 250 ms RTT, 25% loss | 0.41% | 350 / 383 ms | 2.45 / 2.35 KB/s |
+//! | 2 s RTT, 25% loss, 3 players | 0.83% | 2267 / 2367 ms | 2.45 / 3.7 KB/s |
+//! | RTT 20 -> 300 -> 20 ms, 3 players | 0.28% | 83 / 367 ms | lead 5 -> 24 -> 5 |
 //! | clocks drifting ±0.5%, with / without time sync | 0% / 35.1% | | |
-//! | 8 players, 50% loss | 0.44% | 400 / 483 ms | |
-//! | first 10 s at 250 ms RTT, 25% loss, from frame 0: lead seeded from the handshake / not | 0% / 1.15% | 383 / 783 ms (seeded) | |
+//! | 8 players, 50% loss | 0.44% | 417 / 483 ms | |
+//! | first 10 s at 250 ms RTT, 25% loss, from frame 0: lead seeded from the handshake / not | 0.33% / 2.47% | 350 / 800 ms (seeded) | |
 //!
 //! The simulated players schedule frames as `netplay` does: they never drop a backlog, a
 //! joiner catches up its start delay, and a player samples its pad while it waits.

@@ -1,23 +1,25 @@
-//! A simulated network with simulated players, for the lockstep tests. Seeded and on
-//! simulated time: [`Sim::step`] delivers what is due and jumps the clock to the next
-//! deadline (datagram arrival, display slot, protocol timer), so minutes of play take
+//! Simulated players on the shared simulated network, for the lockstep tests. Seeded and on
+//! simulated time: [`Simulation::run_until`] delivers what is due and jumps the clock to the
+//! next deadline (datagram arrival, display slot, protocol timer), so minutes of play take
 //! milliseconds.
 //!
 //! Player 0 is the host's player: its datagrams go to the server in memory with zero delay.
 //! Every other player has its own up and down [`PathSpec`] (delay, jitter, loss, bursts,
-//! duplication, reordering, delay steps over time) and its own clock rate (drift). Each
+//! duplication, reordering, delay steps over time), each a [`Link`] of the [`SimNet`], and
+//! its own clock rate (drift). Each
 //! player has display slots at the nominal rate of its own clock, its frames scheduled in
 //! them as `app::runner` does under `netplay` (`paced`), and a bot that presses random
 //! buttons (one-frame taps and holds).
 
-use std::cmp::{Ordering, Reverse};
-use std::collections::BinaryHeap;
+use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
 use crate::input::{Inputs, Pad};
+use crate::net::conditioner::NetSim;
+use crate::net::sim::{Link, SimNet, Simulation};
 use crate::wire::Transmit;
 
 use super::paced::{Paced, Slot};
@@ -39,7 +41,8 @@ pub struct PathSpec {
     /// datagram in a burst is lost.
     pub burst: Option<(f64, f64)>,
     pub duplicate: f64,
-    /// Chance that a datagram is held back by an extra 0..30 ms (reordering beyond jitter).
+    /// Chance that a datagram is held back until the next one overtakes it (reordering
+    /// beyond jitter, as `--netsim`'s `reorder`).
     pub reorder: f64,
     /// From each time on, a new one-way delay.
     pub delay_changes: Vec<(Duration, Duration)>,
@@ -107,57 +110,49 @@ impl PathSpec {
         self.dead_after = Some(at);
         self
     }
-}
 
-#[derive(Debug)]
-struct PathState {
-    spec: PathSpec,
-    in_burst: bool,
-}
-
-impl PathState {
-    /// Arrival times of a datagram sent at `t` (none if lost, two if duplicated).
-    fn route(&mut self, rng: &mut SmallRng, t: Duration) -> Vec<Duration> {
-        let s = &self.spec;
-        if s.dead_after.is_some_and(|d| t >= d) || s.outages.iter().any(|(a, b)| t >= *a && t < *b)
-        {
-            return Vec::new();
-        }
-        if let Some((enter, leave)) = s.burst {
-            self.in_burst = if self.in_burst {
-                !rng.gen_bool(leave)
-            } else {
-                rng.gen_bool(enter)
-            };
-            if self.in_burst {
-                return Vec::new();
-            }
-        }
-        if s.loss > 0.0 && rng.gen_bool(s.loss) {
-            return Vec::new();
-        }
-        let delay = s
-            .delay_changes
-            .iter()
-            .rev()
-            .find(|(at, _)| t >= *at)
-            .map_or(s.delay, |(_, d)| *d);
-        let copies = if s.duplicate > 0.0 && rng.gen_bool(s.duplicate) {
-            2
-        } else {
-            1
+    /// This direction as a link of the simulated network started at `base`, its random
+    /// draws from `seed`.
+    fn link(&self, base: Instant, seed: u64) -> Link {
+        let netsim = NetSim {
+            delay: self.delay,
+            jitter: self.jitter,
+            loss: self.loss,
+            burst: self.burst,
+            dup: self.duplicate,
+            reorder: self.reorder,
+            corrupt: self.corrupt,
+            seed,
+            ..NetSim::default()
         };
-        (0..copies)
-            .map(|_| {
-                let j = s.jitter.as_secs_f64();
-                let mut d = delay.as_secs_f64() + if j > 0.0 { rng.gen_range(-j..=j) } else { 0.0 };
-                if s.reorder > 0.0 && rng.gen_bool(s.reorder) {
-                    d += rng.gen_range(0.0..0.030);
-                }
-                t + Duration::from_secs_f64(d.max(0.0))
-            })
-            .collect()
+        let mut outages: Vec<_> = (self.outages.iter())
+            .map(|(from, until)| (base + *from, base + *until))
+            .collect();
+        if let Some(at) = self.dead_after {
+            outages.push((base + at, base + FOREVER));
+        }
+        Link {
+            netsim,
+            delay_steps: (self.delay_changes.iter())
+                .map(|(at, delay)| (base + *at, *delay))
+                .collect(),
+            outages,
+        }
     }
+}
+
+/// Longer than any simulated run: a link dead from some time on is down until then.
+const FOREVER: Duration = Duration::from_secs(100 * 365 * 86_400);
+/// The server's address on the simulated network.
+const SERVER: SocketAddr = SocketAddr::new(
+    std::net::IpAddr::V4(std::net::Ipv4Addr::new(10, 0, 0, 1)),
+    5000,
+);
+
+/// Player `i`'s address on the simulated network.
+fn player_addr(i: usize) -> SocketAddr {
+    let [_, _, a, b] = (i as u32).to_be_bytes();
+    SocketAddr::from(([10, 1, a, b], 5000))
 }
 
 /// One simulated player's path and clock.
@@ -209,8 +204,6 @@ pub struct Player {
     pub id: PeerId,
     rate: f64,
     base: Instant,
-    up: PathState,
-    down: PathState,
     bot: Bot,
     /// Inputs of every frame it emulated, in order.
     pub applied: Vec<Inputs>,
@@ -315,55 +308,18 @@ impl SimConfig {
     }
 }
 
-#[derive(Clone, Copy, Debug)]
-enum Dest {
-    Server(PeerId),
-    Spectating(u8),
-    Player(usize),
-}
-
-#[derive(Debug)]
-struct InFlight {
-    at: Duration,
-    order: u64,
-    dest: Dest,
-    bytes: Vec<u8>,
-    /// The player whose link it travels (its keys, with `sealed`).
-    link: usize,
-    /// Altered on the way.
-    altered: bool,
-}
-
-impl PartialEq for InFlight {
-    fn eq(&self, o: &Self) -> bool {
-        (self.at, self.order) == (o.at, o.order)
-    }
-}
-impl Eq for InFlight {}
-impl PartialOrd for InFlight {
-    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
-        Some(self.cmp(o))
-    }
-}
-impl Ord for InFlight {
-    fn cmp(&self, o: &Self) -> Ordering {
-        (self.at, self.order).cmp(&(o.at, o.order))
-    }
-}
-
 /// A server and its players on a simulated network.
-#[derive(Debug)]
 pub struct Sim {
     rng: SmallRng,
-    t: Duration,
+    net: SimNet,
+    /// The simulated clock (the server's), and when the run started.
+    clock: Instant,
     base: Instant,
     frame: f64,
     warmup: Duration,
     stall_push_chance: f64,
     pub server: Server,
     pub players: Vec<Player>,
-    queue: BinaryHeap<Reverse<InFlight>>,
-    order: u64,
     pub server_events: Vec<(Duration, ServerEvent)>,
     /// (time, lead) whenever the server's lead changed.
     pub lead_log: Vec<(Duration, u32)>,
@@ -375,26 +331,18 @@ pub struct Sim {
     apply_pace: bool,
     checksum_every: Option<u32>,
     corrupt_checksum: Option<(PeerId, u32)>,
-    stuck: u32,
-    /// Spectators' links draw from their own generator, so that watching changes nothing
-    /// of the players' simulated network.
+    /// Late players' and spectators' seeds come from their own generator, so that watching
+    /// changes nothing of the players' simulated network.
     spectator_rng: SmallRng,
     chaotic_bots: bool,
     sealed: bool,
     speculate: u32,
+    /// Player 0 is the host's, in memory (not `dedicated`).
+    local_host: bool,
     /// Each player's link keys (host side, joiner side), made when first needed.
     keys: Vec<Option<(Keys, Keys)>>,
-    /// Draws the alterations, apart from the other generators so that `corrupt` 0 changes
-    /// nothing of a seed's run.
-    corrupt_rng: SmallRng,
-    /// Datagrams altered on the way, and those of them dropped for a wrong tag (with
-    /// `sealed`); a few altered ones come out unchanged (the same bit flipped twice).
-    pub corrupted: u64,
+    /// Datagrams dropped for a wrong tag (with `sealed`).
     pub dropped_auth: u64,
-    /// Altered datagrams that reached their receiver (the rest were lost or in flight).
-    pub corrupted_arrived: u64,
-    /// Altered datagrams handed to the state machines untagged (without `sealed`).
-    pub corrupted_delivered: u64,
 }
 
 impl Sim {
@@ -402,6 +350,7 @@ impl Sim {
         let base = Instant::now();
         let mut rng = SmallRng::seed_from_u64(cfg.seed);
         let mut server = Server::new(base, cfg.lockstep.clone()).expect("valid config");
+        let mut net = SimNet::new("");
         let mut players = Vec::new();
         for (i, spec) in cfg.players.iter().enumerate() {
             let id = PeerId(i as u8);
@@ -410,6 +359,9 @@ impl Sim {
             let (up, down, rate) = if local {
                 (PathSpec::default(), PathSpec::default(), 1.0)
             } else {
+                let a = player_addr(i);
+                net.link(a, SERVER, spec.up.link(base, rng.gen()));
+                net.link(SERVER, a, spec.down.link(base, rng.gen()));
                 (spec.up.clone(), spec.down.clone(), spec.clock_rate)
             };
             let mut lockstep = cfg.lockstep.clone();
@@ -429,14 +381,6 @@ impl Sim {
                 id,
                 rate,
                 base,
-                up: PathState {
-                    spec: up,
-                    in_burst: false,
-                },
-                down: PathState {
-                    spec: down,
-                    in_burst: false,
-                },
                 bot: Bot {
                     real: crate::input::Bot::for_port(rng.gen(), i),
                     rng: SmallRng::seed_from_u64(rng.gen()),
@@ -463,15 +407,14 @@ impl Sim {
         }
         Sim {
             rng,
-            t: Duration::ZERO,
+            net,
+            clock: base,
             base,
             frame: 1.0 / cfg.lockstep.fps,
             warmup: cfg.warmup,
             stall_push_chance: cfg.stall_push_chance,
             server,
             players,
-            queue: BinaryHeap::new(),
-            order: 0,
             server_events: Vec::new(),
             lead_log: Vec::new(),
             server_traffic_at_warmup: None,
@@ -480,17 +423,13 @@ impl Sim {
             apply_pace: cfg.apply_pace,
             checksum_every: cfg.checksum_every,
             corrupt_checksum: cfg.corrupt_checksum,
-            stuck: 0,
             spectator_rng: SmallRng::seed_from_u64(cfg.seed ^ 0x5bec),
             chaotic_bots: cfg.chaotic_bots,
             sealed: cfg.sealed,
             speculate: cfg.speculate,
+            local_host: !cfg.dedicated,
             keys: Vec::new(),
-            corrupt_rng: SmallRng::seed_from_u64(cfg.seed ^ 0xc022),
-            corrupted: 0,
             dropped_auth: 0,
-            corrupted_arrived: 0,
-            corrupted_delivered: 0,
         }
     }
 
@@ -505,19 +444,16 @@ impl Sim {
         let base = self.base;
         let seed = self.spectator_rng.gen();
         let bot_seed = self.spectator_rng.gen();
+        let a = player_addr(self.players.len());
+        let up = spec.up.link(base, self.spectator_rng.gen());
+        self.net.link(a, SERVER, up);
+        let down = spec.down.link(base, self.spectator_rng.gen());
+        self.net.link(SERVER, a, down);
         self.players.push(Player {
             client,
             id,
             rate: spec.clock_rate,
             base,
-            up: PathState {
-                spec: spec.up,
-                in_burst: false,
-            },
-            down: PathState {
-                spec: spec.down,
-                in_burst: false,
-            },
             bot: Bot {
                 real: crate::input::Bot::for_port(seed, id.index()),
                 rng: SmallRng::seed_from_u64(bot_seed),
@@ -536,7 +472,7 @@ impl Sim {
             pushed: Vec::new(),
             // Its scheduler starts now: display slots from the current time on.
             paced: Paced::default(),
-            slot: (self.t.as_secs_f64() * spec.clock_rate / self.frame).ceil() as u64,
+            slot: (self.t().as_secs_f64() * spec.clock_rate / self.frame).ceil() as u64,
             slots: 0,
             stalled_slots: 0,
             events: Vec::new(),
@@ -555,7 +491,7 @@ impl Sim {
             .expect("late peer");
         let rtt = spec.up.delay + spec.down.delay;
         self.server.seed_rtt(now, id, rtt).expect("seed rtt");
-        let local = self.base + self.t.mul_f64(spec.clock_rate);
+        let local = self.base + self.t().mul_f64(spec.clock_rate);
         let client = Client::new_at(local, self.remote_config(), id, Frame(first)).expect("client");
         self.new_player(id, spec, client, first)
     }
@@ -572,7 +508,7 @@ impl Sim {
                 super::budget::UDP_IP_HEADER,
             )
             .expect("spectator");
-        let local = self.base + self.t.mul_f64(spec.clock_rate);
+        let local = self.base + self.t().mul_f64(spec.clock_rate);
         let client = Client::spectator(local, self.remote_config(), Frame(first)).expect("client");
         let i = self.new_player(PeerId(0), spec, client, first);
         self.players[i].spectator = Some(id);
@@ -609,7 +545,12 @@ impl Sim {
     }
 
     pub fn now(&self) -> Duration {
-        self.t
+        self.t()
+    }
+
+    /// Simulated time since the start.
+    fn t(&self) -> Duration {
+        self.clock - self.base
     }
 
     /// When the measured part of the run began.
@@ -618,25 +559,18 @@ impl Sim {
     }
 
     fn server_now(&self) -> Instant {
-        self.base + self.t
+        self.clock
     }
 
     /// Runs until every player still in the game emulated `frames` frames, or `limit`.
     pub fn run_frames(&mut self, frames: usize, limit: Duration) {
-        while self.t < limit
-            && self
-                .players
-                .iter()
-                .any(|p| !p.gone() && p.applied.len() < frames)
-        {
-            self.step();
-        }
+        let pending = |s: &Sim| (s.players.iter()).any(|p| !p.gone() && p.applied.len() < frames);
+        Simulation::run_until(self, limit, |s| !pending(s));
     }
 
+    /// Runs until the simulated time `t`.
     pub fn run_until(&mut self, t: Duration) {
-        while self.t < t {
-            self.step();
-        }
+        Simulation::run_until(self, t, |s| s.t() >= t);
     }
 
     /// The server's clock now.
@@ -648,7 +582,7 @@ impl Sim {
     pub fn remove_peer(&mut self, peer: PeerId) {
         let now = self.server_now();
         self.server.remove_peer(now, peer).expect("peer in session");
-        self.process();
+        self.collect_events();
     }
 
     /// Hands `bytes` to the server as if `from` had sent them, now.
@@ -659,44 +593,28 @@ impl Sim {
 
     /// Hands `bytes` to player `i` as if the server had sent them, now.
     pub fn inject_to_player(&mut self, i: usize, bytes: &[u8]) {
+        let t = self.t();
         let p = &mut self.players[i];
-        let now = p.local(self.t);
+        let now = p.local(t);
         p.client.handle_datagram(now, bytes);
     }
 
-    /// Jumps to the next deadline and processes everything due then.
-    pub fn step(&mut self) {
-        let mut next = self.queue.peek().map(|Reverse(p)| p.at);
-        let mut consider = |t: Duration| next = Some(next.map_or(t, |n: Duration| n.min(t)));
-        for p in &self.players {
-            if !p.gone() {
-                consider(p.next_tick(self.frame));
-            }
-            if let Some(at) = p.client.poll_timeout() {
-                consider(p.real(at));
-            }
-        }
-        if let Some(at) = self.server.poll_timeout() {
-            consider(at.saturating_duration_since(self.base));
-        }
-        let next = next.expect("something is always scheduled");
-        if next <= self.t {
-            self.stuck += 1;
-            assert!(
-                self.stuck < 10_000,
-                "simulation makes no progress at {:?}",
-                self.t
-            );
-        } else {
-            self.stuck = 0;
-            self.t = next;
-        }
-        self.process();
+    /// Datagrams altered on the way (a few of them come out unchanged: the same bit flipped
+    /// twice).
+    pub fn corrupted(&self) -> u64 {
+        self.net.links().map(|c| c.stats().corrupted).sum()
     }
 
-    fn process(&mut self) {
-        let t = self.t;
-        if t >= self.warmup && self.server_traffic_at_warmup.is_none() {
+    /// Altered datagrams that reached their receiver (the rest were lost or in flight); with
+    /// `sealed` each was dropped for its tag (`dropped_auth`), without it the state machines
+    /// took it.
+    pub fn corrupted_arrived(&self) -> u64 {
+        self.net.corrupted_arrived()
+    }
+
+    /// Takes the traffic counts at the end of the warm-up, once.
+    fn mark_warmup(&mut self) {
+        if self.t() >= self.warmup && self.server_traffic_at_warmup.is_none() {
             let peers = self.server.stats().peers;
             self.server_traffic_at_warmup =
                 Some(peers.iter().map(|p| (p.peer, p.traffic)).collect());
@@ -705,23 +623,10 @@ impl Sim {
                 p.client.reset_measurements();
             }
         }
-        self.deliver_due();
-        for i in 0..self.players.len() {
-            if !self.players[i].gone() && self.players[i].next_tick(self.frame) <= t {
-                self.tick(i);
-            }
-        }
-        let now = self.server_now();
-        if self.server.poll_timeout().is_some_and(|at| at <= now) {
-            self.server.handle_timeout(now);
-        }
-        for p in &mut self.players {
-            let now = p.local(t);
-            if p.client.poll_timeout().is_some_and(|at| at <= now) {
-                p.client.handle_timeout(now);
-            }
-        }
-        self.flush();
+    }
+
+    fn collect_events(&mut self) {
+        let t = self.t();
         while let Some(e) = self.server.poll_event() {
             self.server_events.push((t, e));
         }
@@ -734,37 +639,6 @@ impl Sim {
         if self.lead_log.last().is_none_or(|(_, l)| *l != lead) {
             self.lead_log.push((t, lead));
         }
-    }
-
-    fn deliver_due(&mut self) -> bool {
-        let mut any = false;
-        while self.queue.peek().is_some_and(|Reverse(p)| p.at <= self.t) {
-            let Some(Reverse(p)) = self.queue.pop() else {
-                break;
-            };
-            any = true;
-            let p = match self.unseal(p) {
-                Some(p) => p,
-                None => continue,
-            };
-            match p.dest {
-                Dest::Server(from) => {
-                    let now = self.server_now();
-                    self.server.handle_datagram(now, from, &p.bytes);
-                }
-                Dest::Spectating(id) => {
-                    let now = self.server_now();
-                    self.server
-                        .handle_spectator_datagram(now, SpectatorId(id), &p.bytes);
-                }
-                Dest::Player(i) => {
-                    let pl = &mut self.players[i];
-                    let now = pl.local(self.t);
-                    pl.client.handle_datagram(now, &p.bytes);
-                }
-            }
-        }
-        any
     }
 
     /// Player `link`'s keys: (the server's end, the player's end).
@@ -781,78 +655,42 @@ impl Sim {
         })
     }
 
-    /// A datagram that arrived, its tag checked and removed (with `sealed`); `None` if the
-    /// tag is wrong: dropped and counted, as the session layer does.
-    fn unseal(&mut self, mut p: InFlight) -> Option<InFlight> {
-        self.corrupted_arrived += u64::from(p.altered);
-        if !self.sealed {
-            self.corrupted_delivered += u64::from(p.altered);
-            return Some(p);
-        }
-        let to_player = matches!(p.dest, Dest::Player(_));
-        let (host, joiner) = self.link_keys(p.link);
-        let keys = if to_player { joiner } else { host };
-        match keys.open(&p.bytes) {
-            Some(body) => {
-                let n = body.len();
-                p.bytes.truncate(n);
-                Some(p)
-            }
-            None => {
-                self.dropped_auth += 1;
-                None
-            }
-        }
-    }
-
-    /// Puts a datagram on player `link`'s link, to arrive at each of `arrivals` (none:
-    /// lost), each copy altered on the way with chance `corrupt`.
-    fn launch(
-        &mut self,
-        arrivals: Vec<Duration>,
-        dest: Dest,
-        bytes: &[u8],
-        link: usize,
-        corrupt: f64,
-    ) {
-        let mut bytes = bytes.to_vec();
+    /// A datagram on player `i`'s link, tagged (with `sealed`) by the end that sends it.
+    fn seal(&mut self, i: usize, from_player: bool, mut bytes: Vec<u8>) -> Vec<u8> {
         if self.sealed {
-            let from_player = !matches!(dest, Dest::Player(_));
-            let (host, joiner) = self.link_keys(link);
+            let (host, joiner) = self.link_keys(i);
             if from_player { joiner } else { host }.seal(&mut bytes);
         }
-        for at in arrivals {
-            let mut copy = bytes.clone();
-            let mut altered = false;
-            if corrupt > 0.0 && self.corrupt_rng.gen_bool(corrupt) {
-                copy = crate::net::conditioner::corrupt(&mut self.corrupt_rng, copy);
-                altered = copy != bytes;
-                self.corrupted += u64::from(altered);
-            }
-            self.order += 1;
-            self.queue.push(Reverse(InFlight {
-                at,
-                order: self.order,
-                dest,
-                bytes: copy,
-                link,
-                altered,
-            }));
-        }
+        bytes
     }
 
-    /// Moves every pending datagram onto its link; zero-delay ones arrive at once.
-    fn flush(&mut self) {
+    /// A datagram that arrived on player `i`'s link, its tag checked and removed (with
+    /// `sealed`); `None` if the tag is wrong: dropped and counted, as the session layer does.
+    fn unseal(&mut self, i: usize, to_player: bool, bytes: &[u8]) -> Option<Vec<u8>> {
+        if !self.sealed {
+            return Some(bytes.to_vec());
+        }
+        let (host, joiner) = self.link_keys(i);
+        let keys = if to_player { joiner } else { host };
+        let body = keys.open(bytes).map(<[u8]>::to_vec);
+        self.dropped_auth += u64::from(body.is_none());
+        body
+    }
+
+    /// Collects what the machines send: to and from the host's player in memory at once
+    /// (until nothing more comes of it), the rest tagged for the network.
+    fn flush(&mut self) -> Vec<(SocketAddr, Transmit)> {
+        let mut out = Vec::new();
         loop {
-            let t = self.t;
-            let now = self.server_now();
+            let mut in_memory = false;
+            let (t, now) = (self.t(), self.server_now());
             while let Some(Transmit { to, bytes }) = self.server.poll_spectator_transmit(now) {
                 let Some(i) = self.players.iter().position(|p| p.spectator == Some(to.0)) else {
                     continue;
                 };
-                let arrivals = self.players[i].down.route(&mut self.spectator_rng, t);
-                let corrupt = self.players[i].down.spec.corrupt;
-                self.launch(arrivals, Dest::Player(i), &bytes, i, corrupt);
+                let bytes = self.seal(i, false, bytes);
+                let to = player_addr(i);
+                out.push((SERVER, Transmit { to, bytes }));
             }
             while let Some(Transmit { to, bytes }) = self.server.poll_transmit(now) {
                 self.max_update = self.max_update.max(bytes.len());
@@ -864,42 +702,45 @@ impl Sim {
                 else {
                     continue;
                 };
-                let arrivals = self.players[i].down.route(&mut self.rng, t);
-                let corrupt = self.players[i].down.spec.corrupt;
-                self.launch(arrivals, Dest::Player(i), &bytes, i, corrupt);
+                if i == 0 && self.local_host {
+                    let p = &mut self.players[0];
+                    p.client.handle_datagram(p.local(t), &bytes);
+                    in_memory = true;
+                    continue;
+                }
+                let bytes = self.seal(i, false, bytes);
+                let to = player_addr(i);
+                out.push((SERVER, Transmit { to, bytes }));
             }
             for i in 0..self.players.len() {
                 let now = self.players[i].local(t);
                 while let Some(bytes) = self.players[i].client.poll_transmit(now) {
-                    let id = self.players[i].id;
-                    let (dest, arrivals) = match self.players[i].spectator {
-                        Some(s) => (
-                            Dest::Spectating(s),
-                            self.players[i].up.route(&mut self.spectator_rng, t),
-                        ),
-                        None => {
-                            self.max_ctrl = self.max_ctrl.max(bytes.len());
-                            (Dest::Server(id), self.players[i].up.route(&mut self.rng, t))
-                        }
-                    };
-                    let corrupt = self.players[i].up.spec.corrupt;
-                    self.launch(arrivals, dest, &bytes, i, corrupt);
+                    if self.players[i].spectator.is_none() {
+                        self.max_ctrl = self.max_ctrl.max(bytes.len());
+                    }
+                    if i == 0 && self.local_host {
+                        let id = self.players[0].id;
+                        self.server.handle_datagram(self.server_now(), id, &bytes);
+                        in_memory = true;
+                        continue;
+                    }
+                    let bytes = self.seal(i, true, bytes);
+                    out.push((player_addr(i), Transmit { to: SERVER, bytes }));
                 }
             }
-            if !self.deliver_due() {
-                break;
+            if !in_memory {
+                return out;
             }
         }
     }
-
     /// One display slot of player `i`, like `app::runner` (`paced`): push a sample per
     /// frame, run the frames that are due (at most 4), count a stall if inputs were missing.
     fn tick(&mut self, i: usize) {
-        let warm = self.t >= self.warmup;
+        let warm = self.t() >= self.warmup;
         let frame = self.frame;
-        let t = self.t;
+        let t = self.t();
         let p = &mut self.players[i];
-        let now = p.local(self.t);
+        let now = p.local(t);
         let local = p.slot as f64 * frame;
         p.slot += 1;
         let pace = if self.apply_pace {
@@ -977,5 +818,68 @@ impl Sim {
             p.client.push_local_input(now, pad);
             p.pushed.push(pad);
         }
+    }
+}
+
+impl Simulation for Sim {
+    fn net_and_clock(&mut self) -> (&mut SimNet, &mut Instant, Instant) {
+        (&mut self.net, &mut self.clock, self.base)
+    }
+
+    fn deliver(&mut self, from: SocketAddr, to: SocketAddr, bytes: &[u8]) {
+        self.mark_warmup();
+        let now = self.server_now();
+        if to == SERVER {
+            let Some(i) = (0..self.players.len()).find(|i| player_addr(*i) == from) else {
+                return;
+            };
+            let Some(bytes) = self.unseal(i, false, bytes) else {
+                return;
+            };
+            match self.players[i].spectator {
+                Some(s) => (self.server).handle_spectator_datagram(now, SpectatorId(s), &bytes),
+                None => self.server.handle_datagram(now, self.players[i].id, &bytes),
+            }
+        } else if let Some(i) = (0..self.players.len()).find(|i| player_addr(*i) == to) {
+            let Some(bytes) = self.unseal(i, true, bytes) else {
+                return;
+            };
+            let t = self.t();
+            let p = &mut self.players[i];
+            p.client.handle_datagram(p.local(t), &bytes);
+        }
+    }
+
+    /// The display slots due, the machines' timers, what they send, what they report.
+    fn step(&mut self) -> Vec<(SocketAddr, Transmit)> {
+        self.mark_warmup();
+        let t = self.t();
+        for i in 0..self.players.len() {
+            if !self.players[i].gone() && self.players[i].next_tick(self.frame) <= t {
+                self.tick(i);
+            }
+        }
+        let now = self.server_now();
+        if self.server.poll_timeout().is_some_and(|at| at <= now) {
+            self.server.handle_timeout(now);
+        }
+        for p in &mut self.players {
+            let now = p.local(t);
+            if p.client.poll_timeout().is_some_and(|at| at <= now) {
+                p.client.handle_timeout(now);
+            }
+        }
+        let out = self.flush();
+        self.collect_events();
+        out
+    }
+
+    fn poll_timeout(&self) -> Option<Instant> {
+        let players = self.players.iter().flat_map(|p| {
+            let tick = (!p.gone()).then(|| self.base + p.next_tick(self.frame));
+            let timer = p.client.poll_timeout().map(|at| self.base + p.real(at));
+            [tick, timer]
+        });
+        players.flatten().chain(self.server.poll_timeout()).min()
     }
 }

@@ -246,7 +246,7 @@ fn matrix(players: usize, frames: usize) {
     for (i, (name, link)) in conditions().into_iter().enumerate() {
         let mut cfg = SimConfig::new(
             config(players, super::DEFAULT_KEYFRAME_INTERVAL),
-            drifting(players, link),
+            drifting(players, link.clone()),
             1000 + i as u64,
         );
         // Tagged as the session layer tags them: an altered datagram never reaches the
@@ -256,11 +256,14 @@ fn matrix(players: usize, frames: usize) {
         print(&format!("{players}p {name}"), &o);
         // Every altered datagram that arrived was dropped, and nothing else.
         assert_eq!(
-            sim.corrupted_arrived, sim.dropped_auth,
+            sim.corrupted_arrived(),
+            sim.dropped_auth,
             "{name}: {} altered datagrams arrived, {} dropped",
-            sim.corrupted_arrived, sim.dropped_auth
+            sim.corrupted_arrived(),
+            sim.dropped_auth
         );
-        assert!(sim.corrupted_arrived + 8 >= sim.corrupted, "{name}");
+        assert!(sim.corrupted_arrived() + 8 >= sim.corrupted(), "{name}");
+        assert_eq!(link.corrupt > 0.0, sim.corrupted_arrived() > 0, "{name}");
         assert_in_sync(&sim);
         assert_no_tap_lost(&sim, |_| None);
         assert_session_up(&sim);

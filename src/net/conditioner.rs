@@ -14,6 +14,9 @@
 //! - `corrupt`: probability (`3%`) that a datagram is altered on the way, as a forger or a
 //!   broken middlebox would: one to three bits flipped, cut short, or up to 16 random bytes
 //!   appended (a third of the altered ones each).
+//! - `burst`: loss in bursts (Gilbert-Elliott), `ENTER/LEAVE` as two probabilities
+//!   (`1%/25%`): per datagram, the chance to enter a burst and to leave it; every datagram in
+//!   a burst is lost (and counted as dropped), on top of `loss`.
 //! - `seed`: RNG seed (default 1), so a run can be repeated exactly.
 //!
 //! The conditioner is only as punctual as its caller's timer: a datagram leaves when
@@ -37,7 +40,7 @@ use crate::wire::Transmit;
 pub const LATE: Duration = Duration::from_millis(4);
 /// Longest a reordered datagram waits for a later one to overtake it.
 pub const REORDER_HOLD: Duration = Duration::from_millis(100);
-const KEYS: &str = "delay, jitter, dist, loss, dup, reorder, corrupt, rate, seed";
+const KEYS: &str = "delay, jitter, dist, loss, burst, dup, reorder, corrupt, rate, seed";
 /// Most random bytes `corrupt` appends to a datagram.
 const MAX_APPENDED: usize = 16;
 
@@ -61,6 +64,8 @@ pub struct NetSim {
     pub corrupt: f64,
     /// Bits per second; `None` = unlimited.
     pub rate: Option<u64>,
+    /// Loss bursts: chance per datagram to enter a burst and to leave it.
+    pub burst: Option<(f64, f64)>,
     pub seed: u64,
 }
 
@@ -75,6 +80,7 @@ impl Default for NetSim {
             reorder: 0.0,
             corrupt: 0.0,
             rate: None,
+            burst: None,
             seed: 1,
         }
     }
@@ -148,6 +154,13 @@ impl FromStr for NetSim {
                         parse_rate(value).ok_or_else(|| bad("a bandwidth like 1mbit or 500kB"))?,
                     )
                 }
+                "burst" => {
+                    let (enter, leave) = value
+                        .split_once('/')
+                        .and_then(|(a, b)| Some((parse_prob(a.trim())?, parse_prob(b.trim())?)))
+                        .ok_or_else(|| bad("two probabilities like 1%/25% (enter/leave)"))?;
+                    sim.burst = Some((enter, leave));
+                }
                 "seed" => sim.seed = value.parse().map_err(|_| bad("an unsigned integer"))?,
                 _ => return Err(NetSimError::UnknownKey(key.into())),
             }
@@ -179,6 +192,9 @@ impl fmt::Display for NetSim {
         }
         if let Some(rate) = self.rate {
             write!(f, ",rate={rate}bit")?;
+        }
+        if let Some((enter, leave)) = self.burst {
+            write!(f, ",burst={}%/{}%", enter * 100.0, leave * 100.0)?;
         }
         write!(f, ",seed={}", self.seed)
     }
@@ -270,6 +286,8 @@ struct Queued {
     order: u64,
     to: SocketAddr,
     bytes: Vec<u8>,
+    /// Altered on the way (`corrupt`; not when the alteration happened to change nothing).
+    altered: bool,
 }
 
 /// A datagram held back to be reordered: released after the next datagram to the same peer.
@@ -289,6 +307,8 @@ pub struct Conditioner {
     link_free: Option<Instant>,
     order: u64,
     stats: ConditionerStats,
+    /// Inside a loss burst (`burst`).
+    in_burst: bool,
 }
 
 impl Conditioner {
@@ -301,11 +321,18 @@ impl Conditioner {
             link_free: None,
             order: 0,
             stats: ConditionerStats::default(),
+            in_burst: false,
         }
     }
 
     pub fn settings(&self) -> &NetSim {
         &self.sim
+    }
+
+    /// From now on each datagram pushed is delayed by `delay` (± jitter): a route that
+    /// changed. Those already queued keep their due times.
+    pub fn set_delay(&mut self, delay: Duration) {
+        self.sim.delay = delay;
     }
 
     pub fn stats(&self) -> ConditionerStats {
@@ -339,16 +366,28 @@ impl Conditioner {
     /// Takes a datagram sent at `now`; it comes back out of `poll_transmit` (or never, if lost).
     pub fn push(&mut self, now: Instant, to: SocketAddr, bytes: Vec<u8>) {
         self.stats.pushed += 1;
+        // Drawn only when asked for, so that a seed without bursts impairs as before.
+        if let Some((enter, leave)) = self.sim.burst {
+            let p = if self.in_burst { 1.0 - leave } else { enter };
+            self.in_burst = self.rng.gen::<f64>() < p;
+            if self.in_burst {
+                self.stats.dropped += 1;
+                return;
+            }
+        }
         if self.rng.gen::<f64>() < self.sim.loss {
             self.stats.dropped += 1;
             return;
         }
         // Drawn only when asked for, so the other impairments of a seed stay as they were.
-        let bytes = if self.sim.corrupt > 0.0 && self.rng.gen::<f64>() < self.sim.corrupt {
+        let (bytes, altered) = if self.sim.corrupt > 0.0 && self.rng.gen::<f64>() < self.sim.corrupt
+        {
             self.stats.corrupted += 1;
-            corrupt(&mut self.rng, bytes)
+            let altered = corrupt(&mut self.rng, bytes.clone());
+            let changed = altered != bytes;
+            (altered, changed)
         } else {
-            bytes
+            (bytes, false)
         };
         let mut copies = vec![bytes];
         if self.rng.gen::<f64>() < self.sim.dup {
@@ -373,6 +412,7 @@ impl Conditioner {
                 order: self.order,
                 to,
                 bytes,
+                altered,
             };
             if self.rng.gen::<f64>() < self.sim.reorder {
                 self.stats.reordered += 1;
@@ -407,6 +447,12 @@ impl Conditioner {
 
     /// The next datagram whose time has come, earliest first.
     pub fn poll_transmit(&mut self, now: Instant) -> Option<Transmit> {
+        self.poll_marked(now).map(|(t, _)| t)
+    }
+
+    /// [`Conditioner::poll_transmit`], and whether `corrupt` altered that datagram (so that
+    /// a simulation can tell which of those that arrived were forged on the way).
+    pub fn poll_marked(&mut self, now: Instant) -> Option<(Transmit, bool)> {
         // Held datagrams that nothing overtook in time go out anyway.
         let mut i = 0;
         while i < self.held.len() {
@@ -425,10 +471,11 @@ impl Conditioner {
         let late = now.saturating_duration_since(packet.due);
         self.stats.released_late += u64::from(late >= LATE);
         self.stats.late_max = self.stats.late_max.max(late);
-        Some(Transmit {
+        let t = Transmit {
             to: packet.to,
             bytes: packet.bytes,
-        })
+        };
+        Some((t, packet.altered))
     }
 
     /// When `poll_transmit` next has something.
@@ -574,6 +621,66 @@ mod tests {
             run("loss=5%,dup=1%,seed=3", 1000),
             run("loss=5%,dup=1%,corrupt=0%,seed=3", 1000)
         );
+    }
+
+    #[test]
+    fn bursts_lose_runs_of_datagrams_at_the_stationary_share() {
+        let sim: NetSim = "burst=1%/25%,seed=6".parse().unwrap();
+        assert_eq!(sim.burst, Some((0.01, 0.25)));
+        assert_eq!(sim.to_string().parse::<NetSim>().unwrap(), sim);
+        assert!("burst=1%".parse::<NetSim>().is_err());
+        assert!("burst=1%/x".parse::<NetSim>().is_err());
+        let (out, stats) = run("burst=1%/25%,seed=6", N);
+        let mut seen = vec![false; N as usize];
+        for (_, i) in &out {
+            seen[*i as usize] = true;
+        }
+        // In a burst a fraction enter / (enter + leave) of the time; its runs last 1 / leave
+        // datagrams on average (4 here), where independent loss at that share rarely loses
+        // two in a row.
+        let lost = seen.iter().filter(|s| !**s).count();
+        assert_eq!(lost as u64, stats.dropped);
+        let share = lost as f64 / f64::from(N);
+        assert!((share - 0.01 / 0.26).abs() < 0.006, "{share}");
+        let runs = seen.windows(2).filter(|w| w[0] && !w[1]).count();
+        let mean_run = lost as f64 / runs as f64;
+        assert!((mean_run - 4.0).abs() < 0.4, "{mean_run}");
+        // Without bursts a seed impairs as before: no random draw was added.
+        assert_eq!(run("loss=5%,seed=3", 1000), run("loss=5%,seed=3", 1000));
+    }
+
+    #[test]
+    fn set_delay_moves_what_is_pushed_from_then_on() {
+        let mut c = Conditioner::new("delay=10ms".parse().unwrap());
+        let t0 = Instant::now();
+        let ms = Duration::from_millis;
+        c.push(t0, addr(), vec![1]);
+        c.set_delay(ms(50));
+        c.push(t0 + ms(1), addr(), vec![2]);
+        assert_eq!(c.poll_timeout(), Some(t0 + ms(10)));
+        assert!(c.poll_transmit(t0 + ms(10)).is_some());
+        assert_eq!(c.poll_timeout(), Some(t0 + ms(51)));
+    }
+
+    #[test]
+    fn poll_marked_tells_which_datagrams_were_altered() {
+        let mut c = Conditioner::new("corrupt=20%,seed=2".parse().unwrap());
+        let t0 = Instant::now();
+        let original = vec![7u8; 30];
+        let mut marked = 0;
+        for _ in 0..5000 {
+            c.push(t0, addr(), original.clone());
+            let (t, altered) = c.poll_marked(t0).expect("nothing lost");
+            assert_eq!(altered, t.bytes != original);
+            marked += u64::from(altered);
+        }
+        // Those whose same bit flipped twice count as corrupted but arrive unchanged.
+        let corrupted = c.stats().corrupted;
+        assert!(
+            marked <= corrupted && corrupted - marked < 10,
+            "{marked} {corrupted}"
+        );
+        assert!(marked > 800, "{marked}");
     }
 
     #[test]

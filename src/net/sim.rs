@@ -2,7 +2,10 @@
 //! pass through a [`Conditioner`] of its own, the same one `--netsim` puts in front of a
 //! real socket, seeded in turn so that a run repeats exactly. On top of the conditioner's
 //! delay, loss, jitter and corruption, an address can go down for a while (both ways) and be
-//! retired when its node moves. It knows addresses and bytes only: who listens where is the
+//! retired when its node moves. A sender->receiver pair can instead have a [`Link`] of its
+//! own (one direction of a player's path: its conditioner, route changes over time, spans
+//! in which everything sent is lost). The net counts the altered datagrams that arrived
+//! (`corrupted_arrived`). It knows addresses and bytes only: who listens where is the
 //! caller's business. [`Simulation`] is the loop that drives a harness's state machines over
 //! it (the world in `netplay::world` has a runner of its own to drive, and its own step).
 
@@ -10,14 +13,35 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use super::conditioner::Conditioner;
+use super::conditioner::{Conditioner, NetSim};
 use crate::wire::Transmit;
 
 /// Bytes of IPv4 and UDP headers counted for every datagram sent.
 const HEADERS: u64 = 28;
 
+/// One direction between two addresses, for [`SimNet::link`].
+#[derive(Clone, Debug, Default)]
+pub struct Link {
+    /// Its impairments and seed.
+    pub netsim: NetSim,
+    /// From each time on, a new one-way delay (sorted by time).
+    pub delay_steps: Vec<(Instant, Duration)>,
+    /// Everything sent within these spans (from, until) is lost.
+    pub outages: Vec<(Instant, Instant)>,
+}
+
+struct LinkState {
+    conditioner: Conditioner,
+    delay_steps: Vec<(Instant, Duration)>,
+    outages: Vec<(Instant, Instant)>,
+}
+
 pub struct SimNet {
     links: BTreeMap<SocketAddr, Conditioner>,
+    /// Links of their own for (from, to) pairs; the rest share their sender's conditioner.
+    pairs: BTreeMap<(SocketAddr, SocketAddr), LinkState>,
+    /// Datagrams that arrived altered (`corrupt`).
+    corrupted_arrived: u64,
     netsim: String,
     seed: u64,
     /// (address, from, until): nothing gets to or from it meanwhile.
@@ -47,6 +71,8 @@ impl SimNet {
     pub fn seeded(netsim: &str, seed: u64) -> SimNet {
         SimNet {
             links: BTreeMap::new(),
+            pairs: BTreeMap::new(),
+            corrupted_arrived: 0,
             netsim: netsim.into(),
             seed,
             outages: Vec::new(),
@@ -78,6 +104,16 @@ impl SimNet {
         if self.down(from, now) || self.down(t.to, now) {
             return;
         }
+        if let Some(link) = self.pairs.get_mut(&(from, t.to)) {
+            if link.outages.iter().any(|(a, b)| now >= *a && now < *b) {
+                return;
+            }
+            if let Some((_, delay)) = link.delay_steps.iter().rev().find(|(at, _)| now >= *at) {
+                link.conditioner.set_delay(*delay);
+            }
+            link.conditioner.push(now, t.to, t.bytes);
+            return;
+        }
         self.seed += 1;
         let sim = format!("{},seed={}", self.netsim, self.seed);
         self.links
@@ -90,11 +126,16 @@ impl SimNet {
     pub fn due(&mut self, now: Instant) -> Vec<(SocketAddr, SocketAddr, Vec<u8>)> {
         let mut due = Vec::new();
         for (from, c) in &mut self.links {
-            while let Some(t) = c.poll_transmit(now) {
-                due.push((*from, t.to, t.bytes));
+            while let Some((t, altered)) = c.poll_marked(now) {
+                due.push((*from, t.to, t.bytes, altered));
             }
         }
-        due.retain(|(from, to, _)| {
+        for ((from, _), link) in &mut self.pairs {
+            while let Some((t, altered)) = link.conditioner.poll_marked(now) {
+                due.push((*from, t.to, t.bytes, altered));
+            }
+        }
+        due.retain(|(from, to, _, _)| {
             let filtered = self.routed.contains(to) && !self.opened.contains(&(*to, *from));
             let cut = self
                 .cuts
@@ -106,7 +147,29 @@ impl SimNet {
                 || filtered
                 || cut)
         });
-        due
+        self.corrupted_arrived += due.iter().filter(|d| d.3).count() as u64;
+        due.into_iter()
+            .map(|(from, to, bytes, _)| (from, to, bytes))
+            .collect()
+    }
+
+    /// Datagrams from `from` to `to` go through `link` from now on, not through `from`'s
+    /// shared conditioner.
+    pub fn link(&mut self, from: SocketAddr, to: SocketAddr, link: Link) {
+        let mut delay_steps = link.delay_steps;
+        delay_steps.sort_by_key(|(at, _)| *at);
+        let state = LinkState {
+            conditioner: Conditioner::new(link.netsim),
+            delay_steps,
+            outages: link.outages,
+        };
+        self.pairs.insert((from, to), state);
+    }
+
+    /// Altered datagrams (`corrupt`) that arrived so far; those an outage or a cut stopped
+    /// on arrival do not count.
+    pub fn corrupted_arrived(&self) -> u64 {
+        self.corrupted_arrived
     }
 
     /// The next arrival, or the next start or end of an outage.
@@ -116,8 +179,7 @@ impl SimNet {
             .iter()
             .flat_map(|(_, from, until)| [*from, *until])
             .filter(|t| *t > now);
-        self.links
-            .values()
+        self.links()
             .filter_map(Conditioner::poll_timeout)
             .chain(edges)
             .min()
@@ -164,7 +226,8 @@ impl SimNet {
 
     /// The senders' conditioners (for their counts of lost, altered, delayed datagrams).
     pub fn links(&self) -> impl Iterator<Item = &Conditioner> {
-        self.links.values()
+        let pairs = self.pairs.values().map(|l| &l.conditioner);
+        self.links.values().chain(pairs)
     }
 }
 
@@ -219,5 +282,84 @@ pub trait Simulation: Sized {
                 .unwrap_or(now + IDLE);
             *self.net_and_clock().1 = next.max(now + Self::MIN_STEP);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn addr(n: u8) -> SocketAddr {
+        SocketAddr::from(([10, 0, 0, n], 1))
+    }
+
+    fn datagram(to: SocketAddr, n: u8) -> Transmit {
+        Transmit {
+            to,
+            bytes: vec![n; 20],
+        }
+    }
+
+    /// Sends one datagram a millisecond from a to b for `ms` ms, and returns (arrival in ms,
+    /// bytes) of each that arrived.
+    fn run(net: &mut SimNet, t0: Instant, ms: u64) -> Vec<(u64, Vec<u8>)> {
+        let mut got = Vec::new();
+        for i in 0..ms + 500 {
+            let now = t0 + Duration::from_millis(i);
+            for (_, _, bytes) in net.due(now) {
+                got.push((i, bytes));
+            }
+            if i < ms {
+                net.send(now, addr(1), datagram(addr(2), i as u8));
+            }
+        }
+        got
+    }
+
+    #[test]
+    fn a_pair_link_steps_its_delay_and_loses_what_is_sent_in_its_outages() {
+        let t0 = Instant::now();
+        let ms = Duration::from_millis;
+        let mut net = SimNet::new("delay=200ms");
+        let netsim = "delay=10ms".parse().unwrap();
+        let link = Link {
+            netsim,
+            delay_steps: vec![(t0 + ms(50), ms(30))],
+            outages: vec![(t0 + ms(20), t0 + ms(30))],
+        };
+        net.link(addr(1), addr(2), link);
+        let got = run(&mut net, t0, 100);
+        // Not the sender's shared 200 ms: 10 ms, then 30 ms from 50 ms on; none of 20..30.
+        assert_eq!(got.len(), 90);
+        assert!(got.iter().all(|(at, b)| !(20..30).contains(&b[0])
+            && *at == u64::from(b[0]) + if b[0] < 50 { 10 } else { 30 }));
+        // The other direction still goes through the shared conditioner.
+        net.send(t0 + ms(600), addr(2), datagram(addr(1), 9));
+        assert!(net.due(t0 + ms(799)).is_empty());
+        assert_eq!(net.due(t0 + ms(800)).len(), 1);
+    }
+
+    #[test]
+    fn altered_datagrams_that_arrive_are_counted() {
+        let t0 = Instant::now();
+        let mut net = SimNet::new("");
+        let netsim = "corrupt=10%,seed=3".parse().unwrap();
+        let link = Link {
+            netsim,
+            ..Link::default()
+        };
+        net.link(addr(1), addr(2), link);
+        let got = run(&mut net, t0, 2000);
+        let intact = |b: &[u8]| b.len() == 20 && b.iter().all(|x| *x == b[0]);
+        let altered = got.iter().filter(|(_, b)| !intact(b)).count() as u64;
+        assert_eq!(got.len(), 2000);
+        assert_eq!(net.corrupted_arrived(), altered);
+        assert!((150..250).contains(&altered), "{altered}");
+        // Stopped on arrival, an altered datagram does not count as arrived.
+        net.cut(addr(1), addr(2));
+        let before = net.corrupted_arrived();
+        run(&mut net, t0 + Duration::from_secs(5), 2000);
+        assert!(net.links().next().unwrap().stats().corrupted > 250);
+        assert_eq!(net.corrupted_arrived(), before);
     }
 }
