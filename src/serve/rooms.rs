@@ -1,6 +1,6 @@
 //! [`Rooms`]: a dedicated server's rooms as one sans-IO state machine, a
-//! [`session::Endpoint`] per room behind a router (quinn-proto's `Endpoint` over its
-//! `Connection`s). It never reads a clock and never touches a socket.
+//! [`session::Endpoint`](crate::session::Endpoint) per room behind a router (quinn-proto's
+//! `Endpoint` over its `Connection`s). It never reads a clock and never touches a socket.
 //!
 //! This file is the facade, [`Rooms`], with the state every part shares (the rooms and the
 //! routes to them) and the router: which part a datagram or a timeout goes to. The rest is
