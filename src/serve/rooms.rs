@@ -13,8 +13,7 @@
 //! - [`hosted`]: rooms hosted by their creators, relayed and introduced.
 //!
 //! They extend [`Rooms`] and see its fields; none imports another's items but `opens`,
-//! which files a directory [`Claim`]. Nothing here imports `netplay`,
-//! `app` or a socket.
+//! which files a directory [`Claim`]. Nothing here imports `netplay`, `app` or a socket.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::net::{IpAddr, SocketAddr};
