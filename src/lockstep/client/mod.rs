@@ -1,11 +1,11 @@
 //! The lockstep client: one per player. Sends its local samples in CTRLs, receives
 //! everyone's inputs in UPDATEs and hands out frames in order, waiting at the keyframe.
 //!
-//! This file holds the frames received and pauses; its link to the server is a [`PeerLink`],
-//! its pacing advice the lockstep `Playout`, and beside it `outbox` (the samples and
-//! checksums to send until acknowledged), `stalls`, `notices` (which were raised),
-//! `measure` (input round trip, latency) and `speculate` (what running ahead needs) hold
-//! their own state. Must not import the server: both ends stand on `link`.
+//! This file holds the frames received; its link to the server is a [`PeerLink`], its
+//! pacing advice the lockstep `Playout`, and beside it `pausing` (the pause asked for and
+//! in force), `outbox` (the samples and checksums to send until acknowledged), `stalls`,
+//! `notices` (which were raised), `measure` (input round trip, latency) and `speculate`
+//! (what running ahead needs) hold their own state. Must not import the server: both ends stand on `link`.
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
@@ -25,6 +25,7 @@ mod event;
 mod measure;
 mod notices;
 mod outbox;
+mod pausing;
 mod speculate;
 mod stalls;
 
@@ -45,8 +46,6 @@ const MAX_WAITED: u32 = 120;
 /// Received frames kept as bases for delta coding (68 s at 60 fps): the server codes against
 /// the frame before the oldest one we have not acknowledged, at most a few round trips back.
 const HELD_FRAMES: usize = 4096;
-/// Longest a spectator waits after a resume for its buffer to fill (see `at_pause`).
-const REFILL_LIMIT: Duration = Duration::from_millis(500);
 
 /// What a CTRL carried, kept until it is acknowledged (see [`PeerLink`]).
 #[derive(Clone, Copy, Debug)]
@@ -649,49 +648,6 @@ impl Client {
             Some(_) => self.cfg.timeout.max(PAUSED_SILENCE),
             None => self.cfg.timeout,
         }
-    }
-
-    /// Asks the server to pause the game for everyone (`true`) or to resume it. The answer
-    /// comes as [`ClientEvent::Paused`], [`ClientEvent::Resumed`] or
-    /// [`ClientEvent::PauseRefused`]. A spectator cannot.
-    pub fn request_pause(&mut self, pause: bool) {
-        if !self.is_spectator() {
-            self.pause.request(pause);
-            self.send_due = true;
-        }
-    }
-
-    /// The pause in force, as the server announced it: who paused, and the first frame
-    /// that waits for the resume.
-    pub fn paused(&self) -> Option<(PeerId, Frame)> {
-        self.pause.paused
-    }
-
-    /// Every frame before the pause has been handed out: the game stands still here. A
-    /// spectator, which plays the stream as it comes, stands still after the resume too,
-    /// until it holds two keyframe intervals' worth of frames again (or `REFILL_LIMIT`
-    /// passed): going on with an empty buffer, it would wait for every UPDATE.
-    pub fn at_pause(&self) -> bool {
-        if let Some((_, at)) = self.pause.paused {
-            return self.next_frame >= at && self.frames.is_empty();
-        }
-        let refilling = self
-            .pause
-            .resumed_at
-            .is_some_and(|t| self.last_now < t + REFILL_LIMIT);
-        self.is_spectator()
-            && refilling
-            && self.pause.refill
-            && (self.frames.len() as u32) <= 2 * self.cfg.keyframe_interval
-    }
-
-    /// The server paused at `at`: a wait there already begun is no stall.
-    fn paused_at(&mut self, peer: PeerId, at: Frame) -> ClientEvent {
-        self.pause.paused = Some((peer, at));
-        if self.at_pause() {
-            self.stalls.cancel();
-        }
-        ClientEvent::Paused { peer, at }
     }
 
     /// The settings it was made with.

@@ -4,7 +4,8 @@
 //! one and applies the policy that ties them together (a player who leaves the lobby or says
 //! goodbye leaves the lockstep server, a player the server timed out is told so, a desync
 //! asks for a state to send). `events` holds what it reports, `starting` how players get
-//! into the game (the start, and states for late joiners, spectators and resyncs).
+//! into the game (the start, and states for late joiners, spectators and resyncs), `chat`
+//! who hears the session's chat.
 //!
 //! `framelock host` drives one beside its own player's lockstep client, which talks to it in
 //! memory ([`Endpoint::handle_local`], [`Endpoint::poll_local`]); a dedicated server drives
@@ -14,6 +15,7 @@
 //! is reached, then drain [`poll_transmit`](Endpoint::poll_transmit) and
 //! [`poll_event`](Endpoint::poll_event). It never reads a clock and never touches a socket.
 
+mod chat;
 mod events;
 mod starting;
 
@@ -29,7 +31,7 @@ use crate::lockstep::{
 };
 use crate::wire::{link_overhead, Header, Kind, Transmit, HEADER_LEN};
 
-use super::chat::{ChatLine, ChatRelay};
+use super::chat::ChatRelay;
 use super::host::is_spectator_slot;
 use super::{
     is_session_datagram, resync_request, HostConfig, HostEvent, HostSession, Player, ResyncRecv,
@@ -262,53 +264,6 @@ impl Endpoint {
             Ok(None) => true,
             Err(_) => false,
         }
-    }
-
-    /// Everyone in the session who hears chat: the joiners with the start state (players
-    /// and spectators), by slot and name.
-    fn chat_roster(&self) -> Vec<(u8, String)> {
-        self.session
-            .players()
-            .into_iter()
-            .chain(self.session.spectators())
-            .filter(|p| p.ready && p.addr.is_some())
-            .map(|p| (p.slot, p.name))
-            .collect()
-    }
-
-    /// A chat datagram's body from the joiner in `slot` (its tag checked).
-    fn handle_chat(&mut self, now: Instant, slot: Option<u8>, body: &[u8]) -> bool {
-        let roster = self.chat_roster();
-        let Some((slot, name)) = roster.iter().find(|(s, _)| Some(*s) == slot) else {
-            return false;
-        };
-        let slots: Vec<u8> = roster.iter().map(|(s, _)| *s).collect();
-        self.chat.handle(now, *slot, name, body, &slots)
-    }
-
-    /// The local player (a direct host's) says `text` (sanitised, within the rate) at
-    /// `frame`: it goes to everyone else. Returns the line as the others see it.
-    pub fn say_local(&mut self, now: Instant, frame: u32, text: String) -> ChatLine {
-        let name = self
-            .session
-            .players()
-            .into_iter()
-            .find(|p| p.slot == 0)
-            .map_or_else(String::new, |p| p.name);
-        let line = ChatLine {
-            slot: 0,
-            name,
-            frame,
-            text,
-        };
-        let slots: Vec<u8> = self.chat_roster().iter().map(|(s, _)| *s).collect();
-        self.chat.relay(now, line.clone(), &slots);
-        line
-    }
-
-    /// The next chat message for the local player, in the order everyone hears them.
-    pub fn poll_chat(&mut self) -> Option<ChatLine> {
-        self.chat.poll_local()
     }
 
     /// A datagram from the local player's lockstep client.

@@ -1,13 +1,17 @@
 //! Host side of the session: admits joiners, hands out slots and sends the start payload.
-//! `admission` holds the handshake (Hellos, passwords, which seat), `paths` a joiner's move
-//! to a new address, `events` what it reports; this module the peers, the state transfer,
-//! the lobby and the timers. None of it imports anything above `session`.
+//! `admission` holds the handshake (Hellos, passwords, which seat), `start_state` the
+//! start state and its transfer to each joiner, `paths` a joiner's move to a new address,
+//! `config` the [`HostConfig`], `events` what it reports; this module the peers, the
+//! datagrams' tags, the lobby and the timers. None of it imports anything above `session`.
 
 mod admission;
+mod config;
 mod events;
 mod paths;
+mod start_state;
 
 use admission::Pending;
+pub use config::HostConfig;
 pub use events::{HostEvent, Player, SessionLeftReason};
 use paths::PathCheck;
 
@@ -21,14 +25,12 @@ use rand::{rngs::StdRng, Rng, SeedableRng};
 use super::auth::Challenger;
 use super::guard::{prefix, Cookies, Limiter};
 use super::msg::{
-    foreign_version, Auth, Hello, Msg, PathMsg, RelayStep, RoomMsg, StateAck, Welcome, CHUNK_SIZE,
+    foreign_version, Auth, Hello, Msg, PathMsg, RelayStep, RoomMsg, Welcome, CHUNK_SIZE,
     PAKE_MSG_LEN, PATH_TOKEN_LEN, SPECTATOR,
 };
-use super::payload::{Packed, StartPayload};
-use super::transfer::{Rtt, Sender};
+use super::transfer::Sender;
 use super::{
-    Dropped, SessionError, SessionInfo, SessionStats, Transmit, HANDSHAKE_TIMEOUT, HELLO_INTERVAL,
-    LOADING_LIMIT,
+    Dropped, SessionError, SessionInfo, SessionStats, Transmit, HELLO_INTERVAL, LOADING_LIMIT,
 };
 use crate::input::MAX_PLAYERS;
 use crate::wire::keys::{KeyPair, Keys, Side, PUBLIC_KEY_LEN, TAG_LEN};
@@ -77,74 +79,6 @@ pub const MAX_SPECTATORS: u8 = 239;
 /// True for a spectator's slot.
 pub fn is_spectator_slot(slot: u8) -> bool {
     slot >= FIRST_SPECTATOR_SLOT
-}
-
-/// The host's side of the handshake: who may join, and what they are told.
-#[derive(Clone, Debug)]
-pub struct HostConfig {
-    /// Random, non-zero (0 means "unassigned" on the wire and is replaced by 1).
-    pub session_id: u32,
-    /// Seeds the password checks' randomness (32 bytes from the OS in real use).
-    pub entropy: [u8; 32],
-    /// Joiners must prove they know it; `None` or empty admits anyone.
-    pub password: Option<String>,
-    /// A room on a dedicated server: the room's creator, who plays in slot 0 and alone knows
-    /// the password, if one is set (`relayed_password`): every other joiner's check is
-    /// relayed to it (`HostEvent::Relay`, `HostSession::handle_relay`).
-    pub creator: Option<SocketAddr>,
-    /// A password is set in a room: its creator checks it (see `creator`).
-    pub relayed_password: bool,
-    /// Players including the host's own (at most 8).
-    pub max_players: u8,
-    /// The game starts once this many players are in (0: `max_players`); the other seats
-    /// can be taken while it runs.
-    pub start_with: u8,
-    /// Spectators admitted at once.
-    pub max_spectators: u8,
-    /// The host plays in slot 0; `false` for a dedicated host (joiners take slots 0..).
-    pub host_is_player: bool,
-    /// Frames per second of the core, told to joiners.
-    pub fps: f64,
-    /// Lockstep keyframe interval K and mode, told to joiners in Welcome.
-    pub keyframe_interval: u8,
-    /// See `keyframe_interval`.
-    pub mode: crate::lockstep::Mode,
-    /// Frame at which the start state was taken.
-    pub frame: u32,
-    /// Silence after which a joiner in the handshake or transfer is dropped.
-    pub handshake_timeout: Duration,
-    /// A joiner that has the start state and waits for the others in the lobby is dropped
-    /// after this long without a datagram (it sends `Msg::Loading` while it loads, then its
-    /// lockstep client CTRLs while it waits).
-    pub ready_timeout: Duration,
-    /// A room on a dedicated server that this process hosts (`session::direct`): every
-    /// joiner comes relayed by the server, which checked its address already, so a Hello
-    /// naming this room needs no cookie here.
-    pub hosted_room: Option<String>,
-}
-
-impl HostConfig {
-    /// Defaults: 8 seats, the host plays slot 0, no password, the usual timeouts.
-    pub fn new(session_id: u32, entropy: [u8; 32], fps: f64) -> HostConfig {
-        HostConfig {
-            session_id,
-            entropy,
-            password: None,
-            creator: None,
-            relayed_password: false,
-            max_players: MAX_PLAYERS as u8,
-            start_with: 0,
-            max_spectators: DEFAULT_MAX_SPECTATORS,
-            host_is_player: true,
-            fps,
-            keyframe_interval: crate::lockstep::DEFAULT_KEYFRAME_INTERVAL as u8,
-            mode: crate::lockstep::Mode::Strict,
-            frame: 0,
-            handshake_timeout: HANDSHAKE_TIMEOUT,
-            ready_timeout: READY_TIMEOUT,
-            hosted_room: None,
-        }
-    }
 }
 
 #[derive(Debug)]
@@ -309,25 +243,6 @@ impl HostSession {
         Ok(host)
     }
 
-    /// Replaces the state sent to joiners admitted from now on (ongoing transfers finish
-    /// with the old one).
-    pub fn set_start_state(&mut self, state: Vec<u8>, sram: Vec<u8>) -> Result<(), SessionError> {
-        let payload = StartPayload {
-            options: self.info.options.clone(),
-            state,
-            sram,
-        };
-        let Packed {
-            raw_len,
-            hash,
-            bytes,
-        } = payload.pack()?;
-        self.packed = bytes.into();
-        self.raw_len = raw_len;
-        self.hash = hash;
-        Ok(())
-    }
-
     /// The session id.
     pub fn session_id(&self) -> u32 {
         self.cfg.session_id
@@ -336,11 +251,6 @@ impl HostSession {
     /// The counters.
     pub fn stats(&self) -> SessionStats {
         self.stats
-    }
-
-    /// Size of the compressed start payload each joiner receives.
-    pub fn packed_len(&self) -> usize {
-        self.packed.len()
     }
 
     /// Stops admitting joiners (they are refused "the game has already started").
@@ -371,82 +281,6 @@ impl HostSession {
                 rtt: None,
             })
             .collect()
-    }
-
-    /// The frame the start state of the joiner in `slot` is at.
-    pub fn start_frame(&self, slot: u8) -> Option<u32> {
-        self.peers.iter().find(|p| p.slot == slot).map(|p| p.frame)
-    }
-
-    /// True while the joiner in `slot` waits for [`handle_state`](Self::handle_state).
-    pub fn awaits_state(&self, slot: u8) -> bool {
-        self.peers
-            .iter()
-            .any(|p| p.slot == slot && matches!(p.phase, Phase::AwaitingState))
-    }
-
-    /// The state at the start of `frame` for a joiner admitted to the running game (asked
-    /// for by [`HostEvent::StateWanted`]): it is welcomed with it.
-    pub fn handle_state(
-        &mut self,
-        now: Instant,
-        slot: u8,
-        frame: u32,
-        state: Vec<u8>,
-        sram: Vec<u8>,
-    ) -> Result<(), SessionError> {
-        let payload = StartPayload {
-            options: self.info.options.clone(),
-            state,
-            sram,
-        };
-        let packed = payload.pack()?;
-        let players = self.roster();
-        let (session, slots, k, fps) = (
-            self.cfg.session_id,
-            self.cfg.max_players,
-            self.cfg.keyframe_interval,
-            self.cfg.fps,
-        );
-        let Some(peer) = self
-            .peers
-            .iter_mut()
-            .find(|p| p.slot == slot && matches!(p.phase, Phase::AwaitingState))
-        else {
-            return Ok(());
-        };
-        let mut players = players;
-        if peer.is_player() {
-            players.retain(|(s, _)| *s != slot);
-            players.push((slot, peer.name.clone()));
-            players.sort();
-        }
-        peer.welcome = Msg::Welcome(Welcome {
-            slot: if peer.is_player() { slot } else { SPECTATOR },
-            fps,
-            frame,
-            raw_len: packed.raw_len,
-            packed_len: packed.bytes.len() as u32,
-            payload_hash: packed.hash,
-            chunk_size: CHUNK_SIZE as u16,
-            slots,
-            keyframe_interval: k,
-            mode: self.cfg.mode,
-            key: self.key_pair.public(),
-            players,
-        })
-        .encode(session);
-        peer.frame = frame;
-        peer.payload = packed.bytes.into();
-        peer.phase = Phase::Welcomed {
-            sent_at: now,
-            resent: false,
-        };
-        self.queue.push_back(Transmit {
-            to: peer.addr,
-            bytes: peer.tagged_welcome(),
-        });
-        Ok(())
     }
 
     /// Players in the game by slot and name, the host's own included.
@@ -485,14 +319,6 @@ impl HostSession {
         }
         out.sort_by_key(|p| p.slot);
         out
-    }
-
-    /// A joiner's start-state transfer as (chunks acked, chunks in all), once it has begun.
-    pub fn transfer_progress(&self, slot: u8) -> Option<(u32, u32)> {
-        match &self.peers.iter().find(|p| p.slot == slot)?.phase {
-            Phase::Sending(s) => Some((s.acked(), s.count())),
-            _ => None,
-        }
     }
 
     /// The slot of the joiner at `addr`.
@@ -698,72 +524,6 @@ impl HostSession {
             .map(|p| p.addr)
     }
 
-    fn handle_ack(
-        &mut self,
-        now: Instant,
-        from: SocketAddr,
-        ack: &StateAck,
-    ) -> Result<(), Dropped> {
-        let peer = self
-            .peers
-            .iter_mut()
-            .find(|p| p.at(from))
-            .ok_or(Dropped::UnknownPeer(Kind::StateAck))?;
-        peer.last_heard = now;
-        if let Phase::Welcomed { sent_at, resent } = peer.phase {
-            let mut rtt = Rtt::default();
-            if !resent {
-                rtt.sample(now.saturating_duration_since(sent_at));
-            }
-            let chunk = CHUNK_SIZE;
-            peer.phase =
-                Phase::Sending(Box::new(Sender::new(now, peer.payload.clone(), chunk, rtt)));
-        }
-        if let Phase::Sending(sender) = &mut peer.phase {
-            sender.handle_ack(now, ack);
-            if sender.is_complete() {
-                tracing::debug!(slot = peer.slot, rtt = ?sender.rtt().smoothed(),
-                    sent = sender.sent, resent = sender.resent, "session: start state delivered");
-                self.stats.chunks_sent += sender.sent;
-                self.stats.chunks_resent += sender.resent;
-                peer.phase = Phase::Ready {
-                    rtt: sender.rtt().measured(),
-                    since: now,
-                    loading: false,
-                };
-                self.events.push_back(HostEvent::Ready { slot: peer.slot });
-            }
-        }
-        Ok(())
-    }
-
-    /// A joiner that has the start state says it still loads. Before `LOADING_LIMIT` has
-    /// passed that is a sign of life; after, it is ignored, and the silence timeout drops
-    /// the player. (One whose final ack was lost is alive too: the chunks the host resends
-    /// make it ack again.)
-    fn handle_loading(&mut self, now: Instant, from: SocketAddr) -> Result<(), Dropped> {
-        let peer = self
-            .peers
-            .iter_mut()
-            .find(|p| p.at(from))
-            .ok_or(Dropped::UnknownPeer(Kind::Loading))?;
-        match &mut peer.phase {
-            Phase::Ready { since, loading, .. } => {
-                let since = now.saturating_duration_since(*since);
-                if since < LOADING_LIMIT {
-                    *loading = true;
-                    peer.last_heard = now;
-                    self.events.push_back(HostEvent::Loading {
-                        slot: peer.slot,
-                        since,
-                    });
-                }
-            }
-            _ => peer.last_heard = now,
-        }
-        Ok(())
-    }
-
     fn refuse(&mut self, to: SocketAddr, reason: String) {
         self.send(to, &Msg::Refuse(reason.clone()), 0);
         // One event per attempt, not one per resent Hello.
@@ -922,35 +682,6 @@ impl HostSession {
         let t = self.poll_transmit_inner(now)?;
         self.stats.datagrams_out += 1;
         Some(t)
-    }
-
-    fn poll_transmit_inner(&mut self, now: Instant) -> Option<Transmit> {
-        if let Some(t) = self.queue.pop_front() {
-            return Some(t);
-        }
-        // Round robin over the transfers so that one slow joiner does not starve the others.
-        let n = self.peers.len();
-        for k in 0..n {
-            let i = (self.next_peer + k) % n;
-            let peer = &mut self.peers[i];
-            if let Phase::Sending(sender) = &mut peer.phase {
-                if let Some((index, seq)) = sender.poll_chunk(now) {
-                    self.next_peer = i + 1;
-                    let msg = Msg::StateChunk {
-                        index,
-                        seq,
-                        data: sender.chunk(index),
-                    };
-                    let mut bytes = msg.encode(self.cfg.session_id);
-                    peer.keys.seal(&mut bytes);
-                    return Some(Transmit {
-                        to: peer.addr,
-                        bytes,
-                    });
-                }
-            }
-        }
-        None
     }
 
     /// The next event, if any.
