@@ -85,11 +85,7 @@ pub fn host(opts: &HostOptions) -> Result<PlaySummary, NetplayError> {
 /// Joins a session: handshake, the host's options and state, then play.
 pub fn join(opts: &JoinOptions) -> Result<PlaySummary, NetplayError> {
     let (play, chat) = begin(&opts.net);
-    let command = Command::Join {
-        opts,
-        screen: lobby::JoinScreen::new(String::new(), None),
-        addr: None,
-    };
+    let command = Command::Join { opts, to: None };
     let mut driver = NetDriver::new(&play, &opts.net, chat, command);
     core_session::run_driven(&play, &mut driver)
 }
@@ -110,11 +106,10 @@ struct NetDriver<'a> {
 /// What the command does before its first frame.
 enum Command<'a> {
     Host(&'a HostOptions),
-    /// `screen` and `addr` are set by `prepare`.
+    /// `to`, set by `prepare`: the screen shown and the address to join.
     Join {
         opts: &'a JoinOptions,
-        screen: lobby::JoinScreen,
-        addr: Option<SocketAddr>,
+        to: Option<(lobby::JoinScreen, SocketAddr)>,
     },
 }
 
@@ -152,19 +147,19 @@ impl SessionDriver for NetDriver<'_> {
                     content: Content::Now,
                 })
             }
-            Command::Join { opts, screen, addr } => {
+            Command::Join { opts, to } => {
                 let mut title = format!("joining {}", opts.host);
                 if let Some(room) = &opts.room {
                     title.push_str(&format!(", room {room}"));
                 }
-                *screen = lobby::JoinScreen::new(title, None);
+                let screen = lobby::JoinScreen::new(title, None);
                 screen.show(window)?;
-                let mut to = resolve(&opts.host)?;
+                let mut addr = resolve(&opts.host)?;
                 if let Some(room) = &opts.room {
                     // In a fleet, the room may be held by another server than the one named.
-                    to = fleet::locate(to, room)?;
+                    addr = fleet::locate(addr, room)?;
                 }
-                *addr = Some(to);
+                *to = Some((screen, addr));
                 // The core is opened first (the handshake compares its name and version)
                 // but the content is loaded only once the host's option values are known.
                 Ok(Plan {
@@ -179,9 +174,8 @@ impl SessionDriver for NetDriver<'_> {
         let chat = self.chat.take().unwrap_or_default();
         let feed = match &mut self.command {
             Command::Host(opts) => host_start(opts, self.play, stage, chat)?,
-            Command::Join { opts, screen, addr } => {
-                let addr = addr.expect("prepare resolved the address");
-                let screen = std::mem::replace(screen, lobby::JoinScreen::new(String::new(), None));
+            Command::Join { opts, to } => {
+                let (screen, addr) = to.take().expect("`prepare` runs before `start`");
                 join_start(opts, self.play, stage, chat, screen, addr)?
             }
         };
