@@ -3,6 +3,7 @@
 //! (`windowed`, `headless`). `app` sits above `frontend` and below `netplay`, and imports
 //! nothing from `netplay`, `serve` or `session`.
 
+pub mod core_session;
 pub mod driver;
 pub mod headless;
 pub mod interrupt;

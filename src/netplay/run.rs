@@ -1,16 +1,17 @@
-//! The frames of a session: the runner over the netplay feed with the core side and the
-//! recording watching, then the goodbye and the session's numbers. It starts once `start`
-//! has a loaded core and a feed, and must not import the lobby or the handshake.
+//! The frames of a session, as netplay's part of `app::core_session`: the runner's
+//! settings and what the recording's header holds ([`started`]), the core side that serves
+//! the feed ([`observer`]), then the goodbye and the session's numbers ([`finish`],
+//! [`outcome`]). It starts once `start` has a loaded core and a feed, and must not import
+//! the lobby or the handshake.
 
 use std::time::Duration;
 
-use serde_json::{json, Map};
+use serde_json::{json, Map, Value};
 
 use super::core_side::CoreSide;
 use super::{NetFeed, NetOptions, NetplayError};
-use crate::app::play::{run_session, EarlyWindow};
-use crate::app::record::{begin_netplay, Reserved};
-use crate::app::{EndReason, Feed, PlayError, PlayOptions, PlaySummary, Runner};
+use crate::app::core_session::Started;
+use crate::app::{EndReason, Feed, FrameObserver, PlayOptions, PlaySummary, Recording};
 use crate::host::Core;
 
 /// How long the host keeps serving peers after its own last frame, so they can finish.
@@ -18,73 +19,63 @@ const LINGER: Duration = Duration::from_secs(3);
 /// A spectator's frame clock forgets a lag past this (about three frames at 60 fps).
 const SPECTATOR_MAX_LAG: Duration = Duration::from_millis(50);
 
-/// Plays frames from `feed` until the frame limit, a quit, or the session ends.
-pub(super) fn run(
-    play: &PlayOptions,
-    core: &mut Core,
-    mut feed: NetFeed,
-    net: &NetOptions,
-    recording: Option<Reserved>,
-    window: EarlyWindow,
-) -> Result<PlaySummary, NetplayError> {
+/// What the frames of `feed` start with: netplay's test hooks on the feed, its rules on the
+/// runner's settings, the recording's header fields.
+pub(super) fn started(play: &PlayOptions, net: &NetOptions, mut feed: NetFeed) -> Started<NetFeed> {
     if let Some((frame, mask)) = net.inject_desync {
         feed = feed.with_injected_desync(frame, mask);
     }
     if let Some((frame, hold)) = net.pause_at {
         feed = feed.with_pause_at(frame, hold);
     }
-    let mut runner_cfg = play.runner.clone();
+    let mut runner = play.runner.clone();
     // A player never drops a backlog: its frames are due on the session's clock, so it
     // catches up (capped) instead. A spectator's pace is the frames' arrival (its feed's
     // backlog runs what it holds beyond a keyframe interval's worth, see
     // `Feed::paced_by_arrival`), and a clock left behind by a pause is forgotten, as in `play`.
-    runner_cfg.max_lag = if feed.is_spectator() {
+    runner.max_lag = if feed.is_spectator() {
         SPECTATOR_MAX_LAG
     } else {
         Duration::MAX
     };
-    if net.speculate > 0 && !feed.is_spectator() {
-        runner_cfg.run_ahead = speculation_depth(core, net.speculate);
-    }
+    let speculate = if feed.is_spectator() {
+        0
+    } else {
+        net.speculate
+    };
     let first = feed.first_frame();
     // --frames N ends the session at its frame N, wherever this peer's machine started (a
     // spectator's jumps to fresh states skip frames: its feed ends there too).
-    if let Some(n) = runner_cfg.max_frames.as_mut() {
+    if let Some(n) = runner.max_frames.as_mut() {
         feed.end_at(*n);
         *n = n.saturating_sub(u64::from(first)).max(1);
     }
-    let recording = begin_netplay(
-        recording,
-        play,
-        core,
-        &feed.names(),
-        net.checksum_interval,
-        first,
-        feed.mode().as_str(),
-    );
-    let mut runner = Runner::new(feed, runner_cfg);
-    runner.observe(Box::new(CoreSide::new(
-        runner.feed().shared(),
-        recording.clone(),
-        u64::from(first),
-    )));
-    if let Some(r) = &recording {
-        runner.observe(r.observer());
+    Started {
+        players: feed.names(),
+        mode: feed.mode().as_str(),
+        feed,
+        runner,
+        speculate,
+        first_frame: first,
+        checksum_interval: net.checksum_interval,
     }
-    // Stats are written below, once the netplay numbers are in.
-    let quiet = PlayOptions {
-        stats_json: None,
-        ..play.clone()
-    };
-    let result = run_session(&quiet, core, &mut runner, Map::new(), recording, window);
-    let quit = matches!(
-        result,
-        Ok(PlaySummary {
-            end: EndReason::Quit,
-            ..
-        })
-    );
-    let feed = runner.feed_mut();
+}
+
+/// The core side of `feed`'s session, writing its events into `recording`.
+pub(super) fn observer(
+    feed: &NetFeed,
+    recording: Option<Recording>,
+) -> Box<dyn FrameObserver<Core>> {
+    Box::new(CoreSide::new(
+        feed.shared(),
+        recording,
+        u64::from(feed.first_frame()),
+    ))
+}
+
+/// The goodbye after the last frame (`quit`: the player quit): why the session ended if it
+/// ended before, and the session's netplay numbers.
+pub(super) fn finish(feed: &mut NetFeed, quit: bool) -> (Option<String>, Map<String, Value>) {
     let ended = feed.end();
     if ended.is_none() {
         match (feed.is_host(), quit) {
@@ -98,17 +89,22 @@ pub(super) fn run(
             (false, true) => feed.close("quit"),
         }
     }
-    let mut summary = result?;
-    let mut extra = runner.feed().stats();
+    let mut extra = feed.stats();
     extra.remove("kind");
-    summary.stats.extend(extra);
-    summary.stats.insert("netplay".into(), json!(true));
-    if let Some(path) = &play.stats_json {
-        crate::app::stats::write(path, &summary.stats).map_err(PlayError::from)?;
-    }
-    if quit && summary.frames == 0 {
+    extra.insert("netplay".into(), json!(true));
+    (ended, extra)
+}
+
+/// The command's result: a session left before its first frame or ended by another peer
+/// (`ended`) is an error.
+pub(super) fn outcome(
+    summary: PlaySummary,
+    ended: Option<String>,
+    interrupted: bool,
+) -> Result<PlaySummary, NetplayError> {
+    if summary.end == EndReason::Quit && summary.frames == 0 {
         // Admitted, and waiting for the others when the player gave up: as in the lobby.
-        return Err(if crate::app::interrupt::requested() {
+        return Err(if interrupted {
             NetplayError::Interrupted
         } else {
             NetplayError::Left
@@ -122,22 +118,4 @@ pub(super) fn run(
         )));
     }
     Ok(summary)
-}
-
-/// The depth to speculate at: `want`, if the core passes the rollback check (see
-/// `app::sync_test::check_rollback`), else 0 with the reason logged.
-fn speculation_depth(core: &mut Core, want: u32) -> u32 {
-    match crate::app::sync_test::check_rollback(core, want.max(2)) {
-        Ok(()) => {
-            tracing::info!("netplay: speculating up to {want} frame(s) ahead");
-            want
-        }
-        Err(why) => {
-            tracing::warn!(
-                "netplay: {} failed the rollback check ({why}); playing without speculation",
-                core.info().library_name
-            );
-            0
-        }
-    }
 }

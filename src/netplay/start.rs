@@ -1,20 +1,21 @@
 //! The commands from their options to the first frame: `host` (listening itself, or
 //! opening a room on a dedicated server), `join` and `spectate` (a `join` that watches).
-//! Each opens the early window, the core and the link, goes through the lobby (`lobby`),
-//! loads what the start state says, then hands over to `run`. It must not import `serve`
-//! (the dedicated server) nor draw anything: its screens go through `lobby` and
-//! `app::play::EarlyWindow`.
+//! Each is a [`SessionDriver`] that `app::core_session::run_driven` runs once: `app` opens
+//! the early window, the core and the recording; the driver goes through the lobby
+//! (`lobby`), loads what the start state says and hands `app` the feed (with `run`'s rules).
+//! It must not import `serve` (the dedicated server) nor draw anything: its screens go
+//! through `lobby` and `app::play::EarlyWindow`.
 
 use std::net::SocketAddr;
 use std::time::Instant;
 
 use super::address::resolve;
 use super::invite::{game_name, invite_notes, join_command};
-use super::run::run;
+use super::run;
 use super::{chat, fleet, lobby, HostOptions, JoinOptions, NetFeed, NetOptions, NetplayError};
-use crate::app::play::{load_content, open_core, open_core_only, EarlyWindow};
-use crate::app::record::{reserve, RecordMode, Reserved};
-use crate::app::{PlayError, PlayOptions, PlaySummary};
+use crate::app::core_session::{self, Content, Plan, SessionDriver, Stage, Started};
+use crate::app::play::EarlyWindow;
+use crate::app::{FrameObserver, PlayOptions, PlaySummary, Recording};
 use crate::frontend::chat_board::ChatBoard;
 use crate::host::{hash_file, Core};
 use crate::lockstep;
@@ -65,27 +66,160 @@ fn lockstep_config(
     .with_keyframe_interval(k)
 }
 
-/// Every command's first steps: the display checked, the play options marked as netplay
-/// with the session's chat board in them, and the window opened early.
-fn begin(net: &NetOptions) -> Result<(PlayOptions, ChatBoard, EarlyWindow), NetplayError> {
-    check_display(&net.play)?;
+/// The play options of a netplay command: marked as netplay, with the session's chat board
+/// in them.
+fn begin(net: &NetOptions) -> (PlayOptions, ChatBoard) {
     let mut play = net.play.clone();
     play.host.netplay = true;
     let chat = chat::session_board(net.chat, &mut play);
-    let window = EarlyWindow::open(&play)?;
-    Ok((play, chat, window))
+    (play, chat)
 }
 
 /// Hosts a session: waits for the players, sends them the start state, then plays.
 pub fn host(opts: &HostOptions) -> Result<PlaySummary, NetplayError> {
-    // The window opens at once and tells what is loading, then shows the lobby.
-    let (play, chat, mut window) = begin(&opts.net)?;
-    let game = game_name(&play);
-    lobby::JoinScreen::new(format!("hosting {game}"), None)
-        .loading(&format!("loading {game}"))
-        .show(&mut window)?;
-    let mut core = open_core(&play)?;
-    let mut info = session_info(&core, &opts.net)?;
+    let (play, chat) = begin(&opts.net);
+    let mut driver = NetDriver::new(&play, &opts.net, chat, Command::Host(opts));
+    core_session::run_driven(&play, &mut driver)
+}
+
+/// Joins a session: handshake, the host's options and state, then play.
+pub fn join(opts: &JoinOptions) -> Result<PlaySummary, NetplayError> {
+    let (play, chat) = begin(&opts.net);
+    let command = Command::Join { opts, to: None };
+    let mut driver = NetDriver::new(&play, &opts.net, chat, command);
+    core_session::run_driven(&play, &mut driver)
+}
+
+/// A netplay command as `app::core_session` drives it: `app` opens the window, the core and
+/// the recording and runs the frames; this does the lobby and the handshake and keeps
+/// netplay's rules (`run`).
+struct NetDriver<'a> {
+    play: &'a PlayOptions,
+    net: &'a NetOptions,
+    /// Taken by `start`.
+    chat: Option<ChatBoard>,
+    command: Command<'a>,
+    /// Why the session ended before this peer's last frame, if it did.
+    ended: Option<String>,
+}
+
+/// What the command does before its first frame.
+enum Command<'a> {
+    Host(&'a HostOptions),
+    /// `to`, set by `prepare`: the screen shown and the address to join.
+    Join {
+        opts: &'a JoinOptions,
+        to: Option<(lobby::JoinScreen, SocketAddr)>,
+    },
+}
+
+impl<'a> NetDriver<'a> {
+    fn new(
+        play: &'a PlayOptions,
+        net: &'a NetOptions,
+        chat: ChatBoard,
+        command: Command<'a>,
+    ) -> NetDriver<'a> {
+        NetDriver {
+            play,
+            net,
+            chat: Some(chat),
+            command,
+            ended: None,
+        }
+    }
+}
+
+impl SessionDriver for NetDriver<'_> {
+    type Feed = NetFeed;
+    type Error = NetplayError;
+
+    fn prepare(&mut self, window: &mut EarlyWindow) -> Result<Plan, NetplayError> {
+        match &mut self.command {
+            Command::Host(_) => {
+                // The window tells what is loading, then shows the lobby.
+                let game = game_name(self.play);
+                lobby::JoinScreen::new(format!("hosting {game}"), None)
+                    .loading(&format!("loading {game}"))
+                    .show(window)?;
+                Ok(Plan {
+                    role: "host",
+                    content: Content::Now,
+                })
+            }
+            Command::Join { opts, to } => {
+                let mut title = format!("joining {}", opts.host);
+                if let Some(room) = &opts.room {
+                    title.push_str(&format!(", room {room}"));
+                }
+                let screen = lobby::JoinScreen::new(title, None);
+                screen.show(window)?;
+                let mut addr = resolve(&opts.host)?;
+                if let Some(room) = &opts.room {
+                    // In a fleet, the room may be held by another server than the one named.
+                    addr = fleet::locate(addr, room)?;
+                }
+                *to = Some((screen, addr));
+                // The core is opened first (the handshake compares its name and version)
+                // but the content is loaded only once the host's option values are known.
+                Ok(Plan {
+                    role: if opts.watch { "spectate" } else { "join" },
+                    content: Content::Later,
+                })
+            }
+        }
+    }
+
+    fn start(&mut self, stage: Stage<'_>) -> Result<Started<NetFeed>, NetplayError> {
+        let chat = self.chat.take().unwrap_or_default();
+        let feed = match &mut self.command {
+            Command::Host(opts) => host_start(opts, self.play, stage, chat)?,
+            Command::Join { opts, to } => {
+                let (screen, addr) = to.take().expect("`prepare` runs before `start`");
+                join_start(opts, self.play, stage, chat, screen, addr)?
+            }
+        };
+        Ok(run::started(self.play, self.net, feed))
+    }
+
+    fn observer(
+        &mut self,
+        feed: &NetFeed,
+        recording: Option<Recording>,
+    ) -> Box<dyn FrameObserver<Core>> {
+        run::observer(feed, recording)
+    }
+
+    fn finish(
+        &mut self,
+        feed: &mut NetFeed,
+        quit: bool,
+    ) -> serde_json::Map<String, serde_json::Value> {
+        let (ended, extra) = run::finish(feed, quit);
+        self.ended = ended;
+        extra
+    }
+
+    fn outcome(
+        &mut self,
+        summary: PlaySummary,
+        interrupted: bool,
+    ) -> Result<PlaySummary, NetplayError> {
+        run::outcome(summary, self.ended.take(), interrupted)
+    }
+}
+
+/// A host's lobby, from its loaded core to the session's feed: in a room on a server
+/// (`host_in_room`), in a room hosted here (`open_hosted_room`), or listening itself.
+fn host_start(
+    opts: &HostOptions,
+    play: &PlayOptions,
+    stage: Stage<'_>,
+    chat: ChatBoard,
+) -> Result<NetFeed, NetplayError> {
+    let core = &mut *stage.core;
+    let game = game_name(play);
+    let mut info = session_info(core, &opts.net)?;
     // Every option the core has, so joiners end up with exactly the host's values.
     info.options = core.options();
     let fps = core.av_info().fps;
@@ -102,16 +236,15 @@ pub fn host(opts: &HostOptions) -> Result<PlaySummary, NetplayError> {
                 state,
                 sram,
             };
-            return host_in_room(opts, server, &play, core, info, payload, window);
+            return host_in_room(opts, server, play, stage, info, payload, chat);
         }
-        Some(server) => Some(open_hosted_room(opts, server, &info, fps, &mut window)?),
+        Some(server) => Some(open_hosted_room(opts, server, &info, fps, stage.window)?),
         None => None,
     };
     let (mut link, in_room) = match in_room {
         Some((link, room)) => (link, Some(room)),
         None => (Link::host(opts.port, opts.net.netsim.clone())?, None),
     };
-    let recording = reserve_recording(&play, "host")?;
     let seed = random_seed();
     let session_id = in_room.as_ref().map_or((seed >> 32) as u32, |r| r.session);
     let mut host = session::HostConfig::new(session_id, random_bytes(), fps);
@@ -146,7 +279,7 @@ pub fn host(opts: &HostOptions) -> Result<PlaySummary, NetplayError> {
     let invite = match &in_room {
         Some(room) => lobby::Invite {
             game,
-            command: join_command(&room.server_name, Some(&room.name), &play),
+            command: join_command(&room.server_name, Some(&room.name), play),
             notes: invite_notes(None, opts.net.password.is_some()),
         },
         None => {
@@ -156,7 +289,7 @@ pub fn host(opts: &HostOptions) -> Result<PlaySummary, NetplayError> {
             });
             lobby::Invite {
                 game,
-                command: join_command(&here, None, &play),
+                command: join_command(&here, None, play),
                 notes: invite_notes(
                     Some(format!(
                         "Over the internet: your public address, with udp port {port} forwarded \
@@ -181,7 +314,7 @@ pub fn host(opts: &HostOptions) -> Result<PlaySummary, NetplayError> {
         );
     }
     let seats = (opts.players, start_with);
-    let lobby = (&mut window, &chat);
+    let lobby = (&mut *stage.window, &chat);
     lobby::host_lobby(&mut link, &mut participant, seats, &invite, lobby)?;
     let names = participant
         .endpoint()
@@ -197,29 +330,21 @@ pub fn host(opts: &HostOptions) -> Result<PlaySummary, NetplayError> {
         .with_path(opts.net.path)
         .with_room(in_room.map(|r| r.name));
     start_delay(&opts.net);
-    run(&play, &mut core, feed, &opts.net, recording, window)
+    Ok(feed)
 }
 
-/// Joins a session: handshake, the host's options and state, then play.
-pub fn join(opts: &JoinOptions) -> Result<PlaySummary, NetplayError> {
-    let (play, chat, mut window) = begin(&opts.net)?;
-    let mut title = format!("joining {}", opts.host);
-    if let Some(room) = &opts.room {
-        title.push_str(&format!(", room {room}"));
-    }
-    let screen = lobby::JoinScreen::new(title, None);
-    screen.show(&mut window)?;
-    let mut addr = resolve(&opts.host)?;
-    if let Some(room) = &opts.room {
-        // In a fleet, the room may be held by another server than the one named.
-        addr = fleet::locate(addr, room)?;
-    }
-    // The core is opened first (the handshake compares its name and version) but the
-    // content is loaded only once the host's option values are known.
-    let core = open_core_only(&play)?;
-    let info = session_info(&core, &opts.net)?;
+/// A joiner's handshake, from its opened core (content not loaded yet) to the session's
+/// feed.
+fn join_start(
+    opts: &JoinOptions,
+    play: &PlayOptions,
+    stage: Stage<'_>,
+    chat: ChatBoard,
+    screen: lobby::JoinScreen,
+    addr: SocketAddr,
+) -> Result<NetFeed, NetplayError> {
+    let info = session_info(stage.core, &opts.net)?;
     let link = Link::client(addr, opts.net.netsim.clone())?;
-    let recording = reserve_recording(&play, if opts.watch { "spectate" } else { "join" })?;
     let mut jcfg = JoinConfig::new(addr, info);
     jcfg.password = opts.net.password.clone();
     jcfg.entropy = random_bytes();
@@ -230,10 +355,9 @@ pub fn join(opts: &JoinOptions) -> Result<PlaySummary, NetplayError> {
         link,
         session,
         screen,
-        window,
         chat,
     };
-    play_joined(&opts.net, &play, core, joined, recording, true)
+    play_joined(&opts.net, play, stage, joined, true)
 }
 
 /// A joiner's participant: its handshake starts now.
@@ -250,7 +374,6 @@ struct Joined {
     link: Link,
     session: Participant,
     screen: lobby::JoinScreen,
-    window: EarlyWindow,
     chat: ChatBoard,
 }
 
@@ -328,20 +451,19 @@ fn host_in_room(
     opts: &HostOptions,
     server: &str,
     play: &PlayOptions,
-    core: Core,
+    stage: Stage<'_>,
     info: SessionInfo,
     payload: session::StartPayload,
-    mut window: EarlyWindow,
-) -> Result<PlaySummary, NetplayError> {
-    let fps = core.av_info().fps;
+    chat: ChatBoard,
+) -> Result<NetFeed, NetplayError> {
+    let fps = stage.core.av_info().fps;
     let addr = resolve(server)?;
     let mut link = Link::client(addr, opts.net.netsim.clone())?;
-    let recording = reserve_recording(play, "host")?;
     let password = opts.net.password.clone().filter(|p| !p.is_empty());
     let open = room_request(opts, &info, fps);
     let mut opener = session::RoomOpener::new(Instant::now(), addr, open, &payload)
         .map_err(NetplayError::Session)?;
-    let room = lobby::open_room(&mut link, &mut opener, &mut window)?;
+    let room = lobby::open_room(&mut link, &mut opener, stage.window)?;
     // A full server of a fleet may have sent the room to another one.
     let (asked, addr) = (addr, opener.server());
     let moved = addr.to_string();
@@ -375,12 +497,10 @@ fn host_in_room(
         link,
         session,
         screen,
-        window,
-        // `host` made it.
-        chat: play.chat.clone().unwrap_or_default(),
+        chat,
     };
     // The creator's core is at the start state already: nothing to load.
-    play_joined(&opts.net, play, core, joined, recording, false)
+    play_joined(&opts.net, play, stage, joined, false)
 }
 
 /// A joiner's handshake through to the end of the game. With `load`, the host's options,
@@ -388,23 +508,22 @@ fn host_in_room(
 fn play_joined(
     net: &NetOptions,
     play: &PlayOptions,
-    mut core: Core,
+    mut stage: Stage<'_>,
     joined: Joined,
-    recording: Option<Reserved>,
     load: bool,
-) -> Result<PlaySummary, NetplayError> {
+) -> Result<NetFeed, NetplayError> {
     let Joined {
         mut link,
         mut session,
         mut screen,
-        mut window,
         chat,
     } = joined;
     let room = session
         .join_session()
         .and_then(|s| s.room())
         .map(str::to_string);
-    let start = lobby::join_lobby(&mut link, &mut session, &mut screen, (&mut window, &chat))?;
+    let lobby = (&mut *stage.window, &chat);
+    let start = lobby::join_lobby(&mut link, &mut session, &mut screen, lobby)?;
     // The network thread serves from here on: while this player loads the content and the
     // state and opens its window, it tells the host that it is still coming (`Loading`),
     // which otherwise drops a player silent for 2 s.
@@ -432,12 +551,12 @@ fn play_joined(
     if load {
         screen.doing = format!("loading {}", game_name(play));
         screen
-            .show(&mut window)
+            .show(stage.window)
             .inspect_err(|_| feed.close("quit"))?;
     }
     start_delay(net);
     if load {
-        if let Err(e) = load_start(&mut core, play, &start) {
+        if let Err(e) = load_start(&mut stage, &start) {
             // Tell the host why, at once, instead of going silent.
             feed.close(&format!("could not start: {e}"));
             return Err(e);
@@ -473,13 +592,13 @@ fn play_joined(
         "ready; the game starts when everyone is in".into()
     };
     screen
-        .show(&mut window)
+        .show(stage.window)
         .inspect_err(|_| feed.close("quit"))?;
-    run(play, &mut core, feed, net, recording, window)
+    Ok(feed)
 }
 
 /// Loads the host's options, the content, the host's save RAM and state into `core`.
-fn load_start(core: &mut Core, play: &PlayOptions, start: &StartState) -> Result<(), NetplayError> {
+fn load_start(stage: &mut Stage<'_>, start: &StartState) -> Result<(), NetplayError> {
     for diff in &start.option_diffs {
         // Worth a line only where this player chose another value; options it never set
         // simply take the host's.
@@ -492,30 +611,16 @@ fn load_start(core: &mut Core, play: &PlayOptions, start: &StartState) -> Result
         }
     }
     for (key, value) in &start.payload.options {
-        if let Err(e) = core.set_option(key, value) {
+        if let Err(e) = stage.core.set_option(key, value) {
             tracing::warn!("netplay: host option {key}={value}: {e}");
         }
     }
-    load_content(core, play)?;
+    stage.load_content()?;
     if !start.payload.sram.is_empty() {
-        core.write_sram(&start.payload.sram);
+        stage.core.write_sram(&start.payload.sram);
     }
-    core.unserialize(&start.payload.state)?;
+    stage.core.unserialize(&start.payload.state)?;
     Ok(())
-}
-
-/// Makes the recording's file before the lobby, so nobody waits for a session that cannot
-/// be recorded where asked: a `--record FILE` that cannot be written ends the command as it
-/// does `play`'s; the default recording (into `recordings_dir`) is logged and skipped.
-fn reserve_recording(play: &PlayOptions, role: &str) -> Result<Option<Reserved>, NetplayError> {
-    match reserve(&play.record, role) {
-        Ok(r) => Ok(r),
-        Err(e) if matches!(play.record, RecordMode::File(_)) => Err(PlayError::from(e).into()),
-        Err(e) => {
-            tracing::error!("not recording this session: {e}");
-            Ok(None)
-        }
-    }
 }
 
 /// The `--start-delay-ms` test hook: a start as slow as a large romset's or a slow window's.
@@ -527,12 +632,4 @@ fn start_delay(net: &NetOptions) {
         );
         std::thread::sleep(delay);
     }
-}
-
-/// A window needs a display: say so before the players wait for us, not after.
-fn check_display(play: &PlayOptions) -> Result<(), NetplayError> {
-    if play.headless {
-        return Ok(());
-    }
-    crate::frontend::window::check_display().map_err(|e| PlayError::Window(e).into())
 }
