@@ -48,6 +48,9 @@ pub const BUCKET: &str = "framelock-rooms";
 const TICK: Duration = Duration::from_secs(1);
 /// Longest one request to NATS may take before the directory counts as unreachable.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(2);
+/// A watch that has not brought back this server's own heartbeat for this long is made
+/// again (two heartbeats and a bit).
+const WATCH_STALLED: Duration = Duration::from_secs(12);
 /// Longest the client spends deleting this server's entries when it stops.
 const GOODBYE: Duration = Duration::from_secs(3);
 
@@ -149,6 +152,10 @@ struct Client {
     nats: Option<async_nats::Client>,
     store: Option<kv::Store>,
     watch: Option<kv::Watch>,
+    /// When the watch last brought this server's own heartbeat back (or was made): one
+    /// that stops doing so while the writes succeed is stuck (its consumer was on a node
+    /// that died) and is made again.
+    own_seen: Instant,
     online: bool,
     /// This server's rooms as last asked, by name, and the ones to (re)write.
     mine: BTreeMap<String, RoomInfo>,
@@ -185,6 +192,7 @@ impl Client {
             nats: None,
             store: None,
             watch: None,
+            own_seen: Instant::now(),
             online: true,
             mine: BTreeMap::new(),
             dirty: BTreeSet::new(),
@@ -323,6 +331,7 @@ impl Client {
         self.beats.clear();
         self.store = Some(store);
         self.watch = Some(watch);
+        self.own_seen = Instant::now();
         if !self.online {
             self.online = true;
             tracing::info!("directory: reachable again; writing this server's rooms back");
@@ -467,6 +476,9 @@ impl Client {
                     return self.failed(&format!("cannot write the heartbeat: {e}"));
                 }
             }
+            if now >= self.own_seen + WATCH_STALLED {
+                return self.failed("its watch stalled: this server's heartbeat did not come back");
+            }
         }
         for (name, rev) in std::mem::take(&mut self.stale) {
             if let (Some(store), false) = (&self.store, self.mine.contains_key(&name)) {
@@ -562,6 +574,8 @@ impl Client {
                     if info.server != self.cfg.me {
                         self.heard.insert(info.server.clone(), now);
                         self.beats.insert(info.server.clone(), e.revision);
+                    } else {
+                        self.own_seen = now;
                     }
                     self.tell(DirNews::Server(info));
                 }

@@ -8,6 +8,10 @@
 //! stop (SIGSTOP, a laptop asleep): then it neither runs nor reads, and its socket queues
 //! what arrives.
 //!
+//! It is one [`Simulation`] (the one loop every simulation here runs on, over the one
+//! network model, [`SimNet`]): `run_until` delivers what is due, steps every machine,
+//! sends, and jumps to the next deadline.
+//!
 //! This file holds the world, its nodes and its network; `feed` a node's frame loop (its
 //! feed, the observer that works the toy machine, the runner), `hosted` the rooms their
 //! creators host. Neither imports the other.
@@ -20,7 +24,7 @@ use std::time::{Duration, Instant};
 use crate::app::{Clock, Runner, Status};
 use crate::input::{Pad, MAX_PLAYERS};
 use crate::lockstep;
-use crate::net::sim::SimNet;
+use crate::net::sim::{SimNet, Simulation};
 use crate::replay::Status as ReplayStatus;
 use crate::serve::{OpenJob, Rooms, ServeConfig, ServeEvent};
 use crate::session::msg::OpenRoom;
@@ -78,7 +82,11 @@ impl Node {
 
 /// The world: nodes, maybe a server, and the network between them.
 pub struct World {
+    /// The time the runners read (they hold this clock), kept equal to `now`.
     clock: Rc<Cell<Instant>>,
+    /// The world's time (`Simulation` moves it), and when the current run began.
+    now: Instant,
+    run_start: Instant,
     pub nodes: Vec<Node>,
     pub server: Option<(SocketAddr, Rooms)>,
     pub server_events: Vec<ServeEvent>,
@@ -161,6 +169,45 @@ fn addr(host: u8, port: u16) -> SocketAddr {
 mod feed;
 mod hosted;
 
+/// The longest the world's clock jumps at once, so that a scenario's `done` is looked at
+/// often enough.
+const MAX_STEP: Duration = Duration::from_millis(50);
+
+impl Simulation for World {
+    // The world's finest step: frames are paced to the microsecond.
+    const MIN_STEP: Duration = Duration::from_micros(50);
+
+    fn net_and_clock(&mut self) -> (&mut SimNet, &mut Instant, Instant) {
+        (&mut self.net, &mut self.now, self.run_start)
+    }
+
+    fn deliver(&mut self, from: SocketAddr, to: SocketAddr, bytes: &[u8]) {
+        let now = self.now;
+        if let Some((at, rooms)) = &mut self.server {
+            if *at == to {
+                if self.keep_to_server {
+                    self.to_server.push(bytes.to_vec());
+                }
+                rooms.handle_datagram(now, from, bytes);
+                return;
+            }
+        }
+        if let Some(n) = self.nodes.iter_mut().find(|n| n.addr == to) {
+            n.inbox.push((now, from, bytes.to_vec()));
+        } else if let Some(o) = self.openers.iter_mut().find(|o| o.at == to) {
+            o.opener.handle_datagram(now, from, bytes);
+        }
+    }
+
+    fn step(&mut self) -> Vec<(SocketAddr, Transmit)> {
+        self.step_all()
+    }
+
+    fn poll_timeout(&self) -> Option<Instant> {
+        Some(self.next_deadline())
+    }
+}
+
 pub use feed::SimFeed;
 
 impl World {
@@ -169,6 +216,8 @@ impl World {
         let start = Instant::now();
         World {
             clock: Rc::new(Cell::new(start)),
+            now: start,
+            run_start: start,
             nodes: Vec::new(),
             server: None,
             server_events: Vec::new(),
@@ -186,7 +235,7 @@ impl World {
     }
 
     pub fn now(&self) -> Instant {
-        self.clock.get()
+        self.now
     }
 
     /// An address of a machine of its own (10.2.0.0/16), and the entropy its keys come from.
@@ -440,32 +489,11 @@ impl World {
         self.push_node("host", addr(1, 7845), p, true)
     }
 
-    /// Delivers what is due.
-    fn deliver(&mut self, now: Instant) {
-        for (from, to, bytes) in self.net.due(now) {
-            let t = Transmit { to, bytes };
-            if let Some((at, rooms)) = &mut self.server {
-                if *at == t.to {
-                    if self.keep_to_server {
-                        self.to_server.push(t.bytes.clone());
-                    }
-                    rooms.handle_datagram(now, from, &t.bytes);
-                    continue;
-                }
-            }
-            if let Some(n) = self.nodes.iter_mut().find(|n| n.addr == t.to) {
-                n.inbox.push((now, from, t.bytes));
-            } else if let Some(o) = self.openers.iter_mut().find(|o| o.at == t.to) {
-                o.opener.handle_datagram(now, from, &t.bytes);
-            }
-        }
-    }
-
-    /// One step: deliver, run timers and frames, send; then the clock jumps to the next
-    /// deadline (at most `max_step` ahead).
-    fn step(&mut self, max_step: Duration) {
-        let now = self.now();
-        self.deliver(now);
+    /// Runs the server, the rooms being opened and every node at `now`; returns what they
+    /// send.
+    fn step_all(&mut self) -> Vec<(SocketAddr, Transmit)> {
+        let now = self.now;
+        self.clock.set(now);
         let mut out = Vec::new();
         if let Some((at, rooms)) = &mut self.server {
             if rooms.poll_timeout().is_some_and(|t| t <= now) {
@@ -574,14 +602,14 @@ impl World {
                 out.push((n.addr, t));
             }
         }
-        for (from, t) in out {
-            self.net.send(now, from, t);
-        }
-        // The next deadline.
-        let mut next = now + max_step;
-        if let Some(t) = self.net.poll_timeout(now) {
-            next = next.min(t);
-        }
+        out
+    }
+
+    /// The earliest deadline of the server, the openers and the nodes, and at most
+    /// [`MAX_STEP`] ahead.
+    fn next_deadline(&self) -> Instant {
+        let now = self.now;
+        let mut next = now + MAX_STEP;
         if let Some((_, rooms)) = &self.server {
             if let Some(t) = rooms.poll_timeout() {
                 next = next.min(t);
@@ -607,20 +635,14 @@ impl World {
                 next = next.min(t);
             }
         }
-        // Never stand still: a deadline in the past is served on the next step.
-        self.clock.set(next.max(now + Duration::from_micros(50)));
+        next
     }
 
-    /// Steps until `done` holds or `limit` of world time has passed; true if it held.
-    pub fn run_until(&mut self, limit: Duration, mut done: impl FnMut(&World) -> bool) -> bool {
-        let end = self.now() + limit;
-        while self.now() < end {
-            if done(self) {
-                return true;
-            }
-            self.step(Duration::from_millis(50));
-        }
-        done(self)
+    /// Steps (the one simulation loop, `Simulation::run_until`) until `done` holds or
+    /// `limit` of world time has passed since this call; true if it held.
+    pub fn run_until(&mut self, limit: Duration, done: impl FnMut(&World) -> bool) -> bool {
+        self.run_start = self.now;
+        <World as Simulation>::run_until(self, limit, done)
     }
 
     /// Runs for `d` of world time.
