@@ -3,7 +3,8 @@
 //! for real players; through the server, players in different homes (two behind one router)
 //! play in sync. In a room its creator hosts, players behind routers that map a port the same
 //! way for every destination go direct, introduced by the server; routers that map per
-//! destination stay relayed; a direct path a router starts dropping falls back to the relay.
+//! destination stay relayed; a direct path a router starts dropping falls back to the relay;
+//! a friend who joins late and loses Wi-Fi for 10 s comes back and goes direct again.
 
 mod nat_common;
 mod netplay_common;
@@ -502,4 +503,66 @@ fn a_room_of_four_mixes_direct_and_relayed_players() {
     host_paths.sort();
     assert_eq!(host_paths, ["direct", "direct", "relayed"], "{}", stats[0]);
     stop_server(&mut server);
+}
+
+/// At the speed of people, in a room its creator hosts: the friend types the join command
+/// 40 s after the room opened, plays direct, then loses Wi-Fi for 10 s. It comes back
+/// through the server, the two go direct again, and both recordings verify.
+#[test]
+fn a_friend_joins_a_hosted_room_after_40_s_and_survives_a_10_s_wifi_drop() {
+    let lab = Lab::new(2);
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let mut server = start_server(d, &lab);
+    let (hlog, jlog) = (d.join("host.flr"), d.join("join.flr"));
+    let (hlog_s, jlog_s) = (hlog.display().to_string(), jlog.display().to_string());
+    let common = ["--frames", "3000", "--path", "auto"];
+    let h = [&common[..], &["--bot", "1", "--record", &hlog_s]].concat();
+    let mut host = open_room(d, &lab, 1, "den", &h);
+    std::thread::sleep(Duration::from_secs(40));
+    assert!(host.try_status().is_none(), "{}", host.log_text());
+    let j = [&common[..], &["--bot", "2", "--record", &jlog_s]].concat();
+    let mut joiner = join_room(d, &lab, 2, "join", "den", &j);
+    assert!(
+        joiner
+            .wait_for_log("direct path to the host", Duration::from_secs(20))
+            .is_some(),
+        "{}",
+        joiner.log_text()
+    );
+    std::thread::sleep(Duration::from_secs(5));
+    lab.wifi_off(2);
+    let off = std::time::Instant::now();
+    let lost = joiner.wait_for_log("connection lost", Duration::from_secs(6));
+    std::thread::sleep(Duration::from_secs(10).saturating_sub(off.elapsed()));
+    lab.wifi_back(2);
+    assert!(lost.is_some(), "{}", joiner.log_text());
+    assert!(
+        joiner
+            .wait_for_log("back in the game", Duration::from_secs(20))
+            .is_some(),
+        "{}",
+        joiner.log_text()
+    );
+    assert!(
+        host.wait_for_log("(player 2) is back from frame", Duration::from_secs(10))
+            .is_some(),
+        "{}",
+        host.log_text()
+    );
+    joiner.wait_ok(Duration::from_secs(120));
+    host.wait_ok(Duration::from_secs(60));
+    let served = stop_server(&mut server);
+    let (hs, js) = (host.read_stats(), joiner.read_stats());
+    assert_eq!(checksum(&hs), checksum(&js), "{}", joiner.log_text());
+    assert_eq!(js["connections_lost"], 1, "{js:#}");
+    assert_eq!(js["reconnects"], 1, "{js:#}");
+    assert_eq!(js["path"], "direct", "{js:#}\n{}", joiner.log_text());
+    assert_eq!(hs["path"], "direct", "{hs:#}");
+    // Two introductions: one at the join, one after the drop.
+    let directs = joiner.log_text().matches("direct path to the host").count();
+    assert!(directs >= 2, "{}", joiner.log_text());
+    assert!(served["bytes_relayed"].as_u64().unwrap() > 0, "{served}");
+    netplay_common::assert_log_verifies(d, &hlog);
+    netplay_common::assert_log_verifies(d, &jlog);
 }

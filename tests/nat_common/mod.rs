@@ -140,6 +140,26 @@ impl Lab {
     pub fn home(&self, h: usize) -> String {
         format!("{}-h{h}", self.tag)
     }
+
+    /// Home h's link to the world goes silent (its Wi-Fi drops): router h forwards
+    /// nothing until [`wifi_back`](Self::wifi_back). Its mappings stay, as a router's do.
+    pub fn wifi_off(&self, h: usize) {
+        let router = format!("{}-r{h}", self.tag);
+        let rules = "add table inet wifi
+            add chain inet wifi forward { type filter hook forward priority 0; policy drop; }";
+        for rule in rules.lines() {
+            let mut cmd = vec!["ip", "netns", "exec", &router, "nft"];
+            cmd.extend(rule.split_whitespace());
+            sh(&cmd);
+        }
+    }
+
+    pub fn wifi_back(&self, h: usize) {
+        let router = format!("{}-r{h}", self.tag);
+        sh(&[
+            "ip", "netns", "exec", &router, "nft", "delete", "table", "inet", "wifi",
+        ]);
+    }
 }
 
 impl Drop for Lab {
