@@ -386,7 +386,7 @@ fn a_player_that_says_it_is_starting_is_held_in_until_it_runs() {
         Frame::ZERO,
         "a frame ran without player 1"
     );
-    assert!(server.is_running(PeerId(0)) && !server.is_running(PeerId(1)));
+    assert!(server.has_sent_ctrl(PeerId(0)) && !server.has_sent_ctrl(PeerId(1)));
     for ms in (10_000..12_000).step_by(16) {
         events.extend(tick(
             &mut server,
@@ -394,7 +394,7 @@ fn a_player_that_says_it_is_starting_is_held_in_until_it_runs() {
             at(ms),
         ));
     }
-    assert!(server.is_running(PeerId(1)));
+    assert!(server.has_sent_ctrl(PeerId(1)));
     assert!(c1.frame().0 > 60, "player 1 at {}", c1.frame());
     assert!(!server.starting(at(12_000), PeerId(1)));
     let mut dropped = None;

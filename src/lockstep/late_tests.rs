@@ -292,7 +292,11 @@ fn bench_spectators() {
                 let Some(id) = p.spectator.filter(|id| *id >= 2) else {
                     continue;
                 };
-                let (_, _, t) = sim.server.spectator(SpectatorId(id)).expect("watching");
+                let t = sim
+                    .server
+                    .spectator(SpectatorId(id))
+                    .expect("watching")
+                    .traffic;
                 let secs = sim.now().as_secs_f64() - 10.0;
                 uploads.push(t.wire_out as f64 / secs);
                 delays.push(median_delay(&sim, i).as_secs_f64() * 1000.0);

@@ -199,7 +199,9 @@ pub use frame::{Frame, PeerId, SpectatorId};
 pub use msg::PauseRefusal;
 pub use pause::{OWNED_FOR, PAUSES_PER_WINDOW, PAUSE_WINDOW};
 pub use server::{PeerLeftReason, Server, ServerEvent, SPECTATOR_LAG_SECS, SPECTATOR_TIMEOUT};
-pub use stats::{ClientStats, LatencyStats, PeerStats, Placement, ServerStats, Traffic};
+pub use stats::{
+    ClientStats, LatencyStats, PeerStats, Placement, ServerStats, SpectatorStats, Traffic,
+};
 
 /// Default keyframe interval: the smallest K whose traffic fits 2.5 KB/s per direction
 /// (see the table in the module doc).

@@ -220,6 +220,17 @@ pub struct ServerStats {
     pub placements: Vec<(PeerId, Placement)>,
 }
 
+/// One spectator's link, as the server sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SpectatorStats {
+    /// Its smoothed round trip, once measured.
+    pub rtt: Option<Duration>,
+    /// It holds every frame before this one.
+    pub acked: Frame,
+    /// What crossed its link.
+    pub traffic: Traffic,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

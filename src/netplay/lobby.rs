@@ -13,8 +13,8 @@ use crate::lockstep::PeerId;
 use crate::net::Link;
 use crate::session::direct::{PathKind, PathMode};
 use crate::session::{
-    Endpoint, EndpointEvent, OpenEvent, Participant, ParticipantEvent, RoomOpener, StartState,
-    Transmit,
+    Endpoint, EndpointEvent, OpenEvent, Participant, ParticipantEvent, Progress, RoomOpener,
+    StartState, Transmit,
 };
 
 use super::report::own_name;
@@ -388,9 +388,9 @@ pub fn open_room(
         let now = exchange(link, opener)?;
         while let Some(ev) = opener.poll_event() {
             match ev {
-                OpenEvent::Opened { .. } if opener.progress().1 == 0 => {}
+                OpenEvent::Opened { .. } if opener.progress().total == 0 => {}
                 OpenEvent::Opened { room, .. } => {
-                    let (_, len) = opener.progress();
+                    let len = opener.progress().total;
                     tracing::info!(
                         "netplay: the server opened room {room}; uploading {:.1} KiB of start state",
                         len as f64 / 1024.0
@@ -405,7 +405,10 @@ pub fn open_room(
                 OpenEvent::Failed(e) => return Err(NetplayError::Join(e)),
             }
         }
-        let (sent, len) = opener.progress();
+        let Progress {
+            done: sent,
+            total: len,
+        } = opener.progress();
         bar.at(sent as u64);
         if len > 0 {
             screen.doing = format!("uploading the game: {}", kib_of(sent, len));
@@ -473,7 +476,13 @@ pub fn join_lobby(
             }
         }
         screen.path = session.paths().first().map(|(_, k)| *k);
-        let (got, len) = session.join_session().map_or((0, 0), |s| s.progress());
+        let Progress {
+            done: got,
+            total: len,
+        } = session
+            .join_session()
+            .map(|s| s.progress())
+            .unwrap_or_default();
         bar.at(got as u64);
         if welcomed && len > 0 {
             let what = match screen.slot {

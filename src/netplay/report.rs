@@ -418,7 +418,7 @@ impl Report {
         recorded: &mut Vec<(u32, Event)>,
     ) {
         let endpoint = p.endpoint();
-        let running = endpoint.is_some_and(|e| e.is_running());
+        let running = endpoint.is_some_and(|e| e.game_started());
         match ev {
             EndpointEvent::Joined { slot, name, addr } if is_spectator_slot(slot) => {
                 tracing::info!("netplay: {name} ({addr}) asks to watch")

@@ -209,7 +209,7 @@ impl Net {
                     out.push((from, seat.seal(bytes)));
                 }
                 if first {
-                    seat.running();
+                    seat.end_loading();
                 }
             }
             while let Some(t) = seat.poll_transmit(now) {

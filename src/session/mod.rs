@@ -63,7 +63,7 @@
 //! (`is_session_datagram`) to `handle_datagram`, then call `handle_timeout(now)`, drain
 //! `poll_transmit(now)` and `poll_event()`, and sleep until `poll_timeout()` or the next
 //! datagram. Keep doing so after the start: late chunks and Byes still arrive, and a joiner
-//! sends `Loading` until told (`JoinSession::running`) that its lockstep client speaks for it.
+//! sends `Loading` until told (`JoinSession::end_loading`) that its lockstep client speaks for it.
 
 mod auth;
 pub mod chat;
@@ -104,6 +104,7 @@ pub use payload::{StartPayload, MAX_PAYLOAD};
 pub use resync::{resync_part, resync_request, ResyncPart, ResyncRecv, ResyncSend};
 pub use room::{is_kind, OpenEvent, RoomOpener, Upload, MAX_UPLOAD};
 pub use seat::{Routed, Seat, SeatEvent};
+pub use transfer::Progress;
 
 /// Silence after which a handshake or start-state transfer is given up.
 pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);

@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 
 use super::msg::{Msg, OpenRoom, RoomMsg, StateAck, CHUNK_SIZE};
 use super::payload::{Packed, StartPayload, MAX_PAYLOAD};
-use super::transfer::{ChunkOutcome, Receiver, Rtt, Sender};
+use super::transfer::{ChunkOutcome, Progress, Receiver, Rtt, Sender};
 use super::{SessionError, Transmit, HANDSHAKE_TIMEOUT, HELLO_INTERVAL};
 use crate::wire::{Header, Kind};
 
@@ -144,14 +144,13 @@ impl RoomOpener {
     }
 
     /// Bytes of the start state the server has acknowledged, and in all.
-    pub fn progress(&self) -> (usize, usize) {
-        match &self.phase {
-            Phase::Uploading { sender, .. } => (
-                (sender.acked() as usize * CHUNK_SIZE).min(self.packed.len()),
-                self.packed.len(),
-            ),
-            _ => (0, self.packed.len()),
-        }
+    pub fn progress(&self) -> Progress {
+        let total = self.packed.len();
+        let done = match &self.phase {
+            Phase::Uploading { sender, .. } => (sender.acked() as usize * CHUNK_SIZE).min(total),
+            _ => 0,
+        };
+        Progress { done, total }
     }
 
     /// A datagram from `from`; false if it was not the server's answer.

@@ -119,8 +119,8 @@ impl Seat {
 
     /// The lockstep client speaks for this player now (its first CTRL left): no more
     /// `Loading`.
-    pub fn running(&mut self) {
-        self.session.running();
+    pub fn end_loading(&mut self) {
+        self.session.end_loading();
     }
 
     /// Says goodbye (drain `poll_transmit` afterwards).

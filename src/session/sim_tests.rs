@@ -794,7 +794,7 @@ fn joiners_that_load_are_kept_until_they_run_or_the_loading_limit() {
         .find(|(x, _)| *x == a)
         .unwrap()
         .1
-        .running();
+        .end_loading();
     let sent_a = count(&sim, a);
     // Bob ignores his limit (an older or broken build): the host ignores him past it.
     let slot_b = sim.ready(b).unwrap().slot;

@@ -15,6 +15,15 @@ use std::time::{Duration, Instant};
 
 use super::msg::{StateAck, MAX_ACK_BITMAP};
 
+/// How far a start-state transfer got, in packed bytes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Progress {
+    /// Bytes through (acknowledged by the receiver, or received).
+    pub done: usize,
+    /// Bytes in all; 0 before the transfer's size is known.
+    pub total: usize,
+}
+
 /// The sender never runs further ahead of the receiver's cumulative ack than one bitmap.
 pub const MAX_SPAN: u32 = (MAX_ACK_BITMAP * 8) as u32;
 /// The receiver acks at least this often (in chunks)...

@@ -319,7 +319,7 @@ impl Generator {
             }
             if let Some(seat) = &mut p.seat {
                 if ctrl {
-                    seat.running();
+                    seat.end_loading();
                 }
                 while let Some(t) = seat.poll_transmit(now) {
                     out.push(t.bytes);

@@ -27,7 +27,7 @@ use super::frame::{Frame, PeerId, SpectatorId};
 use super::link::{PeerLink, Silence};
 use super::msg::{Notice, NoticeName, PauseRequest};
 use super::pause::{Pauses, Verdict, PAUSED_SILENCE, STOP_SETTLE, STOP_TAINT, STOP_TAINT_OWN};
-use super::stats::{PeerStats, Placement, ServerStats, Traffic};
+use super::stats::{PeerStats, Placement, ServerStats, SpectatorStats, Traffic};
 use super::{Config, LockstepError};
 
 mod checksums;
@@ -257,8 +257,8 @@ impl Server {
         self.spectators.len()
     }
 
-    /// Spectator `id`'s link: (round trip, frames it holds all before, traffic).
-    pub fn spectator(&self, id: SpectatorId) -> Option<(Option<Duration>, Frame, Traffic)> {
+    /// Spectator `id`'s link.
+    pub fn spectator(&self, id: SpectatorId) -> Option<SpectatorStats> {
         self.spectators.get(id)
     }
 
@@ -361,7 +361,7 @@ impl Server {
     }
 
     /// `peer` runs: its first CTRL has come.
-    pub fn is_running(&self, peer: PeerId) -> bool {
+    pub fn has_sent_ctrl(&self, peer: PeerId) -> bool {
         self.peer(peer).is_some_and(|p| p.link.recv_seq.is_some())
     }
 

@@ -12,7 +12,7 @@ use crate::wire::{self, Header, Kind, Transmit, WireError};
 use super::super::frame::{Frame, SpectatorId};
 use super::super::link::PeerLink;
 use super::super::msg::{self, Notice};
-use super::super::stats::Traffic;
+use super::super::stats::{SpectatorStats, Traffic};
 use super::super::Config;
 use super::stream::{build_round, send_at, History, RoundCtx, SentUpdate, Stream};
 use super::ServerEvent;
@@ -98,10 +98,12 @@ impl Spectators {
     }
 
     /// Spectator `id`'s link: (round trip, frames it holds all before, traffic).
-    pub fn get(&self, id: SpectatorId) -> Option<(Option<Duration>, Frame, Traffic)> {
-        self.by_id
-            .get(&id)
-            .map(|s| (s.link.rtt.srtt(), s.stream.acked, s.link.traffic))
+    pub fn get(&self, id: SpectatorId) -> Option<SpectatorStats> {
+        self.by_id.get(&id).map(|s| SpectatorStats {
+            rtt: s.link.rtt.srtt(),
+            acked: s.stream.acked,
+            traffic: s.link.traffic,
+        })
     }
 
     /// A notice for every spectator.

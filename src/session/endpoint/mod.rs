@@ -119,10 +119,8 @@ pub struct Endpoint {
     fetches: Vec<StateFetch>,
     /// Finished fetches whose last acks are still to go out.
     fetches_done: Vec<(u8, ResyncRecv)>,
-    /// States asked for (`Desync { send_state: true }`) and not handed in yet.
-    wanted: [bool; MAX_PLAYERS],
-    /// Frame from which a slot's checksums count again (its last resync).
-    resynced_from: [u32; MAX_PLAYERS],
+    /// Each seat's standing in recovering from a desync.
+    recovery: [Recovery; MAX_PLAYERS],
     next_resync_id: u32,
     loading: Vec<Loading>,
     /// When each spectator last fell too far behind.
@@ -134,6 +132,31 @@ pub struct Endpoint {
     chat: ChatRelay,
     events: VecDeque<EndpointEvent>,
     stats: EndpointStats,
+}
+
+/// Where a seat stands in recovering from a desync: its checksum reports start a recovery
+/// only while they count.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Recovery {
+    /// Its reports count from `from` on (0, or its last resync's frame).
+    Counting { from: Frame },
+    /// A state was asked for (`Desync { send_state: true }`) and not handed in yet.
+    Awaiting,
+    /// The state is handed in and on its way; reports count again once it is in.
+    Sending,
+}
+
+impl Default for Recovery {
+    fn default() -> Recovery {
+        Recovery::Counting { from: Frame(0) }
+    }
+}
+
+impl Recovery {
+    /// A desync reported for `frame` starts a recovery.
+    fn counts(self, frame: Frame) -> bool {
+        matches!(self, Recovery::Counting { from } if frame >= from)
+    }
 }
 
 impl Endpoint {
@@ -157,8 +180,7 @@ impl Endpoint {
             resyncs: Vec::new(),
             fetches: Vec::new(),
             fetches_done: Vec::new(),
-            wanted: [false; MAX_PLAYERS],
-            resynced_from: [0; MAX_PLAYERS],
+            recovery: [Recovery::default(); MAX_PLAYERS],
             next_resync_id: 0,
             loading: Vec::new(),
             fell_behind: Vec::new(),
@@ -193,7 +215,7 @@ impl Endpoint {
     }
 
     /// True once the lobby closed and the lockstep server runs.
-    pub fn is_running(&self) -> bool {
+    pub fn game_started(&self) -> bool {
         self.server.is_some()
     }
 
@@ -307,7 +329,10 @@ impl Endpoint {
                     continue;
                 }
             } else {
-                self.wanted[usize::from(slot)] = false;
+                let r = &mut self.recovery[usize::from(slot)];
+                if *r == Recovery::Awaiting {
+                    *r = Recovery::Sending;
+                }
             }
             self.next_resync_id += 1;
             match ResyncSend::new(now, self.next_resync_id, frame.0, state.clone()) {
@@ -323,7 +348,7 @@ impl Endpoint {
     /// Runs the timers: handshake resends and timeouts, the lobby's, the lockstep server's.
     pub fn handle_timeout(&mut self, now: Instant) {
         self.session.handle_timeout(now);
-        let (wanted, resynced_from) = (&mut self.wanted, &mut self.resynced_from);
+        let recovery = &mut self.recovery;
         let mut starved = Vec::new();
         self.fetches.retain(|f| {
             let alive = now < f.since + FETCH_LIMIT;
@@ -335,9 +360,8 @@ impl Endpoint {
                 );
                 // The next report of the desync asks again.
                 for &s in &f.for_slots {
-                    if let Some(w) = wanted.get_mut(usize::from(s)) {
-                        *w = false;
-                        resynced_from[usize::from(s)] = 0;
+                    if let Some(r) = recovery.get_mut(usize::from(s)) {
+                        *r = Recovery::default();
                     }
                     starved.push(s);
                 }
@@ -436,7 +460,7 @@ impl Endpoint {
             .spectators()
             .iter()
             .filter_map(|s| server.spectator(SpectatorId(s.slot)))
-            .filter(|(_, acked, _)| *acked < server.frontier())
+            .filter(|s| s.acked < server.frontier())
             .count();
         server
             .peers()
@@ -545,15 +569,17 @@ impl Endpoint {
         }
         self.push_tagged(&mut untagged);
         let (session, events) = (&self.session, &mut self.events);
-        let resynced_from = &mut self.resynced_from;
+        let recovery = &mut self.recovery;
         self.resyncs.retain(|(slot, tx)| {
             if tx.is_complete() {
                 events.push_back(EndpointEvent::Resynced {
                     slot: *slot,
                     frame: Frame(tx.frame()),
                 });
-                if let Some(r) = resynced_from.get_mut(usize::from(*slot)) {
-                    *r = tx.frame();
+                if let Some(r) = recovery.get_mut(usize::from(*slot)) {
+                    *r = Recovery::Counting {
+                        from: Frame(tx.frame()),
+                    };
                 }
             }
             !tx.is_complete() && session.addr_of(*slot).is_some()
@@ -710,12 +736,10 @@ impl Endpoint {
                     got,
                 } => {
                     let i = peer.index();
-                    let stale = frame.0 < self.resynced_from[i];
-                    let recover = !stale && !self.wanted[i];
+                    // Reports from before the coming state are stale.
+                    let recover = self.recovery[i].counts(frame);
                     if recover {
-                        self.wanted[i] = true;
-                        // Reports from before the coming state are stale.
-                        self.resynced_from[i] = u32::MAX;
+                        self.recovery[i] = Recovery::Awaiting;
                     }
                     let mut source = None;
                     if recover && self.local.is_none() {
@@ -774,8 +798,8 @@ impl Endpoint {
         self.session.spectators().len()
     }
 
-    /// A spectator's round trip, the frames it holds all before, and its traffic.
-    pub fn spectator(&self, slot: u8) -> Option<(Option<Duration>, Frame, lockstep::Traffic)> {
+    /// A spectator's link.
+    pub fn spectator(&self, slot: u8) -> Option<lockstep::SpectatorStats> {
         self.server.as_ref()?.spectator(SpectatorId(slot))
     }
 }

@@ -19,7 +19,7 @@ impl Endpoint {
         };
         let source = server
             .peers()
-            .filter(|p| server.is_running(*p) && !server.is_pending(*p))
+            .filter(|p| server.has_sent_ctrl(*p) && !server.is_pending(*p))
             .map(|p| p.0)
             .find(|p| *p != slot);
         let Some(from) = source else {
@@ -109,7 +109,7 @@ impl Endpoint {
         let events = &mut self.events;
         self.loading.retain_mut(|l| {
             let waited = l.waited(now);
-            if server.is_running(PeerId(l.slot)) {
+            if server.has_sent_ctrl(PeerId(l.slot)) {
                 if l.told.is_some() {
                     events.push_back(EndpointEvent::Running {
                         slot: PeerId(l.slot),

@@ -212,7 +212,7 @@ impl Net {
                 out.push((from, Transmit { to, bytes }));
             }
             if first {
-                j.join.running();
+                j.join.end_loading();
             }
         }
         while let Some(t) = j.join.poll_transmit(now) {
@@ -342,7 +342,7 @@ fn a_host_and_three_joiners_start_together_and_stay_in_sync_over_a_lossy_link() 
         })
         .collect();
     assert_eq!(ready, vec![2, 3, 4]);
-    assert!(net.rooms[room].endpoint.is_running());
+    assert!(net.rooms[room].endpoint.game_started());
     let stats = net.rooms[room].endpoint.server_stats().unwrap();
     assert_eq!(stats.peers.len(), 4);
 }
@@ -571,7 +571,7 @@ fn a_lobby_that_does_not_fill_expires() {
     };
     assert!(net.run_until(Duration::from_secs(10), expired));
     assert!(net.now - net.start >= Duration::from_secs(3));
-    assert!(!net.rooms[room].endpoint.is_running());
+    assert!(!net.rooms[room].endpoint.game_started());
 }
 
 /// Runs a host with its own player and one joiner for 600 frames; with `forge`, every 50 ms
@@ -597,7 +597,7 @@ fn play_with_forgeries(
     while !net.finished(room) && t < Duration::from_secs(60) {
         t += Duration::from_millis(50);
         net.run_until(t, |_| false);
-        let running = net.rooms[room].endpoint.is_running() && net.joiners[0].game.is_some();
+        let running = net.rooms[room].endpoint.game_started() && net.joiners[0].game.is_some();
         if !running {
             continue;
         }

@@ -264,7 +264,7 @@ impl HostSession {
     }
 
     /// True once the lobby closed (the game runs).
-    pub fn is_running(&self) -> bool {
+    pub fn lobby_closed(&self) -> bool {
         !self.accepting
     }
 

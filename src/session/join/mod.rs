@@ -24,7 +24,7 @@ use super::msg::{
     PATH_TOKEN_LEN,
 };
 use super::payload::{StartPayload, MAX_PAYLOAD};
-use super::transfer::{ChunkOutcome, Receiver};
+use super::transfer::{ChunkOutcome, Progress, Receiver};
 use super::{
     auth, option_diffs, Dropped, SessionError, SessionStats, Transmit, LOADING_INTERVAL,
     LOADING_LIMIT,
@@ -162,10 +162,13 @@ impl JoinSession {
     }
 
     /// Start-state bytes (compressed) received so far and in total; (0, 0) before Welcome.
-    pub fn progress(&self) -> (usize, usize) {
+    pub fn progress(&self) -> Progress {
         match &self.phase {
-            Phase::Receiving { rx, .. } => (rx.received_bytes(), rx.packed().len()),
-            _ => (0, 0),
+            Phase::Receiving { rx, .. } => Progress {
+                done: rx.received_bytes(),
+                total: rx.packed().len(),
+            },
+            _ => Progress::default(),
         }
     }
 
@@ -176,7 +179,7 @@ impl JoinSession {
 
     /// This player runs: its lockstep client sent its first CTRL, which tells the host from
     /// now on that it is there. Ends the `Msg::Loading` sent since the start state.
-    pub fn running(&mut self) {
+    pub fn end_loading(&mut self) {
         if let Phase::Ready { loading, .. } = &mut self.phase {
             *loading = None;
         }

@@ -266,7 +266,7 @@ impl HostRoutes {
                 players: players.len() as u8,
                 direct,
                 relayed,
-                playing: endpoint.is_running(),
+                playing: endpoint.game_started(),
             };
             self.out.push_back((
                 Transmit {

@@ -283,7 +283,7 @@ impl JoinSide {
         let mut seat = Seat::new(session);
         if self.frame_loop.started.is_some() {
             // Back from a lost connection: the frame loop runs already.
-            seat.running();
+            seat.end_loading();
         }
         self.phase = JoinPhase::Seated(Box::new(Seated {
             seat,
@@ -516,7 +516,7 @@ impl JoinSide {
                             // The host hears this player from its CTRLs from now on.
                             s.running = true;
                             s.first_ctrl = Some(now);
-                            s.seat.running();
+                            s.seat.end_loading();
                         }
                         return Some(s.seat.seal(bytes));
                     }
