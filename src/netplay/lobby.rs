@@ -328,7 +328,7 @@ pub fn host_lobby(
                 continue;
             };
             match ev {
-                EndpointEvent::Joined { slot, name, addr } => {
+                EndpointEvent::Admitted { slot, name, addr } => {
                     let player = PeerId(slot);
                     match own_name(&name, slot) {
                         Some(name) => tracing::info!("netplay: {name} ({addr}) joined as {player}"),

@@ -420,10 +420,10 @@ impl Report {
         let endpoint = p.endpoint();
         let running = endpoint.is_some_and(|e| e.game_started());
         match ev {
-            EndpointEvent::Joined { slot, name, addr } if is_spectator_slot(slot) => {
+            EndpointEvent::Admitted { slot, name, addr } if is_spectator_slot(slot) => {
                 tracing::info!("netplay: {name} ({addr}) asks to watch")
             }
-            EndpointEvent::Joined { slot, name, addr } => {
+            EndpointEvent::Admitted { slot, name, addr } => {
                 if running {
                     tracing::info!(
                         "netplay: {name} ({addr}) takes seat {} of the running game",

@@ -382,7 +382,7 @@ fn log_event(ev: &ServeEvent) {
             if *password { ", password" } else { "" }
         ),
         ServeEvent::Refused { addr, reason } => tracing::info!("refused {addr}: {reason}"),
-        ServeEvent::Joined {
+        ServeEvent::Admitted {
             room,
             slot,
             name,

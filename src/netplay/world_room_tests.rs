@@ -107,7 +107,7 @@ fn a_room_opens_fills_plays_in_sync_outlives_its_creator_and_closes_when_all_lef
         .iter()
         .filter_map(|e| match e {
             ServeEvent::Opened { .. } => Some("opened"),
-            ServeEvent::Joined { .. } => Some("joined"),
+            ServeEvent::Admitted { .. } => Some("joined"),
             ServeEvent::Started { .. } => Some("started"),
             ServeEvent::Out { .. } => Some("out"),
             ServeEvent::Closed { .. } => Some("closed"),

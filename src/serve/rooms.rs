@@ -120,7 +120,8 @@ pub enum ServeEvent {
         addr: SocketAddr,
         reason: String,
     },
-    Joined {
+    /// Admitted to the room's lobby.
+    Admitted {
         room: String,
         slot: u8,
         name: String,

@@ -193,7 +193,7 @@ fn joiner_gets_welcome_and_exact_state_over_a_lossy_link() {
     assert!(sim.run_until(Duration::from_secs(40), |s| s.host.all_ready()));
     assert!(matches!(
         sim.host_events[0],
-        HostEvent::Joined { slot: 1, .. }
+        HostEvent::Admitted { slot: 1, .. }
     ));
     assert!(sim.host_events.contains(&HostEvent::Ready { slot: 1 }));
     eprintln!("1 MiB over {LOSSY}: ready after {took:?} simulated");
@@ -341,7 +341,7 @@ fn resent_hellos_keep_their_slot() {
     let joined = sim
         .host_events
         .iter()
-        .filter(|e| matches!(e, HostEvent::Joined { .. }))
+        .filter(|e| matches!(e, HostEvent::Admitted { .. }))
         .count();
     assert_eq!(joined, 1);
 }

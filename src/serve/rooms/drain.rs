@@ -30,7 +30,7 @@ impl Rooms {
         while let Some(ev) = room.endpoint.poll_event() {
             let room_name = room.name.clone();
             match ev {
-                EndpointEvent::Joined { slot, name, addr } => {
+                EndpointEvent::Admitted { slot, name, addr } => {
                     self.by_addr.insert(addr, room_name.clone());
                     room.addrs.insert(slot, addr);
                     if addr == room.creator {
@@ -41,7 +41,7 @@ impl Rooms {
                         room.spectator_names.insert(slot, name);
                         continue;
                     }
-                    self.events.push_back(ServeEvent::Joined {
+                    self.events.push_back(ServeEvent::Admitted {
                         room: room_name,
                         slot,
                         name,

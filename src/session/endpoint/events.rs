@@ -40,8 +40,9 @@ impl fmt::Display for PlayerOutReason {
 /// [`SpectatorId`]; a bare `slot: u8` may be either (a spectator's from 16 on).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum EndpointEvent {
-    /// Admitted to the lobby; its start-state transfer follows.
-    Joined {
+    /// Admitted to the lobby; its start-state transfer follows. (Its input counts only
+    /// from [`PlayerJoined`](Self::PlayerJoined)'s frame on.)
+    Admitted {
         /// The slot (a spectator's from 16 on).
         slot: u8,
         /// The name it goes by.

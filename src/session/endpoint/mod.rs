@@ -610,9 +610,9 @@ impl Endpoint {
     fn handle_session_events(&mut self, now: Instant, loading_heard: &mut Vec<(u8, Duration)>) {
         while let Some(ev) = self.session.poll_event() {
             match ev {
-                HostEvent::Joined { slot, name, addr } => self
+                HostEvent::Admitted { slot, name, addr } => self
                     .events
-                    .push_back(EndpointEvent::Joined { slot, name, addr }),
+                    .push_back(EndpointEvent::Admitted { slot, name, addr }),
                 HostEvent::Ready { slot } if self.server.is_some() => self.enter_running(now, slot),
                 HostEvent::Ready { slot } => {
                     self.events.push_back(EndpointEvent::Ready {

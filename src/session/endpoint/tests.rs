@@ -714,7 +714,7 @@ fn a_name_alone_never_replaces_a_player_who_still_talks() {
     net.joiners[back].addr = back_addr;
     let taken = |n: &Net| {
         n.rooms[room].events.iter().any(
-            |e| matches!(e, EndpointEvent::Joined { slot: s, addr, .. } if *s == slot && *addr == back_addr),
+            |e| matches!(e, EndpointEvent::Admitted { slot: s, addr, .. } if *s == slot && *addr == back_addr),
         )
     };
     assert!(net.run_until(Duration::from_secs(30), taken));

@@ -356,7 +356,7 @@ impl HostSession {
                 payload: Arc::from(Vec::new()),
                 path: None,
             });
-            self.events.push_back(HostEvent::Joined {
+            self.events.push_back(HostEvent::Admitted {
                 slot,
                 name,
                 addr: from,
@@ -411,7 +411,7 @@ impl HostSession {
             bytes: peer.tagged_welcome(),
         });
         self.peers.push(peer);
-        self.events.push_back(HostEvent::Joined {
+        self.events.push_back(HostEvent::Admitted {
             slot,
             name,
             addr: from,

@@ -48,7 +48,7 @@ impl fmt::Display for SessionLeftReason {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum HostEvent {
     /// Admitted; the start state transfer follows.
-    Joined {
+    Admitted {
         /// The slot (a spectator's from 16 on).
         slot: u8,
         /// The name it goes by.
