@@ -64,6 +64,32 @@ struct StateFetch {
     since: Instant,
 }
 
+impl StateFetch {
+    /// Asks player `from` for its state on behalf of `for_slot`, joining a request to `from`
+    /// already under way; a new request takes the next of the resync ids.
+    fn ask(fetches: &mut Vec<StateFetch>, ids: &mut u32, now: Instant, from: u8, for_slot: u8) {
+        match fetches.iter_mut().find(|f| f.from == from) {
+            Some(f) => {
+                if !f.for_slots.contains(&for_slot) {
+                    f.for_slots.push(for_slot);
+                }
+            }
+            None => {
+                *ids += 1;
+                fetches.push(StateFetch {
+                    id: *ids,
+                    from,
+                    for_slots: vec![for_slot],
+                    rx: ResyncRecv::default(),
+                    // Asked with the next poll_transmit.
+                    asked: None,
+                    since: now,
+                });
+            }
+        }
+    }
+}
+
 /// What an [`Endpoint`] needs besides the host's session settings.
 #[derive(Clone, Debug)]
 pub struct EndpointConfig {
@@ -746,21 +772,8 @@ impl Endpoint {
                         // No machine here: ask a player whose checksum is the majority's.
                         source = server.checksum_holder(frame, expected, peer).map(|p| p.0);
                         if let Some(from) = source {
-                            match self.fetches.iter_mut().find(|f| f.from == from) {
-                                Some(f) => f.for_slots.push(peer.0),
-                                None => {
-                                    self.next_resync_id += 1;
-                                    self.fetches.push(StateFetch {
-                                        id: self.next_resync_id,
-                                        from,
-                                        for_slots: vec![peer.0],
-                                        rx: ResyncRecv::default(),
-                                        // Asked with the next poll_transmit.
-                                        asked: None,
-                                        since: now,
-                                    });
-                                }
-                            }
+                            let (fetches, id) = (&mut self.fetches, &mut self.next_resync_id);
+                            StateFetch::ask(fetches, id, now, from, peer.0);
                         }
                     }
                     self.events.push_back(EndpointEvent::Desync {

@@ -26,24 +26,7 @@ impl Endpoint {
             tracing::warn!("no player runs that could send a state for slot {slot}");
             return;
         };
-        match self.fetches.iter_mut().find(|f| f.from == from) {
-            Some(f) => {
-                if !f.for_slots.contains(&slot) {
-                    f.for_slots.push(slot);
-                }
-            }
-            None => {
-                self.next_resync_id += 1;
-                self.fetches.push(StateFetch {
-                    id: self.next_resync_id,
-                    from,
-                    for_slots: vec![slot],
-                    rx: ResyncRecv::default(),
-                    asked: None,
-                    since: now,
-                });
-            }
-        }
+        StateFetch::ask(&mut self.fetches, &mut self.next_resync_id, now, from, slot);
     }
 
     /// A joiner of the running game has its state: it enters the lockstep server, a player
