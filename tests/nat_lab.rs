@@ -23,13 +23,7 @@ fn spawn(dir: &Path, ns: &str, label: &str, args: &[&str]) -> Peer {
 
 fn start_server(dir: &Path, lab: &Lab) -> Peer {
     let mut server = spawn(dir, &lab.public(), "server", &["serve"]);
-    assert!(
-        server
-            .wait_for_log("serve: listening on udp", Duration::from_secs(15))
-            .is_some(),
-        "{}",
-        server.log_text()
-    );
+    server.expect_log("serve: listening on udp", Duration::from_secs(15));
     server
 }
 
@@ -41,11 +35,7 @@ fn open_room(dir: &Path, lab: &Lab, home: usize, room: &str, extra: &[&str]) -> 
     a.extend_from_slice(extra);
     let mut host = spawn(dir, &lab.home(home), "host", &a);
     let said = format!("your friends join with `framelock join {SERVER} --room {room}");
-    assert!(
-        host.wait_for_log(&said, Duration::from_secs(15)).is_some(),
-        "{}",
-        host.log_text()
-    );
+    host.expect_log(&said, Duration::from_secs(15));
     host
 }
 
@@ -170,13 +160,7 @@ fn a_router_that_forgets_its_mappings_mid_game_loses_nobody() {
     cmd.extend(nat.split(' '));
     sh(&cmd);
     sh(&["ip", "netns", "exec", &router, "conntrack", "-F"]);
-    assert!(
-        server
-            .wait_for_log("moved from 10.77.2.2:", Duration::from_secs(10))
-            .is_some(),
-        "{}",
-        server.log_text()
-    );
+    server.expect_log("moved from 10.77.2.2:", Duration::from_secs(10));
     joiner.wait_ok(Duration::from_secs(60));
     host.wait_ok(Duration::from_secs(60));
     let (h, j) = (host.read_stats(), joiner.read_stats());
@@ -404,13 +388,7 @@ fn a_router_that_drops_the_direct_path_mid_game_falls_back_to_the_relay() {
         "den",
         &[&common[..], &["--bot", "2"]].concat(),
     );
-    assert!(
-        joiner
-            .wait_for_log("direct path to the host", Duration::from_secs(20))
-            .is_some(),
-        "{}",
-        joiner.log_text()
-    );
+    joiner.expect_log("direct path to the host", Duration::from_secs(20));
     std::thread::sleep(Duration::from_secs(8));
     // Router 2 drops everything from router 1's address, in and out of its home.
     let router = format!("{}-r2", lab.tag);
@@ -422,13 +400,7 @@ fn a_router_that_drops_the_direct_path_mid_game_falls_back_to_the_relay() {
         cmd.extend(rule.split(' '));
         sh(&cmd);
     }
-    assert!(
-        joiner
-            .wait_for_log("the host is relayed by the server", Duration::from_secs(10))
-            .is_some(),
-        "{}",
-        joiner.log_text()
-    );
+    joiner.expect_log("the host is relayed by the server", Duration::from_secs(10));
     joiner.wait_ok(Duration::from_secs(90));
     host.wait_ok(Duration::from_secs(60));
     let (h, j) = (host.read_stats(), joiner.read_stats());
@@ -523,13 +495,7 @@ fn a_friend_joins_a_hosted_room_after_40_s_and_survives_a_10_s_wifi_drop() {
     assert!(host.try_status().is_none(), "{}", host.log_text());
     let j = [&common[..], &["--bot", "2", "--record", &jlog_s]].concat();
     let mut joiner = join_room(d, &lab, 2, "join", "den", &j);
-    assert!(
-        joiner
-            .wait_for_log("direct path to the host", Duration::from_secs(20))
-            .is_some(),
-        "{}",
-        joiner.log_text()
-    );
+    joiner.expect_log("direct path to the host", Duration::from_secs(20));
     std::thread::sleep(Duration::from_secs(5));
     lab.wifi_off(2);
     let off = std::time::Instant::now();
@@ -537,19 +503,8 @@ fn a_friend_joins_a_hosted_room_after_40_s_and_survives_a_10_s_wifi_drop() {
     std::thread::sleep(Duration::from_secs(10).saturating_sub(off.elapsed()));
     lab.wifi_back(2);
     assert!(lost.is_some(), "{}", joiner.log_text());
-    assert!(
-        joiner
-            .wait_for_log("back in the game", Duration::from_secs(20))
-            .is_some(),
-        "{}",
-        joiner.log_text()
-    );
-    assert!(
-        host.wait_for_log("(player 2) is back from frame", Duration::from_secs(10))
-            .is_some(),
-        "{}",
-        host.log_text()
-    );
+    joiner.expect_log("back in the game", Duration::from_secs(20));
+    host.expect_log("(player 2) is back from frame", Duration::from_secs(10));
     joiner.wait_ok(Duration::from_secs(120));
     host.wait_ok(Duration::from_secs(60));
     let served = stop_server(&mut server);

@@ -97,6 +97,14 @@ impl Peer {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
+    /// `wait_for_log`, failing the test with the log when `needle` does not come.
+    pub fn expect_log(&mut self, needle: &str, timeout: Duration) -> Instant {
+        match self.wait_for_log(needle, timeout) {
+            Some(at) => at,
+            None => panic!("no `{needle}` within {timeout:?}:\n{}", self.log_text()),
+        }
+    }
+
     /// Polls the log until it contains `needle`; `None` on timeout or if the process ended.
     pub fn wait_for_log(&mut self, needle: &str, timeout: Duration) -> Option<Instant> {
         let end = Instant::now() + timeout;
