@@ -1,7 +1,8 @@
 //! Simulated players on the shared simulated network, for the lockstep tests. Seeded and on
 //! simulated time: [`Simulation::run_until`] delivers what is due and jumps the clock to the
 //! next deadline (datagram arrival, display slot, protocol timer), so minutes of play take
-//! milliseconds.
+//! milliseconds. Tests only: it may import `net`'s simulated network, never `session` or anything
+//! above `lockstep`.
 //!
 //! Player 0 is the host's player: its datagrams go to the server in memory with zero delay.
 //! Every other player has its own up and down [`PathSpec`] (delay, jitter, loss, bursts,

@@ -3,7 +3,8 @@
 //! the participant with their receive time, runs its timers, hands it the local pad, passes
 //! what it asks of the machine to the frame observer (`netplay::CoreSide`) and back, and
 //! returns the frames it allows. It makes no protocol decision: when a silence is a loss, what
-//! is sent in a lobby and when a player reconnects are the participant's.
+//! is sent in a lobby and when a player reconnects are the participant's. It must not import the
+//! commands that build it (`start`, `run`) or `cli`.
 //!
 //! Two threads share that state behind one mutex. The frame loop's thread pushes samples and
 //! takes frames; a network thread of its own answers datagrams the moment they arrive. The

@@ -1,6 +1,7 @@
 //! What netplay tells people: the log lines for what a session's participant raised, the
 //! numbers gathered for `--stats-json`, and the window's status line. It decides nothing
-//! about the session; the participant (`session::Participant`) does.
+//! about the session; the participant (`session::Participant`) does. It must not import the feed or
+//! the commands (`feed`, `start`, `run`), which call it.
 
 mod events;
 mod stats;

@@ -1,5 +1,6 @@
 //! Byte-level encoding of `.flr` files: primitives, the header, record framing, the input
-//! block codec and events. Pure functions over byte slices; no I/O here.
+//! block codec and events. Pure functions over byte slices; no I/O here. It imports only `input`;
+//! the reader and writer stand on it, not the other way.
 
 mod event;
 mod header;
