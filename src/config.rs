@@ -1,4 +1,6 @@
-//! The config file: TOML at `~/.config/framelock/config.toml` (XDG), layered under CLI flags.
+//! The config file: TOML at `~/.config/framelock/config.toml` (XDG), layered under CLI flags. It
+//! imports only `frontend`, `input` and `wording` (the types its sections name), never what runs a
+//! session.
 //!
 //! Every section is `#[serde(default)]`, so a file written for an older version (or an
 //! empty one) still loads; unknown keys are logged and ignored; a malformed file is an

@@ -1,4 +1,5 @@
-//! The `framelock` binary: parse flags, load the config, run the command.
+//! The `framelock` binary: parse flags, load the config, run the command. It may import every
+//! module; nothing imports it.
 
 use std::io::IsTerminal;
 use std::process::ExitCode;

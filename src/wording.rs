@@ -1,5 +1,6 @@
 //! How messages phrase what every part of the program reports: OS errors in lowercase (our
-//! messages run on after a colon), counts of frames in English.
+//! messages run on after a colon), counts of frames in English. It imports nothing of framelock, so
+//! that every module may use it.
 
 use std::io;
 

@@ -1,5 +1,6 @@
 //! `framelock replay LOG`: plays an input log (`.flr`) back on the core and content it was
-//! recorded with, in a window or headless, and verifies its checksums.
+//! recorded with, in a window or headless, and verifies its checksums. Like all of `app` it must
+//! not import `netplay`, `session` or `cli`.
 //!
 //! Order: read the header -> find the core and content (flags, else where they were
 //! recorded) and refuse any that differ -> open the core with the log's option values ->

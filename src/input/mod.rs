@@ -1,4 +1,5 @@
-//! Input sampling: turning pads, keys and bots into one `Pad` per player per frame.
+//! Input sampling: turning pads, keys and bots into one `Pad` per player per frame. It imports
+//! nothing of framelock: every layer above stands on it.
 
 mod bot;
 mod keymap;

@@ -2,7 +2,9 @@
 //! inputs. It never touches a socket and never reads a clock: every entry point takes `now`,
 //! randomness is not used at all, and the caller moves the datagrams (`net` over UDP, or in
 //! memory with zero delay for the host's own player: same code path). The vocabulary follows
-//! quinn-proto: `handle_*` feeds in, `poll_*` drains out, getters take `&self`.
+//! quinn-proto: `handle_*` feeds in, `poll_*` drains out, getters take `&self`. It imports only
+//! `input` and `wire` (and `net`'s simulated network in tests), nothing of the session layer or
+//! above.
 //!
 //! # Layout
 //! `client/` and `server/` stand side by side on `link` (sequence numbers, acks,

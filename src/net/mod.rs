@@ -1,4 +1,5 @@
-//! UDP carriage for the session and lockstep datagrams: the only module that touches sockets.
+//! UDP carriage for the session and lockstep datagrams: the only module that touches sockets. It
+//! imports only `wire` and `wording`, never the protocols it carries.
 //! `udp` wraps the socket, `conditioner` impairs outgoing traffic for testing (`--netsim`),
 //! `link` joins the two for the caller's loop; `sim` (tests only) is the simulated network
 //! every simulation runs on.

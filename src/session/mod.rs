@@ -2,7 +2,8 @@
 //! Sans-IO like quinn-proto: no sockets, no clock reads; `now` is passed in and randomness
 //! comes from a caller-provided seed. `net` carries the datagrams; `lockstep` takes over once
 //! every player is ready. [`Endpoint`] is a session's whole server side (this layer, the
-//! lockstep server and the transfers); `serve` runs one per room.
+//! lockstep server and the transfers); `serve` runs one per room. It imports `lockstep`, `wire`,
+//! `input` and `wording`: never a socket (`net`), nor `serve`, `app` or `netplay` above it.
 //!
 //! Handshake (host = H, joiner = J; every datagram starts with `wire::Header`; on a
 //! dedicated server H is the room, see `room` for opening one):

@@ -1,6 +1,7 @@
 //! Video files of what a core shows: `replay LOG --export FILE` and `--video FILE` while
 //! playing. Frames and sound go raw through pipes to Debian's `ffmpeg` binary (nothing is
-//! linked), which encodes them in the background while the game runs.
+//! linked), which encodes them in the background while the game runs. It imports `frontend` only
+//! for the picture's shape (`aspect`, `image`), and nothing from `app`, `netplay` or `cli`.
 //!
 //! - [`format`](mod@format): the file's extension picks the container and codecs;
 //! - [`canvas`]: each frame drawn upright into one fixed picture size, as the window shows it;

@@ -1,4 +1,5 @@
-//! Byte and bit level encoding shared by the CTRL and UPDATE bodies.
+//! Byte and bit level encoding shared by the CTRL and UPDATE bodies. It imports only `input` and
+//! the lockstep `frame`: never the bodies (`msg`) or the machines, which stand on it.
 //!
 //! Inputs are delta-coded as in section 4 of the keyframe-lockstep doc: the first (oldest
 //! unacknowledged) pad against the one before it, which the receiver holds (in full, 16 bits,

@@ -2,7 +2,8 @@
 //! and during play. Sans-IO like the rest of `session`: [`ChatLink`] is a joiner's end (in
 //! its `Seat`), [`ChatRelay`] the server side's (in the `Endpoint`, so a direct host and
 //! every `serve` room relay alike). Nothing here waits on the game: lockstep never holds a
-//! frame for a chat datagram.
+//! frame for a chat datagram. It imports only `wire` and `wording`: not the machines that hold it,
+//! nor anything above `session`.
 //!
 //! Every message goes to the session's server side, which relays it to everyone else in
 //! the session (players and spectators with the start state), in one order it picks. The

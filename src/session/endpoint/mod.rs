@@ -5,7 +5,8 @@
 //! goodbye leaves the lockstep server, a player the server timed out is told so, a desync
 //! asks for a state to send). `events` holds what it reports, `starting` how players get
 //! into the game (the start, and states for late joiners, spectators and resyncs), `chat`
-//! who hears the session's chat.
+//! who hears the session's chat. It must not import `participant`, which drives it, nor anything
+//! above `session`.
 //!
 //! `framelock host` drives one beside its own player's lockstep client, which talks to it in
 //! memory ([`Endpoint::handle_local`], [`Endpoint::poll_local`]); a dedicated server drives

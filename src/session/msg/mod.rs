@@ -1,4 +1,6 @@
-//! Bodies of the session-layer datagrams (kinds 0x01..=0x0D, 0x20); `wire::Header` comes first.
+//! Bodies of the session-layer datagrams (kinds 0x01..=0x0D, 0x20); `wire::Header` comes first. It
+//! must not import the session's state machines (a constant of `guard` aside), nor anything above
+//! `session`.
 //!
 //! Strings are `u8` length + UTF-8 (`str8`) unless noted; integers are little endian.
 //! ```text

@@ -4,7 +4,8 @@
 //! Every rule about time and silence lives here, so a simulation runs hours of them in
 //! milliseconds: when a silence is a loss, what a joiner sends while a lobby waits, when the
 //! host's own player counts as starting, when a dropped joiner reconnects and for how long,
-//! and path checks after an address change.
+//! and path checks after an address change. It must not import `serve`, `app` or `netplay`, which
+//! drive it.
 //!
 //! Calling order, as for every state machine here (quinn-proto's): feed each datagram to
 //! [`handle_datagram`](Participant::handle_datagram) with the time it was received, call

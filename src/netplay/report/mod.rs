@@ -1,0 +1,196 @@
+//! What netplay tells people: the log lines for what a session's participant raised, the
+//! numbers gathered for `--stats-json`, and the window's status line. It decides nothing
+//! about the session; the participant (`session::Participant`) does. It must not import the feed or
+//! the commands (`feed`, `start`, `run`), which call it.
+
+mod events;
+mod stats;
+
+pub(super) use stats::placement_json;
+pub(crate) use stats::Play;
+
+use std::time::{Duration, Instant};
+
+use crate::frontend::chat_board::ChatBoard;
+use crate::lockstep::PeerId;
+use crate::session::direct::{PathEvent, PathKind, PathMode};
+
+/// The log line for a path of a room hosted by a player that went direct or back to the
+/// relay; `who` is the other side.
+pub(crate) fn log_path(who: &str, event: &PathEvent, mode: PathMode) {
+    match event {
+        PathEvent::Direct { addr, after } => tracing::info!(
+            "netplay: direct path to {who} ({addr}, proven in {} ms): the server no longer \
+             carries the game",
+            after.as_millis()
+        ),
+        PathEvent::Relayed { why } if mode == PathMode::Direct => {
+            tracing::warn!("netplay: {who} stays relayed by the server: {why}")
+        }
+        PathEvent::Relayed { why } => {
+            tracing::info!("netplay: {who} is relayed by the server: {why}")
+        }
+    }
+}
+
+/// How log lines name the player in `slot`: "ana (player 2)", its name and its place, since
+/// two players may go by the same name; just "player 2" when it has no name of its own.
+pub(crate) fn player_label(names: &[(u8, String)], slot: u8) -> String {
+    let place = PeerId(slot).to_string();
+    let name = names.iter().find(|(s, _)| *s == slot);
+    match name.and_then(|(_, name)| own_name(name, slot)) {
+        Some(name) => format!("{name} ({place})"),
+        None => place,
+    }
+}
+
+/// The name of the player in `slot` if it has one of its own: not empty, and not the
+/// "player N" the host names a nameless joiner after its place (said once is enough).
+pub(crate) fn own_name(name: &str, slot: u8) -> Option<&str> {
+    (!name.is_empty() && name != PeerId(slot).to_string()).then_some(name)
+}
+
+/// Netplay numbers gathered while running.
+#[derive(Default)]
+pub(crate) struct Counters {
+    desyncs: u64,
+    /// Frames of the desyncs this peer heard of.
+    desync_frames: Vec<u32>,
+    /// Recoveries completed (host: states delivered; joiner: states loaded).
+    pub resyncs: u64,
+    /// Joiner: ms from hearing of a desync to loading the host's state.
+    resync_ms: Vec<f64>,
+    desync_heard_at: Option<Instant>,
+    players_left: Vec<(u8, u32)>,
+    players_joined: Vec<(u8, u32)>,
+    /// Spectator: fresh states it jumped to after falling behind.
+    pub jumps: u64,
+    /// Joiner: times it lost the host, came back, and ms from losing to playing again.
+    pub connections_lost: u64,
+    pub reconnects: u64,
+    pub reconnect_ms: Vec<f64>,
+    lost_at: Option<Instant>,
+    /// RTT samples (ms, one per frame run), as a 1 ms histogram capped at 5 s.
+    rtt_ms: Vec<u64>,
+    rtt_count: u64,
+    /// Spectator: its delay behind the players (ms), every 30th frame.
+    pub delay_ms: Vec<f64>,
+}
+
+pub(crate) fn median(v: &[f64]) -> Option<f64> {
+    let mut v = v.to_vec();
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied()
+}
+
+impl Counters {
+    pub fn record_rtt(&mut self, rtt: Duration) {
+        if self.rtt_ms.is_empty() {
+            self.rtt_ms = vec![0; 5001];
+        }
+        let ms = (rtt.as_secs_f64() * 1000.0).round().min(5000.0) as usize;
+        self.rtt_ms[ms] += 1;
+        self.rtt_count += 1;
+    }
+
+    fn rtt_median(&self) -> Option<u64> {
+        let half = self.rtt_count.div_ceil(2);
+        let mut seen = 0;
+        for (ms, n) in self.rtt_ms.iter().enumerate() {
+            seen += n;
+            if seen >= half && *n > 0 {
+                return Some(ms as u64);
+            }
+        }
+        None
+    }
+
+    /// A desync recovery's state was loaded.
+    pub fn resynced(&mut self, now: Instant) {
+        self.resyncs += 1;
+        if let Some(heard) = self.desync_heard_at.take() {
+            let ms = now.saturating_duration_since(heard).as_secs_f64() * 1000.0;
+            self.resync_ms.push(ms);
+        }
+    }
+
+    /// Back in the session after a lost connection.
+    pub fn reconnected(&mut self, now: Instant) {
+        self.reconnects += 1;
+        if let Some(lost) = self.lost_at.take() {
+            let ms = now.saturating_duration_since(lost).as_secs_f64() * 1000.0;
+            self.reconnect_ms.push(ms);
+        }
+    }
+}
+
+/// Who is in, the counters, and the wording of events.
+#[derive(Default)]
+pub(crate) struct Report {
+    pub names: Vec<(u8, String)>,
+    /// The room, when the session runs on a dedicated server.
+    pub room: Option<String>,
+    pub counters: Counters,
+    /// Slots that left (or were dropped) and by which name, to tell a player who comes
+    /// back from a new one.
+    gone: Vec<(u8, String)>,
+    /// Host: why each player who left the running game said it left (its goodbye), for the
+    /// one line that says so with the frame its input stops at.
+    left_why: Vec<(u8, String)>,
+    /// Joiner: the command that gets it back into the session, said when it gives up.
+    pub rejoin: Option<String>,
+    /// Where chat messages are shown and typed.
+    pub chat: ChatBoard,
+    /// The pause in force: who paused (as the status bar says it) and since when.
+    pub paused: Option<(String, Instant)>,
+    /// Pauses seen: (slot that paused, frame, seconds it lasted here).
+    pauses: Vec<(u8, u32, f64)>,
+    /// `--path`, for the wording of a path that stays relayed.
+    pub path: PathMode,
+    /// A room hosted by a player: each player's path as last seen (see `note_paths`).
+    paths: std::cell::RefCell<Vec<(Option<u8>, PathKind)>>,
+}
+
+impl Report {
+    pub fn name(&self, slot: u8) -> String {
+        player_label(&self.names, slot)
+    }
+
+    /// The player's own name if it has one, else its place ("player 2"): for the status
+    /// bar, where "ana (player 2)" is too long.
+    fn short_name(&self, slot: u8) -> String {
+        self.names
+            .iter()
+            .find(|(s, _)| *s == slot)
+            .and_then(|(_, n)| own_name(n, slot))
+            .map_or_else(|| PeerId(slot).to_string(), str::to_string)
+    }
+
+    fn set_name(&mut self, slot: u8, name: String) {
+        if !name.is_empty() {
+            self.names.retain(|(s, _)| *s != slot);
+            self.names.push((slot, name));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::player_label;
+
+    #[test]
+    fn players_are_named_with_their_place() {
+        let names = [
+            (0, "ana".to_string()),
+            (1, "ana".into()),
+            (2, "player 3".into()),
+        ];
+        // Two players called ana are told apart.
+        assert_eq!(player_label(&names, 0), "ana (player 1)");
+        assert_eq!(player_label(&names, 1), "ana (player 2)");
+        // A player the host named by its slot, or not at all, is not named twice.
+        assert_eq!(player_label(&names, 2), "player 3");
+        assert_eq!(player_label(&[(3, String::new())], 3), "player 4");
+        assert_eq!(player_label(&names, 5), "player 6");
+    }
+}
