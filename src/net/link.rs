@@ -97,7 +97,7 @@ impl Link {
 
     /// Sends every conditioned datagram whose time has come.
     pub fn flush_due(&mut self, now: Instant) {
-        while let Some(Transmit { to, bytes }) =
+        while let Some(Transmit { to, bytes, .. }) =
             self.netsim.as_mut().and_then(|c| c.poll_transmit(now))
         {
             self.send_now(to, &bytes);
