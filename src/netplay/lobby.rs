@@ -92,7 +92,7 @@ fn say_typed(link: &mut Link, participant: &mut Participant, chat: &ChatBoard) {
 
 fn send_queued(link: &mut Link, session: &mut impl Handshake, now: Instant) {
     while let Some(t) = session.transmit(now) {
-        link.send_ttl(now, t.to, t.bytes, t.ttl);
+        link.send_transmit(now, t);
     }
     link.flush_due(now);
 }

@@ -59,7 +59,8 @@
 //! empty `Lobby`. A seat that came free while the game ran goes back to its player: by
 //! name, or, for one with no name of its own, by address.
 //!
-//! Calling order for both `HostSession` and `JoinSession`: feed every session-layer datagram
+//! Calling order for both `HostSession` and `JoinSession`, as for every machine here (the
+//! face is written down at [`Transmit`]): feed every session-layer datagram
 //! (`is_session_datagram`) to `handle_datagram`, then call `handle_timeout(now)`, drain
 //! `poll_transmit(now)` and `poll_event()`, and sleep until `poll_timeout()` or the next
 //! datagram. Keep doing so after the start: late chunks and Byes still arrive, and a joiner
