@@ -152,12 +152,13 @@ impl Kind {
 /// ```
 ///
 /// `from` is left out where only one peer can send (the lockstep client hears only its
-/// server, a resync half only its session) and the driver has already routed the datagram.
+/// server, a resync half only its session) and the driver has already routed the datagram;
+/// it is a slot where the driver knows the addresses (the lockstep server's `PeerId`).
 ///
-/// `To` says where the datagram goes: a socket address; a player slot where the driver
-/// knows the addresses (`PeerId` for the lockstep server's players, `u8` for its
-/// spectators and the host's chat); `()` for a machine with one peer, which its driver
-/// seals and addresses (the lockstep client, a resync half, a joiner's chat).
+/// `To` says where the datagram goes: a socket address; a slot where the driver knows the
+/// addresses (`PeerId` for the lockstep server's players, `SpectatorId` for its spectators,
+/// `u8` for the host's chat); `()` for a machine with one peer, which its driver seals and
+/// addresses (the lockstep client, a resync half, a joiner's chat).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Transmit<To = SocketAddr> {
     pub to: To,
@@ -234,10 +235,12 @@ pub enum Dropped {
         /// This session's id.
         want: u32,
     },
-    /// A kind only a joined peer sends, from an address that has not joined.
+    /// A kind only a joined peer sends, from an address (or lockstep slot) that has not
+    /// joined.
     #[error("{0:?} from an address that has not joined")]
     UnknownPeer(Kind),
-    /// A joiner heard from an address other than the host's.
+    /// From an address other than the one this side talks to (a joiner's host, a room
+    /// opener's server).
     #[error("datagram from {0}, which is not the host")]
     NotFromHost(SocketAddr),
     /// A kind this side does not take now.
