@@ -79,7 +79,7 @@ impl Host {
                 let now = Instant::now();
                 for (from, bytes) in ep.recv(now).unwrap() {
                     let ok = is_session_datagram(&bytes)
-                        && host.handle_datagram(now, from, &bytes).is_ok();
+                        && host.handle_datagram(now, from, &bytes).is_taken();
                     let mut counts = counts2.lock().unwrap();
                     let count: &mut (u64, u64) = counts.entry(from).or_default();
                     count.0 += 1;
@@ -160,7 +160,7 @@ fn join(
             break;
         }
         for (from, bytes) in ep.recv(now).unwrap() {
-            if !is_session_datagram(&bytes) || j.handle_datagram(now, from, &bytes).is_err() {
+            if !is_session_datagram(&bytes) || !j.handle_datagram(now, from, &bytes).is_taken() {
                 ep.note_invalid();
             }
         }

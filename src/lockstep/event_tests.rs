@@ -310,7 +310,7 @@ fn joining_and_config_errors_are_reported() {
         let now = t0 + Duration::from_millis(f * 16);
         host.push_local_input(now, Pad(1));
         let _ = host.poll_frame();
-        while let Some(b) = host.poll_transmit(now) {
+        while let Some(Transmit { bytes: b, .. }) = host.poll_transmit(now) {
             server.handle_datagram(now, PeerId(0), &b);
         }
         while let Some(Transmit { bytes: b, .. }) = server.poll_transmit(now) {
@@ -333,13 +333,16 @@ fn tick(
         if *running {
             c.push_local_input(now, Pad::NEUTRAL);
             let _ = c.poll_frame();
-            while let Some(b) = c.poll_transmit(now) {
+            while let Some(Transmit { bytes: b, .. }) = c.poll_transmit(now) {
                 server.handle_datagram(now, c.me(), &b);
             }
         }
     }
     server.handle_timeout(now);
-    while let Some(Transmit { to: peer, bytes: b }) = server.poll_transmit(now) {
+    while let Some(Transmit {
+        to: peer, bytes: b, ..
+    }) = server.poll_transmit(now)
+    {
         for (c, running) in clients.iter_mut() {
             if *running && c.me() == peer {
                 c.handle_datagram(now, &b);

@@ -411,12 +411,14 @@ fn a_ctrl_overtaken_by_64_samples_adds_nothing_at_the_server() {
         while let Some((_, inputs)) = client.poll_frame() {
             applied.push(inputs[0]);
         }
-        while let Some(d) = client.poll_transmit(now) {
+        while let Some(Transmit { bytes: d, .. }) = client.poll_transmit(now) {
             match i {
                 // Lost, so that the held-back one carries eleven samples.
                 0..10 => {}
                 10 => late = Some(d),
-                _ => server.handle_datagram(now, PeerId(0), &d),
+                _ => {
+                    let _ = server.handle_datagram(now, PeerId(0), &d);
+                }
             }
         }
         if i == 129 {
@@ -471,7 +473,7 @@ fn an_update_overtaken_by_64_acks_acknowledges_nothing_at_the_client() {
         while let Some((_, inputs)) = client.poll_frame() {
             applied.push(inputs[0]);
         }
-        while let Some(d) = client.poll_transmit(now) {
+        while let Some(Transmit { bytes: d, .. }) = client.poll_transmit(now) {
             if !(130..=138).contains(&ctrls) {
                 server.handle_datagram(now, PeerId(0), &d);
             }
@@ -653,12 +655,12 @@ fn a_peer_without_send_budget_gets_every_round() {
         for c in clients.iter_mut() {
             c.push_local_input(now, crate::input::Pad::NEUTRAL);
             while c.poll_frame().is_some() {}
-            while let Some(d) = c.poll_transmit(now) {
+            while let Some(Transmit { bytes: d, .. }) = c.poll_transmit(now) {
                 server.handle_datagram(now, c.me(), &d);
             }
         }
         server.handle_timeout(now);
-        while let Some(Transmit { to, bytes: d }) = server.poll_transmit(now) {
+        while let Some(Transmit { to, bytes: d, .. }) = server.poll_transmit(now) {
             received[to.index()] += 1;
             clients[to.index()].handle_datagram(now, &d);
         }
@@ -716,7 +718,7 @@ fn a_ctrl_short_of_budget_waits_for_the_next_sample_not_for_tokens() {
         } else {
             service
         };
-        while let Some(d) = client.poll_transmit(now) {
+        while let Some(Transmit { bytes: d, .. }) = client.poll_transmit(now) {
             bytes += d.len() + UDP_IP as usize;
             sent += 1;
             sent_as_pushed += usize::from(now == tick);
@@ -762,7 +764,8 @@ fn a_client_learns_once_how_far_behind_the_host_it_started() {
         assert!(pushes < 20, "no start delay after {pushes} frames");
         client.push_local_input(t, Pad(pushes as u16 & 1));
         pushes += 1;
-        let ctrls: Vec<_> = std::iter::from_fn(|| client.poll_transmit(t)).collect();
+        let ctrls: Vec<_> =
+            std::iter::from_fn(|| client.poll_transmit(t).map(|t| t.bytes)).collect();
         for d in ctrls.iter().filter(|_| pushes > 1) {
             server.handle_datagram(t + ms(50), PeerId(0), d);
         }
@@ -795,7 +798,7 @@ fn frame_zero_waits_for_every_players_first_ctrl() {
     });
     let ms = Duration::from_millis;
     clients[0].push_local_input(t0, Pad::NEUTRAL);
-    while let Some(d) = clients[0].poll_transmit(t0) {
+    while let Some(Transmit { bytes: d, .. }) = clients[0].poll_transmit(t0) {
         server.handle_datagram(t0, PeerId(0), &d);
     }
     // Called before its first sample (by a network thread while its window opens), player 2
@@ -817,14 +820,14 @@ fn frame_zero_waits_for_every_players_first_ctrl() {
     assert!(clients[0].poll_frame().is_none());
     let late = t0 + ms(1500);
     clients[1].push_local_input(late, Pad::NEUTRAL);
-    while let Some(d) = clients[1].poll_transmit(late) {
+    while let Some(Transmit { bytes: d, .. }) = clients[1].poll_transmit(late) {
         server.handle_datagram(late, PeerId(1), &d);
     }
     assert!(
         server.frontier() > Frame::ZERO,
         "nothing published once both ran"
     );
-    while let Some(Transmit { to, bytes: d }) = server.poll_transmit(late) {
+    while let Some(Transmit { to, bytes: d, .. }) = server.poll_transmit(late) {
         clients[to.index()].handle_datagram(late, &d);
     }
     assert!(
@@ -842,13 +845,13 @@ fn frame_zero_waits_for_every_players_first_ctrl() {
     server.add_peer(t0, PeerId(1)).unwrap();
     let mut host = Client::new(t0, cfg.clone(), PeerId(0)).unwrap();
     host.push_local_input(t0, Pad::NEUTRAL);
-    while let Some(d) = host.poll_transmit(t0) {
+    while let Some(Transmit { bytes: d, .. }) = host.poll_transmit(t0) {
         server.handle_datagram(t0, PeerId(0), &d);
     }
     let limit = super::server::UNCONTACTED_SILENCE;
     for at in (1..=4).map(|s| t0 + ms(s * 900)) {
         host.handle_timeout(at);
-        while let Some(d) = host.poll_transmit(at) {
+        while let Some(Transmit { bytes: d, .. }) = host.poll_transmit(at) {
             server.handle_datagram(at, PeerId(0), &d);
         }
         server.handle_timeout(at);
@@ -895,14 +898,14 @@ fn a_player_that_runs_but_has_not_heard_the_server_gets_longer_before_it_is_drop
         if contact {
             // It heard the server once: its CTRLs acknowledge that from now on.
             server.handle_timeout(t0);
-            while let Some(Transmit { to, bytes }) = server.poll_transmit(t0) {
+            while let Some(Transmit { to, bytes, .. }) = server.poll_transmit(t0) {
                 if to == PeerId(1) {
                     joiner.handle_datagram(t0, &bytes);
                 }
             }
         }
         joiner.push_local_input(t0, Pad::NEUTRAL);
-        while let Some(d) = joiner.poll_transmit(t0) {
+        while let Some(Transmit { bytes: d, .. }) = joiner.poll_transmit(t0) {
             server.handle_datagram(t0, PeerId(1), &d);
         }
         server.handle_timeout(t0 + ms(2100));
@@ -963,7 +966,7 @@ fn samples_taken_before_the_first_frames_carry_no_age() {
         c.samples.expect("a run").age_ms
     };
     client.push_local_input(t0, Pad::NEUTRAL);
-    let first = client.poll_transmit(t0 + ms(5)).expect("a CTRL");
+    let first = client.poll_transmit(t0 + ms(5)).expect("a CTRL").bytes;
     assert_eq!(
         age_of(&first),
         None,
@@ -976,7 +979,7 @@ fn samples_taken_before_the_first_frames_carry_no_age() {
     assert!(client.poll_frame().is_some(), "the first frames arrived");
     let now = t0 + ms(20);
     client.push_local_input(now, Pad(1));
-    let next = client.poll_transmit(now + ms(3)).expect("a CTRL");
+    let next = client.poll_transmit(now + ms(3)).expect("a CTRL").bytes;
     assert_eq!(age_of(&next), Some(3));
 }
 
@@ -1009,12 +1012,12 @@ fn a_waiting_player_samples_its_pad_on_its_frame_clock() {
     let mut exchange = |server: &mut Server, clients: &mut [Client; 2], now, hold: bool| {
         for _ in 0..4 {
             server.handle_timeout(now);
-            while let Some(Transmit { to, bytes: d }) = server.poll_transmit(now) {
+            while let Some(Transmit { to, bytes: d, .. }) = server.poll_transmit(now) {
                 clients[to.index()].handle_datagram(now, &d);
             }
             for (i, c) in clients.iter_mut().enumerate() {
                 c.handle_timeout(now);
-                while let Some(d) = c.poll_transmit(now) {
+                while let Some(Transmit { bytes: d, .. }) = c.poll_transmit(now) {
                     if i == 0 && hold {
                         held.push(d);
                     } else {
@@ -1186,7 +1189,7 @@ fn the_wait_for_the_first_frames_is_not_an_input_round_trip() {
         if client.poll_frame().is_some() {
             frames += 1;
         }
-        while let Some(bytes) = client.poll_transmit(t) {
+        while let Some(Transmit { bytes, .. }) = client.poll_transmit(t) {
             flight.push((t + one_way, true, bytes));
         }
         t += Duration::from_millis(1);

@@ -471,10 +471,7 @@ impl Conditioner {
         let late = now.saturating_duration_since(packet.due);
         self.stats.released_late += u64::from(late >= LATE);
         self.stats.late_max = self.stats.late_max.max(late);
-        let t = Transmit {
-            to: packet.to,
-            bytes: packet.bytes,
-        };
+        let t = Transmit::new(packet.to, packet.bytes);
         Some((t, packet.altered))
     }
 

@@ -68,9 +68,11 @@ impl Link {
         }
     }
 
-    /// As `send`, with the IP TTL `ttl` if given (a direct path's first punch: it leaves
-    /// the home router and dies before the other's). Such a datagram skips the conditioner.
-    pub fn send_ttl(&mut self, now: Instant, to: SocketAddr, bytes: Vec<u8>, ttl: Option<u8>) {
+    /// Sends a machine's datagram: as `send`, with its IP TTL if it asks for one (a direct
+    /// path's first punch: it leaves the home router and dies before the other's). Such a
+    /// datagram skips the conditioner.
+    pub fn send_transmit(&mut self, now: Instant, t: Transmit) {
+        let Transmit { to, bytes, ttl } = t;
         match ttl {
             None => self.send(now, to, bytes),
             Some(ttl) => {
@@ -97,7 +99,7 @@ impl Link {
 
     /// Sends every conditioned datagram whose time has come.
     pub fn flush_due(&mut self, now: Instant) {
-        while let Some(Transmit { to, bytes }) =
+        while let Some(Transmit { to, bytes, .. }) =
             self.netsim.as_mut().and_then(|c| c.poll_transmit(now))
         {
             self.send_now(to, &bytes);

@@ -294,10 +294,7 @@ mod tests {
     }
 
     fn datagram(to: SocketAddr, n: u8) -> Transmit {
-        Transmit {
-            to,
-            bytes: vec![n; 20],
-        }
+        Transmit::new(to, vec![n; 20])
     }
 
     /// Sends one datagram a millisecond from a to b for `ms` ms, and returns (arrival in ms,

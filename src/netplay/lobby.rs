@@ -30,22 +30,22 @@ trait Handshake {
     /// False if the datagram was rejected.
     fn datagram(&mut self, now: Instant, from: SocketAddr, bytes: &[u8]) -> bool;
     fn timers(&mut self, now: Instant);
-    /// The next datagram and the IP TTL it asks for.
-    fn transmit(&mut self, now: Instant) -> Option<(Transmit, Option<u8>)>;
+    /// The next datagram (with the IP TTL it asks for).
+    fn transmit(&mut self, now: Instant) -> Option<Transmit>;
     fn poll_timeout(&self) -> Option<Instant>;
 }
 
 impl Handshake for Participant {
     fn datagram(&mut self, now: Instant, from: SocketAddr, bytes: &[u8]) -> bool {
         // The participant's machines count what they reject themselves.
-        self.handle_datagram(now, from, bytes);
+        let _ = self.handle_datagram(now, from, bytes);
         true
     }
     fn timers(&mut self, now: Instant) {
         self.handle_timeout(now)
     }
-    fn transmit(&mut self, now: Instant) -> Option<(Transmit, Option<u8>)> {
-        self.poll_transmit_ttl(now)
+    fn transmit(&mut self, now: Instant) -> Option<Transmit> {
+        self.poll_transmit(now)
     }
     fn poll_timeout(&self) -> Option<Instant> {
         Participant::poll_timeout(self)
@@ -54,13 +54,13 @@ impl Handshake for Participant {
 
 impl Handshake for RoomOpener {
     fn datagram(&mut self, now: Instant, from: SocketAddr, bytes: &[u8]) -> bool {
-        self.handle_datagram(now, from, bytes)
+        self.handle_datagram(now, from, bytes).is_taken()
     }
     fn timers(&mut self, now: Instant) {
         self.handle_timeout(now)
     }
-    fn transmit(&mut self, now: Instant) -> Option<(Transmit, Option<u8>)> {
-        self.poll_transmit(now).map(|t| (t, None))
+    fn transmit(&mut self, now: Instant) -> Option<Transmit> {
+        self.poll_transmit(now)
     }
     fn poll_timeout(&self) -> Option<Instant> {
         RoomOpener::poll_timeout(self)
@@ -91,8 +91,8 @@ fn say_typed(link: &mut Link, participant: &mut Participant, chat: &ChatBoard) {
 }
 
 fn send_queued(link: &mut Link, session: &mut impl Handshake, now: Instant) {
-    while let Some((t, ttl)) = session.transmit(now) {
-        link.send_ttl(now, t.to, t.bytes, ttl);
+    while let Some(t) = session.transmit(now) {
+        link.send_transmit(now, t);
     }
     link.flush_due(now);
 }

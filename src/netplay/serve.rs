@@ -237,7 +237,7 @@ pub fn serve(opts: &ServeOptions) -> Result<(), NetplayError> {
         }
         opener.exchange(now, &mut rooms);
         while let Some(t) = rooms.poll_transmit(now) {
-            link.send(now, t.to, t.bytes);
+            link.send_transmit(now, t);
         }
         link.flush_due(now);
         if came {
@@ -300,7 +300,7 @@ pub fn serve(opts: &ServeOptions) -> Result<(), NetplayError> {
                 .collect();
             rooms.shutdown(now);
             while let Some(t) = rooms.poll_transmit(now) {
-                link.send(now, t.to, t.bytes);
+                link.send_transmit(now, t);
             }
             if let Some(dir) = directory {
                 while let Some(op) = rooms.poll_directory() {

@@ -9,7 +9,7 @@ use super::world::{RoomSpec, World};
 use super::world_scenario::{cfg, finish_some_in_sync, SEC};
 use crate::lockstep::{self, Client, Mode, PeerId};
 use crate::serve::{valid_room_name, ServeConfig, ServeEvent};
-use crate::session::{ParticipantEvent, SessionError};
+use crate::session::{ParticipantEvent, SessionError, Transmit};
 
 const LOSSY: &str = "delay=25ms,jitter=5ms,loss=5%,dup=1%,reorder=1%";
 
@@ -224,7 +224,7 @@ fn a_player_of_one_room_cannot_reach_another() {
     for f in 0..120u64 {
         let t = w.now() + Duration::from_millis(16 * f);
         forger.push_local_input(t, crate::input::Pad(0x0fff));
-        while let Some(bytes) = forger.poll_transmit(t) {
+        while let Some(Transmit { bytes, .. }) = forger.poll_transmit(t) {
             w.inject_to_server(from, &bytes);
             forged += 1;
         }

@@ -26,7 +26,7 @@ use crate::lockstep::{self, Frame};
 use crate::session::guard::{prefix, Cookies};
 use crate::session::msg::{foreign_version, Hello, Msg, OpenRoom, RoomInfo, RoomMsg};
 use crate::session::{Endpoint, PlayerOutReason, Upload};
-use crate::wire::{Header, Kind, Transmit};
+use crate::wire::{Dropped, Handled, Header, Kind, Transmit};
 
 use super::fleet::{DirOp, Fleet};
 use super::opening::OpenJob;
@@ -384,7 +384,15 @@ impl Rooms {
         self.rooms.is_empty() && self.hosted.is_empty()
     }
 
-    pub fn handle_datagram(&mut self, now: Instant, from: SocketAddr, datagram: &[u8]) {
+    /// A datagram from `from`, routed to the room, upload or handler it is for. Dropped
+    /// here (counted in `ServeStats::garbage` or `wrong_room`) when none wants it; a room's
+    /// endpoint says itself what it did with its datagrams.
+    pub fn handle_datagram(
+        &mut self,
+        now: Instant,
+        from: SocketAddr,
+        datagram: &[u8],
+    ) -> Handled<'static> {
         self.stats.datagrams_in += 1;
         self.stats.bytes_in += datagram.len() as u64;
         if !self.is_validated(from) {
@@ -392,36 +400,39 @@ impl Rooms {
         }
         let header = Header::parse(datagram).ok().map(|(h, _)| h);
         if self.hosted_by_addr.contains_key(&from) {
-            return self.hosted_datagram(now, from, datagram);
+            self.hosted_datagram(now, from, datagram);
+            return Handled::Taken;
         }
         if let Some(upload) = self.uploads.get_mut(&from) {
             let chunk = header.is_some_and(|h| h.kind == Kind::StateChunk);
             let reopen = header.is_some_and(|h| h.kind == Kind::Room)
                 && matches!(Msg::decode(datagram), Ok((_, Msg::Room(RoomMsg::Open(_)))));
             if chunk {
-                if let Some(packed) = upload.handle_datagram(now, datagram) {
+                let handled = upload.handle_datagram(now, datagram);
+                if let Some(packed) = upload.poll_packed() {
                     self.open_job(now, from, packed);
                 }
-                return;
+                return handled;
             }
             if reopen && !upload.is_done() {
                 // A resent Open: the Opened was lost.
                 let bytes = upload.opened();
                 self.send(from, bytes);
-                return;
+                return Handled::Taken;
             }
         }
         if let Some(name) = self.by_addr.get(&from).cloned() {
             if let Some(room) = self.rooms.get_mut(&name) {
-                room.endpoint.handle_datagram(now, from, datagram);
+                let handled = room.endpoint.handle_datagram(now, from, datagram);
                 self.drain_room(now, &name);
-                return;
+                return handled;
             }
         }
         // A Hello always passes the proof of address here, whatever session id it names.
         let foreign_hello = foreign_version(datagram, Kind::Hello).is_some();
         if foreign_hello || header.is_some_and(|h| h.kind == Kind::Hello) {
-            return self.handle_hello(now, from, datagram);
+            self.handle_hello(now, from, datagram);
+            return Handled::Taken;
         }
         // A room player's datagram from a new address (its router's mapping changed, it
         // moved networks): the room whose session id it names (a session-layer datagram, a
@@ -429,30 +440,50 @@ impl Rooms {
         // new port), tries its players' keys on it and checks the new path.
         if let Some(name) = self.room_for_stranger(from, header.map(|h| h.session)) {
             if self.hosted.contains_key(&name) {
-                return self.join_hosted(now, from, &name, datagram);
+                self.join_hosted(now, from, &name, datagram);
+                return Handled::Taken;
             }
             if let Some(room) = self.rooms.get_mut(&name) {
-                room.endpoint.handle_datagram(now, from, datagram);
+                let handled = room.endpoint.handle_datagram(now, from, datagram);
                 self.drain_room(now, &name);
-                return;
+                return handled;
             }
         }
-        match header.map(|h| h.kind) {
-            Some(Kind::Room) => match Msg::decode(datagram) {
+        let kind = match Header::parse(datagram) {
+            Ok((h, _)) => h.kind,
+            Err(e) => {
+                self.stats.garbage += 1;
+                return Handled::Dropped(e.into());
+            }
+        };
+        match kind {
+            Kind::Room => match Msg::decode(datagram) {
                 Ok((_, Msg::Room(RoomMsg::Open(open)))) => self.handle_open(now, from, open),
                 Ok((_, Msg::Room(RoomMsg::List { first }))) => self.handle_list(now, from, first),
                 Ok((_, Msg::Room(RoomMsg::Locate { room }))) => self.handle_locate(from, room),
                 Ok((_, Msg::Room(RoomMsg::ListServers { first }))) => {
                     self.handle_servers(from, first)
                 }
-                _ => self.stats.garbage += 1,
+                Ok(_) => {
+                    self.stats.garbage += 1;
+                    return Handled::Dropped(Dropped::Unexpected(kind));
+                }
+                Err(e) => {
+                    self.stats.garbage += 1;
+                    return Handled::Dropped(e.into());
+                }
             },
             // A goodbye or a late datagram from someone no longer in a room.
-            Some(Kind::Bye | Kind::Ctrl | Kind::StateAck | Kind::Loading) => {
-                self.stats.wrong_room += 1
+            Kind::Bye | Kind::Ctrl | Kind::StateAck | Kind::Loading => {
+                self.stats.wrong_room += 1;
+                return Handled::Dropped(Dropped::UnknownPeer(kind));
             }
-            _ => self.stats.garbage += 1,
+            _ => {
+                self.stats.garbage += 1;
+                return Handled::Dropped(Dropped::Unexpected(kind));
+            }
         }
+        Handled::Taken
     }
 
     /// The room a datagram from an address that is in no room may come from (see
@@ -608,7 +639,7 @@ impl Rooms {
     }
 
     fn send(&mut self, to: SocketAddr, bytes: Vec<u8>) {
-        self.queue(Transmit { to, bytes });
+        self.queue(Transmit::new(to, bytes));
     }
 
     fn refuse(&mut self, to: SocketAddr, reason: String) {

@@ -11,7 +11,7 @@ use crate::net::sim::{SimNet, Simulation};
 use crate::session::msg::{Msg, OpenRoom, RoomMsg};
 use crate::session::testkit::{info, Game};
 use crate::session::{
-    JoinConfig, JoinEvent, JoinSession, OpenEvent, RoomOpener, Routed, Seat, SeatEvent,
+    Handled, JoinConfig, JoinEvent, JoinSession, OpenEvent, RoomOpener, Seat, SeatEvent,
     StartPayload,
 };
 use crate::wire::Transmit;
@@ -204,7 +204,7 @@ impl Net {
                 g.timers(now);
                 g.tick(now, limit);
                 let mut first = false;
-                while let Some(bytes) = g.client.poll_transmit(now) {
+                while let Some(Transmit { bytes, .. }) = g.client.poll_transmit(now) {
                     first = true;
                     out.push((from, seat.seal(bytes)));
                 }
@@ -243,7 +243,7 @@ impl Simulation for Net {
             o.handle_datagram(now, from, bytes);
         }
         if let Some(seat) = &mut p.seat {
-            if let Routed::Lockstep(body) = seat.handle_datagram(now, from, bytes) {
+            if let Handled::Passed(body) = seat.handle_datagram(now, from, bytes) {
                 if let Some(g) = &mut p.game {
                     g.client.handle_datagram(now, body);
                 }

@@ -60,7 +60,8 @@
 //! empty `Lobby`. A seat that came free while the game ran goes back to its player: by
 //! name, or, for one with no name of its own, by address.
 //!
-//! Calling order for both `HostSession` and `JoinSession`: feed every session-layer datagram
+//! Calling order for both `HostSession` and `JoinSession`, as for every machine here (the
+//! face is written down at [`Transmit`]): feed every session-layer datagram
 //! (`is_session_datagram`) to `handle_datagram`, then call `handle_timeout(now)`, drain
 //! `poll_transmit(now)` and `poll_event()`, and sleep until `poll_timeout()` or the next
 //! datagram. Keep doing so after the start: late chunks and Byes still arrive, and a joiner
@@ -87,8 +88,8 @@ use std::time::Duration;
 
 use thiserror::Error;
 
-pub use crate::wire::Transmit;
-use crate::wire::{Kind, WireError, HEADER_LEN, MAGIC};
+pub use crate::wire::{Dropped, Handled, Transmit};
+use crate::wire::{HEADER_LEN, MAGIC};
 
 pub use chat::{ChatLine, ChatRefused};
 pub use endpoint::{Endpoint, EndpointConfig, EndpointEvent, EndpointStats, PlayerOutReason};
@@ -104,7 +105,7 @@ pub use participant::{
 pub use payload::{StartPayload, MAX_PAYLOAD};
 pub use resync::{resync_part, resync_request, ResyncPart, ResyncRecv, ResyncSend};
 pub use room::{is_kind, OpenEvent, RoomOpener, Upload, MAX_UPLOAD};
-pub use seat::{Routed, Seat, SeatEvent};
+pub use seat::{Seat, SeatEvent};
 pub use transfer::Progress;
 
 /// Silence after which a handshake or start-state transfer is given up.
@@ -227,37 +228,6 @@ fn open_rooms(rooms: &[String]) -> String {
         [] => " (it has no open rooms)".into(),
         _ => format!(" (open rooms: {})", rooms.join(", ")),
     }
-}
-
-/// Why a datagram was dropped (also counted in `SessionStats::dropped_invalid`).
-#[derive(Debug, Error, PartialEq, Eq)]
-pub enum Dropped {
-    /// The header or body does not parse.
-    #[error(transparent)]
-    Wire(#[from] WireError),
-    /// The datagram names another session.
-    #[error("wrong session id {got:#010x} (this session is {want:#010x})")]
-    WrongSession {
-        /// The id in the datagram.
-        got: u32,
-        /// This session's id.
-        want: u32,
-    },
-    /// A kind only a joined peer sends, from an address that has not joined.
-    #[error("{0:?} from an address that has not joined")]
-    UnknownPeer(Kind),
-    /// A joiner heard from an address other than the host's.
-    #[error("datagram from {0}, which is not the host")]
-    NotFromHost(SocketAddr),
-    /// A kind this side does not take now.
-    #[error("unexpected {0:?} datagram")]
-    Unexpected(Kind),
-    /// A state chunk outside the state, or of the wrong length.
-    #[error("state chunk out of range or of the wrong length")]
-    BadChunk,
-    /// Counted in `SessionStats::dropped_auth`, not in `dropped_invalid`.
-    #[error("its tag is not the peer's (forged or altered on the way)")]
-    Unauthentic,
 }
 
 /// Datagram counters of one session-layer state machine.

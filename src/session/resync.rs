@@ -22,7 +22,7 @@ use super::msg::{StateAck, CHUNK_SIZE, MAX_ACK_BITMAP};
 use super::payload::StartPayload;
 use super::transfer::{ChunkOutcome, Receiver, Rtt, Sender};
 use super::SessionError;
-use crate::wire::{Header, Kind, MAX_DATAGRAM};
+use crate::wire::{Dropped, Handled, Header, Kind, Transmit, WireError, MAX_DATAGRAM};
 
 const IDENT_LEN: usize = 4 + 4 + 4 + 8 + 4;
 const CHUNK: u8 = 0;
@@ -155,13 +155,16 @@ impl ResyncSend {
         self.sender.poll_timeout()
     }
 
-    /// Feeds an ack body (after the wire header); other transfers' acks are ignored.
-    pub fn handle_datagram(&mut self, now: Instant, body: &[u8]) -> bool {
+    /// Feeds an ack body (after the wire header); another transfer's ack is passed back.
+    pub fn handle_datagram<'a>(&mut self, now: Instant, body: &'a [u8]) -> Handled<'a> {
         let Some((ident, ACK, rest)) = Ident::parse(body) else {
-            return false;
+            return Handled::Passed(body);
         };
-        if ident != self.ident || rest.len() < 9 || rest.len() - 9 > MAX_ACK_BITMAP {
-            return false;
+        if ident != self.ident {
+            return Handled::Passed(body);
+        }
+        if rest.len() < 9 || rest.len() - 9 > MAX_ACK_BITMAP {
+            return Handled::Dropped(WireError::Malformed(Kind::Resync).into());
         }
         let ack = StateAck {
             cum: u32::from_le_bytes(rest[0..4].try_into().unwrap_or_default()),
@@ -170,18 +173,18 @@ impl ResyncSend {
             bitmap: rest[9..].to_vec(),
         };
         self.sender.handle_ack(now, &ack);
-        true
+        Handled::Taken
     }
 
-    /// The next chunk datagram due, if any.
-    pub fn poll_transmit(&mut self, now: Instant, session: u32) -> Option<Vec<u8>> {
+    /// The next chunk datagram due, if any (the driver seals it for the joiner).
+    pub fn poll_transmit(&mut self, now: Instant, session: u32) -> Option<Transmit<()>> {
         self.sender.detect_losses(now);
         let (index, seq) = self.sender.poll_chunk(now)?;
         let mut out = self.ident.write(session, CHUNK);
         out.extend_from_slice(&index.to_le_bytes());
         out.extend_from_slice(&seq.to_le_bytes());
         out.extend_from_slice(self.sender.chunk(index));
-        Some(out)
+        Some(Transmit::new((), out))
     }
 }
 
@@ -189,6 +192,8 @@ impl ResyncSend {
 #[derive(Debug, Default)]
 pub struct ResyncRecv {
     current: Option<(Ident, Receiver, bool)>,
+    /// The completed transfer's state, until `poll_state` takes it.
+    state: Option<(u32, Vec<u8>)>,
 }
 
 impl ResyncRecv {
@@ -197,19 +202,15 @@ impl ResyncRecv {
         self.current.is_some()
     }
 
-    /// Feeds a chunk body (after the wire header). Returns `(frame, state)` once a transfer
-    /// is complete and verified; `Err` for a malformed datagram.
-    pub fn handle_datagram(
-        &mut self,
-        now: Instant,
-        body: &[u8],
-    ) -> Result<Option<(u32, Vec<u8>)>, SessionError> {
-        let bad = || SessionError::BadState("malformed resync datagram".into());
-        let (ident, CHUNK, rest) = Ident::parse(body).ok_or_else(bad)? else {
-            return Err(bad());
+    /// Feeds a chunk body (after the wire header). Once a transfer is complete and verified,
+    /// [`poll_state`](Self::poll_state) has its `(frame, state)`.
+    pub fn handle_datagram(&mut self, now: Instant, body: &[u8]) -> Handled<'static> {
+        let bad = || Handled::Dropped(WireError::Malformed(Kind::Resync).into());
+        let Some((ident, CHUNK, rest)) = Ident::parse(body) else {
+            return bad();
         };
         if rest.len() < 8 {
-            return Err(bad());
+            return bad();
         }
         let newer = match &self.current {
             Some((cur, ..)) => ident.id > cur.id,
@@ -220,23 +221,33 @@ impl ResyncRecv {
             self.current = Some((ident, rx, false));
         }
         let Some((cur, rx, done)) = &mut self.current else {
-            return Ok(None);
+            return Handled::Taken;
         };
         if *cur != ident {
-            return Ok(None); // an older transfer's straggler
+            return Handled::Taken; // an older transfer's straggler
         }
         let index = u32::from_le_bytes(rest[0..4].try_into().unwrap_or_default());
         let seq = u32::from_le_bytes(rest[4..8].try_into().unwrap_or_default());
         match rx.handle_chunk(now, index, seq, &rest[8..]) {
-            ChunkOutcome::Invalid => Err(bad()),
+            ChunkOutcome::Invalid => Handled::Dropped(Dropped::BadChunk),
             ChunkOutcome::New if rx.is_full() && !*done => {
-                let payload = StartPayload::unpack(rx.packed(), cur.raw_len, cur.hash)?;
+                // A state that does not unpack to its hash: the chunk that completed it
+                // is dropped, and the state never comes out.
+                let Ok(payload) = StartPayload::unpack(rx.packed(), cur.raw_len, cur.hash) else {
+                    return bad();
+                };
                 *done = true;
                 rx.ack_soon(now);
-                Ok(Some((cur.frame, payload.state)))
+                self.state = Some((cur.frame, payload.state));
+                Handled::Taken
             }
-            _ => Ok(None),
+            _ => Handled::Taken,
         }
+    }
+
+    /// The state of the transfer that completed, as `(frame, state)`, once.
+    pub fn poll_state(&mut self) -> Option<(u32, Vec<u8>)> {
+        self.state.take()
     }
 
     /// When `poll_transmit` has an ack to send next.
@@ -246,8 +257,8 @@ impl ResyncRecv {
             .and_then(|(_, rx, _)| rx.poll_timeout())
     }
 
-    /// The next ack datagram due, if any.
-    pub fn poll_transmit(&mut self, now: Instant, session: u32) -> Option<Vec<u8>> {
+    /// The next ack datagram due, if any (the driver seals it for the sender).
+    pub fn poll_transmit(&mut self, now: Instant, session: u32) -> Option<Transmit<()>> {
         let (ident, rx, done) = self.current.as_mut()?;
         let ack = rx.poll_ack(now, *done)?;
         let mut out = ident.write(session, ACK);
@@ -255,7 +266,7 @@ impl ResyncRecv {
         out.extend_from_slice(&ack.latest_seq.to_le_bytes());
         out.push(ack.verified as u8);
         out.extend_from_slice(&ack.bitmap);
-        Some(out)
+        Some(Transmit::new((), out))
     }
 }
 
@@ -277,19 +288,22 @@ mod tests {
         let mut now = t0;
         for _ in 0..20_000 {
             now += Duration::from_millis(1);
-            while let Some(d) = tx.poll_transmit(now, 9) {
+            while let Some(Transmit { bytes: d, .. }) = tx.poll_transmit(now, 9) {
                 if rng.gen_bool(0.25) {
                     continue;
                 }
                 let (h, body) = Header::parse(&d).unwrap();
                 assert_eq!((h.kind, h.session), (Kind::Resync, 9));
-                if let Some(done) = rx.handle_datagram(now, body).unwrap() {
+                assert!(rx.handle_datagram(now, body).is_taken());
+                if let Some(done) = rx.poll_state() {
                     got = Some(done);
                 }
             }
-            while let Some(d) = rx.poll_transmit(now, 9) {
+            while let Some(Transmit { bytes: d, .. }) = rx.poll_transmit(now, 9) {
                 if !rng.gen_bool(0.25) {
-                    assert!(tx.handle_datagram(now, &d[crate::wire::HEADER_LEN..]));
+                    assert!(tx
+                        .handle_datagram(now, &d[crate::wire::HEADER_LEN..])
+                        .is_taken());
                 }
             }
             if tx.is_complete() {
@@ -298,8 +312,11 @@ mod tests {
         }
         assert!(tx.is_complete(), "transfer did not complete");
         assert_eq!(got, Some((1234, state)));
-        assert!(rx.handle_datagram(now, &[1, 2, 3]).is_err());
-        assert!(!tx.handle_datagram(now, &[0; 40]));
+        assert!(matches!(
+            rx.handle_datagram(now, &[1, 2, 3]),
+            Handled::Dropped(_)
+        ));
+        assert!(!tx.handle_datagram(now, &[0; 40]).is_taken());
         for _ in 0..2000 {
             let len = rng.gen_range(0..200);
             let junk: Vec<u8> = (0..len).map(|_| rng.gen()).collect();

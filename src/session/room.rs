@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 use super::msg::{Msg, OpenRoom, RoomMsg, StateAck, CHUNK_SIZE};
 use super::payload::{Packed, StartPayload, MAX_PAYLOAD};
 use super::transfer::{ChunkOutcome, Progress, Receiver, Rtt, Sender};
-use super::{SessionError, Transmit, HANDSHAKE_TIMEOUT, HELLO_INTERVAL};
+use super::{Dropped, Handled, SessionError, Transmit, HANDSHAKE_TIMEOUT, HELLO_INTERVAL};
 use crate::wire::{Header, Kind};
 
 /// Largest packed start payload a server takes from a room's creator: far above any core's
@@ -153,16 +153,25 @@ impl RoomOpener {
         Progress { done, total }
     }
 
-    /// A datagram from `from`; false if it was not the server's answer.
-    pub fn handle_datagram(&mut self, now: Instant, from: SocketAddr, datagram: &[u8]) -> bool {
+    /// A datagram from `from`: dropped unless it is the server's answer.
+    pub fn handle_datagram(
+        &mut self,
+        now: Instant,
+        from: SocketAddr,
+        datagram: &[u8],
+    ) -> Handled<'static> {
         if from != self.server {
-            return false;
+            return Handled::Dropped(Dropped::NotFromHost(from));
         }
-        let Ok((header, msg)) = Msg::decode(datagram) else {
-            return false;
+        let (header, msg) = match Msg::decode(datagram) {
+            Ok(m) => m,
+            Err(e) => return Handled::Dropped(e.into()),
         };
         if !matches!(self.phase, Phase::Asking { .. }) && header.session != self.session {
-            return false;
+            return Handled::Dropped(Dropped::WrongSession {
+                got: header.session,
+                want: self.session,
+            });
         }
         self.last_heard = Some(now);
         match (msg, &mut self.phase) {
@@ -178,7 +187,7 @@ impl RoomOpener {
                         session: header.session,
                     });
                     self.phase = Phase::Done;
-                    return true;
+                    return Handled::Taken;
                 }
                 let sender = Sender::new(now, self.packed.clone(), CHUNK_SIZE, Rtt::default());
                 self.events.push_back(OpenEvent::Opened {
@@ -226,7 +235,7 @@ impl RoomOpener {
             }
             _ => {}
         }
-        true
+        Handled::Taken
     }
 
     fn check_done(&mut self) {
@@ -289,10 +298,7 @@ impl RoomOpener {
                 .encode(self.session)
             }
         };
-        Some(Transmit {
-            to: self.server,
-            bytes,
-        })
+        Some(Transmit::new(self.server, bytes))
     }
 
     /// The next event, if any.
@@ -334,6 +340,8 @@ pub struct Upload {
     copies: u8,
     /// Every chunk is in and the server is checking the payload (the receiver gave it up).
     checking: bool,
+    /// The whole payload, from the last chunk until `poll_packed` takes it.
+    packed: Option<Vec<u8>>,
 }
 
 impl Upload {
@@ -363,6 +371,7 @@ impl Upload {
             done: false,
             copies: 0,
             checking: false,
+            packed: None,
         })
     }
 
@@ -379,34 +388,49 @@ impl Upload {
         .encode(self.session)
     }
 
-    /// A datagram from the creator: a chunk. Returns the packed payload once every chunk is
-    /// in: the server unpacks and checks it (`StartPayload::unpack`, costly for a big state)
-    /// off the loop that answers datagrams, and says it checked out with
-    /// [`verified`](Self::verified). Meanwhile chunks only show the creator is there.
-    pub fn handle_datagram(&mut self, now: Instant, datagram: &[u8]) -> Option<Vec<u8>> {
-        let Ok((header, Msg::StateChunk { index, seq, data })) = Msg::decode(datagram) else {
-            return None;
+    /// A datagram from the creator: a chunk. Once every chunk is in,
+    /// [`poll_packed`](Self::poll_packed) has the packed payload: the server unpacks and
+    /// checks it (`StartPayload::unpack`, costly for a big state) off the loop that answers
+    /// datagrams, and says it checked out with [`verified`](Self::verified). Meanwhile
+    /// chunks only show the creator is there.
+    pub fn handle_datagram(&mut self, now: Instant, datagram: &[u8]) -> Handled<'static> {
+        let (header, index, seq, data) = match Msg::decode(datagram) {
+            Ok((header, Msg::StateChunk { index, seq, data })) => (header, index, seq, data),
+            Ok((header, _)) => return Handled::Dropped(Dropped::Unexpected(header.kind)),
+            Err(e) => return Handled::Dropped(e.into()),
         };
         if header.session != self.session {
-            return None;
+            return Handled::Dropped(Dropped::WrongSession {
+                got: header.session,
+                want: self.session,
+            });
         }
         self.last_heard = now;
         if self.done {
             // The creator missed our final ack.
             self.copies = self.copies.max(1);
-            return None;
+            return Handled::Taken;
         }
         if self.checking {
-            return None;
+            return Handled::Taken;
         }
-        if self.rx.handle_chunk(now, index, seq, data) == ChunkOutcome::New && self.rx.is_full() {
-            self.checking = true;
-            return Some(self.rx.take_packed());
+        match self.rx.handle_chunk(now, index, seq, data) {
+            ChunkOutcome::Invalid => return Handled::Dropped(Dropped::BadChunk),
+            ChunkOutcome::New if self.rx.is_full() => {
+                self.checking = true;
+                self.packed = Some(self.rx.take_packed());
+            }
+            _ => {}
         }
-        None
+        Handled::Taken
     }
 
-    /// The payload `handle_datagram` returned checked out: the creator is told so.
+    /// The packed payload, once, when the last chunk came in (see `handle_datagram`).
+    pub fn poll_packed(&mut self) -> Option<Vec<u8>> {
+        self.packed.take()
+    }
+
+    /// The payload `poll_packed` returned checked out: the creator is told so.
     pub fn verified(&mut self) {
         self.checking = false;
         self.done = true;
@@ -443,10 +467,10 @@ impl Upload {
         } else {
             self.rx.poll_ack(now, false)?
         };
-        Some(Transmit {
-            to: self.creator,
-            bytes: Msg::StateAck(ack).encode(self.session),
-        })
+        Some(Transmit::new(
+            self.creator,
+            Msg::StateAck(ack).encode(self.session),
+        ))
     }
 
     /// When `poll_transmit` has an ack due.

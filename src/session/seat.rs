@@ -13,25 +13,11 @@ use std::time::Instant;
 
 use super::chat::{ChatLine, ChatLink};
 use super::{
-    is_session_datagram, resync_part, JoinEvent, JoinSession, ResyncPart, ResyncRecv, ResyncSend,
-    SessionError, Transmit,
+    is_session_datagram, resync_part, Dropped, Handled, JoinEvent, JoinSession, ResyncPart,
+    ResyncRecv, ResyncSend, SessionError, Transmit,
 };
 use crate::lockstep::Frame;
 use crate::wire::{Header, Kind, HEADER_LEN};
-
-/// Where a datagram went.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Routed<'a> {
-    /// The seat took it.
-    Taken,
-    /// A lockstep datagram from the host, without its tag: give it to the lockstep client.
-    Lockstep(&'a [u8]),
-    /// Not from the host, or malformed: dropped (count it).
-    Dropped,
-    /// Its tag is not the host's: dropped before any field was read (counted in
-    /// [`Seat::stats`]).
-    Unauthentic,
-}
 
 /// What happened, for the driver to act on or log.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -128,43 +114,44 @@ impl Seat {
         self.session.leave(reason);
     }
 
-    /// A datagram from `from`: its tag is checked, then it is taken or handed back.
+    /// A datagram from `from`: its tag is checked, then it is taken, or passed back without
+    /// its tag when it is the lockstep client's (give it to the client).
     pub fn handle_datagram<'a>(
         &mut self,
         now: Instant,
         from: SocketAddr,
         datagram: &'a [u8],
-    ) -> Routed<'a> {
+    ) -> Handled<'a> {
         let datagram = if from == self.session.host() {
             let Some(datagram) = self.session.open(datagram) else {
                 self.session.note_unauthentic();
-                return Routed::Unauthentic;
+                return Handled::Dropped(Dropped::Unauthentic);
             };
             datagram
         } else {
             // The host's tag from elsewhere: it moved (see `JoinSession::open_other`).
             let Some(datagram) = self.session.open_other(now, from, datagram) else {
-                return Routed::Dropped;
+                return Handled::Dropped(Dropped::NotFromHost(from));
             };
             datagram
         };
         let kind = Header::parse(datagram).ok().map(|(h, _)| h.kind);
         if kind == Some(Kind::Chat) {
             if !self.chat.handle(now, &datagram[HEADER_LEN..]) {
-                return Routed::Dropped;
+                return Handled::Dropped(Dropped::Unexpected(Kind::Chat));
             }
             while let Some(line) = self.chat.poll_line() {
                 self.events.push_back(SeatEvent::Chat(line));
             }
-            return Routed::Taken;
+            return Handled::Taken;
         }
         if kind != Some(Kind::Resync) {
             if !is_session_datagram(datagram) {
-                return Routed::Lockstep(datagram);
+                return Handled::Passed(datagram);
             }
-            let ok = self.session.handle_opened(now, from, datagram).is_ok();
+            let handled = self.session.handle_opened(now, from, datagram).into();
             self.take_session_events();
-            return if ok { Routed::Taken } else { Routed::Dropped };
+            return handled;
         }
         let body = &datagram[HEADER_LEN..];
         match resync_part(body) {
@@ -174,30 +161,28 @@ impl Seat {
                     self.asked = Some(id);
                     self.events.push_back(SeatEvent::StateWanted);
                 }
-                Routed::Taken
+                Handled::Taken
             }
             Some(ResyncPart::Ack) => {
-                let taken = self
-                    .upload
-                    .as_mut()
-                    .is_some_and(|tx| tx.handle_datagram(now, body));
-                if taken {
-                    Routed::Taken
-                } else {
-                    Routed::Dropped
+                match self.upload.as_mut().map(|tx| tx.handle_datagram(now, body)) {
+                    Some(Handled::Taken) => Handled::Taken,
+                    Some(Handled::Dropped(why)) => Handled::Dropped(why),
+                    // Another transfer's ack, or no upload.
+                    Some(Handled::Passed(_)) | None => {
+                        Handled::Dropped(Dropped::Unexpected(Kind::Resync))
+                    }
                 }
             }
-            _ => match self.resync.handle_datagram(now, body) {
-                Ok(Some((frame, state))) => {
+            _ => {
+                let handled = self.resync.handle_datagram(now, body);
+                if let Some((frame, state)) = self.resync.poll_state() {
                     self.events.push_back(SeatEvent::State {
                         frame: Frame(frame),
                         state,
                     });
-                    Routed::Taken
                 }
-                Ok(None) => Routed::Taken,
-                Err(_) => Routed::Dropped,
-            },
+                handled
+            }
         }
     }
 
@@ -236,10 +221,7 @@ impl Seat {
     /// Tags a datagram of this player's lockstep client for the host.
     pub fn seal(&self, mut bytes: Vec<u8>) -> Transmit {
         self.session.seal(&mut bytes);
-        Transmit {
-            to: self.session.host(),
-            bytes,
-        }
+        Transmit::new(self.session.host(), bytes)
     }
 
     /// The session layer's counters (`dropped_auth` among them).
@@ -253,19 +235,19 @@ impl Seat {
             return Some(t);
         }
         let id = self.session.session_id();
-        if let Some(bytes) = self.chat.poll_transmit(now, id) {
-            return Some(self.seal(bytes));
+        if let Some(t) = self.chat.poll_transmit(now, id) {
+            return Some(self.seal(t.bytes));
         }
-        if let Some(bytes) = self.resync.poll_transmit(now, id) {
-            return Some(self.seal(bytes));
+        if let Some(t) = self.resync.poll_transmit(now, id) {
+            return Some(self.seal(t.bytes));
         }
         let tx = self.upload.as_mut()?;
-        let bytes = tx.poll_transmit(now, id);
+        let t = tx.poll_transmit(now, id);
         if tx.is_complete() {
             tracing::info!("sent this machine's state for frame {}", tx.frame());
             self.upload = None;
         }
-        bytes.map(|bytes| self.seal(bytes))
+        t.map(|t| self.seal(t.bytes))
     }
 
     /// The next event, if any.

@@ -333,7 +333,7 @@ fn resent_hellos_keep_their_slot() {
     let hello = sim.joiners[0].1.hello();
     for _ in 0..5 {
         let now = sim.now;
-        sim.host.handle_datagram(now, a, &hello).unwrap();
+        assert_eq!(sim.host.handle_datagram(now, a, &hello), Handled::Taken);
     }
     assert!(sim.run_until(Duration::from_secs(10), |s| s.settled(a)));
     assert_eq!(sim.ready(a).unwrap().slot, 1);
@@ -364,7 +364,10 @@ fn other_protocol_versions_get_a_readable_refusal() {
     .encode(0);
     hello[2] = PROTOCOL_VERSION + 1;
     let now = sim.now;
-    sim.host.handle_datagram(now, addr(9), &hello).unwrap();
+    assert_eq!(
+        sim.host.handle_datagram(now, addr(9), &hello),
+        Handled::Taken
+    );
     let t = sim.host.poll_transmit(now).unwrap();
     assert_eq!(t.to, addr(9));
     let text = msg::refuse_text(&t.bytes[8..]).unwrap();
@@ -381,7 +384,7 @@ fn other_protocol_versions_get_a_readable_refusal() {
     let mut refuse =
         Msg::Refuse("protocol version differs: host speaks 9, you speak 1".into()).encode(0);
     refuse[2] = 9;
-    j.handle_datagram(now, addr(0), &refuse).unwrap();
+    assert_eq!(j.handle_datagram(now, addr(0), &refuse), Handled::Taken);
     assert!(
         matches!(j.poll_event(), Some(JoinEvent::Failed(SessionError::Refused(r))) if r.contains("host speaks 9"))
     );
@@ -417,12 +420,11 @@ fn hostile_datagrams_do_not_disturb_a_transfer_and_are_counted() {
             if junk.len() >= 4 && junk[3] == 0x01 {
                 junk[3] = 0x06; // never a Hello: that would be a join attempt, not garbage
             }
-            sim.host.handle_datagram(now, addr(66), &junk).ok();
+            let _ = sim.host.handle_datagram(now, addr(66), &junk);
             // Garbage "from the host" to the joiner, wrong session or malformed.
-            sim.joiners[0]
+            let _ = sim.joiners[0]
                 .1
-                .handle_datagram(now, addr(0), &wrong_session(0x05, &mut rng))
-                .ok();
+                .handle_datagram(now, addr(0), &wrong_session(0x05, &mut rng));
             sent += 1;
         }
         if sim.run_until(Duration::from_millis(20 * (round + 1)), |s| s.settled(a)) {
@@ -635,7 +637,7 @@ fn the_lobby_keeps_ready_joiners_informed_and_drops_silent_ones() {
     let mut dropped_at = None;
     for _ in 0..120 {
         let now = sim.now;
-        sim.host.handle_datagram(now, a, &ctrl).unwrap();
+        assert_eq!(sim.host.handle_datagram(now, a, &ctrl), Handled::Taken);
         let until = now - sim.start + Duration::from_millis(100);
         sim.run_until(until, |_| false);
         let left = sim.host_events.iter().any(|e| {
@@ -688,9 +690,15 @@ fn noise_from_the_hosts_address_is_no_other_version() {
         j.handle_timeout(t);
         while let Some(hello) = j.poll_transmit(t) {
             // An echo of our own Hello, then random bytes of random length.
-            assert!(j.handle_datagram(t, addr(0), &hello.bytes).is_err());
+            assert!(matches!(
+                j.handle_datagram(t, addr(0), &hello.bytes),
+                Handled::Dropped(_)
+            ));
             let junk: Vec<u8> = (0..rng.gen_range(5..60)).map(|_| rng.gen()).collect();
-            assert!(j.handle_datagram(t, addr(0), &junk).is_err(), "{junk:?}");
+            assert!(
+                matches!(j.handle_datagram(t, addr(0), &junk), Handled::Dropped(_)),
+                "{junk:?}"
+            );
             sent += 2;
         }
         if let Some(ev) = j.poll_event() {
@@ -801,9 +809,9 @@ fn joiners_that_load_are_kept_until_they_run_or_the_loading_limit() {
     let mut dropped_at = None;
     while elapsed(&sim) < Duration::from_secs(40) {
         let now = sim.now;
-        sim.host.handle_datagram(now, a, &ctrl).unwrap();
+        assert_eq!(sim.host.handle_datagram(now, a, &ctrl), Handled::Taken);
         if now - ready > LOADING_LIMIT && sim.host.slot_of(b).is_some() {
-            sim.host.handle_datagram(now, b, &loading_b).unwrap();
+            assert_eq!(sim.host.handle_datagram(now, b, &loading_b), Handled::Taken);
         }
         let until = elapsed(&sim) + Duration::from_millis(100);
         sim.run_until(until, |_| false);
@@ -941,13 +949,13 @@ fn joins_over_a_link_that_alters_datagrams_end_with_both_sides_keyed_alike() {
 fn proven_hello(sim: &mut Sim, k: usize, at: SocketAddr) -> Vec<u8> {
     let now = sim.now;
     let first = sim.joiners[k].1.hello();
-    sim.host.handle_datagram(now, at, &first).unwrap();
+    assert_eq!(sim.host.handle_datagram(now, at, &first), Handled::Taken);
     let retry = sim.host.poll_transmit(now).unwrap().bytes;
     assert!(crate::session::is_kind(&retry, crate::wire::Kind::Retry));
-    sim.joiners[k]
-        .1
-        .handle_datagram(now, addr(0), &retry)
-        .unwrap();
+    assert_eq!(
+        sim.joiners[k].1.handle_datagram(now, addr(0), &retry),
+        Handled::Taken
+    );
     while sim.joiners[k].1.poll_transmit(now).is_some() {}
     sim.joiners[k].1.hello()
 }
@@ -968,12 +976,12 @@ fn an_altered_public_key_costs_a_resend_not_the_session() {
     let at = hello.windows(32).position(|w| w == h.key).unwrap();
     let mut altered = hello.clone();
     altered[at + 3] ^= 0x10;
-    sim.host.handle_datagram(now, a, &altered).unwrap();
+    assert_eq!(sim.host.handle_datagram(now, a, &altered), Handled::Taken);
     let welcome = sim.host.poll_transmit(now).unwrap().bytes;
     let ana = &mut sim.joiners[0].1;
     assert_eq!(
         ana.handle_datagram(now, addr(0), &welcome),
-        Err(Dropped::Unauthentic)
+        Handled::Dropped(Dropped::Unauthentic)
     );
     assert_eq!(ana.session_id(), 0, "taken for welcomed");
     assert!(sim.run_until(Duration::from_secs(10), |s| s.settled(a)));
@@ -982,7 +990,7 @@ fn an_altered_public_key_costs_a_resend_not_the_session() {
     let b = sim.join(2, info("bob"), None);
     let now = sim.now;
     let hello = proven_hello(&mut sim, 1, b);
-    sim.host.handle_datagram(now, b, &hello).unwrap();
+    assert_eq!(sim.host.handle_datagram(now, b, &hello), Handled::Taken);
     let welcome = sim.host.poll_transmit(now).unwrap().bytes;
     let body = &welcome[..welcome.len() - crate::wire::keys::TAG_LEN];
     let Ok((_, Msg::Welcome(w))) = Msg::decode(body) else {
@@ -994,9 +1002,9 @@ fn an_altered_public_key_costs_a_resend_not_the_session() {
     let bob = &mut sim.joiners[1].1;
     assert_eq!(
         bob.handle_datagram(now, addr(0), &altered),
-        Err(Dropped::Unauthentic)
+        Handled::Dropped(Dropped::Unauthentic)
     );
-    bob.handle_datagram(now, addr(0), &welcome).unwrap();
+    assert_eq!(bob.handle_datagram(now, addr(0), &welcome), Handled::Taken);
     assert!(sim.run_until(Duration::from_secs(20), |s| s.settled(b)));
     assert_eq!(sim.ready(b).expect("ready").payload.state, state);
     assert_eq!(sim.joiners[1].1.stats().dropped_auth, 1);

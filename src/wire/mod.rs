@@ -138,13 +138,132 @@ impl Kind {
 }
 
 /// A datagram to send: the one type through which every sans-IO state machine (`session`,
-/// `lockstep`, the `net` conditioner) hands its driver what to put on the wire. `To` says
-/// where it goes: a socket address, or a player slot where the driver knows the addresses
-/// (the lockstep server's peers).
+/// `lockstep`, `serve`, the `net` conditioner) hands its driver what to put on the wire.
+///
+/// Every machine has the same face (quinn-proto's `Endpoint`/`Connection` and str0m's
+/// `Input`/`Output` are the models). `now` comes first; the machine never reads a clock.
+///
+/// ```text
+/// in:  handle_datagram(now, from, datagram) -> Handled   a datagram that arrived
+///      handle_timeout(now)                              the clock reached poll_timeout
+///      handle_* (a machine's own inputs: a pad, a state, a leave)
+/// out: poll_transmit(now) -> Option<Transmit<To>>      drain until None
+///      poll_event() -> Option<its event>               drain until None
+///      poll_timeout() -> Option<Instant>               when to call handle_timeout next
+/// ```
+///
+/// `from` is left out where only one peer can send (the lockstep client hears only its
+/// server, a resync half only its session) and the driver has already routed the datagram;
+/// it is a slot where the driver knows the addresses (the lockstep server's `PeerId`).
+///
+/// `To` says where the datagram goes: a socket address; a slot where the driver knows the
+/// addresses (`PeerId` for the lockstep server's players, `SpectatorId` for its spectators,
+/// `u8` for the host's chat); `()` for a machine with one peer, which its driver seals and
+/// addresses (the lockstep client, a resync half, a joiner's chat).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Transmit<To = SocketAddr> {
     pub to: To,
     pub bytes: Vec<u8>,
+    /// The IP TTL to send it with; `None`: the socket's. A direct path's first punch asks
+    /// for a low one, so that it opens our router's mapping without reaching the peer's
+    /// (see `session::direct`).
+    pub ttl: Option<u8>,
+}
+
+impl<To> Transmit<To> {
+    /// A datagram to `to`, sent with the socket's TTL.
+    pub fn new(to: To, bytes: Vec<u8>) -> Self {
+        Transmit {
+            to,
+            bytes,
+            ttl: None,
+        }
+    }
+
+    /// The same datagram, sent to `to` (a driver that maps a slot to its address).
+    pub fn with_to<T>(self, to: T) -> Transmit<T> {
+        Transmit {
+            to,
+            bytes: self.bytes,
+            ttl: self.ttl,
+        }
+    }
+}
+
+/// What a state machine did with a datagram given to its `handle_datagram`: the one
+/// answer every machine gives (see [`Transmit`] for the rest of the face).
+#[derive(Debug, PartialEq, Eq)]
+pub enum Handled<'a> {
+    /// This machine's: read and acted on (it may have queued datagrams and events), or a
+    /// harmless repeat (a resent chunk, a late copy), which needs no counting.
+    Taken,
+    /// Not this machine's: for the driver to give to the next one. The slice is the
+    /// datagram, without its tag where this machine checked and removed it (a joiner's
+    /// `Seat` passes its lockstep client's UPDATEs so).
+    Passed(&'a [u8]),
+    /// Dropped (the machine's stats count it, under the reason's counter where it keeps
+    /// one).
+    Dropped(Dropped),
+}
+
+impl Handled<'_> {
+    /// The machine took it.
+    pub fn is_taken(&self) -> bool {
+        matches!(self, Handled::Taken)
+    }
+}
+
+impl From<Result<(), Dropped>> for Handled<'_> {
+    fn from(r: Result<(), Dropped>) -> Self {
+        match r {
+            Ok(()) => Handled::Taken,
+            Err(why) => Handled::Dropped(why),
+        }
+    }
+}
+
+/// Why a datagram was dropped ([`Handled::Dropped`]).
+#[derive(Debug, Error, PartialEq, Eq)]
+pub enum Dropped {
+    /// The header or body does not parse.
+    #[error(transparent)]
+    Wire(#[from] WireError),
+    /// The datagram names another session.
+    #[error("wrong session id {got:#010x} (this session is {want:#010x})")]
+    WrongSession {
+        /// The id in the datagram.
+        got: u32,
+        /// This session's id.
+        want: u32,
+    },
+    /// A kind only a joined peer sends, from an address (or lockstep slot) that has not
+    /// joined.
+    #[error("{0:?} from an address that has not joined")]
+    UnknownPeer(Kind),
+    /// From an address other than the one this side talks to (a joiner's host, a room
+    /// opener's server).
+    #[error("datagram from {0}, which is not the host")]
+    NotFromHost(SocketAddr),
+    /// A kind this side does not take now.
+    #[error("unexpected {0:?} datagram")]
+    Unexpected(Kind),
+    /// A state chunk outside the state, or of the wrong length.
+    #[error("state chunk out of range or of the wrong length")]
+    BadChunk,
+    /// Its tag is not the peer's: forged or altered on the way, dropped before any field
+    /// of it was read (session machines count it in `SessionStats::dropped_auth`).
+    #[error("its tag is not the peer's (forged or altered on the way)")]
+    Unauthentic,
+}
+
+impl Dropped {
+    /// A datagram this side does not take now: its kind, or why its header does not parse.
+    pub fn unexpected(datagram: &[u8]) -> Dropped {
+        match Header::parse(datagram) {
+            Ok((h, _)) => Dropped::Unexpected(h.kind),
+            Err(e) => e.into(),
+        }
+    }
 }
 
 #[derive(Copy, Clone, PartialEq, Eq, Debug)]

@@ -16,8 +16,8 @@ use framelock::input::Pad;
 use framelock::lockstep::{self, Client, PeerId};
 use framelock::session::msg::OpenRoom;
 use framelock::session::{
-    JoinConfig, JoinEvent, JoinSession, OpenEvent, RoomOpener, Routed, Seat, SeatEvent,
-    SessionInfo, StartPayload,
+    Handled, JoinConfig, JoinEvent, JoinSession, OpenEvent, RoomOpener, Seat, SeatEvent,
+    SessionInfo, StartPayload, Transmit,
 };
 use mio::net::UdpSocket;
 use mio::{Events, Interest, Poll, Token};
@@ -207,7 +207,7 @@ impl Generator {
             let Some(seat) = &mut p.seat else {
                 continue;
             };
-            if let (Routed::Lockstep(body), Some(c)) =
+            if let (Handled::Passed(body), Some(c)) =
                 (seat.handle_datagram(now, from, &bytes), &mut p.client)
             {
                 c.handle_datagram(now, body);
@@ -305,7 +305,7 @@ impl Generator {
                         }
                     }
                     if let Some(seat) = &p.seat {
-                        while let Some(bytes) = c.poll_transmit(now) {
+                        while let Some(Transmit { bytes, .. }) = c.poll_transmit(now) {
                             out.push(seat.seal(bytes).bytes);
                             ctrl = true;
                         }

@@ -21,7 +21,7 @@ use framelock::serve::{Rooms, ServeConfig};
 use framelock::session::msg::{
     Auth, Hello, Msg, OpenRoom, RelayStep, RoomInfo, RoomMsg, StateAck, Welcome, CHUNK_SIZE,
 };
-use framelock::session::{ResyncRecv, ResyncSend};
+use framelock::session::{ResyncRecv, ResyncSend, Transmit};
 use rand::rngs::SmallRng;
 use rand::{Rng, RngCore, SeedableRng};
 
@@ -271,7 +271,7 @@ impl Corpus {
         let mut state = vec![0u8; 20_000];
         SmallRng::seed_from_u64(3).fill_bytes(&mut state);
         let mut tx = ResyncSend::new(t0, 1, 240, state).unwrap();
-        while let Some(d) = tx.poll_transmit(t0, 7) {
+        while let Some(Transmit { bytes: d, .. }) = tx.poll_transmit(t0, 7) {
             resync.push(d);
         }
         let serve: Vec<Vec<u8>> = session.iter().chain(&ctrl).take(200).cloned().collect();
@@ -311,7 +311,7 @@ fn lockstep_session(t0: Instant) -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
             if f % 30 == 29 {
                 c.report_checksum(framelock::lockstep::Frame(f as u32), f);
             }
-            while let Some(d) = c.poll_transmit(now) {
+            while let Some(Transmit { bytes: d, .. }) = c.poll_transmit(now) {
                 server.handle_datagram(now, c.me(), &d);
                 ctrls.push(d);
             }

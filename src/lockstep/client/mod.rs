@@ -11,7 +11,7 @@ use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 use crate::input::{Inputs, Pad};
-use crate::wire::{self, Header, Kind, WireError};
+use crate::wire::{self, Dropped, Handled, Header, Kind, Transmit, WireError};
 
 use super::frame::{Frame, PeerId};
 use super::link::{PeerLink, Silence};
@@ -407,7 +407,7 @@ impl Client {
 
     /// Feeds a datagram from the server. Malformed ones and other sessions are dropped and
     /// counted.
-    pub fn handle_datagram(&mut self, now: Instant, datagram: &[u8]) {
+    pub fn handle_datagram(&mut self, now: Instant, datagram: &[u8]) -> Handled<'static> {
         self.last_now = self.last_now.max(now);
         self.link.count_received(datagram.len());
         let known_end = self.next_frame.0 + self.frames.len() as u32;
@@ -428,7 +428,7 @@ impl Client {
             Ok((h, _)) => {
                 tracing::debug!("dropped a {:?} datagram", h.kind);
                 self.link.traffic.packets_dropped_invalid += 1;
-                return;
+                return Handled::Dropped(Dropped::Unexpected(h.kind));
             }
             Err(e) => Err(e),
         };
@@ -443,29 +443,29 @@ impl Client {
             Ok(u) => u,
             Err(WireError::MissingBase(_, f)) if f >= known_end => {
                 // A later segment whose predecessor is missing (see below): it comes again.
-                return;
+                return Handled::Taken;
             }
             Err(e) => {
                 tracing::debug!("dropped datagram: {e}");
                 self.link.traffic.packets_dropped_invalid += 1;
-                return;
+                return Handled::Dropped(e.into());
             }
         };
         if self.lost {
-            return;
+            return Handled::Taken;
         }
         self.link.heard(now);
         if update.frames.as_ref().is_some_and(|r| r.from.0 > known_end) {
             // A later segment whose predecessor is missing: ignore it all, so our ack
             // never claims frames we lack; it comes again with the next round.
-            return;
+            return Handled::Taken;
         }
         if self.lead.is_none() && update.frames.as_ref().is_some_and(|r| r.lead.is_none()) {
             // The server names our lead until we acknowledge it: frames without one before
             // we know it are not from a server that follows the protocol.
             tracing::debug!("dropped an UPDATE without the lead we have not learnt yet");
             self.link.traffic.packets_dropped_invalid += 1;
-            return;
+            return Handled::Dropped(WireError::Malformed(Kind::Update).into());
         }
         let newest = self.link.received(now, &update.head);
         if newest {
@@ -541,6 +541,7 @@ impl Client {
             };
             self.events.extend(ev);
         }
+        Handled::Taken
     }
 
     fn handle_ack(&mut self, ack: u16) {
@@ -578,7 +579,7 @@ impl Client {
 
     /// The next CTRL, when one is due: after every K-th sample (every sample on a lossy
     /// link), or at the resend timer (see `resend_at`). Call right after pushing a sample.
-    pub fn poll_transmit(&mut self, now: Instant) -> Option<Vec<u8>> {
+    pub fn poll_transmit(&mut self, now: Instant) -> Option<Transmit<()>> {
         self.last_now = self.last_now.max(now);
         if self.lost {
             return None;
@@ -638,7 +639,7 @@ impl Client {
         let refs = self.outbox.sent(n);
         let bytes = msg::encode_ctrl(self.cfg.session, &ctrl, refs, self.link.acks.held());
         self.link.sent(now, &ctrl.head, record, bytes.len());
-        Some(bytes)
+        Some(Transmit::new((), bytes))
     }
 
     /// How long the server may be silent before it counts as lost: longer while the game is

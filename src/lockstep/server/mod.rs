@@ -20,7 +20,7 @@ use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 use crate::input::MAX_PLAYERS;
-use crate::wire::Transmit;
+use crate::wire::{Dropped, Handled, Header, Transmit};
 
 use super::budget::SendBudget;
 use super::frame::{Frame, PeerId, SpectatorId};
@@ -269,9 +269,14 @@ impl Server {
 
     /// Feeds a datagram from spectator `id`: a CTRL with acks (and the link's timestamps)
     /// only. Anything else is dropped and counted.
-    pub fn handle_spectator_datagram(&mut self, now: Instant, id: SpectatorId, datagram: &[u8]) {
+    pub fn handle_spectator_datagram(
+        &mut self,
+        now: Instant,
+        id: SpectatorId,
+        datagram: &[u8],
+    ) -> Handled<'static> {
         self.spectators
-            .handle_datagram(now, id, datagram, &mut self.traffic);
+            .handle_datagram(now, id, datagram, &mut self.traffic)
     }
 
     /// Datagrams to spectators, one at a time, with the spectator's id. Call until `None`,
@@ -367,16 +372,23 @@ impl Server {
 
     /// Feeds a datagram that arrived from `from`. Malformed ones, other sessions or kinds, and
     /// unknown peers are dropped and counted.
-    pub fn handle_datagram(&mut self, now: Instant, from: PeerId, datagram: &[u8]) {
+    pub fn handle_datagram(
+        &mut self,
+        now: Instant,
+        from: PeerId,
+        datagram: &[u8],
+    ) -> Handled<'static> {
         let frontier = self.frontier();
         let Some(peer) = self.peers.get_mut(from.index()).and_then(|p| p.as_mut()) else {
             self.traffic
                 .received(datagram.len(), self.cfg.udp_ip_header);
             self.traffic.packets_dropped_invalid += 1;
-            return;
+            return Handled::Dropped(unknown_peer(datagram));
         };
-        let Some(ctrl) = peer.read_ctrl(datagram, frontier, &mut self.traffic) else {
-            return;
+        let ctrl = match peer.read_ctrl(datagram, frontier, &mut self.traffic) {
+            Ok(ctrl) => ctrl,
+            Err(None) => return Handled::Taken,
+            Err(Some(why)) => return Handled::Dropped(why),
         };
         let newest = peer.heard(now, &ctrl.head);
         // Its frame loop stood still: the frames that waited for it held the others'
@@ -425,6 +437,7 @@ impl Server {
         }
         self.maybe_activate(now, from);
         self.publish(now);
+        Handled::Taken
     }
 
     /// A late joiner whose newest sample is about where a caught-up player's would be (or
@@ -464,7 +477,7 @@ impl Server {
                 continue;
             };
             if let Some(bytes) = p.stream.queued.pop_front() {
-                return Some(Transmit { to: p.id, bytes });
+                return Some(Transmit::new(p.id, bytes));
             }
             let batch = self.publisher.batch(&self.cfg, p.link.header);
             let last_send = p.link.last_send;
@@ -478,7 +491,7 @@ impl Server {
                     .stream
                     .queued
                     .pop_front()
-                    .map(|bytes| Transmit { to: p.id, bytes });
+                    .map(|bytes| Transmit::new(p.id, bytes));
             }
         }
         None
@@ -782,5 +795,13 @@ impl Server {
     fn announce_pause(&mut self, by: PeerId, at: Frame) {
         tracing::info!("lockstep: {by} paused at {at}");
         self.notify_all(Notice::Paused { peer: by, at });
+    }
+}
+
+/// Why a datagram from a peer the server does not know was dropped.
+pub(super) fn unknown_peer(datagram: &[u8]) -> Dropped {
+    match Header::parse(datagram) {
+        Ok((h, _)) => Dropped::UnknownPeer(h.kind),
+        Err(e) => e.into(),
     }
 }

@@ -5,7 +5,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::wire::{self, Header, Kind, WireError};
+use crate::wire::{self, Dropped, Header, Kind, WireError};
 
 use super::super::frame::{Frame, PeerId};
 use super::super::link::PeerLink;
@@ -105,13 +105,13 @@ impl Player {
 
     /// Reads a datagram of this player's, with every frame before `frontier` published: the
     /// CTRL, if it is one and valid. Anything else is dropped and counted (in `total` too),
-    /// but a late CTRL, which carries nothing new.
+    /// but a late CTRL, which carries nothing new (`Err(None)`).
     pub fn read_ctrl(
         &mut self,
         datagram: &[u8],
         frontier: Frame,
         total: &mut Traffic,
-    ) -> Option<Ctrl> {
+    ) -> Result<Ctrl, Option<Dropped>> {
         let from = self.id;
         total.received(datagram.len(), self.link.header);
         self.link.count_received(datagram.len());
@@ -127,7 +127,7 @@ impl Player {
                 tracing::debug!("{from}: dropped a {:?} datagram", h.kind);
                 total.packets_dropped_invalid += 1;
                 self.link.traffic.packets_dropped_invalid += 1;
-                return None;
+                return Err(Some(Dropped::Unexpected(h.kind)));
             }
             Err(e) => Err(e),
         };
@@ -146,18 +146,18 @@ impl Player {
             }
         });
         match ctrl {
-            Ok(c) => Some(c),
+            Ok(c) => Ok(c),
             Err(WireError::MissingBase(_, i)) if i < self.input.used_base => {
                 // Coded against a sample we let go of after a newer CTRL: this one is late
                 // and carries nothing new.
                 tracing::trace!("{from}: dropped a late CTRL");
-                None
+                Err(None)
             }
             Err(e) => {
                 tracing::debug!("{from}: dropped datagram: {e}");
                 total.packets_dropped_invalid += 1;
                 self.link.traffic.packets_dropped_invalid += 1;
-                None
+                Err(Some(e.into()))
             }
         }
     }

@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::ops::Bound;
 use std::time::{Duration, Instant};
 
-use crate::wire::{self, Header, Kind, Transmit, WireError};
+use crate::wire::{self, Handled, Header, Kind, Transmit, WireError};
 
 use super::super::frame::{Frame, SpectatorId};
 use super::super::link::PeerLink;
@@ -137,10 +137,10 @@ impl Spectators {
         id: SpectatorId,
         datagram: &[u8],
         total: &mut Traffic,
-    ) {
+    ) -> Handled<'static> {
         let Some(s) = self.by_id.get_mut(&id) else {
             total.packets_dropped_invalid += 1;
-            return;
+            return Handled::Dropped(super::unknown_peer(datagram));
         };
         total.received(datagram.len(), s.link.header);
         s.link.count_received(datagram.len());
@@ -157,10 +157,11 @@ impl Spectators {
         };
         let ctrl = match ctrl {
             Ok(c) if c.samples.is_none() && s.link.plausible(&c.head) => c,
-            _ => {
+            other => {
                 total.packets_dropped_invalid += 1;
                 s.link.traffic.packets_dropped_invalid += 1;
-                return;
+                let why = other.err().unwrap_or(WireError::Malformed(Kind::Ctrl));
+                return Handled::Dropped(why.into());
             }
         };
         s.link.heard(now);
@@ -171,6 +172,7 @@ impl Spectators {
                 }
             }
         }
+        Handled::Taken
     }
 
     /// The next datagram to a spectator, with its id; `None` once none is due. A
@@ -194,7 +196,7 @@ impl Spectators {
         for id in ids {
             let s = self.by_id.get_mut(&id)?;
             if let Some(bytes) = s.stream.queued.pop_front() {
-                return Some(Transmit { to: id, bytes });
+                return Some(Transmit::new(id, bytes));
             }
             // A silent one (a closed lid) is sent acks only, at the resend interval: back
             // within `SPECTATOR_LAG_SECS` it is streamed from its ack, later it gets a fresh
@@ -222,7 +224,7 @@ impl Spectators {
                     .stream
                     .queued
                     .pop_front()
-                    .map(|bytes| Transmit { to: id, bytes });
+                    .map(|bytes| Transmit::new(id, bytes));
             }
         }
         None

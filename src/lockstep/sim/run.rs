@@ -392,15 +392,15 @@ impl Sim {
         loop {
             let mut in_memory = false;
             let (t, now) = (self.t(), self.server_now());
-            while let Some(Transmit { to, bytes }) = self.server.poll_spectator_transmit(now) {
+            while let Some(Transmit { to, bytes, .. }) = self.server.poll_spectator_transmit(now) {
                 let Some(i) = self.players.iter().position(|p| p.spectator == Some(to.0)) else {
                     continue;
                 };
                 let bytes = self.seal(i, false, bytes);
                 let to = player_addr(i);
-                out.push((SERVER, Transmit { to, bytes }));
+                out.push((SERVER, Transmit::new(to, bytes)));
             }
-            while let Some(Transmit { to, bytes }) = self.server.poll_transmit(now) {
+            while let Some(Transmit { to, bytes, .. }) = self.server.poll_transmit(now) {
                 self.max_update = self.max_update.max(bytes.len());
                 // The newest client in that slot (an earlier one may have dropped out).
                 let Some(i) = self
@@ -418,11 +418,11 @@ impl Sim {
                 }
                 let bytes = self.seal(i, false, bytes);
                 let to = player_addr(i);
-                out.push((SERVER, Transmit { to, bytes }));
+                out.push((SERVER, Transmit::new(to, bytes)));
             }
             for i in 0..self.players.len() {
                 let now = self.players[i].local(t);
-                while let Some(bytes) = self.players[i].client.poll_transmit(now) {
+                while let Some(Transmit { bytes, .. }) = self.players[i].client.poll_transmit(now) {
                     if self.players[i].spectator.is_none() {
                         self.max_ctrl = self.max_ctrl.max(bytes.len());
                     }
@@ -433,7 +433,7 @@ impl Sim {
                         continue;
                     }
                     let bytes = self.seal(i, true, bytes);
-                    out.push((player_addr(i), Transmit { to: SERVER, bytes }));
+                    out.push((player_addr(i), Transmit::new(SERVER, bytes)));
                 }
             }
             if !in_memory {
@@ -544,10 +544,10 @@ impl Simulation for Sim {
             let Some(bytes) = self.unseal(i, false, bytes) else {
                 return;
             };
-            match self.players[i].spectator {
+            let _ = match self.players[i].spectator {
                 Some(s) => (self.server).handle_spectator_datagram(now, SpectatorId(s), &bytes),
                 None => self.server.handle_datagram(now, self.players[i].id, &bytes),
-            }
+            };
         } else if let Some(i) = (0..self.players.len()).find(|i| player_addr(*i) == to) {
             let Some(bytes) = self.unseal(i, true, bytes) else {
                 return;

@@ -268,8 +268,8 @@ impl NetState {
 
     /// Sends everything the participant wants to send.
     fn send_queued(&mut self, now: Instant) {
-        while let Some((t, ttl)) = self.participant.poll_transmit_ttl(now) {
-            self.link.send_ttl(now, t.to, t.bytes, ttl);
+        while let Some(t) = self.participant.poll_transmit(now) {
+            self.link.send_transmit(now, t);
         }
         self.link.flush_due(now);
     }

@@ -41,7 +41,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::fmt;
 use std::time::{Duration, Instant};
 
-use crate::wire::{Header, Kind};
+use crate::wire::{Header, Kind, Transmit};
 
 use super::msg::MAX_PLAYER_NAME;
 
@@ -456,10 +456,10 @@ impl ChatLink {
         }
     }
 
-    /// The next datagram to send (untagged).
-    pub fn poll_transmit(&mut self, now: Instant, session: u32) -> Option<Vec<u8>> {
+    /// The next datagram to send (untagged: the driver seals it for the host).
+    pub fn poll_transmit(&mut self, now: Instant, session: u32) -> Option<Transmit<()>> {
         if let Some(ack) = self.down.poll_ack() {
-            return Some(ack.encode(session));
+            return Some(Transmit::new((), ack.encode(session)));
         }
         let (seq, (frame, text)) = self.up.poll(now)?;
         let msg = ChatMsg::Say {
@@ -468,7 +468,7 @@ impl ChatLink {
             frame,
             text,
         };
-        Some(msg.encode(session))
+        Some(Transmit::new((), msg.encode(session)))
     }
 
     /// The next message from someone else, in the relay's order.
@@ -641,11 +641,11 @@ impl ChatRelay {
         self.peers.retain(|slot, _| roster.contains(slot));
     }
 
-    /// The next datagram to send (untagged), and the slot it is for.
-    pub fn poll_transmit(&mut self, now: Instant, session: u32) -> Option<(u8, Vec<u8>)> {
+    /// The next datagram to send (untagged), to the slot it is for.
+    pub fn poll_transmit(&mut self, now: Instant, session: u32) -> Option<Transmit<u8>> {
         for (&slot, peer) in &mut self.peers {
             if let Some(ack) = peer.up.poll_ack() {
-                return Some((slot, ack.encode(session)));
+                return Some(Transmit::new(slot, ack.encode(session)));
             }
             if let Some((seq, line)) = peer.down.poll(now) {
                 let msg = ChatMsg::Line {
@@ -653,7 +653,7 @@ impl ChatRelay {
                     seq,
                     line,
                 };
-                return Some((slot, msg.encode(session)));
+                return Some(Transmit::new(slot, msg.encode(session)));
             }
         }
         None

@@ -134,7 +134,10 @@ fn the_relay_drops_and_counts_a_flood_and_acks_it() {
     // The flood is acknowledged to its sender, relayed to the other.
     let mut acked = false;
     let mut to_two = 0;
-    while let Some((slot, bytes)) = relay.poll_transmit(t0, 1) {
+    while let Some(Transmit {
+        to: slot, bytes, ..
+    }) = relay.poll_transmit(t0, 1)
+    {
         match ChatMsg::decode(&bytes[8..]) {
             Some(ChatMsg::Ack { next: 30, .. }) => acked = slot == 1,
             Some(ChatMsg::Line { .. }) => to_two += usize::from(slot == 2),

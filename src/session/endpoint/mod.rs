@@ -30,7 +30,7 @@ use crate::input::MAX_PLAYERS;
 use crate::lockstep::{
     self, Frame, PeerId, PeerLeftReason, Server, ServerEvent, ServerStats, SpectatorId,
 };
-use crate::wire::{link_overhead, Header, Kind, Transmit, HEADER_LEN};
+use crate::wire::{link_overhead, Dropped, Handled, Header, Kind, Transmit, HEADER_LEN};
 
 use super::chat::ChatRelay;
 use super::host::is_spectator_slot;
@@ -257,62 +257,74 @@ impl Endpoint {
     }
 
     /// A datagram from `from`. Rejected ones are counted in [`EndpointStats`] or, for the
-    /// lockstep server's, in its own stats.
-    pub fn handle_datagram(&mut self, now: Instant, from: SocketAddr, datagram: &[u8]) {
+    /// lockstep server's, in its own stats (a wrong tag in the session's `dropped_auth`).
+    pub fn handle_datagram(
+        &mut self,
+        now: Instant,
+        from: SocketAddr,
+        datagram: &[u8],
+    ) -> Handled<'static> {
         // A joiner's tag is checked before anything reads a field of its datagram.
         let Some(datagram) = self.session.open(now, from, datagram) else {
-            return;
+            return Handled::Dropped(Dropped::Unauthentic);
         };
         let slot = self.session.slot_of(from);
         let kind = Header::parse(datagram).ok().map(|(h, _)| h.kind);
         let is_resync = kind == Some(Kind::Resync);
-        let valid = if kind == Some(Kind::Chat) {
-            self.handle_chat(now, slot, &datagram[HEADER_LEN..])
+        let mut counted = false;
+        let handled = if kind == Some(Kind::Chat) {
+            match self.handle_chat(now, slot, &datagram[HEADER_LEN..]) {
+                true => Handled::Taken,
+                false => Handled::Dropped(Dropped::Unexpected(Kind::Chat)),
+            }
         } else if is_resync {
             let body = &datagram[HEADER_LEN..];
             let acked = self
                 .resyncs
                 .iter_mut()
                 .find(|(s, _)| Some(*s) == slot)
-                .is_some_and(|(_, tx)| tx.handle_datagram(now, body));
-            acked || self.handle_fetched(now, slot, body)
+                .is_some_and(|(_, tx)| tx.handle_datagram(now, body).is_taken());
+            if acked {
+                Handled::Taken
+            } else {
+                self.handle_fetched(now, slot, body)
+            }
         } else if is_session_datagram(datagram) || self.server.is_none() {
             // In the lobby a ready joiner's CTRLs only show that it is still there.
-            self.session.handle_opened(now, from, datagram).is_ok()
+            self.session.handle_opened(now, from, datagram).into()
         } else if let (Some(slot), Some(server)) = (slot, &mut self.server) {
+            // The lockstep server counts what it drops.
+            counted = true;
             if is_spectator_slot(slot) {
-                server.handle_spectator_datagram(now, SpectatorId(slot), datagram);
+                server.handle_spectator_datagram(now, SpectatorId(slot), datagram)
             } else {
-                server.handle_datagram(now, PeerId(slot), datagram);
+                server.handle_datagram(now, PeerId(slot), datagram)
             }
-            true
         } else {
-            false
+            Handled::Dropped(Dropped::UnknownPeer(kind.unwrap_or(Kind::Ctrl)))
         };
-        if !valid {
+        if !counted && !handled.is_taken() {
             self.stats.dropped_invalid += 1;
         }
         self.handle_machine_events(now);
+        handled
     }
 
     /// A piece of a state a player sends because this endpoint asked it; once whole, it goes
     /// to the players it was for.
-    fn handle_fetched(&mut self, now: Instant, from: Option<u8>, body: &[u8]) -> bool {
+    fn handle_fetched(&mut self, now: Instant, from: Option<u8>, body: &[u8]) -> Handled<'static> {
         let Some(i) = self.fetches.iter().position(|f| Some(f.from) == from) else {
-            return false;
+            return Handled::Dropped(Dropped::Unexpected(Kind::Resync));
         };
-        match self.fetches[i].rx.handle_datagram(now, body) {
-            Ok(Some((frame, state))) => {
-                let f = self.fetches.remove(i);
-                tracing::debug!(from = f.from, frame, "fetched a state for a resync");
-                self.handle_state(now, Frame(frame), state, &f.for_slots);
-                // Its final acks still go out.
-                self.fetches_done.push((f.from, f.rx));
-                true
-            }
-            Ok(None) => true,
-            Err(_) => false,
+        let handled = self.fetches[i].rx.handle_datagram(now, body);
+        if let Some((frame, state)) = self.fetches[i].rx.poll_state() {
+            let f = self.fetches.remove(i);
+            tracing::debug!(from = f.from, frame, "fetched a state for a resync");
+            self.handle_state(now, Frame(frame), state, &f.for_slots);
+            // Its final acks still go out.
+            self.fetches_done.push((f.from, f.rx));
         }
+        handled
     }
 
     /// A datagram from the local player's lockstep client.
@@ -545,19 +557,19 @@ impl Endpoint {
                 if Some(t.to) == self.local {
                     self.to_local.push_back(t.bytes);
                 } else if let Some(to) = self.session.addr_of(t.to.0) {
-                    untagged.push(Transmit { to, bytes: t.bytes });
+                    untagged.push(Transmit::new(to, t.bytes));
                 }
             }
             while let Some(t) = server.poll_spectator_transmit(now) {
                 if let Some(to) = self.session.addr_of(t.to.0) {
-                    untagged.push(Transmit { to, bytes: t.bytes });
+                    untagged.push(Transmit::new(to, t.bytes));
                 }
             }
         }
         let id = self.session.session_id();
-        while let Some((slot, bytes)) = self.chat.poll_transmit(now, id) {
-            if let Some(to) = self.session.addr_of(slot) {
-                untagged.push(Transmit { to, bytes });
+        while let Some(t) = self.chat.poll_transmit(now, id) {
+            if let Some(to) = self.session.addr_of(t.to) {
+                untagged.push(t.with_to(to));
             }
         }
         self.push_tagged(&mut untagged);
@@ -568,8 +580,8 @@ impl Endpoint {
             let Some(to) = self.session.addr_of(*slot) else {
                 continue;
             };
-            while let Some(bytes) = tx.poll_transmit(now, id) {
-                untagged.push(Transmit { to, bytes });
+            while let Some(t) = tx.poll_transmit(now, id) {
+                untagged.push(t.with_to(to));
             }
         }
         for f in &mut self.fetches {
@@ -578,19 +590,16 @@ impl Endpoint {
             };
             if !f.rx.started() && f.asked.is_none_or(|t| now >= t + HELLO_INTERVAL) {
                 f.asked = Some(now);
-                untagged.push(Transmit {
-                    to,
-                    bytes: resync_request(id, f.id),
-                });
+                untagged.push(Transmit::new(to, resync_request(id, f.id)));
             }
-            while let Some(bytes) = f.rx.poll_transmit(now, id) {
-                untagged.push(Transmit { to, bytes });
+            while let Some(t) = f.rx.poll_transmit(now, id) {
+                untagged.push(t.with_to(to));
             }
         }
         for (from, rx) in &mut self.fetches_done {
             if let Some(to) = self.session.addr_of(*from) {
-                while let Some(bytes) = rx.poll_transmit(now, id) {
-                    untagged.push(Transmit { to, bytes });
+                while let Some(t) = rx.poll_transmit(now, id) {
+                    untagged.push(t.with_to(to));
                 }
             }
         }

@@ -12,7 +12,7 @@ use crate::net::sim::{SimNet, Simulation};
 use crate::session::msg::Msg;
 use crate::session::testkit::{info, Game};
 use crate::session::{JoinConfig, JoinEvent, JoinSession, ResyncRecv, SessionLeftReason};
-use crate::wire::HEADER_LEN;
+use crate::wire::{Transmit, HEADER_LEN};
 use rand::{rngs::SmallRng, Rng, RngCore, SeedableRng};
 
 /// A remote player: the joiner's handshake, then its lockstep client.
@@ -129,7 +129,8 @@ impl Net {
             };
             let is_resync = bytes.len() > 3 && bytes[..2] == *b"FL" && bytes[3] == 0x08;
             if is_resync {
-                if let Ok(Some(state)) = j.resync.handle_datagram(now, &bytes[HEADER_LEN..]) {
+                let _ = j.resync.handle_datagram(now, &bytes[HEADER_LEN..]);
+                if let Some(state) = j.resync.poll_state() {
                     j.states.push(state);
                 }
             } else if is_session_datagram(bytes) {
@@ -152,7 +153,7 @@ impl Net {
         for _ in 0..4 {
             let mut moved = false;
             if let Some(game) = &mut room.local {
-                while let Some(bytes) = game.client.poll_transmit(now) {
+                while let Some(Transmit { bytes, .. }) = game.client.poll_transmit(now) {
                     room.endpoint.handle_local(now, &bytes);
                     moved = true;
                 }
@@ -206,10 +207,10 @@ impl Net {
             game.timers(now);
             game.tick(now, limit);
             let mut first = false;
-            while let Some(mut bytes) = game.client.poll_transmit(now) {
+            while let Some(Transmit { mut bytes, .. }) = game.client.poll_transmit(now) {
                 first = true;
                 j.join.seal(&mut bytes);
-                out.push((from, Transmit { to, bytes }));
+                out.push((from, Transmit::new(to, bytes)));
             }
             if first {
                 j.join.end_loading();
@@ -219,9 +220,9 @@ impl Net {
             out.push((from, t));
         }
         let id = j.join.session_id();
-        while let Some(mut bytes) = j.resync.poll_transmit(now, id) {
+        while let Some(Transmit { mut bytes, .. }) = j.resync.poll_transmit(now, id) {
             j.join.seal(&mut bytes);
-            out.push((from, Transmit { to, bytes }));
+            out.push((from, Transmit::new(to, bytes)));
         }
     }
 
@@ -531,7 +532,7 @@ fn strays_and_other_sessions_are_counted_and_change_nothing() {
     )
     .unwrap();
     bob_client.push_local_input(now, Pad(0x0f0f));
-    let ctrl = bob_client.poll_transmit(now).unwrap();
+    let ctrl = bob_client.poll_transmit(now).unwrap().bytes;
     let before = net.rooms[room].endpoint.stats().dropped_invalid;
     let server_before = net.rooms[room]
         .endpoint
@@ -631,7 +632,7 @@ fn play_with_forgeries(
         )
         .unwrap();
         liar.push_local_input(net.now, Pad(0x0ff0));
-        let ctrl = liar.poll_transmit(net.now).unwrap();
+        let ctrl = liar.poll_transmit(net.now).unwrap().bytes;
         fakes.push((ana, host, ctrl));
         for (from, to, bytes) in fakes {
             net.handle(from, to, &bytes);

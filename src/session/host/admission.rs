@@ -55,10 +55,8 @@ impl HostSession {
                     sent_at: now,
                     resent: true,
                 };
-                self.queue.push_back(Transmit {
-                    to: from,
-                    bytes: peer.tagged_welcome(),
-                });
+                self.queue
+                    .push_back(Transmit::new(from, peer.tagged_welcome()));
             }
             return;
         }
@@ -406,10 +404,8 @@ impl HostSession {
             payload: self.packed.clone(),
             path: None,
         };
-        self.queue.push_back(Transmit {
-            to: from,
-            bytes: peer.tagged_welcome(),
-        });
+        self.queue
+            .push_back(Transmit::new(from, peer.tagged_welcome()));
         self.peers.push(peer);
         self.events.push_back(HostEvent::Admitted {
             slot,

@@ -30,7 +30,8 @@ use super::msg::{
 };
 use super::transfer::Sender;
 use super::{
-    Dropped, SessionError, SessionInfo, SessionStats, Transmit, HELLO_INTERVAL, LOADING_LIMIT,
+    Dropped, Handled, SessionError, SessionInfo, SessionStats, Transmit, HELLO_INTERVAL,
+    LOADING_LIMIT,
 };
 use crate::input::MAX_PLAYERS;
 use crate::wire::keys::{KeyPair, Keys, Side, PUBLIC_KEY_LEN, TAG_LEN};
@@ -353,10 +354,10 @@ impl HostSession {
         now: Instant,
         from: SocketAddr,
         datagram: &[u8],
-    ) -> Result<(), Dropped> {
+    ) -> Handled<'static> {
         match self.open(now, from, datagram) {
-            Some(body) => self.handle_opened(now, from, body),
-            None => Err(Dropped::Unauthentic),
+            Some(body) => self.handle_opened(now, from, body).into(),
+            None => Handled::Dropped(Dropped::Unauthentic),
         }
     }
 
@@ -538,7 +539,7 @@ impl HostSession {
     fn send(&mut self, to: SocketAddr, msg: &Msg, session: u32) {
         let mut bytes = msg.encode(session);
         self.seal(to, &mut bytes);
-        self.queue.push_back(Transmit { to, bytes });
+        self.queue.push_back(Transmit::new(to, bytes));
     }
 
     fn drop_peer(&mut self, slot: u8, reason: SessionLeftReason) {
@@ -609,10 +610,8 @@ impl HostSession {
                 Phase::Welcomed { sent_at, resent } if now >= *sent_at + HELLO_INTERVAL => {
                     *sent_at = now;
                     *resent = true;
-                    self.queue.push_back(Transmit {
-                        to: peer.addr,
-                        bytes: peer.tagged_welcome(),
-                    });
+                    self.queue
+                        .push_back(Transmit::new(peer.addr, peer.tagged_welcome()));
                 }
                 Phase::Sending(sender) => sender.detect_losses(now),
                 _ => {}

@@ -86,10 +86,7 @@ impl HostSession {
             }
             check.tries += 1;
             check.sent += bytes.len() as u64;
-            self.queue.push_back(Transmit {
-                to: check.addr,
-                bytes,
-            });
+            self.queue.push_back(Transmit::new(check.addr, bytes));
         }
     }
 
@@ -112,7 +109,7 @@ impl HostSession {
             PathMsg::Challenge(token) => {
                 let mut bytes = Msg::Path(PathMsg::Response(token)).encode(self.cfg.session_id);
                 self.peers[i].keys.seal(&mut bytes);
-                self.queue.push_back(Transmit { to: from, bytes });
+                self.queue.push_back(Transmit::new(from, bytes));
             }
             PathMsg::Response(token) => {
                 let peer = &mut self.peers[i];

@@ -109,10 +109,8 @@ impl HostSession {
             sent_at: now,
             resent: false,
         };
-        self.queue.push_back(Transmit {
-            to: peer.addr,
-            bytes: peer.tagged_welcome(),
-        });
+        self.queue
+            .push_back(Transmit::new(peer.addr, peer.tagged_welcome()));
         Ok(())
     }
 
@@ -209,10 +207,7 @@ impl HostSession {
                     };
                     let mut bytes = msg.encode(self.cfg.session_id);
                     peer.keys.seal(&mut bytes);
-                    return Some(Transmit {
-                        to: peer.addr,
-                        bytes,
-                    });
+                    return Some(Transmit::new(peer.addr, bytes));
                 }
             }
         }

@@ -26,7 +26,7 @@ use super::msg::{
 use super::payload::{StartPayload, MAX_PAYLOAD};
 use super::transfer::{ChunkOutcome, Progress, Receiver};
 use super::{
-    auth, option_diffs, Dropped, SessionError, SessionStats, Transmit, LOADING_INTERVAL,
+    auth, option_diffs, Dropped, Handled, SessionError, SessionStats, Transmit, LOADING_INTERVAL,
     LOADING_LIMIT,
 };
 use crate::wire::keys::{KeyPair, Keys, Side, TAG_LEN};
@@ -223,7 +223,7 @@ impl JoinSession {
         now: Instant,
         from: SocketAddr,
         datagram: &[u8],
-    ) -> Result<(), Dropped> {
+    ) -> Handled<'static> {
         self.stats.datagrams_in += 1;
         let result = if from != self.cfg.host {
             match self.open_other(now, from, datagram) {
@@ -245,7 +245,7 @@ impl JoinSession {
                 self.stats.drop(why);
             }
         }
-        result
+        result.into()
     }
 
     /// The datagram keys, from the Welcome on.
@@ -326,7 +326,7 @@ impl JoinSession {
         }
         p.tries += 1;
         p.sent += bytes.len() as u64;
-        self.out.push_back(Transmit { to: p.addr, bytes });
+        self.out.push_back(Transmit::new(p.addr, bytes));
     }
 
     /// Tells the host where this joiner is now, with nothing else to say: a joiner that hears
@@ -446,7 +446,7 @@ impl JoinSession {
             (Msg::Path(PathMsg::Challenge(token)), _) if welcomed => {
                 let mut bytes = Msg::Path(PathMsg::Response(token)).encode(self.session);
                 self.seal(&mut bytes);
-                self.out.push_back(Transmit { to: from, bytes });
+                self.out.push_back(Transmit::new(from, bytes));
             }
             (Msg::Path(PathMsg::Response(token)), _) if welcomed => {
                 let answered = self
@@ -685,10 +685,7 @@ impl JoinSession {
         self.stats.datagrams_out += 1;
         let mut bytes = bytes;
         self.seal(&mut bytes);
-        Some(Transmit {
-            to: self.cfg.host,
-            bytes,
-        })
+        Some(Transmit::new(self.cfg.host, bytes))
     }
 
     /// When the host was last heard from (any valid session datagram).

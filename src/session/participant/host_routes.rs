@@ -194,6 +194,7 @@ impl HostRoutes {
                 Transmit {
                     to: addr,
                     bytes: t.bytes,
+                    ttl: None,
                 },
                 None,
             ));
@@ -216,6 +217,7 @@ impl HostRoutes {
             Transmit {
                 to: self.server,
                 bytes,
+                ttl: None,
             },
             None,
         ));
@@ -235,6 +237,7 @@ impl HostRoutes {
             Transmit {
                 to: self.server,
                 bytes: Msg::Room(gone).encode(0),
+                ttl: None,
             },
             None,
         ));
@@ -272,6 +275,7 @@ impl HostRoutes {
                 Transmit {
                     to: self.server,
                     bytes: Msg::Room(present).encode(0),
+                    ttl: None,
                 },
                 None,
             ));
@@ -288,7 +292,7 @@ impl HostRoutes {
             while let Some((to, msg, ttl)) = route.path.poll_send() {
                 let mut bytes = Msg::Path(msg).encode(id);
                 if endpoint.seal_for(*peer, &mut bytes) {
-                    self.out.push_back((Transmit { to, bytes }, ttl));
+                    self.out.push_back((Transmit::new(to, bytes), ttl));
                 }
             }
             while let Some(ev) = route.path.poll_event() {
@@ -301,7 +305,7 @@ impl HostRoutes {
         for peer in release {
             let held = std::mem::take(&mut self.routes.get_mut(&peer).expect("listed").held);
             for bytes in held {
-                self.route(now, Transmit { to: peer, bytes });
+                self.route(now, Transmit::new(peer, bytes));
             }
         }
     }
@@ -314,8 +318,9 @@ impl HostRoutes {
             .min()
     }
 
-    pub fn poll_transmit(&mut self) -> Option<(Transmit, Option<u8>)> {
-        self.out.pop_front()
+    pub fn poll_transmit(&mut self) -> Option<Transmit> {
+        let (t, ttl) = self.out.pop_front()?;
+        Some(Transmit { ttl, ..t })
     }
 
     /// A path that went direct or back to the relay: the joiner (as the server names it).

@@ -25,9 +25,14 @@ impl HostSide {
         self.now
     }
 
-    pub(super) fn handle_datagram(&mut self, at: Instant, from: SocketAddr, datagram: &[u8]) {
+    pub(super) fn handle_datagram(
+        &mut self,
+        at: Instant,
+        from: SocketAddr,
+        datagram: &[u8],
+    ) -> Handled<'static> {
         let at = self.clock(at);
-        match &mut self.routes {
+        let handled = match &mut self.routes {
             Some(routes) => {
                 let to_endpoint = routes.handle_datagram(at, from, datagram, &self.endpoint);
                 while let Some((peer, event)) = routes.poll_event() {
@@ -35,13 +40,16 @@ impl HostSide {
                     self.events
                         .push_back(ParticipantEvent::Path { peer, event });
                 }
-                if let Some((from, d)) = to_endpoint {
-                    self.endpoint.handle_datagram(at, from, &d);
+                match to_endpoint {
+                    Some((from, d)) => self.endpoint.handle_datagram(at, from, &d),
+                    // The routes took it (a path probe, a server's introduction).
+                    None => Handled::Taken,
                 }
             }
             None => self.endpoint.handle_datagram(at, from, datagram),
-        }
+        };
         self.handle_endpoint_events(at);
+        handled
     }
 
     pub(super) fn handle_timeout(&mut self, now: Instant) {
@@ -129,8 +137,8 @@ impl HostSide {
             if !self.frame_loop.away(now) {
                 for _ in 0..4 {
                     let mut moved = false;
-                    while let Some(bytes) = client.poll_transmit(now) {
-                        self.endpoint.handle_local(now, &bytes);
+                    while let Some(t) = client.poll_transmit(now) {
+                        self.endpoint.handle_local(now, &t.bytes);
                         moved = true;
                     }
                     while let Some(bytes) = self.endpoint.poll_local(now) {
@@ -148,14 +156,14 @@ impl HostSide {
         }
     }
 
-    pub(super) fn poll_transmit(&mut self, now: Instant) -> Option<(Transmit, Option<u8>)> {
+    pub(super) fn poll_transmit(&mut self, now: Instant) -> Option<Transmit> {
         let now = self.clock(now);
         if self.frame_loop.away(now) {
             return None;
         }
         self.handle_endpoint_events(now);
         let Some(routes) = &mut self.routes else {
-            return self.endpoint.poll_transmit(now).map(|t| (t, None));
+            return self.endpoint.poll_transmit(now);
         };
         while let Some(t) = self.endpoint.poll_transmit(now) {
             routes.route(now, t);

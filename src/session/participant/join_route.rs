@@ -105,21 +105,15 @@ impl JoinRoute {
 
     /// Where a datagram of the session goes: to the host directly if the path is direct
     /// (the server's own messages still go to the server).
-    pub fn route(&mut self, now: Instant, t: Transmit) -> (Transmit, Option<u8>) {
+    pub fn route(&mut self, now: Instant, t: Transmit) -> Transmit {
         let to_host =
             t.to == self.server && Header::parse(&t.bytes).is_ok_and(|(h, _)| h.kind != Kind::Room);
         if to_host {
             if let Some(addr) = self.path.route(now) {
-                return (
-                    Transmit {
-                        to: addr,
-                        bytes: t.bytes,
-                    },
-                    None,
-                );
+                return t.with_to(addr);
             }
         }
-        (t, None)
+        t
     }
 
     /// Runs the path's schedule and, while it is direct, the presence message.
@@ -140,6 +134,7 @@ impl JoinRoute {
                     Transmit {
                         to: self.server,
                         bytes: Msg::Room(present).encode(0),
+                        ttl: None,
                     },
                     None,
                 ));
@@ -157,7 +152,7 @@ impl JoinRoute {
             };
             let mut bytes = Msg::Path(msg).encode(session);
             keys.seal(&mut bytes);
-            self.out.push_back((Transmit { to, bytes }, ttl));
+            self.out.push_back((Transmit::new(to, bytes), ttl));
         }
     }
 
@@ -168,8 +163,9 @@ impl JoinRoute {
             .min()
     }
 
-    pub fn poll_transmit(&mut self) -> Option<(Transmit, Option<u8>)> {
-        self.out.pop_front()
+    pub fn poll_transmit(&mut self) -> Option<Transmit> {
+        let (t, ttl) = self.out.pop_front()?;
+        Some(Transmit { ttl, ..t })
     }
 
     pub fn poll_event(&mut self) -> Option<PathEvent> {

@@ -83,7 +83,12 @@ impl JoinSide {
         }
     }
 
-    pub(super) fn handle_datagram(&mut self, at: Instant, from: SocketAddr, datagram: &[u8]) {
+    pub(super) fn handle_datagram(
+        &mut self,
+        at: Instant,
+        from: SocketAddr,
+        datagram: &[u8],
+    ) -> Handled<'static> {
         let at = self.clock(at);
         let mut from = from;
         if let Some(route) = &mut self.route {
@@ -96,28 +101,34 @@ impl JoinSide {
             match to_session {
                 Some(addr) => from = addr,
                 None => {
+                    // The route took it (a path probe, a server's introduction).
                     self.handle_machine_events(at);
-                    return;
+                    return Handled::Taken;
                 }
             }
         }
-        match &mut self.phase {
+        let handled = match &mut self.phase {
+            // Only the host talks to a joiner (counted by the session).
             JoinPhase::Joining(session) | JoinPhase::Reconnecting { session, .. } => {
-                // Only the host talks to a joiner (counted by the session).
-                let _ = session.handle_datagram(at, from, datagram);
+                session.handle_datagram(at, from, datagram)
             }
             JoinPhase::Seated(s) => match s.seat.handle_datagram(at, from, datagram) {
-                crate::session::Routed::Lockstep(body) => {
-                    s.client.handle_datagram(at, body);
+                Handled::Passed(body) => {
+                    let handled = s.client.handle_datagram(at, body);
                     s.contact = true;
                     s.heard = at;
+                    handled
                 }
-                crate::session::Routed::Taken => s.heard = at,
-                crate::session::Routed::Dropped | crate::session::Routed::Unauthentic => {}
+                Handled::Taken => {
+                    s.heard = at;
+                    Handled::Taken
+                }
+                Handled::Dropped(why) => Handled::Dropped(why),
             },
-            JoinPhase::Ended => {}
-        }
+            JoinPhase::Ended => Handled::Dropped(Dropped::unexpected(datagram)),
+        };
         self.handle_machine_events(at);
+        handled
     }
 
     pub(super) fn handle_timeout(&mut self, now: Instant) {
@@ -479,7 +490,7 @@ impl JoinSide {
         }
     }
 
-    pub(super) fn poll_transmit(&mut self, now: Instant) -> Option<(Transmit, Option<u8>)> {
+    pub(super) fn poll_transmit(&mut self, now: Instant) -> Option<Transmit> {
         let now = self.clock(now);
         if let Some(route) = &mut self.route {
             if let Some(t) = route.poll_transmit() {
@@ -489,7 +500,7 @@ impl JoinSide {
         let t = self.session_transmit(now)?;
         Some(match &mut self.route {
             Some(route) => route.route(now, t),
-            None => (t, None),
+            None => t,
         })
     }
 
@@ -508,7 +519,7 @@ impl JoinSide {
                 // server has spoken (the lobby), only once a `LOBBY_KEEPALIVE`.
                 let lobby_due = s.keepalive.is_none_or(|t| now >= t + LOBBY_KEEPALIVE);
                 if loop_runs && s.awaiting_load.is_none() && (s.contact || lobby_due) {
-                    if let Some(bytes) = s.client.poll_transmit(now) {
+                    if let Some(Transmit { bytes, .. }) = s.client.poll_transmit(now) {
                         if !s.contact {
                             s.keepalive = Some(now);
                         }

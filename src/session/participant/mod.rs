@@ -60,8 +60,8 @@ use rand::{Rng, SeedableRng};
 
 use super::chat::{sanitize, ChatLine, ChatRefused, RateWindow};
 use super::{
-    Endpoint, EndpointEvent, JoinConfig, JoinEvent, JoinSession, Seat, SeatEvent, SessionError,
-    StartState, Transmit, LOADING_LIMIT,
+    Dropped, Endpoint, EndpointEvent, Handled, JoinConfig, JoinEvent, JoinSession, Seat, SeatEvent,
+    SessionError, StartState, Transmit, LOADING_LIMIT,
 };
 use crate::input::{Inputs, Pad};
 use crate::lockstep::{self, Client, ClientEvent, Frame, PeerId};
@@ -386,8 +386,13 @@ impl Participant {
         }))
     }
 
-    /// A datagram from `from`, received at `at`.
-    pub fn handle_datagram(&mut self, at: Instant, from: SocketAddr, datagram: &[u8]) {
+    /// A datagram from `from`, received at `at`: what the machine it was for did with it.
+    pub fn handle_datagram(
+        &mut self,
+        at: Instant,
+        from: SocketAddr,
+        datagram: &[u8],
+    ) -> Handled<'static> {
         match self {
             Participant::Host(h) => h.handle_datagram(at, from, datagram),
             Participant::Join(j) => j.handle_datagram(at, from, datagram),
@@ -455,14 +460,9 @@ impl Participant {
         }
     }
 
-    /// The next datagram to send.
+    /// The next datagram to send, with the IP TTL it asks for (a direct path's first punch
+    /// asks for a low one, see `session::direct`).
     pub fn poll_transmit(&mut self, now: Instant) -> Option<Transmit> {
-        self.poll_transmit_ttl(now).map(|(t, _)| t)
-    }
-
-    /// The next datagram to send, and the IP TTL to send it with (`None`: the system's;
-    /// a direct path's first punch asks for a low one, see `session::direct`).
-    pub fn poll_transmit_ttl(&mut self, now: Instant) -> Option<(Transmit, Option<u8>)> {
         match self {
             Participant::Host(h) => h.poll_transmit(now),
             Participant::Join(j) => j.poll_transmit(now),
