@@ -143,29 +143,19 @@ impl Rooms {
     }
 
     pub(super) fn handle_list(&mut self, now: Instant, from: SocketAddr, first: u16) {
-        let (total, rooms): (usize, Vec<RoomInfo>) = if self.fleet.is_some() {
-            let all = self.fleet_list(now);
-            let page = all
-                .iter()
-                .skip(usize::from(first))
-                .take(MAX_LISTED)
-                .cloned()
-                .collect();
-            (all.len(), page)
+        let all = if self.fleet.is_some() {
+            self.fleet_list(now)
         } else {
-            let all = self.list(now);
-            let page = all
-                .iter()
-                .skip(usize::from(first))
-                .take(MAX_LISTED)
-                .cloned()
-                .collect();
-            (all.len(), page)
+            self.list(now)
         };
         let msg = Msg::Room(RoomMsg::Rooms {
-            total: total.min(usize::from(u16::MAX)) as u16,
+            total: all.len().min(usize::from(u16::MAX)) as u16,
             first,
-            rooms,
+            rooms: all
+                .into_iter()
+                .skip(usize::from(first))
+                .take(MAX_LISTED)
+                .collect(),
         });
         self.send(from, msg.encode(0));
     }
