@@ -392,7 +392,12 @@ unsafe fn values(values: &[ffi::CoreOptionValue]) -> Vec<String> {
 }
 
 /// One option definition's key, description, values and default, as v1 and v2 both hold them.
-type DefFields<'a> = (*const c_char, *const c_char, &'a [ffi::CoreOptionValue], *const c_char);
+type DefFields<'a> = (
+    *const c_char,
+    *const c_char,
+    &'a [ffi::CoreOptionValue],
+    *const c_char,
+);
 
 /// # Safety
 /// `p` must be NULL or point to a `{NULL, ...}`-terminated v1 definition array.
@@ -425,7 +430,12 @@ unsafe fn defs<T>(mut p: *const T, fields: impl Fn(&T) -> DefFields<'_>) -> Vec<
             let key = string(key).unwrap_or_default();
             let desc = string(desc).unwrap_or_default();
             let default = string(default);
-            defs.extend(OptionDef::new(&key, &desc, values(vals), default.as_deref()));
+            defs.extend(OptionDef::new(
+                &key,
+                &desc,
+                values(vals),
+                default.as_deref(),
+            ));
             p = p.add(1);
         }
     }
