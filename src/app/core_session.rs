@@ -7,7 +7,7 @@
 use serde_json::{Map, Value};
 
 use super::options::PlayOptions;
-use super::play::{load_content, open_core, open_core_only, run_session, EarlyWindow};
+use super::play::{load_content, open_core, open_core_only, run_session_quiet, EarlyWindow};
 use super::play::{PlayError, PlaySummary};
 use super::record::{begin_netplay, reserve, RecordMode, Recording};
 use super::runner::{EndReason, Feed, FrameObserver, Runner, RunnerConfig};
@@ -127,18 +127,7 @@ pub fn run_driven<D: SessionDriver>(
         runner.observe(r.observer());
     }
     // Stats are written below, once the driver's numbers are in.
-    let quiet = PlayOptions {
-        stats_json: None,
-        ..play.clone()
-    };
-    let result = run_session(
-        &quiet,
-        &mut core,
-        &mut runner,
-        Map::new(),
-        recording,
-        window,
-    );
+    let result = run_session_quiet(play, &mut core, &mut runner, recording, window);
     let quit = matches!(
         result,
         Ok(PlaySummary {

@@ -301,6 +301,22 @@ pub fn run_session<F: Feed>(
     summarize(opts, core, runner, end, extra)
 }
 
+/// [`run_session`] with `--stats-json` held back and nothing extra: for a caller that adds
+/// numbers of its own to the summary's stats and writes them itself (netplay, replay).
+pub(crate) fn run_session_quiet<F: Feed>(
+    opts: &PlayOptions,
+    core: &mut Core,
+    runner: &mut Runner<Core, F>,
+    recording: Option<Recording>,
+    early: EarlyWindow,
+) -> Result<PlaySummary, PlayError> {
+    let quiet = PlayOptions {
+        stats_json: None,
+        ..opts.clone()
+    };
+    run_session(&quiet, core, runner, Map::new(), recording, early)
+}
+
 /// Final numbers of a run: logged, written to `--stats-json`, returned.
 fn summarize<F: Feed>(
     opts: &PlayOptions,

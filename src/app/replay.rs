@@ -18,7 +18,7 @@ use serde_json::{json, Map, Value};
 pub use feed::{Desync, LogObserver, LogState, ReplayFeed, ReplayMachine, Verification};
 
 use super::options::PlayOptions;
-use super::play::{load_content, open_core_only, run_session, PlayError, PlaySummary};
+use super::play::{load_content, open_core_only, run_session_quiet, PlayError, PlaySummary};
 use super::record::RecordMode;
 use super::runner::{EndReason, FrameObserver, ObserverError, Runner};
 use super::stats::{self, checksum_hex, StatsError};
@@ -205,15 +205,10 @@ pub fn replay(opts: &ReplayOptions) -> Result<ReplaySummary, ReplayRunError> {
             format!(", {}", header.content_name)
         }
     );
-    let quiet = PlayOptions {
-        stats_json: None,
-        ..play.clone()
-    };
-    let result = run_session(
-        &quiet,
+    let result = run_session_quiet(
+        &play,
         &mut core,
         &mut runner,
-        Map::new(),
         None,
         super::play::EarlyWindow::none(),
     );

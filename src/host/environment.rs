@@ -391,44 +391,49 @@ unsafe fn values(values: &[ffi::CoreOptionValue]) -> Vec<String> {
         .collect()
 }
 
+/// One option definition's key, description, values and default, as v1 and v2 both hold them.
+type DefFields<'a> = (
+    *const c_char,
+    *const c_char,
+    &'a [ffi::CoreOptionValue],
+    *const c_char,
+);
+
 /// # Safety
 /// `p` must be NULL or point to a `{NULL, ...}`-terminated v1 definition array.
-unsafe fn v1_defs(mut p: *const ffi::CoreOptionDefinition) -> Vec<OptionDef> {
-    let mut defs = Vec::new();
-    // SAFETY: walking the core's array up to its terminator.
-    unsafe {
-        while !p.is_null() && !(*p).key.is_null() {
-            let d = &*p;
-            let key = string(d.key).unwrap_or_default();
-            let desc = string(d.desc).unwrap_or_default();
-            let default = string(d.default_value);
-            defs.extend(OptionDef::new(
-                &key,
-                &desc,
-                values(&d.values),
-                default.as_deref(),
-            ));
-            p = p.add(1);
-        }
-    }
-    defs
+unsafe fn v1_defs(p: *const ffi::CoreOptionDefinition) -> Vec<OptionDef> {
+    // SAFETY: as this function's contract.
+    unsafe { defs(p, |d| (d.key, d.desc, &d.values, d.default_value)) }
 }
 
 /// # Safety
 /// `p` must be NULL or point to a `{NULL, ...}`-terminated v2 definition array.
-unsafe fn v2_defs(mut p: *const ffi::CoreOptionV2Definition) -> Vec<OptionDef> {
+unsafe fn v2_defs(p: *const ffi::CoreOptionV2Definition) -> Vec<OptionDef> {
+    // SAFETY: as this function's contract.
+    unsafe { defs(p, |d| (d.key, d.desc, &d.values, d.default_value)) }
+}
+
+/// The definitions of a v1 or v2 array, read through `fields`.
+///
+/// # Safety
+/// `p` must be NULL or point to an array of `T` that ends with an entry whose key (as
+/// `fields` reads it) is NULL, and whose strings are NULL or NUL-terminated.
+unsafe fn defs<T>(mut p: *const T, fields: impl Fn(&T) -> DefFields<'_>) -> Vec<OptionDef> {
     let mut defs = Vec::new();
     // SAFETY: walking the core's array up to its terminator.
     unsafe {
-        while !p.is_null() && !(*p).key.is_null() {
-            let d = &*p;
-            let key = string(d.key).unwrap_or_default();
-            let desc = string(d.desc).unwrap_or_default();
-            let default = string(d.default_value);
+        while !p.is_null() {
+            let (key, desc, vals, default) = fields(&*p);
+            if key.is_null() {
+                break;
+            }
+            let key = string(key).unwrap_or_default();
+            let desc = string(desc).unwrap_or_default();
+            let default = string(default);
             defs.extend(OptionDef::new(
                 &key,
                 &desc,
-                values(&d.values),
+                values(vals),
                 default.as_deref(),
             ));
             p = p.add(1);

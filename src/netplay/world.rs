@@ -364,13 +364,27 @@ impl World {
         password: Option<&str>,
         cfg: ParticipantConfig,
     ) -> usize {
+        self.join_node(name, to, room, cfg, |j| {
+            j.password = password.map(Into::into)
+        })
+    }
+
+    /// A joiner named `name` of the host (or room) at `to`, at a fresh address, its join
+    /// config finished by `set`.
+    fn join_node(
+        &mut self,
+        name: &str,
+        to: SocketAddr,
+        room: Option<&str>,
+        cfg: ParticipantConfig,
+        set: impl FnOnce(&mut JoinConfig),
+    ) -> usize {
         let (at, entropy) = self.fresh_addr();
         let mut j = JoinConfig::new(to, info(name));
         j.entropy = entropy;
         j.room = room.unwrap_or_default().into();
-        j.password = password.map(Into::into);
-        let base = lockstep::Config::default();
-        let p = Participant::join(self.now(), j, base, cfg);
+        set(&mut j);
+        let p = Participant::join(self.now(), j, lockstep::Config::default(), cfg);
         self.push_node(name, at, p, false)
     }
 
@@ -413,13 +427,7 @@ impl World {
         room: Option<&str>,
         cfg: ParticipantConfig,
     ) -> usize {
-        let (at, entropy) = self.fresh_addr();
-        let mut j = JoinConfig::new(to, info(name));
-        j.entropy = entropy;
-        j.room = room.unwrap_or_default().into();
-        j.watch = true;
-        let p = Participant::join(self.now(), j, lockstep::Config::default(), cfg);
-        self.push_node(name, at, p, false)
+        self.join_node(name, to, room, cfg, |j| j.watch = true)
     }
 
     /// The address of node `i`'s host or server.

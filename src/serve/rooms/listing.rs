@@ -130,43 +130,35 @@ impl Rooms {
         };
         all.push(me);
         all.sort_by(|a, b| a.server.cmp(&b.server));
+        let (total, servers) = page(all, first, MAX_SERVERS_LISTED);
         let msg = Msg::Room(RoomMsg::Servers {
-            total: all.len().min(usize::from(u16::MAX)) as u16,
+            total,
             first,
-            servers: all
-                .into_iter()
-                .skip(usize::from(first))
-                .take(MAX_SERVERS_LISTED)
-                .collect(),
+            servers,
         });
         self.send(from, msg.encode(0));
     }
 
     pub(super) fn handle_list(&mut self, now: Instant, from: SocketAddr, first: u16) {
-        let (total, rooms): (usize, Vec<RoomInfo>) = if self.fleet.is_some() {
-            let all = self.fleet_list(now);
-            let page = all
-                .iter()
-                .skip(usize::from(first))
-                .take(MAX_LISTED)
-                .cloned()
-                .collect();
-            (all.len(), page)
+        let all = if self.fleet.is_some() {
+            self.fleet_list(now)
         } else {
-            let all = self.list(now);
-            let page = all
-                .iter()
-                .skip(usize::from(first))
-                .take(MAX_LISTED)
-                .cloned()
-                .collect();
-            (all.len(), page)
+            self.list(now)
         };
+        let (total, rooms) = page(all, first, MAX_LISTED);
         let msg = Msg::Room(RoomMsg::Rooms {
-            total: total.min(usize::from(u16::MAX)) as u16,
+            total,
             first,
             rooms,
         });
         self.send(from, msg.encode(0));
     }
+}
+
+/// A listing's page from entry `first`, at most `max` long, and the listing's length as the
+/// answer tells it (capped at `u16::MAX`).
+fn page<T>(all: Vec<T>, first: u16, max: usize) -> (u16, Vec<T>) {
+    let total = all.len().min(usize::from(u16::MAX)) as u16;
+    let page = all.into_iter().skip(usize::from(first)).take(max).collect();
+    (total, page)
 }
