@@ -7,7 +7,7 @@ use std::collections::{HashMap, VecDeque};
 
 use super::*;
 use crate::session::direct::{DirectPath, PathEvent, PathKind, PathMode};
-use crate::session::msg::{Msg, PathMsg, RoomMsg, PATH_TOKEN_LEN};
+use crate::session::msg::{Msg, RoomMsg};
 use crate::wire::{Header, Kind};
 
 /// How often the host tells the server it is still there (the room closes after
@@ -60,10 +60,6 @@ impl HostRoutes {
         }
     }
 
-    fn token(&mut self) -> [u8; PATH_TOKEN_LEN] {
-        self.rng.gen()
-    }
-
     /// A datagram from `from`: returns what the endpoint gets (the joiner's address as the
     /// server names it, and the datagram), or `None` if it was the routes' own.
     pub fn handle_datagram(
@@ -102,16 +98,12 @@ impl HostRoutes {
                         wait_ms,
                     }),
                 )) => {
-                    let token = self.token();
                     let route = self.routes.get_mut(&peer)?;
-                    let mut candidates = vec![peer];
-                    candidates.extend(locals);
-                    for c in &candidates {
-                        self.aliases.insert(*c, peer);
-                    }
                     tracing::debug!(%peer, wait_ms, "netplay: the server introduced a joiner; trying a direct path");
-                    let wait = Duration::from_millis(wait_ms.into());
-                    route.path.introduce(now, &candidates, wait, token);
+                    let rng = &mut self.rng;
+                    for c in route.path.introduced(now, peer, &locals, wait_ms, rng) {
+                        self.aliases.insert(c, peer);
+                    }
                     None
                 }
                 _ => None,
@@ -162,20 +154,14 @@ impl HostRoutes {
         let (peer, body) = candidates
             .into_iter()
             .find_map(|p| endpoint.open_from(p, datagram).map(|b| (p, b.to_vec())))?;
-        let msg = match Msg::decode(&body) {
-            Ok((_, Msg::Path(m @ (PathMsg::Punch(_) | PathMsg::PunchBack(_))))) => m,
-            _ => return None,
+        let Ok((_, Msg::Path(msg))) = Msg::decode(&body) else {
+            return None;
         };
-        let token = self.token();
         let route = self.routes.get_mut(&peer)?;
-        route.heard = now;
-        match msg {
-            PathMsg::Punch(echo) => route.path.handle_punch(now, from, echo, token),
-            PathMsg::PunchBack(t) => {
-                route.path.handle_punch_back(now, from, t);
-            }
-            _ => {}
+        if !route.path.handle_msg(now, from, &msg, &mut self.rng) {
+            return None;
         }
+        route.heard = now;
         if route.path.knows(from) {
             self.aliases.insert(from, peer);
         }
@@ -242,12 +228,8 @@ impl HostRoutes {
 
     /// Runs the paths' schedules, the presence message, and forgets joiners long gone.
     pub fn handle_timeout(&mut self, now: Instant, endpoint: &Endpoint) {
-        let mut tokens: Vec<[u8; PATH_TOKEN_LEN]> =
-            (0..self.routes.len()).map(|_| self.rng.gen()).collect();
         for route in self.routes.values_mut() {
-            route
-                .path
-                .handle_timeout(now, tokens.pop().unwrap_or_default());
+            route.path.handle_timeout(now, self.rng.gen());
         }
         self.routes.retain(|_, r| now < r.heard + FORGET);
         let routes = &self.routes;
@@ -285,12 +267,8 @@ impl HostRoutes {
         let id = endpoint.session_id();
         let mut release = Vec::new();
         for (peer, route) in &mut self.routes {
-            while let Some((to, msg, ttl)) = route.path.poll_send() {
-                let mut bytes = Msg::Path(msg).encode(id);
-                if endpoint.seal_for(*peer, &mut bytes) {
-                    self.out.push_back((Transmit { to, bytes }, ttl));
-                }
-            }
+            let seal = |bytes: &mut Vec<u8>| endpoint.seal_for(*peer, bytes);
+            route.path.seal_sends(id, seal, &mut self.out);
             while let Some(ev) = route.path.poll_event() {
                 self.events.push_back((*peer, ev));
             }
