@@ -207,9 +207,13 @@ impl HostRoutes {
         ));
     }
 
-    /// The host leaves: the server is told the room is over (a `Present` with nobody in it),
-    /// after the goodbyes the endpoint queued.
-    pub fn close(&mut self) {
+    /// The host leaves (`endpoint` was shut down): the goodbyes it queued go first, then
+    /// the server is told the room is over (a `Present` with nobody in it), since it relays
+    /// nothing of a room that is over.
+    pub fn close(&mut self, now: Instant, endpoint: &mut Endpoint) {
+        while let Some(t) = endpoint.poll_transmit(now) {
+            self.route(now, t);
+        }
         let gone = RoomMsg::Present {
             players: 0,
             direct: 0,

@@ -582,11 +582,7 @@ impl Participant {
             Participant::Host(h) => {
                 h.endpoint.shutdown(reason);
                 if let Some(routes) = &mut h.routes {
-                    // The goodbyes first: the server relays nothing of a room that is over.
-                    while let Some(t) = h.endpoint.poll_transmit(h.now) {
-                        routes.route(h.now, t);
-                    }
-                    routes.close();
+                    routes.close(h.now, &mut h.endpoint);
                 }
             }
             Participant::Join(j) => j.close(reason),
