@@ -207,6 +207,17 @@ impl Endpoint {
         self.session.open_from(addr, datagram)
     }
 
+    /// `datagram` from an unknown address without its tag, and whose it is, if it is one of
+    /// the joiners' at `addrs`: tried within the session's budget for unknown addresses.
+    pub fn open_from_any<'a>(
+        &mut self,
+        now: Instant,
+        addrs: &[SocketAddr],
+        datagram: &'a [u8],
+    ) -> Option<(SocketAddr, &'a [u8])> {
+        self.session.open_from_any(now, addrs, datagram)
+    }
+
     /// A datagram from `from`. Rejected ones are counted in [`EndpointStats`] or, for the
     /// lockstep server's, in its own stats.
     pub fn handle_datagram(&mut self, now: Instant, from: SocketAddr, datagram: &[u8]) {

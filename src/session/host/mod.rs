@@ -66,9 +66,9 @@ const PATH_TRIES: u8 = 8;
 /// Until a new address answered its challenge it is sent at most this many times the bytes
 /// received from it (QUIC's anti-amplification factor).
 pub const PATH_AMPLIFICATION: u64 = 3;
-/// Datagrams from unknown addresses whose tag is tried against every joiner's keys (an
-/// address change), per second: bounds what a flood of junk costs.
-const TRIALS_PER_SECOND: u32 = 500;
+/// Datagrams from unknown addresses whose tag is tried against joiners' keys (an address
+/// change, a hosted room's punch), per second: bounds what a flood of junk costs.
+pub(crate) const TRIALS_PER_SECOND: u32 = 500;
 /// Spectators are numbered from here in the session's slot space (players are 0..8).
 pub const FIRST_SPECTATOR_SLOT: u8 = 16;
 /// Default `HostConfig::max_spectators`.

@@ -67,7 +67,7 @@ impl HostRoutes {
         now: Instant,
         from: SocketAddr,
         datagram: &[u8],
-        endpoint: &Endpoint,
+        endpoint: &mut Endpoint,
     ) -> Option<(SocketAddr, Vec<u8>)> {
         let header = Header::parse(datagram).ok().map(|(h, _)| h);
         if from == self.server {
@@ -138,23 +138,25 @@ impl HostRoutes {
         from: SocketAddr,
         peer: Option<SocketAddr>,
         datagram: &[u8],
-        endpoint: &Endpoint,
+        endpoint: &mut Endpoint,
     ) -> Option<Option<(SocketAddr, Vec<u8>)>> {
-        // Whose tag: the joiner this address is known for, else any joiner being punched
-        // (a router that maps per destination shows a new port).
-        let candidates: Vec<SocketAddr> = match peer {
-            Some(p) => vec![p],
-            None => self
-                .routes
-                .iter()
-                .filter(|(_, r)| !r.path.settled() || r.path.direct().is_none())
-                .map(|(a, _)| *a)
-                .collect(),
+        // Whose tag: the joiner this address is known for, else any joiner not direct (a
+        // router that maps per destination shows a new port), within the session's budget
+        // for unknown addresses.
+        let opened = match peer {
+            Some(p) => endpoint.open_from(p, datagram).map(|b| (p, b)),
+            None => {
+                let trying: Vec<SocketAddr> = self
+                    .routes
+                    .iter()
+                    .filter(|(_, r)| !r.path.settled() || r.path.direct().is_none())
+                    .map(|(a, _)| *a)
+                    .collect();
+                endpoint.open_from_any(now, &trying, datagram)
+            }
         };
-        let (peer, body) = candidates
-            .into_iter()
-            .find_map(|p| endpoint.open_from(p, datagram).map(|b| (p, b.to_vec())))?;
-        let Ok((_, Msg::Path(msg))) = Msg::decode(&body) else {
+        let (peer, body) = opened?;
+        let Ok((_, Msg::Path(msg))) = Msg::decode(body) else {
             return None;
         };
         let route = self.routes.get_mut(&peer)?;

@@ -29,7 +29,7 @@ impl HostSide {
         let at = self.clock(at);
         match &mut self.routes {
             Some(routes) => {
-                let to_endpoint = routes.handle_datagram(at, from, datagram, &self.endpoint);
+                let to_endpoint = routes.handle_datagram(at, from, datagram, &mut self.endpoint);
                 while let Some((peer, event)) = routes.poll_event() {
                     let peer = Some(peer);
                     self.events

@@ -40,6 +40,8 @@
 //!   in a debugger), so the others drop it rather than wait for its input forever.
 
 mod host_routes;
+#[cfg(test)]
+mod host_routes_tests;
 mod host_side;
 mod join_route;
 mod join_side;
