@@ -218,6 +218,12 @@ impl Endpoint {
         self.session.open_from_any(now, addrs, datagram)
     }
 
+    /// Holds (`true`) or releases the start-state transfer to the joiner at `addr` (see
+    /// `HostSession::hold_transfer`).
+    pub fn hold_transfer(&mut self, addr: SocketAddr, hold: bool) {
+        self.session.hold_transfer(addr, hold);
+    }
+
     /// A datagram from `from`. Rejected ones are counted in [`EndpointStats`] or, for the
     /// lockstep server's, in its own stats.
     pub fn handle_datagram(&mut self, now: Instant, from: SocketAddr, datagram: &[u8]) {

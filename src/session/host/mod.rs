@@ -190,6 +190,8 @@ pub struct HostSession {
     /// Unknown-address datagrams tried against the joiners' keys this second (see
     /// `TRIALS_PER_SECOND`).
     trials: (Option<Instant>, u32),
+    /// Joiners whose start-state transfer waits (`hold_transfer`).
+    held: Vec<SocketAddr>,
     /// A direct host's proof-of-address cookies (a room's are checked by `serve::Rooms`).
     cookies: Cookies,
     /// Password attempts by address prefix (`FREE_GUESSES`, `GUESS_EVERY`).
@@ -234,6 +236,7 @@ impl HostSession {
             stats: SessionStats::default(),
             departed: Vec::new(),
             trials: (None, 0),
+            held: Vec::new(),
         };
         if host.cfg.start_with == 0 || host.cfg.start_with > host.cfg.max_players {
             host.cfg.start_with = host.cfg.max_players;
@@ -699,7 +702,10 @@ impl HostSession {
                 Some(*sent_at + HELLO_INTERVAL),
                 Some(p.last_heard + timeout),
             ],
-            Phase::Sending(s) => [s.poll_timeout(), Some(p.last_heard + timeout)],
+            Phase::Sending(s) => [
+                s.poll_timeout().filter(|_| !self.held.contains(&p.addr)),
+                Some(p.last_heard + timeout),
+            ],
             // The first notice is due at once.
             Phase::Ready { .. } if self.accepting => [
                 Some(self.lobby_sent.map_or(p.last_heard, |t| t + LOBBY_INTERVAL)),

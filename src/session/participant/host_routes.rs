@@ -15,16 +15,15 @@ use crate::wire::{Header, Kind};
 pub const PRESENT_EVERY: Duration = Duration::from_secs(5);
 /// Most joiners (and would-be joiners) the routes keep.
 const MAX_PEERS: usize = 64;
-/// Datagrams held for a joiner while its first direct attempt runs.
-const MAX_HELD: usize = 4096;
 /// A joiner not heard of for this long is forgotten (the endpoint dropped it long before).
 const FORGET: Duration = Duration::from_secs(180);
 
 #[derive(Debug)]
 struct Route {
     path: DirectPath,
-    /// Start-state chunks held until the first direct attempt ends.
-    held: VecDeque<Vec<u8>>,
+    /// The endpoint holds the start-state transfer to this joiner (its first direct
+    /// attempt runs).
+    holding: bool,
     heard: Instant,
 }
 
@@ -84,7 +83,7 @@ impl HostRoutes {
                     let mode = self.mode;
                     let route = self.routes.entry(peer).or_insert_with(|| Route {
                         path: DirectPath::new(mode),
-                        held: VecDeque::new(),
+                        holding: false,
                         heard: now,
                     });
                     route.heard = now;
@@ -104,6 +103,7 @@ impl HostRoutes {
                     for c in route.path.introduced(now, peer, &locals, wait_ms, rng) {
                         self.aliases.insert(c, peer);
                     }
+                    self.pump(endpoint);
                     None
                 }
                 _ => None,
@@ -167,11 +167,11 @@ impl HostRoutes {
         if route.path.knows(from) {
             self.aliases.insert(from, peer);
         }
-        self.pump(now, endpoint);
+        self.pump(endpoint);
         Some(None)
     }
 
-    /// Where a datagram of the endpoint goes: direct, through the server, or held.
+    /// Where a datagram of the endpoint goes: direct, or through the server.
     pub fn route(&mut self, now: Instant, t: Transmit) {
         let Some(route) = self.routes.get_mut(&t.to) else {
             self.out.push_back((t, None));
@@ -185,14 +185,6 @@ impl HostRoutes {
                 },
                 None,
             ));
-            return;
-        }
-        let chunk = Header::parse(&t.bytes).is_ok_and(|(h, _)| h.kind == Kind::StateChunk);
-        if chunk && !route.path.settled() {
-            if route.held.len() >= MAX_HELD {
-                route.held.pop_front();
-            }
-            route.held.push_back(t.bytes);
             return;
         }
         let bytes = Msg::Room(RoomMsg::Forward {
@@ -233,11 +225,17 @@ impl HostRoutes {
     }
 
     /// Runs the paths' schedules, the presence message, and forgets joiners long gone.
-    pub fn handle_timeout(&mut self, now: Instant, endpoint: &Endpoint) {
+    pub fn handle_timeout(&mut self, now: Instant, endpoint: &mut Endpoint) {
         for route in self.routes.values_mut() {
             route.path.handle_timeout(now, self.rng.gen());
         }
-        self.routes.retain(|_, r| now < r.heard + FORGET);
+        self.routes.retain(|peer, r| {
+            let keep = now < r.heard + FORGET;
+            if !keep && r.holding {
+                endpoint.hold_transfer(*peer, false);
+            }
+            keep
+        });
         let routes = &self.routes;
         self.aliases.retain(|_, p| routes.contains_key(p));
         if now >= self.present_due && !self.closed {
@@ -264,28 +262,24 @@ impl HostRoutes {
                 None,
             ));
         }
-        self.pump(now, endpoint);
+        self.pump(endpoint);
     }
 
-    /// Seals the paths' messages, releases held chunks of settled paths, and moves their
-    /// events out.
-    fn pump(&mut self, now: Instant, endpoint: &Endpoint) {
+    /// Seals the paths' messages, moves their events out, and has the endpoint hold the
+    /// start-state transfer to each joiner whose first direct attempt runs (released when
+    /// it ends, so that the state goes the way the attempt found).
+    fn pump(&mut self, endpoint: &mut Endpoint) {
         let id = endpoint.session_id();
-        let mut release = Vec::new();
         for (peer, route) in &mut self.routes {
             let seal = |bytes: &mut Vec<u8>| endpoint.seal_for(*peer, bytes);
             route.path.seal_sends(id, seal, &mut self.out);
             while let Some(ev) = route.path.poll_event() {
                 self.events.push_back((*peer, ev));
             }
-            if route.path.settled() && !route.held.is_empty() {
-                release.push(*peer);
-            }
-        }
-        for peer in release {
-            let held = std::mem::take(&mut self.routes.get_mut(&peer).expect("listed").held);
-            for bytes in held {
-                self.route(now, Transmit { to: peer, bytes });
+            let hold = !route.path.settled();
+            if hold != route.holding {
+                route.holding = hold;
+                endpoint.hold_transfer(*peer, hold);
             }
         }
     }

@@ -29,6 +29,8 @@ struct Room {
     joiner_direct: SocketAddr,
     host: Participant,
     joiner: Participant,
+    /// Start-state chunks the server relayed to the joiner.
+    relayed_chunks: u32,
 }
 
 impl Room {
@@ -63,6 +65,7 @@ impl Room {
             joiner_direct: addr("203.0.113.5:4999"),
             host,
             joiner,
+            relayed_chunks: 0,
         }
     }
 
@@ -83,6 +86,9 @@ impl Room {
                 Msg::decode(&t.bytes)
             {
                 assert_eq!(peer, self.joiner_at);
+                if Header::parse(&datagram).is_ok_and(|(h, _)| h.kind == Kind::StateChunk) {
+                    self.relayed_chunks += 1;
+                }
                 self.joiner.handle_datagram(now, self.server, &datagram);
             }
         }
@@ -168,4 +174,25 @@ fn a_flood_of_forged_punches_costs_one_budget_of_tag_checks_and_a_real_punch_get
         _ => None,
     });
     assert_eq!(to, Some(room.joiner_direct));
+}
+
+#[test]
+fn the_start_state_waits_for_the_first_direct_attempt_and_crosses_the_direct_path() {
+    let mut room = Room::new();
+    // The joiner's Hello reaches the host through the server, which introduces the two
+    // before the transfer begins.
+    room.step();
+    room.introduce(true);
+    room.introduce(false);
+    let ready = (0..3000).any(|_| {
+        room.step();
+        std::iter::from_fn(|| room.joiner.poll_event())
+            .any(|e| matches!(e, ParticipantEvent::Ready(_)))
+    });
+    assert!(ready, "the joiner has the start state");
+    assert_eq!(room.host.paths(), vec![(Some(1), PathKind::Direct)]);
+    assert_eq!(
+        room.relayed_chunks, 0,
+        "start-state chunks crossed the server"
+    );
 }

@@ -60,7 +60,7 @@ impl HostSide {
             c.handle_timeout(now);
         }
         if let Some(routes) = &mut self.routes {
-            routes.handle_timeout(now, &self.endpoint);
+            routes.handle_timeout(now, &mut self.endpoint);
             while let Some((peer, event)) = routes.poll_event() {
                 let peer = Some(peer);
                 self.events
