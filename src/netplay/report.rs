@@ -151,8 +151,6 @@ pub(crate) struct Report {
     pauses: Vec<(u8, u32, f64)>,
     /// `--path`, for the wording of a path that stays relayed.
     pub path: PathMode,
-    /// A room hosted by a player: each player's path as last seen (see `note_paths`).
-    paths: std::cell::RefCell<Vec<(Option<u8>, PathKind)>>,
 }
 
 impl Report {
@@ -561,22 +559,11 @@ impl Report {
         }
     }
 
-    /// The players' paths in a room hosted by a player, remembered: a player who left
-    /// keeps the path it had.
-    pub fn note_paths(&self, p: &Participant) -> Vec<(Option<u8>, PathKind)> {
-        let mut paths = self.paths.borrow_mut();
-        for (slot, kind) in p.paths() {
-            paths.retain(|(s, _)| *s != slot);
-            paths.push((slot, kind));
-        }
-        paths.clone()
-    }
-
     /// What the window's status bar shows (see `super::status`).
     pub fn status(&self, now: Instant, p: &Participant, link: &LinkStats, play: Play) -> Status {
         let client = p.client();
         let s = client.map(|c| c.stats());
-        let paths = self.note_paths(p);
+        let paths = p.paths();
         let path_of = |slot: Option<u8>| paths.iter().find(|(s, _)| *s == slot).map(|(_, k)| *k);
         let peers = match p.endpoint() {
             Some(endpoint) => endpoint
@@ -754,7 +741,7 @@ impl Report {
         m.insert("reconnects".into(), json!(self.counters.reconnects));
         // A room hosted by a player: a joiner's path to the host; the host's is "direct"
         // only if every joiner's is.
-        let paths = self.note_paths(p);
+        let paths = p.paths();
         if !paths.is_empty() {
             let direct = paths.iter().all(|(_, k)| *k == PathKind::Direct);
             let path = if direct { "direct" } else { "relayed" };

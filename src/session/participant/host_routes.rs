@@ -25,6 +25,9 @@ struct Route {
     /// attempt runs).
     holding: bool,
     heard: Instant,
+    /// The slot this joiner plays, and its path as of when it last was in the game (a
+    /// player who left keeps the path it had).
+    seat: Option<(u8, PathKind)>,
 }
 
 /// The host's routes to its joiners. See the module docs.
@@ -42,6 +45,8 @@ pub struct HostRoutes {
     events: VecDeque<(SocketAddr, PathEvent)>,
     /// The host left: no more presence.
     closed: bool,
+    /// The seats of forgotten joiners, as `Route::seat`.
+    forgotten: Vec<(u8, PathKind)>,
 }
 
 impl HostRoutes {
@@ -56,6 +61,7 @@ impl HostRoutes {
             out: VecDeque::new(),
             events: VecDeque::new(),
             closed: false,
+            forgotten: Vec::new(),
         }
     }
 
@@ -85,6 +91,7 @@ impl HostRoutes {
                         path: DirectPath::new(mode),
                         holding: false,
                         heard: now,
+                        seat: None,
                     });
                     route.heard = now;
                     Some((peer, datagram))
@@ -229,10 +236,15 @@ impl HostRoutes {
         for route in self.routes.values_mut() {
             route.path.handle_timeout(now, self.rng.gen());
         }
+        let forgotten = &mut self.forgotten;
         self.routes.retain(|peer, r| {
             let keep = now < r.heard + FORGET;
             if !keep && r.holding {
                 endpoint.hold_transfer(*peer, false);
+            }
+            if let (false, Some((slot, kind))) = (keep, r.seat) {
+                forgotten.retain(|(s, _)| *s != slot);
+                forgotten.push((slot, kind));
             }
             keep
         });
@@ -269,6 +281,21 @@ impl HostRoutes {
     /// start-state transfer to each joiner whose first direct attempt runs (released when
     /// it ends, so that the state goes the way the attempt found).
     fn pump(&mut self, endpoint: &mut Endpoint) {
+        for p in endpoint.players() {
+            let Some(addr) = p.addr else {
+                continue;
+            };
+            // A slot is one joiner's: whoever had it before is gone.
+            for (a, r) in &mut self.routes {
+                if *a != addr && r.seat.is_some_and(|(s, _)| s == p.slot) {
+                    r.seat = None;
+                }
+            }
+            self.forgotten.retain(|(s, _)| *s != p.slot);
+            if let Some(r) = self.routes.get_mut(&addr) {
+                r.seat = Some((p.slot, r.path.kind()));
+            }
+        }
         let id = endpoint.session_id();
         for (peer, route) in &mut self.routes {
             let seal = |bytes: &mut Vec<u8>| endpoint.seal_for(*peer, bytes);
@@ -307,6 +334,24 @@ impl HostRoutes {
             .values()
             .filter_map(|r| r.path.first_direct())
             .min()
+    }
+
+    /// How each joiner that played is reached, by slot: a player in the game as now, one
+    /// who left as when it was last in.
+    pub fn paths(&self, endpoint: &Endpoint) -> Vec<(u8, PathKind)> {
+        let mut out: Vec<(u8, PathKind)> = endpoint
+            .players()
+            .into_iter()
+            .filter_map(|p| Some((p.slot, self.kind(p.addr?)?)))
+            .collect();
+        let left = self.routes.values().filter_map(|r| r.seat);
+        for (slot, kind) in left.chain(self.forgotten.iter().copied()) {
+            if !out.iter().any(|(s, _)| *s == slot) {
+                out.push((slot, kind));
+            }
+        }
+        out.sort_by_key(|(s, _)| *s);
+        out
     }
 
     /// How the joiner at `addr` (as the server names it) is reached; `None`: not through

@@ -177,7 +177,7 @@ fn a_flood_of_forged_punches_costs_one_budget_of_tag_checks_and_a_real_punch_get
 }
 
 #[test]
-fn the_start_state_waits_for_the_first_direct_attempt_and_crosses_the_direct_path() {
+fn the_start_state_waits_for_the_first_direct_attempt_and_a_player_who_left_keeps_its_path() {
     let mut room = Room::new();
     // The joiner's Hello reaches the host through the server, which introduces the two
     // before the transfer begins.
@@ -195,4 +195,13 @@ fn the_start_state_waits_for_the_first_direct_attempt_and_crosses_the_direct_pat
         room.relayed_chunks, 0,
         "start-state chunks crossed the server"
     );
+    // The joiner leaves; its direct path goes silent, and the host still says how that
+    // player was reached.
+    room.joiner.close("bye");
+    for _ in 0..3000 {
+        room.step();
+    }
+    let players = room.host.endpoint().unwrap().players();
+    assert!(players.iter().all(|p| p.slot != 1), "{players:?}");
+    assert_eq!(room.host.paths(), vec![(Some(1), PathKind::Direct)]);
 }

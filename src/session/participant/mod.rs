@@ -484,16 +484,16 @@ impl Participant {
         matches!(self, Participant::Host(h) if h.routes.is_some())
     }
 
-    /// How each joiner of a room this process hosts is reached, by slot (empty for a
-    /// direct host); a joiner's own path to its host as slot `None`.
+    /// How each joiner of a room this process hosts is reached, by slot (one who left: as
+    /// when it was last in; empty for a direct host); a joiner's own path to its host as
+    /// slot `None`.
     pub fn paths(&self) -> Vec<(Option<u8>, PathKind)> {
         match self {
             Participant::Host(h) => match &h.routes {
-                Some(routes) => h
-                    .endpoint
-                    .players()
+                Some(routes) => routes
+                    .paths(&h.endpoint)
                     .into_iter()
-                    .filter_map(|p| Some((Some(p.slot), routes.kind(p.addr?)?)))
+                    .map(|(slot, kind)| (Some(slot), kind))
                     .collect(),
                 None => Vec::new(),
             },
