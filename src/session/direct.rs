@@ -35,7 +35,10 @@ use std::net::SocketAddr;
 use std::str::FromStr;
 use std::time::{Duration, Instant};
 
-use super::msg::{PathMsg, PATH_TOKEN_LEN};
+use rand::Rng;
+
+use super::msg::{Msg, PathMsg, PATH_TOKEN_LEN};
+use crate::wire::Transmit;
 
 /// When the punches of one attempt leave, after its start.
 pub const PUNCH_AT: [Duration; 6] = [
@@ -210,6 +213,44 @@ impl DirectPath {
         self.token = token;
         self.asked = Some(now);
         self.phase = Phase::Punching { start: at, step: 0 };
+    }
+
+    /// The server's `Introduce`, as both sides take it: the other side at `peer` (as the
+    /// server sees it) and at its `locals`, punched from `now + wait_ms` on with a fresh
+    /// token from `rng`. Returns the candidates it named.
+    pub fn introduced(
+        &mut self,
+        now: Instant,
+        peer: SocketAddr,
+        locals: &[SocketAddr],
+        wait_ms: u16,
+        rng: &mut impl Rng,
+    ) -> Vec<SocketAddr> {
+        let mut candidates = vec![peer];
+        candidates.extend_from_slice(locals);
+        let wait = Duration::from_millis(wait_ms.into());
+        self.introduce(now, &candidates, wait, rng.gen());
+        candidates
+    }
+
+    /// A path message with the other side's tag came straight from `from`: true if it was a
+    /// punch or its echo, which are the path's own (a fresh token from `rng` starts an
+    /// attempt a punch asks for).
+    pub fn handle_msg(
+        &mut self,
+        now: Instant,
+        from: SocketAddr,
+        msg: &PathMsg,
+        rng: &mut impl Rng,
+    ) -> bool {
+        match *msg {
+            PathMsg::Punch(echo) => self.handle_punch(now, from, echo, rng.gen()),
+            PathMsg::PunchBack(token) => {
+                self.handle_punch_back(now, from, token);
+            }
+            _ => return false,
+        }
+        true
     }
 
     /// A punch with the other side's tag came from `from`: answer it there, and try it.
@@ -398,6 +439,22 @@ impl DirectPath {
     /// (`None`: the system's).
     pub fn poll_send(&mut self) -> Option<(SocketAddr, PathMsg, Option<u8>)> {
         self.out.pop_front()
+    }
+
+    /// Moves the path messages to send into `out`, each sealed by `seal` (false: no keys
+    /// to seal with yet, and it is dropped) under `session`, with its TTL.
+    pub fn seal_sends(
+        &mut self,
+        session: u32,
+        mut seal: impl FnMut(&mut Vec<u8>) -> bool,
+        out: &mut VecDeque<(Transmit, Option<u8>)>,
+    ) {
+        while let Some((to, msg, ttl)) = self.out.pop_front() {
+            let mut bytes = Msg::Path(msg).encode(session);
+            if seal(&mut bytes) {
+                out.push_back((Transmit::new(to, bytes), ttl));
+            }
+        }
     }
 
     /// What the path did, oldest first.

@@ -21,6 +21,18 @@ pub const TAG_LEN: usize = 4;
 /// Bytes of an X25519 public key in Hello and Welcome.
 pub const PUBLIC_KEY_LEN: usize = 32;
 
+#[cfg(test)]
+thread_local! {
+    static TAGS_CHECKED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// Tags [`Keys::open`] checked on this thread so far: what a flood of forged datagrams
+/// costs, as a test counts it.
+#[cfg(test)]
+pub(crate) fn tags_checked() -> u64 {
+    TAGS_CHECKED.with(|n| n.get())
+}
+
 const CONTEXT: &str = "framelock 2026-11 session keys, one per direction";
 
 /// Which end of a link this side is: the keys are the same, their directions swap.
@@ -120,6 +132,8 @@ impl Keys {
     /// The datagram without its tag if the tag is the peer's, else `None`. Compared in
     /// constant time, so the time a forged tag takes to refuse says nothing of the right one.
     pub fn open<'a>(&self, datagram: &'a [u8]) -> Option<&'a [u8]> {
+        #[cfg(test)]
+        TAGS_CHECKED.with(|n| n.set(n.get() + 1));
         let body_len = datagram.len().checked_sub(TAG_LEN)?;
         let (body, got) = datagram.split_at(body_len);
         let want = tag(&self.recv, body);

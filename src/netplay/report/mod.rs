@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use crate::frontend::chat_board::ChatBoard;
 use crate::lockstep::PeerId;
-use crate::session::direct::{PathEvent, PathKind, PathMode};
+use crate::session::direct::{PathEvent, PathMode};
 
 /// The log line for a path of a room hosted by a player that went direct or back to the
 /// relay; `who` is the other side.
@@ -147,8 +147,6 @@ pub(crate) struct Report {
     pauses: Vec<(u8, u32, f64)>,
     /// `--path`, for the wording of a path that stays relayed.
     pub path: PathMode,
-    /// A room hosted by a player: each player's path as last seen (see `note_paths`).
-    paths: std::cell::RefCell<Vec<(Option<u8>, PathKind)>>,
 }
 
 impl Report {

@@ -13,22 +13,11 @@ use crate::session::Participant;
 use super::{median, Report};
 
 impl Report {
-    /// The players' paths in a room hosted by a player, remembered: a player who left
-    /// keeps the path it had.
-    pub fn note_paths(&self, p: &Participant) -> Vec<(Option<u8>, PathKind)> {
-        let mut paths = self.paths.borrow_mut();
-        for (slot, kind) in p.paths() {
-            paths.retain(|(s, _)| *s != slot);
-            paths.push((slot, kind));
-        }
-        paths.clone()
-    }
-
     /// What the window's status bar shows (see `super::status`).
     pub fn status(&self, now: Instant, p: &Participant, link: &LinkStats, play: Play) -> Status {
         let client = p.client();
         let s = client.map(|c| c.stats());
-        let paths = self.note_paths(p);
+        let paths = p.paths();
         let path_of = |slot: Option<u8>| paths.iter().find(|(s, _)| *s == slot).map(|(_, k)| *k);
         let peers = match p.endpoint() {
             Some(endpoint) => endpoint
@@ -206,7 +195,7 @@ impl Report {
         m.insert("reconnects".into(), json!(self.counters.reconnects));
         // A room hosted by a player: a joiner's path to the host; the host's is "direct"
         // only if every joiner's is.
-        let paths = self.note_paths(p);
+        let paths = p.paths();
         if !paths.is_empty() {
             let direct = paths.iter().all(|(_, k)| *k == PathKind::Direct);
             let path = if direct { "direct" } else { "relayed" };

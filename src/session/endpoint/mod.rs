@@ -256,6 +256,23 @@ impl Endpoint {
         self.session.open_from(addr, datagram)
     }
 
+    /// `datagram` from an unknown address without its tag, and whose it is, if it is one of
+    /// the joiners' at `addrs`: tried within the session's budget for unknown addresses.
+    pub fn open_from_any<'a>(
+        &mut self,
+        now: Instant,
+        addrs: &[SocketAddr],
+        datagram: &'a [u8],
+    ) -> Option<(SocketAddr, &'a [u8])> {
+        self.session.open_from_any(now, addrs, datagram)
+    }
+
+    /// Holds (`true`) or releases the start-state transfer to the joiner at `addr` (see
+    /// `HostSession::hold_transfer`).
+    pub fn hold_transfer(&mut self, addr: SocketAddr, hold: bool) {
+        self.session.hold_transfer(addr, hold);
+    }
+
     /// A datagram from `from`. Rejected ones are counted in [`EndpointStats`] or, for the
     /// lockstep server's, in its own stats (a wrong tag in the session's `dropped_auth`).
     pub fn handle_datagram(

@@ -67,9 +67,9 @@ const PATH_TRIES: u8 = 8;
 /// Until a new address answered its challenge it is sent at most this many times the bytes
 /// received from it (QUIC's anti-amplification factor).
 pub const PATH_AMPLIFICATION: u64 = 3;
-/// Datagrams from unknown addresses whose tag is tried against every joiner's keys (an
-/// address change), per second: bounds what a flood of junk costs.
-const TRIALS_PER_SECOND: u32 = 500;
+/// Datagrams from unknown addresses whose tag is tried against joiners' keys (an address
+/// change, a hosted room's punch), per second: bounds what a flood of junk costs.
+pub(crate) const TRIALS_PER_SECOND: u32 = 500;
 /// Spectators are numbered from here in the session's slot space (players are 0..8).
 pub const FIRST_SPECTATOR_SLOT: u8 = 16;
 /// Default `HostConfig::max_spectators`.
@@ -191,6 +191,8 @@ pub struct HostSession {
     /// Unknown-address datagrams tried against the joiners' keys this second (see
     /// `TRIALS_PER_SECOND`).
     trials: (Option<Instant>, u32),
+    /// Joiners whose start-state transfer waits (`hold_transfer`).
+    held: Vec<SocketAddr>,
     /// A direct host's proof-of-address cookies (a room's are checked by `serve::Rooms`).
     cookies: Cookies,
     /// Password attempts by address prefix (`FREE_GUESSES`, `GUESS_EVERY`).
@@ -235,6 +237,7 @@ impl HostSession {
             stats: SessionStats::default(),
             departed: Vec::new(),
             trials: (None, 0),
+            held: Vec::new(),
         };
         if host.cfg.start_with == 0 || host.cfg.start_with > host.cfg.max_players {
             host.cfg.start_with = host.cfg.max_players;
@@ -698,7 +701,10 @@ impl HostSession {
                 Some(*sent_at + HELLO_INTERVAL),
                 Some(p.last_heard + timeout),
             ],
-            Phase::Sending(s) => [s.poll_timeout(), Some(p.last_heard + timeout)],
+            Phase::Sending(s) => [
+                s.poll_timeout().filter(|_| !self.held.contains(&p.addr)),
+                Some(p.last_heard + timeout),
+            ],
             // The first notice is due at once.
             Phase::Ready { .. } if self.accepting => [
                 Some(self.lobby_sent.map_or(p.last_heard, |t| t + LOBBY_INTERVAL)),

@@ -31,14 +31,9 @@ impl HostSession {
         if matches!(kind, Some(Kind::Hello)) || datagram.len() <= TAG_LEN {
             return Some(datagram);
         }
-        let (since, count) = &mut self.trials;
-        if since.is_none_or(|t| now >= t + Duration::from_secs(1)) {
-            (*since, *count) = (Some(now), 0);
-        }
-        if *count >= TRIALS_PER_SECOND {
+        if !self.take_trial(now) {
             return Some(datagram);
         }
-        *count += 1;
         let Some(i) = self
             .peers
             .iter()
@@ -60,6 +55,39 @@ impl HostSession {
         });
         self.send_path_challenges(now);
         self.peers[i].keys.open(datagram)
+    }
+
+    /// One more datagram from an unknown address may have its tag tried against joiners'
+    /// keys: false once `TRIALS_PER_SECOND` were this second. The session's own address
+    /// changes and a hosted room's direct paths ([`open_from_any`](Self::open_from_any))
+    /// spend the one budget, so a flood costs the same whichever it aims at.
+    fn take_trial(&mut self, now: Instant) -> bool {
+        let (since, count) = &mut self.trials;
+        if since.is_none_or(|t| now >= t + Duration::from_secs(1)) {
+            (*since, *count) = (Some(now), 0);
+        }
+        if *count >= TRIALS_PER_SECOND {
+            return false;
+        }
+        *count += 1;
+        true
+    }
+
+    /// A datagram from an address no joiner has that may carry the tag of one of the
+    /// joiners at `addrs` (a hosted room's direct path): whose, and the datagram without
+    /// its tag. Tried within `TRIALS_PER_SECOND`; no `addrs` spend nothing.
+    pub fn open_from_any<'a>(
+        &mut self,
+        now: Instant,
+        addrs: &[SocketAddr],
+        datagram: &'a [u8],
+    ) -> Option<(SocketAddr, &'a [u8])> {
+        if addrs.is_empty() || !self.take_trial(now) {
+            return None;
+        }
+        addrs
+            .iter()
+            .find_map(|&a| Some((a, self.open_from(a, datagram)?)))
     }
 
     /// Sends the challenges due of the path checks under way, within the new addresses'

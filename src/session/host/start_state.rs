@@ -114,6 +114,17 @@ impl HostSession {
         Ok(())
     }
 
+    /// Holds (`true`) or releases the start-state transfer to the joiner at `addr`, whether
+    /// or not it has begun or the joiner is here yet: its chunks wait while it is held (the
+    /// Welcome does not). A hosted room holds it while the first direct attempt runs, so
+    /// that the state crosses the direct path rather than the server.
+    pub fn hold_transfer(&mut self, addr: SocketAddr, hold: bool) {
+        self.held.retain(|a| *a != addr);
+        if hold {
+            self.held.push(addr);
+        }
+    }
+
     /// A joiner's start-state transfer as (chunks acked, chunks in all), once it has begun.
     pub fn transfer_progress(&self, slot: u8) -> Option<(u32, u32)> {
         match &self.peers.iter().find(|p| p.slot == slot)?.phase {
@@ -197,6 +208,9 @@ impl HostSession {
         for k in 0..n {
             let i = (self.next_peer + k) % n;
             let peer = &mut self.peers[i];
+            if self.held.contains(&peer.addr) {
+                continue;
+            }
             if let Phase::Sending(sender) = &mut peer.phase {
                 if let Some((index, seq)) = sender.poll_chunk(now) {
                     self.next_peer = i + 1;

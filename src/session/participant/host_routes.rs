@@ -7,7 +7,7 @@ use std::collections::{HashMap, VecDeque};
 
 use super::*;
 use crate::session::direct::{DirectPath, PathEvent, PathKind, PathMode};
-use crate::session::msg::{Msg, PathMsg, RoomMsg, PATH_TOKEN_LEN};
+use crate::session::msg::{Msg, RoomMsg};
 use crate::wire::{Header, Kind};
 
 /// How often the host tells the server it is still there (the room closes after
@@ -15,17 +15,19 @@ use crate::wire::{Header, Kind};
 pub const PRESENT_EVERY: Duration = Duration::from_secs(5);
 /// Most joiners (and would-be joiners) the routes keep.
 const MAX_PEERS: usize = 64;
-/// Datagrams held for a joiner while its first direct attempt runs.
-const MAX_HELD: usize = 4096;
 /// A joiner not heard of for this long is forgotten (the endpoint dropped it long before).
 const FORGET: Duration = Duration::from_secs(180);
 
 #[derive(Debug)]
 struct Route {
     path: DirectPath,
-    /// Start-state chunks held until the first direct attempt ends.
-    held: VecDeque<Vec<u8>>,
+    /// The endpoint holds the start-state transfer to this joiner (its first direct
+    /// attempt runs).
+    holding: bool,
     heard: Instant,
+    /// The slot this joiner plays, and its path as of when it last was in the game (a
+    /// player who left keeps the path it had).
+    seat: Option<(u8, PathKind)>,
 }
 
 /// The host's routes to its joiners. See the module docs.
@@ -43,6 +45,8 @@ pub struct HostRoutes {
     events: VecDeque<(SocketAddr, PathEvent)>,
     /// The host left: no more presence.
     closed: bool,
+    /// The seats of forgotten joiners, as `Route::seat`.
+    forgotten: Vec<(u8, PathKind)>,
 }
 
 impl HostRoutes {
@@ -57,11 +61,8 @@ impl HostRoutes {
             out: VecDeque::new(),
             events: VecDeque::new(),
             closed: false,
+            forgotten: Vec::new(),
         }
-    }
-
-    fn token(&mut self) -> [u8; PATH_TOKEN_LEN] {
-        self.rng.gen()
     }
 
     /// A datagram from `from`: returns what the endpoint gets (the joiner's address as the
@@ -71,7 +72,7 @@ impl HostRoutes {
         now: Instant,
         from: SocketAddr,
         datagram: &[u8],
-        endpoint: &Endpoint,
+        endpoint: &mut Endpoint,
     ) -> Option<(SocketAddr, Vec<u8>)> {
         let header = Header::parse(datagram).ok().map(|(h, _)| h);
         if from == self.server {
@@ -88,8 +89,9 @@ impl HostRoutes {
                     let mode = self.mode;
                     let route = self.routes.entry(peer).or_insert_with(|| Route {
                         path: DirectPath::new(mode),
-                        held: VecDeque::new(),
+                        holding: false,
                         heard: now,
+                        seat: None,
                     });
                     route.heard = now;
                     Some((peer, datagram))
@@ -102,16 +104,13 @@ impl HostRoutes {
                         wait_ms,
                     }),
                 )) => {
-                    let token = self.token();
                     let route = self.routes.get_mut(&peer)?;
-                    let mut candidates = vec![peer];
-                    candidates.extend(locals);
-                    for c in &candidates {
-                        self.aliases.insert(*c, peer);
-                    }
                     tracing::debug!(%peer, wait_ms, "netplay: the server introduced a joiner; trying a direct path");
-                    let wait = Duration::from_millis(wait_ms.into());
-                    route.path.introduce(now, &candidates, wait, token);
+                    let rng = &mut self.rng;
+                    for c in route.path.introduced(now, peer, &locals, wait_ms, rng) {
+                        self.aliases.insert(c, peer);
+                    }
+                    self.pump(endpoint);
                     None
                 }
                 _ => None,
@@ -146,44 +145,40 @@ impl HostRoutes {
         from: SocketAddr,
         peer: Option<SocketAddr>,
         datagram: &[u8],
-        endpoint: &Endpoint,
+        endpoint: &mut Endpoint,
     ) -> Option<Option<(SocketAddr, Vec<u8>)>> {
-        // Whose tag: the joiner this address is known for, else any joiner being punched
-        // (a router that maps per destination shows a new port).
-        let candidates: Vec<SocketAddr> = match peer {
-            Some(p) => vec![p],
-            None => self
-                .routes
-                .iter()
-                .filter(|(_, r)| !r.path.settled() || r.path.direct().is_none())
-                .map(|(a, _)| *a)
-                .collect(),
-        };
-        let (peer, body) = candidates
-            .into_iter()
-            .find_map(|p| endpoint.open_from(p, datagram).map(|b| (p, b.to_vec())))?;
-        let msg = match Msg::decode(&body) {
-            Ok((_, Msg::Path(m @ (PathMsg::Punch(_) | PathMsg::PunchBack(_))))) => m,
-            _ => return None,
-        };
-        let token = self.token();
-        let route = self.routes.get_mut(&peer)?;
-        route.heard = now;
-        match msg {
-            PathMsg::Punch(echo) => route.path.handle_punch(now, from, echo, token),
-            PathMsg::PunchBack(t) => {
-                route.path.handle_punch_back(now, from, t);
+        // Whose tag: the joiner this address is known for, else any joiner not direct (a
+        // router that maps per destination shows a new port), within the session's budget
+        // for unknown addresses.
+        let opened = match peer {
+            Some(p) => endpoint.open_from(p, datagram).map(|b| (p, b)),
+            None => {
+                let trying: Vec<SocketAddr> = self
+                    .routes
+                    .iter()
+                    .filter(|(_, r)| !r.path.settled() || r.path.direct().is_none())
+                    .map(|(a, _)| *a)
+                    .collect();
+                endpoint.open_from_any(now, &trying, datagram)
             }
-            _ => {}
+        };
+        let (peer, body) = opened?;
+        let Ok((_, Msg::Path(msg))) = Msg::decode(body) else {
+            return None;
+        };
+        let route = self.routes.get_mut(&peer)?;
+        if !route.path.handle_msg(now, from, &msg, &mut self.rng) {
+            return None;
         }
+        route.heard = now;
         if route.path.knows(from) {
             self.aliases.insert(from, peer);
         }
-        self.pump(now, endpoint);
+        self.pump(endpoint);
         Some(None)
     }
 
-    /// Where a datagram of the endpoint goes: direct, through the server, or held.
+    /// Where a datagram of the endpoint goes: direct, or through the server.
     pub fn route(&mut self, now: Instant, t: Transmit) {
         let Some(route) = self.routes.get_mut(&t.to) else {
             self.out.push_back((t, None));
@@ -198,14 +193,6 @@ impl HostRoutes {
                 },
                 None,
             ));
-            return;
-        }
-        let chunk = Header::parse(&t.bytes).is_ok_and(|(h, _)| h.kind == Kind::StateChunk);
-        if chunk && !route.path.settled() {
-            if route.held.len() >= MAX_HELD {
-                route.held.pop_front();
-            }
-            route.held.push_back(t.bytes);
             return;
         }
         let bytes = Msg::Room(RoomMsg::Forward {
@@ -223,9 +210,13 @@ impl HostRoutes {
         ));
     }
 
-    /// The host leaves: the server is told the room is over (a `Present` with nobody in it),
-    /// after the goodbyes the endpoint queued.
-    pub fn close(&mut self) {
+    /// The host leaves (`endpoint` was shut down): the goodbyes it queued go first, then
+    /// the server is told the room is over (a `Present` with nobody in it), since it relays
+    /// nothing of a room that is over.
+    pub fn close(&mut self, now: Instant, endpoint: &mut Endpoint) {
+        while let Some(t) = endpoint.poll_transmit(now) {
+            self.route(now, t);
+        }
         let gone = RoomMsg::Present {
             players: 0,
             direct: 0,
@@ -244,15 +235,22 @@ impl HostRoutes {
     }
 
     /// Runs the paths' schedules, the presence message, and forgets joiners long gone.
-    pub fn handle_timeout(&mut self, now: Instant, endpoint: &Endpoint) {
-        let mut tokens: Vec<[u8; PATH_TOKEN_LEN]> =
-            (0..self.routes.len()).map(|_| self.rng.gen()).collect();
+    pub fn handle_timeout(&mut self, now: Instant, endpoint: &mut Endpoint) {
         for route in self.routes.values_mut() {
-            route
-                .path
-                .handle_timeout(now, tokens.pop().unwrap_or_default());
+            route.path.handle_timeout(now, self.rng.gen());
         }
-        self.routes.retain(|_, r| now < r.heard + FORGET);
+        let forgotten = &mut self.forgotten;
+        self.routes.retain(|peer, r| {
+            let keep = now < r.heard + FORGET;
+            if !keep && r.holding {
+                endpoint.hold_transfer(*peer, false);
+            }
+            if let (false, Some((slot, kind))) = (keep, r.seat) {
+                forgotten.retain(|(s, _)| *s != slot);
+                forgotten.push((slot, kind));
+            }
+            keep
+        });
         let routes = &self.routes;
         self.aliases.retain(|_, p| routes.contains_key(p));
         if now >= self.present_due && !self.closed {
@@ -280,32 +278,39 @@ impl HostRoutes {
                 None,
             ));
         }
-        self.pump(now, endpoint);
+        self.pump(endpoint);
     }
 
-    /// Seals the paths' messages, releases held chunks of settled paths, and moves their
-    /// events out.
-    fn pump(&mut self, now: Instant, endpoint: &Endpoint) {
-        let id = endpoint.session_id();
-        let mut release = Vec::new();
-        for (peer, route) in &mut self.routes {
-            while let Some((to, msg, ttl)) = route.path.poll_send() {
-                let mut bytes = Msg::Path(msg).encode(id);
-                if endpoint.seal_for(*peer, &mut bytes) {
-                    self.out.push_back((Transmit::new(to, bytes), ttl));
+    /// Seals the paths' messages, moves their events out, and has the endpoint hold the
+    /// start-state transfer to each joiner whose first direct attempt runs (released when
+    /// it ends, so that the state goes the way the attempt found).
+    fn pump(&mut self, endpoint: &mut Endpoint) {
+        for p in endpoint.players() {
+            let Some(addr) = p.addr else {
+                continue;
+            };
+            // A slot is one joiner's: whoever had it before is gone.
+            for (a, r) in &mut self.routes {
+                if *a != addr && r.seat.is_some_and(|(s, _)| s == p.slot) {
+                    r.seat = None;
                 }
             }
+            self.forgotten.retain(|(s, _)| *s != p.slot);
+            if let Some(r) = self.routes.get_mut(&addr) {
+                r.seat = Some((p.slot, r.path.kind()));
+            }
+        }
+        let id = endpoint.session_id();
+        for (peer, route) in &mut self.routes {
+            let seal = |bytes: &mut Vec<u8>| endpoint.seal_for(*peer, bytes);
+            route.path.seal_sends(id, seal, &mut self.out);
             while let Some(ev) = route.path.poll_event() {
                 self.events.push_back((*peer, ev));
             }
-            if route.path.settled() && !route.held.is_empty() {
-                release.push(*peer);
-            }
-        }
-        for peer in release {
-            let held = std::mem::take(&mut self.routes.get_mut(&peer).expect("listed").held);
-            for bytes in held {
-                self.route(now, Transmit::new(peer, bytes));
+            let hold = !route.path.settled();
+            if hold != route.holding {
+                route.holding = hold;
+                endpoint.hold_transfer(*peer, hold);
             }
         }
     }
@@ -334,6 +339,24 @@ impl HostRoutes {
             .values()
             .filter_map(|r| r.path.first_direct())
             .min()
+    }
+
+    /// How each joiner that played is reached, by slot: a player in the game as now, one
+    /// who left as when it was last in.
+    pub fn paths(&self, endpoint: &Endpoint) -> Vec<(u8, PathKind)> {
+        let mut out: Vec<(u8, PathKind)> = endpoint
+            .players()
+            .into_iter()
+            .filter_map(|p| Some((p.slot, self.kind(p.addr?)?)))
+            .collect();
+        let left = self.routes.values().filter_map(|r| r.seat);
+        for (slot, kind) in left.chain(self.forgotten.iter().copied()) {
+            if !out.iter().any(|(s, _)| *s == slot) {
+                out.push((slot, kind));
+            }
+        }
+        out.sort_by_key(|(s, _)| *s);
+        out
     }
 
     /// How the joiner at `addr` (as the server names it) is reached; `None`: not through

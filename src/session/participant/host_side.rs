@@ -34,7 +34,7 @@ impl HostSide {
         let at = self.clock(at);
         let handled = match &mut self.routes {
             Some(routes) => {
-                let to_endpoint = routes.handle_datagram(at, from, datagram, &self.endpoint);
+                let to_endpoint = routes.handle_datagram(at, from, datagram, &mut self.endpoint);
                 while let Some((peer, event)) = routes.poll_event() {
                     let peer = Some(peer);
                     self.events
@@ -68,7 +68,7 @@ impl HostSide {
             c.handle_timeout(now);
         }
         if let Some(routes) = &mut self.routes {
-            routes.handle_timeout(now, &self.endpoint);
+            routes.handle_timeout(now, &mut self.endpoint);
             while let Some((peer, event)) = routes.poll_event() {
                 let peer = Some(peer);
                 self.events

@@ -5,7 +5,7 @@
 
 use super::*;
 use crate::session::direct::{DirectPath, PathEvent, PathKind, PathMode};
-use crate::session::msg::{Msg, PathMsg, RoomMsg, PATH_TOKEN_LEN};
+use crate::session::msg::{Msg, RoomMsg};
 use crate::wire::keys::Keys;
 use crate::wire::{Header, Kind};
 
@@ -37,10 +37,6 @@ impl JoinRoute {
         }
     }
 
-    fn token(&mut self) -> [u8; PATH_TOKEN_LEN] {
-        self.rng.gen()
-    }
-
     /// A datagram from `from`: returns the address the session hears it from (the server's,
     /// for what came straight from the host), or `None` if it was the route's own.
     pub fn handle_datagram(
@@ -64,12 +60,9 @@ impl JoinRoute {
                 )) = Msg::decode(datagram)
                 {
                     self.introduced = true;
-                    let mut candidates = vec![peer];
-                    candidates.extend(locals);
                     tracing::debug!(host = %peer, wait_ms, "netplay: the server introduced the host; trying a direct path");
-                    let token = self.token();
-                    let wait = Duration::from_millis(wait_ms.into());
-                    self.path.introduce(now, &candidates, wait, token);
+                    self.path
+                        .introduced(now, peer, &locals, wait_ms, &mut self.rng);
                     self.pump(keys, session);
                     return None;
                 }
@@ -80,19 +73,11 @@ impl JoinRoute {
         let keys = keys?;
         let body = keys.open(datagram)?;
         if kind == Some(Kind::Path) {
-            let token = self.token();
-            match Msg::decode(body) {
-                Ok((_, Msg::Path(PathMsg::Punch(echo)))) => {
-                    self.path.handle_punch(now, from, echo, token);
+            if let Ok((_, Msg::Path(msg))) = Msg::decode(body) {
+                if self.path.handle_msg(now, from, &msg, &mut self.rng) {
                     self.pump(Some(keys), session);
                     return None;
                 }
-                Ok((_, Msg::Path(PathMsg::PunchBack(t)))) => {
-                    self.path.handle_punch_back(now, from, t);
-                    self.pump(Some(keys), session);
-                    return None;
-                }
-                _ => {}
             }
         }
         if !self.path.knows(from) {
@@ -118,8 +103,7 @@ impl JoinRoute {
 
     /// Runs the path's schedule and, while it is direct, the presence message.
     pub fn handle_timeout(&mut self, now: Instant, keys: Option<&Keys>, session: u32) {
-        let token = self.token();
-        self.path.handle_timeout(now, token);
+        self.path.handle_timeout(now, self.rng.gen());
         if self.path.direct().is_some() {
             let due = *self.present_due.get_or_insert(now + PRESENT_EVERY);
             if now >= due {
@@ -146,14 +130,8 @@ impl JoinRoute {
     }
 
     fn pump(&mut self, keys: Option<&Keys>, session: u32) {
-        while let Some((to, msg, ttl)) = self.path.poll_send() {
-            let Some(keys) = keys else {
-                continue;
-            };
-            let mut bytes = Msg::Path(msg).encode(session);
-            keys.seal(&mut bytes);
-            self.out.push_back((Transmit::new(to, bytes), ttl));
-        }
+        let seal = |bytes: &mut Vec<u8>| keys.map(|k| k.seal(bytes)).is_some();
+        self.path.seal_sends(session, seal, &mut self.out);
     }
 
     pub fn poll_timeout(&self) -> Option<Instant> {

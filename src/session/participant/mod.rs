@@ -41,6 +41,8 @@
 //!   in a debugger), so the others drop it rather than wait for its input forever.
 
 mod host_routes;
+#[cfg(test)]
+mod host_routes_tests;
 mod host_side;
 mod join_route;
 mod join_side;
@@ -483,16 +485,16 @@ impl Participant {
         matches!(self, Participant::Host(h) if h.routes.is_some())
     }
 
-    /// How each joiner of a room this process hosts is reached, by slot (empty for a
-    /// direct host); a joiner's own path to its host as slot `None`.
+    /// How each joiner of a room this process hosts is reached, by slot (one who left: as
+    /// when it was last in; empty for a direct host); a joiner's own path to its host as
+    /// slot `None`.
     pub fn paths(&self) -> Vec<(Option<u8>, PathKind)> {
         match self {
             Participant::Host(h) => match &h.routes {
-                Some(routes) => h
-                    .endpoint
-                    .players()
+                Some(routes) => routes
+                    .paths(&h.endpoint)
                     .into_iter()
-                    .filter_map(|p| Some((Some(p.slot), routes.kind(p.addr?)?)))
+                    .map(|(slot, kind)| (Some(slot), kind))
                     .collect(),
                 None => Vec::new(),
             },
@@ -583,11 +585,7 @@ impl Participant {
             Participant::Host(h) => {
                 h.endpoint.shutdown(reason);
                 if let Some(routes) = &mut h.routes {
-                    // The goodbyes first: the server relays nothing of a room that is over.
-                    while let Some(t) = h.endpoint.poll_transmit(h.now) {
-                        routes.route(h.now, t);
-                    }
-                    routes.close();
+                    routes.close(h.now, &mut h.endpoint);
                 }
             }
             Participant::Join(j) => j.close(reason),
