@@ -7,13 +7,13 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Map, Value};
 
 use crate::frontend::chat_board::ChatBoard;
-use crate::lockstep::{self, ClientEvent, Frame, PauseRefusal, PeerId};
+use crate::lockstep::{self, ClientEvent, Frame, PauseRefusal, PeerId, Slot};
 use crate::net::LinkStats;
 use crate::replay::Event;
 use crate::session::direct::{PathEvent, PathKind, PathMode};
 use crate::session::{
-    is_spectator_slot, ChatLine, EndpointEvent, Participant, ParticipantEvent, PlayerOutReason,
-    SessionError, LOADING_LIMIT,
+    ChatLine, EndpointEvent, Participant, ParticipantEvent, PlayerOutReason, SessionError,
+    LOADING_LIMIT,
 };
 use std::net::SocketAddr;
 
@@ -420,47 +420,51 @@ impl Report {
         let endpoint = p.endpoint();
         let running = endpoint.is_some_and(|e| e.is_running());
         match ev {
-            EndpointEvent::Joined { slot, name, addr } if is_spectator_slot(slot) => {
+            EndpointEvent::Joined {
+                slot: Slot::Spectator(_),
+                name,
+                addr,
+            } => {
                 tracing::info!("netplay: {name} ({addr}) asks to watch")
             }
-            EndpointEvent::Joined { slot, name, addr } => {
+            EndpointEvent::Joined {
+                slot: Slot::Player(slot),
+                name,
+                addr,
+            } => {
                 if running {
                     tracing::info!(
                         "netplay: {name} ({addr}) takes seat {} of the running game",
-                        slot + 1
+                        slot.0 + 1
                     );
                 } else {
-                    tracing::info!("netplay: {name} ({addr}) joined as player {}", slot + 1);
+                    tracing::info!("netplay: {name} ({addr}) joined as {slot}");
                 }
-                self.set_name(slot, name);
+                self.set_name(slot.0, name);
             }
             EndpointEvent::Watching { slot, frame } => {
                 let n = endpoint.map_or(0, |e| e.spectator_count());
                 tracing::info!(
-                    "netplay: spectator {} watches from frame {} ({n} watching)",
-                    slot.0 - crate::session::FIRST_SPECTATOR_SLOT + 1,
+                    "netplay: {slot} watches from frame {} ({n} watching)",
                     frame.0
                 )
             }
-            EndpointEvent::SpectatorLeft { slot, reason } => tracing::info!(
-                "netplay: spectator {} {reason}",
-                slot.0 - crate::session::FIRST_SPECTATOR_SLOT + 1
-            ),
+            EndpointEvent::SpectatorLeft { slot, reason } => {
+                tracing::info!("netplay: {slot} {reason}")
+            }
             EndpointEvent::NoState { slot } => tracing::warn!(
-                "netplay: no state could be sent to the joiner in slot {slot}; it was sent away"
+                "netplay: no state could be sent to the joiner in slot {}; it was sent away",
+                slot.number()
             ),
             // The host's own client raises it too, with the name: said there.
             EndpointEvent::PlayerJoined { .. } => {}
-            EndpointEvent::Left { slot, reason } if is_spectator_slot(slot) => {
-                tracing::info!("netplay: a spectator {reason}")
-            }
             // In the game `PlayerOut` says it, with the frame its input stops at.
             EndpointEvent::Left { slot, reason } if running => {
-                self.left_why.retain(|(s, _)| *s != slot);
-                self.left_why.push((slot, reason.to_string()));
+                self.left_why.retain(|(s, _)| *s != slot.0);
+                self.left_why.push((slot.0, reason.to_string()));
             }
             EndpointEvent::Left { slot, reason } => {
-                tracing::info!("netplay: {} {reason}", self.name(slot))
+                tracing::info!("netplay: {} {reason}", self.name(slot.0))
             }
             EndpointEvent::Refused { addr, reason } => {
                 tracing::info!("netplay: refused {addr}: {reason}")
@@ -549,13 +553,16 @@ impl Report {
             EndpointEvent::Resynced { slot, frame } => {
                 tracing::info!(
                     "netplay: {} has the host's state for frame {}",
-                    self.name(slot),
+                    self.name(slot.number()),
                     frame.0
                 );
                 self.counters.resyncs += 1;
             }
             EndpointEvent::PathChanged { slot, from, to } => {
-                tracing::info!("netplay: {} moved from {from} to {to}", self.name(slot))
+                tracing::info!(
+                    "netplay: {} moved from {from} to {to}",
+                    self.name(slot.number())
+                )
             }
             other => tracing::debug!("netplay: {other:?}"),
         }

@@ -10,8 +10,9 @@ impl Endpoint {
     /// who runs.
     pub(super) fn want_state(&mut self, now: Instant, slot: u8) {
         if self.local.is_some() {
-            self.events
-                .push_back(EndpointEvent::StateWanted { slots: vec![slot] });
+            self.events.push_back(EndpointEvent::StateWanted {
+                slots: vec![slot_of(slot)],
+            });
             return;
         }
         let Some(server) = &self.server else {
@@ -141,9 +142,9 @@ impl Endpoint {
             return;
         }
         match self.start(now, &players, &ready) {
-            Ok(()) => self
-                .events
-                .push_back(EndpointEvent::Started { slots: ready }),
+            Ok(()) => self.events.push_back(EndpointEvent::Started {
+                slots: ready.iter().map(|s| PeerId(*s)).collect(),
+            }),
             Err(e) => {
                 // The configuration was validated when the host set it up; this is a bug.
                 tracing::error!("cannot start the lockstep server: {e}");

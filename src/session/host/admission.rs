@@ -357,11 +357,13 @@ impl HostSession {
                 path: None,
             });
             self.events.push_back(HostEvent::Joined {
-                slot,
+                slot: slot_of(slot),
                 name,
                 addr: from,
             });
-            self.events.push_back(HostEvent::StateWanted { slot });
+            self.events.push_back(HostEvent::StateWanted {
+                slot: slot_of(slot),
+            });
             return;
         }
         let mut players = self.roster();
@@ -412,7 +414,7 @@ impl HostSession {
         });
         self.peers.push(peer);
         self.events.push_back(HostEvent::Joined {
-            slot,
+            slot: slot_of(slot),
             name,
             addr: from,
         });

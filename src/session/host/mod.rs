@@ -33,6 +33,7 @@ use super::{
     Dropped, SessionError, SessionInfo, SessionStats, Transmit, HELLO_INTERVAL, LOADING_LIMIT,
 };
 use crate::input::MAX_PLAYERS;
+use crate::lockstep::{PeerId, Slot, SpectatorId};
 use crate::wire::keys::{KeyPair, Keys, Side, PUBLIC_KEY_LEN, TAG_LEN};
 use crate::wire::{Header, Kind, WireError, PROTOCOL_VERSION};
 
@@ -70,7 +71,7 @@ pub const PATH_AMPLIFICATION: u64 = 3;
 /// address change), per second: bounds what a flood of junk costs.
 const TRIALS_PER_SECOND: u32 = 500;
 /// Spectators are numbered from here in the session's slot space (players are 0..8).
-pub const FIRST_SPECTATOR_SLOT: u8 = 16;
+pub const FIRST_SPECTATOR_SLOT: u8 = crate::lockstep::SpectatorId::FIRST;
 /// Default `HostConfig::max_spectators`.
 pub const DEFAULT_MAX_SPECTATORS: u8 = 16;
 /// Most spectators a session takes (slots 16..=254).
@@ -79,6 +80,15 @@ pub const MAX_SPECTATORS: u8 = 239;
 /// True for a spectator's slot.
 pub fn is_spectator_slot(slot: u8) -> bool {
     slot >= FIRST_SPECTATOR_SLOT
+}
+
+/// Who a slot number the session assigned names: a seat, or a spectator from 16 on.
+pub(crate) fn slot_of(slot: u8) -> Slot {
+    if is_spectator_slot(slot) {
+        Slot::Spectator(SpectatorId(slot))
+    } else {
+        Slot::Player(PeerId(slot))
+    }
 }
 
 #[derive(Debug)]
@@ -553,7 +563,10 @@ impl HostSession {
                 });
             }
             tracing::debug!(slot, name = %peer.name, %reason, "session: player left");
-            self.events.push_back(HostEvent::Left { slot, reason });
+            self.events.push_back(HostEvent::Left {
+                slot: slot_of(slot),
+                reason,
+            });
         }
     }
 

@@ -12,7 +12,7 @@ use super::super::msg::{Msg, StateAck, Welcome, CHUNK_SIZE, SPECTATOR};
 use super::super::payload::{Packed, StartPayload};
 use super::super::transfer::{Rtt, Sender};
 use super::super::{Dropped, SessionError, Transmit, LOADING_LIMIT};
-use super::{HostEvent, HostSession, Phase};
+use super::{slot_of, HostEvent, HostSession, Phase};
 use crate::wire::Kind;
 
 impl HostSession {
@@ -157,7 +157,9 @@ impl HostSession {
                     since: now,
                     loading: false,
                 };
-                self.events.push_back(HostEvent::Ready { slot: peer.slot });
+                self.events.push_back(HostEvent::Ready {
+                    slot: slot_of(peer.slot),
+                });
             }
         }
         Ok(())
@@ -180,7 +182,7 @@ impl HostSession {
                     *loading = true;
                     peer.last_heard = now;
                     self.events.push_back(HostEvent::Loading {
-                        slot: peer.slot,
+                        slot: slot_of(peer.slot),
                         since,
                     });
                 }

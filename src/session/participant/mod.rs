@@ -63,7 +63,7 @@ use super::{
     StartState, Transmit, LOADING_LIMIT,
 };
 use crate::input::{Inputs, Pad};
-use crate::lockstep::{self, Client, ClientEvent, Frame, PeerId};
+use crate::lockstep::{self, Client, ClientEvent, Frame, PeerId, Slot};
 use crate::session::direct::{PathEvent, PathKind, PathMode};
 use crate::wire::keys::Keys;
 use crate::wire::link_overhead;
@@ -120,7 +120,7 @@ pub enum CoreRequest {
     /// (a late joiner, a resync, a dedicated server asking): reply [`CoreReply::State`].
     SaveState {
         /// Who it is for.
-        for_slots: Vec<u8>,
+        for_slots: Vec<Slot>,
     },
     /// Load `state` (and `sram`, if not empty), the machine as of the start of `frame`.
     /// Without `jump` it is a desync recovery: the frames from `frame` on that this machine
@@ -156,7 +156,7 @@ pub enum CoreReply {
         /// The state.
         state: Vec<u8>,
         /// Who it is for.
-        for_slots: Vec<u8>,
+        for_slots: Vec<Slot>,
     },
     /// See [`CoreRequest::Load`]: the state at the start of `frame` is loaded.
     Loaded {
@@ -174,8 +174,8 @@ pub enum ParticipantEvent {
     Game(ClientEvent),
     /// Joiner: admitted; the start state is on its way.
     Welcomed {
-        /// The slot to play (0xff: a spectator).
-        slot: u8,
+        /// The seat to play; `None`: it watches (a spectator).
+        slot: Option<PeerId>,
         /// Players in, by slot and name.
         players: Vec<(u8, String)>,
         /// Bytes of the compressed start state to come.
@@ -236,8 +236,8 @@ pub enum ParticipantEvent {
     Back {
         /// The frame it goes on from.
         frame: Frame,
-        /// Its slot (0xff: a spectator).
-        slot: u8,
+        /// Its seat; `None`: it watches (a spectator).
+        slot: Option<PeerId>,
     },
     /// Joiner: the host moved to a new address.
     HostMoved {
