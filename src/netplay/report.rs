@@ -277,7 +277,7 @@ impl Report {
     /// logged and shown unless `--chat` hides it.
     pub fn chat_line(&mut self, now: Instant, line: ChatLine, recorded: &mut Vec<(u32, Event)>) {
         recorded.push((
-            line.frame,
+            line.frame.0,
             Event::Chat {
                 slot: line.slot,
                 name: line.name.clone(),

@@ -548,7 +548,13 @@ fn a_running_game_welcomes_a_late_joiner_with_a_state_of_the_running_machine() {
     assert!(sim.failure(a).is_none(), "{:?}", sim.failure(a));
     let now = sim.now();
     sim.host
-        .handle_state(now, 1, 1234, vec![7; 3000], Vec::new())
+        .handle_state(
+            now,
+            Slot::Player(PeerId(1)),
+            Frame(1234),
+            vec![7; 3000],
+            Vec::new(),
+        )
         .unwrap();
     assert!(sim.run_until(Duration::from_secs(15), |s| s.settled(a)));
     let start = sim.ready(a).expect("welcomed");
@@ -565,7 +571,13 @@ fn a_running_game_welcomes_a_late_joiner_with_a_state_of_the_running_machine() {
     );
     let now = sim.now();
     sim.host
-        .handle_state(now, 16, 1300, vec![8; 100], Vec::new())
+        .handle_state(
+            now,
+            Slot::Spectator(SpectatorId(16)),
+            Frame(1300),
+            vec![8; 100],
+            Vec::new(),
+        )
         .unwrap();
     assert!(sim.run_until(Duration::from_secs(30), |s| s.settled(w)));
     let start = sim.ready(w).expect("welcomed");

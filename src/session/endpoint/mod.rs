@@ -286,11 +286,12 @@ impl Endpoint {
     /// The machine's state as of the start of `frame`, for the players in `slots` (asked for
     /// by `Desync { send_state: true }`).
     pub fn handle_state(&mut self, now: Instant, frame: Frame, state: Vec<u8>, slots: &[Slot]) {
-        for slot in slots.iter().map(|s| s.number()) {
+        for &who in slots {
+            let slot = who.number();
             if self.session.awaits_state(slot) {
                 if let Err(e) =
                     self.session
-                        .handle_state(now, slot, frame.0, state.clone(), Vec::new())
+                        .handle_state(now, who, frame, state.clone(), Vec::new())
                 {
                     tracing::error!("cannot send a state to slot {slot}: {e}");
                     self.session

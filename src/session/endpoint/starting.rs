@@ -61,11 +61,11 @@ impl Endpoint {
         let rtt = me.as_ref().and_then(|p| p.rtt);
         let name = me.map(|p| p.name).unwrap_or_default();
         let result = if is_spectator_slot(slot) {
-            server.add_spectator(now, SpectatorId(slot), Frame(frame), header)
+            server.add_spectator(now, SpectatorId(slot), frame, header)
         } else {
             let peer = PeerId(slot);
             server
-                .add_late_peer(now, peer, Frame(frame), &name)
+                .add_late_peer(now, peer, frame, &name)
                 .and_then(|()| {
                     server.set_udp_ip_header(peer, header)?;
                     match rtt {
@@ -77,7 +77,7 @@ impl Endpoint {
         match result {
             Ok(()) if is_spectator_slot(slot) => self.events.push_back(EndpointEvent::Watching {
                 slot: SpectatorId(slot),
-                frame: Frame(frame),
+                frame,
             }),
             Ok(()) => {}
             Err(e) => {

@@ -352,7 +352,7 @@ impl HostSession {
                 spoke: now,
                 welcome: Vec::new(),
                 phase: Phase::AwaitingState,
-                frame: 0,
+                frame: Frame::ZERO,
                 payload: Arc::from(Vec::new()),
                 path: None,
             });
@@ -378,7 +378,7 @@ impl HostSession {
                 slot
             },
             fps: self.cfg.fps,
-            frame: self.cfg.frame,
+            frame: self.cfg.frame.0,
             raw_len: self.raw_len,
             packed_len: self.packed.len() as u32,
             payload_hash: self.hash,

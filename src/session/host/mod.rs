@@ -33,7 +33,7 @@ use super::{
     Dropped, SessionError, SessionInfo, SessionStats, Transmit, HELLO_INTERVAL, LOADING_LIMIT,
 };
 use crate::input::MAX_PLAYERS;
-use crate::lockstep::{PeerId, Slot, SpectatorId};
+use crate::lockstep::{Frame, PeerId, Slot, SpectatorId};
 use crate::wire::keys::{KeyPair, Keys, Side, PUBLIC_KEY_LEN, TAG_LEN};
 use crate::wire::{Header, Kind, WireError, PROTOCOL_VERSION};
 
@@ -129,7 +129,7 @@ struct Peer {
     welcome: Vec<u8>,
     phase: Phase,
     /// The frame its start state is at, and the packed payload it is sent.
-    frame: u32,
+    frame: Frame,
     payload: Arc<[u8]>,
     /// A new address its tagged datagrams came from, under validation.
     path: Option<PathCheck>,

@@ -530,7 +530,7 @@ impl Participant {
         if text.is_empty() {
             return Err(ChatRefused::Empty);
         }
-        let frame = self.client().map_or(0, |c| c.frame().0);
+        let frame = self.client().map_or(Frame::ZERO, |c| c.frame());
         match self {
             Participant::Host(h) => {
                 let now = h.clock(now);
@@ -571,7 +571,7 @@ impl Participant {
     pub(crate) fn say_unlimited(&mut self, text: &str) {
         if let Participant::Join(j) = self {
             if let JoinPhase::Seated(s) = &mut j.phase {
-                s.seat.say(0, text.into());
+                s.seat.say(Frame::ZERO, text.into());
             }
         }
     }
