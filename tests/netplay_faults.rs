@@ -179,7 +179,7 @@ fn killed_joiner_is_dropped_and_the_host_plays_on() {
     let mut events = Vec::new();
     while let Some(item) = replay.next_item().unwrap() {
         if let framelock::replay::Item::Event { frame, event } = item {
-            events.push((u64::from(frame), event));
+            events.push((u64::from(frame.0), event));
         }
     }
     let from = left[0]["from_frame"].as_u64().unwrap();

@@ -8,6 +8,7 @@ mod replay_common;
 use std::path::Path;
 
 use framelock::input::{Inputs, Pad};
+use framelock::lockstep::Frame;
 use framelock::replay::{Item, Recorder, Replay, Status};
 use replay_common::{
     assert_fails_with, assert_ok, checksum, genesis, layout, run, stats, stderr, text,
@@ -145,15 +146,22 @@ fn a_real_divergence_is_named_by_its_frame() {
     // The recorded checksum of frame 599 says something else than the machine will.
     let mut real = None;
     rewrite(h, "sum.flr", |item| match item {
-        Item::Checksum { frame: 599, value } => Item::Checksum {
-            frame: 599,
+        Item::Checksum {
+            frame: Frame(599),
+            value,
+        } => Item::Checksum {
+            frame: Frame(599),
             value: value ^ 0xdead,
         },
         other => other,
     });
     let mut log = Replay::open(h.join("a.flr")).unwrap();
     while let Some(item) = log.next_item().unwrap() {
-        if let Item::Checksum { frame: 599, value } = item {
+        if let Item::Checksum {
+            frame: Frame(599),
+            value,
+        } = item
+        {
             real = Some(value);
         }
     }
@@ -172,7 +180,7 @@ fn a_real_divergence_is_named_by_its_frame() {
 
     // Player 1 steers differently from frame 700 on: the game itself diverges.
     rewrite(h, "steer.flr", |item| match item {
-        Item::Frame(f, mut inputs) if (700..760).contains(&f) => {
+        Item::Frame(f, mut inputs) if (700..760).contains(&f.0) => {
             inputs[0] = Pad(inputs[0].0 ^ 0x00F0);
             Item::Frame(f, inputs as Inputs)
         }

@@ -6,6 +6,7 @@ use std::io::{self, Cursor, Write};
 use std::path::Path;
 
 use framelock::input::{Button, Inputs, Pad, MAX_PLAYERS};
+use framelock::lockstep::Frame;
 use framelock::replay::{
     Event, Header, Item, Recorder, RecorderOptions, Replay, ReplayError, Sink, Start, Status,
     FORMAT_VERSION,
@@ -77,13 +78,13 @@ fn drive<S: Sink>(
     let mut want = Vec::new();
     let mut errors = Vec::new();
     for (f, inputs) in (0..frames).zip(bot_stream(players, frames, u64::from(frames))) {
-        errors.extend(rec.record_frame(f, &inputs).err());
-        want.push(Item::Frame(f, inputs));
+        errors.extend(rec.record_frame(Frame(f), &inputs).err());
+        want.push(Item::Frame(Frame(f), inputs));
         if (f + 1) % 60 == 0 {
             let value = u64::from(f).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-            errors.extend(rec.record_checksum(f + 1, value).err());
+            errors.extend(rec.record_checksum(Frame(f + 1), value).err());
             want.push(Item::Checksum {
-                frame: f + 1,
+                frame: Frame(f + 1),
                 value,
             });
         }
@@ -103,8 +104,11 @@ fn drive<S: Sink>(
             _ => None,
         };
         if let Some(event) = event {
-            errors.extend(rec.record_event(f, &event).err());
-            want.push(Item::Event { frame: f, event });
+            errors.extend(rec.record_event(Frame(f), &event).err());
+            want.push(Item::Event {
+                frame: Frame(f),
+                event,
+            });
         }
     }
     (want, errors)
@@ -539,21 +543,22 @@ fn a_log_can_be_read_while_it_is_being_written() {
     let stream = bot_stream(2, 300, 9);
     let mut rec = Recorder::create(&path, &h).unwrap();
     for (f, inputs) in (0..150).zip(&stream) {
-        rec.record_frame(f, inputs).unwrap();
+        rec.record_frame(Frame(f), inputs).unwrap();
     }
     // Flushed every 60 frames at 60 fps: 120 frames are on disk, 30 still buffered.
     let mut replay = Replay::open(&path).unwrap();
     assert_eq!(replay.skim().unwrap(), Status::Incomplete { frames: 120 });
     for (f, inputs) in (150..300).zip(&stream[150..]) {
-        rec.record_frame(f, inputs).unwrap();
+        rec.record_frame(Frame(f), inputs).unwrap();
     }
-    rec.record_event(299, &Event::Left { slot: 0 }).unwrap();
+    rec.record_event(Frame(299), &Event::Left { slot: 0 })
+        .unwrap();
     let mut more = Vec::new();
     while let Some(item) = replay.next_item().unwrap() {
         more.push(item);
     }
     assert_eq!(frame_count(&more), 180);
-    assert_eq!(more[0], Item::Frame(120, stream[120]));
+    assert_eq!(more[0], Item::Frame(Frame(120), stream[120]));
     assert_eq!(replay.status(), Some(Status::Incomplete { frames: 300 }));
     rec.finish().unwrap();
     assert_eq!(replay.skim().unwrap(), Status::Complete { frames: 300 });
@@ -567,9 +572,9 @@ fn dropping_the_recorder_keeps_every_frame() {
     {
         let mut rec = Recorder::create(&path, &header(2, Start::PowerOn)).unwrap();
         for (f, inputs) in (0..77).zip(&stream) {
-            rec.record_frame(f, inputs).unwrap();
+            rec.record_frame(Frame(f), inputs).unwrap();
         }
-        let err = rec.record_frame(5, &stream[0]).unwrap_err();
+        let err = rec.record_frame(Frame(5), &stream[0]).unwrap_err();
         assert_eq!(
             err.to_string(),
             "frame 5 recorded out of order (expected frame 77)"
@@ -602,9 +607,9 @@ fn child_writer_until_killed() {
     let mut rec = Recorder::create_with(&path, &header(2, Start::PowerOn), &opts).unwrap();
     let stream = bot_stream(2, 1_000_000, 11);
     for (f, inputs) in (0..).zip(&stream) {
-        rec.record_frame(f, inputs).unwrap();
+        rec.record_frame(Frame(f), inputs).unwrap();
         if f % 50 == 49 {
-            rec.record_checksum(f + 1, u64::from(f)).unwrap();
+            rec.record_checksum(Frame(f + 1), u64::from(f)).unwrap();
         }
         if f % 7 == 0 {
             std::thread::sleep(std::time::Duration::from_micros(200));
@@ -642,7 +647,7 @@ fn killed_writer_leaves_a_readable_file() {
     let mut n = 0u32;
     while let Some(item) = replay.next_item().unwrap() {
         if let Item::Frame(f, inputs) = item {
-            assert_eq!((f, inputs), (n, stream[n as usize]));
+            assert_eq!((f, inputs), (Frame(n), stream[n as usize]));
             n += 1;
         }
     }
@@ -660,9 +665,10 @@ fn size_of_a_minute_of_play() {
         let mut rec =
             Recorder::with_sink(&mut file, "mem.flr", &h, &RecorderOptions::default()).unwrap();
         for (f, inputs) in (0..3600).zip(bot_stream(players, 3600, 42)) {
-            rec.record_frame(f, &inputs).unwrap();
+            rec.record_frame(Frame(f), &inputs).unwrap();
             if (f + 1) % 60 == 0 {
-                rec.record_checksum(f + 1, u64::from(f) * 31).unwrap();
+                rec.record_checksum(Frame(f + 1), u64::from(f) * 31)
+                    .unwrap();
             }
         }
         rec.finish().unwrap();

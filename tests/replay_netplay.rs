@@ -199,7 +199,7 @@ fn a_resynced_peer_log_still_verifies() {
     });
     let (frame, local, remote) = desync.expect("the host's log has no desync event");
     assert!(
-        frame >= 300 && local != remote,
+        frame.0 >= 300 && local != remote,
         "{frame} {local:x} {remote:x}"
     );
     let out = run(

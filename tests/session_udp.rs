@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use framelock::lockstep::{PeerId, Slot};
 use framelock::net::udp::UdpSocket;
 use framelock::net::{Link, NetSim};
 use framelock::session::msg::{refuse_text, Auth, Hello, Msg};
@@ -215,8 +216,10 @@ fn joiner_receives_a_1mib_state_exactly_over_a_lossy_link() {
     assert_eq!(got.payload.state, state);
     assert_eq!(got.payload.sram, vec![0x5a; 8192]);
     assert_eq!(got.payload.options, info("host").options);
-    assert_eq!((got.slot, got.session), (1, 0x1234_5678));
-    assert!(host.wait_for(|e| e.contains(&HostEvent::Ready { slot: 1 })));
+    assert_eq!((got.slot, got.session), (Some(PeerId(1)), 0x1234_5678));
+    assert!(host.wait_for(|e| e.contains(&HostEvent::Ready {
+        slot: Slot::Player(PeerId(1))
+    })));
     let (h, ep, _) = host.stop();
     eprintln!(
         "1 MiB over real UDP, {LOSSY} both ways: ready after {took:?}; host sent {} chunks ({} resent), {} wire bytes",
@@ -245,7 +248,9 @@ fn four_mib_with_quarter_loss_on_loopback() {
         wire,
     );
     assert_eq!(got.expect("joined").payload.state, state);
-    assert!(host.wait_for(|e| e.contains(&HostEvent::Ready { slot: 1 })));
+    assert!(host.wait_for(|e| e.contains(&HostEvent::Ready {
+        slot: Slot::Player(PeerId(1))
+    })));
     let (h, _, _) = host.stop();
     eprintln!(
         "4 MiB over real UDP loopback, 25% loss both ways: ready after {took:?}; {} chunks sent, {} resent",
@@ -391,7 +396,7 @@ fn eight_joiners_fill_a_dedicated_host_and_the_ninth_is_refused() {
             .collect();
         handles
             .into_iter()
-            .map(|h| h.join().unwrap().expect("joined").slot)
+            .map(|h| h.join().unwrap().expect("joined").slot.expect("a seat").0)
             .collect()
     });
     let mut sorted = slots.clone();

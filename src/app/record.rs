@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 
 use crate::host::{hash_file, Core, CoreSource, HostError, MemoryRegion};
 use crate::input::{Inputs, MAX_PLAYERS};
+use crate::lockstep::Frame;
 use crate::replay::{
     self, Event, Header, Recorder, RecorderOptions, Replay, ReplayError, Sink, Start, Status,
 };
@@ -319,6 +320,7 @@ impl<S: Sink> RecordingState<S> {
         let Some(log_frame) = u32::try_from(frame)
             .ok()
             .and_then(|f| f.checked_add(self.start_frame))
+            .map(Frame)
         else {
             self.stop(&ReplayError::Invalid("frame number overflow"));
             return;
@@ -388,7 +390,8 @@ impl<S: Sink + 'static> Recording<S> {
         let mut s = self.shared.borrow_mut();
         let at = u32::try_from(frame)
             .ok()
-            .and_then(|f| f.checked_add(s.start_frame));
+            .and_then(|f| f.checked_add(s.start_frame))
+            .map(Frame);
         let result = match (s.recorder.as_mut(), at) {
             (None, _) => return,
             (Some(rec), Some(at)) => rec.record_event(at, event),
@@ -607,12 +610,12 @@ mod tests {
         while let Some(item) = log.next_item().unwrap() {
             match item {
                 Item::Frame(f, inputs) => {
-                    assert_eq!(inputs[1], Pad((f / 10) as u16));
+                    assert_eq!(inputs[1], Pad((f.0 / 10) as u16));
                     frames += 1;
                 }
-                Item::Checksum { frame, value } => sums.push((frame, value)),
+                Item::Checksum { frame, value } => sums.push((frame.0, value)),
                 Item::Event { frame, event } => {
-                    assert_eq!((frame, event), (130, Event::Left { slot: 1 }))
+                    assert_eq!((frame, event), (Frame(130), Event::Left { slot: 1 }))
                 }
             }
         }

@@ -1,4 +1,4 @@
-//! Frame numbers, player and spectator ids, and the 16-bit wrapping numbers used on the wire.
+//! Frame numbers, player and spectator ids (and [`Slot`], either of them), and the 16-bit wrapping numbers used on the wire.
 
 use std::fmt;
 
@@ -61,6 +61,64 @@ impl fmt::Display for PeerId {
 #[derive(Copy, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
 pub struct SpectatorId(pub u8);
 
+impl SpectatorId {
+    /// The first spectator's slot number: players take 0..8, spectators 16..=254.
+    pub const FIRST: u8 = 16;
+}
+
+impl fmt::Display for SpectatorId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "spectator {}",
+            self.0.saturating_sub(SpectatorId::FIRST) + 1
+        )
+    }
+}
+
+/// Who in a session: a seat or a spectator. The session numbers both in one slot space (a
+/// seat 0..8, a spectator from [`SpectatorId::FIRST`]); that number ([`Slot::number`]) is
+/// for the wire and for tables.
+#[derive(Copy, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
+pub enum Slot {
+    /// A seat in the game.
+    Player(PeerId),
+    /// A spectator: it watches and has no seat.
+    Spectator(SpectatorId),
+}
+
+impl Slot {
+    /// Its number in the session's slot space.
+    pub fn number(self) -> u8 {
+        match self {
+            Slot::Player(p) => p.0,
+            Slot::Spectator(s) => s.0,
+        }
+    }
+
+    /// The seat, if it is one.
+    pub fn player(self) -> Option<PeerId> {
+        match self {
+            Slot::Player(p) => Some(p),
+            Slot::Spectator(_) => None,
+        }
+    }
+
+    /// True for a spectator.
+    pub fn is_spectator(self) -> bool {
+        matches!(self, Slot::Spectator(_))
+    }
+}
+
+impl fmt::Display for Slot {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Slot::Player(p) => p.fmt(f),
+            Slot::Spectator(s) => s.fmt(f),
+        }
+    }
+}
+
 /// True if wrapping sequence number `a` is newer than `b` (RFC 1982 style, half range).
 pub(crate) fn seq_newer(a: u16, b: u16) -> bool {
     a != b && a.wrapping_sub(b) < 0x8000
@@ -107,5 +165,16 @@ mod tests {
         assert_eq!(unwrap_low(127, 7, 0), None);
         assert_eq!(PeerId::new(8), None);
         assert_eq!(PeerId::new(7), Some(PeerId(7)));
+    }
+
+    #[test]
+    fn slots_keep_their_numbers_and_say_who_they_are() {
+        let (p, s) = (Slot::Player(PeerId(3)), Slot::Spectator(SpectatorId(17)));
+        assert_eq!((p.number(), s.number()), (3, 17));
+        assert_eq!((p.player(), s.player()), (Some(PeerId(3)), None));
+        assert_eq!(
+            (p.to_string().as_str(), s.to_string().as_str()),
+            ("player 4", "spectator 2")
+        );
     }
 }

@@ -197,7 +197,7 @@ use thiserror::Error;
 use crate::input::MAX_PLAYERS;
 
 pub use client::{Client, ClientEvent};
-pub use frame::{Frame, PeerId, SpectatorId};
+pub use frame::{Frame, PeerId, Slot, SpectatorId};
 pub use msg::PauseRefusal;
 pub use pause::{OWNED_FOR, PAUSES_PER_WINDOW, PAUSE_WINDOW};
 pub use server::{PeerLeftReason, Server, ServerEvent, SPECTATOR_LAG_SECS, SPECTATOR_TIMEOUT};

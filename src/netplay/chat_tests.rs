@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use super::world::World;
+use crate::lockstep::Frame;
 use crate::session::chat::{ChatMsg, RELAY_BURST};
 use crate::session::{ChatRefused, ParticipantConfig, ParticipantEvent};
 
@@ -121,7 +122,7 @@ fn a_forged_chat_datagram_is_dropped() {
     let mut bytes = ChatMsg::Say {
         stream: 1,
         seq: 0,
-        frame: 0,
+        frame: Frame::ZERO,
         text: "i resign".into(),
     }
     .encode(0x5eed);

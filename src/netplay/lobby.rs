@@ -197,9 +197,10 @@ pub struct JoinScreen {
     pub title: String,
     /// What is happening now.
     pub doing: String,
-    /// Players in, by slot and name; this player's slot.
+    /// Players in, by slot and name; this player's seat (`None` until it is welcomed to
+    /// one, or if it watches).
     pub players: Vec<(u8, String)>,
-    pub slot: Option<u8>,
+    pub slot: Option<PeerId>,
     /// The room's invite, shown to the player who opened it.
     pub invite: Option<Invite>,
     /// In a room hosted by a player: how this player reaches the host.
@@ -228,7 +229,7 @@ impl JoinScreen {
             rows.push(String::new());
             rows.push("Players in:".into());
             for (slot, name) in &self.players {
-                let you = if Some(*slot) == self.slot {
+                let you = if self.slot == Some(PeerId(*slot)) {
                     "  (you)"
                 } else {
                     ""
@@ -283,7 +284,7 @@ pub fn host_lobby(
     (seats, want): (u8, u8),
     invite: &Invite,
     (window, chat): (&mut EarlyWindow, &ChatBoard),
-) -> Result<Vec<u8>, NetplayError> {
+) -> Result<Vec<PeerId>, NetplayError> {
     let start = Instant::now();
     let port = link.local_addr().port();
     let mode = host.endpoint().map(Endpoint::mode).unwrap_or_default();
@@ -329,18 +330,17 @@ pub fn host_lobby(
             };
             match ev {
                 EndpointEvent::Admitted { slot, name, addr } => {
-                    let player = PeerId(slot);
-                    match own_name(&name, slot) {
-                        Some(name) => tracing::info!("netplay: {name} ({addr}) joined as {player}"),
-                        None => tracing::info!("netplay: {player} ({addr}) joined"),
+                    match own_name(&name, slot.number()) {
+                        Some(name) => tracing::info!("netplay: {name} ({addr}) joined as {slot}"),
+                        None => tracing::info!("netplay: {slot} ({addr}) joined"),
                     }
                 }
                 EndpointEvent::Ready { slot, ready, want } => {
-                    tracing::info!("netplay: player {} has the start state", slot + 1);
+                    tracing::info!("netplay: {slot} has the start state");
                     tracing::info!("netplay: {ready}/{want} players ready");
                 }
                 EndpointEvent::Left { slot, reason } => {
-                    tracing::warn!("netplay: player {} {reason}", slot + 1)
+                    tracing::warn!("netplay: {slot} {reason}")
                 }
                 EndpointEvent::Refused { addr, reason } => {
                     tracing::warn!("netplay: refused {addr}: {reason}")
@@ -446,19 +446,17 @@ pub fn join_lobby(
                 } => {
                     welcomed = true;
                     screen.players = players;
-                    screen.slot = Some(slot);
+                    screen.slot = slot;
                     let kib = packed_len as f64 / 1024.0;
-                    if slot == crate::session::msg::SPECTATOR {
-                        tracing::info!(
+                    match slot {
+                        None => tracing::info!(
                             "netplay: admitted as a spectator ({mode} mode); receiving \
                              {kib:.1} KiB of state"
-                        );
-                    } else {
-                        tracing::info!(
-                            "netplay: admitted as player {} ({mode} mode, K {keyframe_interval}); \
-                             receiving {kib:.1} KiB of start state",
-                            slot + 1
-                        );
+                        ),
+                        Some(seat) => tracing::info!(
+                            "netplay: admitted as {seat} ({mode} mode, K {keyframe_interval}); \
+                             receiving {kib:.1} KiB of start state"
+                        ),
                     }
                     bar = DownloadBar::new(packed_len as u64, "start state");
                 }
@@ -486,9 +484,8 @@ pub fn join_lobby(
         bar.at(got as u64);
         if welcomed && len > 0 {
             let what = match screen.slot {
-                Some(crate::session::msg::SPECTATOR) => "admitted to watch".to_string(),
-                Some(slot) => format!("admitted as player {}", slot + 1),
-                None => String::new(),
+                None => "admitted to watch".to_string(),
+                Some(seat) => format!("admitted as {seat}"),
             };
             screen.doing = format!("{what}; receiving the game: {}", kib_of(got, len));
         }

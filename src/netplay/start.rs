@@ -527,12 +527,10 @@ fn play_joined(
     // The network thread serves from here on: while this player loads the content and the
     // state and opens its window, it tells the host that it is still coming (`Loading`),
     // which otherwise drops a player silent for 2 s.
-    let watch = start.slot == session::msg::SPECTATOR;
-    let bot = net
-        .play
-        .bot
-        .filter(|_| !watch)
-        .map(|spec| spec.bot(usize::from(start.slot)));
+    let watch = start.slot.is_none();
+    let bot = start
+        .slot
+        .and_then(|seat| net.play.bot.map(|spec| spec.bot(seat.index())));
     let host = session
         .seat()
         .map(|s| s.host().to_string())
@@ -562,28 +560,24 @@ fn play_joined(
             return Err(e);
         }
     }
-    if watch {
-        tracing::info!(
+    match start.slot {
+        None => tracing::info!(
             "netplay: watching session {:08x} from frame {}",
             start.session,
             start.frame.0
-        );
-    } else if start.frame.0 > 0 {
-        tracing::info!(
-            "netplay: in session {:08x} as player {} of {}, from frame {} (the game runs: \
+        ),
+        Some(seat) if start.frame.0 > 0 => tracing::info!(
+            "netplay: in session {:08x} as {seat} of {}, from frame {} (the game runs: \
              catching up, then your input counts from a frame the host announces)",
             start.session,
-            start.slot + 1,
             start.slots,
             start.frame.0
-        );
-    } else {
-        tracing::info!(
-            "netplay: in session {:08x} as player {} of {}",
+        ),
+        Some(seat) => tracing::info!(
+            "netplay: in session {:08x} as {seat} of {}",
             start.session,
-            start.slot + 1,
             start.slots
-        );
+        ),
     }
     // The screen stays until the first frame is drawn over it.
     screen.doing = if watch {

@@ -24,7 +24,7 @@ fn spec(room: &str, seats: u8) -> RoomSpec {
 /// Node `i`'s seat, once welcomed.
 fn slot(w: &World, i: usize) -> Option<u8> {
     w.nodes[i].events().find_map(|e| match e {
-        ParticipantEvent::Welcomed { slot, .. } => Some(*slot),
+        ParticipantEvent::Welcomed { slot, .. } => slot.map(|p| p.0),
         _ => None,
     })
 }

@@ -315,6 +315,7 @@ pub fn default_recording_path(
 mod tests {
     use super::*;
     use crate::input::{Inputs, Pad, MAX_PLAYERS};
+    use crate::lockstep::Frame;
     use std::io::Cursor;
 
     fn record(
@@ -328,7 +329,7 @@ mod tests {
         for f in 0..frames {
             let mut inp: Inputs = [Pad::NEUTRAL; MAX_PLAYERS];
             inp[0] = Pad((f / 7 % 3) as u16);
-            rec.record_frame(f, &inp).unwrap();
+            rec.record_frame(Frame(f), &inp).unwrap();
             extra(&mut rec, f);
         }
         rec.finish().unwrap();
@@ -413,7 +414,8 @@ mod tests {
     fn torn_record_followed_by_zeros_reads_as_truncated() {
         let file = record(&Header::default(), 300, |r, f| {
             if f % 60 == 59 {
-                r.record_checksum(f, u64::from(f) * 0x0101_0101).unwrap();
+                r.record_checksum(Frame(f), u64::from(f) * 0x0101_0101)
+                    .unwrap();
             }
         });
         let recs = records(&file);
@@ -520,7 +522,7 @@ mod tests {
         for f in 0..100 {
             let mut inp: Inputs = [Pad::NEUTRAL; MAX_PLAYERS];
             inp[0] = Pad((f / 7 % 3) as u16);
-            rec.record_frame(f, &inp).unwrap();
+            rec.record_frame(Frame(f), &inp).unwrap();
         }
         // Incompressible bytes: the compressed state stays about as large.
         let mut x = 0x2545_f491_4f6c_dd1du64;
@@ -533,7 +535,7 @@ mod tests {
             })
             .collect();
         let resync = Event::Resync { state: Some(state) };
-        rec.record_event(100, &resync).unwrap();
+        rec.record_event(Frame(100), &resync).unwrap();
         drop(rec); // no End record
         let file = buf;
         let recs = records(&file);
@@ -675,7 +677,7 @@ mod tests {
     fn damaged_record_in_the_middle_is_an_error_with_offset() {
         let mut file = record(&Header::default(), 300, |r, f| {
             if f % 60 == 59 {
-                r.record_checksum(f + 1, u64::from(f)).unwrap();
+                r.record_checksum(Frame(f + 1), u64::from(f)).unwrap();
             }
         });
         let header_len = format::encode_header(&Header::default()).unwrap().len();

@@ -8,23 +8,24 @@ use std::path::{Path, PathBuf};
 use super::format::{self, Event, Header, Reason, CHECK_LEN, FORMAT_VERSION, MAGIC, PREFIX_LEN};
 use super::ReplayError;
 use crate::input::{Inputs, Pad, MAX_PLAYERS};
+use crate::lockstep::Frame;
 
 /// One thing recorded in the body, in file order.
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub enum Item {
     /// Inputs of every port for this frame.
-    Frame(u32, Inputs),
+    Frame(Frame, Inputs),
     /// A state checksum taken at `frame`.
     Checksum {
         /// The frame after which it was taken.
-        frame: u32,
+        frame: Frame,
         /// The checksum.
         value: u64,
     },
     /// Something that happened at `frame` (a player left, a desync, a resync).
     Event {
         /// The frame it happened at.
-        frame: u32,
+        frame: Frame,
         /// What happened.
         event: Event,
     },
@@ -292,7 +293,7 @@ impl<R: Read + Seek> Replay<R> {
                 self.queue.extend(
                     (first..next)
                         .zip(frames)
-                        .map(|(f, inputs)| Item::Frame(f, inputs)),
+                        .map(|(f, inputs)| Item::Frame(Frame(f), inputs)),
                 );
                 self.prev = prev;
                 self.next_frame = next;
@@ -300,11 +301,17 @@ impl<R: Read + Seek> Replay<R> {
             }
             format::TAG_CHECKSUM => {
                 let (frame, value) = format::decode_checksum(payload).map_err(bad)?;
-                self.queue.push_back(Item::Checksum { frame, value });
+                self.queue.push_back(Item::Checksum {
+                    frame: Frame(frame),
+                    value,
+                });
             }
             format::TAG_EVENT => {
                 let (frame, event) = format::decode_event(payload).map_err(bad)?;
-                self.queue.push_back(Item::Event { frame, event });
+                self.queue.push_back(Item::Event {
+                    frame: Frame(frame),
+                    event,
+                });
             }
             format::TAG_END => {
                 let frames = format::decode_end(payload).map_err(bad)?;

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use super::format::{self, Event, Header, MAX_BLOCK_FRAMES};
 use super::ReplayError;
 use crate::input::{Inputs, Pad, MAX_PLAYERS};
+use crate::lockstep::Frame;
 
 /// Where a `Recorder` writes: a `Write` that can also be made durable.
 /// `File` is the real one; tests inject sinks that fail like a full disk.
@@ -214,13 +215,14 @@ impl<S: Sink> Recorder<S> {
     }
 
     /// The frame number `record_frame` expects next.
-    pub fn next_frame(&self) -> u32 {
-        self.next_frame
+    pub fn next_frame(&self) -> Frame {
+        Frame(self.next_frame)
     }
 
     /// Records the inputs every port had for `frame`, which must be `next_frame()`.
-    pub fn record_frame(&mut self, frame: u32, inputs: &Inputs) -> Result<(), ReplayError> {
+    pub fn record_frame(&mut self, frame: Frame, inputs: &Inputs) -> Result<(), ReplayError> {
         self.check_live()?;
+        let Frame(frame) = frame;
         if frame != self.next_frame {
             return Err(ReplayError::FrameOrder {
                 expected: self.next_frame,
@@ -244,17 +246,17 @@ impl<S: Sink> Recorder<S> {
     }
 
     /// Records a state checksum taken at `frame` (written with the next flush).
-    pub fn record_checksum(&mut self, frame: u32, value: u64) -> Result<(), ReplayError> {
+    pub fn record_checksum(&mut self, frame: Frame, value: u64) -> Result<(), ReplayError> {
         self.check_live()?;
         self.seal_block()?;
-        let payload = format::encode_checksum(frame, value);
+        let payload = format::encode_checksum(frame.0, value);
         self.push_record(format::TAG_CHECKSUM, &payload)
     }
 
     /// Records an event at `frame` and writes it out at once (events are rare and precious).
-    pub fn record_event(&mut self, frame: u32, event: &Event) -> Result<(), ReplayError> {
+    pub fn record_event(&mut self, frame: Frame, event: &Event) -> Result<(), ReplayError> {
         self.check_live()?;
-        let payload = format::encode_event(frame, event).map_err(ReplayError::Invalid)?;
+        let payload = format::encode_event(frame.0, event).map_err(ReplayError::Invalid)?;
         self.seal_block()?;
         self.push_record(format::TAG_EVENT, &payload)?;
         self.flush()

@@ -187,7 +187,7 @@ impl Seat {
     }
 
     /// Queues a chat message (sanitised, within the rate) said at `frame`.
-    pub fn say(&mut self, frame: u32, text: String) {
+    pub fn say(&mut self, frame: Frame, text: String) {
         self.chat.say(frame, text);
     }
 

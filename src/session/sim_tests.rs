@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use rand::{rngs::SmallRng, Rng, RngCore, SeedableRng};
 
 use super::*;
-use crate::lockstep::Frame;
+use crate::lockstep::{Frame, PeerId, Slot, SpectatorId};
 use crate::net::sim::{SimNet, Simulation};
 use crate::session::host::{LOBBY_INTERVAL, READY_TIMEOUT};
 use crate::wire::PROTOCOL_VERSION;
@@ -177,7 +177,10 @@ fn joiner_gets_welcome_and_exact_state_over_a_lossy_link() {
     assert_eq!(got.payload.state, state);
     assert_eq!(got.payload.sram, vec![0xaa; 2048]);
     assert_eq!(got.payload.options, info("host").options);
-    assert_eq!((got.slot, got.session, got.fps), (1, 0xfeed_beef, 59.92));
+    assert_eq!(
+        (got.slot, got.session, got.fps),
+        (Some(PeerId(1)), 0xfeed_beef, 59.92)
+    );
     assert_eq!(
         got.players,
         vec![(0, "host".to_string()), (1, "ana".to_string())]
@@ -193,9 +196,14 @@ fn joiner_gets_welcome_and_exact_state_over_a_lossy_link() {
     assert!(sim.run_until(Duration::from_secs(40), |s| s.host.all_ready()));
     assert!(matches!(
         sim.host_events[0],
-        HostEvent::Admitted { slot: 1, .. }
+        HostEvent::Admitted {
+            slot: Slot::Player(PeerId(1)),
+            ..
+        }
     ));
-    assert!(sim.host_events.contains(&HostEvent::Ready { slot: 1 }));
+    assert!(sim.host_events.contains(&HostEvent::Ready {
+        slot: Slot::Player(PeerId(1))
+    }));
     eprintln!("1 MiB over {LOSSY}: ready after {took:?} simulated");
     assert!(took < Duration::from_secs(10), "{took:?}");
 }
@@ -309,7 +317,10 @@ fn lobby_fills_up_and_then_refuses() {
         assert!(sim.run_until(Duration::from_secs(20), |s| ins
             .iter()
             .all(|a| s.settled(*a))));
-        let mut slots: Vec<u8> = ins.iter().map(|a| sim.ready(*a).unwrap().slot).collect();
+        let mut slots: Vec<u8> = ins
+            .iter()
+            .map(|a| sim.ready(*a).unwrap().slot.unwrap().0)
+            .collect();
         slots.sort();
         let first = host_is_player as u8;
         assert_eq!(slots, (first..8).collect::<Vec<_>>());
@@ -336,7 +347,7 @@ fn resent_hellos_keep_their_slot() {
         assert_eq!(sim.host.handle_datagram(now, a, &hello), Handled::Taken);
     }
     assert!(sim.run_until(Duration::from_secs(10), |s| s.settled(a)));
-    assert_eq!(sim.ready(a).unwrap().slot, 1);
+    assert_eq!(sim.ready(a).unwrap().slot, Some(PeerId(1)));
     assert_eq!(sim.host.players().len(), 2);
     let joined = sim
         .host_events
@@ -489,7 +500,7 @@ fn silence_times_out_on_both_sides() {
         .is_some()));
     sim.joiners.clear();
     let left = HostEvent::Left {
-        slot: 1,
+        slot: Slot::Player(PeerId(1)),
         reason: SessionLeftReason::Timeout,
     };
     assert!(sim.run_until(Duration::from_secs(20), |s| s.host_events.contains(&left)));
@@ -502,7 +513,7 @@ fn bye_works_both_ways() {
     let a = sim.join(1, info("ana"), None);
     let b = sim.join(2, info("bob"), None);
     assert!(sim.run_until(Duration::from_secs(5), |s| s.settled(a) && s.settled(b)));
-    let slot = sim.ready(a).unwrap().slot;
+    let slot = Slot::Player(sim.ready(a).unwrap().slot.unwrap());
     sim.joiners[0].1.leave("quit");
     assert!(
         sim.run_until(Duration::from_secs(5), |s| s.host_events.contains(
@@ -526,33 +537,53 @@ fn a_running_game_welcomes_a_late_joiner_with_a_state_of_the_running_machine() {
     sim.host.close_lobby();
     let a = sim.join(1, info("ana"), None);
     // Admitted, but not welcomed before there is a state to send.
-    assert!(sim.run_until(Duration::from_secs(2), |s| s
-        .host_events
-        .contains(&HostEvent::StateWanted { slot: 1 })));
+    assert!(
+        sim.run_until(Duration::from_secs(2), |s| s.host_events.contains(
+            &HostEvent::StateWanted {
+                slot: Slot::Player(PeerId(1))
+            }
+        ))
+    );
     assert!(sim.ready(a).is_none() && sim.failure(a).is_none());
     // Its Hellos keep being answered meanwhile, so it waits past its handshake timeout.
     sim.run_until(Duration::from_secs(8), |_| false);
     assert!(sim.failure(a).is_none(), "{:?}", sim.failure(a));
     let now = sim.now();
     sim.host
-        .handle_state(now, 1, 1234, vec![7; 3000], Vec::new())
+        .handle_state(
+            now,
+            Slot::Player(PeerId(1)),
+            Frame(1234),
+            vec![7; 3000],
+            Vec::new(),
+        )
         .unwrap();
     assert!(sim.run_until(Duration::from_secs(15), |s| s.settled(a)));
     let start = sim.ready(a).expect("welcomed");
-    assert_eq!((start.slot, start.frame), (1, Frame(1234)));
+    assert_eq!((start.slot, start.frame), (Some(PeerId(1)), Frame(1234)));
     assert_eq!(start.payload.state, vec![7; 3000]);
     // A spectator takes no seat, and waits for a state of its own.
     let w = sim.watch(2, info("eve"));
-    assert!(sim.run_until(Duration::from_secs(20), |s| s
-        .host_events
-        .contains(&HostEvent::StateWanted { slot: 16 })));
+    assert!(
+        sim.run_until(Duration::from_secs(20), |s| s.host_events.contains(
+            &HostEvent::StateWanted {
+                slot: Slot::Spectator(SpectatorId(16))
+            }
+        ))
+    );
     let now = sim.now();
     sim.host
-        .handle_state(now, 16, 1300, vec![8; 100], Vec::new())
+        .handle_state(
+            now,
+            Slot::Spectator(SpectatorId(16)),
+            Frame(1300),
+            vec![8; 100],
+            Vec::new(),
+        )
         .unwrap();
     assert!(sim.run_until(Duration::from_secs(30), |s| s.settled(w)));
     let start = sim.ready(w).expect("welcomed");
-    assert_eq!((start.slot, start.frame), (msg::SPECTATOR, Frame(1300)));
+    assert_eq!((start.slot, start.frame), (None, Frame(1300)));
 }
 
 #[test]
@@ -642,7 +673,7 @@ fn the_lobby_keeps_ready_joiners_informed_and_drops_silent_ones() {
         sim.run_until(until, |_| false);
         let left = sim.host_events.iter().any(|e| {
             matches!(e, HostEvent::Left { slot, reason: SessionLeftReason::Dropped(_) }
-                if *slot == ready_b.slot)
+                if slot.player() == ready_b.slot)
         });
         if dropped_at.is_none() && left {
             dropped_at = Some(sim.now - died);
@@ -781,9 +812,9 @@ fn joiners_that_load_are_kept_until_they_run_or_the_loading_limit() {
     assert!((18..=21).contains(&sent_a), "{sent_a}");
     assert!((18..=21).contains(&sent_b), "{sent_b}");
     let slot_a = sim.ready(a).unwrap().slot;
-    let latest = |sim: &Sim, slot: u8| {
+    let latest = |sim: &Sim, slot: Option<PeerId>| {
         sim.host_events.iter().rev().find_map(|e| match e {
-            HostEvent::Loading { slot: s, since } if *s == slot => Some(*since),
+            HostEvent::Loading { slot: s, since } if s.player() == slot => Some(*since),
             _ => None,
         })
     };
@@ -816,7 +847,7 @@ fn joiners_that_load_are_kept_until_they_run_or_the_loading_limit() {
         let until = elapsed(&sim) + Duration::from_millis(100);
         sim.run_until(until, |_| false);
         let left = HostEvent::Left {
-            slot: slot_b,
+            slot: Slot::Player(slot_b.unwrap()),
             reason: SessionLeftReason::SlowStart,
         };
         if dropped_at.is_none() && sim.host_events.contains(&left) {
@@ -868,10 +899,16 @@ fn spectators_need_the_password_and_are_capped() {
         Some(&SessionError::Refused("wrong password".into()))
     );
     let ok = sim.watch_with(3, info("ann"), Some("hunter2"));
-    assert!(sim.run_until(Duration::from_secs(10), |s| s
-        .host_events
-        .iter()
-        .any(|e| matches!(e, HostEvent::StateWanted { slot: 16 }))));
+    assert!(
+        sim.run_until(Duration::from_secs(10), |s| s.host_events.iter().any(
+            |e| matches!(
+                e,
+                HostEvent::StateWanted {
+                    slot: Slot::Spectator(SpectatorId(16))
+                }
+            )
+        ))
+    );
     // The one seat for a spectator is taken: the next is told so.
     let more = sim.watch_with(4, info("bo"), Some("hunter2"));
     assert!(sim.run_until(Duration::from_secs(15), |s| s.settled(more)));

@@ -13,7 +13,7 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use framelock::input::Pad;
-use framelock::lockstep::{self, Client, PeerId};
+use framelock::lockstep::{self, Client};
 use framelock::session::msg::OpenRoom;
 use framelock::session::{
     Handled, JoinConfig, JoinEvent, JoinSession, OpenEvent, RoomOpener, Seat, SeatEvent,
@@ -258,7 +258,8 @@ impl Generator {
                     match ev {
                         JoinEvent::Ready(start) => {
                             let cfg = start.lockstep(lockstep::Config::default());
-                            p.client = Some(Client::new(now, cfg, PeerId(start.slot)).unwrap());
+                            let seat = start.slot.expect("a seat");
+                            p.client = Some(Client::new(now, cfg, seat).unwrap());
                         }
                         JoinEvent::Failed(e) => failure = Some(format!("{}: joining: {e}", who())),
                         _ => {}

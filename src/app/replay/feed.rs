@@ -14,6 +14,7 @@ use crate::app::record::StateChecksum;
 use crate::app::runner::{Feed, FeedPoll, FrameObserver, ObserverError};
 use crate::host::Core;
 use crate::input::Inputs;
+use crate::lockstep::Frame;
 use crate::replay::{Event, Item, Replay, ReplayError, Status};
 
 /// A machine a log can be replayed on: it has a checksum and can load a resync state.
@@ -127,8 +128,11 @@ impl<R: Read + Seek> ReplayFeed<R> {
             s.read += 1;
             match item {
                 Item::Frame(_, inputs) => return Some(inputs),
-                Item::Checksum { frame, value } => s.checksums.push_back((frame, value, seq)),
-                Item::Event { frame, event } => match event {
+                Item::Checksum { frame, value } => s.checksums.push_back((frame.0, value, seq)),
+                Item::Event {
+                    frame: Frame(frame),
+                    event,
+                } => match event {
                     Event::Resync { state: Some(st) } => s.resyncs.push_back((frame, st, seq)),
                     Event::Desync { local, remote } => {
                         s.recorded_desyncs.push((frame, local, remote))
@@ -332,19 +336,20 @@ mod tests {
             if resync == Some(r) {
                 m.0 = 1_000_000 + u64::from(r);
                 let state = Some(m.0.to_le_bytes().to_vec());
-                rec.record_event(r, &Event::Resync { state }).unwrap();
+                rec.record_event(Frame(r), &Event::Resync { state })
+                    .unwrap();
             }
         };
         resync_at(0, &mut m, &mut rec);
         for f in 0..frames {
             let i = pads(f);
             m.0 += u64::from(i[0].0);
-            rec.record_frame(f, &i).unwrap();
+            rec.record_frame(Frame(f), &i).unwrap();
             if !jump {
                 resync_at(f + 1, &mut m, &mut rec);
             }
             if (f + 1) % 10 == 0 {
-                rec.record_checksum(f, tamper(f, m.0)).unwrap();
+                rec.record_checksum(Frame(f), tamper(f, m.0)).unwrap();
             }
             if jump {
                 resync_at(f + 1, &mut m, &mut rec);

@@ -4,12 +4,12 @@
 use std::net::SocketAddr;
 use std::time::Instant;
 
-use crate::lockstep::{self, ClientEvent, PauseRefusal};
+use crate::lockstep::{self, ClientEvent, PauseRefusal, Slot};
 use crate::replay::Event;
 use crate::session::direct::PathEvent;
 use crate::session::{
-    is_spectator_slot, ChatLine, EndpointEvent, Participant, ParticipantEvent, PlayerOutReason,
-    SessionError, LOADING_LIMIT,
+    ChatLine, EndpointEvent, Participant, ParticipantEvent, PlayerOutReason, SessionError,
+    LOADING_LIMIT,
 };
 
 use crate::netplay::chat;
@@ -117,7 +117,7 @@ impl Report {
     /// logged and shown unless `--chat` hides it.
     pub fn chat_line(&mut self, now: Instant, line: ChatLine, recorded: &mut Vec<(u32, Event)>) {
         recorded.push((
-            line.frame,
+            line.frame.0,
             Event::Chat {
                 slot: line.slot,
                 name: line.name.clone(),
@@ -260,47 +260,51 @@ impl Report {
         let endpoint = p.endpoint();
         let running = endpoint.is_some_and(|e| e.game_started());
         match ev {
-            EndpointEvent::Admitted { slot, name, addr } if is_spectator_slot(slot) => {
+            EndpointEvent::Admitted {
+                slot: Slot::Spectator(_),
+                name,
+                addr,
+            } => {
                 tracing::info!("netplay: {name} ({addr}) asks to watch")
             }
-            EndpointEvent::Admitted { slot, name, addr } => {
+            EndpointEvent::Admitted {
+                slot: Slot::Player(slot),
+                name,
+                addr,
+            } => {
                 if running {
                     tracing::info!(
                         "netplay: {name} ({addr}) takes seat {} of the running game",
-                        slot + 1
+                        slot.0 + 1
                     );
                 } else {
-                    tracing::info!("netplay: {name} ({addr}) joined as player {}", slot + 1);
+                    tracing::info!("netplay: {name} ({addr}) joined as {slot}");
                 }
-                self.set_name(slot, name);
+                self.set_name(slot.0, name);
             }
             EndpointEvent::Watching { slot, frame } => {
                 let n = endpoint.map_or(0, |e| e.spectator_count());
                 tracing::info!(
-                    "netplay: spectator {} watches from frame {} ({n} watching)",
-                    slot.0 - crate::session::FIRST_SPECTATOR_SLOT + 1,
+                    "netplay: {slot} watches from frame {} ({n} watching)",
                     frame.0
                 )
             }
-            EndpointEvent::SpectatorLeft { slot, reason } => tracing::info!(
-                "netplay: spectator {} {reason}",
-                slot.0 - crate::session::FIRST_SPECTATOR_SLOT + 1
-            ),
+            EndpointEvent::SpectatorLeft { slot, reason } => {
+                tracing::info!("netplay: {slot} {reason}")
+            }
             EndpointEvent::NoState { slot } => tracing::warn!(
-                "netplay: no state could be sent to the joiner in slot {slot}; it was sent away"
+                "netplay: no state could be sent to the joiner in slot {}; it was sent away",
+                slot.number()
             ),
             // The host's own client raises it too, with the name: said there.
             EndpointEvent::PlayerJoined { .. } => {}
-            EndpointEvent::Left { slot, reason } if is_spectator_slot(slot) => {
-                tracing::info!("netplay: a spectator {reason}")
-            }
             // In the game `PlayerOut` says it, with the frame its input stops at.
             EndpointEvent::Left { slot, reason } if running => {
-                self.left_why.retain(|(s, _)| *s != slot);
-                self.left_why.push((slot, reason.to_string()));
+                self.left_why.retain(|(s, _)| *s != slot.0);
+                self.left_why.push((slot.0, reason.to_string()));
             }
             EndpointEvent::Left { slot, reason } => {
-                tracing::info!("netplay: {} {reason}", self.name(slot))
+                tracing::info!("netplay: {} {reason}", self.name(slot.0))
             }
             EndpointEvent::Refused { addr, reason } => {
                 tracing::info!("netplay: refused {addr}: {reason}")
@@ -389,13 +393,16 @@ impl Report {
             EndpointEvent::Resynced { slot, frame } => {
                 tracing::info!(
                     "netplay: {} has the host's state for frame {}",
-                    self.name(slot),
+                    self.name(slot.number()),
                     frame.0
                 );
                 self.counters.resyncs += 1;
             }
             EndpointEvent::PathChanged { slot, from, to } => {
-                tracing::info!("netplay: {} moved from {from} to {to}", self.name(slot))
+                tracing::info!(
+                    "netplay: {} moved from {from} to {to}",
+                    self.name(slot.number())
+                )
             }
             other => tracing::debug!("netplay: {other:?}"),
         }

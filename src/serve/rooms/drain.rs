@@ -32,18 +32,18 @@ impl Rooms {
             match ev {
                 EndpointEvent::Admitted { slot, name, addr } => {
                     self.by_addr.insert(addr, room_name.clone());
-                    room.addrs.insert(slot, addr);
+                    room.addrs.insert(slot.number(), addr);
                     if addr == room.creator {
                         // The creator's upload is over once it joined its room.
                         self.uploads.remove(&addr);
                     }
-                    if crate::session::is_spectator_slot(slot) {
-                        room.spectator_names.insert(slot, name);
+                    if slot.is_spectator() {
+                        room.spectator_names.insert(slot.number(), name);
                         continue;
                     }
                     self.events.push_back(ServeEvent::Admitted {
                         room: room_name,
-                        slot,
+                        slot: slot.number(),
                         name,
                         addr,
                     });
@@ -93,19 +93,19 @@ impl Rooms {
                 }
                 EndpointEvent::Left { slot, reason } => {
                     // No longer routed to the room, nor trusted to receive.
-                    if let Some(addr) = room.addrs.remove(&slot) {
+                    if let Some(addr) = room.addrs.remove(&slot.0) {
                         self.by_addr.remove(&addr);
                         self.validated.remove(&addr);
                     }
                     room.left_on_purpose = matches!(reason, SessionLeftReason::Bye(_));
-                    if room.started && !crate::session::is_spectator_slot(slot) {
+                    if room.started {
                         // Said once, with the frame its input stops at (`Out`).
-                        room.goodbyes.insert(slot, reason.to_string());
+                        room.goodbyes.insert(slot.0, reason.to_string());
                         continue;
                     }
                     self.events.push_back(ServeEvent::Left {
                         room: room_name,
-                        slot,
+                        slot: slot.0,
                         reason: reason.to_string(),
                     });
                 }
@@ -141,7 +141,7 @@ impl Rooms {
                 EndpointEvent::Resynced { slot, frame } => {
                     self.events.push_back(ServeEvent::Resynced {
                         room: room_name,
-                        slot,
+                        slot: slot.number(),
                         frame,
                     })
                 }
@@ -151,13 +151,13 @@ impl Rooms {
                     self.validated.remove(&from);
                     self.by_addr.insert(to, room_name.clone());
                     self.validated.insert(to, now);
-                    room.addrs.insert(slot, to);
+                    room.addrs.insert(slot.number(), to);
                     if from == room.creator {
                         room.creator = to;
                     }
                     self.events.push_back(ServeEvent::PathChanged {
                         room: room_name,
-                        slot,
+                        slot: slot.number(),
                         from,
                         to,
                     });

@@ -41,6 +41,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::fmt;
 use std::time::{Duration, Instant};
 
+use crate::lockstep::Frame;
 use crate::wire::{Header, Kind, Transmit};
 
 use super::msg::MAX_PLAYER_NAME;
@@ -77,7 +78,7 @@ pub struct ChatLine {
     /// The sender's name.
     pub name: String,
     /// The session frame the sender was at when it sent it.
-    pub frame: u32,
+    pub frame: Frame,
     /// The text, sanitised.
     pub text: String,
 }
@@ -141,7 +142,7 @@ pub(crate) enum ChatMsg {
     Say {
         stream: u32,
         seq: u32,
-        frame: u32,
+        frame: Frame,
         text: String,
     },
     Line {
@@ -172,14 +173,14 @@ impl ChatMsg {
                 text,
             } => {
                 out.push(OP_SAY);
-                for v in [stream, seq, frame] {
+                for v in [stream, seq, &frame.0] {
                     out.extend_from_slice(&v.to_le_bytes());
                 }
                 out.extend_from_slice(text.as_bytes());
             }
             ChatMsg::Line { stream, seq, line } => {
                 out.push(OP_LINE);
-                for v in [stream, seq, &line.frame] {
+                for v in [stream, seq, &line.frame.0] {
                     out.extend_from_slice(&v.to_le_bytes());
                 }
                 out.push(line.slot);
@@ -215,7 +216,7 @@ impl ChatMsg {
             OP_SAY => Some(ChatMsg::Say {
                 stream: u32_at(0)?,
                 seq: u32_at(4)?,
-                frame: u32_at(8)?,
+                frame: Frame(u32_at(8)?),
                 text: text(rest.get(12..)?)?,
             }),
             OP_LINE => {
@@ -228,7 +229,7 @@ impl ChatMsg {
                     line: ChatLine {
                         slot,
                         name: super::msg::printable(&String::from_utf8_lossy(name)),
-                        frame: u32_at(8)?,
+                        frame: Frame(u32_at(8)?),
                         text: text(rest.get(14 + n..)?)?,
                     },
                 })
@@ -416,7 +417,7 @@ impl<T> Inbox<T> {
 }
 
 /// A message to say: (frame, text).
-type Said = (u32, String);
+type Said = (Frame, String);
 
 /// A joiner's end of the chat (see the module docs).
 #[derive(Debug)]
@@ -437,7 +438,7 @@ impl ChatLink {
     }
 
     /// Queues `text` (sanitised already, within the rate) said at `frame`.
-    pub fn say(&mut self, frame: u32, text: String) {
+    pub fn say(&mut self, frame: Frame, text: String) {
         self.up.push((frame, text));
     }
 

@@ -16,14 +16,14 @@ fn messages_round_trip_and_garbage_is_refused() {
     let line = ChatLine {
         slot: 17,
         name: "ana".into(),
-        frame: 99,
+        frame: Frame(99),
         text: "gg".into(),
     };
     for m in [
         ChatMsg::Say {
             stream: 1,
             seq: 2,
-            frame: 3,
+            frame: Frame(3),
             text: "hello".into(),
         },
         ChatMsg::Line {
@@ -50,7 +50,7 @@ fn a_decoded_flood_text_is_cut_and_clean() {
     let m = ChatMsg::Say {
         stream: 1,
         seq: 0,
-        frame: 0,
+        frame: Frame(0),
         text,
     };
     let bytes = m.encode(1);
@@ -122,7 +122,7 @@ fn the_relay_drops_and_counts_a_flood_and_acks_it() {
         let say = ChatMsg::Say {
             stream: 5,
             seq,
-            frame: 0,
+            frame: Frame(0),
             text: format!("spam {seq}"),
         }
         .encode(1);

@@ -6,7 +6,7 @@
 use std::time::Instant;
 
 use super::super::chat::ChatLine;
-use super::Endpoint;
+use super::{Endpoint, Frame};
 
 impl Endpoint {
     /// Everyone in the session who hears chat: the joiners with the start state (players
@@ -33,7 +33,7 @@ impl Endpoint {
 
     /// The local player (a direct host's) says `text` (sanitised, within the rate) at
     /// `frame`: it goes to everyone else. Returns the line as the others see it.
-    pub fn say_local(&mut self, now: Instant, frame: u32, text: String) -> ChatLine {
+    pub fn say_local(&mut self, now: Instant, frame: Frame, text: String) -> ChatLine {
         let name = self
             .session
             .players()

@@ -4,7 +4,7 @@ use std::fmt;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use crate::lockstep::{Frame, PeerId, SpectatorId};
+use crate::lockstep::{Frame, PeerId, Slot, SpectatorId};
 use crate::session::{SessionLeftReason, LOADING_LIMIT};
 
 /// Why a player is out of a running game: its input turns neutral. Why it left the host's
@@ -37,14 +37,14 @@ impl fmt::Display for PlayerOutReason {
 }
 
 /// What happened, for the driver to log or act on. A seat is a [`PeerId`], a spectator a
-/// [`SpectatorId`]; a bare `slot: u8` may be either (a spectator's from 16 on).
+/// [`SpectatorId`]; a [`Slot`] may be either.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum EndpointEvent {
     /// Admitted to the lobby; its start-state transfer follows. (Its input counts only
     /// from [`PlayerJoined`](Self::PlayerJoined)'s frame on.)
     Admitted {
-        /// The slot (a spectator's from 16 on).
-        slot: u8,
+        /// Who.
+        slot: Slot,
         /// The name it goes by.
         name: String,
         /// Its address.
@@ -52,8 +52,8 @@ pub enum EndpointEvent {
     },
     /// It has the whole start state; `ready` of `want` players are in.
     Ready {
-        /// The slot (a spectator's from 16 on).
-        slot: u8,
+        /// Who.
+        slot: Slot,
         /// Players with the start state, the host's included.
         ready: usize,
         /// Players the session takes.
@@ -66,17 +66,18 @@ pub enum EndpointEvent {
         /// Why.
         reason: String,
     },
-    /// It left the lobby, or said goodbye during the game (a `PlayerOut` follows then).
+    /// A player left the lobby, or said goodbye during the game (a `PlayerOut` follows
+    /// then). A spectator's leaving is `SpectatorLeft`.
     Left {
-        /// The slot (a spectator's from 16 on).
-        slot: u8,
+        /// The player.
+        slot: PeerId,
         /// Why.
         reason: SessionLeftReason,
     },
-    /// Every player is in and ready: the lockstep server runs, with these slots.
+    /// Every player is in and ready: the lockstep server runs, with these seats.
     Started {
-        /// The slots.
-        slots: Vec<u8>,
+        /// The seats.
+        slots: Vec<PeerId>,
     },
     /// The lobby's time ran out before every player was in.
     LobbyExpired {
@@ -139,8 +140,8 @@ pub enum EndpointEvent {
     },
     /// The player has the state for `frame` and continues from it.
     Resynced {
-        /// The slot (a spectator's from 16 on).
-        slot: u8,
+        /// Who.
+        slot: Slot,
         /// The frame.
         frame: Frame,
     },
@@ -148,8 +149,8 @@ pub enum EndpointEvent {
     /// at the next frame boundary, for these joiners of the running game (late players,
     /// spectators).
     StateWanted {
-        /// The slots.
-        slots: Vec<u8>,
+        /// Who.
+        slots: Vec<Slot>,
     },
     /// A player who joined the running game (or came back) plays from `from_frame` on.
     PlayerJoined {
@@ -176,14 +177,14 @@ pub enum EndpointEvent {
     },
     /// A joiner of the running game could not be given a state and was sent away.
     NoState {
-        /// The slot (a spectator's from 16 on).
-        slot: u8,
+        /// Who.
+        slot: Slot,
     },
     /// A joiner's datagrams come from a new address, which answered a challenge: its
     /// datagrams go there from now on.
     PathChanged {
-        /// The slot (a spectator's from 16 on).
-        slot: u8,
+        /// Who.
+        slot: Slot,
         /// The address it had.
         from: SocketAddr,
         /// The address it has now.

@@ -28,12 +28,12 @@ use std::time::{Duration, Instant};
 
 use crate::input::MAX_PLAYERS;
 use crate::lockstep::{
-    self, Frame, PeerId, PeerLeftReason, Server, ServerEvent, ServerStats, SpectatorId,
+    self, Frame, PeerId, PeerLeftReason, Server, ServerEvent, ServerStats, Slot, SpectatorId,
 };
 use crate::wire::{link_overhead, Dropped, Handled, Header, Kind, Transmit, HEADER_LEN};
 
 use super::chat::ChatRelay;
-use super::host::is_spectator_slot;
+use super::host::{is_spectator_slot, slot_of};
 use super::{
     is_session_datagram, resync_request, HostConfig, HostEvent, HostSession, Player, ResyncRecv,
     ResyncSend, SessionError, SessionInfo, SessionStats, HELLO_INTERVAL, LOADING_LIMIT,
@@ -337,7 +337,8 @@ impl Endpoint {
         if let Some((frame, state)) = self.fetches[i].rx.poll_state() {
             let f = self.fetches.remove(i);
             tracing::debug!(from = f.from, frame, "fetched a state for a resync");
-            self.handle_state(now, Frame(frame), state, &f.for_slots);
+            let slots: Vec<Slot> = f.for_slots.iter().map(|s| slot_of(*s)).collect();
+            self.handle_state(now, Frame(frame), state, &slots);
             // Its final acks still go out.
             self.fetches_done.push((f.from, f.rx));
         }
@@ -362,12 +363,13 @@ impl Endpoint {
 
     /// The machine's state as of the start of `frame`, for the players in `slots` (asked for
     /// by `Desync { send_state: true }`).
-    pub fn handle_state(&mut self, now: Instant, frame: Frame, state: Vec<u8>, slots: &[u8]) {
-        for &slot in slots {
+    pub fn handle_state(&mut self, now: Instant, frame: Frame, state: Vec<u8>, slots: &[Slot]) {
+        for &who in slots {
+            let slot = who.number();
             if self.session.awaits_state(slot) {
                 if let Err(e) =
                     self.session
-                        .handle_state(now, slot, frame.0, state.clone(), Vec::new())
+                        .handle_state(now, who, frame, state.clone(), Vec::new())
                 {
                     tracing::error!("cannot send a state to slot {slot}: {e}");
                     self.session
@@ -430,7 +432,9 @@ impl Endpoint {
                     slot,
                     "no player could send the state of the game; join again",
                 );
-                self.events.push_back(EndpointEvent::NoState { slot });
+                self.events.push_back(EndpointEvent::NoState {
+                    slot: slot_of(slot),
+                });
             }
         }
         self.fetches_done
@@ -626,7 +630,7 @@ impl Endpoint {
         self.resyncs.retain(|(slot, tx)| {
             if tx.is_complete() {
                 events.push_back(EndpointEvent::Resynced {
-                    slot: *slot,
+                    slot: slot_of(*slot),
                     frame: Frame(tx.frame()),
                 });
                 if let Some(r) = recovery.get_mut(usize::from(*slot)) {
@@ -666,7 +670,9 @@ impl Endpoint {
                 HostEvent::Admitted { slot, name, addr } => self
                     .events
                     .push_back(EndpointEvent::Admitted { slot, name, addr }),
-                HostEvent::Ready { slot } if self.server.is_some() => self.enter_running(now, slot),
+                HostEvent::Ready { slot } if self.server.is_some() => {
+                    self.enter_running(now, slot.number())
+                }
                 HostEvent::Ready { slot } => {
                     self.events.push_back(EndpointEvent::Ready {
                         slot,
@@ -674,42 +680,45 @@ impl Endpoint {
                         want: self.session.start_with(),
                     });
                 }
-                HostEvent::StateWanted { slot } => self.want_state(now, slot),
+                HostEvent::StateWanted { slot } => self.want_state(now, slot.number()),
                 HostEvent::Loading { slot, since } => {
-                    let heard = self
-                        .server
-                        .as_mut()
-                        .is_some_and(|s| s.starting(now, PeerId(slot)));
+                    let heard = slot
+                        .player()
+                        .is_some_and(|p| self.server.as_mut().is_some_and(|s| s.starting(now, p)));
                     if heard {
-                        loading_heard.push((slot, since));
+                        loading_heard.push((slot.number(), since));
                     }
                 }
                 HostEvent::Refused { addr, reason } => self
                     .events
                     .push_back(EndpointEvent::Refused { addr, reason }),
                 HostEvent::PathChanged { slot, from, to } => {
-                    if let Some(server) = &mut self.server {
-                        if !is_spectator_slot(slot) {
-                            let _ = server.set_udp_ip_header(PeerId(slot), link_overhead(to));
-                        }
+                    if let (Some(server), Slot::Player(p)) = (&mut self.server, slot) {
+                        let _ = server.set_udp_ip_header(p, link_overhead(to));
                     }
                     self.events
                         .push_back(EndpointEvent::PathChanged { slot, from, to })
                 }
-                HostEvent::Left { slot, reason } if is_spectator_slot(slot) => {
+                HostEvent::Left {
+                    slot: Slot::Spectator(id),
+                    reason,
+                } => {
                     if let Some(server) = &mut self.server {
-                        server.remove_spectator(SpectatorId(slot));
+                        server.remove_spectator(id);
                     }
                     self.events.push_back(EndpointEvent::SpectatorLeft {
-                        slot: SpectatorId(slot),
+                        slot: id,
                         reason: reason.to_string(),
                     });
                 }
-                HostEvent::Left { slot, reason } => {
-                    self.loading.retain(|l| l.slot != slot);
+                HostEvent::Left {
+                    slot: Slot::Player(slot),
+                    reason,
+                } => {
+                    self.loading.retain(|l| l.slot != slot.0);
                     if let Some(server) = &mut self.server {
                         // Already gone from the server when it timed out there first.
-                        let _ = server.remove_peer(now, PeerId(slot));
+                        let _ = server.remove_peer(now, slot);
                     }
                     self.events.push_back(EndpointEvent::Left { slot, reason });
                 }

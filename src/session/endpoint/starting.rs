@@ -10,8 +10,9 @@ impl Endpoint {
     /// who runs.
     pub(super) fn want_state(&mut self, now: Instant, slot: u8) {
         if self.local.is_some() {
-            self.events
-                .push_back(EndpointEvent::StateWanted { slots: vec![slot] });
+            self.events.push_back(EndpointEvent::StateWanted {
+                slots: vec![slot_of(slot)],
+            });
             return;
         }
         let Some(server) = &self.server else {
@@ -43,11 +44,11 @@ impl Endpoint {
         let rtt = me.as_ref().and_then(|p| p.rtt);
         let name = me.map(|p| p.name).unwrap_or_default();
         let result = if is_spectator_slot(slot) {
-            server.add_spectator(now, SpectatorId(slot), Frame(frame), header)
+            server.add_spectator(now, SpectatorId(slot), frame, header)
         } else {
             let peer = PeerId(slot);
             server
-                .add_late_peer(now, peer, Frame(frame), &name)
+                .add_late_peer(now, peer, frame, &name)
                 .and_then(|()| {
                     server.set_udp_ip_header(peer, header)?;
                     match rtt {
@@ -59,7 +60,7 @@ impl Endpoint {
         match result {
             Ok(()) if is_spectator_slot(slot) => self.events.push_back(EndpointEvent::Watching {
                 slot: SpectatorId(slot),
-                frame: Frame(frame),
+                frame,
             }),
             Ok(()) => {}
             Err(e) => {
@@ -124,9 +125,9 @@ impl Endpoint {
             return;
         }
         match self.start(now, &players, &ready) {
-            Ok(()) => self
-                .events
-                .push_back(EndpointEvent::Started { slots: ready }),
+            Ok(()) => self.events.push_back(EndpointEvent::Started {
+                slots: ready.iter().map(|s| PeerId(*s)).collect(),
+            }),
             Err(e) => {
                 // The configuration was validated when the host set it up; this is a bug.
                 tracing::error!("cannot start the lockstep server: {e}");

@@ -198,7 +198,7 @@ impl Net {
         while let Some(ev) = j.join.poll_event() {
             if let JoinEvent::Ready(start) = &ev {
                 let cfg = start.lockstep(lockstep::Config::default());
-                j.game = Some(Game::new(now, cfg, start.slot, j.seed));
+                j.game = Some(Game::new(now, cfg, start.slot.expect("a seat").0, j.seed));
             }
             j.events.push(ev);
         }
@@ -333,7 +333,11 @@ fn a_host_and_three_joiners_start_together_and_stay_in_sync_over_a_lossy_link() 
             _ => None,
         })
         .collect();
-    assert_eq!(started, vec![vec![0, 1, 2, 3]], "{events:?}");
+    assert_eq!(
+        started,
+        vec![vec![PeerId(0), PeerId(1), PeerId(2), PeerId(3)]],
+        "{events:?}"
+    );
     // Each joiner was told when it had the start state, counting up to all four.
     let ready: Vec<usize> = events
         .iter()
@@ -401,7 +405,7 @@ fn a_silent_player_is_dropped_told_and_the_others_play_on() {
     // Its seat is free, and the session layer was told (it told bob it was dropped: bob
     // may come back).
     let kicked = events.iter().any(|e| {
-        matches!(e, EndpointEvent::Left { slot, reason: SessionLeftReason::Dropped(_) } if *slot == gone)
+        matches!(e, EndpointEvent::Left { slot, reason: SessionLeftReason::Dropped(_) } if slot.0 == gone)
     });
     assert!(kicked, "{events:?}");
     assert!(net.rooms[room]
@@ -467,15 +471,18 @@ fn a_desync_asks_for_one_state_and_the_player_gets_it() {
     assert_eq!(asks, 1);
     let state: Vec<u8> = (0..40_000u32).map(|i| (i * 7 % 251) as u8).collect();
     let now = net.now;
-    net.rooms[room]
-        .endpoint
-        .handle_state(now, Frame(240), state.clone(), &[1]);
+    net.rooms[room].endpoint.handle_state(
+        now,
+        Frame(240),
+        state.clone(),
+        &[Slot::Player(PeerId(1))],
+    );
     let resynced = |n: &Net| {
         n.rooms[room].events.iter().any(|e| {
             matches!(
                 e,
                 EndpointEvent::Resynced {
-                    slot: 1,
+                    slot: Slot::Player(PeerId(1)),
                     frame: Frame(240)
                 }
             )
@@ -692,7 +699,7 @@ fn a_name_alone_never_replaces_a_player_who_still_talks() {
     let until = net.now + Duration::from_secs(8);
     net.run_until(Duration::from_secs(60), |n| n.now >= until);
     let replaced = net.rooms[room].events.iter().any(|e| {
-        matches!(e, EndpointEvent::Left { slot: s, .. } if *s == slot)
+        matches!(e, EndpointEvent::Left { slot: s, .. } if s.0 == slot)
             || matches!(e, EndpointEvent::PlayerOut { slot: s, .. } if s.0 == slot)
     });
     assert!(!replaced, "{:?}", net.rooms[room].events);
@@ -715,7 +722,7 @@ fn a_name_alone_never_replaces_a_player_who_still_talks() {
     net.joiners[back].addr = back_addr;
     let taken = |n: &Net| {
         n.rooms[room].events.iter().any(
-            |e| matches!(e, EndpointEvent::Admitted { slot: s, addr, .. } if *s == slot && *addr == back_addr),
+            |e| matches!(e, EndpointEvent::Admitted { slot: s, addr, .. } if s.number() == slot && *addr == back_addr),
         )
     };
     assert!(net.run_until(Duration::from_secs(30), taken));

@@ -350,16 +350,18 @@ impl HostSession {
                 spoke: now,
                 welcome: Vec::new(),
                 phase: Phase::AwaitingState,
-                frame: 0,
+                frame: Frame::ZERO,
                 payload: Arc::from(Vec::new()),
                 path: None,
             });
             self.events.push_back(HostEvent::Admitted {
-                slot,
+                slot: slot_of(slot),
                 name,
                 addr: from,
             });
-            self.events.push_back(HostEvent::StateWanted { slot });
+            self.events.push_back(HostEvent::StateWanted {
+                slot: slot_of(slot),
+            });
             return;
         }
         let mut players = self.roster();
@@ -374,7 +376,7 @@ impl HostSession {
                 slot
             },
             fps: self.cfg.fps,
-            frame: self.cfg.frame,
+            frame: self.cfg.frame.0,
             raw_len: self.raw_len,
             packed_len: self.packed.len() as u32,
             payload_hash: self.hash,
@@ -408,7 +410,7 @@ impl HostSession {
             .push_back(Transmit::new(from, peer.tagged_welcome()));
         self.peers.push(peer);
         self.events.push_back(HostEvent::Admitted {
-            slot,
+            slot: slot_of(slot),
             name,
             addr: from,
         });

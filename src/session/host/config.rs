@@ -7,6 +7,7 @@ use std::time::Duration;
 use super::super::HANDSHAKE_TIMEOUT;
 use super::{DEFAULT_MAX_SPECTATORS, READY_TIMEOUT};
 use crate::input::MAX_PLAYERS;
+use crate::lockstep::Frame;
 
 /// The host's side of the handshake: who may join, and what they are told.
 #[derive(Clone, Debug)]
@@ -39,7 +40,7 @@ pub struct HostConfig {
     /// See `keyframe_interval`.
     pub mode: crate::lockstep::Mode,
     /// Frame at which the start state was taken.
-    pub frame: u32,
+    pub frame: Frame,
     /// Silence after which a joiner in the handshake or transfer is dropped.
     pub handshake_timeout: Duration,
     /// A joiner that has the start state and waits for the others in the lobby is dropped
@@ -68,7 +69,7 @@ impl HostConfig {
             fps,
             keyframe_interval: crate::lockstep::DEFAULT_KEYFRAME_INTERVAL as u8,
             mode: crate::lockstep::Mode::Strict,
-            frame: 0,
+            frame: Frame::ZERO,
             handshake_timeout: HANDSHAKE_TIMEOUT,
             ready_timeout: READY_TIMEOUT,
             hosted_room: None,

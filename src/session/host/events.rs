@@ -5,6 +5,7 @@ use std::fmt;
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use crate::lockstep::Slot;
 use crate::session::LOADING_LIMIT;
 
 /// Why a joiner left the host's session: its lobby, or its roster during the game. Why a
@@ -49,8 +50,8 @@ impl fmt::Display for SessionLeftReason {
 pub enum HostEvent {
     /// Admitted; the start state transfer follows.
     Admitted {
-        /// The slot (a spectator's from 16 on).
-        slot: u8,
+        /// Who.
+        slot: Slot,
         /// The name it goes by.
         name: String,
         /// Its address.
@@ -58,8 +59,8 @@ pub enum HostEvent {
     },
     /// The joiner has the whole start state and verified it.
     Ready {
-        /// The slot (a spectator's from 16 on).
-        slot: u8,
+        /// Who.
+        slot: Slot,
     },
     /// A ready joiner does not run yet (loads its content, opens its window) but says it is
     /// still coming (`Msg::Loading`, every `LOADING_INTERVAL`), `since` after the host had
@@ -67,15 +68,15 @@ pub enum HostEvent {
     /// has passed: once the lobby is closed, pass it on to the lockstep server
     /// (`Server::starting`), which hears a player only from its CTRLs otherwise.
     Loading {
-        /// The slot (a spectator's from 16 on).
-        slot: u8,
+        /// Who.
+        slot: Slot,
         /// Time since it had the start state.
         since: Duration,
     },
     /// It left the lobby or the session.
     Left {
-        /// The slot (a spectator's from 16 on).
-        slot: u8,
+        /// Who.
+        slot: Slot,
         /// Why.
         reason: SessionLeftReason,
     },
@@ -90,14 +91,14 @@ pub enum HostEvent {
     /// the machine's state at a frame boundary
     /// ([`HostSession::handle_state`](super::HostSession::handle_state)).
     StateWanted {
-        /// The slot (a spectator's from 16 on).
-        slot: u8,
+        /// Who.
+        slot: Slot,
     },
     /// The joiner's datagrams come from a new address, which answered its challenge: its
     /// seat moved there.
     PathChanged {
-        /// The slot (a spectator's from 16 on).
-        slot: u8,
+        /// Who.
+        slot: Slot,
         /// The address it had.
         from: SocketAddr,
         /// The address it has now.

@@ -34,6 +34,7 @@ use super::{
     LOADING_LIMIT,
 };
 use crate::input::MAX_PLAYERS;
+use crate::lockstep::{Frame, PeerId, Slot, SpectatorId};
 use crate::wire::keys::{KeyPair, Keys, Side, PUBLIC_KEY_LEN, TAG_LEN};
 use crate::wire::{Header, Kind, WireError, PROTOCOL_VERSION};
 
@@ -71,7 +72,7 @@ pub const PATH_AMPLIFICATION: u64 = 3;
 /// change, a hosted room's punch), per second: bounds what a flood of junk costs.
 pub(crate) const TRIALS_PER_SECOND: u32 = 500;
 /// Spectators are numbered from here in the session's slot space (players are 0..8).
-pub const FIRST_SPECTATOR_SLOT: u8 = 16;
+pub const FIRST_SPECTATOR_SLOT: u8 = crate::lockstep::SpectatorId::FIRST;
 /// Default `HostConfig::max_spectators`.
 pub const DEFAULT_MAX_SPECTATORS: u8 = 16;
 /// Most spectators a session takes (slots 16..=254).
@@ -80,6 +81,15 @@ pub const MAX_SPECTATORS: u8 = 239;
 /// True for a spectator's slot.
 pub fn is_spectator_slot(slot: u8) -> bool {
     slot >= FIRST_SPECTATOR_SLOT
+}
+
+/// Who a slot number the session assigned names: a seat, or a spectator from 16 on.
+pub(crate) fn slot_of(slot: u8) -> Slot {
+    if is_spectator_slot(slot) {
+        Slot::Spectator(SpectatorId(slot))
+    } else {
+        Slot::Player(PeerId(slot))
+    }
 }
 
 #[derive(Debug)]
@@ -120,7 +130,7 @@ struct Peer {
     welcome: Vec<u8>,
     phase: Phase,
     /// The frame its start state is at, and the packed payload it is sent.
-    frame: u32,
+    frame: Frame,
     payload: Arc<[u8]>,
     /// A new address its tagged datagrams came from, under validation.
     path: Option<PathCheck>,
@@ -557,7 +567,10 @@ impl HostSession {
                 });
             }
             tracing::debug!(slot, name = %peer.name, %reason, "session: player left");
-            self.events.push_back(HostEvent::Left { slot, reason });
+            self.events.push_back(HostEvent::Left {
+                slot: slot_of(slot),
+                reason,
+            });
         }
     }
 

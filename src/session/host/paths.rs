@@ -150,7 +150,7 @@ impl HostSession {
                     peer.path = None;
                     tracing::info!(slot = peer.slot, %old, new = %from, "session: a joiner moved to a new address");
                     self.events.push_back(HostEvent::PathChanged {
-                        slot: peer.slot,
+                        slot: slot_of(peer.slot),
                         from: old,
                         to: from,
                     });

@@ -12,7 +12,8 @@ use super::super::msg::{Msg, StateAck, Welcome, CHUNK_SIZE, SPECTATOR};
 use super::super::payload::{Packed, StartPayload};
 use super::super::transfer::{Rtt, Sender};
 use super::super::{Dropped, SessionError, Transmit, LOADING_LIMIT};
-use super::{HostEvent, HostSession, Phase};
+use super::{slot_of, HostEvent, HostSession, Phase};
+use crate::lockstep::{Frame, Slot};
 use crate::wire::Kind;
 
 impl HostSession {
@@ -41,7 +42,7 @@ impl HostSession {
     }
 
     /// The frame the start state of the joiner in `slot` is at.
-    pub fn start_frame(&self, slot: u8) -> Option<u32> {
+    pub fn start_frame(&self, slot: u8) -> Option<Frame> {
         self.peers.iter().find(|p| p.slot == slot).map(|p| p.frame)
     }
 
@@ -57,11 +58,12 @@ impl HostSession {
     pub fn handle_state(
         &mut self,
         now: Instant,
-        slot: u8,
-        frame: u32,
+        slot: Slot,
+        frame: Frame,
         state: Vec<u8>,
         sram: Vec<u8>,
     ) -> Result<(), SessionError> {
+        let slot = slot.number();
         let payload = StartPayload {
             options: self.info.options.clone(),
             state,
@@ -91,7 +93,7 @@ impl HostSession {
         peer.welcome = Msg::Welcome(Welcome {
             slot: if peer.is_player() { slot } else { SPECTATOR },
             fps,
-            frame,
+            frame: frame.0,
             raw_len: packed.raw_len,
             packed_len: packed.bytes.len() as u32,
             payload_hash: packed.hash,
@@ -166,7 +168,9 @@ impl HostSession {
                     since: now,
                     loading: false,
                 };
-                self.events.push_back(HostEvent::Ready { slot: peer.slot });
+                self.events.push_back(HostEvent::Ready {
+                    slot: slot_of(peer.slot),
+                });
             }
         }
         Ok(())
@@ -189,7 +193,7 @@ impl HostSession {
                     *loading = true;
                     peer.last_heard = now;
                     self.events.push_back(HostEvent::Loading {
-                        slot: peer.slot,
+                        slot: slot_of(peer.slot),
                         since,
                     });
                 }

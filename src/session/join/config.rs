@@ -5,6 +5,7 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use crate::lockstep::PeerId;
 use crate::session::payload::StartPayload;
 use crate::session::{OptionDiff, SessionError, SessionInfo, HANDSHAKE_TIMEOUT, HELLO_INTERVAL};
 
@@ -53,8 +54,8 @@ impl JoinConfig {
 /// Everything a joiner needs to start: load the options and the state, then play `slot`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct StartState {
-    /// The slot to play (0xff: a spectator).
-    pub slot: u8,
+    /// The seat to play; `None`: it watches (a spectator).
+    pub slot: Option<PeerId>,
     /// The session id.
     pub session: u32,
     /// Players in, by slot and name.
@@ -95,8 +96,8 @@ impl StartState {
 pub enum JoinEvent {
     /// Admitted; the start state is on its way.
     Welcomed {
-        /// The slot to play (0xff: a spectator).
-        slot: u8,
+        /// The seat to play; `None`: it watches (a spectator).
+        slot: Option<PeerId>,
         /// The session id.
         session: u32,
         /// Players in, by slot and name.

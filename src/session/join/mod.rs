@@ -544,7 +544,7 @@ impl JoinSession {
             "session: welcomed"
         );
         self.events.push_back(JoinEvent::Welcomed {
-            slot: w.slot,
+            slot: w.seat(),
             session,
             players: w.players.clone(),
             packed_len: w.packed_len as usize,
@@ -567,7 +567,7 @@ impl JoinSession {
         match StartPayload::unpack(rx.packed(), welcome.raw_len, welcome.payload_hash) {
             Ok(payload) => {
                 let state = StartState {
-                    slot: welcome.slot,
+                    slot: welcome.seat(),
                     session: self.session,
                     players: welcome.players.clone(),
                     fps: welcome.fps,

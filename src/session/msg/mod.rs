@@ -92,7 +92,7 @@ use std::net::{IpAddr, SocketAddr};
 
 use super::guard::COOKIE_LEN;
 use crate::input::MAX_PLAYERS;
-use crate::lockstep::Mode;
+use crate::lockstep::{Mode, PeerId};
 use crate::wire::keys::PUBLIC_KEY_LEN;
 use crate::wire::{Header, Kind, WireError, HEADER_LEN, MAGIC, MAX_DATAGRAM, PROTOCOL_VERSION};
 
@@ -217,6 +217,13 @@ pub struct Welcome {
     pub key: [u8; PUBLIC_KEY_LEN],
     /// Players in, by slot and name.
     pub players: Vec<(u8, String)>,
+}
+
+impl Welcome {
+    /// The joiner's seat; `None` for a spectator (decoding let nothing else through).
+    pub fn seat(&self) -> Option<PeerId> {
+        (self.slot != SPECTATOR).then_some(PeerId(self.slot))
+    }
 }
 
 /// Which start-state chunks arrived.

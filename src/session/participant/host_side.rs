@@ -124,7 +124,7 @@ impl HostSide {
                 } => self
                     .events
                     .push_back(ParticipantEvent::Core(CoreRequest::SaveState {
-                        for_slots: vec![slot.0],
+                        for_slots: vec![Slot::Player(*slot)],
                     })),
                 _ => {}
             }

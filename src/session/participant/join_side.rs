@@ -271,16 +271,17 @@ impl JoinSide {
             ..self.base.clone()
         });
         let first = start.frame;
-        let client = if start.slot == crate::session::msg::SPECTATOR {
-            // The host keeps a spectator that long, too: one back from a pause gets a fresh
-            // state.
-            let lcfg = lockstep::Config {
-                timeout: lockstep::SPECTATOR_TIMEOUT,
-                ..lcfg
-            };
-            Client::spectator(now, lcfg, first)
-        } else {
-            Client::new_at(now, lcfg, PeerId(start.slot), first)
+        let client = match start.slot {
+            Some(seat) => Client::new_at(now, lcfg, seat, first),
+            None => {
+                // The host keeps a spectator that long, too: one back from a pause gets a
+                // fresh state.
+                let lcfg = lockstep::Config {
+                    timeout: lockstep::SPECTATOR_TIMEOUT,
+                    ..lcfg
+                };
+                Client::spectator(now, lcfg, first)
+            }
         };
         let client = match client {
             Ok(c) => c,
@@ -399,7 +400,7 @@ impl JoinSide {
                             self.events.push_back(ParticipantEvent::StateAsked);
                             self.events
                                 .push_back(ParticipantEvent::Core(CoreRequest::SaveState {
-                                    for_slots: vec![s.client.me().0],
+                                    for_slots: vec![Slot::Player(s.client.me())],
                                 }));
                         }
                         SeatEvent::HostMoved { from, to } => self
@@ -434,9 +435,9 @@ impl JoinSide {
             };
             if reconnecting {
                 tracing::info!(
-                    "session: back in the session from frame {} (slot {})",
+                    "session: back in the session from frame {} ({})",
                     start.frame.0,
-                    start.slot
+                    start.slot.map_or("watching".to_string(), |p| p.to_string())
                 );
                 self.events
                     .push_back(ParticipantEvent::Core(CoreRequest::Load {

@@ -66,7 +66,7 @@ use super::{
     SessionError, StartState, Transmit, LOADING_LIMIT,
 };
 use crate::input::{Inputs, Pad};
-use crate::lockstep::{self, Client, ClientEvent, Frame, PeerId};
+use crate::lockstep::{self, Client, ClientEvent, Frame, PeerId, Slot};
 use crate::session::direct::{PathEvent, PathKind, PathMode};
 use crate::wire::keys::Keys;
 use crate::wire::link_overhead;
@@ -123,7 +123,7 @@ pub enum CoreRequest {
     /// (a late joiner, a resync, a dedicated server asking): reply [`CoreReply::State`].
     SaveState {
         /// Who it is for.
-        for_slots: Vec<u8>,
+        for_slots: Vec<Slot>,
     },
     /// Load `state` (and `sram`, if not empty), the machine as of the start of `frame`.
     /// Without `jump` it is a desync recovery: the frames from `frame` on that this machine
@@ -159,7 +159,7 @@ pub enum CoreReply {
         /// The state.
         state: Vec<u8>,
         /// Who it is for.
-        for_slots: Vec<u8>,
+        for_slots: Vec<Slot>,
     },
     /// See [`CoreRequest::Load`]: the state at the start of `frame` is loaded.
     Loaded {
@@ -177,8 +177,8 @@ pub enum ParticipantEvent {
     Game(ClientEvent),
     /// Joiner: admitted; the start state is on its way.
     Welcomed {
-        /// The slot to play (0xff: a spectator).
-        slot: u8,
+        /// The seat to play; `None`: it watches (a spectator).
+        slot: Option<PeerId>,
         /// Players in, by slot and name.
         players: Vec<(u8, String)>,
         /// Bytes of the compressed start state to come.
@@ -239,8 +239,8 @@ pub enum ParticipantEvent {
     Back {
         /// The frame it goes on from.
         frame: Frame,
-        /// Its slot (0xff: a spectator).
-        slot: u8,
+        /// Its seat; `None`: it watches (a spectator).
+        slot: Option<PeerId>,
     },
     /// Joiner: the host moved to a new address.
     HostMoved {
@@ -533,7 +533,7 @@ impl Participant {
         if text.is_empty() {
             return Err(ChatRefused::Empty);
         }
-        let frame = self.client().map_or(0, |c| c.frame().0);
+        let frame = self.client().map_or(Frame::ZERO, |c| c.frame());
         match self {
             Participant::Host(h) => {
                 let now = h.clock(now);
@@ -574,7 +574,7 @@ impl Participant {
     pub(crate) fn say_unlimited(&mut self, text: &str) {
         if let Participant::Join(j) = self {
             if let JoinPhase::Seated(s) = &mut j.phase {
-                s.seat.say(0, text.into());
+                s.seat.say(Frame::ZERO, text.into());
             }
         }
     }
