@@ -18,6 +18,9 @@
 
 mod chat;
 mod events;
+mod recovery;
+
+use recovery::{Recovery, StateFetch, FETCH_LIMIT};
 mod starting;
 
 pub use events::{EndpointEvent, PlayerOutReason};
@@ -44,52 +47,10 @@ use super::{
 /// it says so again.
 const LOADING_QUIET: Duration = Duration::from_secs(1);
 const LOADING_NOTICE: Duration = Duration::from_secs(5);
-/// How long a server waits for a player's state it asked for before it gives up (a later
-/// desync report asks again, maybe another player).
-const FETCH_LIMIT: Duration = Duration::from_secs(10);
 /// A spectator that falls too far behind again within this long of a fresh state cannot
 /// follow the game on its link (its acknowledgements take over 2 s): it is sent away rather
 /// than sent a state over and over.
 const BEHIND_AGAIN: Duration = Duration::from_secs(30);
-
-/// With no machine of its own: a state asked of a player in the majority, for the players
-/// in `for_slots`.
-#[derive(Debug)]
-struct StateFetch {
-    id: u32,
-    from: u8,
-    for_slots: Vec<u8>,
-    rx: ResyncRecv,
-    /// When the request last went out.
-    asked: Option<Instant>,
-    since: Instant,
-}
-
-impl StateFetch {
-    /// Asks player `from` for its state on behalf of `for_slot`, joining a request to `from`
-    /// already under way; a new request takes the next of the resync ids.
-    fn ask(fetches: &mut Vec<StateFetch>, ids: &mut u32, now: Instant, from: u8, for_slot: u8) {
-        match fetches.iter_mut().find(|f| f.from == from) {
-            Some(f) => {
-                if !f.for_slots.contains(&for_slot) {
-                    f.for_slots.push(for_slot);
-                }
-            }
-            None => {
-                *ids += 1;
-                fetches.push(StateFetch {
-                    id: *ids,
-                    from,
-                    for_slots: vec![for_slot],
-                    rx: ResyncRecv::default(),
-                    // Asked with the next poll_transmit.
-                    asked: None,
-                    since: now,
-                });
-            }
-        }
-    }
-}
 
 /// What an [`Endpoint`] needs besides the host's session settings.
 #[derive(Clone, Debug)]
@@ -159,31 +120,6 @@ pub struct Endpoint {
     chat: ChatRelay,
     events: VecDeque<EndpointEvent>,
     stats: EndpointStats,
-}
-
-/// Where a seat stands in recovering from a desync: its checksum reports start a recovery
-/// only while they count.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Recovery {
-    /// Its reports count from `from` on (0, or its last resync's frame).
-    Counting { from: Frame },
-    /// A state was asked for (`Desync { send_state: true }`) and not handed in yet.
-    Awaiting,
-    /// The state is handed in and on its way; reports count again once it is in.
-    Sending,
-}
-
-impl Default for Recovery {
-    fn default() -> Recovery {
-        Recovery::Counting { from: Frame(0) }
-    }
-}
-
-impl Recovery {
-    /// A desync reported for `frame` starts a recovery.
-    fn counts(self, frame: Frame) -> bool {
-        matches!(self, Recovery::Counting { from } if frame >= from)
-    }
 }
 
 impl Endpoint {
