@@ -207,7 +207,7 @@ fn the_server_relays_only_between_a_hosted_rooms_host_and_its_joiners() {
     let victim: SocketAddr = "10.9.9.9:53".parse().unwrap();
     let flood = Msg::Room(RoomMsg::Forward {
         peer: victim,
-        datagram: vec![0x55; 1000],
+        datagram: &[0x55; 1000],
     })
     .encode(0);
     let stray_before = w.server.as_ref().unwrap().1.stats().wrong_room;

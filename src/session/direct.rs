@@ -447,12 +447,12 @@ impl DirectPath {
         &mut self,
         session: u32,
         mut seal: impl FnMut(&mut Vec<u8>) -> bool,
-        out: &mut VecDeque<(Transmit, Option<u8>)>,
+        out: &mut VecDeque<Transmit>,
     ) {
         while let Some((to, msg, ttl)) = self.out.pop_front() {
             let mut bytes = Msg::Path(msg).encode(session);
             if seal(&mut bytes) {
-                out.push_back((Transmit::new(to, bytes), ttl));
+                out.push_back(Transmit { to, bytes, ttl });
             }
         }
     }

@@ -168,12 +168,12 @@ impl Rooms {
                     self.stats.wrong_room += 1;
                     return;
                 }
-                let welcome = Header::parse(&datagram).is_ok_and(|(h, _)| h.kind == Kind::Welcome);
+                let welcome = Header::parse(datagram).is_ok_and(|(h, _)| h.kind == Kind::Welcome);
                 if welcome && room.introduced.insert(peer) {
                     self.introduce(&name, peer);
                 }
                 self.stats.bytes_relayed += datagram.len() as u64;
-                self.send(peer, datagram);
+                self.send(peer, datagram.to_vec());
             }
             Ok((
                 _,
@@ -208,7 +208,7 @@ impl Rooms {
         self.stats.bytes_relayed += datagram.len() as u64;
         let bytes = Msg::Room(RoomMsg::Forward {
             peer: from,
-            datagram: datagram.to_vec(),
+            datagram,
         })
         .encode(0);
         self.send(host, bytes);

@@ -280,7 +280,7 @@ pub enum Msg<'a> {
     /// window) to the host: it is still coming. Sent until its first CTRL.
     Loading,
     /// A dedicated server's rooms.
-    Room(RoomMsg),
+    Room(RoomMsg<'a>),
 }
 
 impl Msg<'_> {

@@ -143,7 +143,7 @@ pub enum RelayStep {
 
 /// Messages between a dedicated server and its clients about rooms.
 #[derive(Clone, Debug, PartialEq)]
-pub enum RoomMsg {
+pub enum RoomMsg<'a> {
     /// Creator -> server: open a room.
     Open(OpenRoom),
     /// Server -> creator: the room is open (the header has its session id); upload the state.
@@ -213,7 +213,7 @@ pub enum RoomMsg {
         /// See above.
         peer: SocketAddr,
         /// The datagram.
-        datagram: Vec<u8>,
+        datagram: &'a [u8],
     },
     /// Server -> a hosted room's host and a joiner it welcomed: try a direct path to the
     /// other (`session::direct`).
@@ -238,7 +238,7 @@ pub enum RoomMsg {
     },
 }
 
-pub(super) fn encode_room(out: &mut Vec<u8>, msg: &RoomMsg) {
+pub(super) fn encode_room(out: &mut Vec<u8>, msg: &RoomMsg<'_>) {
     match msg {
         RoomMsg::Open(o) => {
             out.push(1);
@@ -401,7 +401,7 @@ pub(super) fn encode_room(out: &mut Vec<u8>, msg: &RoomMsg) {
     }
 }
 
-pub(super) fn decode_room(r: &mut Reader) -> Result<RoomMsg, ()> {
+pub(super) fn decode_room<'a>(r: &mut Reader<'a>) -> Result<RoomMsg<'a>, ()> {
     let msg = match r.u8()? {
         1 => {
             let room = r.str8()?;
@@ -583,7 +583,7 @@ pub(super) fn decode_room(r: &mut Reader) -> Result<RoomMsg, ()> {
             let len = usize::from(r.u16()?);
             RoomMsg::Forward {
                 peer,
-                datagram: r.take(len)?.to_vec(),
+                datagram: r.take(len)?,
             }
         }
         12 => {

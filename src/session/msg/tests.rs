@@ -102,7 +102,7 @@ fn samples() -> Vec<Vec<u8>> {
         .encode(0),
         Msg::Room(RoomMsg::Forward {
             peer: "203.0.113.9:5000".parse().unwrap(),
-            datagram: Msg::Bye("quit".into()).encode(5),
+            datagram: &Msg::Bye("quit".into()).encode(5),
         })
         .encode(0),
         Msg::Room(RoomMsg::Introduce {

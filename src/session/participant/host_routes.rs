@@ -41,7 +41,7 @@ pub struct HostRoutes {
     /// Direct addresses (proven or tried) -> the joiner's address as the server names it.
     aliases: HashMap<SocketAddr, SocketAddr>,
     present_due: Instant,
-    out: VecDeque<(Transmit, Option<u8>)>,
+    out: VecDeque<Transmit>,
     events: VecDeque<(SocketAddr, PathEvent)>,
     /// The host left: no more presence.
     closed: bool,
@@ -65,26 +65,23 @@ impl HostRoutes {
         }
     }
 
-    /// A datagram from `from`: returns what the endpoint gets (the joiner's address as the
-    /// server names it, and the datagram), or `None` if it was the routes' own.
+    /// A datagram from `from`: the routes' own (a path probe, the server's introduction),
+    /// or handed to the endpoint as from the joiner's address as the server names it,
+    /// whichever way it came.
     pub fn handle_datagram(
         &mut self,
         now: Instant,
         from: SocketAddr,
         datagram: &[u8],
         endpoint: &mut Endpoint,
-    ) -> Option<(SocketAddr, Vec<u8>)> {
-        let header = Header::parse(datagram).ok().map(|(h, _)| h);
+    ) -> Handled<'static> {
         if from == self.server {
-            if header.map(|h| h.kind) != Some(Kind::Room) {
-                return None;
-            }
-            match Msg::decode(datagram) {
+            return match Msg::decode(datagram) {
                 Ok((_, Msg::Room(RoomMsg::Forward { peer, datagram }))) => {
                     let known = self.routes.contains_key(&peer);
-                    let hello = Header::parse(&datagram).is_ok_and(|(h, _)| h.kind == Kind::Hello);
+                    let hello = Header::parse(datagram).is_ok_and(|(h, _)| h.kind == Kind::Hello);
                     if !known && (!hello || self.routes.len() >= MAX_PEERS) {
-                        return None;
+                        return Handled::Dropped(Dropped::unexpected(datagram));
                     }
                     let mode = self.mode;
                     let route = self.routes.entry(peer).or_insert_with(|| Route {
@@ -94,7 +91,7 @@ impl HostRoutes {
                         seat: None,
                     });
                     route.heard = now;
-                    Some((peer, datagram))
+                    endpoint.handle_datagram(now, peer, datagram)
                 }
                 Ok((
                     _,
@@ -104,41 +101,43 @@ impl HostRoutes {
                         wait_ms,
                     }),
                 )) => {
-                    let route = self.routes.get_mut(&peer)?;
+                    let Some(route) = self.routes.get_mut(&peer) else {
+                        return Handled::Dropped(Dropped::unexpected(datagram));
+                    };
                     tracing::debug!(%peer, wait_ms, "netplay: the server introduced a joiner; trying a direct path");
                     let rng = &mut self.rng;
                     for c in route.path.introduced(now, peer, &locals, wait_ms, rng) {
                         self.aliases.insert(c, peer);
                     }
                     self.pump(endpoint);
-                    None
+                    Handled::Taken
                 }
-                _ => None,
+                _ => Handled::Dropped(Dropped::unexpected(datagram)),
+            };
+        }
+        let kind = Header::parse(datagram).ok().map(|(h, _)| h.kind);
+        let peer = self.aliases.get(&from).copied();
+        if kind == Some(Kind::Path) && self.handle_path(now, from, peer, datagram, endpoint) {
+            return Handled::Taken;
+        }
+        match peer {
+            Some(peer) => {
+                let Some(route) = self.routes.get_mut(&peer) else {
+                    return Handled::Dropped(Dropped::unexpected(datagram));
+                };
+                route.path.heard(now, from);
+                route.heard = now;
+                endpoint.handle_datagram(now, peer, datagram)
             }
-        } else {
-            let peer = self.aliases.get(&from).copied();
-            if header.map(|h| h.kind) == Some(Kind::Path) {
-                if let Some(done) = self.handle_path(now, from, peer, datagram, endpoint) {
-                    return done;
-                }
-            }
-            match peer {
-                Some(peer) => {
-                    let route = self.routes.get_mut(&peer)?;
-                    route.path.heard(now, from);
-                    route.heard = now;
-                    Some((peer, datagram.to_vec()))
-                }
-                // Joiners of a hosted room come through the server; a stranger's Hello to
-                // this address is not one.
-                None if header.map(|h| h.kind) == Some(Kind::Hello) => None,
-                None => Some((from, datagram.to_vec())),
-            }
+            // Joiners of a hosted room come through the server; a stranger's Hello to
+            // this address is not one.
+            None if kind == Some(Kind::Hello) => Handled::Dropped(Dropped::unexpected(datagram)),
+            None => endpoint.handle_datagram(now, from, datagram),
         }
     }
 
     /// A `Path` datagram straight from `from`: a punch or its echo is the routes' own
-    /// (`Some(None)`); anything else goes on to the endpoint (`None`).
+    /// (`true`); anything else goes on to the endpoint.
     fn handle_path(
         &mut self,
         now: Instant,
@@ -146,7 +145,7 @@ impl HostRoutes {
         peer: Option<SocketAddr>,
         datagram: &[u8],
         endpoint: &mut Endpoint,
-    ) -> Option<Option<(SocketAddr, Vec<u8>)>> {
+    ) -> bool {
         // Whose tag: the joiner this address is known for, else any joiner not direct (a
         // router that maps per destination shows a new port), within the session's budget
         // for unknown addresses.
@@ -162,52 +161,42 @@ impl HostRoutes {
                 endpoint.open_from_any(now, &trying, datagram)
             }
         };
-        let (peer, body) = opened?;
-        let Ok((_, Msg::Path(msg))) = Msg::decode(body) else {
-            return None;
+        let Some((peer, body)) = opened else {
+            return false;
         };
-        let route = self.routes.get_mut(&peer)?;
+        let Ok((_, Msg::Path(msg))) = Msg::decode(body) else {
+            return false;
+        };
+        let Some(route) = self.routes.get_mut(&peer) else {
+            return false;
+        };
         if !route.path.handle_msg(now, from, &msg, &mut self.rng) {
-            return None;
+            return false;
         }
         route.heard = now;
         if route.path.knows(from) {
             self.aliases.insert(from, peer);
         }
         self.pump(endpoint);
-        Some(None)
+        true
     }
 
     /// Where a datagram of the endpoint goes: direct, or through the server.
     pub fn route(&mut self, now: Instant, t: Transmit) {
         let Some(route) = self.routes.get_mut(&t.to) else {
-            self.out.push_back((t, None));
+            self.out.push_back(t);
             return;
         };
         if let Some(addr) = route.path.route(now) {
-            self.out.push_back((
-                Transmit {
-                    to: addr,
-                    bytes: t.bytes,
-                    ttl: None,
-                },
-                None,
-            ));
+            self.out.push_back(t.with_to(addr));
             return;
         }
         let bytes = Msg::Room(RoomMsg::Forward {
             peer: t.to,
-            datagram: t.bytes,
+            datagram: &t.bytes,
         })
         .encode(0);
-        self.out.push_back((
-            Transmit {
-                to: self.server,
-                bytes,
-                ttl: None,
-            },
-            None,
-        ));
+        self.out.push_back(Transmit::new(self.server, bytes));
     }
 
     /// The host leaves (`endpoint` was shut down): the goodbyes it queued go first, then
@@ -224,14 +213,8 @@ impl HostRoutes {
             playing: false,
         };
         self.closed = true;
-        self.out.push_back((
-            Transmit {
-                to: self.server,
-                bytes: Msg::Room(gone).encode(0),
-                ttl: None,
-            },
-            None,
-        ));
+        self.out
+            .push_back(Transmit::new(self.server, Msg::Room(gone).encode(0)));
     }
 
     /// Runs the paths' schedules, the presence message, and forgets joiners long gone.
@@ -269,14 +252,8 @@ impl HostRoutes {
                 relayed,
                 playing: endpoint.game_started(),
             };
-            self.out.push_back((
-                Transmit {
-                    to: self.server,
-                    bytes: Msg::Room(present).encode(0),
-                    ttl: None,
-                },
-                None,
-            ));
+            self.out
+                .push_back(Transmit::new(self.server, Msg::Room(present).encode(0)));
         }
         self.pump(endpoint);
     }
@@ -324,8 +301,7 @@ impl HostRoutes {
     }
 
     pub fn poll_transmit(&mut self) -> Option<Transmit> {
-        let (t, ttl) = self.out.pop_front()?;
-        Some(Transmit { ttl, ..t })
+        self.out.pop_front()
     }
 
     /// A path that went direct or back to the relay: the joiner (as the server names it).

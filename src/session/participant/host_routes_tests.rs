@@ -86,10 +86,10 @@ impl Room {
                 Msg::decode(&t.bytes)
             {
                 assert_eq!(peer, self.joiner_at);
-                if Header::parse(&datagram).is_ok_and(|(h, _)| h.kind == Kind::StateChunk) {
+                if Header::parse(datagram).is_ok_and(|(h, _)| h.kind == Kind::StateChunk) {
                     self.relayed_chunks += 1;
                 }
-                self.joiner.handle_datagram(now, self.server, &datagram);
+                self.joiner.handle_datagram(now, self.server, datagram);
             }
         }
         while let Some(t) = self.joiner.poll_transmit(now) {
@@ -98,7 +98,7 @@ impl Room {
             } else if Header::parse(&t.bytes).is_ok_and(|(h, _)| h.kind != Kind::Room) {
                 let forward = RoomMsg::Forward {
                     peer: self.joiner_at,
-                    datagram: t.bytes,
+                    datagram: &t.bytes,
                 };
                 let bytes = Msg::Room(forward).encode(0);
                 self.host.handle_datagram(now, self.server, &bytes);

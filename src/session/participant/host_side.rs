@@ -34,17 +34,13 @@ impl HostSide {
         let at = self.clock(at);
         let handled = match &mut self.routes {
             Some(routes) => {
-                let to_endpoint = routes.handle_datagram(at, from, datagram, &mut self.endpoint);
+                let handled = routes.handle_datagram(at, from, datagram, &mut self.endpoint);
                 while let Some((peer, event)) = routes.poll_event() {
                     let peer = Some(peer);
                     self.events
                         .push_back(ParticipantEvent::Path { peer, event });
                 }
-                match to_endpoint {
-                    Some((from, d)) => self.endpoint.handle_datagram(at, from, &d),
-                    // The routes took it (a path probe, a server's introduction).
-                    None => Handled::Taken,
-                }
+                handled
             }
             None => self.endpoint.handle_datagram(at, from, datagram),
         };

@@ -20,7 +20,7 @@ pub struct JoinRoute {
     path: DirectPath,
     rng: StdRng,
     present_due: Option<Instant>,
-    out: VecDeque<(Transmit, Option<u8>)>,
+    out: VecDeque<Transmit>,
     /// The server introduced the host: the room is hosted by a player.
     introduced: bool,
 }
@@ -114,14 +114,8 @@ impl JoinRoute {
                     relayed: 0,
                     playing: false,
                 };
-                self.out.push_back((
-                    Transmit {
-                        to: self.server,
-                        bytes: Msg::Room(present).encode(0),
-                        ttl: None,
-                    },
-                    None,
-                ));
+                self.out
+                    .push_back(Transmit::new(self.server, Msg::Room(present).encode(0)));
             }
         } else {
             self.present_due = None;
@@ -142,8 +136,7 @@ impl JoinRoute {
     }
 
     pub fn poll_transmit(&mut self) -> Option<Transmit> {
-        let (t, ttl) = self.out.pop_front()?;
-        Some(Transmit { ttl, ..t })
+        self.out.pop_front()
     }
 
     pub fn poll_event(&mut self) -> Option<PathEvent> {
