@@ -344,7 +344,7 @@ fn tick(
     }) = server.poll_transmit(now)
     {
         for (c, running) in clients.iter_mut() {
-            if *running && c.me() == peer {
+            if *running && super::Slot::Player(c.me()) == peer {
                 c.handle_datagram(now, &b);
             }
         }

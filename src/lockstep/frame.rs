@@ -110,6 +110,18 @@ impl Slot {
     }
 }
 
+impl From<PeerId> for Slot {
+    fn from(p: PeerId) -> Slot {
+        Slot::Player(p)
+    }
+}
+
+impl From<SpectatorId> for Slot {
+    fn from(s: SpectatorId) -> Slot {
+        Slot::Spectator(s)
+    }
+}
+
 impl fmt::Display for Slot {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

@@ -29,7 +29,7 @@ pub struct Paced {
 
 /// What one display slot did.
 #[derive(Clone, Copy, Debug)]
-pub struct Slot {
+pub struct DisplaySlot {
     /// Frames it ran.
     pub ran: u32,
     /// Frames were due but the client had none (waiting for frame 0 is no stall).
@@ -58,7 +58,7 @@ impl Paced {
         max: u32,
         mut pad: impl FnMut(bool) -> Pad,
         mut ran: impl FnMut(&mut Client, Frame, Inputs),
-    ) -> Slot {
+    ) -> DisplaySlot {
         let period = period / pace;
         let mut next_frame = *self.next_frame.get_or_insert(local);
         if self.frames > 0 {
@@ -77,7 +77,7 @@ impl Paced {
         } else {
             0
         };
-        let mut slot = Slot {
+        let mut slot = DisplaySlot {
             ran: 0,
             stalled: false,
         };

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use crate::input::Pad;
 use crate::wire::Transmit;
 
-use super::frame::Frame;
+use super::frame::{Frame, Slot};
 use super::sim::{PathSpec, PlayerSpec, Sim, SimConfig};
 use super::{Client, ClientEvent, Config, PeerId, Server, ServerEvent};
 
@@ -661,8 +661,8 @@ fn a_peer_without_send_budget_gets_every_round() {
         }
         server.handle_timeout(now);
         while let Some(Transmit { to, bytes: d, .. }) = server.poll_transmit(now) {
-            received[to.index()] += 1;
-            clients[to.index()].handle_datagram(now, &d);
+            received[to.number() as usize] += 1;
+            clients[to.number() as usize].handle_datagram(now, &d);
         }
     }
     eprintln!(
@@ -828,7 +828,7 @@ fn frame_zero_waits_for_every_players_first_ctrl() {
         "nothing published once both ran"
     );
     while let Some(Transmit { to, bytes: d, .. }) = server.poll_transmit(late) {
-        clients[to.index()].handle_datagram(late, &d);
+        clients[to.number() as usize].handle_datagram(late, &d);
     }
     assert!(
         clients[0].poll_frame().is_some(),
@@ -899,7 +899,7 @@ fn a_player_that_runs_but_has_not_heard_the_server_gets_longer_before_it_is_drop
             // It heard the server once: its CTRLs acknowledge that from now on.
             server.handle_timeout(t0);
             while let Some(Transmit { to, bytes, .. }) = server.poll_transmit(t0) {
-                if to == PeerId(1) {
+                if to == Slot::Player(PeerId(1)) {
                     joiner.handle_datagram(t0, &bytes);
                 }
             }
@@ -1013,7 +1013,7 @@ fn a_waiting_player_samples_its_pad_on_its_frame_clock() {
         for _ in 0..4 {
             server.handle_timeout(now);
             while let Some(Transmit { to, bytes: d, .. }) = server.poll_transmit(now) {
-                clients[to.index()].handle_datagram(now, &d);
+                clients[to.number() as usize].handle_datagram(now, &d);
             }
             for (i, c) in clients.iter_mut().enumerate() {
                 c.handle_timeout(now);

@@ -318,7 +318,7 @@ fn lockstep_session(t0: Instant) -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
         }
         server.handle_timeout(now);
         while let Some(t) = server.poll_transmit(now) {
-            clients[usize::from(t.to.0)].handle_datagram(now, &t.bytes);
+            clients[usize::from(t.to.number())].handle_datagram(now, &t.bytes);
             updates.push(t.bytes);
         }
     }

@@ -23,7 +23,7 @@ use crate::input::MAX_PLAYERS;
 use crate::wire::{Dropped, Handled, Header, Transmit};
 
 use super::budget::SendBudget;
-use super::frame::{Frame, PeerId, SpectatorId};
+use super::frame::{Frame, PeerId, Slot, SpectatorId};
 use super::link::{PeerLink, Silence};
 use super::msg::{Notice, NoticeName, PauseRequest};
 use super::pause::{Pauses, Verdict, PAUSED_SILENCE, STOP_SETTLE, STOP_TAINT, STOP_TAINT_OWN};
@@ -267,26 +267,6 @@ impl Server {
         self.history.base
     }
 
-    /// Feeds a datagram from spectator `id`: a CTRL with acks (and the link's timestamps)
-    /// only. Anything else is dropped and counted.
-    pub fn handle_spectator_datagram(
-        &mut self,
-        now: Instant,
-        id: SpectatorId,
-        datagram: &[u8],
-    ) -> Handled<'static> {
-        self.spectators
-            .handle_datagram(now, id, datagram, &mut self.traffic)
-    }
-
-    /// Datagrams to spectators, one at a time, with the spectator's id. Call until `None`,
-    /// after the players' [`poll_transmit`](Self::poll_transmit).
-    pub fn poll_spectator_transmit(&mut self, now: Instant) -> Option<Transmit<SpectatorId>> {
-        let batch = self.spectator_batch();
-        self.spectators
-            .poll_transmit(now, &self.cfg, batch, &self.history, &mut self.traffic)
-    }
-
     /// Sets the send budget toward `peer` (bytes per second, UDP/IP headers included; 0 = no
     /// limit). The host's own client lives in the same process: no wire, so no budget.
     pub fn set_send_budget(
@@ -370,9 +350,25 @@ impl Server {
         self.peer(peer).is_some_and(|p| p.link.recv_seq.is_some())
     }
 
-    /// Feeds a datagram that arrived from `from`. Malformed ones, other sessions or kinds, and
-    /// unknown peers are dropped and counted.
+    /// Feeds a datagram that arrived from `from`, a player or a spectator (a spectator's may
+    /// only be a CTRL with acks and the link's timestamps). Malformed ones, other sessions or
+    /// kinds, and unknown peers are dropped and counted.
     pub fn handle_datagram(
+        &mut self,
+        now: Instant,
+        from: impl Into<Slot>,
+        datagram: &[u8],
+    ) -> Handled<'static> {
+        match from.into() {
+            Slot::Player(p) => self.handle_player_datagram(now, p, datagram),
+            Slot::Spectator(s) => {
+                self.spectators
+                    .handle_datagram(now, s, datagram, &mut self.traffic)
+            }
+        }
+    }
+
+    fn handle_player_datagram(
         &mut self,
         now: Instant,
         from: PeerId,
@@ -468,8 +464,26 @@ impl Server {
         });
     }
 
-    /// Datagrams to send, one at a time, with the peer each goes to. Call until `None`.
-    pub fn poll_transmit(&mut self, now: Instant) -> Option<Transmit<PeerId>> {
+    /// Datagrams to send, one at a time, with the player or spectator each goes to (the
+    /// players' first). Call until `None`.
+    pub fn poll_transmit(&mut self, now: Instant) -> Option<Transmit<Slot>> {
+        if let Some(t) = self.poll_player_transmit(now) {
+            let to = Slot::Player(t.to);
+            return Some(t.with_to(to));
+        }
+        let batch = self.spectator_batch();
+        let t = (self.spectators).poll_transmit(
+            now,
+            &self.cfg,
+            batch,
+            &self.history,
+            &mut self.traffic,
+        )?;
+        let to = Slot::Spectator(t.to);
+        Some(t.with_to(to))
+    }
+
+    fn poll_player_transmit(&mut self, now: Instant) -> Option<Transmit<PeerId>> {
         let resend = self.cfg.resend_interval();
         for i in 0..MAX_PLAYERS {
             let idx = (self.next_peer + i) % MAX_PLAYERS;

@@ -8,8 +8,10 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
 use crate::input::{Inputs, Pad};
-use crate::lockstep::paced::{Paced, Slot};
-use crate::lockstep::{Client, Config, Frame, PeerId, Server, ServerEvent, SpectatorId, Traffic};
+use crate::lockstep::paced::{DisplaySlot, Paced};
+use crate::lockstep::{
+    Client, Config, Frame, PeerId, Server, ServerEvent, Slot, SpectatorId, Traffic,
+};
 use crate::net::sim::{SimNet, Simulation};
 use crate::wire::keys::{Keys, Side};
 use crate::wire::Transmit;
@@ -392,22 +394,19 @@ impl Sim {
         loop {
             let mut in_memory = false;
             let (t, now) = (self.t(), self.server_now());
-            while let Some(Transmit { to, bytes, .. }) = self.server.poll_spectator_transmit(now) {
-                let Some(i) = self.players.iter().position(|p| p.spectator == Some(to.0)) else {
-                    continue;
-                };
-                let bytes = self.seal(i, false, bytes);
-                let to = player_addr(i);
-                out.push((SERVER, Transmit::new(to, bytes)));
-            }
             while let Some(Transmit { to, bytes, .. }) = self.server.poll_transmit(now) {
-                self.max_update = self.max_update.max(bytes.len());
                 // The newest client in that slot (an earlier one may have dropped out).
-                let Some(i) = self
-                    .players
-                    .iter()
-                    .rposition(|p| p.id == to && p.spectator.is_none())
-                else {
+                let i = match to {
+                    Slot::Player(id) => {
+                        self.max_update = self.max_update.max(bytes.len());
+                        let seat = |p: &Player| p.id == id && p.spectator.is_none();
+                        self.players.iter().rposition(seat)
+                    }
+                    Slot::Spectator(s) => {
+                        self.players.iter().position(|p| p.spectator == Some(s.0))
+                    }
+                };
+                let Some(i) = i else {
                     continue;
                 };
                 if i == 0 && self.local_host {
@@ -486,7 +485,7 @@ impl Sim {
                 client.report_checksum(f, *checksum ^ u64::from(wrong));
             }
         };
-        let Slot { ran, stalled } = p.paced.slot(
+        let DisplaySlot { ran, stalled } = p.paced.slot(
             &mut p.client,
             now,
             local,
@@ -545,7 +544,7 @@ impl Simulation for Sim {
                 return;
             };
             let _ = match self.players[i].spectator {
-                Some(s) => (self.server).handle_spectator_datagram(now, SpectatorId(s), &bytes),
+                Some(s) => self.server.handle_datagram(now, SpectatorId(s), &bytes),
                 None => self.server.handle_datagram(now, self.players[i].id, &bytes),
             };
         } else if let Some(i) = (0..self.players.len()).find(|i| player_addr(*i) == to) {

@@ -248,11 +248,7 @@ impl Endpoint {
         } else if let (Some(slot), Some(server)) = (slot, &mut self.server) {
             // The lockstep server counts what it drops.
             counted = true;
-            if is_spectator_slot(slot) {
-                server.handle_spectator_datagram(now, SpectatorId(slot), datagram)
-            } else {
-                server.handle_datagram(now, PeerId(slot), datagram)
-            }
+            server.handle_datagram(now, slot_of(slot), datagram)
         } else {
             Handled::Dropped(Dropped::UnknownPeer(kind.unwrap_or(Kind::Ctrl)))
         };
@@ -511,15 +507,10 @@ impl Endpoint {
         let mut untagged = Vec::new();
         if let Some(server) = &mut self.server {
             while let Some(t) = server.poll_transmit(now) {
-                if Some(t.to) == self.local {
+                if t.to.player().is_some() && t.to.player() == self.local {
                     self.to_local.push_back(t.bytes);
-                } else if let Some(to) = self.session.addr_of(t.to.0) {
-                    untagged.push(Transmit::new(to, t.bytes));
-                }
-            }
-            while let Some(t) = server.poll_spectator_transmit(now) {
-                if let Some(to) = self.session.addr_of(t.to.0) {
-                    untagged.push(Transmit::new(to, t.bytes));
+                } else if let Some(to) = self.session.addr_of(t.to.number()) {
+                    untagged.push(t.with_to(to));
                 }
             }
         }
