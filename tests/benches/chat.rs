@@ -8,7 +8,7 @@
 //! - **Stalls:** the players' stall counts (`stalls` in `--stats-json`) with the messages
 //!   flowing, against the same session without chat.
 //!
-//! `cargo bench --bench chat`; `FRAMELOCK_BENCH_SMOKE=1` runs 10-s sessions instead of 60-s.
+//! `cargo bench --bench chat`; `FRAMELOCK_BENCH_SMOKE=1` runs 7-s sessions instead of 60-s.
 //!
 //! Measured on a 2-core machine shared with other builds (two runs of 60 s each way):
 //!
@@ -107,7 +107,7 @@ fn session(dir: &Path, frames: &str, chat: bool) -> (Vec<f64>, u64, u64) {
 fn main() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let frames = if smoke::smoke() { "600" } else { "3600" };
+    let frames = if smoke::smoke() { "420" } else { "3600" };
     let (mut delays, h1, j1) = session(d, frames, true);
     let (_, h0, j0) = session(d, frames, false);
     delays.sort_by(f64::total_cmp);

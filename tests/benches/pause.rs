@@ -6,7 +6,7 @@
 //! at a keyframe with its frame and length, as frames of 1/60 s; and the runner's count of
 //! display slots in which a frame was due and did not come (`stall_frames`, the session).
 //!
-//! `cargo bench --bench pause`; `FRAMELOCK_BENCH_SMOKE=1` pauses 1 s in 10-s sessions.
+//! `cargo bench --bench pause`; `FRAMELOCK_BENCH_SMOKE=1` pauses 1 s in 8-s sessions.
 
 #[path = "../fixtures/mod.rs"]
 mod fixtures;
@@ -155,7 +155,7 @@ fn run(dir: &Path, netsim: Option<&str>, frames: u32, at: u32, hold: u32) -> Vec
 
 fn main() {
     let short = smoke::smoke();
-    let (frames, at, hold) = if short { (600, 240, 1) } else { (1800, 600, 5) };
+    let (frames, at, hold) = if short { (480, 240, 1) } else { (1800, 600, 5) };
     let mut rows = Vec::new();
     for netsim in [None, Some("delay=50ms,jitter=10ms,loss=5%")] {
         let dir = tempfile::tempdir().unwrap();

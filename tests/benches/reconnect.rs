@@ -164,10 +164,11 @@ fn main() {
     let d = dir.path();
     lobby(d, Duration::from_secs(smoke::secs(30, 5)));
     let down = Duration::from_secs(if short { 3 } else { 8 });
-    outage(d, if short { "900" } else { "1800" }, down);
-    let frames = if short { "600" } else { "1800" };
+    outage(d, if short { "720" } else { "1800" }, down);
+    let frames = if short { "420" } else { "1800" };
     let (h0, j0) = session(d, "still", frames, None);
-    let (h1, j1) = session(d, "moving", frames, Some(Duration::from_secs(5)));
+    let change_at = Duration::from_secs(if short { 3 } else { 5 });
+    let (h1, j1) = session(d, "moving", frames, Some(change_at));
     println!(
         "address change: stall frames host {h1}, joiner {j1}; without the change host {h0}, \
          joiner {j0}"
