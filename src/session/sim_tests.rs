@@ -496,7 +496,7 @@ fn silence_times_out_on_both_sides() {
     let a = sim.join(1, info("ana"), None);
     assert!(sim.run_until(Duration::from_secs(5), |s| s
         .host
-        .transfer_progress(1)
+        .transfer_progress(Slot::Player(PeerId(1)))
         .is_some()));
     sim.joiners.clear();
     let left = HostEvent::Left {
