@@ -6,10 +6,11 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use crate::lockstep;
+use crate::lockstep::{self, Slot};
 use crate::net::{random_bytes, Link, NetSim, UdpSocket};
 use crate::serve::{OpenJob, Opened, Rooms, ServeConfig, ServeEvent};
 use crate::session::msg::{Msg, RoomInfo, RoomMsg};
+use crate::session::EndpointEvent;
 use crate::wire::HEADER_LEN;
 
 use super::address::resolve;
@@ -382,26 +383,7 @@ fn log_event(ev: &ServeEvent) {
             if *password { ", password" } else { "" }
         ),
         ServeEvent::Refused { addr, reason } => tracing::info!("refused {addr}: {reason}"),
-        ServeEvent::Admitted {
-            room,
-            slot,
-            name,
-            addr,
-        } => match super::report::own_name(name, *slot) {
-            Some(name) => {
-                tracing::info!(
-                    "room {room}: {name} joined as player {} from {addr}",
-                    slot + 1
-                )
-            }
-            None => tracing::info!("room {room}: player {} joined from {addr}", slot + 1),
-        },
-        ServeEvent::Started { room, players } => {
-            tracing::info!("room {room}: the game starts with {players} players")
-        }
-        ServeEvent::Left { room, slot, reason } => {
-            tracing::info!("room {room}: player {} {reason}", slot + 1)
-        }
+        ServeEvent::Room { room, event } => log_room_event(room, event),
         ServeEvent::Out {
             room,
             slot,
@@ -409,8 +391,7 @@ fn log_event(ev: &ServeEvent) {
             said: Some(said),
             ..
         } => tracing::info!(
-            "room {room}: player {} {said}; neutral input from frame {}",
-            slot + 1,
+            "room {room}: {slot} {said}; neutral input from frame {}",
             from_frame.0
         ),
         ServeEvent::Out {
@@ -420,53 +401,10 @@ fn log_event(ev: &ServeEvent) {
             reason,
             said: None,
         } => tracing::info!(
-            "room {room}: player {} is out ({reason}); neutral input from frame {}",
-            slot + 1,
+            "room {room}: {slot} is out ({reason}); neutral input from frame {}",
             from_frame.0
         ),
-        ServeEvent::Desync {
-            room,
-            slot,
-            frame,
-            source,
-        } => match source {
-            Some(from) => tracing::warn!(
-                "room {room}: desync at frame {}: player {} differs from most players; \
-                 resyncing it with player {}'s state",
-                frame.0,
-                slot + 1,
-                from + 1
-            ),
-            None => tracing::warn!(
-                "room {room}: desync at frame {}: player {} differs (recovery under way)",
-                frame.0,
-                slot + 1
-            ),
-        },
-        ServeEvent::Resynced { room, slot, frame } => tracing::info!(
-            "room {room}: player {} has the state for frame {} and continues from it",
-            slot + 1,
-            frame.0
-        ),
         ServeEvent::Closed { room, why } => tracing::info!("room {room}: closed ({why})"),
-        ServeEvent::PathChanged {
-            room,
-            slot,
-            from,
-            to,
-        } => tracing::info!("room {room}: player {} moved from {from} to {to}", slot + 1),
-        ServeEvent::PlayerJoined {
-            room,
-            slot,
-            name,
-            from_frame,
-        } => {
-            let who = match super::report::own_name(name, *slot) {
-                Some(name) => format!("{name} (player {})", slot + 1),
-                None => format!("player {}", slot + 1),
-            };
-            tracing::info!("room {room}: {who} joined from frame {}", from_frame.0)
-        }
         ServeEvent::Watching {
             room,
             name,
@@ -485,6 +423,77 @@ fn log_event(ev: &ServeEvent) {
         ServeEvent::ClaimUnanswered { room, why } => {
             tracing::warn!("room {room}: opens here alone: {why}")
         }
+    }
+}
+
+/// A room's endpoint's event in the server's log. What the server says otherwise
+/// (`ServeEvent::Out`, `Watching`, `SpectatorLeft`) or has no line for goes to debug.
+fn log_room_event(room: &str, ev: &EndpointEvent) {
+    match ev {
+        EndpointEvent::Admitted {
+            slot: Slot::Player(slot),
+            name,
+            addr,
+        } => match super::report::own_name(name, slot.0) {
+            Some(name) => tracing::info!("room {room}: {name} joined as {slot} from {addr}"),
+            None => tracing::info!("room {room}: {slot} joined from {addr}"),
+        },
+        EndpointEvent::Refused { addr, reason } => tracing::info!("refused {addr}: {reason}"),
+        EndpointEvent::Started { slots } => {
+            tracing::info!("room {room}: the game starts with {} players", slots.len())
+        }
+        EndpointEvent::Left { slot, reason } => tracing::info!("room {room}: {slot} {reason}"),
+        EndpointEvent::Desync {
+            slot,
+            frame,
+            source: Some(source),
+            ..
+        } => tracing::warn!(
+            "room {room}: desync at frame {}: {slot} differs from most players; resyncing it \
+             with {source}'s state",
+            frame.0
+        ),
+        EndpointEvent::Desync {
+            slot,
+            frame,
+            source: None,
+            ..
+        } => tracing::warn!(
+            "room {room}: desync at frame {}: {slot} differs (recovery under way)",
+            frame.0
+        ),
+        EndpointEvent::Resynced { slot, frame } => tracing::info!(
+            "room {room}: {slot} has the state for frame {} and continues from it",
+            frame.0
+        ),
+        EndpointEvent::PathChanged { slot, from, to } => {
+            tracing::info!("room {room}: {slot} moved from {from} to {to}")
+        }
+        EndpointEvent::PlayerJoined {
+            slot,
+            name,
+            from_frame,
+        } => {
+            let who = match super::report::own_name(name, slot.0) {
+                Some(name) => format!("{name} ({slot})"),
+                None => slot.to_string(),
+            };
+            tracing::info!("room {room}: {who} joined from frame {}", from_frame.0)
+        }
+        EndpointEvent::Admitted {
+            slot: Slot::Spectator(_),
+            ..
+        }
+        | EndpointEvent::Ready { .. }
+        | EndpointEvent::LobbyExpired { .. }
+        | EndpointEvent::PlayerSilent { .. }
+        | EndpointEvent::PlayerOut { .. }
+        | EndpointEvent::StillLoading { .. }
+        | EndpointEvent::Running { .. }
+        | EndpointEvent::StateWanted { .. }
+        | EndpointEvent::Watching { .. }
+        | EndpointEvent::SpectatorLeft { .. }
+        | EndpointEvent::NoState { .. } => tracing::debug!("room {room}: {ev:?}"),
     }
 }
 

@@ -46,8 +46,8 @@ fn refused(n: &Node) -> Vec<PauseRefusal> {
 
 /// Node `pauser` pauses for `hold`, then resumes: every node stands at the same frame
 /// meanwhile (no stall counted), every one goes on from it, the lead is back within a
-/// second, and nobody stalls in the 5 s after. The slot of the pauser is `slot`.
-fn pause_for(w: &mut World, pauser: usize, slot: u8, hold: Duration) {
+/// second, and nobody stalls in the 5 s after. The pauser plays `seat`.
+fn pause_for(w: &mut World, pauser: usize, seat: PeerId, hold: Duration) {
     let n = w.nodes.len();
     // Stall frames in 5 s of play without a pause (a lossy link's), to compare with after.
     let s0: Vec<u64> = (0..n).map(|i| stalls(w, i)).collect();
@@ -65,7 +65,7 @@ fn pause_for(w: &mut World, pauser: usize, slot: u8, hold: Duration) {
         assert_eq!(w.frame(i), at, "{name} stands at the pause's frame");
         assert_eq!(
             &heard(&w.nodes[i])[heard_before[i]..],
-            [(true, PeerId(slot), at)],
+            [(true, seat, at)],
             "{name}"
         );
         assert_eq!(
@@ -80,7 +80,7 @@ fn pause_for(w: &mut World, pauser: usize, slot: u8, hold: Duration) {
         let name = &w.nodes[i].name;
         assert_eq!(
             &heard(&w.nodes[i])[heard_before[i]..],
-            [(true, PeerId(slot), at), (false, PeerId(slot), at)],
+            [(true, seat, at), (false, seat, at)],
             "{name}"
         );
         assert!(w.frame(i) > at + 40, "{name} goes on: {} {at}", w.frame(i));
@@ -117,8 +117,8 @@ fn a_joiner_pauses_for_5_s_and_for_a_minute_and_everyone_stops_and_goes_on_toget
     let host = w.host(2, cfg());
     let ana = w.join("ana", w.addr_of(host), None, cfg());
     assert!(w.run_until(20 * SEC, |w| w.frame(ana) >= 600));
-    pause_for(&mut w, ana, 1, 5 * SEC);
-    pause_for(&mut w, ana, 1, 60 * SEC);
+    pause_for(&mut w, ana, PeerId(1), 5 * SEC);
+    pause_for(&mut w, ana, PeerId(1), 60 * SEC);
     finish_in_sync(&mut w, 120 * SEC);
 }
 
@@ -142,8 +142,8 @@ fn the_host_pauses_for_5_s_and_for_a_minute_with_a_spectator_watching() {
     ));
     w.request_pause(host, false);
     w.run_for(5 * SEC);
-    pause_for(&mut w, host, 0, 5 * SEC);
-    pause_for(&mut w, host, 0, 60 * SEC);
+    pause_for(&mut w, host, PeerId(0), 5 * SEC);
+    pause_for(&mut w, host, PeerId(0), 60 * SEC);
     finish_in_sync(&mut w, 120 * SEC);
 }
 
@@ -156,7 +156,7 @@ fn a_room_player_pauses_for_a_minute_and_anyone_may_resume_after_it() {
     let ana = w.node("ana").unwrap();
     let bob = w.join("bob", server, Some("friday"), cfg());
     assert!(w.run_until(20 * SEC, |w| w.frame(bob) >= 600));
-    pause_for(&mut w, bob, 1, 5 * SEC);
+    pause_for(&mut w, bob, PeerId(1), 5 * SEC);
     // Bob pauses and walks away: after a minute ana may resume.
     let leads = (lead(&w, ana), lead(&w, bob));
     w.request_pause(bob, true);
@@ -179,7 +179,7 @@ fn optimistic_mode_pauses_too() {
     let host = w.host_in(2, cfg(), Mode::Optimistic);
     let ana = w.join("ana", w.addr_of(host), None, cfg());
     assert!(w.run_until(20 * SEC, |w| w.frame(ana) >= 600));
-    pause_for(&mut w, ana, 1, 5 * SEC);
+    pause_for(&mut w, ana, PeerId(1), 5 * SEC);
     finish_in_sync(&mut w, 120 * SEC);
 }
 

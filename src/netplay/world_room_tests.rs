@@ -7,9 +7,9 @@ use std::time::Duration;
 
 use super::world::{RoomSpec, World};
 use super::world_scenario::{cfg, finish_some_in_sync, SEC};
-use crate::lockstep::{self, Client, Mode, PeerId};
+use crate::lockstep::{self, Client, Mode, PeerId, Slot};
 use crate::serve::{valid_room_name, ServeConfig, ServeEvent};
-use crate::session::{ParticipantEvent, SessionError, Transmit};
+use crate::session::{EndpointEvent, ParticipantEvent, SessionError, Transmit};
 
 const LOSSY: &str = "delay=25ms,jitter=5ms,loss=5%,dup=1%,reorder=1%";
 
@@ -22,9 +22,9 @@ fn spec(room: &str, seats: u8) -> RoomSpec {
 }
 
 /// Node `i`'s seat, once welcomed.
-fn slot(w: &World, i: usize) -> Option<u8> {
+fn slot(w: &World, i: usize) -> Option<PeerId> {
     w.nodes[i].events().find_map(|e| match e {
-        ParticipantEvent::Welcomed { slot, .. } => slot.map(|p| p.0),
+        ParticipantEvent::Welcomed { slot, .. } => *slot,
         _ => None,
     })
 }
@@ -65,7 +65,11 @@ fn a_room_opens_fills_plays_in_sync_outlives_its_creator_and_closes_when_all_lef
     assert!(w.run_until(30 * SEC, |w| [ana, bob, cy]
         .iter()
         .all(|&i| w.frame(i) >= 300)));
-    assert_eq!(slot(&w, ana), Some(0), "the creator plays in slot 0");
+    assert_eq!(
+        slot(&w, ana),
+        Some(PeerId(0)),
+        "the creator plays in slot 0"
+    );
     let listed = w.server.as_ref().unwrap().1.list(w.now());
     assert_eq!(
         (
@@ -107,8 +111,11 @@ fn a_room_opens_fills_plays_in_sync_outlives_its_creator_and_closes_when_all_lef
         .iter()
         .filter_map(|e| match e {
             ServeEvent::Opened { .. } => Some("opened"),
-            ServeEvent::Admitted { .. } => Some("joined"),
-            ServeEvent::Started { .. } => Some("started"),
+            ServeEvent::Room { event, .. } => match event {
+                EndpointEvent::Admitted { .. } => Some("joined"),
+                EndpointEvent::Started { .. } => Some("started"),
+                _ => None,
+            },
             ServeEvent::Out { .. } => Some("out"),
             ServeEvent::Closed { .. } => Some("closed"),
             _ => None,
@@ -303,11 +310,14 @@ fn a_desync_in_a_room_is_judged_by_majority_and_healed_with_a_majority_players_s
     w.diverge(cy, 119);
     finish_some_in_sync(&mut w, &[ana, bob, cy], 120 * SEC);
     let gone = slot(&w, cy).unwrap();
-    let desyncs: Vec<(u8, Option<u8>)> = w
+    let desyncs: Vec<(PeerId, Option<PeerId>)> = w
         .server_events
         .iter()
         .filter_map(|e| match e {
-            ServeEvent::Desync { slot, source, .. } => Some((*slot, *source)),
+            ServeEvent::Room {
+                event: EndpointEvent::Desync { slot, source, .. },
+                ..
+            } => Some((*slot, *source)),
             _ => None,
         })
         .collect();
@@ -315,11 +325,14 @@ fn a_desync_in_a_room_is_judged_by_majority_and_healed_with_a_majority_players_s
     // of the majority: the lowest slot that agrees, the creator's.
     assert!(!desyncs.is_empty(), "{:?}", w.server_events);
     assert!(desyncs.iter().all(|(slot, _)| *slot == gone), "{desyncs:?}");
-    assert_eq!(desyncs[0].1, Some(0), "{desyncs:?}");
+    assert_eq!(desyncs[0].1, Some(PeerId(0)), "{desyncs:?}");
     assert!(w
         .server_events
         .iter()
-        .any(|e| matches!(e, ServeEvent::Resynced { slot, .. } if *slot == gone)));
+        .any(|e| matches!(e, ServeEvent::Room {
+            event: EndpointEvent::Resynced { slot, .. },
+            ..
+        } if *slot == Slot::Player(gone))));
     // Only cy loaded a state besides its start state.
     assert!(w.nodes[cy].toy.loads >= 2);
     assert_eq!((w.nodes[ana].toy.loads, w.nodes[bob].toy.loads), (1, 1));

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use super::world::{Node, World};
 use super::world_scenario::{cfg, count, finish_in_sync, SEC};
-use crate::lockstep::ClientEvent;
+use crate::lockstep::{ClientEvent, PeerId};
 use crate::serve::ServeEvent;
 use crate::session::{EndpointEvent, ParticipantEvent};
 
@@ -23,16 +23,16 @@ fn ended(n: &Node) -> bool {
     n.events().any(|e| matches!(e, ParticipantEvent::Ended(_)))
 }
 
-/// The host's client heard that `slot` plays again, after it had left.
-fn host_saw_back(w: &World, slot: u8) -> bool {
+/// The host's client heard that `seat` plays again, after it had left.
+fn host_saw_back(w: &World, seat: PeerId) -> bool {
     let mut left = false;
     for e in w.nodes[0].events() {
         match e {
-            ParticipantEvent::Game(ClientEvent::PlayerLeft { peer, .. }) if peer.0 == slot => {
+            ParticipantEvent::Game(ClientEvent::PlayerLeft { peer, .. }) if *peer == seat => {
                 left = true
             }
             ParticipantEvent::Game(ClientEvent::PlayerJoined { peer, .. })
-                if peer.0 == slot && left =>
+                if *peer == seat && left =>
             {
                 return true
             }
@@ -88,7 +88,7 @@ fn a_joiner_whose_link_drops_for_30_s_comes_back_and_plays_in_sync() {
     assert!(w.frame(ana) <= stuck + 1);
     // The link is back at 30 s: ana reconnects and plays again within seconds.
     assert!(w.run_until(5 * SEC, |w| back(&w.nodes[ana]) == 1));
-    assert!(w.run_until(5 * SEC, |w| host_saw_back(w, 1)));
+    assert!(w.run_until(5 * SEC, |w| host_saw_back(w, PeerId(1))));
     assert!(!ended(&w.nodes[ana]));
     finish_in_sync(&mut w, 120 * SEC);
 }
@@ -106,7 +106,7 @@ fn the_hosts_link_dropping_for_30_s_brings_every_joiner_back() {
     assert!(w.run_until(10 * SEC, |w| back(&w.nodes[ana]) == 1
         && back(&w.nodes[bob]) == 1));
     finish_in_sync(&mut w, 120 * SEC);
-    assert!(host_saw_back(&w, 1) && host_saw_back(&w, 2));
+    assert!(host_saw_back(&w, PeerId(1)) && host_saw_back(&w, PeerId(2)));
 }
 
 #[test]
@@ -135,7 +135,7 @@ fn a_joiner_that_changes_address_mid_game_is_not_dropped() {
     w.move_node(ana, true);
     finish_in_sync(&mut w, 120 * SEC);
     assert_eq!(lost(&w.nodes[ana]), 0);
-    assert!(!host_saw_back(&w, 1), "ana was never dropped");
+    assert!(!host_saw_back(&w, PeerId(1)), "ana was never dropped");
     let moved = w.nodes[host]
         .events()
         .filter(|e| {

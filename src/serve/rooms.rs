@@ -22,10 +22,10 @@ use std::time::{Duration, Instant};
 use rand::rngs::StdRng;
 use rand::SeedableRng;
 
-use crate::lockstep::{self, Frame};
+use crate::lockstep::{self, Frame, PeerId, Slot, SpectatorId};
 use crate::session::guard::{prefix, Cookies};
 use crate::session::msg::{foreign_version, Hello, Msg, OpenRoom, RoomInfo, RoomMsg};
-use crate::session::{Endpoint, PlayerOutReason, Upload};
+use crate::session::{Endpoint, EndpointEvent, PlayerOutReason, Upload};
 use crate::wire::{Dropped, Handled, Header, Kind, Transmit};
 
 use super::fleet::{DirOp, Fleet};
@@ -105,7 +105,10 @@ impl Default for ServeConfig {
     }
 }
 
-/// What happened in a room, for the server's log (one line each).
+/// What happened on the server, for its log. A room's endpoint's events come as it raised
+/// them ([`ServeEvent::Room`], quinn-proto's `DatagramEvent::ConnectionEvent`); the variants
+/// beside it say what only the server knows: who opened a room, a spectator's name, a
+/// player's goodbye.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ServeEvent {
     Opened {
@@ -120,55 +123,25 @@ pub enum ServeEvent {
         addr: SocketAddr,
         reason: String,
     },
-    /// Admitted to the room's lobby.
-    Admitted {
+    /// An event of the room's endpoint, as raised. A player's goodbye in the running game
+    /// is not among them (`Out` says it); nor are `PlayerOut`, `Watching` and
+    /// `SpectatorLeft`, which the variants below say with the server's knowledge.
+    Room {
         room: String,
-        slot: u8,
-        name: String,
-        addr: SocketAddr,
-    },
-    Started {
-        room: String,
-        players: usize,
-    },
-    Left {
-        room: String,
-        slot: u8,
-        reason: String,
+        event: EndpointEvent,
     },
     /// A player is out of the running game; `said` is its goodbye's reason if it said one
     /// (its leaving is said once, here, with the frame its input stops at).
     Out {
         room: String,
-        slot: u8,
+        slot: PeerId,
         from_frame: Frame,
         reason: PlayerOutReason,
         said: Option<String>,
     },
-    /// The player's checksum of `frame` differs from most players'; `source` is the player
-    /// whose state is fetched to resync it (`None`: a recovery is under way already).
-    Desync {
-        room: String,
-        slot: u8,
-        frame: Frame,
-        source: Option<u8>,
-    },
-    /// The player has a majority player's state for `frame` and continues from it.
-    Resynced {
-        room: String,
-        slot: u8,
-        frame: Frame,
-    },
     Closed {
         room: String,
         why: String,
-    },
-    /// A player who joined the running game (or came back) plays from `from_frame` on.
-    PlayerJoined {
-        room: String,
-        slot: u8,
-        name: String,
-        from_frame: Frame,
     },
     /// A spectator has its state and watches; `watching` are in the room now.
     Watching {
@@ -180,13 +153,6 @@ pub enum ServeEvent {
     SpectatorLeft {
         room: String,
         reason: String,
-    },
-    /// A player's datagrams come from a new address, which answered a challenge there.
-    PathChanged {
-        room: String,
-        slot: u8,
-        from: SocketAddr,
-        to: SocketAddr,
     },
     /// A player or creator was sent to another server of the fleet.
     Moved {
@@ -243,14 +209,14 @@ struct Room {
     started: bool,
     /// Its entry in `Rooms::timers`.
     due: Option<Instant>,
-    /// Its players' (and spectators') addresses by slot, as routed to it.
-    addrs: HashMap<u8, SocketAddr>,
-    spectator_names: HashMap<u8, String>,
+    /// Its players' (and spectators') addresses, as routed to it.
+    addrs: HashMap<Slot, SocketAddr>,
+    spectator_names: HashMap<SpectatorId, String>,
     /// Since when nobody is in it, and whether the last one left on purpose.
     empty_since: Option<Instant>,
     left_on_purpose: bool,
     /// Players of the running game who said goodbye, and why, until they are out.
-    goodbyes: HashMap<u8, String>,
+    goodbyes: HashMap<PeerId, String>,
 }
 
 impl Room {

@@ -165,7 +165,7 @@ impl Net {
             while let Some(ev) = j.poll_event() {
                 if let JoinEvent::Ready(start) = &ev {
                     let cfg = start.lockstep(lockstep::Config::default());
-                    p.game = Some(Game::new(now, cfg, start.slot.expect("a seat").0, p.seed));
+                    p.game = Some(Game::new(now, cfg, start.slot.expect("a seat"), p.seed));
                 }
                 p.events.push(ev);
             }

@@ -494,10 +494,16 @@ fn silence_times_out_on_both_sides() {
     // A joiner that vanishes mid-transfer is dropped by the host.
     let mut sim = Sim::new(cfg(), random_state(200_000, 3), "delay=10ms");
     let a = sim.join(1, info("ana"), None);
+    let ana = Slot::Player(PeerId(1));
     assert!(sim.run_until(Duration::from_secs(5), |s| s
         .host
-        .transfer_progress(1)
-        .is_some()));
+        .transfer_progress(ana)
+        .is_some_and(|p| p.done > 0)));
+    // Its progress is in packed bytes, as the joiner counts its own.
+    let progress = sim.host.transfer_progress(ana).unwrap();
+    assert_eq!(progress.total, sim.host.packed_len());
+    assert!(progress.done < progress.total, "{progress:?}");
+    assert_eq!(sim.host.transfer_progress(Slot::Player(PeerId(2))), None);
     sim.joiners.clear();
     let left = HostEvent::Left {
         slot: Slot::Player(PeerId(1)),

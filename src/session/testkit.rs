@@ -48,9 +48,9 @@ pub struct Game {
 }
 
 impl Game {
-    pub fn new(now: Instant, cfg: lockstep::Config, slot: u8, seed: u64) -> Game {
+    pub fn new(now: Instant, cfg: lockstep::Config, seat: PeerId, seed: u64) -> Game {
         Game {
-            client: Client::new(now, cfg, PeerId(slot)).unwrap(),
+            client: Client::new(now, cfg, seat).unwrap(),
             frames: Vec::new(),
             sum: 0xcbf2_9ce4_8422_2325,
             next_tick: now,

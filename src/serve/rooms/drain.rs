@@ -1,11 +1,13 @@
 //! A room's endpoint drained after it took a datagram or a timeout: its datagrams queued,
 //! its events turned into routes (who is in which room, who is trusted to receive) and
-//! the server's log lines, its next timer filed, and its closing once nobody is in it.
+//! passed on for the server's log (with a spectator's name or a player's goodbye added),
+//! its next timer filed, and its closing once nobody is in it.
 //! Imports the endpoint's events (and the directory's `DirOp`, to forget a closed room
 //! there); nothing of the other parts of [`Rooms`].
 
 use std::time::Instant;
 
+use crate::lockstep::Slot;
 use crate::session::{EndpointEvent, PlayerOutReason, SessionLeftReason};
 use crate::wire::Transmit;
 
@@ -28,142 +30,89 @@ impl Rooms {
             return;
         };
         while let Some(ev) = room.endpoint.poll_event() {
-            let room_name = room.name.clone();
-            match ev {
+            // The routes first: who is in the room, and who is trusted to receive.
+            let gone = match &ev {
                 EndpointEvent::Admitted { slot, name, addr } => {
-                    self.by_addr.insert(addr, room_name.clone());
-                    room.addrs.insert(slot.number(), addr);
-                    if addr == room.creator {
+                    self.by_addr.insert(*addr, room.name.clone());
+                    room.addrs.insert(*slot, *addr);
+                    if *addr == room.creator {
                         // The creator's upload is over once it joined its room.
-                        self.uploads.remove(&addr);
+                        self.uploads.remove(addr);
                     }
-                    if slot.is_spectator() {
-                        room.spectator_names.insert(slot.number(), name);
-                        continue;
+                    if let Slot::Spectator(s) = slot {
+                        room.spectator_names.insert(*s, name.clone());
                     }
-                    self.events.push_back(ServeEvent::Admitted {
-                        room: room_name,
-                        slot: slot.number(),
-                        name,
-                        addr,
-                    });
+                    None
                 }
-                EndpointEvent::Refused { addr, reason } => {
-                    self.events.push_back(ServeEvent::Refused { addr, reason })
+                EndpointEvent::PathChanged { slot, from, to } => {
+                    // It echoed a challenge there: it receives what is sent to it.
+                    self.by_addr.remove(from);
+                    self.validated.remove(from);
+                    self.by_addr.insert(*to, room.name.clone());
+                    self.validated.insert(*to, now);
+                    room.addrs.insert(*slot, *to);
+                    if *from == room.creator {
+                        room.creator = *to;
+                    }
+                    None
                 }
-                EndpointEvent::Started { slots } => {
+                EndpointEvent::Started { .. } => {
                     room.started = true;
-                    self.events.push_back(ServeEvent::Started {
-                        room: room_name,
-                        players: slots.len(),
-                    });
-                }
-                EndpointEvent::PlayerJoined {
-                    slot,
-                    name,
-                    from_frame,
-                } => self.events.push_back(ServeEvent::PlayerJoined {
-                    room: room_name,
-                    slot: slot.0,
-                    name,
-                    from_frame,
-                }),
-                EndpointEvent::Watching { slot, frame } => {
-                    self.events.push_back(ServeEvent::Watching {
-                        room: room_name,
-                        name: room
-                            .spectator_names
-                            .get(&slot.0)
-                            .cloned()
-                            .unwrap_or_default(),
-                        frame,
-                        watching: room.endpoint.spectator_count(),
-                    })
-                }
-                EndpointEvent::SpectatorLeft { slot, reason } => {
-                    if let Some(addr) = room.addrs.remove(&slot.0) {
-                        self.by_addr.remove(&addr);
-                        self.validated.remove(&addr);
-                    }
-                    let name = room.spectator_names.remove(&slot.0).unwrap_or_default();
-                    self.events.push_back(ServeEvent::SpectatorLeft {
-                        room: room_name,
-                        reason: format!("{name} {reason}"),
-                    });
+                    None
                 }
                 EndpointEvent::Left { slot, reason } => {
-                    // No longer routed to the room, nor trusted to receive.
-                    if let Some(addr) = room.addrs.remove(&slot.0) {
-                        self.by_addr.remove(&addr);
-                        self.validated.remove(&addr);
-                    }
                     room.left_on_purpose = matches!(reason, SessionLeftReason::Bye(_));
-                    if room.started {
-                        // Said once, with the frame its input stops at (`Out`).
-                        room.goodbyes.insert(slot.0, reason.to_string());
-                        continue;
-                    }
-                    self.events.push_back(ServeEvent::Left {
-                        room: room_name,
-                        slot: slot.0,
-                        reason: reason.to_string(),
-                    });
+                    Some(Slot::Player(*slot))
+                }
+                EndpointEvent::PlayerOut { slot, reason, .. } => {
+                    room.left_on_purpose = *reason == PlayerOutReason::Left;
+                    Some(Slot::Player(*slot))
+                }
+                EndpointEvent::SpectatorLeft { slot, .. } => Some(Slot::Spectator(*slot)),
+                _ => None,
+            };
+            // No longer routed to the room, nor trusted to receive.
+            if let Some(addr) = gone.and_then(|slot| room.addrs.remove(&slot)) {
+                self.by_addr.remove(&addr);
+                self.validated.remove(&addr);
+            }
+            let room_name = room.name.clone();
+            let told = match ev {
+                EndpointEvent::Left { slot, reason } if room.started => {
+                    // Said once, with the frame its input stops at (`Out`).
+                    room.goodbyes.insert(slot, reason.to_string());
+                    continue;
                 }
                 EndpointEvent::PlayerOut {
                     slot,
                     from_frame,
                     reason,
-                } => {
-                    if let Some(addr) = room.addrs.remove(&slot.0) {
-                        self.by_addr.remove(&addr);
-                        self.validated.remove(&addr);
-                    }
-                    room.left_on_purpose = reason == PlayerOutReason::Left;
-                    self.events.push_back(ServeEvent::Out {
-                        room: room_name,
-                        slot: slot.0,
-                        from_frame,
-                        reason,
-                        said: room.goodbyes.remove(&slot.0),
-                    });
-                }
-                EndpointEvent::Desync {
-                    frame,
-                    slot,
-                    source,
-                    ..
-                } => self.events.push_back(ServeEvent::Desync {
+                } => ServeEvent::Out {
                     room: room_name,
-                    slot: slot.0,
+                    slot,
+                    from_frame,
+                    reason,
+                    said: room.goodbyes.remove(&slot),
+                },
+                EndpointEvent::Watching { slot, frame } => ServeEvent::Watching {
+                    room: room_name,
+                    name: room.spectator_names.get(&slot).cloned().unwrap_or_default(),
                     frame,
-                    source: source.map(|p| p.0),
-                }),
-                EndpointEvent::Resynced { slot, frame } => {
-                    self.events.push_back(ServeEvent::Resynced {
+                    watching: room.endpoint.spectator_count(),
+                },
+                EndpointEvent::SpectatorLeft { slot, reason } => {
+                    let name = room.spectator_names.remove(&slot).unwrap_or_default();
+                    ServeEvent::SpectatorLeft {
                         room: room_name,
-                        slot: slot.number(),
-                        frame,
-                    })
-                }
-                EndpointEvent::PathChanged { slot, from, to } => {
-                    // It echoed a challenge there: it receives what is sent to it.
-                    self.by_addr.remove(&from);
-                    self.validated.remove(&from);
-                    self.by_addr.insert(to, room_name.clone());
-                    self.validated.insert(to, now);
-                    room.addrs.insert(slot.number(), to);
-                    if from == room.creator {
-                        room.creator = to;
+                        reason: format!("{name} {reason}"),
                     }
-                    self.events.push_back(ServeEvent::PathChanged {
-                        room: room_name,
-                        slot: slot.number(),
-                        from,
-                        to,
-                    });
                 }
-                _ => {}
-            }
+                event => ServeEvent::Room {
+                    room: room_name,
+                    event,
+                },
+            };
+            self.events.push_back(told);
         }
         if room.addrs.is_empty() {
             room.empty_since.get_or_insert(now);

@@ -36,7 +36,7 @@ use crate::lockstep::{
 use crate::wire::{link_overhead, Dropped, Handled, Header, Kind, Transmit, HEADER_LEN};
 
 use super::chat::ChatRelay;
-use super::host::{is_spectator_slot, slot_of};
+use super::host::slot_of;
 use super::{
     is_session_datagram, resync_request, HostConfig, HostEvent, HostSession, Player, ResyncRecv,
     ResyncSend, SessionError, SessionInfo, SessionStats, HELLO_INTERVAL, LOADING_LIMIT,
@@ -66,7 +66,7 @@ pub struct EndpointConfig {
 /// A joiner the game waits for: it has the start state, but does not run yet.
 #[derive(Debug)]
 struct Loading {
-    slot: u8,
+    slot: PeerId,
     /// How long it has had the start state, as of `heard`, its latest `Loading`.
     since: Duration,
     heard: Instant,
@@ -103,16 +103,16 @@ pub struct Endpoint {
     server: Option<Server>,
     /// The in-process player, if any (slot 0 of `framelock host`).
     local: Option<PeerId>,
-    resyncs: Vec<(u8, ResyncSend)>,
+    resyncs: Vec<(Slot, ResyncSend)>,
     fetches: Vec<StateFetch>,
     /// Finished fetches whose last acks are still to go out.
-    fetches_done: Vec<(u8, ResyncRecv)>,
+    fetches_done: Vec<(PeerId, ResyncRecv)>,
     /// Each seat's standing in recovering from a desync.
     recovery: [Recovery; MAX_PLAYERS],
     next_resync_id: u32,
     loading: Vec<Loading>,
     /// When each spectator last fell too far behind.
-    fell_behind: Vec<(u8, Instant)>,
+    fell_behind: Vec<(SpectatorId, Instant)>,
     lobby_opened: Instant,
     lobby_expired: bool,
     out: VecDeque<Transmit>,
@@ -226,7 +226,7 @@ impl Endpoint {
         let is_resync = kind == Some(Kind::Resync);
         let mut counted = false;
         let handled = if kind == Some(Kind::Chat) {
-            match self.handle_chat(now, slot, &datagram[HEADER_LEN..]) {
+            match self.handle_chat(now, slot.map(Slot::number), &datagram[HEADER_LEN..]) {
                 true => Handled::Taken,
                 false => Handled::Dropped(Dropped::Unexpected(Kind::Chat)),
             }
@@ -248,7 +248,7 @@ impl Endpoint {
         } else if let (Some(slot), Some(server)) = (slot, &mut self.server) {
             // The lockstep server counts what it drops.
             counted = true;
-            server.handle_datagram(now, slot_of(slot), datagram)
+            server.handle_datagram(now, slot, datagram)
         } else {
             Handled::Dropped(Dropped::UnknownPeer(kind.unwrap_or(Kind::Ctrl)))
         };
@@ -261,16 +261,24 @@ impl Endpoint {
 
     /// A piece of a state a player sends because this endpoint asked it; once whole, it goes
     /// to the players it was for.
-    fn handle_fetched(&mut self, now: Instant, from: Option<u8>, body: &[u8]) -> Handled<'static> {
-        let Some(i) = self.fetches.iter().position(|f| Some(f.from) == from) else {
+    fn handle_fetched(
+        &mut self,
+        now: Instant,
+        from: Option<Slot>,
+        body: &[u8],
+    ) -> Handled<'static> {
+        let Some(i) = self
+            .fetches
+            .iter()
+            .position(|f| Some(Slot::Player(f.from)) == from)
+        else {
             return Handled::Dropped(Dropped::Unexpected(Kind::Resync));
         };
         let handled = self.fetches[i].rx.handle_datagram(now, body);
         if let Some((frame, state)) = self.fetches[i].rx.poll_state() {
             let f = self.fetches.remove(i);
-            tracing::debug!(from = f.from, frame, "fetched a state for a resync");
-            let slots: Vec<Slot> = f.for_slots.iter().map(|s| slot_of(*s)).collect();
-            self.handle_state(now, Frame(frame), state, &slots);
+            tracing::debug!(from = f.from.0, frame, "fetched a state for a resync");
+            self.handle_state(now, Frame(frame), state, &f.for_slots);
             // Its final acks still go out.
             self.fetches_done.push((f.from, f.rx));
         }
@@ -296,32 +304,34 @@ impl Endpoint {
     /// The machine's state as of the start of `frame`, for the players in `slots` (asked for
     /// by `Desync { send_state: true }`).
     pub fn handle_state(&mut self, now: Instant, frame: Frame, state: Vec<u8>, slots: &[Slot]) {
-        for &who in slots {
-            let slot = who.number();
+        for &slot in slots {
             if self.session.awaits_state(slot) {
                 if let Err(e) =
                     self.session
-                        .handle_state(now, who, frame, state.clone(), Vec::new())
+                        .handle_state(now, slot, frame, state.clone(), Vec::new())
                 {
-                    tracing::error!("cannot send a state to slot {slot}: {e}");
+                    tracing::error!("cannot send a state to {slot}: {e}");
                     self.session
                         .kick(slot, "the state of the game could not be sent");
                 }
                 continue;
             }
-            if is_spectator_slot(slot) {
-                // One that fell behind: its stream starts again at the fresh state.
-                let restarted = self
-                    .server
-                    .as_mut()
-                    .is_some_and(|s| s.restart_spectator(now, SpectatorId(slot), frame).is_ok());
-                if !restarted {
-                    continue;
+            match slot {
+                Slot::Spectator(id) => {
+                    // One that fell behind: its stream starts again at the fresh state.
+                    let restarted = self
+                        .server
+                        .as_mut()
+                        .is_some_and(|s| s.restart_spectator(now, id, frame).is_ok());
+                    if !restarted {
+                        continue;
+                    }
                 }
-            } else {
-                let r = &mut self.recovery[usize::from(slot)];
-                if *r == Recovery::Awaiting {
-                    *r = Recovery::Sending;
+                Slot::Player(peer) => {
+                    let r = &mut self.recovery[peer.index()];
+                    if *r == Recovery::Awaiting {
+                        *r = Recovery::Sending;
+                    }
                 }
             }
             self.next_resync_id += 1;
@@ -330,7 +340,7 @@ impl Endpoint {
                     self.resyncs.retain(|(s, _)| *s != slot);
                     self.resyncs.push((slot, tx));
                 }
-                Err(e) => tracing::error!("cannot send the state to player {}: {e}", slot + 1),
+                Err(e) => tracing::error!("cannot send the state to {slot}: {e}"),
             }
         }
     }
@@ -344,14 +354,14 @@ impl Endpoint {
             let alive = now < f.since + FETCH_LIMIT;
             if !alive {
                 tracing::warn!(
-                    "player {} sent no state for a resync in {} s",
-                    f.from + 1,
+                    "{} sent no state for a resync in {} s",
+                    f.from,
                     FETCH_LIMIT.as_secs()
                 );
                 // The next report of the desync asks again.
                 for &s in &f.for_slots {
-                    if let Some(r) = recovery.get_mut(usize::from(s)) {
-                        *r = Recovery::default();
+                    if let Slot::Player(peer) = s {
+                        recovery[peer.index()] = Recovery::default();
                     }
                     starved.push(s);
                 }
@@ -359,14 +369,12 @@ impl Endpoint {
             alive
         });
         for slot in starved {
-            if self.session.awaits_state(slot) || is_spectator_slot(slot) {
+            if self.session.awaits_state(slot) || slot.is_spectator() {
                 self.session.kick(
                     slot,
                     "no player could send the state of the game; join again",
                 );
-                self.events.push_back(EndpointEvent::NoState {
-                    slot: slot_of(slot),
-                });
+                self.events.push_back(EndpointEvent::NoState { slot });
             }
         }
         self.fetches_done
@@ -477,9 +485,9 @@ impl Endpoint {
         self.server.as_ref().map(Server::stats)
     }
 
-    /// Smoothed round trip to the remote player in `slot`, once the game runs.
-    pub fn rtt(&self, slot: u8) -> Option<Duration> {
-        self.server.as_ref().and_then(|s| s.rtt(PeerId(slot)))
+    /// Smoothed round trip to the remote player `peer`, once the game runs.
+    pub fn rtt(&self, peer: PeerId) -> Option<Duration> {
+        self.server.as_ref().and_then(|s| s.rtt(peer))
     }
 
     /// The session layer's counters (handshakes, transfers, tags).
@@ -509,14 +517,15 @@ impl Endpoint {
             while let Some(t) = server.poll_transmit(now) {
                 if t.to.player().is_some() && t.to.player() == self.local {
                     self.to_local.push_back(t.bytes);
-                } else if let Some(to) = self.session.addr_of(t.to.number()) {
+                } else if let Some(to) = self.session.addr_of(t.to) {
                     untagged.push(t.with_to(to));
                 }
             }
         }
         let id = self.session.session_id();
         while let Some(t) = self.chat.poll_transmit(now, id) {
-            if let Some(to) = self.session.addr_of(t.to) {
+            // The chat numbers its lines' slots as the wire does.
+            if let Some(to) = self.session.addr_of(slot_of(t.to)) {
                 untagged.push(t.with_to(to));
             }
         }
@@ -533,7 +542,7 @@ impl Endpoint {
             }
         }
         for f in &mut self.fetches {
-            let Some(to) = self.session.addr_of(f.from) else {
+            let Some(to) = self.session.addr_of(Slot::Player(f.from)) else {
                 continue;
             };
             if !f.rx.started() && f.asked.is_none_or(|t| now >= t + HELLO_INTERVAL) {
@@ -545,7 +554,7 @@ impl Endpoint {
             }
         }
         for (from, rx) in &mut self.fetches_done {
-            if let Some(to) = self.session.addr_of(*from) {
+            if let Some(to) = self.session.addr_of(Slot::Player(*from)) {
                 while let Some(t) = rx.poll_transmit(now, id) {
                     untagged.push(t.with_to(to));
                 }
@@ -557,11 +566,11 @@ impl Endpoint {
         self.resyncs.retain(|(slot, tx)| {
             if tx.is_complete() {
                 events.push_back(EndpointEvent::Resynced {
-                    slot: slot_of(*slot),
+                    slot: *slot,
                     frame: Frame(tx.frame()),
                 });
-                if let Some(r) = recovery.get_mut(usize::from(*slot)) {
-                    *r = Recovery::Counting {
+                if let Slot::Player(peer) = slot {
+                    recovery[peer.index()] = Recovery::Counting {
                         from: Frame(tx.frame()),
                     };
                 }
@@ -591,15 +600,13 @@ impl Endpoint {
         }
     }
 
-    fn handle_session_events(&mut self, now: Instant, loading_heard: &mut Vec<(u8, Duration)>) {
+    fn handle_session_events(&mut self, now: Instant, loading_heard: &mut Vec<(PeerId, Duration)>) {
         while let Some(ev) = self.session.poll_event() {
             match ev {
                 HostEvent::Admitted { slot, name, addr } => self
                     .events
                     .push_back(EndpointEvent::Admitted { slot, name, addr }),
-                HostEvent::Ready { slot } if self.server.is_some() => {
-                    self.enter_running(now, slot.number())
-                }
+                HostEvent::Ready { slot } if self.server.is_some() => self.enter_running(now, slot),
                 HostEvent::Ready { slot } => {
                     self.events.push_back(EndpointEvent::Ready {
                         slot,
@@ -607,15 +614,16 @@ impl Endpoint {
                         want: self.session.start_with(),
                     });
                 }
-                HostEvent::StateWanted { slot } => self.want_state(now, slot.number()),
-                HostEvent::Loading { slot, since } => {
-                    let heard = slot
-                        .player()
-                        .is_some_and(|p| self.server.as_mut().is_some_and(|s| s.starting(now, p)));
-                    if heard {
-                        loading_heard.push((slot.number(), since));
+                HostEvent::StateWanted { slot } => self.want_state(now, slot),
+                HostEvent::Loading {
+                    slot: Slot::Player(peer),
+                    since,
+                } => {
+                    if self.server.as_mut().is_some_and(|s| s.starting(now, peer)) {
+                        loading_heard.push((peer, since));
                     }
                 }
+                HostEvent::Loading { .. } => {}
                 HostEvent::Refused { addr, reason } => self
                     .events
                     .push_back(EndpointEvent::Refused { addr, reason }),
@@ -642,7 +650,7 @@ impl Endpoint {
                     slot: Slot::Player(slot),
                     reason,
                 } => {
-                    self.loading.retain(|l| l.slot != slot.0);
+                    self.loading.retain(|l| l.slot != slot);
                     if let Some(server) = &mut self.server {
                         // Already gone from the server when it timed out there first.
                         let _ = server.remove_peer(now, slot);
@@ -674,8 +682,10 @@ impl Endpoint {
                         name,
                     })
                 }
-                ServerEvent::SpectatorLeft { id } => self.session.drop_silent(id.0, "timed out"),
-                ServerEvent::SpectatorBehind { id, .. } => want.push(id.0),
+                ServerEvent::SpectatorLeft { id } => {
+                    self.session.drop_silent(Slot::Spectator(id), "timed out")
+                }
+                ServerEvent::SpectatorBehind { id, .. } => want.push(id),
                 ServerEvent::PeerSilent { peer, silent_for } => {
                     self.events.push_back(EndpointEvent::PlayerSilent {
                         slot: peer,
@@ -691,9 +701,9 @@ impl Endpoint {
                     let was_loading = self
                         .loading
                         .iter()
-                        .find(|l| l.slot == peer.0)
+                        .find(|l| l.slot == peer)
                         .map(|l| l.waited(now));
-                    self.loading.retain(|l| l.slot != peer.0);
+                    self.loading.retain(|l| l.slot != peer);
                     let reason = match (reason, was_loading) {
                         (PeerLeftReason::Removed, _) => PlayerOutReason::Left,
                         (PeerLeftReason::TimedOut, None) => PlayerOutReason::TimedOut,
@@ -705,11 +715,11 @@ impl Endpoint {
                     match reason {
                         PlayerOutReason::Left => {}
                         // Silent: it may come back (its link returns) and take its seat again.
-                        PlayerOutReason::TimedOut | PlayerOutReason::TimedOutLoading => {
-                            self.session.drop_silent(peer.0, &reason.to_string())
-                        }
+                        PlayerOutReason::TimedOut | PlayerOutReason::TimedOutLoading => self
+                            .session
+                            .drop_silent(Slot::Player(peer), &reason.to_string()),
                         PlayerOutReason::SlowStart => {
-                            self.session.kick(peer.0, &reason.to_string())
+                            self.session.kick(Slot::Player(peer), &reason.to_string())
                         }
                     }
                     self.events.push_back(EndpointEvent::PlayerOut {
@@ -733,10 +743,10 @@ impl Endpoint {
                     let mut source = None;
                     if recover && self.local.is_none() {
                         // No machine here: ask a player whose checksum is the majority's.
-                        source = server.checksum_holder(frame, expected, peer).map(|p| p.0);
+                        source = server.checksum_holder(frame, expected, peer);
                         if let Some(from) = source {
                             let (fetches, id) = (&mut self.fetches, &mut self.next_resync_id);
-                            StateFetch::ask(fetches, id, now, from, peer.0);
+                            StateFetch::ask(fetches, id, now, from, Slot::Player(peer));
                         }
                     }
                     self.events.push_back(EndpointEvent::Desync {
@@ -745,7 +755,7 @@ impl Endpoint {
                         expected,
                         got,
                         send_state: recover && self.local.is_some(),
-                        source: source.map(PeerId),
+                        source,
                     });
                 }
             }
@@ -758,14 +768,14 @@ impl Endpoint {
             self.fell_behind.retain(|(s, _)| *s != id);
             if again {
                 self.session.kick(
-                    id,
+                    Slot::Spectator(id),
                     "your link cannot follow the game: it fell more than 2 s behind twice \
                      within 30 s",
                 );
                 continue;
             }
             self.fell_behind.push((id, now));
-            self.want_state(now, id);
+            self.want_state(now, Slot::Spectator(id));
         }
     }
 
@@ -775,8 +785,8 @@ impl Endpoint {
     }
 
     /// A spectator's link.
-    pub fn spectator(&self, slot: u8) -> Option<lockstep::SpectatorStats> {
-        self.server.as_ref()?.spectator(SpectatorId(slot))
+    pub fn spectator(&self, id: SpectatorId) -> Option<lockstep::SpectatorStats> {
+        self.server.as_ref()?.spectator(id)
     }
 }
 

@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::lockstep::Frame;
+use crate::lockstep::{Frame, PeerId, Slot};
 
 use super::super::ResyncRecv;
 
@@ -17,8 +17,8 @@ pub(super) const FETCH_LIMIT: Duration = Duration::from_secs(10);
 #[derive(Debug)]
 pub(super) struct StateFetch {
     pub(super) id: u32,
-    pub(super) from: u8,
-    pub(super) for_slots: Vec<u8>,
+    pub(super) from: PeerId,
+    pub(super) for_slots: Vec<Slot>,
     pub(super) rx: ResyncRecv,
     /// When the request last went out.
     pub(super) asked: Option<Instant>,
@@ -32,8 +32,8 @@ impl StateFetch {
         fetches: &mut Vec<StateFetch>,
         ids: &mut u32,
         now: Instant,
-        from: u8,
-        for_slot: u8,
+        from: PeerId,
+        for_slot: Slot,
     ) {
         match fetches.iter_mut().find(|f| f.from == from) {
             Some(f) => {

@@ -8,11 +8,10 @@ impl Endpoint {
     /// A state of the running machine is needed for `slot` (a late joiner, a spectator, or
     /// one that fell behind): from the local player's machine, or else fetched from a player
     /// who runs.
-    pub(super) fn want_state(&mut self, now: Instant, slot: u8) {
+    pub(super) fn want_state(&mut self, now: Instant, slot: Slot) {
         if self.local.is_some() {
-            self.events.push_back(EndpointEvent::StateWanted {
-                slots: vec![slot_of(slot)],
-            });
+            self.events
+                .push_back(EndpointEvent::StateWanted { slots: vec![slot] });
             return;
         }
         let Some(server) = &self.server else {
@@ -21,10 +20,9 @@ impl Endpoint {
         let source = server
             .peers()
             .filter(|p| server.has_sent_ctrl(*p) && !server.is_pending(*p))
-            .map(|p| p.0)
-            .find(|p| *p != slot);
+            .find(|p| Slot::Player(*p) != slot);
         let Some(from) = source else {
-            tracing::warn!("no player runs that could send a state for slot {slot}");
+            tracing::warn!("no player runs that could send a state for {slot}");
             return;
         };
         StateFetch::ask(&mut self.fetches, &mut self.next_resync_id, now, from, slot);
@@ -32,7 +30,7 @@ impl Endpoint {
 
     /// A joiner of the running game has its state: it enters the lockstep server, a player
     /// as a late peer (its input counts once it caught up), a spectator as a watcher.
-    pub(super) fn enter_running(&mut self, now: Instant, slot: u8) {
+    pub(super) fn enter_running(&mut self, now: Instant, slot: Slot) {
         let (Some(server), Some(frame)) = (&mut self.server, self.session.start_frame(slot)) else {
             return;
         };
@@ -40,31 +38,31 @@ impl Endpoint {
             return;
         };
         let header = link_overhead(addr);
-        let me = self.session.players().into_iter().find(|p| p.slot == slot);
-        let rtt = me.as_ref().and_then(|p| p.rtt);
-        let name = me.map(|p| p.name).unwrap_or_default();
-        let result = if is_spectator_slot(slot) {
-            server.add_spectator(now, SpectatorId(slot), frame, header)
-        } else {
-            let peer = PeerId(slot);
-            server
-                .add_late_peer(now, peer, frame, &name)
-                .and_then(|()| {
-                    server.set_udp_ip_header(peer, header)?;
-                    match rtt {
-                        Some(rtt) => server.seed_rtt(now, peer, rtt),
-                        None => Ok(()),
-                    }
-                })
+        let result = match slot {
+            Slot::Spectator(id) => server.add_spectator(now, id, frame, header),
+            Slot::Player(peer) => {
+                let players = self.session.players();
+                let me = players.into_iter().find(|p| p.slot == peer.0);
+                let rtt = me.as_ref().and_then(|p| p.rtt);
+                let name = me.map(|p| p.name).unwrap_or_default();
+                server
+                    .add_late_peer(now, peer, frame, &name)
+                    .and_then(|()| {
+                        server.set_udp_ip_header(peer, header)?;
+                        match rtt {
+                            Some(rtt) => server.seed_rtt(now, peer, rtt),
+                            None => Ok(()),
+                        }
+                    })
+            }
         };
-        match result {
-            Ok(()) if is_spectator_slot(slot) => self.events.push_back(EndpointEvent::Watching {
-                slot: SpectatorId(slot),
-                frame,
-            }),
-            Ok(()) => {}
-            Err(e) => {
-                tracing::warn!("slot {slot} cannot enter the game: {e}");
+        match (result, slot) {
+            (Ok(()), Slot::Spectator(id)) => self
+                .events
+                .push_back(EndpointEvent::Watching { slot: id, frame }),
+            (Ok(()), Slot::Player(_)) => {}
+            (Err(e), _) => {
+                tracing::warn!("{slot} cannot enter the game: {e}");
                 self.session.kick(
                     slot,
                     "the state you were sent is too old by now; run the same command again",
@@ -75,7 +73,7 @@ impl Endpoint {
 
     /// Says which players the game waits for while they load, `(slot, since)` from their
     /// latest `Loading`, and when each then runs.
-    pub(super) fn track_loading(&mut self, now: Instant, heard: Vec<(u8, Duration)>) {
+    pub(super) fn track_loading(&mut self, now: Instant, heard: Vec<(PeerId, Duration)>) {
         let Some(server) = &self.server else {
             return;
         };
@@ -93,10 +91,10 @@ impl Endpoint {
         let events = &mut self.events;
         self.loading.retain_mut(|l| {
             let waited = l.waited(now);
-            if server.has_sent_ctrl(PeerId(l.slot)) {
+            if server.has_sent_ctrl(l.slot) {
                 if l.told.is_some() {
                     events.push_back(EndpointEvent::Running {
-                        slot: PeerId(l.slot),
+                        slot: l.slot,
                         waited,
                     });
                 }
@@ -108,7 +106,7 @@ impl Endpoint {
                 _ => return true,
             };
             events.push_back(EndpointEvent::StillLoading {
-                slot: PeerId(l.slot),
+                slot: l.slot,
                 waited,
                 again,
             });
@@ -120,14 +118,18 @@ impl Endpoint {
     /// Closes the lobby and starts the lockstep server once every player is in and ready.
     pub(super) fn maybe_start(&mut self, now: Instant) {
         let players = self.session.players();
-        let ready: Vec<u8> = players.iter().filter(|p| p.ready).map(|p| p.slot).collect();
+        let ready: Vec<PeerId> = players
+            .iter()
+            .filter(|p| p.ready)
+            .map(|p| PeerId(p.slot))
+            .collect();
         if ready.len() < usize::from(self.session.start_with()) || !self.session.all_ready() {
             return;
         }
         match self.start(now, &players, &ready) {
-            Ok(()) => self.events.push_back(EndpointEvent::Started {
-                slots: ready.iter().map(|s| PeerId(*s)).collect(),
-            }),
+            Ok(()) => self
+                .events
+                .push_back(EndpointEvent::Started { slots: ready }),
             Err(e) => {
                 // The configuration was validated when the host set it up; this is a bug.
                 tracing::error!("cannot start the lockstep server: {e}");
@@ -144,7 +146,7 @@ impl Endpoint {
         &mut self,
         now: Instant,
         players: &[Player],
-        ready: &[u8],
+        ready: &[PeerId],
     ) -> Result<(), lockstep::LockstepError> {
         let cfg = lockstep::Config {
             players: self.cfg.host.max_players,
@@ -155,7 +157,7 @@ impl Endpoint {
         let mut server = Server::new(now, cfg)?;
         // With no machine of its own, no player's checksum is the reference.
         server.set_majority_checksums(self.local.is_none());
-        for p in players.iter().filter(|p| ready.contains(&p.slot)) {
+        for p in players.iter().filter(|p| ready.contains(&PeerId(p.slot))) {
             let peer = PeerId(p.slot);
             server.add_peer(now, peer)?;
             match p.addr {
@@ -176,7 +178,7 @@ impl Endpoint {
         self.server = Some(server);
         // Spectators that have the start state watch from its frame.
         for s in self.session.spectators().into_iter().filter(|s| s.ready) {
-            self.enter_running(now, s.slot);
+            self.enter_running(now, slot_of(s.slot));
         }
         Ok(())
     }

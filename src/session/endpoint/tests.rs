@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use super::*;
 use crate::input::Pad;
-use crate::lockstep::{self, Client};
+use crate::lockstep::{self, Client, PeerId};
 use crate::net::sim::{SimNet, Simulation};
 use crate::session::msg::Msg;
 use crate::session::testkit::{info, Game};
@@ -179,7 +179,7 @@ impl Net {
                         session: room.endpoint.session_id(),
                         ..lockstep::Config::default()
                     };
-                    room.local = Some(Game::new(now, cfg, 0, 99 + r as u64));
+                    room.local = Some(Game::new(now, cfg, PeerId(0), 99 + r as u64));
                 }
             }
             room.events.push(ev);
@@ -198,7 +198,7 @@ impl Net {
         while let Some(ev) = j.join.poll_event() {
             if let JoinEvent::Ready(start) = &ev {
                 let cfg = start.lockstep(lockstep::Config::default());
-                j.game = Some(Game::new(now, cfg, start.slot.expect("a seat").0, j.seed));
+                j.game = Some(Game::new(now, cfg, start.slot.expect("a seat"), j.seed));
             }
             j.events.push(ev);
         }

@@ -74,12 +74,7 @@ impl HostSession {
             tracing::debug!(%from, name = %hello.player_name, "session: the seat of that name still talks; not taken over");
             return;
         }
-        let slot = if hello.watch {
-            self.free_spectator_slot()
-        } else {
-            self.seat_for(now, from, &hello.player_name)
-        };
-        let Some(slot) = slot else {
+        let Some(slot) = self.slot_for(now, from, &hello) else {
             let reason = if hello.watch {
                 format!(
                     "no room for another spectator: {} watching, the most this session takes \
@@ -291,12 +286,7 @@ impl HostSession {
                     tracing::warn!(%addr, "session: wrong password (checked by the room's creator)");
                     return self.refuse(addr, "wrong password".into());
                 }
-                let slot = if hello.watch {
-                    self.free_spectator_slot()
-                } else {
-                    self.seat_for(now, addr, &hello.player_name)
-                };
-                match slot {
+                match self.slot_for(now, addr, &hello) {
                     Some(slot) => self.admit(now, addr, slot, hello),
                     None => self.refuse(addr, "the room filled up meanwhile".into()),
                 }
@@ -313,7 +303,7 @@ impl HostSession {
         }
     }
 
-    pub(super) fn admit(&mut self, now: Instant, from: SocketAddr, slot: u8, hello: Hello) {
+    pub(super) fn admit(&mut self, now: Instant, from: SocketAddr, slot: Slot, hello: Hello) {
         if let Some(reason) = incompatibility(&self.info, &hello) {
             return self.refuse(from, reason);
         }
@@ -324,22 +314,21 @@ impl HostSession {
             return self.refuse(from, "your Hello carries no usable public key".into());
         };
         let name = hello.player_name.trim().to_string();
-        let name = if name.is_empty() && !is_spectator_slot(slot) {
-            format!("player {}", slot + 1)
-        } else if name.is_empty() {
-            format!("spectator {}", slot - FIRST_SPECTATOR_SLOT + 1)
+        // A nameless joiner goes by its place: "player 2", "spectator 1".
+        let name = if name.is_empty() {
+            slot.to_string()
         } else {
             name
         };
         // A player back from another address while its old one still holds the seat (it
         // crashed moments ago): the new one takes over.
-        if let Some(old) = self.peers.iter().find(|p| p.slot == slot).map(|p| p.slot) {
-            self.kick(old, "replaced by a new connection of the same player");
+        if self.peers.iter().any(|p| p.slot == slot) {
+            self.kick(slot, "replaced by a new connection of the same player");
         }
         if !self.accepting {
             // The game runs: the joiner is welcomed once a state of the running machine
             // is there.
-            tracing::debug!(%from, slot, %name, "session: admitted, waiting for a state");
+            tracing::debug!(%from, slot = slot.number(), %name, "session: admitted, waiting for a state");
             self.peers.push(Peer {
                 addr: from,
                 keys,
@@ -355,26 +344,20 @@ impl HostSession {
                 path: None,
             });
             self.events.push_back(HostEvent::Admitted {
-                slot: slot_of(slot),
+                slot,
                 name,
                 addr: from,
             });
-            self.events.push_back(HostEvent::StateWanted {
-                slot: slot_of(slot),
-            });
+            self.events.push_back(HostEvent::StateWanted { slot });
             return;
         }
         let mut players = self.roster();
-        if !is_spectator_slot(slot) {
-            players.push((slot, name.clone()));
+        if let Slot::Player(seat) = slot {
+            players.push((seat.0, name.clone()));
             players.sort();
         }
         let welcome = Msg::Welcome(Welcome {
-            slot: if is_spectator_slot(slot) {
-                SPECTATOR
-            } else {
-                slot
-            },
+            slot: welcome_slot(slot),
             fps: self.cfg.fps,
             frame: self.cfg.frame.0,
             raw_len: self.raw_len,
@@ -388,7 +371,7 @@ impl HostSession {
             players,
         })
         .encode(self.cfg.session_id);
-        tracing::debug!(%from, slot, %name, "session: player joined");
+        tracing::debug!(%from, slot = slot.number(), %name, "session: player joined");
         let peer = Peer {
             addr: from,
             keys,
@@ -410,10 +393,21 @@ impl HostSession {
             .push_back(Transmit::new(from, peer.tagged_welcome()));
         self.peers.push(peer);
         self.events.push_back(HostEvent::Admitted {
-            slot: slot_of(slot),
+            slot,
             name,
             addr: from,
         });
+    }
+
+    /// Where a joiner that passed the checks goes: a free spectator's slot if it watches,
+    /// else its seat (`seat_for`); `None` if there is none.
+    fn slot_for(&self, now: Instant, from: SocketAddr, hello: &Hello) -> Option<Slot> {
+        if hello.watch {
+            self.free_spectator_slot().map(Slot::Spectator)
+        } else {
+            self.seat_for(now, from, &hello.player_name)
+                .map(Slot::Player)
+        }
     }
 
     /// The seat for a player joining from `from` as `name`: the seat it held before, if it
@@ -421,22 +415,26 @@ impl HostSession {
     /// else any free one. Slot 0 is the host's own player's, or kept for a room's creator.
     /// While the game runs, a seat still held by the same name from the same machine is
     /// that player's too (it crashed and runs `join` again before it timed out).
-    pub(super) fn seat_for(&self, now: Instant, from: SocketAddr, name: &str) -> Option<u8> {
+    pub(super) fn seat_for(&self, now: Instant, from: SocketAddr, name: &str) -> Option<PeerId> {
         let name = name.trim();
         // The creator may come back from another address (its router, another network):
         // slot 0 goes back to its name then.
         let creator_back = !name.is_empty()
             && name == self.info.player_name.trim()
-            && self.departed.iter().any(|d| d.slot == 0 && d.name == name);
+            && self
+                .departed
+                .iter()
+                .any(|d| d.slot == PeerId(0) && d.name == name);
         let first = match self.cfg.creator {
             Some(creator) => u8::from(creator != from && !creator_back),
             None => u8::from(self.cfg.host_is_player),
         };
-        let free: Vec<u8> = (first..self.cfg.max_players)
-            .filter(|s| self.peers.iter().all(|p| p.slot != *s))
+        let free: Vec<PeerId> = (first..self.cfg.max_players)
+            .map(PeerId)
+            .filter(|s| self.peers.iter().all(|p| p.slot != Slot::Player(*s)))
             .collect();
-        let departed = |s: u8| self.departed.iter().rev().find(|d| d.slot == s);
-        let own_name = |s: u8| !name.is_empty() && name != format!("player {}", s + 1);
+        let departed = |s: PeerId| self.departed.iter().rev().find(|d| d.slot == s);
+        let own_name = |s: PeerId| !name.is_empty() && name != s.to_string();
         let by_name = free
             .iter()
             .copied()
@@ -444,17 +442,17 @@ impl HostSession {
         let still_held = || {
             self.peers
                 .iter()
-                .filter(|p| p.is_player() && !self.accepting && p.slot >= first)
-                .find(|p| own_name(p.slot) && p.name == name && p.addr.ip() == from.ip())
-                .filter(|p| p.addr != from && now >= p.spoke + TAKEOVER_SILENCE)
-                .map(|p| p.slot)
+                .filter(|_| !self.accepting)
+                .filter_map(|p| Some((p, p.slot.player().filter(|s| s.0 >= first)?)))
+                .find(|(p, s)| own_name(*s) && p.name == name && p.addr.ip() == from.ip())
+                .filter(|(p, _)| p.addr != from && now >= p.spoke + TAKEOVER_SILENCE)
+                .map(|(_, s)| s)
         };
         let by_addr = || {
             free.iter().copied().find(|&s| {
                 !own_name(s)
                     && departed(s).is_some_and(|d| {
-                        d.ip == from.ip()
-                            && (d.name.is_empty() || d.name == format!("player {}", s + 1))
+                        d.ip == from.ip() && (d.name.is_empty() || d.name == s.to_string())
                     })
             })
         };
@@ -482,12 +480,22 @@ impl HostSession {
     }
 
     /// A spectator's slot, if the session takes one more.
-    pub(super) fn free_spectator_slot(&self) -> Option<u8> {
+    pub(super) fn free_spectator_slot(&self) -> Option<SpectatorId> {
         let taken = self.peers.iter().filter(|p| !p.is_player()).count();
         if taken >= usize::from(self.cfg.max_spectators) {
             return None;
         }
-        (FIRST_SPECTATOR_SLOT..=u8::MAX - 1).find(|s| self.peers.iter().all(|p| p.slot != *s))
+        (FIRST_SPECTATOR_SLOT..=u8::MAX - 1)
+            .map(SpectatorId)
+            .find(|s| self.peers.iter().all(|p| p.slot != Slot::Spectator(*s)))
+    }
+}
+
+/// The slot a joiner's Welcome names: its seat, or `SPECTATOR` (the wire's edge).
+pub(super) fn welcome_slot(slot: Slot) -> u8 {
+    match slot {
+        Slot::Player(seat) => seat.0,
+        Slot::Spectator(_) => SPECTATOR,
     }
 }
 

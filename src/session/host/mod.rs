@@ -78,12 +78,13 @@ pub const DEFAULT_MAX_SPECTATORS: u8 = 16;
 /// Most spectators a session takes (slots 16..=254).
 pub const MAX_SPECTATORS: u8 = 239;
 
-/// True for a spectator's slot.
+/// True for a spectator's slot number (as the wire and the chat's lines carry it).
 pub fn is_spectator_slot(slot: u8) -> bool {
     slot >= FIRST_SPECTATOR_SLOT
 }
 
-/// Who a slot number the session assigned names: a seat, or a spectator from 16 on.
+/// Who a slot number the session assigned names: a seat, or a spectator from 16 on. For
+/// numbers off the wire or a roster; inside the session a slot is a [`Slot`].
 pub(crate) fn slot_of(slot: u8) -> Slot {
     if is_spectator_slot(slot) {
         Slot::Spectator(SpectatorId(slot))
@@ -121,7 +122,7 @@ struct Peer {
     keys: Keys,
     /// The joiner's public key the keys were made with.
     their_key: [u8; PUBLIC_KEY_LEN],
-    slot: u8,
+    slot: Slot,
     name: String,
     last_heard: Instant,
     /// When a datagram with its tag last came from its address (any kind: CTRLs too).
@@ -148,7 +149,7 @@ impl Peer {
     }
 
     fn is_player(&self) -> bool {
-        !is_spectator_slot(self.slot)
+        !self.slot.is_spectator()
     }
 
     /// The joiner may hold the keys: it was sent a Welcome.
@@ -169,7 +170,7 @@ impl Peer {
 /// A seat's last player, for giving it back when that player joins again.
 #[derive(Clone, Debug)]
 struct Departed {
-    slot: u8,
+    slot: PeerId,
     name: String,
     ip: IpAddr,
 }
@@ -288,7 +289,7 @@ impl HostSession {
             .iter()
             .filter(|p| !p.is_player())
             .map(|p| Player {
-                slot: p.slot,
+                slot: p.slot.number(),
                 name: p.name.clone(),
                 addr: Some(p.addr),
                 ready: p.is_ready(),
@@ -312,7 +313,7 @@ impl HostSession {
             .iter()
             .filter(|p| p.is_player())
             .map(|p| Player {
-                slot: p.slot,
+                slot: p.slot.number(),
                 name: p.name.clone(),
                 addr: Some(p.addr),
                 ready: p.is_ready(),
@@ -335,13 +336,13 @@ impl HostSession {
         out
     }
 
-    /// The slot of the joiner at `addr`.
-    pub fn slot_of(&self, addr: SocketAddr) -> Option<u8> {
+    /// Who the joiner at `addr` is.
+    pub fn slot_of(&self, addr: SocketAddr) -> Option<Slot> {
         self.peers.iter().find(|p| p.at(addr)).map(|p| p.slot)
     }
 
     /// The address of the joiner in `slot`.
-    pub fn addr_of(&self, slot: u8) -> Option<SocketAddr> {
+    pub fn addr_of(&self, slot: Slot) -> Option<SocketAddr> {
         self.peers.iter().find(|p| p.slot == slot).map(|p| p.addr)
     }
 
@@ -555,27 +556,24 @@ impl HostSession {
         self.queue.push_back(Transmit::new(to, bytes));
     }
 
-    fn drop_peer(&mut self, slot: u8, reason: SessionLeftReason) {
+    fn drop_peer(&mut self, slot: Slot, reason: SessionLeftReason) {
         if let Some(i) = self.peers.iter().position(|p| p.slot == slot) {
             let peer = self.peers.remove(i);
-            if peer.is_player() && !self.accepting {
-                self.departed.retain(|d| d.slot != slot);
+            if let (Slot::Player(seat), false) = (slot, self.accepting) {
+                self.departed.retain(|d| d.slot != seat);
                 self.departed.push(Departed {
-                    slot,
+                    slot: seat,
                     name: peer.name.clone(),
                     ip: peer.addr.ip(),
                 });
             }
-            tracing::debug!(slot, name = %peer.name, %reason, "session: player left");
-            self.events.push_back(HostEvent::Left {
-                slot: slot_of(slot),
-                reason,
-            });
+            tracing::debug!(slot = slot.number(), name = %peer.name, %reason, "session: player left");
+            self.events.push_back(HostEvent::Left { slot, reason });
         }
     }
 
     /// Removes a joiner and tells it why.
-    pub fn kick(&mut self, slot: u8, reason: &str) {
+    pub fn kick(&mut self, slot: Slot, reason: &str) {
         if let Some(addr) = self.addr_of(slot) {
             for _ in 0..BYE_COPIES {
                 self.send(addr, &Msg::Bye(reason.into()), self.cfg.session_id);
@@ -586,7 +584,7 @@ impl HostSession {
 
     /// Drops a joiner that went silent and tells it so (`Msg::Dropped`): it may come back
     /// (it reconnects, and takes its seat back).
-    pub fn drop_silent(&mut self, slot: u8, reason: &str) {
+    pub fn drop_silent(&mut self, slot: Slot, reason: &str) {
         if let Some(addr) = self.addr_of(slot) {
             for _ in 0..BYE_COPIES {
                 self.send(addr, &Msg::Dropped(reason.into()), self.cfg.session_id);
@@ -597,7 +595,7 @@ impl HostSession {
 
     /// Says goodbye to every joiner (call before quitting, then drain `poll_transmit`).
     pub fn shutdown(&mut self, reason: &str) {
-        let slots: Vec<u8> = self.peers.iter().map(|p| p.slot).collect();
+        let slots: Vec<Slot> = self.peers.iter().map(|p| p.slot).collect();
         for slot in slots {
             self.kick(slot, reason);
         }
@@ -607,7 +605,7 @@ impl HostSession {
     pub fn handle_timeout(&mut self, now: Instant) {
         let timeout = self.cfg.handshake_timeout;
         self.pending.retain(|p| now < p.since + timeout);
-        let silent: Vec<u8> = self
+        let silent: Vec<Slot> = self
             .peers
             .iter()
             .filter(|p| !p.is_ready() && now >= p.last_heard + timeout)
@@ -639,7 +637,7 @@ impl HostSession {
     /// `LOBBY_INTERVAL` tells the others how many players are in.
     fn tend_ready_joiners(&mut self, now: Instant) {
         let ready_timeout = self.cfg.ready_timeout;
-        let gone: Vec<(u8, SocketAddr, SessionLeftReason)> = self
+        let gone: Vec<(Slot, SocketAddr, SessionLeftReason)> = self
             .peers
             .iter()
             .filter(|p| p.is_ready() && now >= p.last_heard + ready_timeout)

@@ -44,7 +44,7 @@ impl HostSession {
         let mut token = [0; PATH_TOKEN_LEN];
         self.rng.fill(&mut token);
         let peer = &mut self.peers[i];
-        tracing::debug!(slot = peer.slot, old = %peer.addr, new = %from, "session: a joiner's datagram from a new address; checking the path");
+        tracing::debug!(slot = peer.slot.number(), old = %peer.addr, new = %from, "session: a joiner's datagram from a new address; checking the path");
         peer.path = Some(PathCheck {
             addr: from,
             token,
@@ -102,7 +102,7 @@ impl HostSession {
                 continue;
             }
             if check.tries >= PATH_TRIES {
-                tracing::debug!(slot = peer.slot, addr = %check.addr, "session: path check unanswered");
+                tracing::debug!(slot = peer.slot.number(), addr = %check.addr, "session: path check unanswered");
                 peer.path = None;
                 continue;
             }
@@ -148,9 +148,9 @@ impl HostSession {
                 if answered {
                     let old = std::mem::replace(&mut peer.addr, from);
                     peer.path = None;
-                    tracing::info!(slot = peer.slot, %old, new = %from, "session: a joiner moved to a new address");
+                    tracing::info!(slot = peer.slot.number(), %old, new = %from, "session: a joiner moved to a new address");
                     self.events.push_back(HostEvent::PathChanged {
-                        slot: slot_of(peer.slot),
+                        slot: peer.slot,
                         from: old,
                         to: from,
                     });

@@ -8,11 +8,12 @@
 use std::net::SocketAddr;
 use std::time::Instant;
 
-use super::super::msg::{Msg, StateAck, Welcome, CHUNK_SIZE, SPECTATOR};
+use super::super::msg::{Msg, StateAck, Welcome, CHUNK_SIZE};
 use super::super::payload::{Packed, StartPayload};
-use super::super::transfer::{Rtt, Sender};
+use super::super::transfer::{Progress, Rtt, Sender};
 use super::super::{Dropped, SessionError, Transmit, LOADING_LIMIT};
-use super::{slot_of, HostEvent, HostSession, Phase};
+use super::admission::welcome_slot;
+use super::{HostEvent, HostSession, Phase};
 use crate::lockstep::{Frame, Slot};
 use crate::wire::Kind;
 
@@ -42,12 +43,12 @@ impl HostSession {
     }
 
     /// The frame the start state of the joiner in `slot` is at.
-    pub fn start_frame(&self, slot: u8) -> Option<Frame> {
+    pub fn start_frame(&self, slot: Slot) -> Option<Frame> {
         self.peers.iter().find(|p| p.slot == slot).map(|p| p.frame)
     }
 
     /// True while the joiner in `slot` waits for [`handle_state`](Self::handle_state).
-    pub fn awaits_state(&self, slot: u8) -> bool {
+    pub fn awaits_state(&self, slot: Slot) -> bool {
         self.peers
             .iter()
             .any(|p| p.slot == slot && matches!(p.phase, Phase::AwaitingState))
@@ -63,7 +64,6 @@ impl HostSession {
         state: Vec<u8>,
         sram: Vec<u8>,
     ) -> Result<(), SessionError> {
-        let slot = slot.number();
         let payload = StartPayload {
             options: self.info.options.clone(),
             state,
@@ -85,13 +85,13 @@ impl HostSession {
             return Ok(());
         };
         let mut players = players;
-        if peer.is_player() {
-            players.retain(|(s, _)| *s != slot);
-            players.push((slot, peer.name.clone()));
+        if let Slot::Player(seat) = slot {
+            players.retain(|(s, _)| *s != seat.0);
+            players.push((seat.0, peer.name.clone()));
             players.sort();
         }
         peer.welcome = Msg::Welcome(Welcome {
-            slot: if peer.is_player() { slot } else { SPECTATOR },
+            slot: welcome_slot(slot),
             fps,
             frame: frame.0,
             raw_len: packed.raw_len,
@@ -127,10 +127,15 @@ impl HostSession {
         }
     }
 
-    /// A joiner's start-state transfer as (chunks acked, chunks in all), once it has begun.
-    pub fn transfer_progress(&self, slot: u8) -> Option<(u32, u32)> {
-        match &self.peers.iter().find(|p| p.slot == slot)?.phase {
-            Phase::Sending(s) => Some((s.acked(), s.count())),
+    /// How far a joiner's start-state transfer got, in packed bytes, once it has begun.
+    pub fn transfer_progress(&self, slot: Slot) -> Option<Progress> {
+        let peer = self.peers.iter().find(|p| p.slot == slot)?;
+        match &peer.phase {
+            Phase::Sending(s) => {
+                let total = peer.payload.len();
+                let done = (s.acked() as usize * CHUNK_SIZE).min(total);
+                Some(Progress { done, total })
+            }
             _ => None,
         }
     }
@@ -159,7 +164,7 @@ impl HostSession {
         if let Phase::Sending(sender) = &mut peer.phase {
             sender.handle_ack(now, ack);
             if sender.is_complete() {
-                tracing::debug!(slot = peer.slot, rtt = ?sender.rtt().smoothed(),
+                tracing::debug!(slot = peer.slot.number(), rtt = ?sender.rtt().smoothed(),
                     sent = sender.sent, resent = sender.resent, "session: start state delivered");
                 self.stats.chunks_sent += sender.sent;
                 self.stats.chunks_resent += sender.resent;
@@ -168,9 +173,7 @@ impl HostSession {
                     since: now,
                     loading: false,
                 };
-                self.events.push_back(HostEvent::Ready {
-                    slot: slot_of(peer.slot),
-                });
+                self.events.push_back(HostEvent::Ready { slot: peer.slot });
             }
         }
         Ok(())
@@ -193,7 +196,7 @@ impl HostSession {
                     *loading = true;
                     peer.last_heard = now;
                     self.events.push_back(HostEvent::Loading {
-                        slot: slot_of(peer.slot),
+                        slot: peer.slot,
                         since,
                     });
                 }
