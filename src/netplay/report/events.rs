@@ -119,7 +119,7 @@ impl Report {
         recorded.push((
             line.frame.0,
             Event::Chat {
-                slot: line.slot,
+                slot: line.from.number(),
                 name: line.name.clone(),
                 text: line.text.clone(),
             },

@@ -377,7 +377,7 @@ impl Endpoint {
             .retain(|(_, rx)| rx.poll_timeout().is_some());
         if self.chat.is_active() {
             // Joiners gone or back in the handshake owe and are owed nothing.
-            let slots: Vec<u8> = self.chat_roster().iter().map(|(s, _)| *s).collect();
+            let slots = self.chat_slots();
             self.chat.retain(&slots);
         }
         if let Some(server) = &mut self.server {
@@ -525,7 +525,7 @@ impl Endpoint {
         }
         let id = self.session.session_id();
         while let Some(t) = self.chat.poll_transmit(now, id) {
-            if let Some(to) = self.session.addr_of(t.to) {
+            if let Some(to) = self.session.addr_of(t.to.number()) {
                 untagged.push(t.with_to(to));
             }
         }

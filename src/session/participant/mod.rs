@@ -60,7 +60,7 @@ use std::time::{Duration, Instant};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-use super::chat::{sanitize, ChatLine, ChatRefused, RateWindow};
+use super::chat::{sanitize, ChatLine, ChatRefused, RateWindow, Speaker};
 use super::{
     Dropped, Endpoint, EndpointEvent, Handled, JoinConfig, JoinEvent, JoinSession, Seat, SeatEvent,
     SessionError, StartState, Transmit, LOADING_LIMIT,
@@ -547,20 +547,19 @@ impl Participant {
                 };
                 j.chat_rate.take(now)?;
                 s.seat.say(frame, text.clone());
-                let slot = s.client.me().0;
-                let slot = if s.client.is_spectator() {
-                    crate::session::msg::SPECTATOR
+                let from = if s.client.is_spectator() {
+                    Speaker::OwnWatching
                 } else {
-                    slot
+                    Speaker::In(Slot::Player(s.client.me()))
                 };
                 // The name the host gives a player who has none of its own.
-                let name = match (j.join.info.player_name.as_str(), s.client.is_spectator()) {
-                    ("", true) => "spectator".into(),
-                    ("", false) => format!("player {}", slot + 1),
+                let name = match (j.join.info.player_name.as_str(), from.player()) {
+                    ("", None) => "spectator".into(),
+                    ("", Some(me)) => me.to_string(),
                     (name, _) => name.to_string(),
                 };
                 Ok(ChatLine {
-                    slot,
+                    from,
                     name,
                     frame,
                     text,
