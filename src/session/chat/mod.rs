@@ -42,7 +42,7 @@ use std::fmt;
 use std::time::{Duration, Instant};
 
 use crate::lockstep::{Frame, PeerId, Slot, SpectatorId};
-use crate::wire::{Header, Kind, Transmit};
+use crate::wire::{Dropped, Handled, Header, Kind, Transmit, WireError};
 
 use super::msg::MAX_PLAYER_NAME;
 
@@ -293,6 +293,11 @@ impl ChatMsg {
     }
 }
 
+/// A chat body that does not parse.
+fn malformed() -> Handled<'static> {
+    Handled::Dropped(WireError::Malformed(Kind::Chat).into())
+}
+
 /// At most [`RATE_COUNT`] messages in any [`RATE_WINDOW`]: the sender's own limit.
 #[derive(Debug, Default)]
 pub struct RateWindow {
@@ -492,18 +497,20 @@ impl ChatLink {
         self.up.push((frame, text));
     }
 
-    /// A chat datagram's body from the host (its tag checked); false if it does not parse.
-    pub fn handle(&mut self, now: Instant, body: &[u8]) -> bool {
+    /// A chat datagram's body from the host (its tag checked): taken, or dropped if it does
+    /// not parse or is a joiner's `Say`.
+    pub fn handle(&mut self, now: Instant, body: &[u8]) -> Handled<'static> {
         match ChatMsg::decode(body) {
             Some(ChatMsg::Line { stream, seq, line }) => {
                 self.lines.extend(self.down.handle(stream, seq, line));
-                true
+                Handled::Taken
             }
             Some(ChatMsg::Ack { stream, next }) => {
                 self.up.handle_ack(now, stream, next);
-                true
+                Handled::Taken
             }
-            Some(ChatMsg::Say { .. }) | None => false,
+            Some(ChatMsg::Say { .. }) => Handled::Dropped(Dropped::Unexpected(Kind::Chat)),
+            None => malformed(),
         }
     }
 
@@ -609,7 +616,7 @@ impl ChatRelay {
 
     /// A chat datagram's body (its tag checked) from the joiner in `slot`, named `name`.
     /// `roster` is the slots of who is in the session to hear it, the sender's included.
-    /// False if it does not parse or is not a joiner's.
+    /// Taken, or dropped if it does not parse or is not a joiner's (a relay's `Line`).
     pub fn handle(
         &mut self,
         now: Instant,
@@ -617,7 +624,7 @@ impl ChatRelay {
         name: &str,
         body: &[u8],
         roster: &[Slot],
-    ) -> bool {
+    ) -> Handled<'static> {
         match ChatMsg::decode(body) {
             Some(ChatMsg::Say {
                 stream,
@@ -660,15 +667,16 @@ impl ChatRelay {
                 for line in lines {
                     self.relay(now, line, roster);
                 }
-                true
+                Handled::Taken
             }
             Some(ChatMsg::Ack { stream, next }) => {
                 if let Some(p) = self.peers.get_mut(&slot) {
                     p.down.handle_ack(now, stream, next);
                 }
-                true
+                Handled::Taken
             }
-            Some(ChatMsg::Line { .. }) | None => false,
+            Some(ChatMsg::Line { .. }) => Handled::Dropped(Dropped::Unexpected(Kind::Chat)),
+            None => malformed(),
         }
     }
 

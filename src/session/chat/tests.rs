@@ -136,7 +136,10 @@ fn the_relay_drops_and_counts_a_flood_and_acks_it() {
             text: format!("spam {seq}"),
         }
         .encode(1);
-        assert!(relay.handle(t0, bob, "bob", &say[8..], &roster));
+        assert_eq!(
+            relay.handle(t0, bob, "bob", &say[8..], &roster),
+            Handled::Taken
+        );
     }
     assert_eq!(relay.flood_dropped(), 30 - RELAY_BURST as u64);
     let lines: Vec<_> = std::iter::from_fn(|| relay.poll_local()).collect();
@@ -156,4 +159,42 @@ fn the_relay_drops_and_counts_a_flood_and_acks_it() {
     }
     assert!(acked);
     assert_eq!(to_two, WINDOW.min(RELAY_BURST as usize));
+}
+
+#[test]
+fn each_end_drops_the_other_ends_messages_and_garbage() {
+    let t0 = Instant::now();
+    let say = ChatMsg::Say {
+        stream: 1,
+        seq: 0,
+        frame: Frame(0),
+        text: "hi".into(),
+    }
+    .encode(1);
+    let line = ChatMsg::Line {
+        stream: 1,
+        seq: 0,
+        line: ChatLine {
+            from: Speaker::HOST,
+            name: "ana".into(),
+            frame: Frame(0),
+            text: "hi".into(),
+        },
+    }
+    .encode(1);
+    let unexpected = Handled::Dropped(Dropped::Unexpected(Kind::Chat));
+    let garbage = Handled::Dropped(WireError::Malformed(Kind::Chat).into());
+    let mut link = ChatLink::new(1);
+    assert_eq!(link.handle(t0, &say[8..]), unexpected);
+    assert_eq!(link.handle(t0, &[OP_ACK, 1]), garbage);
+    assert_eq!(link.handle(t0, &line[8..]), Handled::Taken);
+    assert_eq!(link.poll_line().map(|l| l.from), Some(Speaker::HOST));
+    let mut relay = ChatRelay::new(1, false);
+    let bob = Slot::Player(PeerId(1));
+    assert_eq!(relay.handle(t0, bob, "bob", &line[8..], &[bob]), unexpected);
+    assert_eq!(relay.handle(t0, bob, "bob", &[9], &[bob]), garbage);
+    assert_eq!(
+        relay.handle(t0, bob, "bob", &say[8..], &[bob]),
+        Handled::Taken
+    );
 }

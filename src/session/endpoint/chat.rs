@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use super::super::chat::{ChatLine, Speaker};
 use super::super::host::slot_of;
-use super::{Endpoint, Frame, Slot};
+use super::{Dropped, Endpoint, Frame, Handled, Kind, Slot};
 
 impl Endpoint {
     /// Everyone in the session who hears chat: the joiners with the start state (players
@@ -28,10 +28,16 @@ impl Endpoint {
     }
 
     /// A chat datagram's body from the joiner in `slot` (its tag checked).
-    pub(super) fn handle_chat(&mut self, now: Instant, slot: Option<u8>, body: &[u8]) -> bool {
+    pub(super) fn handle_chat(
+        &mut self,
+        now: Instant,
+        slot: Option<u8>,
+        body: &[u8],
+    ) -> Handled<'static> {
         let roster = self.chat_roster();
         let Some((slot, name)) = roster.iter().find(|(s, _)| Some(s.number()) == slot) else {
-            return false;
+            // Not a joiner with the start state (gone, or still in the handshake).
+            return Handled::Dropped(Dropped::UnknownPeer(Kind::Chat));
         };
         let slots: Vec<Slot> = roster.iter().map(|(s, _)| *s).collect();
         self.chat.handle(now, *slot, name, body, &slots)

@@ -226,10 +226,7 @@ impl Endpoint {
         let is_resync = kind == Some(Kind::Resync);
         let mut counted = false;
         let handled = if kind == Some(Kind::Chat) {
-            match self.handle_chat(now, slot, &datagram[HEADER_LEN..]) {
-                true => Handled::Taken,
-                false => Handled::Dropped(Dropped::Unexpected(Kind::Chat)),
-            }
+            self.handle_chat(now, slot, &datagram[HEADER_LEN..])
         } else if is_resync {
             let body = &datagram[HEADER_LEN..];
             let acked = self
