@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use crate::lockstep;
+use crate::lockstep::{self, own_name, PeerId, Slot};
 use crate::net::{random_bytes, Link, NetSim, UdpSocket};
 use crate::serve::{OpenJob, Opened, Rooms, ServeConfig, ServeEvent};
 use crate::session::msg::{Msg, RoomInfo, RoomMsg};
@@ -387,7 +387,7 @@ fn log_event(ev: &ServeEvent) {
             slot,
             name,
             addr,
-        } => match super::report::own_name(name, *slot) {
+        } => match own_name(name, Slot::Player(PeerId(*slot))) {
             Some(name) => {
                 tracing::info!(
                     "room {room}: {name} joined as player {} from {addr}",
@@ -461,7 +461,7 @@ fn log_event(ev: &ServeEvent) {
             name,
             from_frame,
         } => {
-            let who = match super::report::own_name(name, *slot) {
+            let who = match own_name(name, Slot::Player(PeerId(*slot))) {
                 Some(name) => format!("{name} (player {})", slot + 1),
                 None => format!("player {}", slot + 1),
             };

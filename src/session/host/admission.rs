@@ -366,8 +366,7 @@ impl HostSession {
         }
         let mut players = self.roster();
         if !is_spectator_slot(slot) {
-            players.push((slot, name.clone()));
-            players.sort();
+            players.set(PeerId(slot), name.clone());
         }
         let welcome = Msg::Welcome(Welcome {
             slot: if is_spectator_slot(slot) {

@@ -13,7 +13,7 @@ use super::super::payload::{Packed, StartPayload};
 use super::super::transfer::{Rtt, Sender};
 use super::super::{Dropped, SessionError, Transmit, LOADING_LIMIT};
 use super::{slot_of, HostEvent, HostSession, Phase};
-use crate::lockstep::{Frame, Slot};
+use crate::lockstep::{Frame, PeerId, Slot};
 use crate::wire::Kind;
 
 impl HostSession {
@@ -86,9 +86,7 @@ impl HostSession {
         };
         let mut players = players;
         if peer.is_player() {
-            players.retain(|(s, _)| *s != slot);
-            players.push((slot, peer.name.clone()));
-            players.sort();
+            players.set(PeerId(slot), peer.name.clone());
         }
         peer.welcome = Msg::Welcome(Welcome {
             slot: if peer.is_player() { slot } else { SPECTATOR },

@@ -66,7 +66,7 @@ use super::{
     SessionError, StartState, Transmit, LOADING_LIMIT,
 };
 use crate::input::{Inputs, Pad};
-use crate::lockstep::{self, Client, ClientEvent, Frame, PeerId, Slot};
+use crate::lockstep::{self, Client, ClientEvent, Frame, PeerId, Roster, Slot};
 use crate::session::direct::{PathEvent, PathKind, PathMode};
 use crate::wire::keys::Keys;
 use crate::wire::link_overhead;
@@ -179,8 +179,8 @@ pub enum ParticipantEvent {
     Welcomed {
         /// The seat to play; `None`: it watches (a spectator).
         slot: Option<PeerId>,
-        /// Players in, by slot and name.
-        players: Vec<(u8, String)>,
+        /// Players in, by seat and name.
+        players: Roster,
         /// Bytes of the compressed start state to come.
         packed_len: usize,
         /// The session's lockstep mode and keyframe interval.
