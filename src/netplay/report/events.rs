@@ -4,7 +4,7 @@
 use std::net::SocketAddr;
 use std::time::Instant;
 
-use crate::lockstep::{self, ClientEvent, PauseRefusal, PeerId, Slot};
+use crate::lockstep::{self, ClientEvent, Frame, PauseRefusal, PeerId, Slot};
 use crate::replay::Event;
 use crate::session::direct::PathEvent;
 use crate::session::{
@@ -24,7 +24,7 @@ impl Report {
         now: Instant,
         p: &Participant,
         ev: ParticipantEvent,
-        recorded: &mut Vec<(u32, Event)>,
+        recorded: &mut Vec<(Frame, Event)>,
     ) -> Option<String> {
         match ev {
             ParticipantEvent::Session(ev) => self.endpoint_event(p, ev, recorded),
@@ -115,9 +115,9 @@ impl Report {
 
     /// A chat message (someone else's, or this player's own): recorded at its frame, and
     /// logged and shown unless `--chat` hides it.
-    pub fn chat_line(&mut self, now: Instant, line: ChatLine, recorded: &mut Vec<(u32, Event)>) {
+    pub fn chat_line(&mut self, now: Instant, line: ChatLine, recorded: &mut Vec<(Frame, Event)>) {
         recorded.push((
-            line.frame.0,
+            line.frame,
             Event::Chat {
                 slot: line.from.number(),
                 name: line.name.clone(),
@@ -132,7 +132,7 @@ impl Report {
         now: Instant,
         p: &Participant,
         ev: ClientEvent,
-        recorded: &mut Vec<(u32, Event)>,
+        recorded: &mut Vec<(Frame, Event)>,
     ) {
         match ev {
             ClientEvent::ServerSilent { silent_for } => tracing::warn!(
@@ -153,7 +153,7 @@ impl Report {
                 let name = self.names.name(peer).unwrap_or_default().to_string();
                 self.gone.set(peer, name);
                 self.counters.players_left.push((peer.0, from_frame.0));
-                recorded.push((from_frame.0, Event::Left { slot: peer.0 }));
+                recorded.push((from_frame, Event::Left { slot: peer.0 }));
             }
             ClientEvent::PlayerJoined {
                 peer,
@@ -179,7 +179,7 @@ impl Report {
                     );
                 }
                 self.counters.players_joined.push((peer.0, from_frame.0));
-                recorded.push((from_frame.0, Event::Joined { slot: peer.0, name }));
+                recorded.push((from_frame, Event::Joined { slot: peer.0, name }));
             }
             ClientEvent::Paused { peer, at } => {
                 let who = self.name(peer);
@@ -197,7 +197,7 @@ impl Report {
                 let short = self.names.short_name(peer);
                 self.paused = Some((short, now));
                 self.pauses.push((peer.0, at.0, 0.0));
-                recorded.push((at.0, Event::Paused { slot: peer.0 }));
+                recorded.push((at, Event::Paused { slot: peer.0 }));
             }
             ClientEvent::Resumed { peer, at } => {
                 let lasted = self
@@ -212,7 +212,7 @@ impl Report {
                     self.name(peer),
                     at.0
                 );
-                recorded.push((at.0, Event::Resumed { slot: peer.0 }));
+                recorded.push((at, Event::Resumed { slot: peer.0 }));
             }
             ClientEvent::PauseRefused { why } => match why {
                 PauseRefusal::TooMany { wait_secs } => tracing::warn!(
@@ -249,7 +249,7 @@ impl Report {
         &mut self,
         p: &Participant,
         ev: EndpointEvent,
-        recorded: &mut Vec<(u32, Event)>,
+        recorded: &mut Vec<(Frame, Event)>,
     ) {
         let endpoint = p.endpoint();
         let running = endpoint.is_some_and(|e| e.game_started());
@@ -361,7 +361,7 @@ impl Report {
                     local: expected,
                     remote: got,
                 };
-                recorded.push((frame.0, desync));
+                recorded.push((frame, desync));
             }
             EndpointEvent::StillLoading {
                 slot,
