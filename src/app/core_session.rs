@@ -12,6 +12,7 @@ use super::play::{PlayError, PlaySummary};
 use super::record::{begin_netplay, reserve, RecordMode, Recording};
 use super::runner::{EndReason, Feed, FrameObserver, Runner, RunnerConfig};
 use crate::host::Core;
+use crate::lockstep::Roster;
 
 /// When the content goes into the core.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -52,7 +53,7 @@ pub struct Started<F> {
     /// Frames to run ahead with, if the core passes the rollback check (0: none).
     pub speculate: u32,
     /// The players' ports and names, for the recording.
-    pub players: Vec<(u8, String)>,
+    pub players: Roster,
     /// The session frame the core is at (a late joiner's or a spectator's start state).
     pub first_frame: u32,
     pub checksum_interval: u32,

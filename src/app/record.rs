@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use crate::host::{hash_file, Core, CoreSource, HostError, MemoryRegion};
 use crate::input::{Inputs, MAX_PLAYERS};
-use crate::lockstep::Frame;
+use crate::lockstep::{Frame, PeerId, Roster};
 use crate::replay::{
     self, Event, Header, Recorder, RecorderOptions, Replay, ReplayError, Sink, Start, Status,
 };
@@ -82,7 +82,7 @@ pub fn resolve_path(mode: &RecordMode, role: &str) -> Result<Option<PathBuf>, Re
 pub fn session_header(
     core: &mut Core,
     opts: &PlayOptions,
-    players: &[(u8, String)],
+    players: &Roster,
     checksum_interval: u32,
 ) -> Result<Header, RecordError> {
     let info = core.info().clone();
@@ -121,9 +121,9 @@ pub fn session_header(
         Err(e) => return Err(RecordError::StartState(e)),
     };
     let mut names: [Option<String>; MAX_PLAYERS] = Default::default();
-    for (slot, name) in players {
-        if let Some(n) = names.get_mut(usize::from(*slot)) {
-            *n = Some(name.clone());
+    for (seat, name) in players.iter() {
+        if let Some(n) = names.get_mut(seat.index()) {
+            *n = Some(name.to_string());
         }
     }
     Ok(Header {
@@ -207,7 +207,7 @@ pub fn begin(
     reserved: Reserved,
     opts: &PlayOptions,
     core: &mut Core,
-    players: &[(u8, String)],
+    players: &Roster,
     checksum_interval: u32,
 ) -> Result<Recording, RecordError> {
     begin_at(reserved, opts, core, players, checksum_interval, 0, None)
@@ -219,7 +219,7 @@ fn begin_at(
     mut reserved: Reserved,
     opts: &PlayOptions,
     core: &mut Core,
-    players: &[(u8, String)],
+    players: &Roster,
     checksum_interval: u32,
     start_frame: u32,
     mode: Option<&str>,
@@ -242,7 +242,7 @@ pub fn start(
     opts: &PlayOptions,
     core: &mut Core,
     role: &str,
-    players: &[(u8, String)],
+    players: &Roster,
     checksum_interval: u32,
 ) -> Result<Option<Recording>, RecordError> {
     match reserve(&opts.record, role)? {
@@ -258,7 +258,7 @@ pub fn begin_netplay(
     reserved: Option<Reserved>,
     opts: &PlayOptions,
     core: &mut Core,
-    players: &[(u8, String)],
+    players: &Roster,
     checksum_interval: u32,
     start_frame: u32,
     mode: &str,
@@ -277,9 +277,9 @@ pub fn begin_netplay(
 }
 
 /// The local players of `play`: the keyboard players (at least one).
-pub fn local_players(opts: &PlayOptions) -> Vec<(u8, String)> {
+pub fn local_players(opts: &PlayOptions) -> Roster {
     (0..opts.keymaps.len().clamp(1, MAX_PLAYERS) as u8)
-        .map(|p| (p, format!("player {}", p + 1)))
+        .map(|p| (PeerId(p), PeerId(p).to_string()))
         .collect()
 }
 

@@ -39,15 +39,27 @@ impl FromStr for ChatShow {
     }
 }
 
+/// Who a line over the picture is from: what its colour and its head say.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ShownFrom {
+    /// The player on pad port `port` (0-based).
+    Player {
+        /// The port, 0-based.
+        port: usize,
+    },
+    /// A spectator.
+    Spectator,
+    /// This program (a message refused).
+    Note,
+}
+
 /// A line over the picture.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Shown {
-    /// The sender's slot (16 and up: a spectator's); `None` for a note of this program's.
-    pub slot: Option<u8>,
+    /// Who it is from.
+    pub from: ShownFrom,
     /// The sender's name ("" for a note).
     pub name: String,
-    /// Sent by a spectator.
-    pub spectator: bool,
     /// The text.
     pub text: String,
     /// When it arrived.
@@ -109,9 +121,8 @@ impl ChatBoard {
     /// Shows a note of this program's (a message refused).
     pub fn note(&self, at: Instant, text: String) {
         self.post(Shown {
-            slot: None,
+            from: ShownFrom::Note,
             name: String::new(),
-            spectator: false,
             text,
             at,
         });

@@ -4,7 +4,7 @@
 
 use lightcycles::font::{glyph, ADVANCE, GLYPH_H, GLYPH_W};
 
-use super::chat_board::Shown;
+use super::chat_board::{Shown, ShownFrom};
 
 /// Name colours by player slot (P1 red, P2 blue, P3 green, P4 yellow), repeating.
 pub const PLAYER_COLOURS: [[u8; 3]; 4] =
@@ -17,9 +17,9 @@ const ROW_H: usize = GLYPH_H + 3;
 
 /// The colour of a line's sender.
 pub fn colour(line: &Shown) -> [u8; 3] {
-    match line.slot {
-        Some(s) if !line.spectator => PLAYER_COLOURS[usize::from(s) % PLAYER_COLOURS.len()],
-        _ => OTHER_COLOUR,
+    match line.from {
+        ShownFrom::Player { port } => PLAYER_COLOURS[port % PLAYER_COLOURS.len()],
+        ShownFrom::Spectator | ShownFrom::Note => OTHER_COLOUR,
     }
 }
 
@@ -34,10 +34,10 @@ pub fn draw(frame: &mut [u8], width: u32, image_h: u32, lines: &[Shown], typing:
     // (text, colour of its first `n` characters)
     let mut rows: Vec<(String, usize, [u8; 3])> = Vec::new();
     for l in lines {
-        let head = match (l.slot, l.spectator) {
-            (None, _) => String::new(),
-            (Some(_), true) => format!("{} (spectator): ", l.name),
-            (Some(_), false) => format!("{}: ", l.name),
+        let head = match l.from {
+            ShownFrom::Note => String::new(),
+            ShownFrom::Spectator => format!("{} (spectator): ", l.name),
+            ShownFrom::Player { .. } => format!("{}: ", l.name),
         };
         let all: Vec<char> = format!("{head}{}", l.text).chars().collect();
         let mut named = head.chars().count();
@@ -106,14 +106,16 @@ mod tests {
     fn names_show_in_their_players_colour_and_a_spectator_is_grey() {
         let (w, h) = (320u32, 240u32);
         let mut frame = vec![200u8; (w * h * 4) as usize];
-        let line = |slot, name: &str, spectator| Shown {
-            slot: Some(slot),
+        let line = |from, name: &str| Shown {
+            from,
             name: name.into(),
-            spectator,
             text: "gg".into(),
             at: Instant::now(),
         };
-        let lines = [line(1, "bob", false), line(16, "eve", true)];
+        let lines = [
+            line(ShownFrom::Player { port: 1 }, "bob"),
+            line(ShownFrom::Spectator, "eve"),
+        ];
         draw(&mut frame, w, h, &lines, Some("hi"));
         assert!(count(&frame, PLAYER_COLOURS[1]) > 20, "bob in P2 blue");
         assert!(count(&frame, OTHER_COLOUR) > 20, "eve in grey");

@@ -168,6 +168,7 @@ mod link;
 mod msg;
 mod pause;
 mod playout;
+mod roster;
 mod rtt;
 mod server;
 mod stats;
@@ -200,6 +201,7 @@ pub use client::{Client, ClientEvent};
 pub use frame::{Frame, PeerId, Slot, SpectatorId};
 pub use msg::PauseRefusal;
 pub use pause::{OWNED_FOR, PAUSES_PER_WINDOW, PAUSE_WINDOW};
+pub use roster::{own_name, Roster};
 pub use server::{PeerLeftReason, Server, ServerEvent, SPECTATOR_LAG_SECS, SPECTATOR_TIMEOUT};
 pub use stats::{
     ClientStats, LatencyStats, PeerStats, Placement, ServerStats, SpectatorStats, Traffic,

@@ -5,7 +5,7 @@ use std::io::{BufRead, IsTerminal};
 use std::time::Instant;
 
 use crate::app::options::PlayOptions;
-use crate::frontend::chat_board::{ChatBoard, ChatShow, Shown};
+use crate::frontend::chat_board::{ChatBoard, ChatShow, Shown, ShownFrom};
 use crate::session::{ChatLine, ChatRefused, Participant};
 
 /// The chat of the whole session, from the lobby on: `play`'s window shows it, and a
@@ -25,9 +25,12 @@ pub fn show(board: &ChatBoard, now: Instant, line: ChatLine) {
         return;
     }
     tracing::info!("chat: {line}");
+    let from = match line.from.player() {
+        Some(p) => ShownFrom::Player { port: p.index() },
+        None => ShownFrom::Spectator,
+    };
     board.post(Shown {
-        slot: Some(line.slot),
-        spectator: line.is_spectator(),
+        from,
         name: line.name,
         text: line.text,
         at: now,

@@ -6,9 +6,9 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use super::world::World;
-use crate::lockstep::Frame;
+use crate::lockstep::{Frame, Slot};
 use crate::session::chat::{ChatMsg, RELAY_BURST};
-use crate::session::{ChatRefused, ParticipantConfig, ParticipantEvent};
+use crate::session::{ChatLine, ChatRefused, ParticipantConfig, ParticipantEvent, Speaker};
 
 fn cfg() -> ParticipantConfig {
     ParticipantConfig {
@@ -31,10 +31,10 @@ fn heard(w: &World, i: usize) -> Vec<(String, bool, String)> {
         .collect()
 }
 
-fn say(w: &mut World, i: usize, text: &str) -> Result<(), ChatRefused> {
+fn say(w: &mut World, i: usize, text: &str) -> Result<ChatLine, ChatRefused> {
     let now = w.now();
     let p = &mut w.nodes[i].runner.feed_mut().participant;
-    p.say(now, text).map(|_| ())
+    p.say(now, text)
 }
 
 /// Every node says 20 numbered messages, 2.1 s apart (within the 5-in-10-s rate); then
@@ -45,7 +45,20 @@ fn everyone_says_20(w: &mut World, spectator: &str) {
     for k in 0..20 {
         for &i in &nodes {
             let text = format!("{} says {k}", w.nodes[i].name);
-            say(w, i, &text).unwrap_or_else(|e| panic!("{text}: {e}"));
+            let line = say(w, i, &text).unwrap_or_else(|e| panic!("{text}: {e}"));
+            // Its own line as it shows and records it: a watching joiner knows no slot of
+            // its own, and records the spectator's 0xff as before.
+            if w.nodes[i].name == spectator {
+                assert_eq!(
+                    (line.from, line.from.number()),
+                    (Speaker::OwnWatching, 0xff)
+                );
+            } else {
+                assert!(
+                    matches!(line.from, Speaker::In(Slot::Player(_))),
+                    "{line:?}"
+                );
+            }
         }
         w.run_for(Duration::from_millis(2100));
     }

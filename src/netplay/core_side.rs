@@ -152,7 +152,7 @@ impl CoreSide {
         if let Some(r) = &self.recording {
             for (at, event) in shared.events.drain(..) {
                 // In the log's numbering, which starts at its start state.
-                r.event(u64::from(at).saturating_sub(self.base), &event);
+                r.event(u64::from(at.0).saturating_sub(self.base), &event);
             }
         } else {
             shared.events.clear();

@@ -9,7 +9,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::app::play::EarlyWindow;
 use crate::frontend::chat_board::ChatBoard;
-use crate::lockstep::PeerId;
+use crate::lockstep::{own_name, PeerId, Roster, Slot};
 use crate::net::Link;
 use crate::session::direct::{PathKind, PathMode};
 use crate::session::{
@@ -17,7 +17,6 @@ use crate::session::{
     StartState, Transmit,
 };
 
-use super::report::own_name;
 use super::NetplayError;
 
 /// Longest a lobby sleeps between looks at the session (and at Ctrl-C).
@@ -160,7 +159,7 @@ fn host_rows(
         if free == 1 { "" } else { "s" }
     ));
     for p in &players {
-        let name = own_name(&p.name, p.slot).unwrap_or("");
+        let name = own_name(&p.name, Slot::Player(PeerId(p.slot))).unwrap_or("");
         let state = match (p.addr, p.ready) {
             (None, _) => "(you)".to_string(),
             (Some(addr), ready) => format!(
@@ -199,7 +198,7 @@ pub struct JoinScreen {
     pub doing: String,
     /// Players in, by slot and name; this player's seat (`None` until it is welcomed to
     /// one, or if it watches).
-    pub players: Vec<(u8, String)>,
+    pub players: Roster,
     pub slot: Option<PeerId>,
     /// The room's invite, shown to the player who opened it.
     pub invite: Option<Invite>,
@@ -212,7 +211,7 @@ impl JoinScreen {
         JoinScreen {
             title,
             doing: "waiting for an answer".into(),
-            players: Vec::new(),
+            players: Roster::new(),
             slot: None,
             invite,
             path: None,
@@ -228,14 +227,14 @@ impl JoinScreen {
         if !self.players.is_empty() {
             rows.push(String::new());
             rows.push("Players in:".into());
-            for (slot, name) in &self.players {
-                let you = if self.slot == Some(PeerId(*slot)) {
+            for (seat, _) in self.players.iter() {
+                let you = if self.slot == Some(seat) {
                     "  (you)"
                 } else {
                     ""
                 };
-                let name = own_name(name, *slot).unwrap_or("");
-                rows.push(format!("  P{} {name}{you}", slot + 1));
+                let name = self.players.own_name(seat).unwrap_or("");
+                rows.push(format!("  P{} {name}{you}", seat.0 + 1));
             }
         }
         if let Some(path) = self.path {
@@ -316,7 +315,7 @@ pub fn host_lobby(
                 let who = players
                     .iter()
                     .find(|p| p.addr.is_some() && p.addr == *peer)
-                    .map(|p| match own_name(&p.name, p.slot) {
+                    .map(|p| match own_name(&p.name, Slot::Player(PeerId(p.slot))) {
                         Some(name) => format!("{name} (player {})", p.slot + 1),
                         None => format!("player {}", p.slot + 1),
                     })
@@ -329,12 +328,10 @@ pub fn host_lobby(
                 continue;
             };
             match ev {
-                EndpointEvent::Admitted { slot, name, addr } => {
-                    match own_name(&name, slot.number()) {
-                        Some(name) => tracing::info!("netplay: {name} ({addr}) joined as {slot}"),
-                        None => tracing::info!("netplay: {slot} ({addr}) joined"),
-                    }
-                }
+                EndpointEvent::Admitted { slot, name, addr } => match own_name(&name, slot) {
+                    Some(name) => tracing::info!("netplay: {name} ({addr}) joined as {slot}"),
+                    None => tracing::info!("netplay: {slot} ({addr}) joined"),
+                },
                 EndpointEvent::Ready { slot, ready, want } => {
                     tracing::info!("netplay: {slot} has the start state");
                     tracing::info!("netplay: {ready}/{want} players ready");

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use crate::lockstep::{self, Slot};
+use crate::lockstep::{self, own_name, Slot};
 use crate::net::{random_bytes, Link, NetSim, UdpSocket};
 use crate::serve::{OpenJob, Opened, Rooms, ServeConfig, ServeEvent};
 use crate::session::msg::{Msg, RoomInfo, RoomMsg};
@@ -434,7 +434,7 @@ fn log_room_event(room: &str, ev: &EndpointEvent) {
             slot: Slot::Player(slot),
             name,
             addr,
-        } => match super::report::own_name(name, slot.0) {
+        } => match own_name(name, Slot::Player(*slot)) {
             Some(name) => tracing::info!("room {room}: {name} joined as {slot} from {addr}"),
             None => tracing::info!("room {room}: {slot} joined from {addr}"),
         },
@@ -474,7 +474,7 @@ fn log_room_event(room: &str, ev: &EndpointEvent) {
             name,
             from_frame,
         } => {
-            let who = match super::report::own_name(name, slot.0) {
+            let who = match own_name(name, Slot::Player(*slot)) {
                 Some(name) => format!("{name} ({slot})"),
                 None => slot.to_string(),
             };

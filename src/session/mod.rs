@@ -91,7 +91,7 @@ use thiserror::Error;
 pub use crate::wire::{Dropped, Handled, Transmit};
 use crate::wire::{HEADER_LEN, MAGIC};
 
-pub use chat::{ChatLine, ChatRefused};
+pub use chat::{ChatLine, ChatRefused, Speaker};
 pub use endpoint::{Endpoint, EndpointConfig, EndpointEvent, EndpointStats, PlayerOutReason};
 pub use host::{
     is_spectator_slot, HostConfig, HostEvent, HostSession, Player, SessionLeftReason,

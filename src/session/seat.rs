@@ -137,13 +137,11 @@ impl Seat {
         };
         let kind = Header::parse(datagram).ok().map(|(h, _)| h.kind);
         if kind == Some(Kind::Chat) {
-            if !self.chat.handle(now, &datagram[HEADER_LEN..]) {
-                return Handled::Dropped(Dropped::Unexpected(Kind::Chat));
-            }
+            let handled = self.chat.handle(now, &datagram[HEADER_LEN..]);
             while let Some(line) = self.chat.poll_line() {
                 self.events.push_back(SeatEvent::Chat(line));
             }
-            return Handled::Taken;
+            return handled;
         }
         if kind != Some(Kind::Resync) {
             if !is_session_datagram(datagram) {

@@ -183,7 +183,12 @@ fn joiner_gets_welcome_and_exact_state_over_a_lossy_link() {
     );
     assert_eq!(
         got.players,
-        vec![(0, "host".to_string()), (1, "ana".to_string())]
+        [
+            (PeerId(0), "host".to_string()),
+            (PeerId(1), "ana".to_string())
+        ]
+        .into_iter()
+        .collect::<crate::lockstep::Roster>()
     );
     assert_eq!(
         got.option_diffs

@@ -158,7 +158,7 @@ impl Kind {
 ///
 /// `To` says where the datagram goes: a socket address; a slot where the driver knows the
 /// addresses (`PeerId` for the lockstep server's players, `SpectatorId` for its spectators,
-/// `u8` for the host's chat); `()` for a machine with one peer, which its driver seals and
+/// `Slot` for the host's chat); `()` for a machine with one peer, which its driver seals and
 /// addresses (the lockstep client, a resync half, a joiner's chat).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Transmit<To = SocketAddr> {

@@ -32,6 +32,7 @@ use framelock::app::play::{open_core, run_session, EarlyWindow};
 use framelock::app::{record, LocalFeed, Runner};
 use framelock::cli::{Cli, Command as Sub};
 use framelock::config::Config;
+use framelock::lockstep::{PeerId, Roster};
 use serde_json::Value;
 
 #[path = "../fixtures/mod.rs"]
@@ -122,7 +123,9 @@ fn two_player_minute(home: &Path) {
     let mut core = open_core(&opts).unwrap();
     let feed = LocalFeed::new().with_bot(0, 11).with_bot(1, 12);
     let mut runner = Runner::new(feed, opts.runner.clone());
-    let players = [(0, "bot 1".to_string()), (1, "bot 2".to_string())];
+    let players: Roster = [(PeerId(0), "bot 1".into()), (PeerId(1), "bot 2".into())]
+        .into_iter()
+        .collect();
     let recording = record::start(&opts, &mut core, "bench", &players, 60)
         .unwrap()
         .unwrap();

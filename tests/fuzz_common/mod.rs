@@ -386,7 +386,9 @@ fn session_messages() -> Vec<Vec<u8>> {
             keyframe_interval: 2,
             mode: Mode::Optimistic,
             key: [0x4b; 32],
-            players: vec![(0, "host".into()), (1, "ana".into())],
+            players: [(PeerId(0), "host".into()), (PeerId(1), "ana".into())]
+                .into_iter()
+                .collect(),
         })
         .encode(9),
         Msg::Refuse("wrong password".into()).encode(0),

@@ -50,7 +50,7 @@ pub struct CoreWork {
     pub replies: Vec<CoreReply>,
     /// feed -> observer: `(session frame, event)` for the recording (players leaving,
     /// desyncs).
-    pub events: Vec<(u32, Event)>,
+    pub events: Vec<(Frame, Event)>,
 }
 
 /// Shared by the frame observer (frame loop thread) and the feed (both threads).
@@ -259,7 +259,7 @@ impl NetState {
 
     /// Says what the player typed (the window's line, standard input, `--say`). A line
     /// typed while the link is down waits for it to come back.
-    fn say_typed(&mut self, now: Instant, recorded: &mut Vec<(u32, Event)>) {
+    fn say_typed(&mut self, now: Instant, recorded: &mut Vec<(Frame, Event)>) {
         let board = self.report.chat.clone();
         for line in super::chat::say_typed(&board, &mut self.participant, now) {
             self.report.chat_line(now, line, recorded);

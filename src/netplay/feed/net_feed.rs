@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 use crate::app::{Feed, FeedPoll};
 use crate::frontend::chat_board::ChatBoard;
 use crate::input::{Bot, Inputs, Pad};
-use crate::lockstep::{Frame, Mode};
+use crate::lockstep::{Frame, Mode, Roster};
 use crate::net::{Link, SocketWaiter};
 use crate::netplay::report::Report;
 use crate::session::Participant;
@@ -131,8 +131,8 @@ impl NetFeed {
         self
     }
 
-    /// Player names by slot, for log lines.
-    pub fn with_names(self, names: Vec<(u8, String)>) -> NetFeed {
+    /// Player names by seat, for log lines.
+    pub fn with_names(self, names: Roster) -> NetFeed {
         self.state().report.names = names;
         self
     }
@@ -214,7 +214,7 @@ impl NetFeed {
         self.state().end_at = Some(frame);
     }
 
-    pub fn names(&self) -> Vec<(u8, String)> {
+    pub fn names(&self) -> Roster {
         self.state().report.names.clone()
     }
 

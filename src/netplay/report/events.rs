@@ -4,7 +4,7 @@
 use std::net::SocketAddr;
 use std::time::Instant;
 
-use crate::lockstep::{self, ClientEvent, PauseRefusal, Slot};
+use crate::lockstep::{self, ClientEvent, Frame, PauseRefusal, PeerId, Slot};
 use crate::replay::Event;
 use crate::session::direct::PathEvent;
 use crate::session::{
@@ -24,7 +24,7 @@ impl Report {
         now: Instant,
         p: &Participant,
         ev: ParticipantEvent,
-        recorded: &mut Vec<(u32, Event)>,
+        recorded: &mut Vec<(Frame, Event)>,
     ) -> Option<String> {
         match ev {
             ParticipantEvent::Session(ev) => self.endpoint_event(p, ev, recorded),
@@ -108,18 +108,18 @@ impl Report {
             Some(addr) => p
                 .endpoint()
                 .and_then(|e| e.players().into_iter().find(|pl| pl.addr == Some(addr)))
-                .map_or(addr.to_string(), |pl| self.name(pl.slot)),
+                .map_or(addr.to_string(), |pl| self.name(PeerId(pl.slot))),
         };
         log_path(&who, &event, self.path);
     }
 
     /// A chat message (someone else's, or this player's own): recorded at its frame, and
     /// logged and shown unless `--chat` hides it.
-    pub fn chat_line(&mut self, now: Instant, line: ChatLine, recorded: &mut Vec<(u32, Event)>) {
+    pub fn chat_line(&mut self, now: Instant, line: ChatLine, recorded: &mut Vec<(Frame, Event)>) {
         recorded.push((
-            line.frame.0,
+            line.frame,
             Event::Chat {
-                slot: line.slot,
+                slot: line.from.number(),
                 name: line.name.clone(),
                 text: line.text.clone(),
             },
@@ -132,7 +132,7 @@ impl Report {
         now: Instant,
         p: &Participant,
         ev: ClientEvent,
-        recorded: &mut Vec<(u32, Event)>,
+        recorded: &mut Vec<(Frame, Event)>,
     ) {
         match ev {
             ClientEvent::ServerSilent { silent_for } => tracing::warn!(
@@ -146,20 +146,14 @@ impl Report {
                 if !p.is_host() {
                     tracing::info!(
                         "netplay: {} left; neutral input from frame {}",
-                        self.name(peer.0),
+                        self.name(peer),
                         from_frame.0
                     );
                 }
-                let name = self
-                    .names
-                    .iter()
-                    .find(|(s, _)| *s == peer.0)
-                    .map(|(_, n)| n.clone())
-                    .unwrap_or_default();
-                self.gone.retain(|(s, _)| *s != peer.0);
-                self.gone.push((peer.0, name));
+                let name = self.names.name(peer).unwrap_or_default().to_string();
+                self.gone.set(peer, name);
                 self.counters.players_left.push((peer.0, from_frame.0));
-                recorded.push((from_frame.0, Event::Left { slot: peer.0 }));
+                recorded.push((from_frame, Event::Left { slot: peer.0 }));
             }
             ClientEvent::PlayerJoined {
                 peer,
@@ -168,27 +162,27 @@ impl Report {
             } => {
                 let back = self
                     .gone
-                    .iter()
-                    .any(|(s, n)| *s == peer.0 && (n == &name || name.is_empty()));
-                self.set_name(peer.0, name.clone());
+                    .name(peer)
+                    .is_some_and(|n| n == name || name.is_empty());
+                self.set_name(peer, name.clone());
                 if back {
                     tracing::info!(
                         "netplay: {} is back from frame {}",
-                        self.name(peer.0),
+                        self.name(peer),
                         from_frame.0
                     );
                 } else {
                     tracing::info!(
                         "netplay: {} joined from frame {}",
-                        self.name(peer.0),
+                        self.name(peer),
                         from_frame.0
                     );
                 }
                 self.counters.players_joined.push((peer.0, from_frame.0));
-                recorded.push((from_frame.0, Event::Joined { slot: peer.0, name }));
+                recorded.push((from_frame, Event::Joined { slot: peer.0, name }));
             }
             ClientEvent::Paused { peer, at } => {
-                let who = self.name(peer.0);
+                let who = self.name(peer);
                 let own = p.client().is_some_and(|c| c.me() == peer);
                 tracing::info!(
                     "netplay: {who} paused at frame {}; {} resume{}",
@@ -200,10 +194,10 @@ impl Report {
                         format!(", anyone after {} s", lockstep::OWNED_FOR.as_secs())
                     }
                 );
-                let short = self.short_name(peer.0);
+                let short = self.names.short_name(peer);
                 self.paused = Some((short, now));
                 self.pauses.push((peer.0, at.0, 0.0));
-                recorded.push((at.0, Event::Paused { slot: peer.0 }));
+                recorded.push((at, Event::Paused { slot: peer.0 }));
             }
             ClientEvent::Resumed { peer, at } => {
                 let lasted = self
@@ -215,10 +209,10 @@ impl Report {
                 }
                 tracing::info!(
                     "netplay: {} resumed at frame {} after {lasted:.1} s",
-                    self.name(peer.0),
+                    self.name(peer),
                     at.0
                 );
-                recorded.push((at.0, Event::Resumed { slot: peer.0 }));
+                recorded.push((at, Event::Resumed { slot: peer.0 }));
             }
             ClientEvent::PauseRefused { why } => match why {
                 PauseRefusal::TooMany { wait_secs } => tracing::warn!(
@@ -243,7 +237,7 @@ impl Report {
                 tracing::error!(
                     "netplay: desync detected at frame {}: {} differs from the host",
                     frame.0,
-                    self.name(peer.0)
+                    self.name(peer)
                 );
             }
         }
@@ -255,7 +249,7 @@ impl Report {
         &mut self,
         p: &Participant,
         ev: EndpointEvent,
-        recorded: &mut Vec<(u32, Event)>,
+        recorded: &mut Vec<(Frame, Event)>,
     ) {
         let endpoint = p.endpoint();
         let running = endpoint.is_some_and(|e| e.game_started());
@@ -280,7 +274,7 @@ impl Report {
                 } else {
                     tracing::info!("netplay: {name} ({addr}) joined as {slot}");
                 }
-                self.set_name(slot.0, name);
+                self.set_name(slot, name);
             }
             EndpointEvent::Watching { slot, frame } => {
                 let n = endpoint.map_or(0, |e| e.spectator_count());
@@ -300,18 +294,18 @@ impl Report {
             EndpointEvent::PlayerJoined { .. } => {}
             // In the game `PlayerOut` says it, with the frame its input stops at.
             EndpointEvent::Left { slot, reason } if running => {
-                self.left_why.retain(|(s, _)| *s != slot.0);
-                self.left_why.push((slot.0, reason.to_string()));
+                self.left_why.retain(|(s, _)| *s != slot);
+                self.left_why.push((slot, reason.to_string()));
             }
             EndpointEvent::Left { slot, reason } => {
-                tracing::info!("netplay: {} {reason}", self.name(slot.0))
+                tracing::info!("netplay: {} {reason}", self.name(slot))
             }
             EndpointEvent::Refused { addr, reason } => {
                 tracing::info!("netplay: refused {addr}: {reason}")
             }
             EndpointEvent::PlayerSilent { slot, silent_for } => tracing::warn!(
                 "netplay: nothing from {} for {} ms",
-                self.name(slot.0),
+                self.name(slot),
                 silent_for.as_millis()
             ),
             EndpointEvent::PlayerOut {
@@ -319,8 +313,8 @@ impl Report {
                 reason,
                 from_frame,
             } => {
-                let who = self.name(slot.0);
-                let bye = self.left_why.iter().find(|(s, _)| *s == slot.0);
+                let who = self.name(slot);
+                let bye = self.left_why.iter().find(|(s, _)| *s == slot);
                 match (&reason, bye) {
                     (PlayerOutReason::Left, Some((_, why))) => tracing::info!(
                         "netplay: {who} {why}; neutral input from frame {}",
@@ -342,7 +336,7 @@ impl Report {
                         from_frame.0
                     ),
                 }
-                self.left_why.retain(|(s, _)| *s != slot.0);
+                self.left_why.retain(|(s, _)| *s != slot);
             }
             EndpointEvent::Desync {
                 frame,
@@ -355,7 +349,7 @@ impl Report {
                 tracing::error!(
                     "netplay: desync at frame {}: {} has {got:016x}, host has {expected:016x}{}",
                     frame.0,
-                    self.name(slot.0),
+                    self.name(slot),
                     if send_state {
                         "; sending the host's state"
                     } else {
@@ -367,7 +361,7 @@ impl Report {
                     local: expected,
                     remote: got,
                 };
-                recorded.push((frame.0, desync));
+                recorded.push((frame, desync));
             }
             EndpointEvent::StillLoading {
                 slot,
@@ -376,33 +370,30 @@ impl Report {
             } => tracing::info!(
                 "netplay: {} is still loading ({:.1} s since it had the start state); the \
                  game starts when it runs (waiting up to {} s)",
-                self.name(slot.0),
+                self.name(slot),
                 waited.as_secs_f64(),
                 LOADING_LIMIT.as_secs()
             ),
             EndpointEvent::StillLoading { slot, waited, .. } => tracing::info!(
                 "netplay: still waiting for {} to load ({:.0} s)",
-                self.name(slot.0),
+                self.name(slot),
                 waited.as_secs_f64()
             ),
             EndpointEvent::Running { slot, waited } => tracing::info!(
                 "netplay: {} is running, {:.1} s after it had the start state",
-                self.name(slot.0),
+                self.name(slot),
                 waited.as_secs_f64()
             ),
             EndpointEvent::Resynced { slot, frame } => {
                 tracing::info!(
                     "netplay: {} has the host's state for frame {}",
-                    self.name(slot.number()),
+                    self.who(slot),
                     frame.0
                 );
                 self.counters.resyncs += 1;
             }
             EndpointEvent::PathChanged { slot, from, to } => {
-                tracing::info!(
-                    "netplay: {} moved from {from} to {to}",
-                    self.name(slot.number())
-                )
+                tracing::info!("netplay: {} moved from {from} to {to}", self.who(slot))
             }
             other => tracing::debug!("netplay: {other:?}"),
         }

@@ -12,7 +12,7 @@ pub(crate) use stats::Play;
 use std::time::{Duration, Instant};
 
 use crate::frontend::chat_board::ChatBoard;
-use crate::lockstep::PeerId;
+use crate::lockstep::{PeerId, Roster, Slot};
 use crate::session::direct::{PathEvent, PathMode};
 
 /// The log line for a path of a room hosted by a player that went direct or back to the
@@ -31,23 +31,6 @@ pub(crate) fn log_path(who: &str, event: &PathEvent, mode: PathMode) {
             tracing::info!("netplay: {who} is relayed by the server: {why}")
         }
     }
-}
-
-/// How log lines name the player in `slot`: "ana (player 2)", its name and its place, since
-/// two players may go by the same name; just "player 2" when it has no name of its own.
-pub(crate) fn player_label(names: &[(u8, String)], slot: u8) -> String {
-    let place = PeerId(slot).to_string();
-    let name = names.iter().find(|(s, _)| *s == slot);
-    match name.and_then(|(_, name)| own_name(name, slot)) {
-        Some(name) => format!("{name} ({place})"),
-        None => place,
-    }
-}
-
-/// The name of the player in `slot` if it has one of its own: not empty, and not the
-/// "player N" the host names a nameless joiner after its place (said once is enough).
-pub(crate) fn own_name(name: &str, slot: u8) -> Option<&str> {
-    (!name.is_empty() && name != PeerId(slot).to_string()).then_some(name)
 }
 
 /// Netplay numbers gathered while running.
@@ -127,16 +110,16 @@ impl Counters {
 /// Who is in, the counters, and the wording of events.
 #[derive(Default)]
 pub(crate) struct Report {
-    pub names: Vec<(u8, String)>,
+    pub names: Roster,
     /// The room, when the session runs on a dedicated server.
     pub room: Option<String>,
     pub counters: Counters,
-    /// Slots that left (or were dropped) and by which name, to tell a player who comes
-    /// back from a new one.
-    gone: Vec<(u8, String)>,
+    /// Seats whose players left (or were dropped) and by which name, to tell a player who
+    /// comes back from a new one.
+    gone: Roster,
     /// Host: why each player who left the running game said it left (its goodbye), for the
     /// one line that says so with the frame its input stops at.
-    left_why: Vec<(u8, String)>,
+    left_why: Vec<(PeerId, String)>,
     /// Joiner: the command that gets it back into the session, said when it gives up.
     pub rejoin: Option<String>,
     /// Where chat messages are shown and typed.
@@ -150,45 +133,23 @@ pub(crate) struct Report {
 }
 
 impl Report {
-    pub fn name(&self, slot: u8) -> String {
-        player_label(&self.names, slot)
+    /// How log lines name `seat`'s player (see [`Roster::label`]).
+    pub fn name(&self, seat: PeerId) -> String {
+        self.names.label(seat)
     }
 
-    /// The player's own name if it has one, else its place ("player 2"): for the status
-    /// bar, where "ana (player 2)" is too long.
-    fn short_name(&self, slot: u8) -> String {
-        self.names
-            .iter()
-            .find(|(s, _)| *s == slot)
-            .and_then(|(_, n)| own_name(n, slot))
-            .map_or_else(|| PeerId(slot).to_string(), str::to_string)
-    }
-
-    fn set_name(&mut self, slot: u8, name: String) {
-        if !name.is_empty() {
-            self.names.retain(|(s, _)| *s != slot);
-            self.names.push((slot, name));
+    /// How log lines name whoever is in `slot`: a player as [`name`](Self::name) does, a
+    /// spectator by its place.
+    fn who(&self, slot: Slot) -> String {
+        match slot {
+            Slot::Player(seat) => self.name(seat),
+            Slot::Spectator(_) => slot.to_string(),
         }
     }
-}
 
-#[cfg(test)]
-mod tests {
-    use super::player_label;
-
-    #[test]
-    fn players_are_named_with_their_place() {
-        let names = [
-            (0, "ana".to_string()),
-            (1, "ana".into()),
-            (2, "player 3".into()),
-        ];
-        // Two players called ana are told apart.
-        assert_eq!(player_label(&names, 0), "ana (player 1)");
-        assert_eq!(player_label(&names, 1), "ana (player 2)");
-        // A player the host named by its slot, or not at all, is not named twice.
-        assert_eq!(player_label(&names, 2), "player 3");
-        assert_eq!(player_label(&[(3, String::new())], 3), "player 4");
-        assert_eq!(player_label(&names, 5), "player 6");
+    fn set_name(&mut self, seat: PeerId, name: String) {
+        if !name.is_empty() {
+            self.names.set(seat, name);
+        }
     }
 }

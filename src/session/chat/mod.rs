@@ -2,8 +2,8 @@
 //! and during play. Sans-IO like the rest of `session`: [`ChatLink`] is a joiner's end (in
 //! its `Seat`), [`ChatRelay`] the server side's (in the `Endpoint`, so a direct host and
 //! every `serve` room relay alike). Nothing here waits on the game: lockstep never holds a
-//! frame for a chat datagram. It imports only `wire` and `wording`: not the machines that hold it,
-//! nor anything above `session`.
+//! frame for a chat datagram. It imports only `wire`, `wording`, lockstep's frame and slot
+//! types and `msg`'s name rules: not the machines that hold it, nor anything above `session`.
 //!
 //! Every message goes to the session's server side, which relays it to everyone else in
 //! the session (players and spectators with the start state), in one order it picks. The
@@ -41,8 +41,8 @@ use std::collections::{BTreeMap, VecDeque};
 use std::fmt;
 use std::time::{Duration, Instant};
 
-use crate::lockstep::Frame;
-use crate::wire::{Header, Kind, Transmit};
+use crate::lockstep::{Frame, PeerId, Slot, SpectatorId};
+use crate::wire::{Dropped, Handled, Header, Kind, Transmit, WireError};
 
 use super::msg::MAX_PLAYER_NAME;
 
@@ -70,11 +70,61 @@ const OP_SAY: u8 = 0;
 const OP_LINE: u8 = 1;
 const OP_ACK: u8 = 2;
 
+/// Who said a line.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Speaker {
+    /// Someone in the session, by slot: every line the relay hands on.
+    In(Slot),
+    /// This joiner itself while it watches: a spectator's `Welcome` does not say which
+    /// spectator slot it has, so its own line (as `Participant::say` returns it, to show and
+    /// record) names none. Never on the wire.
+    OwnWatching,
+}
+
+impl Speaker {
+    /// The host's own player (seat 0).
+    pub const HOST: Speaker = Speaker::In(Slot::Player(PeerId(0)));
+
+    /// A spectator said it.
+    pub fn is_spectator(self) -> bool {
+        match self {
+            Speaker::In(slot) => slot.is_spectator(),
+            Speaker::OwnWatching => true,
+        }
+    }
+
+    /// The speaker's seat, if it has one.
+    pub fn player(self) -> Option<PeerId> {
+        match self {
+            Speaker::In(slot) => slot.player(),
+            Speaker::OwnWatching => None,
+        }
+    }
+
+    /// The number a recording's `Chat` event and a `Line` carry: the slot's number, and for
+    /// [`Speaker::OwnWatching`] the one a spectator's `Welcome` gives it (`0xff`).
+    pub fn number(self) -> u8 {
+        match self {
+            Speaker::In(slot) => slot.number(),
+            Speaker::OwnWatching => super::msg::SPECTATOR,
+        }
+    }
+
+    /// The speaker a `Line`'s slot number names (16 and up: a spectator).
+    fn from_number(n: u8) -> Speaker {
+        Speaker::In(if n >= SpectatorId::FIRST {
+            Slot::Spectator(SpectatorId(n))
+        } else {
+            Slot::Player(PeerId(n))
+        })
+    }
+}
+
 /// A message as everyone sees it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ChatLine {
-    /// The sender's slot (16 and up: a spectator's).
-    pub slot: u8,
+    /// Who said it.
+    pub from: Speaker,
     /// The sender's name.
     pub name: String,
     /// The session frame the sender was at when it sent it.
@@ -86,7 +136,7 @@ pub struct ChatLine {
 impl ChatLine {
     /// Sent by a spectator.
     pub fn is_spectator(&self) -> bool {
-        super::is_spectator_slot(self.slot)
+        self.from.is_spectator()
     }
 }
 
@@ -183,7 +233,7 @@ impl ChatMsg {
                 for v in [stream, seq, &line.frame.0] {
                     out.extend_from_slice(&v.to_le_bytes());
                 }
-                out.push(line.slot);
+                out.push(line.from.number());
                 let name = super::msg::clip(&line.name, MAX_PLAYER_NAME);
                 out.push(name.len() as u8);
                 out.extend_from_slice(name.as_bytes());
@@ -220,14 +270,14 @@ impl ChatMsg {
                 text: text(rest.get(12..)?)?,
             }),
             OP_LINE => {
-                let slot = *rest.get(12)?;
+                let from = Speaker::from_number(*rest.get(12)?);
                 let n = usize::from(*rest.get(13)?);
                 let name = rest.get(14..14 + n)?;
                 Some(ChatMsg::Line {
                     stream: u32_at(0)?,
                     seq: u32_at(4)?,
                     line: ChatLine {
-                        slot,
+                        from,
                         name: super::msg::printable(&String::from_utf8_lossy(name)),
                         frame: Frame(u32_at(8)?),
                         text: text(rest.get(14 + n..)?)?,
@@ -241,6 +291,11 @@ impl ChatMsg {
             _ => None,
         }
     }
+}
+
+/// A chat body that does not parse.
+fn malformed() -> Handled<'static> {
+    Handled::Dropped(WireError::Malformed(Kind::Chat).into())
 }
 
 /// At most [`RATE_COUNT`] messages in any [`RATE_WINDOW`]: the sender's own limit.
@@ -442,18 +497,20 @@ impl ChatLink {
         self.up.push((frame, text));
     }
 
-    /// A chat datagram's body from the host (its tag checked); false if it does not parse.
-    pub fn handle(&mut self, now: Instant, body: &[u8]) -> bool {
+    /// A chat datagram's body from the host (its tag checked): taken, or dropped if it does
+    /// not parse or is a joiner's `Say`.
+    pub fn handle(&mut self, now: Instant, body: &[u8]) -> Handled<'static> {
         match ChatMsg::decode(body) {
             Some(ChatMsg::Line { stream, seq, line }) => {
                 self.lines.extend(self.down.handle(stream, seq, line));
-                true
+                Handled::Taken
             }
             Some(ChatMsg::Ack { stream, next }) => {
                 self.up.handle_ack(now, stream, next);
-                true
+                Handled::Taken
             }
-            Some(ChatMsg::Say { .. }) | None => false,
+            Some(ChatMsg::Say { .. }) => Handled::Dropped(Dropped::Unexpected(Kind::Chat)),
+            None => malformed(),
         }
     }
 
@@ -521,7 +578,7 @@ struct RelayPeer {
 /// The server side of the chat (see the module docs): in an `Endpoint`.
 #[derive(Debug)]
 pub struct ChatRelay {
-    peers: BTreeMap<u8, RelayPeer>,
+    peers: BTreeMap<Slot, RelayPeer>,
     next_stream: u32,
     /// Lines for the in-process player (a direct host's), if there is one.
     local: Option<VecDeque<ChatLine>>,
@@ -542,7 +599,7 @@ impl ChatRelay {
         }
     }
 
-    fn peer(&mut self, now: Instant, slot: u8) -> &mut RelayPeer {
+    fn peer(&mut self, now: Instant, slot: Slot) -> &mut RelayPeer {
         let next_stream = &mut self.next_stream;
         self.peers.entry(slot).or_insert_with(|| {
             *next_stream = next_stream.wrapping_add(1);
@@ -558,16 +615,16 @@ impl ChatRelay {
     }
 
     /// A chat datagram's body (its tag checked) from the joiner in `slot`, named `name`.
-    /// `roster` is who is in the session to hear it (slot, name), the sender included.
-    /// False if it does not parse or is not a joiner's.
+    /// `roster` is the slots of who is in the session to hear it, the sender's included.
+    /// Taken, or dropped if it does not parse or is not a joiner's (a relay's `Line`).
     pub fn handle(
         &mut self,
         now: Instant,
-        slot: u8,
+        slot: Slot,
         name: &str,
         body: &[u8],
-        roster: &[u8],
-    ) -> bool {
+        roster: &[Slot],
+    ) -> Handled<'static> {
         match ChatMsg::decode(body) {
             Some(ChatMsg::Say {
                 stream,
@@ -592,7 +649,7 @@ impl ChatRelay {
                         continue;
                     }
                     lines.push(ChatLine {
-                        slot,
+                        from: Speaker::In(slot),
                         name: name.to_string(),
                         frame,
                         text,
@@ -610,40 +667,41 @@ impl ChatRelay {
                 for line in lines {
                     self.relay(now, line, roster);
                 }
-                true
+                Handled::Taken
             }
             Some(ChatMsg::Ack { stream, next }) => {
                 if let Some(p) = self.peers.get_mut(&slot) {
                     p.down.handle_ack(now, stream, next);
                 }
-                true
+                Handled::Taken
             }
-            Some(ChatMsg::Line { .. }) | None => false,
+            Some(ChatMsg::Line { .. }) => Handled::Dropped(Dropped::Unexpected(Kind::Chat)),
+            None => malformed(),
         }
     }
 
     /// Sends `line` to everyone in `roster` but its sender (and to the local player).
-    pub fn relay(&mut self, now: Instant, line: ChatLine, roster: &[u8]) {
+    pub fn relay(&mut self, now: Instant, line: ChatLine, roster: &[Slot]) {
         self.relayed += 1;
         for &slot in roster {
-            if slot != line.slot {
+            if Speaker::In(slot) != line.from {
                 self.peer(now, slot).down.push(line.clone());
             }
         }
         if let Some(local) = &mut self.local {
-            if line.slot != 0 {
+            if line.from != Speaker::HOST {
                 local.push_back(line);
             }
         }
     }
 
     /// Forgets the joiners not in `roster` (gone, or back in the handshake).
-    pub fn retain(&mut self, roster: &[u8]) {
+    pub fn retain(&mut self, roster: &[Slot]) {
         self.peers.retain(|slot, _| roster.contains(slot));
     }
 
     /// The next datagram to send (untagged), to the slot it is for.
-    pub fn poll_transmit(&mut self, now: Instant, session: u32) -> Option<Transmit<u8>> {
+    pub fn poll_transmit(&mut self, now: Instant, session: u32) -> Option<Transmit<Slot>> {
         for (&slot, peer) in &mut self.peers {
             if let Some(ack) = peer.up.poll_ack() {
                 return Some(Transmit::new(slot, ack.encode(session)));

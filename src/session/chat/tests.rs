@@ -14,7 +14,7 @@ fn sanitize_strips_escapes_and_controls_and_cuts_to_200_chars() {
 #[test]
 fn messages_round_trip_and_garbage_is_refused() {
     let line = ChatLine {
-        slot: 17,
+        from: Speaker::In(Slot::Spectator(SpectatorId(17))),
         name: "ana".into(),
         frame: Frame(99),
         text: "gg".into(),
@@ -38,6 +38,15 @@ fn messages_round_trip_and_garbage_is_refused() {
         assert_eq!((h.kind, h.session), (Kind::Chat, 0x1234));
         assert_eq!(ChatMsg::decode(body), Some(m));
     }
+    // A speaker's slot number on the wire: a seat below 16, a spectator from 16 (a
+    // watching joiner's own line, never relayed, would carry a spectator's 0xff).
+    assert_eq!(
+        Speaker::from_number(3),
+        Speaker::In(Slot::Player(PeerId(3)))
+    );
+    assert_eq!(Speaker::OwnWatching.number(), 0xff);
+    assert!(Speaker::from_number(Speaker::OwnWatching.number()).is_spectator());
+    assert_eq!(Speaker::HOST.player(), Some(PeerId(0)));
     assert_eq!(ChatMsg::decode(&[]), None);
     assert_eq!(ChatMsg::decode(&[OP_ACK, 1, 2]), None);
     assert_eq!(ChatMsg::decode(&[9, 0, 0, 0, 0, 0, 0, 0, 0]), None);
@@ -117,7 +126,8 @@ fn streams_deliver_in_order_once_under_reordering_and_resends() {
 fn the_relay_drops_and_counts_a_flood_and_acks_it() {
     let t0 = Instant::now();
     let mut relay = ChatRelay::new(1, true);
-    let roster = [1, 2];
+    let (bob, two) = (Slot::Player(PeerId(1)), Slot::Player(PeerId(2)));
+    let roster = [bob, two];
     for seq in 0..30 {
         let say = ChatMsg::Say {
             stream: 5,
@@ -126,7 +136,10 @@ fn the_relay_drops_and_counts_a_flood_and_acks_it() {
             text: format!("spam {seq}"),
         }
         .encode(1);
-        assert!(relay.handle(t0, 1, "bob", &say[8..], &roster));
+        assert_eq!(
+            relay.handle(t0, bob, "bob", &say[8..], &roster),
+            Handled::Taken
+        );
     }
     assert_eq!(relay.flood_dropped(), 30 - RELAY_BURST as u64);
     let lines: Vec<_> = std::iter::from_fn(|| relay.poll_local()).collect();
@@ -139,11 +152,49 @@ fn the_relay_drops_and_counts_a_flood_and_acks_it() {
     }) = relay.poll_transmit(t0, 1)
     {
         match ChatMsg::decode(&bytes[8..]) {
-            Some(ChatMsg::Ack { next: 30, .. }) => acked = slot == 1,
-            Some(ChatMsg::Line { .. }) => to_two += usize::from(slot == 2),
+            Some(ChatMsg::Ack { next: 30, .. }) => acked = slot == bob,
+            Some(ChatMsg::Line { .. }) => to_two += usize::from(slot == two),
             other => panic!("{other:?}"),
         }
     }
     assert!(acked);
     assert_eq!(to_two, WINDOW.min(RELAY_BURST as usize));
+}
+
+#[test]
+fn each_end_drops_the_other_ends_messages_and_garbage() {
+    let t0 = Instant::now();
+    let say = ChatMsg::Say {
+        stream: 1,
+        seq: 0,
+        frame: Frame(0),
+        text: "hi".into(),
+    }
+    .encode(1);
+    let line = ChatMsg::Line {
+        stream: 1,
+        seq: 0,
+        line: ChatLine {
+            from: Speaker::HOST,
+            name: "ana".into(),
+            frame: Frame(0),
+            text: "hi".into(),
+        },
+    }
+    .encode(1);
+    let unexpected = Handled::Dropped(Dropped::Unexpected(Kind::Chat));
+    let garbage = Handled::Dropped(WireError::Malformed(Kind::Chat).into());
+    let mut link = ChatLink::new(1);
+    assert_eq!(link.handle(t0, &say[8..]), unexpected);
+    assert_eq!(link.handle(t0, &[OP_ACK, 1]), garbage);
+    assert_eq!(link.handle(t0, &line[8..]), Handled::Taken);
+    assert_eq!(link.poll_line().map(|l| l.from), Some(Speaker::HOST));
+    let mut relay = ChatRelay::new(1, false);
+    let bob = Slot::Player(PeerId(1));
+    assert_eq!(relay.handle(t0, bob, "bob", &line[8..], &[bob]), unexpected);
+    assert_eq!(relay.handle(t0, bob, "bob", &[9], &[bob]), garbage);
+    assert_eq!(
+        relay.handle(t0, bob, "bob", &say[8..], &[bob]),
+        Handled::Taken
+    );
 }

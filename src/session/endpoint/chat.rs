@@ -5,29 +5,41 @@
 
 use std::time::Instant;
 
-use super::super::chat::ChatLine;
-use super::{Endpoint, Frame};
+use super::super::chat::{ChatLine, Speaker};
+use super::super::host::slot_of;
+use super::{Dropped, Endpoint, Frame, Handled, Kind, Slot};
 
 impl Endpoint {
     /// Everyone in the session who hears chat: the joiners with the start state (players
     /// and spectators), by slot and name.
-    pub(super) fn chat_roster(&self) -> Vec<(u8, String)> {
+    pub(super) fn chat_roster(&self) -> Vec<(Slot, String)> {
         self.session
             .players()
             .into_iter()
             .chain(self.session.spectators())
             .filter(|p| p.ready && p.addr.is_some())
-            .map(|p| (p.slot, p.name))
+            .map(|p| (slot_of(p.slot), p.name))
             .collect()
     }
 
+    /// The slots of [`chat_roster`](Self::chat_roster).
+    pub(super) fn chat_slots(&self) -> Vec<Slot> {
+        self.chat_roster().into_iter().map(|(s, _)| s).collect()
+    }
+
     /// A chat datagram's body from the joiner in `slot` (its tag checked).
-    pub(super) fn handle_chat(&mut self, now: Instant, slot: Option<u8>, body: &[u8]) -> bool {
+    pub(super) fn handle_chat(
+        &mut self,
+        now: Instant,
+        slot: Option<u8>,
+        body: &[u8],
+    ) -> Handled<'static> {
         let roster = self.chat_roster();
-        let Some((slot, name)) = roster.iter().find(|(s, _)| Some(*s) == slot) else {
-            return false;
+        let Some((slot, name)) = roster.iter().find(|(s, _)| Some(s.number()) == slot) else {
+            // Not a joiner with the start state (gone, or still in the handshake).
+            return Handled::Dropped(Dropped::UnknownPeer(Kind::Chat));
         };
-        let slots: Vec<u8> = roster.iter().map(|(s, _)| *s).collect();
+        let slots: Vec<Slot> = roster.iter().map(|(s, _)| *s).collect();
         self.chat.handle(now, *slot, name, body, &slots)
     }
 
@@ -41,12 +53,12 @@ impl Endpoint {
             .find(|p| p.slot == 0)
             .map_or_else(String::new, |p| p.name);
         let line = ChatLine {
-            slot: 0,
+            from: Speaker::HOST,
             name,
             frame,
             text,
         };
-        let slots: Vec<u8> = self.chat_roster().iter().map(|(s, _)| *s).collect();
+        let slots = self.chat_slots();
         self.chat.relay(now, line.clone(), &slots);
         line
     }

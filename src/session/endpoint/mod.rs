@@ -226,10 +226,7 @@ impl Endpoint {
         let is_resync = kind == Some(Kind::Resync);
         let mut counted = false;
         let handled = if kind == Some(Kind::Chat) {
-            match self.handle_chat(now, slot.map(Slot::number), &datagram[HEADER_LEN..]) {
-                true => Handled::Taken,
-                false => Handled::Dropped(Dropped::Unexpected(Kind::Chat)),
-            }
+            self.handle_chat(now, slot.map(Slot::number), &datagram[HEADER_LEN..])
         } else if is_resync {
             let body = &datagram[HEADER_LEN..];
             let acked = self
@@ -381,7 +378,7 @@ impl Endpoint {
             .retain(|(_, rx)| rx.poll_timeout().is_some());
         if self.chat.is_active() {
             // Joiners gone or back in the handshake owe and are owed nothing.
-            let slots: Vec<u8> = self.chat_roster().iter().map(|(s, _)| *s).collect();
+            let slots = self.chat_slots();
             self.chat.retain(&slots);
         }
         if let Some(server) = &mut self.server {
@@ -524,8 +521,7 @@ impl Endpoint {
         }
         let id = self.session.session_id();
         while let Some(t) = self.chat.poll_transmit(now, id) {
-            // The chat numbers its lines' slots as the wire does.
-            if let Some(to) = self.session.addr_of(slot_of(t.to)) {
+            if let Some(to) = self.session.addr_of(t.to) {
                 untagged.push(t.with_to(to));
             }
         }

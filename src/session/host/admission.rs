@@ -353,8 +353,7 @@ impl HostSession {
         }
         let mut players = self.roster();
         if let Slot::Player(seat) = slot {
-            players.push((seat.0, name.clone()));
-            players.sort();
+            players.set(seat, name.clone());
         }
         let welcome = Msg::Welcome(Welcome {
             slot: welcome_slot(slot),

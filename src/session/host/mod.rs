@@ -34,7 +34,7 @@ use super::{
     LOADING_LIMIT,
 };
 use crate::input::MAX_PLAYERS;
-use crate::lockstep::{Frame, PeerId, Slot, SpectatorId};
+use crate::lockstep::{Frame, PeerId, Roster, Slot, SpectatorId};
 use crate::wire::keys::{KeyPair, Keys, Side, PUBLIC_KEY_LEN, TAG_LEN};
 use crate::wire::{Header, Kind, WireError, PROTOCOL_VERSION};
 
@@ -298,11 +298,11 @@ impl HostSession {
             .collect()
     }
 
-    /// Players in the game by slot and name, the host's own included.
-    fn roster(&self) -> Vec<(u8, String)> {
+    /// Players in the game by seat and name, the host's own included.
+    fn roster(&self) -> Roster {
         self.players()
             .into_iter()
-            .map(|p| (p.slot, p.name))
+            .map(|p| (PeerId(p.slot), p.name))
             .collect()
     }
 

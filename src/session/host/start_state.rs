@@ -86,9 +86,7 @@ impl HostSession {
         };
         let mut players = players;
         if let Slot::Player(seat) = slot {
-            players.retain(|(s, _)| *s != seat.0);
-            players.push((seat.0, peer.name.clone()));
-            players.sort();
+            players.set(seat, peer.name.clone());
         }
         peer.welcome = Msg::Welcome(Welcome {
             slot: welcome_slot(slot),

@@ -5,7 +5,7 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use crate::lockstep::PeerId;
+use crate::lockstep::{PeerId, Roster};
 use crate::session::payload::StartPayload;
 use crate::session::{OptionDiff, SessionError, SessionInfo, HANDSHAKE_TIMEOUT, HELLO_INTERVAL};
 
@@ -58,8 +58,8 @@ pub struct StartState {
     pub slot: Option<PeerId>,
     /// The session id.
     pub session: u32,
-    /// Players in, by slot and name.
-    pub players: Vec<(u8, String)>,
+    /// Players in, by seat and name.
+    pub players: Roster,
     /// The core's frames per second, as the host runs it.
     pub fps: f64,
     /// The session frame the state is at.
@@ -100,8 +100,8 @@ pub enum JoinEvent {
         slot: Option<PeerId>,
         /// The session id.
         session: u32,
-        /// Players in, by slot and name.
-        players: Vec<(u8, String)>,
+        /// Players in, by seat and name.
+        players: Roster,
         /// Bytes of the compressed start state to come.
         packed_len: usize,
         /// The session's lockstep mode.

@@ -92,7 +92,7 @@ use std::net::{IpAddr, SocketAddr};
 
 use super::guard::COOKIE_LEN;
 use crate::input::MAX_PLAYERS;
-use crate::lockstep::{Mode, PeerId};
+use crate::lockstep::{Mode, PeerId, Roster};
 use crate::wire::keys::PUBLIC_KEY_LEN;
 use crate::wire::{Header, Kind, WireError, HEADER_LEN, MAGIC, MAX_DATAGRAM, PROTOCOL_VERSION};
 
@@ -215,8 +215,8 @@ pub struct Welcome {
     pub mode: Mode,
     /// The host's X25519 public key for this joiner's datagram keys (`wire::keys`).
     pub key: [u8; PUBLIC_KEY_LEN],
-    /// Players in, by slot and name.
-    pub players: Vec<(u8, String)>,
+    /// Players in, by seat and name.
+    pub players: Roster,
 }
 
 impl Welcome {
@@ -361,10 +361,9 @@ impl Msg<'_> {
                 out.push(w.keyframe_interval);
                 out.push(w.mode.to_byte());
                 out.extend_from_slice(&w.key);
-                let players = &w.players[..w.players.len().min(MAX_PLAYERS)];
-                out.push(players.len() as u8);
-                for (slot, name) in players {
-                    out.push(*slot);
+                out.push(w.players.len().min(MAX_PLAYERS) as u8);
+                for (seat, name) in w.players.iter().take(MAX_PLAYERS) {
+                    out.push(seat.0);
                     put_str8(&mut out, name, MAX_PLAYER_NAME);
                 }
             }
@@ -489,12 +488,11 @@ impl Msg<'_> {
                 }
                 let mut players = Vec::with_capacity(n);
                 for _ in 0..n {
-                    let s = r.u8().map_err(bad)?;
-                    if s as usize >= MAX_PLAYERS {
-                        return Err(WireError::Malformed(kind));
-                    }
-                    players.push((s, r.str8().map_err(bad)?));
+                    let seat =
+                        PeerId::new(r.u8().map_err(bad)?).ok_or(WireError::Malformed(kind))?;
+                    players.push((seat, r.str8().map_err(bad)?));
                 }
+                let players = players.into_iter().collect();
                 Msg::Welcome(Welcome {
                     slot,
                     fps,

@@ -35,7 +35,9 @@ fn samples() -> Vec<Vec<u8>> {
             keyframe_interval: 2,
             mode: Mode::Optimistic,
             key: [0x4b; 32],
-            players: vec![(0, "host".into()), (2, "ana".into())],
+            players: [(PeerId(0), "host".into()), (PeerId(2), "ana".into())]
+                .into_iter()
+                .collect(),
         })
         .encode(5),
         Msg::Refuse("session is full (8 players)".into()).encode(0),
@@ -226,11 +228,11 @@ fn texts_from_a_peer_reach_the_terminal_without_control_characters() {
         keyframe_interval: 2,
         mode: Mode::Strict,
         key: [0x4b; 32],
-        players: vec![(0, evil.into())],
+        players: [(PeerId(0), evil.into())].into_iter().collect(),
     })
     .encode(5);
     match Msg::decode(&welcome).unwrap().1 {
-        Msg::Welcome(w) => assert_eq!(w.players, vec![(0, clean.to_string())]),
+        Msg::Welcome(w) => assert_eq!(w.players.iter().collect::<Vec<_>>(), [(PeerId(0), clean)]),
         m => panic!("{m:?}"),
     }
     for (dgram, what) in [

@@ -60,13 +60,13 @@ use std::time::{Duration, Instant};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-use super::chat::{sanitize, ChatLine, ChatRefused, RateWindow};
+use super::chat::{sanitize, ChatLine, ChatRefused, RateWindow, Speaker};
 use super::{
     Dropped, Endpoint, EndpointEvent, Handled, JoinConfig, JoinEvent, JoinSession, Seat, SeatEvent,
     SessionError, StartState, Transmit, LOADING_LIMIT,
 };
 use crate::input::{Inputs, Pad};
-use crate::lockstep::{self, Client, ClientEvent, Frame, PeerId, Slot};
+use crate::lockstep::{self, Client, ClientEvent, Frame, PeerId, Roster, Slot};
 use crate::session::direct::{PathEvent, PathKind, PathMode};
 use crate::wire::keys::Keys;
 use crate::wire::link_overhead;
@@ -179,8 +179,8 @@ pub enum ParticipantEvent {
     Welcomed {
         /// The seat to play; `None`: it watches (a spectator).
         slot: Option<PeerId>,
-        /// Players in, by slot and name.
-        players: Vec<(u8, String)>,
+        /// Players in, by seat and name.
+        players: Roster,
         /// Bytes of the compressed start state to come.
         packed_len: usize,
         /// The session's lockstep mode and keyframe interval.
@@ -547,20 +547,19 @@ impl Participant {
                 };
                 j.chat_rate.take(now)?;
                 s.seat.say(frame, text.clone());
-                let slot = s.client.me().0;
-                let slot = if s.client.is_spectator() {
-                    crate::session::msg::SPECTATOR
+                let from = if s.client.is_spectator() {
+                    Speaker::OwnWatching
                 } else {
-                    slot
+                    Speaker::In(Slot::Player(s.client.me()))
                 };
                 // The name the host gives a player who has none of its own.
-                let name = match (j.join.info.player_name.as_str(), s.client.is_spectator()) {
-                    ("", true) => "spectator".into(),
-                    ("", false) => format!("player {}", slot + 1),
+                let name = match (j.join.info.player_name.as_str(), from.player()) {
+                    ("", None) => "spectator".into(),
+                    ("", Some(me)) => me.to_string(),
                     (name, _) => name.to_string(),
                 };
                 Ok(ChatLine {
-                    slot,
+                    from,
                     name,
                     frame,
                     text,
