@@ -9,7 +9,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::app::play::EarlyWindow;
 use crate::frontend::chat_board::ChatBoard;
-use crate::lockstep::{own_name, PeerId, Roster, Slot};
+use crate::lockstep::{own_name, PeerId, Roster};
 use crate::net::Link;
 use crate::session::direct::{PathKind, PathMode};
 use crate::session::{
@@ -141,7 +141,7 @@ impl Invite {
 /// The host's lobby screen: the game, who is in, the free seats and how to join.
 fn host_rows(
     endpoint: &Endpoint,
-    paths: &[(Option<u8>, PathKind)],
+    paths: &[(Option<PeerId>, PathKind)],
     (seats, want): (u8, u8),
     invite: &Invite,
 ) -> Vec<String> {
@@ -159,7 +159,7 @@ fn host_rows(
         if free == 1 { "" } else { "s" }
     ));
     for p in &players {
-        let name = own_name(&p.name, Slot::Player(PeerId(p.slot))).unwrap_or("");
+        let name = own_name(&p.name, p.slot).unwrap_or("");
         let state = match (p.addr, p.ready) {
             (None, _) => "(you)".to_string(),
             (Some(addr), ready) => format!(
@@ -172,11 +172,11 @@ fn host_rows(
         };
         let path = paths
             .iter()
-            .find(|(s, _)| *s == Some(p.slot))
+            .find(|(s, _)| s.is_some() && *s == p.slot.player())
             .map(|(_, k)| format!("  {}", k.as_str().to_uppercase()))
             .unwrap_or_default();
         let state = state + &path;
-        rows.push(format!("  P{} {name}  {state}", p.slot + 1));
+        rows.push(format!("  P{} {name}  {state}", p.slot.number() + 1));
     }
     let watching = endpoint.spectator_count();
     if watching > 0 {
@@ -315,9 +315,9 @@ pub fn host_lobby(
                 let who = players
                     .iter()
                     .find(|p| p.addr.is_some() && p.addr == *peer)
-                    .map(|p| match own_name(&p.name, Slot::Player(PeerId(p.slot))) {
-                        Some(name) => format!("{name} (player {})", p.slot + 1),
-                        None => format!("player {}", p.slot + 1),
+                    .map(|p| match own_name(&p.name, p.slot) {
+                        Some(name) => format!("{name} ({})", p.slot),
+                        None => p.slot.to_string(),
                     })
                     .unwrap_or_else(|| peer.map_or("the host".into(), |a| a.to_string()));
                 super::report::log_path(&who, event, PathMode::Auto);

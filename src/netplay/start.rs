@@ -18,7 +18,7 @@ use crate::app::play::EarlyWindow;
 use crate::app::{FrameObserver, PlayOptions, PlaySummary, Recording};
 use crate::frontend::chat_board::ChatBoard;
 use crate::host::{hash_file, Core};
-use crate::lockstep::{self, PeerId};
+use crate::lockstep;
 use crate::net::{random_bytes, random_seed, Link};
 use crate::session::direct::PathMode;
 use crate::session::{
@@ -321,7 +321,7 @@ fn host_start(
         .map(Endpoint::players)
         .unwrap_or_default()
         .into_iter()
-        .map(|p| (PeerId(p.slot), p.name))
+        .filter_map(|p| Some((p.slot.player()?, p.name)))
         .collect();
     let bot = opts.net.play.bot.map(|spec| spec.bot(0));
     let feed = NetFeed::new(link, participant, bot)

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use super::world::World;
 use super::world_scenario::{cfg, finish_in_sync, SEC};
+use crate::lockstep::PeerId;
 use crate::session::direct::{PathEvent, PathKind, PathMode};
 use crate::session::{ParticipantConfig, ParticipantEvent};
 
@@ -36,7 +37,7 @@ fn host_path(w: &World, host: usize, slot: u8) -> Option<PathKind> {
         .participant
         .paths()
         .into_iter()
-        .find(|(s, _)| *s == Some(slot))
+        .find(|(s, _)| *s == Some(PeerId(slot)))
         .map(|(_, k)| k)
 }
 

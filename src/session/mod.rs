@@ -94,8 +94,8 @@ use crate::wire::{HEADER_LEN, MAGIC};
 pub use chat::{ChatLine, ChatRefused, Speaker};
 pub use endpoint::{Endpoint, EndpointConfig, EndpointEvent, EndpointStats, PlayerOutReason};
 pub use host::{
-    is_spectator_slot, HostConfig, HostEvent, HostSession, Player, SessionLeftReason,
-    DEFAULT_MAX_SPECTATORS, FIRST_SPECTATOR_SLOT, MAX_SPECTATORS,
+    HostConfig, HostEvent, HostSession, Player, SessionLeftReason, DEFAULT_MAX_SPECTATORS,
+    FIRST_SPECTATOR_SLOT, MAX_SPECTATORS,
 };
 pub use join::{JoinConfig, JoinEvent, JoinSession, StartState};
 pub use participant::{

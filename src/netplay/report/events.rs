@@ -4,7 +4,7 @@
 use std::net::SocketAddr;
 use std::time::Instant;
 
-use crate::lockstep::{self, ClientEvent, Frame, PauseRefusal, PeerId, Slot};
+use crate::lockstep::{self, ClientEvent, Frame, PauseRefusal, Slot};
 use crate::replay::Event;
 use crate::session::direct::PathEvent;
 use crate::session::{
@@ -108,7 +108,8 @@ impl Report {
             Some(addr) => p
                 .endpoint()
                 .and_then(|e| e.players().into_iter().find(|pl| pl.addr == Some(addr)))
-                .map_or(addr.to_string(), |pl| self.name(PeerId(pl.slot))),
+                .and_then(|pl| pl.slot.player())
+                .map_or(addr.to_string(), |seat| self.name(seat)),
         };
         log_path(&who, &event, self.path);
     }

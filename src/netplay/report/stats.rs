@@ -4,7 +4,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Map, Value};
 
-use crate::lockstep::{self, Frame};
+use crate::lockstep::{self, Frame, PeerId};
 use crate::net::LinkStats;
 use crate::netplay::status::{PeerStatus, Status};
 use crate::session::direct::PathKind;
@@ -18,7 +18,8 @@ impl Report {
         let client = p.client();
         let s = client.map(|c| c.stats());
         let paths = p.paths();
-        let path_of = |slot: Option<u8>| paths.iter().find(|(s, _)| *s == slot).map(|(_, k)| *k);
+        let path_of =
+            |seat: Option<PeerId>| paths.iter().find(|(s, _)| *s == seat).map(|(_, k)| *k);
         let peers = match p.endpoint() {
             Some(endpoint) => endpoint
                 .server_stats()
@@ -30,7 +31,7 @@ impl Report {
                     player: Some(peer.peer.0 + 1),
                     rtt: peer.rtt,
                     traffic: Some(peer.traffic),
-                    path: path_of(Some(peer.peer.0)),
+                    path: path_of(Some(peer.peer)),
                 })
                 .collect(),
             None => vec![PeerStatus {
@@ -204,7 +205,7 @@ impl Report {
                 "paths".into(),
                 json!(paths
                     .iter()
-                    .map(|(slot, k)| json!({"slot": slot, "path": k.as_str()}))
+                    .map(|(seat, k)| json!({"slot": seat.map(|s| s.0), "path": k.as_str()}))
                     .collect::<Vec<_>>()),
             );
             if let Some(after) = p.first_direct() {

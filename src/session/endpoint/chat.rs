@@ -6,7 +6,6 @@
 use std::time::Instant;
 
 use super::super::chat::{ChatLine, Speaker};
-use super::super::host::slot_of;
 use super::{Dropped, Endpoint, Frame, Handled, Kind, Slot};
 
 impl Endpoint {
@@ -18,7 +17,7 @@ impl Endpoint {
             .into_iter()
             .chain(self.session.spectators())
             .filter(|p| p.ready && p.addr.is_some())
-            .map(|p| (slot_of(p.slot), p.name))
+            .map(|p| (p.slot, p.name))
             .collect()
     }
 
@@ -31,11 +30,11 @@ impl Endpoint {
     pub(super) fn handle_chat(
         &mut self,
         now: Instant,
-        slot: Option<u8>,
+        slot: Option<Slot>,
         body: &[u8],
     ) -> Handled<'static> {
         let roster = self.chat_roster();
-        let Some((slot, name)) = roster.iter().find(|(s, _)| Some(s.number()) == slot) else {
+        let Some((slot, name)) = roster.iter().find(|(s, _)| Some(*s) == slot) else {
             // Not a joiner with the start state (gone, or still in the handshake).
             return Handled::Dropped(Dropped::UnknownPeer(Kind::Chat));
         };
@@ -50,7 +49,7 @@ impl Endpoint {
             .session
             .players()
             .into_iter()
-            .find(|p| p.slot == 0)
+            .find(|p| p.addr.is_none())
             .map_or_else(String::new, |p| p.name);
         let line = ChatLine {
             from: Speaker::HOST,

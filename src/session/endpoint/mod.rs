@@ -36,7 +36,6 @@ use crate::lockstep::{
 use crate::wire::{link_overhead, Dropped, Handled, Header, Kind, Transmit, HEADER_LEN};
 
 use super::chat::ChatRelay;
-use super::host::slot_of;
 use super::{
     is_session_datagram, resync_request, HostConfig, HostEvent, HostSession, Player, ResyncRecv,
     ResyncSend, SessionError, SessionInfo, SessionStats, HELLO_INTERVAL, LOADING_LIMIT,
@@ -226,7 +225,7 @@ impl Endpoint {
         let is_resync = kind == Some(Kind::Resync);
         let mut counted = false;
         let handled = if kind == Some(Kind::Chat) {
-            self.handle_chat(now, slot.map(Slot::number), &datagram[HEADER_LEN..])
+            self.handle_chat(now, slot, &datagram[HEADER_LEN..])
         } else if is_resync {
             let body = &datagram[HEADER_LEN..];
             let acked = self
@@ -456,7 +455,10 @@ impl Endpoint {
             .session
             .spectators()
             .iter()
-            .filter_map(|s| server.spectator(SpectatorId(s.slot)))
+            .filter_map(|s| match s.slot {
+                Slot::Spectator(id) => server.spectator(id),
+                Slot::Player(_) => None,
+            })
             .filter(|s| s.acked < server.frontier())
             .count();
         server
@@ -669,7 +671,7 @@ impl Endpoint {
                         .session
                         .players()
                         .into_iter()
-                        .find(|p| p.slot == peer.0)
+                        .find(|p| p.slot == Slot::Player(peer))
                         .map(|p| p.name)
                         .unwrap_or_default();
                     self.events.push_back(EndpointEvent::PlayerJoined {

@@ -42,7 +42,7 @@ impl Endpoint {
             Slot::Spectator(id) => server.add_spectator(now, id, frame, header),
             Slot::Player(peer) => {
                 let players = self.session.players();
-                let me = players.into_iter().find(|p| p.slot == peer.0);
+                let me = players.into_iter().find(|p| p.slot == slot);
                 let rtt = me.as_ref().and_then(|p| p.rtt);
                 let name = me.map(|p| p.name).unwrap_or_default();
                 server
@@ -121,7 +121,7 @@ impl Endpoint {
         let ready: Vec<PeerId> = players
             .iter()
             .filter(|p| p.ready)
-            .map(|p| PeerId(p.slot))
+            .filter_map(|p| p.slot.player())
             .collect();
         if ready.len() < usize::from(self.session.start_with()) || !self.session.all_ready() {
             return;
@@ -157,8 +157,10 @@ impl Endpoint {
         let mut server = Server::new(now, cfg)?;
         // With no machine of its own, no player's checksum is the reference.
         server.set_majority_checksums(self.local.is_none());
-        for p in players.iter().filter(|p| ready.contains(&PeerId(p.slot))) {
-            let peer = PeerId(p.slot);
+        for (p, peer) in players.iter().filter_map(|p| Some((p, p.slot.player()?))) {
+            if !ready.contains(&peer) {
+                continue;
+            }
             server.add_peer(now, peer)?;
             match p.addr {
                 Some(addr) => server.set_udp_ip_header(peer, link_overhead(addr))?,
@@ -170,7 +172,7 @@ impl Endpoint {
             }
             // The first lead then covers the round trip from frame 0 on.
             if let Some(rtt) = p.rtt {
-                tracing::debug!(slot = p.slot, ?rtt, "round trip from the handshake");
+                tracing::debug!(%peer, ?rtt, "round trip from the handshake");
                 server.seed_rtt(now, peer, rtt)?;
             }
         }
@@ -178,7 +180,7 @@ impl Endpoint {
         self.server = Some(server);
         // Spectators that have the start state watch from its frame.
         for s in self.session.spectators().into_iter().filter(|s| s.ready) {
-            self.enter_running(now, slot_of(s.slot));
+            self.enter_running(now, s.slot);
         }
         Ok(())
     }

@@ -412,7 +412,7 @@ fn a_silent_player_is_dropped_told_and_the_others_play_on() {
         .endpoint
         .players()
         .iter()
-        .all(|p| p.slot != gone));
+        .all(|p| p.slot.number() != gone));
 }
 
 #[test]

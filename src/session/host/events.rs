@@ -106,11 +106,11 @@ pub enum HostEvent {
     },
 }
 
-/// A player as the host sees it.
+/// A player or a spectator as the host sees it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Player {
-    /// Its slot.
-    pub slot: u8,
+    /// Its seat, or its spectator id.
+    pub slot: Slot,
     /// Its name.
     pub name: String,
     /// `None` for the host's own player.

@@ -78,21 +78,6 @@ pub const DEFAULT_MAX_SPECTATORS: u8 = 16;
 /// Most spectators a session takes (slots 16..=254).
 pub const MAX_SPECTATORS: u8 = 239;
 
-/// True for a spectator's slot number (as the wire and the chat's lines carry it).
-pub fn is_spectator_slot(slot: u8) -> bool {
-    slot >= FIRST_SPECTATOR_SLOT
-}
-
-/// Who a slot number the session assigned names: a seat, or a spectator from 16 on. For
-/// numbers off the wire or a roster; inside the session a slot is a [`Slot`].
-pub(crate) fn slot_of(slot: u8) -> Slot {
-    if is_spectator_slot(slot) {
-        Slot::Spectator(SpectatorId(slot))
-    } else {
-        Slot::Player(PeerId(slot))
-    }
-}
-
 #[derive(Debug)]
 enum Phase {
     /// Admitted to a running game: waits for a state to be sent (it hears `Lobby` meanwhile).
@@ -289,7 +274,7 @@ impl HostSession {
             .iter()
             .filter(|p| !p.is_player())
             .map(|p| Player {
-                slot: p.slot.number(),
+                slot: p.slot,
                 name: p.name.clone(),
                 addr: Some(p.addr),
                 ready: p.is_ready(),
@@ -302,7 +287,7 @@ impl HostSession {
     fn roster(&self) -> Roster {
         self.players()
             .into_iter()
-            .map(|p| (PeerId(p.slot), p.name))
+            .filter_map(|p| Some((p.slot.player()?, p.name)))
             .collect()
     }
 
@@ -313,7 +298,7 @@ impl HostSession {
             .iter()
             .filter(|p| p.is_player())
             .map(|p| Player {
-                slot: p.slot.number(),
+                slot: p.slot,
                 name: p.name.clone(),
                 addr: Some(p.addr),
                 ready: p.is_ready(),
@@ -325,7 +310,7 @@ impl HostSession {
             .collect();
         if self.cfg.host_is_player {
             out.push(Player {
-                slot: 0,
+                slot: Slot::Player(PeerId(0)),
                 name: self.info.player_name.clone(),
                 addr: None,
                 ready: true,

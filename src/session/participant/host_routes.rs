@@ -27,7 +27,7 @@ struct Route {
     heard: Instant,
     /// The slot this joiner plays, and its path as of when it last was in the game (a
     /// player who left keeps the path it had).
-    seat: Option<(u8, PathKind)>,
+    seat: Option<(PeerId, PathKind)>,
 }
 
 /// The host's routes to its joiners. See the module docs.
@@ -46,7 +46,7 @@ pub struct HostRoutes {
     /// The host left: no more presence.
     closed: bool,
     /// The seats of forgotten joiners, as `Route::seat`.
-    forgotten: Vec<(u8, PathKind)>,
+    forgotten: Vec<(PeerId, PathKind)>,
 }
 
 impl HostRoutes {
@@ -263,18 +263,18 @@ impl HostRoutes {
     /// it ends, so that the state goes the way the attempt found).
     fn pump(&mut self, endpoint: &mut Endpoint) {
         for p in endpoint.players() {
-            let Some(addr) = p.addr else {
+            let (Some(addr), Some(seat)) = (p.addr, p.slot.player()) else {
                 continue;
             };
             // A slot is one joiner's: whoever had it before is gone.
             for (a, r) in &mut self.routes {
-                if *a != addr && r.seat.is_some_and(|(s, _)| s == p.slot) {
+                if *a != addr && r.seat.is_some_and(|(s, _)| s == seat) {
                     r.seat = None;
                 }
             }
-            self.forgotten.retain(|(s, _)| *s != p.slot);
+            self.forgotten.retain(|(s, _)| *s != seat);
             if let Some(r) = self.routes.get_mut(&addr) {
-                r.seat = Some((p.slot, r.path.kind()));
+                r.seat = Some((seat, r.path.kind()));
             }
         }
         let id = endpoint.session_id();
@@ -319,11 +319,11 @@ impl HostRoutes {
 
     /// How each joiner that played is reached, by slot: a player in the game as now, one
     /// who left as when it was last in.
-    pub fn paths(&self, endpoint: &Endpoint) -> Vec<(u8, PathKind)> {
-        let mut out: Vec<(u8, PathKind)> = endpoint
+    pub fn paths(&self, endpoint: &Endpoint) -> Vec<(PeerId, PathKind)> {
+        let mut out: Vec<(PeerId, PathKind)> = endpoint
             .players()
             .into_iter()
-            .filter_map(|p| Some((p.slot, self.kind(p.addr?)?)))
+            .filter_map(|p| Some((p.slot.player()?, self.kind(p.addr?)?)))
             .collect();
         let left = self.routes.values().filter_map(|r| r.seat);
         for (slot, kind) in left.chain(self.forgotten.iter().copied()) {

@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use super::{Participant, ParticipantConfig, ParticipantEvent};
-use crate::lockstep;
+use crate::lockstep::{self, PeerId};
 use crate::session::direct::{PathEvent, PathKind};
 use crate::session::host::TRIALS_PER_SECOND;
 use crate::session::msg::{Msg, PathMsg, RoomMsg, PATH_TOKEN_LEN};
@@ -163,7 +163,7 @@ fn a_flood_of_forged_punches_costs_one_budget_of_tag_checks_and_a_real_punch_get
     room.introduce(false);
     let direct = (0..1000).any(|_| {
         room.step();
-        room.host.paths() == vec![(Some(1), PathKind::Direct)]
+        room.host.paths() == vec![(Some(PeerId(1)), PathKind::Direct)]
     });
     assert!(direct, "the host's path to the joiner went direct");
     let to = std::iter::from_fn(|| room.host.poll_event()).find_map(|e| match e {
@@ -190,7 +190,7 @@ fn the_start_state_waits_for_the_first_direct_attempt_and_a_player_who_left_keep
             .any(|e| matches!(e, ParticipantEvent::Ready(_)))
     });
     assert!(ready, "the joiner has the start state");
-    assert_eq!(room.host.paths(), vec![(Some(1), PathKind::Direct)]);
+    assert_eq!(room.host.paths(), vec![(Some(PeerId(1)), PathKind::Direct)]);
     assert_eq!(
         room.relayed_chunks, 0,
         "start-state chunks crossed the server"
@@ -202,6 +202,6 @@ fn the_start_state_waits_for_the_first_direct_attempt_and_a_player_who_left_keep
         room.step();
     }
     let players = room.host.endpoint().unwrap().players();
-    assert!(players.iter().all(|p| p.slot != 1), "{players:?}");
-    assert_eq!(room.host.paths(), vec![(Some(1), PathKind::Direct)]);
+    assert!(players.iter().all(|p| p.slot.number() != 1), "{players:?}");
+    assert_eq!(room.host.paths(), vec![(Some(PeerId(1)), PathKind::Direct)]);
 }

@@ -488,7 +488,7 @@ impl Participant {
     /// How each joiner of a room this process hosts is reached, by slot (one who left: as
     /// when it was last in; empty for a direct host); a joiner's own path to its host as
     /// slot `None`.
-    pub fn paths(&self) -> Vec<(Option<u8>, PathKind)> {
+    pub fn paths(&self) -> Vec<(Option<PeerId>, PathKind)> {
         match self {
             Participant::Host(h) => match &h.routes {
                 Some(routes) => routes
