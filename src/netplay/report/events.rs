@@ -153,7 +153,7 @@ impl Report {
                 }
                 let name = self.names.name(peer).unwrap_or_default().to_string();
                 self.gone.set(peer, name);
-                self.counters.players_left.push((peer.0, from_frame.0));
+                self.counters.players_left.push((peer, from_frame));
                 recorded.push((from_frame, Event::Left { slot: peer.0 }));
             }
             ClientEvent::PlayerJoined {
@@ -179,7 +179,7 @@ impl Report {
                         from_frame.0
                     );
                 }
-                self.counters.players_joined.push((peer.0, from_frame.0));
+                self.counters.players_joined.push((peer, from_frame));
                 recorded.push((from_frame, Event::Joined { slot: peer.0, name }));
             }
             ClientEvent::Paused { peer, at } => {
@@ -231,7 +231,7 @@ impl Report {
             },
             ClientEvent::Desync { frame, peer } => {
                 self.counters.desyncs += 1;
-                self.counters.desync_frames.push(frame.0);
+                self.counters.desync_frames.push(frame);
                 if p.client().is_some_and(|c| c.me() == peer) {
                     self.counters.desync_heard_at.get_or_insert(now);
                 }

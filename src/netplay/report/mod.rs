@@ -12,7 +12,7 @@ pub(crate) use stats::Play;
 use std::time::{Duration, Instant};
 
 use crate::frontend::chat_board::ChatBoard;
-use crate::lockstep::{PeerId, Roster, Slot};
+use crate::lockstep::{Frame, PeerId, Roster, Slot};
 use crate::session::direct::{PathEvent, PathMode};
 
 /// The log line for a path of a room hosted by a player that went direct or back to the
@@ -38,14 +38,14 @@ pub(crate) fn log_path(who: &str, event: &PathEvent, mode: PathMode) {
 pub(crate) struct Counters {
     desyncs: u64,
     /// Frames of the desyncs this peer heard of.
-    desync_frames: Vec<u32>,
+    desync_frames: Vec<Frame>,
     /// Recoveries completed (host: states delivered; joiner: states loaded).
     pub resyncs: u64,
     /// Joiner: ms from hearing of a desync to loading the host's state.
     resync_ms: Vec<f64>,
     desync_heard_at: Option<Instant>,
-    players_left: Vec<(u8, u32)>,
-    players_joined: Vec<(u8, u32)>,
+    players_left: Vec<(PeerId, Frame)>,
+    players_joined: Vec<(PeerId, Frame)>,
     /// Spectator: fresh states it jumped to after falling behind.
     pub jumps: u64,
     /// Joiner: times it lost the host, came back, and ms from losing to playing again.

@@ -108,7 +108,7 @@ impl Report {
                 .counters
                 .players_joined
                 .iter()
-                .map(|(slot, frame)| json!({"slot": slot, "from_frame": frame}))
+                .map(|(seat, frame)| json!({"slot": seat.0, "from_frame": frame.0}))
                 .collect::<Vec<_>>()),
         );
         m.insert("slot".into(), json!(client.map_or(0, |c| c.me().0)));
@@ -186,7 +186,8 @@ impl Report {
             );
         }
         m.insert("desyncs_detected".into(), json!(self.counters.desyncs));
-        m.insert("desync_frames".into(), json!(self.counters.desync_frames));
+        let desyncs: Vec<u32> = self.counters.desync_frames.iter().map(|f| f.0).collect();
+        m.insert("desync_frames".into(), json!(desyncs));
         m.insert("resyncs".into(), json!(self.counters.resyncs));
         m.insert("resync_ms".into(), json!(self.counters.resync_ms));
         m.insert(
@@ -226,8 +227,8 @@ impl Report {
                 // A player who left after this peer's last frame (it reached its frame
                 // limit first and said goodbye) ended with the session: none of this peer's
                 // frames ran with its input neutral.
-                .filter(|&&(_, f)| f < frame.0)
-                .map(|(slot, frame)| json!({"slot": slot, "from_frame": frame}))
+                .filter(|&&(_, f)| f < frame)
+                .map(|(seat, frame)| json!({"slot": seat.0, "from_frame": frame.0}))
                 .collect::<Vec<_>>()),
         );
         m.insert(
