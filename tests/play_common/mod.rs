@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
@@ -75,6 +75,9 @@ pub fn start_xvfb() -> Xvfb {
             "0",
             "1280x1024x24",
             "-br",
+            // An X server resets when its last client leaves and refuses connections
+            // meanwhile: a test's next window, started as the last one quits, would fail.
+            "-noreset",
             "-nolisten",
             "tcp",
         ])
@@ -90,10 +93,23 @@ pub fn start_xvfb() -> Xvfb {
         let _ = tx.send(line);
     });
     match rx.recv_timeout(Duration::from_secs(10)) {
-        Ok(line) if line.trim().parse::<u32>().is_ok() => Xvfb {
-            child,
-            display: format!(":{}", line.trim()),
-        },
+        Ok(line) if line.trim().parse::<u32>().is_ok() => {
+            let x = Xvfb {
+                child,
+                display: format!(":{}", line.trim()),
+            };
+            // Ready by its own word; a client's connection is the proof.
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while xdotool(&x.display, &["getdisplaygeometry"]).is_empty() {
+                assert!(
+                    Instant::now() < deadline,
+                    "Xvfb on {} takes no connection within 10 s",
+                    x.display
+                );
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            x
+        }
         outcome => {
             let _ = child.kill();
             let _ = child.wait();
