@@ -57,7 +57,7 @@ impl Frontend<Core> for Headless {
     }
 
     fn present(&mut self, core: &mut Core, tick: &Tick, frame: u64) -> Result<(), RunError> {
-        if tick.frames > 0 {
+        if tick.shown {
             // The host buffers audio until drained: drain it even though nobody listens.
             self.audio.clear();
             core.drain_audio(&mut self.audio);

@@ -42,4 +42,8 @@ impl Machine for Core {
     fn discard_audio(&mut self) {
         self.clear_audio();
     }
+
+    fn memory_checksum(&mut self) -> Option<u64> {
+        Some(Core::memory_checksum(self))
+    }
 }

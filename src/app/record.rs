@@ -312,7 +312,19 @@ impl<S: Sink> RecordingState<S> {
         }
     }
 
-    fn after_frame(&mut self, frame: u64, inputs: &Inputs, machine: &mut dyn StateChecksum) {
+    /// Whether the frame after which a checksum is recorded is `frame`.
+    fn checksum_due(&self, frame: u64) -> bool {
+        self.recorder.is_some() && (frame + 1).is_multiple_of(self.checksum_interval)
+    }
+
+    /// Records `frame`; `machine` is on the state after it, or `None` when it ran ahead and
+    /// no checksum is due (see [`checksum_due`](Self::checksum_due)).
+    fn after_frame(
+        &mut self,
+        frame: u64,
+        inputs: &Inputs,
+        machine: Option<&mut dyn StateChecksum>,
+    ) {
         self.frames_run = self.frames_run.max(frame + 1);
         let Some(rec) = self.recorder.as_mut() else {
             return;
@@ -327,7 +339,10 @@ impl<S: Sink> RecordingState<S> {
         };
         let mut result = rec.record_frame(log_frame, inputs);
         if result.is_ok() && (frame + 1).is_multiple_of(self.checksum_interval) {
-            result = rec.record_checksum(log_frame, machine.state_checksum());
+            match machine {
+                Some(machine) => result = rec.record_checksum(log_frame, machine.state_checksum()),
+                None => tracing::error!("recording: no machine for the checksum of frame {frame}"),
+            }
         }
         if result.is_ok() {
             if rec.bytes_written() != self.flushed_bytes {
@@ -513,7 +528,18 @@ impl<M: StateChecksum, S: Sink> FrameObserver<M> for Observer<S> {
         inputs: &Inputs,
         machine: &mut M,
     ) -> Result<(), ObserverError> {
-        self.shared.borrow_mut().after_frame(frame, inputs, machine);
+        self.shared
+            .borrow_mut()
+            .after_frame(frame, inputs, Some(machine));
+        Ok(())
+    }
+
+    fn needs_machine(&mut self, frame: u64) -> bool {
+        self.shared.borrow().checksum_due(frame)
+    }
+
+    fn after_frame_ahead(&mut self, frame: u64, inputs: &Inputs) -> Result<(), ObserverError> {
+        self.shared.borrow_mut().after_frame(frame, inputs, None);
         Ok(())
     }
 }

@@ -22,7 +22,7 @@ impl Frontend<Core> for WindowFrontend {
     }
 
     fn present(&mut self, core: &mut Core, tick: &Tick, frame: u64) -> Result<(), RunError> {
-        self.show(core, tick.frames > 0, frame)
+        self.show(core, tick.shown, frame)
             .map_err(|e| RunError::Frontend(e.to_string()))
     }
 

@@ -149,6 +149,11 @@ impl CoreSide {
         let mut shared = feed::lock(&self.shared);
         shared.requests.extend(keep);
         shared.replies.extend(replies);
+        self.record_events(&mut shared);
+    }
+
+    /// Writes the session's events into the recording.
+    fn record_events(&self, shared: &mut feed::CoreWork) {
         if let Some(r) = &self.recording {
             for (at, event) in shared.events.drain(..) {
                 // In the log's numbering, which starts at its start state.
@@ -157,6 +162,29 @@ impl CoreSide {
         } else {
             shared.events.clear();
         }
+    }
+
+    /// Whether anything asked of the machine can be done once the runner's frame `next` is
+    /// the next to run (`ran`: right after a frame).
+    fn has_work(&self, next: u64, ran: bool) -> bool {
+        let pending = self
+            .pending
+            .as_ref()
+            .is_some_and(|(at, _)| *at <= next + self.base);
+        let shared = feed::lock(&self.shared);
+        pending
+            || shared.requests.iter().any(|r| match r {
+                CoreRequest::Checksum { .. } => ran,
+                CoreRequest::SaveState { for_slots } => ran || !for_slots.is_empty(),
+                CoreRequest::Load { .. } => true,
+            })
+    }
+
+    fn push_history(&mut self, session_frame: u64, inputs: &Inputs) {
+        if self.history.len() == HISTORY {
+            self.history.pop_front();
+        }
+        self.history.push_back((session_frame, *inputs));
     }
 }
 
@@ -168,17 +196,31 @@ impl FrameObserver<Core> for CoreSide {
         Ok(())
     }
 
+    /// A stall needs the machine on the agreed frames only to do what was asked of it.
+    fn idle_needs_machine(&mut self, next: u64) -> bool {
+        self.has_work(next, false)
+    }
+
+    /// Checksums, states and loads need the machine; the history and the recording's
+    /// events do not.
+    fn needs_machine(&mut self, frame: u64) -> bool {
+        self.has_work(frame + 1, true)
+    }
+
+    fn after_frame_ahead(&mut self, frame: u64, inputs: &Inputs) -> Result<(), ObserverError> {
+        self.push_history(frame + self.base, inputs);
+        let mut shared = feed::lock(&self.shared);
+        self.record_events(&mut shared);
+        Ok(())
+    }
+
     fn after_frame(
         &mut self,
         frame: u64,
         inputs: &Inputs,
         core: &mut Core,
     ) -> Result<(), ObserverError> {
-        let session_frame = frame + self.base;
-        if self.history.len() == HISTORY {
-            self.history.pop_front();
-        }
-        self.history.push_back((session_frame, *inputs));
+        self.push_history(frame + self.base, inputs);
         self.work(core, frame + 1, true);
         Ok(())
     }

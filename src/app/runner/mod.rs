@@ -11,14 +11,18 @@
 //! runs at most `catch_up_cap` frames. A runner that fell more than `max_lag` behind forgets
 //! the backlog instead of racing to catch up. `fast` drops pacing altogether.
 //!
-//! Running ahead (`RunnerConfig::run_ahead`: `play --run-ahead`, netplay's `--speculate`):
-//! after a tick that ran frames, the feed's predicted inputs ([`Feed::predict`]) run on
-//! from the last frame that counts, the newest one's picture is left for the frontend and
-//! the machine's state is loaded back. The state after each frame run ahead is kept: the
-//! next tick starts from the newest one whose inputs still hold (a rollback starts from
-//! the first that changed), so a steady tick runs one frame that counts and one new one
-//! ahead. Each frame's sound plays once, when it is first run ahead. The depth drops while
-//! a frame, the frames ahead and a save and load would not fit 70% of a frame period.
+//! Running ahead (`RunnerConfig::run_ahead`: netplay's speculation, `play --run-ahead`):
+//! after the frames that are due, the feed's predicted inputs ([`Feed::predict`]) run on
+//! ahead of the frames that count, and the newest one's picture is left for the frontend.
+//! It is one timeline (`timeline`): a frame that comes to count with the inputs it was run
+//! ahead with is not run again (its saved state is the agreed one), so a steady frame costs
+//! one run and one save; a wrong guess loads the state before it and runs to the present
+//! again, silently. An observer that needs the machine on a frame that counts (a checksum, a
+//! state for a joiner) gets it run there once more. A player's picture runs ahead during a
+//! stall too, within the depth. The depth drops to what a rollback of that many frames
+//! costs within a frame period ([`RunnerConfig::speculation_costs`] seeds the costs); a
+//! save or load that fails, or a frame whose second run differs from its first, stops
+//! running ahead for the rest of the run ([`Feed::speculation_stopped`]).
 //!
 //! Calling order: `tick` repeatedly; after each tick wait `Tick::timeout` (or until an
 //! event) and tick again, until `Tick::status` is `Ended`.
@@ -35,7 +39,12 @@ use crate::input::Inputs;
 
 mod roles;
 
+mod states;
+mod timeline;
+
 pub use roles::{Clock, Feed, FeedPoll, FrameObserver, Machine, ObserverError, SystemClock};
+use timeline::Timeline;
+pub use timeline::{Costs, SpeculationFailure, TimelineCounts};
 
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
@@ -57,9 +66,12 @@ pub struct RunnerConfig {
     pub max_lag: Duration,
     /// In fast mode, how long one tick may keep running frames (at least one runs).
     pub fast_budget: Duration,
-    /// Frames to run ahead of the feed after each tick that ran frames, with the feed's
-    /// predicted inputs, to show and take back (`play --run-ahead`); 0: none.
+    /// Most frames to run ahead of the frames that count, with the feed's predicted inputs
+    /// (netplay's speculation, `play --run-ahead`); 0: none.
     pub run_ahead: u32,
+    /// What a frame, a save and a load cost on this machine (measured before, e.g. by the
+    /// rollback check), for the depth before the run measures them itself.
+    pub speculation_costs: Option<Costs>,
 }
 
 impl Default for RunnerConfig {
@@ -71,6 +83,7 @@ impl Default for RunnerConfig {
             max_lag: Duration::from_millis(250),
             fast_budget: Duration::from_millis(2),
             run_ahead: 0,
+            speculation_costs: None,
         }
     }
 }
@@ -96,8 +109,11 @@ pub enum Status {
 /// The outcome of one [`Runner::tick`].
 #[derive(Clone, Copy, Debug)]
 pub struct Tick {
-    /// Frames emulated during this tick (0..=catch_up_cap unless fast).
+    /// Frames that counted during this tick (0..=catch_up_cap unless fast).
     pub frames: u32,
+    /// The machine shows a new picture: frames counted, or ran ahead (a player's picture
+    /// runs ahead during a stall too).
+    pub shown: bool,
     pub status: Status,
     /// When to tick again at the latest.
     pub wake_at: Instant,
@@ -122,13 +138,14 @@ pub struct RunStats {
     /// the time that took (saves and loads included).
     pub ahead_frames: u64,
     pub ahead_time: Duration,
-    /// Frames that count whose inputs differed from those run ahead with: ticks that found
-    /// one (each a rollback: what was shown ahead is run again from the last real frame),
-    /// how many frames ahead each had to redo, and pictures shown that a later frame's
-    /// inputs proved wrong.
+    /// Guesses run ahead that proved wrong (each a rollback: the frames from the wrong one
+    /// to the present run again), how many frames each ran again, and pictures shown that
+    /// a later frame's inputs proved wrong.
     pub rollbacks: u64,
     pub rollback_frames: crate::lockstep::LatencyStats,
     pub corrected_frames_shown: u64,
+    /// What running ahead did (frames confirmed without running again, saves, loads...).
+    pub timeline: TimelineCounts,
     pub wall: Duration,
 }
 
@@ -150,38 +167,14 @@ pub struct Runner<M, F, C = SystemClock> {
     started: Option<Instant>,
     ended: Option<EndReason>,
     stats: RunStats,
-    /// Run-ahead: the newest frame whose sound was played (frames run ahead play theirs
-    /// once; the feed's own run of them later is silent), and the predicted inputs.
-    heard: Option<u64>,
+    /// Running ahead: the frames run ahead and the states kept, the predicted inputs (a
+    /// buffer reused), the depth now (`config.run_ahead`, lowered while the machine cannot
+    /// afford it), whether that was said, and why running ahead stopped, if it did.
+    timeline: Timeline,
     predicted: Vec<Inputs>,
-    /// Pictures shown ahead not yet proven right or wrong: (first frame run ahead, the
-    /// inputs it was run with through the frame shown).
-    shown_ahead: std::collections::VecDeque<(u64, Vec<Inputs>)>,
-    /// Depth run ahead now: `config.run_ahead`, lowered while the core cannot afford it.
     depth: u32,
-    /// Time one frame takes to run (smoothed) and one save plus load.
-    frame_cost: Option<Duration>,
-    save_load_cost: Option<Duration>,
     said_budget: bool,
-    /// The frame of the picture shown last, and the inputs it was run ahead with from
-    /// which frame (to tell a rollback).
-    last_head: Option<u64>,
-    last_ahead: (u64, Vec<Inputs>),
-    /// The state after each frame of `last_ahead`, kept for the next tick: frames whose
-    /// inputs are still the same are not run again. Spare buffers for reuse, the last
-    /// frame that counts's state, and `Machine::loads` when the states were made.
-    ahead_states: Vec<Vec<u8>>,
-    spare_states: Vec<Vec<u8>>,
-    base_state: Vec<u8>,
-    loads_seen: Option<u64>,
-}
-
-/// An exponentially smoothed duration (1/8 of each new sample).
-fn smooth(old: Option<Duration>, new: Duration) -> Duration {
-    match old {
-        Some(old) => old.mul_f64(0.875) + new.mul_f64(0.125),
-        None => new,
-    }
+    stopped: Option<SpeculationFailure>,
 }
 
 /// Frame period for `fps`, with a sane fallback for cores that report nonsense.
@@ -203,6 +196,7 @@ impl<M: Machine, F: Feed, C: Clock> Runner<M, F, C> {
     pub fn with_clock(feed: F, config: RunnerConfig, mut clock: C) -> Self {
         let now = clock.now();
         let config_depth = config.run_ahead;
+        let seed_costs = config.speculation_costs;
         Runner {
             feed,
             clock,
@@ -218,19 +212,17 @@ impl<M: Machine, F: Feed, C: Clock> Runner<M, F, C> {
             started: None,
             ended: None,
             stats: RunStats::default(),
-            heard: None,
+            timeline: {
+                let mut t = Timeline::new();
+                if let Some(costs) = seed_costs {
+                    t.costs = costs;
+                }
+                t
+            },
             predicted: Vec::new(),
-            shown_ahead: std::collections::VecDeque::new(),
             depth: config_depth,
-            frame_cost: None,
-            save_load_cost: None,
             said_budget: false,
-            last_head: None,
-            last_ahead: (0, Vec::new()),
-            ahead_states: Vec::new(),
-            spare_states: Vec::new(),
-            base_state: Vec::new(),
-            loads_seen: None,
+            stopped: None,
         }
     }
 
@@ -271,6 +263,8 @@ impl<M: Machine, F: Feed, C: Clock> Runner<M, F, C> {
 
     pub fn stats(&mut self) -> RunStats {
         let mut s = self.stats.clone();
+        s.timeline = self.timeline.counts;
+        s.corrected_frames_shown = self.timeline.corrected();
         if let Some(t0) = self.started {
             s.wall = self.clock.now().saturating_duration_since(t0);
         }
@@ -294,13 +288,14 @@ impl<M: Machine, F: Feed, C: Clock> Runner<M, F, C> {
         m.insert("displayed_frames".into(), json!(s.displayed_frames));
         m.insert("catch_up_frames".into(), json!(s.catch_up_frames));
         m.insert("lag_resets".into(), json!(s.lag_resets));
-        if self.config.run_ahead > 0 {
+        if self.config.run_ahead > 0 || self.stopped.is_some() {
             m.insert("speculate_depth".into(), json!(self.depth));
             m.insert("rollbacks".into(), json!(s.rollbacks));
             m.insert(
                 "rollback_frames".into(),
                 json!({
                     "median": s.rollback_frames.median(),
+                    "p95": s.rollback_frames.p95(),
                     "max": s.rollback_frames.quantile(1.0),
                 }),
             );
@@ -308,16 +303,30 @@ impl<M: Machine, F: Feed, C: Clock> Runner<M, F, C> {
                 "corrected_frames_shown".into(),
                 json!(s.corrected_frames_shown),
             );
+            let ms = |d: Option<Duration>| d.map(|d| d.as_secs_f64() * 1e3);
+            let costs = self.timeline.costs;
+            let t = s.timeline;
             m.insert(
                 "run_ahead".into(),
                 json!({
                     "depth": self.config.run_ahead,
-                    "frames": s.ahead_frames,
+                    "frames": t.ahead,
+                    "frames_rerun": t.rerun,
+                    "frames_confirmed": t.confirmed,
+                    "frames_materialized": t.materialized,
+                    "frames_verified": t.verified,
+                    "saves": t.saves,
+                    "loads": t.loads,
+                    "state_buffers": self.timeline.buffers_made(),
+                    "run_ms": ms(costs.run),
+                    "save_ms": ms(costs.save),
+                    "load_ms": ms(costs.load),
                     "ms_per_displayed_frame": if s.displayed_frames > 0 {
                         s.ahead_time.as_secs_f64() * 1e3 / s.displayed_frames as f64
                     } else {
                         0.0
                     },
+                    "stopped": self.stopped.as_ref().map(|e| e.to_string()),
                 }),
             );
         }
@@ -346,214 +355,218 @@ impl<M: Machine, F: Feed, C: Clock> Runner<M, F, C> {
         self.slot_origin + self.period.mul_f64(slot as f64)
     }
 
-    fn finish(&mut self, frames: u32, status: Status, wake_at: Instant) -> Tick {
+    fn finish(&mut self, frames: u32, shown: bool, status: Status, wake_at: Instant) -> Tick {
         let end = self.clock.now();
         Tick {
             frames,
+            shown,
             status,
             wake_at,
             timeout: wake_at.saturating_duration_since(end),
         }
     }
 
-    /// A frame that counts ran with `inputs`: were the pictures shown ahead of it run
-    /// with the same? The newest picture's first wrong frame starts a rollback (see
-    /// `note_rollback`); each picture shown with other inputs was a corrected one.
-    fn check_prediction(&mut self, frame: u64, inputs: &Inputs, wrong_from: &mut Option<u64>) {
-        let (first, ahead) = &self.last_ahead;
-        let guess = frame
-            .checked_sub(*first)
-            .and_then(|i| ahead.get(i as usize));
-        if guess.is_some_and(|g| g != inputs) && wrong_from.is_none() {
-            *wrong_from = Some(frame);
-        }
-        let before = self.shown_ahead.len();
-        self.shown_ahead.retain(|(first, ahead)| {
-            match frame
-                .checked_sub(*first)
-                .and_then(|i| ahead.get(i as usize))
-            {
-                Some(guess) => guess == inputs,
-                None => true,
-            }
-        });
-        self.stats.corrected_frames_shown += (before - self.shown_ahead.len()) as u64;
-        // Proven right through the frame shown.
-        self.shown_ahead
-            .retain(|(first, ahead)| first + ahead.len() as u64 > frame + 1);
+    /// Running ahead is on and has not stopped.
+    fn speculating(&self) -> bool {
+        self.config.run_ahead > 0 && self.stopped.is_none()
     }
 
-    /// A rollback: the picture shown last was run with other inputs from frame `from` on
-    /// than what is known now, so the frames from there to it are run again.
-    fn note_rollback(&mut self, from: u64) {
-        if let Some(head) = self.last_head.filter(|h| *h >= from) {
+    /// A wrong guess ran `frames` frames again.
+    fn note_rollback(&mut self, frames: u32) {
+        if frames > 0 {
             self.stats.rollbacks += 1;
-            self.stats.rollback_frames.record((head + 1 - from) as u32);
+            self.stats.rollback_frames.record(frames);
+            self.feed.rolled_back(frames);
         }
     }
 
-    /// How far the core can afford to run ahead: a tick's frame plus `depth` more and a
-    /// save and a load within 70% of a frame period, at least 1. Said once when it lowers
-    /// the depth.
+    /// Running ahead stops for the rest of the run: the machine goes back to the frames that
+    /// count and plays on from there. Said once, in the log and to the feed.
+    fn stop_speculating(&mut self, machine: &mut M, why: SpeculationFailure) {
+        let agreed = self.stats.frames;
+        tracing::warn!(
+            "running ahead stopped for the rest of this session: {why}; playing on without it"
+        );
+        if let Err(e) = self
+            .timeline
+            .settle(machine, &mut self.clock, agreed, false)
+        {
+            tracing::error!("running ahead: cannot go back to the agreed frames ({e})");
+        }
+        self.timeline.forget(agreed);
+        self.feed.speculation_stopped(&why.to_string());
+        self.stopped = Some(why);
+    }
+
+    /// How far the machine can afford to run ahead: a rollback through that many frames (a
+    /// load, then a run and a save each) within 80% of a frame period, at least 1. Said
+    /// once when it lowers the depth.
     fn affordable_depth(&mut self) -> u32 {
-        let (Some(frame), Some(save_load)) = (self.frame_cost, self.save_load_cost) else {
+        if self.config.fast {
+            return self.config.run_ahead;
+        }
+        let costs = self.timeline.costs;
+        let Some(frames) = costs.affordable(self.period.mul_f64(0.8)) else {
             return self.config.run_ahead;
         };
-        // Not on the first second's numbers: the first saves fault their buffers in.
-        if self.config.fast || self.stats.displayed_frames < 60 {
-            return self.config.run_ahead;
-        }
-        let budget = self.period.mul_f64(0.7).saturating_sub(save_load);
-        let frames = (budget.as_secs_f64() / frame.as_secs_f64().max(1e-6)) as u32;
         // At least one frame: its cost keeps being measured, so a busy moment does not
         // stop it for good.
-        let depth = frames
-            .saturating_sub(1)
-            .clamp(1, self.config.run_ahead.max(1));
-        if depth < self.config.run_ahead && !self.said_budget {
+        let depth = frames.clamp(1, self.config.run_ahead.max(1));
+        if depth < self.config.run_ahead && !self.said_budget && self.stats.displayed_frames > 60 {
             self.said_budget = true;
-            tracing::warn!(
-                "running ahead: a frame takes {:.2} ms and a save and load {:.2} ms here, so \
-                 at most {depth} of {} frame(s) ahead fit a frame's time",
-                frame.as_secs_f64() * 1e3,
-                save_load.as_secs_f64() * 1e3,
+            let ms = |d: Option<Duration>| d.map_or(0.0, |d| d.as_secs_f64() * 1e3);
+            tracing::info!(
+                "running ahead: a frame takes {:.2} ms, a save {:.2} ms and a load {:.2} ms \
+                 here, so a rollback through at most {depth} of {} frame(s) fits a frame's time",
+                ms(costs.run),
+                ms(costs.save),
+                ms(costs.load),
                 self.config.run_ahead
             );
         }
         depth
     }
 
-    /// Runs the feed's predicted frames past the last one run, leaving the newest one's
-    /// picture (and the sound of frames not heard yet) for the frontend, then restores the
-    /// machine: the frames that count are the feed's own, whatever was shown.
-    fn run_ahead(&mut self, machine: &mut M, mut wrong_from: Option<u64>) {
+    /// A frame that counts, `frame`, with `inputs`, while running ahead: taken as it ran
+    /// ahead when its guess held and no observer needs the machine on it; otherwise run on
+    /// the agreed state (after a wrong guess, everything ahead of it is dropped).
+    fn count_frame(
+        &mut self,
+        machine: &mut M,
+        frame: u64,
+        inputs: &Inputs,
+    ) -> Result<(), RunError> {
+        let last = self.config.max_frames.is_some_and(|m| frame + 1 >= m);
+        // The run ends on the frame that counts, picture and all.
+        let needed = !self.speculating()
+            || last
+            || self.observers.iter_mut().any(|o| o.needs_machine(frame));
+        if !needed && self.timeline.confirm(inputs) {
+            self.stats.frames += 1;
+            for obs in &mut self.observers {
+                obs.after_frame_ahead(frame, inputs)
+                    .map_err(|source| RunError::Observer { frame, source })?;
+            }
+            return Ok(());
+        }
+        match self
+            .timeline
+            .before_live(machine, &mut self.clock, frame, inputs)
+        {
+            Ok(Some((_, stale))) => self.note_rollback(stale),
+            Ok(None) => {}
+            Err(e) => self.stop_speculating(machine, e),
+        }
+        if !self.timeline.is_live(frame) {
+            // Speculation stopped and could not come back: nothing else to do but go on.
+            self.timeline.forget(frame);
+        }
+        if self.speculating() {
+            let t0 = self.clock.now();
+            machine.run_frame(inputs);
+            self.timeline
+                .timed_run(self.clock.now().saturating_duration_since(t0));
+        } else {
+            machine.run_frame(inputs);
+        }
+        if needed {
+            self.timeline.counts.materialized += 1;
+        }
+        let fresh = self.timeline.ran_live(frame);
+        self.stats.frames += 1;
+        for obs in &mut self.observers {
+            obs.after_frame(frame, inputs, machine)
+                .map_err(|source| RunError::Observer { frame, source })?;
+        }
+        // After the observers: a video recording keeps every frame's own sound, even the
+        // sound already played while running ahead.
+        if !fresh {
+            machine.discard_audio();
+        }
+        if self.speculating() {
+            let agreed = self.stats.frames;
+            if let Err(e) = self.timeline.after_live(machine, &mut self.clock, agreed) {
+                self.stop_speculating(machine, e);
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs the feed's predicted frames ahead of the frames that count and leaves the
+    /// newest one's picture for the frontend (see the module doc). True if a new picture
+    /// is shown.
+    fn run_ahead(&mut self, machine: &mut M, counted: bool) -> bool {
         let t0 = self.clock.now();
         self.depth = self.affordable_depth();
         let mut predicted = std::mem::take(&mut self.predicted);
         predicted.clear();
         self.feed.predict(self.depth, &mut predicted);
-        let first = self.stats.frames;
-        // Frames the last picture ran ahead through that are known otherwise now (newly
-        // received inputs, or this player's own placed elsewhere).
-        let (old_first, old) = &self.last_ahead;
-        if wrong_from.is_none() {
-            wrong_from = predicted
-                .iter()
-                .enumerate()
-                .map(|(i, p)| (first + i as u64, p))
-                .find(|(f, p)| {
-                    f.checked_sub(*old_first)
-                        .and_then(|j| old.get(j as usize))
-                        .is_some_and(|o| o != *p)
-                })
-                .map(|(f, _)| f);
-        }
-        if let Some(from) = wrong_from {
-            self.note_rollback(from);
-        }
-        let mut head = first.saturating_sub(1);
-        if !predicted.is_empty() {
-            head = self.run_predicted(machine, &predicted, wrong_from);
-        }
-        if predicted.is_empty() {
-            self.last_ahead.1.clear();
-            self.spare_states.append(&mut self.ahead_states);
-        }
+        predicted.truncate(self.depth as usize);
+        let agreed = self.stats.frames;
+        let result = self
+            .timeline
+            .speculate(machine, &mut self.clock, agreed, &predicted);
         self.predicted = predicted;
-        self.last_head = Some(head);
-        let now = self.clock.now();
-        self.feed
-            .displayed(now, head, (head + 1).saturating_sub(first) as u32);
-        self.stats.ahead_time += now.saturating_duration_since(t0);
+        let spec = match result {
+            Ok(spec) => spec,
+            Err(e) => {
+                self.stop_speculating(machine, e);
+                return counted;
+            }
+        };
+        if let Some((_, stale)) = spec.wrong {
+            self.note_rollback(stale);
+        }
+        let shown = counted || spec.ran > 0;
+        if shown {
+            self.timeline.shown();
+            let head = spec.head.unwrap_or(agreed.saturating_sub(1));
+            let now = self.clock.now();
+            self.feed
+                .displayed(now, head, (head + 1).saturating_sub(agreed) as u32);
+            self.stats.ahead_time += now.saturating_duration_since(t0);
+        }
+        shown
     }
 
-    /// Runs `predicted` from the last frame that counts (first the frames whose states from
-    /// the last tick still hold: same inputs since, and nobody else loaded a state), shows
-    /// the last, and loads the machine back. Returns the frame shown.
-    fn run_predicted(
-        &mut self,
-        machine: &mut M,
-        predicted: &[Inputs],
-        wrong_from: Option<u64>,
-    ) -> u64 {
-        let first = self.stats.frames;
-        let (old_first, old) = std::mem::take(&mut self.last_ahead);
-        let mut states = std::mem::take(&mut self.ahead_states);
-        // States from the last tick hold while nobody else loaded one and the frames that
-        // count since ran with the inputs they were run ahead with.
-        let fresh = self.loads_seen == Some(machine.loads())
-            && old_first <= first
-            && wrong_from.is_none_or(|w| w >= first);
-        let skip = (first - old_first.min(first)) as usize;
-        let mut save_load = Duration::ZERO;
-        let mut base = std::mem::take(&mut self.base_state);
-        if fresh && (1..=states.len()).contains(&skip) {
-            // The last frame that counts was run ahead already: its state is at hand.
-            std::mem::swap(&mut base, &mut states[skip - 1]);
-        } else {
-            let t = self.clock.now();
-            if !machine.save_state_into(&mut base) {
-                tracing::warn!("running ahead: the core cannot save its state; running without");
-                self.config.run_ahead = 0;
-                return first.saturating_sub(1);
-            }
-            save_load += self.clock.now().saturating_duration_since(t);
-        }
-        // The states ahead that still hold, moved to the front.
-        let skip = skip.min(states.len());
-        self.spare_states.extend(states.drain(..skip));
-        let mut keep = 0;
-        if fresh {
-            while keep + 1 < predicted.len()
-                && keep < states.len()
-                && old.get(skip + keep) == Some(&predicted[keep])
-                && wrong_from.is_none_or(|w| w > first + keep as u64)
+    /// Calls the observers' `idle` while the feed waits for frame `next`: on the agreed
+    /// state, put back there first when one needs it (a state for a joiner, a jump).
+    fn idle(&mut self, machine: &mut M, next: u64) -> Result<(), RunError> {
+        if self.speculating() && !self.timeline.is_live(next) {
+            if !self
+                .observers
+                .iter_mut()
+                .any(|o| o.idle_needs_machine(next))
             {
-                keep += 1;
+                return Ok(());
+            }
+            if let Err(e) = self.timeline.settle(machine, &mut self.clock, next, false) {
+                self.stop_speculating(machine, e);
             }
         }
-        self.spare_states.extend(states.drain(keep..));
-        if keep > 0 {
-            let t = self.clock.now();
-            if !machine.load_state(&states[keep - 1]) {
-                keep = 0;
-                self.spare_states.append(&mut states);
-            }
-            save_load += self.clock.now().saturating_duration_since(t);
+        for obs in &mut self.observers {
+            obs.idle(next, machine)
+                .map_err(|source| RunError::Observer {
+                    frame: next,
+                    source,
+                })?;
         }
-        for (i, inputs) in predicted.iter().enumerate().skip(keep) {
-            machine.run_frame(inputs);
-            let frame = first + i as u64;
-            if self.heard.is_some_and(|h| frame <= h) {
-                machine.discard_audio();
-            }
-            let mut buf = self.spare_states.pop().unwrap_or_default();
-            let t = self.clock.now();
-            if !machine.save_state_into(&mut buf) {
-                buf.clear();
-            }
-            save_load += self.clock.now().saturating_duration_since(t);
-            states.push(buf);
+        if self.speculating() {
+            self.timeline.check_loads(machine, next);
         }
-        let last = first + predicted.len() as u64 - 1;
-        self.heard = Some(self.heard.map_or(last, |h| h.max(last)));
-        self.stats.ahead_frames += (predicted.len() - keep) as u64;
-        let t_load = self.clock.now();
-        if !machine.load_state(&base) {
-            tracing::warn!("running ahead: the core refused its own state; stopping");
-            self.config.run_ahead = 0;
+        Ok(())
+    }
+
+    /// The run ends: the machine goes back to the last frame that counts, picture and all
+    /// (its checksum, screenshot and save RAM are the agreed ones).
+    fn settle_at_end(&mut self, machine: &mut M) {
+        if self.config.run_ahead == 0 {
+            return;
         }
-        save_load += self.clock.now().saturating_duration_since(t_load);
-        self.save_load_cost = Some(smooth(self.save_load_cost, save_load));
-        self.loads_seen = Some(machine.loads());
-        self.base_state = base;
-        self.ahead_states = states;
-        if self.shown_ahead.len() >= 64 {
-            self.shown_ahead.pop_front();
+        let agreed = self.stats.frames;
+        if let Err(e) = self.timeline.settle(machine, &mut self.clock, agreed, true) {
+            tracing::error!("running ahead: cannot go back to the agreed frames at the end ({e})");
         }
-        self.shown_ahead.push_back((first, predicted.to_vec()));
-        self.last_ahead = (first, predicted.to_vec());
-        last
     }
 
     /// Samples local input, runs the frames that are due and says when to come back.
@@ -571,17 +584,21 @@ impl<M: Machine, F: Feed, C: Clock> Runner<M, F, C> {
             self.next_frame = None;
         }
         self.feed.sample(now, local);
+        if self.speculating() {
+            self.timeline.check_loads(machine, self.stats.frames);
+        }
         self.check_frame_limit();
         if let Some(reason) = self.ended {
-            return Ok(self.finish(0, Status::Ended(reason), now));
+            self.settle_at_end(machine);
+            return Ok(self.finish(0, false, Status::Ended(reason), now));
         }
         if self.paused {
-            return Ok(self.finish(0, Status::Paused, now + self.period));
+            return Ok(self.finish(0, false, Status::Paused, now + self.period));
         }
         if self.feed.paused() {
             // Resume from then, as `set_paused` does.
             self.next_frame = None;
-            return Ok(self.finish(0, Status::Paused, now + self.period));
+            return Ok(self.finish(0, false, Status::Paused, now + self.period));
         }
 
         let pace = self.feed.pace().map_or(1.0, |p| p.clamp(0.5, 2.0));
@@ -626,7 +643,6 @@ impl<M: Machine, F: Feed, C: Clock> Runner<M, F, C> {
         };
         let mut ran = 0u32;
         let mut wait = None;
-        let mut wrong_from = None;
         while ran < due {
             if self
                 .config
@@ -638,26 +654,10 @@ impl<M: Machine, F: Feed, C: Clock> Runner<M, F, C> {
             }
             match self.feed.next(now) {
                 FeedPoll::Run(inputs) => {
-                    let t0 = self.clock.now();
-                    machine.run_frame(&inputs);
                     let frame = self.stats.frames;
-                    if self.config.run_ahead > 0 {
-                        let took = self.clock.now().saturating_duration_since(t0);
-                        self.frame_cost = Some(smooth(self.frame_cost, took));
-                        self.check_prediction(frame, &inputs, &mut wrong_from);
-                    }
-                    self.stats.frames += 1;
+                    self.count_frame(machine, frame, &inputs)?;
                     ran += 1;
                     next_frame += period;
-                    for obs in &mut self.observers {
-                        obs.after_frame(frame, &inputs, machine)
-                            .map_err(|source| RunError::Observer { frame, source })?;
-                    }
-                    // After the observers: a video recording keeps every frame's own sound,
-                    // even the sound already played while running ahead.
-                    if self.heard.is_some_and(|h| frame <= h) {
-                        machine.discard_audio();
-                    }
                     if machine.shutdown_requested() {
                         self.ended = Some(EndReason::Shutdown);
                         break;
@@ -665,13 +665,7 @@ impl<M: Machine, F: Feed, C: Clock> Runner<M, F, C> {
                 }
                 FeedPoll::Wait(until) => {
                     let next = self.stats.frames;
-                    for obs in &mut self.observers {
-                        obs.idle(next, machine)
-                            .map_err(|source| RunError::Observer {
-                                frame: next,
-                                source,
-                            })?;
-                    }
+                    self.idle(machine, next)?;
                     wait = Some(until);
                     break;
                 }
@@ -698,15 +692,19 @@ impl<M: Machine, F: Feed, C: Clock> Runner<M, F, C> {
             self.stats.catch_up_frames += u64::from(ran - 1);
         }
         self.check_frame_limit();
-        // Not after the last frame: the run ends on the frame that counts, picture and all.
-        if ran > 0 && self.config.run_ahead > 0 && self.ended.is_none() {
-            self.run_ahead(machine, wrong_from);
+        // A player's picture runs ahead whenever a frame was due, stalled or not; not after
+        // the last frame: the run ends on the frame that counts, picture and all.
+        let due_now = ran > 0 || (clock_due > 0 && self.stats.frames > 0);
+        let mut shown = ran > 0;
+        if self.speculating() && self.ended.is_none() && due_now {
+            shown = self.run_ahead(machine, ran > 0);
         } else if ran > 0 {
             let now = self.clock.now();
             self.feed.displayed(now, self.stats.frames - 1, 0);
         }
         if let Some(reason) = self.ended {
-            return Ok(self.finish(ran, Status::Ended(reason), now));
+            self.settle_at_end(machine);
+            return Ok(self.finish(ran, true, Status::Ended(reason), now));
         }
 
         let next_slot = self.slot_start(slot + 1);
@@ -714,7 +712,7 @@ impl<M: Machine, F: Feed, C: Clock> Runner<M, F, C> {
             if self.feed.paused() {
                 // Reached the frame a pause stops at: no stall.
                 self.next_frame = None;
-                return Ok(self.finish(0, Status::Paused, now + self.period));
+                return Ok(self.finish(0, shown, Status::Paused, now + self.period));
             }
         }
         if let (0, Some(until)) = (ran, wait) {
@@ -735,7 +733,7 @@ impl<M: Machine, F: Feed, C: Clock> Runner<M, F, C> {
                 self.stats.stall_frames += 1;
             }
             let wake = until.unwrap_or(next_slot).max(now);
-            return Ok(self.finish(0, Status::Stalled, wake));
+            return Ok(self.finish(0, shown, Status::Stalled, wake));
         }
         let wake = if self.config.fast {
             // Partial stall after some frames ran: honour the feed's hint.
@@ -745,7 +743,7 @@ impl<M: Machine, F: Feed, C: Clock> Runner<M, F, C> {
         } else {
             next_frame
         };
-        Ok(self.finish(ran, Status::Running, wake))
+        Ok(self.finish(ran, shown, Status::Running, wake))
     }
 }
 

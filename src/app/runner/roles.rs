@@ -58,6 +58,11 @@ pub trait Machine {
     /// Drops the sound of the frames run since the last frontend drain: frames whose sound
     /// was already played, or will never be shown.
     fn discard_audio(&mut self) {}
+    /// A checksum of the machine's memory, the game's state without its picture: what a
+    /// state saved and loaded back must restore exactly (`None`: the machine has none).
+    fn memory_checksum(&mut self) -> Option<u64> {
+        None
+    }
 }
 
 /// What a feed says when asked for the next frame's inputs.
@@ -120,6 +125,10 @@ pub trait Feed {
     /// The picture of frame `head` (the runner's count: 0 is the first frame it ran) was
     /// shown at `now`, run `depth` frames ahead of the last frame that counts.
     fn displayed(&mut self, _now: Instant, _head: u64, _depth: u32) {}
+    /// A guess run ahead was wrong: `frames` frames ran again (a rollback).
+    fn rolled_back(&mut self, _frames: u32) {}
+    /// Running ahead stopped for the rest of the run, and why (said once, to show it).
+    fn speculation_stopped(&mut self, _why: &str) {}
     /// The game stands still for everyone here (a netplay pause): the runner runs nothing,
     /// counts no stall, and goes on from the moment it ends, with nothing to catch up.
     fn paused(&self) -> bool {
@@ -147,8 +156,13 @@ pub trait Feed {
 
 pub type ObserverError = Box<dyn std::error::Error + Send + Sync>;
 
-/// Called after every emulated frame with its number (0 for the first), its inputs and the
-/// machine. Recording, desync checksums and screenshot hooks plug in here.
+/// Called after every frame that counts with its number (0 for the first), its inputs and
+/// the machine. Recording, desync checksums and screenshot hooks plug in here.
+///
+/// Running ahead (speculation, run-ahead), most frames that count ran earlier, ahead, with
+/// the same inputs, and the machine is past them: such a frame is not run again unless an
+/// observer says it [`needs_machine`](Self::needs_machine) there, and otherwise reaches
+/// every observer through [`after_frame_ahead`](Self::after_frame_ahead).
 pub trait FrameObserver<M> {
     fn after_frame(
         &mut self,
@@ -156,6 +170,25 @@ pub trait FrameObserver<M> {
         inputs: &Inputs,
         machine: &mut M,
     ) -> Result<(), ObserverError>;
+
+    /// Whether [`after_frame`](Self::after_frame) for `frame` must see the machine as it is
+    /// right after that frame (default: always). Say no where you can: the frame is then
+    /// not run a second time.
+    fn needs_machine(&mut self, _frame: u64) -> bool {
+        true
+    }
+
+    /// `frame` counts with `inputs`; it ran earlier, ahead, and the machine is elsewhere.
+    /// Only called when [`needs_machine`](Self::needs_machine) said no.
+    fn after_frame_ahead(&mut self, _frame: u64, _inputs: &Inputs) -> Result<(), ObserverError> {
+        Ok(())
+    }
+
+    /// Whether [`idle`](Self::idle) with `next` needs the machine on the frames that count
+    /// (default: always); a stall when no observer does leaves the machine ahead.
+    fn idle_needs_machine(&mut self, _next: u64) -> bool {
+        true
+    }
 
     /// Called when the feed has no frame to run (a stall), with the number of the next
     /// frame: work that must not wait for one (netplay: a spectator's jump to a fresh state).

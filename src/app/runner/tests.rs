@@ -463,10 +463,11 @@ impl Feed for Held {
 }
 
 #[test]
-fn run_ahead_plays_each_frames_sound_once_and_leaves_the_machine_on_the_real_frame() {
+fn run_ahead_plays_each_frames_sound_once_and_runs_each_frame_once_while_guesses_hold() {
     // Ticks every 16.7 ms, sometimes late by up to three frames (catch-up ticks run
-    // several frames): the sound heard is every frame's exactly once, in order, and
-    // after each tick the machine is back on the last real frame, run ahead 3.
+    // several frames): the sound heard is every frame's exactly once, in order; the machine
+    // stays on the newest frame run ahead, 3 past the last that counts; and since every
+    // guess holds, no frame runs twice and no state is loaded.
     let clock = ManualClock::new();
     let cfg = RunnerConfig {
         run_ahead: 3,
@@ -475,26 +476,35 @@ fn run_ahead_plays_each_frames_sound_once_and_leaves_the_machine_on_the_real_fra
     let mut runner = Runner::with_clock(Held, cfg, clock.clone());
     let mut tape = Tape::default();
     let mut heard = Vec::new();
+    let mut runs = 0;
     let period = Duration::from_secs_f64(1.0 / 60.0);
     for i in 0..300u32 {
+        let before = tape.frames;
         let tick = runner
             .tick(&mut tape, &[Pad::NEUTRAL; MAX_PLAYERS])
             .unwrap();
+        runs += tape.frames - before;
         assert_eq!(
             tape.frames,
-            runner.frame(),
-            "tick {i} left the machine ahead"
+            runner.frame() + 3,
+            "tick {i}: not on the newest frame ahead"
         );
         heard.append(&mut tape.sound);
         if tick.frames > 0 {
-            // The newest frame heard is the one shown: 3 past the last real one.
+            assert!(tick.shown);
+            // The newest frame heard is the one shown: 3 past the last that counts.
             assert_eq!(heard.last(), Some(&(runner.frame() + 2)), "tick {i}");
         }
         clock.advance(period * if i % 37 == 36 { 3 } else { 1 });
     }
     let expected: Vec<u64> = (0..=runner.frame() + 2).collect();
     assert_eq!(heard, expected);
-    assert!(tape.loads >= 250);
+    assert_eq!(runs, runner.frame() + 3, "frames run more than once");
+    assert_eq!(tape.loads, 0);
+    let s = runner.stats();
+    // All but the first, which had nothing run ahead yet.
+    assert_eq!(s.timeline.confirmed, runner.frame() - 1);
+    assert_eq!(s.rollbacks, 0);
 }
 
 /// A machine whose state is a hash of every input it ran, and whose picture is that hash
@@ -578,16 +588,23 @@ impl Feed for Guessing {
 }
 
 #[test]
-fn frames_run_ahead_are_reused_while_their_inputs_hold_and_the_picture_is_always_right() {
+fn a_wrong_guess_is_run_again_and_the_picture_and_the_agreed_frames_are_always_right() {
     // Each tick the picture must be what running every frame that counts and then the
-    // predicted ones from scratch gives, and the machine must be back on the last frame
-    // that counts; yet far fewer frames run than 6 ahead every tick would take.
+    // predicted ones from scratch gives, and the machine's state the one after the newest
+    // frame run ahead; every observer sees each frame that counts once, in order, with its
+    // inputs, and where it asks for the machine, the machine as it is after that frame.
+    // Wrong guesses every 7 frames cost re-runs, yet far fewer frames run than twice each.
     let clock = ManualClock::new();
     let cfg = RunnerConfig {
         run_ahead: 6,
         ..RunnerConfig::default()
     };
     let mut runner = Runner::with_clock(Guessing::default(), cfg, clock.clone());
+    let seen: Seen = Rc::default();
+    runner.observe(Box::new(Checker {
+        seen: seen.clone(),
+        every: 10,
+    }));
     let mut m = Hasher::default();
     let period = Duration::from_secs_f64(1.0 / 60.0);
     let mut jump: Option<(usize, u64)> = None;
@@ -598,13 +615,19 @@ fn frames_run_ahead_are_reused_while_their_inputs_hold_and_the_picture_is_always
             Some((n, x)) => feed.ran[n..].iter().fold(x, mix),
             None => feed.ran.iter().fold(0, mix),
         };
-        assert_eq!(m.state, (feed.ran.len() as u64, agreed), "tick {i}");
-        if tick.frames > 0 {
-            let shown = feed.predicted.iter().fold(agreed, mix);
+        let shown = feed.predicted.iter().fold(agreed, mix);
+        let head = (feed.ran.len() + feed.predicted.len()) as u64;
+        assert_eq!(
+            m.state,
+            (head, shown),
+            "tick {i}: not on the newest frame ahead"
+        );
+        if tick.shown {
             assert_eq!(m.picture, shown, "tick {i} shows another picture");
         }
         if i == 299 {
-            // A resync loads another state (the host's): what was run ahead is stale now.
+            // A resync loads another state (the host's) on the agreed frames: what was run
+            // ahead is stale now.
             let n = feed.ran.len();
             let x = agreed ^ 0xdead;
             let mut state = (n as u64).to_le_bytes().to_vec();
@@ -616,9 +639,186 @@ fn frames_run_ahead_are_reused_while_their_inputs_hold_and_the_picture_is_always
     }
     let frames = runner.frame();
     let stats = runner.stats();
+    let feed = runner.feed();
+    let seen = seen.borrow();
+    assert_eq!(seen.len() as u64, frames);
+    let mut hash = 0;
+    for (f, (frame, inputs, machine)) in seen.iter().enumerate() {
+        assert_eq!(*frame, f as u64);
+        assert_eq!(*inputs, feed.ran[f]);
+        hash = match jump {
+            Some((n, x)) if f == n => mix(x, inputs),
+            _ => mix(hash, inputs),
+        };
+        if let Some(state) = machine {
+            assert_eq!(
+                *state,
+                (f as u64 + 1, hash),
+                "frame {f}: the machine elsewhere"
+            );
+        }
+    }
     assert!(stats.rollbacks > 50, "{stats:?}");
-    // Run ahead from scratch would be 7 frames per tick; reuse makes it about 2.
-    assert!(m.runs < frames * 3, "{} frames run for {frames}", m.runs);
+    assert!(stats.timeline.confirmed > frames / 2, "{stats:?}");
+    assert!(stats.timeline.materialized >= frames / 10, "{stats:?}");
+    assert!(m.runs < frames * 2, "{} frames run for {frames}", m.runs);
+}
+
+/// Each frame that counts as an observer saw it: its inputs, and the machine's state if it
+/// had the machine.
+type Seen = Rc<std::cell::RefCell<Vec<(u64, Inputs, Option<(u64, u64)>)>>>;
+
+/// Sees every frame that counts; asks for the machine on every `every`th and keeps its
+/// state then.
+struct Checker {
+    seen: Seen,
+    every: u64,
+}
+
+impl FrameObserver<Hasher> for Checker {
+    fn after_frame(
+        &mut self,
+        frame: u64,
+        inputs: &Inputs,
+        m: &mut Hasher,
+    ) -> Result<(), ObserverError> {
+        let machine = frame.is_multiple_of(self.every).then_some(m.state);
+        self.seen.borrow_mut().push((frame, *inputs, machine));
+        Ok(())
+    }
+    fn needs_machine(&mut self, frame: u64) -> bool {
+        frame.is_multiple_of(self.every)
+    }
+    fn after_frame_ahead(&mut self, frame: u64, inputs: &Inputs) -> Result<(), ObserverError> {
+        self.seen.borrow_mut().push((frame, *inputs, None));
+        Ok(())
+    }
+}
+
+/// Knows every frame's inputs ahead: every guess holds.
+#[derive(Default)]
+struct Oracle {
+    next: u64,
+}
+
+impl Feed for Oracle {
+    fn sample(&mut self, _now: Instant, _local: &Inputs) {}
+    fn next(&mut self, _now: Instant) -> FeedPoll {
+        self.next += 1;
+        FeedPoll::Run(truth(self.next - 1))
+    }
+    fn predict(&mut self, max: u32, out: &mut Vec<Inputs>) {
+        out.extend((0..u64::from(max)).map(|i| truth(self.next + i)));
+    }
+}
+
+#[test]
+fn a_guess_that_held_costs_no_second_run_and_the_run_ends_on_the_agreed_frame() {
+    // 600 ticks, 8 ahead, every guess right: each frame runs once (the 8 ahead at the end
+    // once more each at most, to come back), a save each, no load until the end; the last
+    // tick leaves the machine on the last frame that counts, picture and all.
+    let clock = ManualClock::new();
+    let cfg = RunnerConfig {
+        run_ahead: 8,
+        max_frames: Some(600),
+        ..RunnerConfig::default()
+    };
+    let mut runner = Runner::with_clock(Oracle::default(), cfg, clock.clone());
+    let mut m = Hasher::default();
+    let period = Duration::from_secs_f64(1.0 / 60.0);
+    loop {
+        let tick = runner.tick(&mut m, &[Pad::NEUTRAL; MAX_PLAYERS]).unwrap();
+        if let Status::Ended(_) = tick.status {
+            break;
+        }
+        clock.advance(period);
+    }
+    let agreed = (0..600).map(truth).fold(0, |h, i| mix(h, &i));
+    assert_eq!(m.state, (600, agreed));
+    assert_eq!(m.picture, agreed);
+    let s = runner.stats();
+    assert!(m.runs <= 600 + 8 + 1, "{} runs for 600 frames", m.runs);
+    assert_eq!(s.rollbacks, 0);
+    assert!(s.timeline.saves <= 600 + 8 + 1, "{:?}", s.timeline);
+    assert!(m.loads <= 2, "{} loads", m.loads);
+    assert!(s.timeline.confirmed >= 590, "{:?}", s.timeline);
+}
+
+/// Saves until frame `fail_at`, then cannot: speculation must stop and the run go on.
+#[derive(Default)]
+struct Fragile {
+    inner: Hasher,
+    fail_at: u64,
+}
+
+impl Machine for Fragile {
+    fn run_frame(&mut self, inputs: &Inputs) {
+        self.inner.run_frame(inputs)
+    }
+    fn fps(&self) -> f64 {
+        60.0
+    }
+    fn save_state(&mut self) -> Option<Vec<u8>> {
+        if self.inner.state.0 >= self.fail_at {
+            return None;
+        }
+        self.inner.save_state()
+    }
+    fn load_state(&mut self, s: &[u8]) -> bool {
+        self.inner.load_state(s)
+    }
+    fn loads(&self) -> u64 {
+        self.inner.loads
+    }
+}
+
+#[derive(Default)]
+struct Stopped(Rc<std::cell::RefCell<Vec<String>>>);
+
+impl Feed for Stopped {
+    fn sample(&mut self, _now: Instant, _local: &Inputs) {}
+    fn next(&mut self, _now: Instant) -> FeedPoll {
+        FeedPoll::Run([Pad::NEUTRAL; MAX_PLAYERS])
+    }
+    fn predict(&mut self, max: u32, out: &mut Vec<Inputs>) {
+        out.extend(std::iter::repeat_n(
+            [Pad::NEUTRAL; MAX_PLAYERS],
+            max as usize,
+        ));
+    }
+    fn speculation_stopped(&mut self, why: &str) {
+        self.0.borrow_mut().push(why.to_string());
+    }
+}
+
+#[test]
+fn a_core_whose_save_fails_mid_game_plays_on_without_running_ahead() {
+    let clock = ManualClock::new();
+    let cfg = RunnerConfig {
+        run_ahead: 4,
+        ..RunnerConfig::default()
+    };
+    let said = Rc::default();
+    let mut runner = Runner::with_clock(Stopped(Rc::clone(&said)), cfg, clock.clone());
+    let mut m = Fragile {
+        fail_at: 100,
+        ..Fragile::default()
+    };
+    let period = Duration::from_secs_f64(1.0 / 60.0);
+    for _ in 0..300 {
+        runner.tick(&mut m, &[Pad::NEUTRAL; MAX_PLAYERS]).unwrap();
+        clock.advance(period);
+    }
+    let frames = runner.frame();
+    // Every frame that counts ran: the machine is on the agreed state, on the last one.
+    let agreed = (0..frames).fold(0, |h, _| mix(h, &[Pad::NEUTRAL; MAX_PLAYERS]));
+    assert_eq!(m.inner.state, (frames, agreed));
+    assert!(frames > 250);
+    let said = said.borrow();
+    assert_eq!(said.len(), 1, "{said:?}");
+    assert!(said[0].contains("could not save its state"), "{said:?}");
+    let s = runner.stats_json();
+    assert!(s["run_ahead"]["stopped"].is_string(), "{s:?}");
 }
 
 /// A core that takes 5 ms of (simulated) time a frame.
