@@ -28,6 +28,7 @@ pub const EXAMPLE: &str = r#"# framelock config: ~/.config/framelock/config.toml
 # screenshots_dir = "/home/me/.local/share/framelock/screenshots"
 # recordings_dir = "/home/me/.local/share/framelock/recordings"   # netplay input logs (.flr)
 # cores_dir = "/home/me/cores"   # searched first for --core NAME (NAME_libretro.so)
+# cache_dir = "/home/me/.cache/framelock"   # the rollback check's verdicts
 
 [video]
 scale = 3            # initial window size in multiples of the game's resolution
@@ -137,13 +138,16 @@ pub struct PathsConfig {
     pub recordings_dir: Option<PathBuf>,
     /// Searched first for `--core NAME` (see `host::catalog`).
     pub cores_dir: Option<PathBuf>,
+    /// What framelock keeps to save work next time (the rollback check's verdicts).
+    pub cache_dir: Option<PathBuf>,
 }
 
 impl PathsConfig {
     /// Every path setting, by key.
-    fn entries(&mut self) -> [(&'static str, &mut Option<PathBuf>); 5] {
+    fn entries(&mut self) -> [(&'static str, &mut Option<PathBuf>); 6] {
         [
             ("cores_dir", &mut self.cores_dir),
+            ("cache_dir", &mut self.cache_dir),
             ("system_dir", &mut self.system_dir),
             ("save_dir", &mut self.save_dir),
             ("screenshots_dir", &mut self.screenshots_dir),
@@ -262,6 +266,7 @@ pub struct Paths {
     pub save_dir: PathBuf,
     pub screenshots_dir: PathBuf,
     pub recordings_dir: PathBuf,
+    pub cache_dir: PathBuf,
 }
 
 /// Keys each section accepts; `None`: any key (a free-form table).
@@ -274,6 +279,7 @@ const KNOWN_KEYS: &[(&str, Option<&[&str]>)] = &[
             "screenshots_dir",
             "recordings_dir",
             "cores_dir",
+            "cache_dir",
         ]),
     ),
     ("video", Some(&["scale", "fullscreen", "vsync"])),
@@ -285,6 +291,13 @@ const KNOWN_KEYS: &[(&str, Option<&[&str]>)] = &[
 /// `~/.config/framelock/config.toml` (honours `XDG_CONFIG_HOME`).
 pub fn default_path() -> Option<PathBuf> {
     directories::ProjectDirs::from("", "", "framelock").map(|d| d.config_dir().join("config.toml"))
+}
+
+/// `~/.cache/framelock` (`$XDG_CACHE_HOME/framelock`).
+fn cache_dir() -> PathBuf {
+    directories::ProjectDirs::from("", "", "framelock")
+        .map(|d| d.cache_dir().to_path_buf())
+        .unwrap_or_else(|| PathBuf::from("framelock-cache"))
 }
 
 fn data_dir() -> PathBuf {
@@ -396,6 +409,7 @@ impl Config {
             save_dir: or(&self.paths.save_dir, "saves"),
             screenshots_dir: or(&self.paths.screenshots_dir, "screenshots"),
             recordings_dir: or(&self.paths.recordings_dir, "recordings"),
+            cache_dir: self.paths.cache_dir.clone().unwrap_or_else(cache_dir),
         }
     }
 }
@@ -512,6 +526,7 @@ mod tests {
             "save_dir",
             "screenshots_dir",
             "recordings_dir",
+            "cache_dir",
         ] {
             let c = parse(&format!("[paths]\n{key} = \"~/x\"\n")).unwrap();
             let mut p = c.paths.clone();

@@ -50,8 +50,10 @@ impl Stage<'_> {
 pub struct Started<F> {
     pub feed: F,
     pub runner: RunnerConfig,
-    /// Frames to run ahead with, if the core passes the rollback check (0: none).
+    /// Frames to run ahead at most (0: none), as the driver decided (its core passed the
+    /// rollback check), and what a frame, a save and a load cost as the check measured.
     pub speculate: u32,
+    pub speculation_costs: Option<super::runner::Costs>,
     /// The players' ports and names, for the recording.
     pub players: Roster,
     /// The session frame the core is at (a late joiner's or a spectator's start state).
@@ -110,9 +112,8 @@ pub fn run_driven<D: SessionDriver>(
     };
     let started = driver.start(stage)?;
     let mut runner_cfg = started.runner;
-    if started.speculate > 0 {
-        runner_cfg.run_ahead = speculation_depth(&mut core, started.speculate);
-    }
+    runner_cfg.run_ahead = started.speculate;
+    runner_cfg.speculation_costs = started.speculation_costs;
     let recording = begin_netplay(
         recording,
         play,
@@ -158,25 +159,6 @@ fn reserve_recording(
         Err(e) => {
             tracing::error!("not recording this session: {e}");
             Ok(None)
-        }
-    }
-}
-
-/// The depth to speculate at: `want`, if the core passes the rollback check (see
-/// `sync_test::check_rollback`), else 0 with the reason logged. (Only netplay speculates,
-/// hence the lines' prefix.)
-fn speculation_depth(core: &mut Core, want: u32) -> u32 {
-    match super::sync_test::check_rollback(core, want.max(2)) {
-        Ok(()) => {
-            tracing::info!("netplay: speculating up to {want} frame(s) ahead");
-            want
-        }
-        Err(why) => {
-            tracing::warn!(
-                "netplay: {} failed the rollback check ({why}); playing without speculation",
-                core.info().library_name
-            );
-            0
         }
     }
 }

@@ -13,6 +13,7 @@ pub mod options;
 pub mod play;
 pub mod record;
 pub mod replay;
+pub mod rollback_check;
 pub mod runner;
 pub mod stats;
 pub mod sync_test;
@@ -25,6 +26,6 @@ pub use options::PlayOptions;
 pub use play::{play, PlayError, PlaySummary};
 pub use record::{RecordMode, Recording};
 pub use runner::{
-    Clock, EndReason, Feed, FeedPoll, FrameObserver, Machine, ObserverError, RunError, RunStats,
-    Runner, RunnerConfig, Status, SystemClock, Tick,
+    Clock, Costs, EndReason, Feed, FeedPoll, FrameObserver, Machine, ObserverError, RunError,
+    RunStats, Runner, RunnerConfig, Status, SystemClock, Tick,
 };

@@ -82,6 +82,16 @@ pub trait Checksummed: Machine {
     /// back after the re-runs.
     fn take_audio(&mut self) -> Vec<i16>;
     fn put_back_audio(&mut self, samples: Vec<i16>);
+    /// A copy of the save RAM, which a state may not hold, and writing it back (the
+    /// rollback check leaves the machine as it found it).
+    fn save_ram(&mut self) -> Option<Vec<u8>> {
+        None
+    }
+    fn restore_save_ram(&mut self, _sram: &[u8]) {}
+    /// `RETRO_SERIALIZATION_QUIRK_*` flags the machine declared.
+    fn serialization_quirks(&self) -> u64 {
+        0
+    }
 }
 
 impl Checksummed for Core {
@@ -98,6 +108,19 @@ impl Checksummed for Core {
     fn put_back_audio(&mut self, samples: Vec<i16>) {
         self.clear_audio();
         self.queue_audio(&samples);
+    }
+
+    fn save_ram(&mut self) -> Option<Vec<u8>> {
+        self.memory(crate::host::MemoryRegion::SaveRam)
+            .map(<[u8]>::to_vec)
+    }
+
+    fn restore_save_ram(&mut self, sram: &[u8]) {
+        self.write_sram(sram);
+    }
+
+    fn serialization_quirks(&self) -> u64 {
+        Core::serialization_quirks(self)
     }
 }
 
@@ -164,40 +187,4 @@ fn rerun_and_compare<M: Checksummed>(
         }
     }
     None
-}
-
-/// The rollback check a netplay session runs before it speculates: from the state now,
-/// `depth` frames with neutral input, a load back, the same frames again, each frame's
-/// memory checksum compared; then the state is loaded back once more, so the session
-/// starts where it was. Err names the first frame (counted from 1) that differed.
-pub fn check_rollback<M: Checksummed>(machine: &mut M, depth: u32) -> Result<(), String> {
-    let start = machine
-        .save_state()
-        .ok_or("the core cannot save its state")?;
-    let heard = machine.take_audio();
-    let neutral = [crate::input::Pad::NEUTRAL; crate::input::MAX_PLAYERS];
-    let mut first = Vec::new();
-    for _ in 0..depth {
-        machine.run_frame(&neutral);
-        first.push(machine.checksum());
-    }
-    let mut result = Ok(());
-    if !machine.load_state(&start) {
-        result = Err("the core refused its own state".to_string());
-    } else {
-        let again = first.iter().map(|want| (neutral, *want));
-        if let Some((i, got)) = rerun_and_compare(machine, again) {
-            result = Err(format!(
-                "frame {} run again from a loaded state has checksum {got:016x}, the first \
-                 run had {:016x}",
-                i + 1,
-                first[i]
-            ));
-        }
-    }
-    if !machine.load_state(&start) && result.is_ok() {
-        result = Err("the core refused its own state".to_string());
-    }
-    machine.put_back_audio(heard);
-    result
 }

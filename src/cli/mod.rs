@@ -17,9 +17,7 @@ mod replay;
 
 pub use cores::{core_dirs, cores_json, cores_table, CoresArgs};
 pub use error::CliError;
-pub use netplay::{
-    HostArgs, JoinArgs, NetArgs, RoomsArgs, ServeArgs, Speculate, SPECULATE_AUTO_MAX,
-};
+pub use netplay::{HostArgs, JoinArgs, NetArgs, RoomsArgs, ServeArgs};
 pub use play::{LocalArgs, PlayArgs, VideoArgs, ViewArgs};
 pub use replay::ReplayArgs;
 

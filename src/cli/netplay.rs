@@ -17,7 +17,9 @@ use crate::config::Config;
 use crate::frontend::chat_board::ChatShow;
 use crate::lockstep::{Mode, DEFAULT_SEND_BUDGET};
 use crate::net::NetSim;
-use crate::netplay::{HostOptions, JoinOptions, NetOptions, ServeOptions, DEFAULT_PORT};
+use crate::netplay::{
+    Delay, HostOptions, JoinOptions, NetOptions, ServeOptions, Speculate, DEFAULT_PORT,
+};
 
 /// Options of both netplay ends.
 #[derive(Debug, Clone, Args)]
@@ -41,15 +43,21 @@ pub struct NetArgs {
     /// (0: no limit). On a lossy link more bytes buy up to a frame less input delay.
     #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_SEND_BUDGET)]
     pub send_budget: u32,
-    /// Test hook: FRAME[:MASK] flips input bits (default: Select) of this peer's own player
-    /// at FRAME, on this peer only, to exercise desync detection and recovery.
-    /// Show your own input on the next frame: run the game ahead of the frames everyone
-    /// agreed on, to where your newest input lands, guessing the others hold theirs, and
-    /// run it again when they did not (rollback). `auto` runs as far as the lead, at most
-    /// 8 frames; N at most N. The agreed frames, checksums and recording stay as without;
-    /// a core that fails the rollback check (`play --sync-test`) plays without.
-    #[arg(long, value_name = "off|auto|N", default_value = "off", value_parser = parse_speculate)]
+    /// Rollback: show your own input at once. Your picture runs ahead of the frames everyone
+    /// agreed on, to where your newest input lands, guessing the others hold their buttons;
+    /// a frame whose guess held is kept, and only a wrong guess runs the frames since again
+    /// (a flicker of a frame or two). `auto` runs as far as the link needs, within what
+    /// the core can redo in a frame's time (at most 60); N at most N; off: plain lockstep.
+    /// The agreed frames, checksums and recording are the same either way. A core must
+    /// pass the rollback check first (run once per core version and game, while the lobby
+    /// waits, kept in the cache directory); one that fails plays plain lockstep.
+    #[arg(long, value_name = "off|auto|N", default_value = "auto")]
     pub speculate: Speculate,
+    /// With rollback: show your own presses N frames late (0 to 8), for fewer and shorter
+    /// rollbacks, as Fightcade's and GGPO's delay setting; auto picks it from the link's
+    /// jitter.
+    #[arg(long, value_name = "N|auto", default_value = "0")]
+    pub delay: Delay,
     /// When the link to the host drops (Wi-Fi gone, laptop asleep, a new network), keep
     /// trying to come back for SECS seconds: the game goes on for the others meanwhile, and
     /// this player takes its seat back with a fresh state (0: give up at once).
@@ -69,6 +77,8 @@ pub struct NetArgs {
     /// hidden), or none.
     #[arg(long, value_name = "players|all|off", default_value = "all", value_parser = parse_chat)]
     pub chat: ChatShow,
+    /// Test hook: FRAME[:MASK] flips input bits (default: Select) of this peer's own player
+    /// at FRAME, on this peer only, to exercise desync detection and recovery.
     #[arg(long, hide = true, value_name = "FRAME[:MASK]", value_parser = parse_inject)]
     pub inject_desync: Option<(u32, u16)>,
     /// Pause the game for everyone once this peer reached session frame FRAME, as P does
@@ -275,7 +285,7 @@ pub(super) fn nick(given: Option<&str>, var: impl Fn(&str) -> Option<String>) ->
 impl NetArgs {
     /// With no nick to be found, `unnamed`: the host is always player 1; a joiner sends an
     /// empty name, which the host replaces with "player N" for the slot it gives it.
-    fn to_options(&self, play: PlayOptions, unnamed: &str) -> NetOptions {
+    fn to_options(&self, play: PlayOptions, unnamed: &str, config: &Config) -> NetOptions {
         let name =
             nick(self.name.as_deref(), |k| std::env::var(k).ok()).unwrap_or_else(|| unnamed.into());
         NetOptions {
@@ -290,7 +300,9 @@ impl NetArgs {
                 .pause_at
                 .map(|f| (f, Duration::from_secs_f64(self.pause_for))),
             start_delay: self.start_delay_ms.map(Duration::from_millis),
-            speculate: self.speculate.depth(),
+            speculate: self.speculate,
+            delay: self.delay,
+            cache_dir: config.resolved_paths().cache_dir,
             reconnect: Duration::from_secs(self.reconnect),
             say: self.say.clone(),
             chat: self.chat,
@@ -305,7 +317,7 @@ impl HostArgs {
         Ok(HostOptions {
             net: self
                 .net
-                .to_options(self.play.to_netplay_options(config)?, "player 1"),
+                .to_options(self.play.to_netplay_options(config)?, "player 1", config),
             port: self.port,
             players: self.players,
             start_with: match self.start_with {
@@ -333,7 +345,7 @@ impl JoinArgs {
         Ok(JoinOptions {
             net: self
                 .net
-                .to_options(self.play.to_netplay_options(config)?, ""),
+                .to_options(self.play.to_netplay_options(config)?, "", config),
             host: self.host.clone(),
             room: self.room.clone(),
             watch: false,
@@ -345,39 +357,5 @@ impl JoinArgs {
         let mut opts = self.to_options(config)?;
         opts.watch = true;
         Ok(opts)
-    }
-}
-/// `--speculate`: how far ahead of the agreed frames a player's picture runs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Speculate {
-    Off,
-    Auto,
-    Frames(u32),
-}
-
-/// What `auto` runs ahead at most (the lead sets how far within it).
-pub const SPECULATE_AUTO_MAX: u32 = 8;
-
-impl Speculate {
-    /// The most frames to run ahead (0: off).
-    pub fn depth(self) -> u32 {
-        match self {
-            Speculate::Off => 0,
-            Speculate::Auto => SPECULATE_AUTO_MAX,
-            Speculate::Frames(n) => n,
-        }
-    }
-}
-
-fn parse_speculate(s: &str) -> Result<Speculate, String> {
-    match s {
-        "off" | "0" => Ok(Speculate::Off),
-        "auto" => Ok(Speculate::Auto),
-        n => match n.parse::<u32>() {
-            Ok(n) if (1..=16).contains(&n) => Ok(Speculate::Frames(n)),
-            _ => Err(format!(
-                "{n:?}: expected off, auto or a number of frames, 1 to 16"
-            )),
-        },
     }
 }

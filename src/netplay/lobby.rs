@@ -283,6 +283,7 @@ pub fn host_lobby(
     (seats, want): (u8, u8),
     invite: &Invite,
     (window, chat): (&mut EarlyWindow, &ChatBoard),
+    while_waiting: &mut dyn FnMut() -> Option<String>,
 ) -> Result<Vec<PeerId>, NetplayError> {
     let start = Instant::now();
     let port = link.local_addr().port();
@@ -362,7 +363,13 @@ pub fn host_lobby(
             return Err(NetplayError::Interrupted);
         };
         let paths = host.paths();
-        let rows = || host_rows(endpoint, &paths, (seats, want), invite);
+        // Work that waits with the lobby (the rollback check), and its line on the screen.
+        let note = while_waiting();
+        let rows = || {
+            let mut rows = host_rows(endpoint, &paths, (seats, want), invite);
+            rows.extend(note.clone());
+            rows
+        };
         if let Err(e) = sleep(link, host, now, window, rows) {
             host.close("the host left before the game started");
             goodbye(link, host);

@@ -26,6 +26,7 @@ mod metrics;
 mod report;
 mod run;
 mod serve;
+mod speculation;
 mod start;
 mod status;
 #[cfg(test)]
@@ -36,6 +37,8 @@ mod world_direct_tests;
 mod world_log;
 #[cfg(test)]
 mod world_pause_tests;
+#[cfg(test)]
+mod world_rollback_tests;
 #[cfg(test)]
 mod world_room_tests;
 #[cfg(test)]
@@ -54,6 +57,7 @@ pub use directory::BUCKET;
 pub use feed::{CoreWork, NetFeed, Shared};
 pub use fleet::{list_servers, servers_json, servers_table, ServerRow};
 pub use serve::{list_rooms, rooms_json, rooms_table, serve, ServeOptions};
+pub use speculation::{Delay, Speculate};
 pub use start::{host, join};
 
 use crate::app::{PlayError, PlayOptions};
@@ -85,8 +89,12 @@ pub struct NetOptions {
     /// Test hook: the main thread stays busy this long after the start state (joiner) or
     /// the lobby (host), before the content is loaded and the first frame runs.
     pub start_delay: Option<Duration>,
-    /// Speculation: the most frames a player's picture runs ahead (0: off).
-    pub speculate: u32,
+    /// `--speculate`: how far a player's picture may run ahead of the agreed frames.
+    pub speculate: Speculate,
+    /// `--delay`: frames between a player's press and the picture that shows it.
+    pub delay: Delay,
+    /// Where the rollback check's verdicts are kept.
+    pub cache_dir: PathBuf,
     /// How long a joiner whose link dropped tries to come back (zero: it does not).
     pub reconnect: Duration,
     /// Chat messages to say as play begins (`--say`).

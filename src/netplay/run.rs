@@ -9,6 +9,7 @@ use std::time::Duration;
 use serde_json::{json, Map, Value};
 
 use super::core_side::CoreSide;
+use super::speculation::Decision;
 use super::{NetFeed, NetOptions, NetplayError};
 use crate::app::core_session::Started;
 use crate::app::{EndReason, Feed, FrameObserver, PlayOptions, PlaySummary, Recording};
@@ -21,7 +22,12 @@ const SPECTATOR_MAX_LAG: Duration = Duration::from_millis(50);
 
 /// What the frames of `feed` start with: netplay's test hooks on the feed, its rules on the
 /// runner's settings, the recording's header fields.
-pub(super) fn started(play: &PlayOptions, net: &NetOptions, mut feed: NetFeed) -> Started<NetFeed> {
+pub(super) fn started(
+    play: &PlayOptions,
+    net: &NetOptions,
+    mut feed: NetFeed,
+    rollback: Decision,
+) -> Started<NetFeed> {
     if let Some((frame, mask)) = net.inject_desync {
         feed = feed.with_injected_desync(frame, mask);
     }
@@ -38,11 +44,13 @@ pub(super) fn started(play: &PlayOptions, net: &NetOptions, mut feed: NetFeed) -
     } else {
         Duration::MAX
     };
-    let speculate = if feed.is_spectator() {
-        0
+    // Spectators never speculate: they have no input to show.
+    let rollback = if feed.is_spectator() {
+        Decision::default()
     } else {
-        net.speculate
+        rollback
     };
+    feed = feed.with_speculation(net.delay, &rollback);
     let first = feed.first_frame();
     // --frames N ends the session at its frame N, wherever this peer's machine started (a
     // spectator's jumps to fresh states skip frames: its feed ends there too).
@@ -55,7 +63,8 @@ pub(super) fn started(play: &PlayOptions, net: &NetOptions, mut feed: NetFeed) -
         mode: feed.mode().as_str(),
         feed,
         runner,
-        speculate,
+        speculate: rollback.depth,
+        speculation_costs: rollback.costs,
         first_frame: first,
         checksum_interval: net.checksum_interval,
     }

@@ -12,6 +12,7 @@ use std::time::Instant;
 use super::address::resolve;
 use super::invite::{game_name, invite_notes, join_command};
 use super::run;
+use super::speculation::{Decision, RollbackCheck};
 use super::{chat, fleet, lobby, HostOptions, JoinOptions, NetFeed, NetOptions, NetplayError};
 use crate::app::core_session::{self, Content, Plan, SessionDriver, Stage, Started};
 use crate::app::play::EarlyWindow;
@@ -172,14 +173,14 @@ impl SessionDriver for NetDriver<'_> {
 
     fn start(&mut self, stage: Stage<'_>) -> Result<Started<NetFeed>, NetplayError> {
         let chat = self.chat.take().unwrap_or_default();
-        let feed = match &mut self.command {
+        let (feed, rollback) = match &mut self.command {
             Command::Host(opts) => host_start(opts, self.play, stage, chat)?,
             Command::Join { opts, to } => {
                 let (screen, addr) = to.take().expect("`prepare` runs before `start`");
                 join_start(opts, self.play, stage, chat, screen, addr)?
             }
         };
-        Ok(run::started(self.play, self.net, feed))
+        Ok(run::started(self.play, self.net, feed, rollback))
     }
 
     fn observer(
@@ -216,7 +217,7 @@ fn host_start(
     play: &PlayOptions,
     stage: Stage<'_>,
     chat: ChatBoard,
-) -> Result<NetFeed, NetplayError> {
+) -> Result<(NetFeed, Decision), NetplayError> {
     let core = &mut *stage.core;
     let game = game_name(play);
     let mut info = session_info(core, &opts.net)?;
@@ -315,7 +316,21 @@ fn host_start(
     }
     let seats = (opts.players, start_with);
     let lobby = (&mut *stage.window, &chat);
-    lobby::host_lobby(&mut link, &mut participant, seats, &invite, lobby)?;
+    // The rollback check runs while the lobby waits for the players.
+    let mut check = RollbackCheck::begin(core, opts.net.speculate, false, &opts.net.cache_dir);
+    let mut while_waiting = || {
+        check.step(core);
+        check.line()
+    };
+    lobby::host_lobby(
+        &mut link,
+        &mut participant,
+        seats,
+        &invite,
+        lobby,
+        &mut while_waiting,
+    )?;
+    let rollback = check.finish(core);
     let names = participant
         .endpoint()
         .map(Endpoint::players)
@@ -330,7 +345,7 @@ fn host_start(
         .with_path(opts.net.path)
         .with_room(in_room.map(|r| r.name));
     start_delay(&opts.net);
-    Ok(feed)
+    Ok((feed, rollback))
 }
 
 /// A joiner's handshake, from its opened core (content not loaded yet) to the session's
@@ -342,7 +357,7 @@ fn join_start(
     chat: ChatBoard,
     screen: lobby::JoinScreen,
     addr: SocketAddr,
-) -> Result<NetFeed, NetplayError> {
+) -> Result<(NetFeed, Decision), NetplayError> {
     let info = session_info(stage.core, &opts.net)?;
     let link = Link::client(addr, opts.net.netsim.clone())?;
     let mut jcfg = JoinConfig::new(addr, info);
@@ -455,7 +470,7 @@ fn host_in_room(
     info: SessionInfo,
     payload: session::StartPayload,
     chat: ChatBoard,
-) -> Result<NetFeed, NetplayError> {
+) -> Result<(NetFeed, Decision), NetplayError> {
     let fps = stage.core.av_info().fps;
     let addr = resolve(server)?;
     let mut link = Link::client(addr, opts.net.netsim.clone())?;
@@ -511,7 +526,7 @@ fn play_joined(
     mut stage: Stage<'_>,
     joined: Joined,
     load: bool,
-) -> Result<NetFeed, NetplayError> {
+) -> Result<(NetFeed, Decision), NetplayError> {
     let Joined {
         mut link,
         mut session,
@@ -560,6 +575,10 @@ fn play_joined(
             return Err(e);
         }
     }
+    // The rollback check, the first time this core version and game play: the host waits
+    // for this player meanwhile, as for a slow load.
+    let rollback =
+        RollbackCheck::begin(stage.core, net.speculate, watch, &net.cache_dir).finish(stage.core);
     match start.slot {
         None => tracing::info!(
             "netplay: watching session {:08x} from frame {}",
@@ -588,7 +607,7 @@ fn play_joined(
     screen
         .show(stage.window)
         .inspect_err(|_| feed.close("quit"))?;
-    Ok(feed)
+    Ok((feed, rollback))
 }
 
 /// Loads the host's options, the content, the host's save RAM and state into `core`.

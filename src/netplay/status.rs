@@ -29,8 +29,12 @@ pub struct Status {
     pub spectators: Option<usize>,
     /// A spectator: how far behind the players it shows the game.
     pub watching: Option<Duration>,
-    /// Speculation: frames the picture runs ahead of the last frame that counts.
+    /// Speculation: `--delay` in frames now, frames the picture runs ahead of the last
+    /// frame that counts, rollbacks a second lately; or why it is off for this session.
+    pub delay: Option<u32>,
     pub ahead: Option<u32>,
+    pub rollbacks_per_s: Option<f64>,
+    pub rollback_off: Option<String>,
     /// The link to the host is lost: it tries to reconnect for this much longer.
     pub reconnecting: Option<Duration>,
     /// The game is paused, by this player.
@@ -87,8 +91,17 @@ impl fmt::Display for Status {
             kbit(self.wire_out, self.secs),
             kbit(self.wire_in, self.secs),
         )?;
+        if let Some(delay) = self.delay {
+            write!(f, " delay {delay}")?;
+        }
         if let Some(ahead) = self.ahead {
             write!(f, " ahead {ahead}")?;
+        }
+        if let Some(r) = self.rollbacks_per_s {
+            write!(f, " rollbacks {r:.1}/s")?;
+        }
+        if let Some(off) = &self.rollback_off {
+            write!(f, " | {off}")?;
         }
         for p in &self.peers {
             let rtt = p.rtt.map_or("-".into(), |r| r.as_millis().to_string());
@@ -141,7 +154,10 @@ mod tests {
             room: None,
             spectators: None,
             watching: None,
+            delay: None,
             ahead: None,
+            rollbacks_per_s: None,
+            rollback_off: None,
             reconnecting: None,
             paused: None,
             peers: vec![
@@ -223,6 +239,24 @@ mod tests {
         assert!(optimistic
             .to_string()
             .starts_with("optimistic K 1 lead 3 stalls 3"));
+        // Rollback: the delay, how far ahead the picture runs, how often it rolls back; or
+        // why this session has none.
+        let rolling = Status {
+            delay: Some(1),
+            ahead: Some(8),
+            rollbacks_per_s: Some(2.4),
+            ..joiner.clone()
+        };
+        assert!(rolling
+            .to_string()
+            .ends_with("kbit/s delay 1 ahead 8 rollbacks 2.4/s | rtt 101 ms"));
+        let no_rollback = Status {
+            rollback_off: Some("Foo failed the rollback check".into()),
+            ..joiner.clone()
+        };
+        assert!(no_rollback
+            .to_string()
+            .ends_with("kbit/s | Foo failed the rollback check | rtt 101 ms"));
         // A joiner that lost the host counts down the time it keeps trying.
         let lost = Status {
             reconnecting: Some(Duration::from_millis(11_200)),

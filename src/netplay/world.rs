@@ -94,6 +94,11 @@ pub struct World {
     pub net: SimNet,
     /// Frames every player stops before.
     pub frames: u32,
+    /// Frames a player's picture may run ahead (speculation; 0: none), for nodes made
+    /// from now on.
+    pub speculate: u32,
+    /// Players' bots press buttons (else every pad rests), for nodes made from now on.
+    pub bots: bool,
     next_port: u16,
     /// Rooms being opened.
     openers: Vec<Opening>,
@@ -223,6 +228,8 @@ impl World {
             server_events: Vec::new(),
             net: SimNet::new(netsim),
             frames,
+            speculate: 0,
+            bots: true,
             next_port: 40_000,
             openers: Vec::new(),
             open_failures: Vec::new(),
@@ -587,6 +594,7 @@ impl World {
                 });
                 if let Some(state) = start {
                     n.toy.restore(&state);
+                    n.runner.feed_mut().first = n.toy.frame;
                     let log = n.log.begin(n.toy.frame, Some(state));
                     n.runner.observe(log);
                     n.running = true;
@@ -699,8 +707,13 @@ impl World {
         self.nodes.iter().all(|n| n.finished)
     }
 
-    /// The session frame node `i` is at.
+    /// The session frame node `i` is at: the next that counts (a speculating machine may
+    /// have run further).
     pub fn frame(&self, i: usize) -> u32 {
-        self.nodes[i].toy.frame
+        let n = &self.nodes[i];
+        n.feed()
+            .participant
+            .client()
+            .map_or(n.toy.frame, |c| c.frame().0)
     }
 }

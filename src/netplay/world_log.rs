@@ -76,6 +76,11 @@ impl NodeLog {
         observer
     }
 
+    /// The log's bytes so far (all of them once [`verify`](Self::verify) ended it).
+    pub fn bytes(&self) -> Vec<u8> {
+        self.bytes.0.borrow().clone()
+    }
+
     /// Records that the machine's state was replaced before runner frame `next`.
     pub fn resync(&self, next: u64, toy: &Toy) {
         if let Some(r) = self.recording.borrow().as_ref() {

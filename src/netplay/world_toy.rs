@@ -4,6 +4,7 @@ use std::collections::{BTreeMap, VecDeque};
 
 use crate::app::record::StateChecksum;
 use crate::app::replay::ReplayMachine;
+use crate::app::sync_test::Checksummed;
 use crate::app::Machine;
 use crate::input::Inputs;
 
@@ -18,8 +19,14 @@ pub struct Toy {
     hashes: BTreeMap<u32, u64>,
     pub(super) history: VecDeque<(u32, Inputs)>,
     pub loads: u64,
+    /// Frames run, speculative ones and those run again included.
+    pub runs: u64,
     /// The hash takes a turn of its own after this session frame (a desync on purpose).
     pub diverge_at: Option<u32>,
+    /// Its loads keep the hash it has (a core whose savestates do not round-trip).
+    pub broken_loads: bool,
+    /// From this session frame on it cannot save its state (a core that fails mid-game).
+    pub saves_fail_from: Option<u32>,
 }
 
 impl Toy {
@@ -51,7 +58,9 @@ impl Toy {
             return false;
         };
         self.frame = u32::from_le_bytes(frame);
-        self.hash = u64::from_le_bytes(hash);
+        if !self.broken_loads {
+            self.hash = u64::from_le_bytes(hash);
+        }
         self.loads += 1;
         true
     }
@@ -79,10 +88,36 @@ impl Machine for Toy {
             self.history.pop_front();
         }
         self.frame += 1;
+        self.runs += 1;
     }
     fn fps(&self) -> f64 {
         60.0
     }
+    fn save_state(&mut self) -> Option<Vec<u8>> {
+        if self.saves_fail_from.is_some_and(|f| self.frame >= f) {
+            return None;
+        }
+        Some(self.state())
+    }
+    fn load_state(&mut self, state: &[u8]) -> bool {
+        self.restore(state)
+    }
+    fn loads(&self) -> u64 {
+        self.loads
+    }
+    fn memory_checksum(&mut self) -> Option<u64> {
+        Some(self.hash)
+    }
+}
+
+impl Checksummed for Toy {
+    fn checksum(&mut self) -> u64 {
+        self.hash
+    }
+    fn take_audio(&mut self) -> Vec<i16> {
+        Vec::new()
+    }
+    fn put_back_audio(&mut self, _samples: Vec<i16>) {}
 }
 
 impl StateChecksum for Toy {

@@ -347,6 +347,20 @@ impl Timeline {
         }
         let head = agreed + predicted.len() as u64 - 1;
         out.head = Some(head);
+        if !self.base_ok {
+            // On the agreed state (a frame that counts just ran on it): save it to come
+            // back to, before the machine moves ahead.
+            if self.at != agreed {
+                return Err(SpeculationFailure::Load(agreed.saturating_sub(1)));
+            }
+            let mut base = std::mem::take(&mut self.base);
+            let saved = self.save(machine, clock, &mut base);
+            self.base = base;
+            if !saved {
+                return Err(SpeculationFailure::Save(agreed.saturating_sub(1)));
+            }
+            self.base_ok = true;
+        }
         if predicted.len() == keep {
             self.show(machine, clock, agreed, head)?;
             return Ok(out);
@@ -372,16 +386,6 @@ impl Timeline {
                 return Err(SpeculationFailure::Load(from.saturating_sub(1)));
             }
             self.at = from;
-        }
-        if !self.base_ok {
-            // On the agreed state (nothing kept ahead): save it to come back to.
-            let mut base = std::mem::take(&mut self.base);
-            let saved = self.save(machine, clock, &mut base);
-            self.base = base;
-            if !saved {
-                return Err(SpeculationFailure::Save(agreed.saturating_sub(1)));
-            }
-            self.base_ok = true;
         }
         for (i, inputs) in predicted.iter().enumerate().skip(keep) {
             let frame = agreed + i as u64;

@@ -349,9 +349,11 @@ impl Client {
     /// The inputs to run ahead with (speculation), up to `max` frames after the last one
     /// handed out: the frames received and not handed out yet as they are, then frames
     /// through the one this player's newest sample lands on (sample `i` goes on frame
-    /// `i + lead`), with this player's samples where the server will place them and every
-    /// other player's input of the last frame repeated. Nothing for a spectator.
-    pub fn predict(&self, max: u32, out: &mut Vec<Inputs>) {
+    /// `i + lead`) less `delay` (the player's own press then shows `delay` frames late, and
+    /// fewer frames are guessed), with this player's samples where the server will place
+    /// them and every other player's input of the last frame repeated. Nothing for a
+    /// spectator.
+    pub fn predict(&self, max: u32, delay: u32, out: &mut Vec<Inputs>) {
         if self.is_spectator() || max == 0 {
             return;
         }
@@ -362,7 +364,7 @@ impl Client {
         };
         let received = self.frames.back().map(|f| f.0);
         let frame = self.next_frame.0 + self.frames.len() as u32;
-        let last = (self.samples_end() + lead).saturating_sub(1);
+        let last = (self.samples_end() + lead).saturating_sub(1 + delay);
         self.speculation
             .extend(out, max, received, frame..=last, lead, self.last_pad);
     }
@@ -741,6 +743,11 @@ impl Client {
     pub fn take_start_delay(&mut self) -> Option<Duration> {
         let started = self.first_frames_at.is_some();
         self.playout.take_start_delay(started, self.link.rtt.srtt())
+    }
+
+    /// The smoothed round trip's mean deviation: the link's jitter.
+    pub fn rtt_var(&self) -> Duration {
+        self.link.rtt.rttvar()
     }
 
     /// The client's numbers as of now.

@@ -498,7 +498,7 @@ impl Sim {
         if ran > 0 && p.spectator.is_none() {
             let next = p.first + p.applied.len() as u32;
             let mut ahead = Vec::new();
-            p.client.predict(self.speculate, &mut ahead);
+            p.client.predict(self.speculate, 0, &mut ahead);
             p.deepest = p.deepest.max(ahead.len());
             p.ahead = (next..).zip(ahead.iter().copied()).collect();
             let me = usize::from(p.id.0);

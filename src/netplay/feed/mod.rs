@@ -95,8 +95,8 @@ struct NetState {
     first: u32,
     /// The session frame at which this peer stops (`--frames`).
     end_at: Option<u64>,
-    /// Frames the last picture was run ahead of the last frame that counts (speculation).
-    ahead: Option<u32>,
+    /// Speculation: `--delay`, how far the last picture ran ahead, rollbacks, why it is off.
+    spec: super::speculation::Shown,
     /// States the machine was asked to load and has not yet: (frame, a jump).
     loads: Vec<(Frame, bool)>,
     /// Chat messages to say at the first frame (`--say`).
@@ -338,12 +338,12 @@ impl NetState {
         }
     }
 
-    fn play(&self) -> Play {
+    fn play(&self) -> Play<'_> {
         Play {
             started: self.started,
             lobby_bytes: self.lobby_bytes,
             first: self.first,
-            ahead: self.ahead,
+            spec: &self.spec,
         }
     }
 

@@ -82,7 +82,7 @@ impl NetFeed {
                 threaded: false,
                 first,
                 end_at: None,
-                ahead: None,
+                spec: Default::default(),
                 loads: Vec::new(),
                 say_at_start: Vec::new(),
                 scripted: None,
@@ -153,6 +153,22 @@ impl NetFeed {
     /// The room on a dedicated server this session runs in (status bar, stats).
     pub fn with_room(self, room: Option<String>) -> NetFeed {
         self.state().report.room = room;
+        self
+    }
+
+    /// Speculation as decided for this session (`--speculate`, the rollback check) and
+    /// `--delay`, for the picture and the status bar.
+    pub fn with_speculation(
+        self,
+        delay: crate::netplay::speculation::Delay,
+        d: &crate::netplay::speculation::Decision,
+    ) -> NetFeed {
+        {
+            let mut s = self.state();
+            s.spec.delay = delay;
+            s.spec.on = d.depth > 0;
+            s.spec.off = d.off.clone();
+        }
         self
     }
 
@@ -378,11 +394,15 @@ impl Feed for NetFeed {
             .stats_map(Instant::now(), &s.participant, &link, s.play())
     }
 
-    /// Speculation (`--speculate`): see `Client::predict`.
+    /// Speculation (`--speculate`, `--delay`): see `Client::predict`.
     fn predict(&mut self, max: u32, out: &mut Vec<Inputs>) {
-        if let Some(c) = self.state().participant.client() {
-            c.predict(max, out);
-        }
+        let mut s = self.state();
+        let Some(c) = s.participant.client() else {
+            return;
+        };
+        let delay = s.spec.delay.frames(c.rtt_var(), c.config().fps);
+        c.predict(max, delay, out);
+        s.spec.delay_now = delay;
     }
 
     fn displayed(&mut self, now: Instant, head: u64, depth: u32) {
@@ -391,8 +411,19 @@ impl Feed for NetFeed {
         if let Some(c) = s.participant.client_mut() {
             c.shown(now, head);
         }
-        if depth > 0 || s.ahead.is_some() {
-            s.ahead = Some(depth);
+        if s.spec.on {
+            s.spec.ahead = Some(depth);
         }
+    }
+
+    fn rolled_back(&mut self, _frames: u32) {
+        self.state().spec.rolled_back(Instant::now());
+    }
+
+    fn speculation_stopped(&mut self, why: &str) {
+        let mut s = self.state();
+        s.spec.on = false;
+        s.spec.ahead = None;
+        s.spec.off = Some(format!("rollback stopped: {why}"));
     }
 }

@@ -61,7 +61,10 @@ impl Report {
             secs: now.saturating_duration_since(play.started).as_secs_f64(),
             peers,
             room: self.room.clone(),
-            ahead: play.ahead,
+            ahead: play.spec.ahead,
+            delay: play.spec.on.then_some(play.spec.delay_now),
+            rollbacks_per_s: play.spec.on.then(|| play.spec.rollbacks_per_s(now)),
+            rollback_off: play.spec.off.clone(),
             reconnecting: p
                 .reconnecting_until()
                 .map(|until| until.saturating_duration_since(now)),
@@ -124,6 +127,14 @@ impl Report {
         m.insert(
             "perceived_latency_frames".into(),
             json!({ "median": s.perceived.median(), "p95": s.perceived.p95() }),
+        );
+        m.insert(
+            "rollback".into(),
+            json!({
+                "on": play.spec.on,
+                "delay_frames": play.spec.delay_now,
+                "off": play.spec.off,
+            }),
         );
         m.insert("rtt_ms".into(), json!(self.counters.rtt_median()));
         m.insert(
@@ -245,11 +256,11 @@ impl Report {
 
 /// The play-time facts the status line and stats need from the driver.
 #[derive(Clone, Copy)]
-pub(crate) struct Play {
+pub(crate) struct Play<'a> {
     pub started: Instant,
     pub lobby_bytes: (u64, u64),
     pub first: u32,
-    pub ahead: Option<u32>,
+    pub spec: &'a crate::netplay::speculation::Shown,
 }
 
 /// Per player, where the lockstep server put its samples (optimistic mode: how many came

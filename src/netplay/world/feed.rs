@@ -31,6 +31,11 @@ struct Work {
 struct CoreSide {
     work: Rc<RefCell<Work>>,
     log: NodeLog,
+    /// `(session frame, inputs)` of the frames that counted lately (a speculating toy also
+    /// ran frames that did not).
+    history: VecDeque<(u32, Inputs)>,
+    /// The session frame of the next frame that counts, once one ran on the machine.
+    next: Option<u32>,
 }
 
 impl CoreSide {
@@ -56,7 +61,8 @@ impl CoreSide {
                     ..
                 } => {
                     if toy.restore(&state) {
-                        toy.history.clear();
+                        self.history.clear();
+                        self.next = Some(toy.frame);
                         self.log.resync(next, toy);
                         w.replies.push(CoreReply::Loaded { frame });
                     }
@@ -67,7 +73,7 @@ impl CoreSide {
         }
         if let Some((at, state)) = w.pending.take() {
             if at <= toy.frame {
-                let rerun: Vec<Inputs> = toy
+                let rerun: Vec<Inputs> = self
                     .history
                     .iter()
                     .filter(|(f, _)| *f >= at)
@@ -88,14 +94,53 @@ impl CoreSide {
     }
 }
 
+impl CoreSide {
+    /// Anything asked of the machine, as `netplay::CoreSide::has_work`.
+    fn has_work(&self, at: u32, ran: bool) -> bool {
+        let w = self.work.borrow();
+        w.pending.as_ref().is_some_and(|(f, _)| *f <= at)
+            || w.requests.iter().any(|r| match r {
+                CoreRequest::Checksum { .. } => ran,
+                CoreRequest::SaveState { .. } | CoreRequest::Load { .. } => true,
+            })
+    }
+
+    fn push_history(&mut self, frame: u32, inputs: &Inputs) {
+        self.history.push_back((frame, *inputs));
+        if self.history.len() > 600 {
+            self.history.pop_front();
+        }
+    }
+}
+
 impl FrameObserver<Toy> for CoreSide {
-    fn after_frame(&mut self, frame: u64, _: &Inputs, toy: &mut Toy) -> Result<(), ObserverError> {
+    fn after_frame(
+        &mut self,
+        frame: u64,
+        inputs: &Inputs,
+        toy: &mut Toy,
+    ) -> Result<(), ObserverError> {
+        self.push_history(toy.frame - 1, inputs);
+        self.next = Some(toy.frame);
         self.work(toy, frame + 1, true);
+        Ok(())
+    }
+    fn needs_machine(&mut self, _frame: u64) -> bool {
+        self.has_work(u32::MAX, true)
+    }
+    fn after_frame_ahead(&mut self, _frame: u64, inputs: &Inputs) -> Result<(), ObserverError> {
+        if let Some(at) = self.next {
+            self.push_history(at, inputs);
+            self.next = Some(at + 1);
+        }
         Ok(())
     }
     fn idle(&mut self, next: u64, toy: &mut Toy) -> Result<(), ObserverError> {
         self.work(toy, next, false);
         Ok(())
+    }
+    fn idle_needs_machine(&mut self, _next: u64) -> bool {
+        self.has_work(u32::MAX, false)
     }
 }
 
@@ -109,6 +154,12 @@ pub struct SimFeed {
     pub ended: bool,
     /// The frame to stop before.
     pub end_at: u32,
+    /// Its bot presses buttons (else the pad rests).
+    plays: bool,
+    /// The session frame its machine started at (runner frame 0).
+    pub first: u32,
+    /// Rollbacks, and the frames they ran again (speculation).
+    pub rollbacks: Vec<u32>,
 }
 
 impl SimFeed {
@@ -143,6 +194,7 @@ impl Feed for SimFeed {
         }
         let (wants, frame) = (client.wants_input(), client.frame());
         let pad = match self.bot.last().filter(|_| !wants) {
+            _ if !self.plays => crate::input::Pad::NEUTRAL,
             Some(p) => p,
             None => self.bot.next(u64::from(frame.0)),
         };
@@ -180,6 +232,23 @@ impl Feed for SimFeed {
     fn paused(&self) -> bool {
         self.participant.client().is_some_and(|c| c.at_pause())
     }
+
+    fn predict(&mut self, max: u32, out: &mut Vec<Inputs>) {
+        if let Some(c) = self.participant.client() {
+            c.predict(max, 0, out);
+        }
+    }
+
+    fn displayed(&mut self, now: Instant, head: u64, _depth: u32) {
+        let first = self.first;
+        if let Some(c) = self.participant.client_mut() {
+            c.shown(now, Frame(first + head as u32));
+        }
+    }
+
+    fn rolled_back(&mut self, frames: u32) {
+        self.rollbacks.push(frames);
+    }
 }
 
 impl World {
@@ -196,17 +265,23 @@ impl World {
             events: Vec::new(),
             ended: false,
             end_at: self.frames,
+            plays: self.bots,
+            rollbacks: Vec::new(),
+            first: 0,
         };
         let work = feed.work.clone();
         let cfg = RunnerConfig {
             // A player never drops a backlog (as netplay runs it).
             max_lag: Duration::MAX,
+            run_ahead: self.speculate,
             ..RunnerConfig::default()
         };
         let mut runner = Runner::with_clock(feed, cfg, WorldClock(self.clock.clone()));
         runner.observe(Box::new(CoreSide {
             work,
             log: log.clone(),
+            history: VecDeque::new(),
+            next: None,
         }));
         runner
     }
