@@ -89,14 +89,24 @@ fn assert_rolled_back(stats: &[Value]) {
 }
 
 #[test]
-fn the_built_in_game_speculating_stays_in_sync_and_shows_input_at_once() {
+fn with_default_flags_the_built_in_game_rolls_back_in_sync_and_shows_input_at_once() {
+    // No flag asks for it: rollback is on. The rollback check runs once (the host's, while
+    // its lobby waits; the joiner finds the verdict in the cache they share here), and
+    // both players see their own input within a frame.
     let dir = tempfile::tempdir().unwrap();
-    let common = args(&["--speculate", "auto"]);
-    let (_, _, stats) = session(dir.path(), 1200, &common, &[], &[]);
+    let (host, _, stats) = session(dir.path(), 1200, &[], &[], &[]);
     for (label, s) in ["host", "join"].iter().zip(&stats) {
-        assert_speculated(label, s, 8);
+        assert_speculated(label, s, 60);
+        assert_eq!(s["rollback"]["on"], true, "{label}: {s:#}");
     }
     assert_rolled_back(&stats);
+    assert!(host
+        .log_text()
+        .contains("checking that lightcycles can roll back"));
+    let cached = std::fs::read_dir(dir.path().join("cache/framelock/rollback-check"))
+        .map(|d| d.count())
+        .unwrap_or(0);
+    assert_eq!(cached, 1, "one verdict kept");
     let logs = recordings(dir.path());
     assert_eq!(logs.len(), 2, "{logs:?}");
     for log in &logs {
@@ -105,15 +115,14 @@ fn the_built_in_game_speculating_stays_in_sync_and_shows_input_at_once() {
 }
 
 #[test]
-fn genesis_plus_gx_speculating_stays_in_sync() {
+fn with_default_flags_genesis_plus_gx_rolls_back_in_sync() {
     let g = genesis();
     let dir = tempfile::tempdir().unwrap();
-    let mut common = args(&["--core", g.core.to_str().unwrap(), g.rom.to_str().unwrap()]);
-    common.extend(args(&["--speculate", "auto"]));
+    let common = args(&["--core", g.core.to_str().unwrap(), g.rom.to_str().unwrap()]);
     let host_only = ["--option", "genesis_plus_gx_addr_error=disabled"];
     let (_, _, stats) = session(dir.path(), 900, &common, &host_only, &[]);
     for (label, s) in ["host", "join"].iter().zip(&stats) {
-        assert_speculated(label, s, 8);
+        assert_speculated(label, s, 60);
     }
     assert_rolled_back(&stats);
     for log in &recordings(dir.path()) {
@@ -122,14 +131,38 @@ fn genesis_plus_gx_speculating_stays_in_sync() {
 }
 
 #[test]
-fn a_core_that_fails_the_rollback_check_plays_on_without_speculation() {
-    // The joiner's core ignores every load: the rollback check finds frame 1 run again from
-    // a loaded state different and refuses to speculate; the session goes on in plain
-    // lockstep to the end. (Such a core cannot be brought back after a desync either, so
-    // the desyncs its check leaves behind are detected and stay.)
+fn a_delay_shows_own_presses_that_many_frames_late_and_rolls_back_less() {
+    // `--delay 3` on the joiner: its presses show 3 frames late, its picture runs 3 frames
+    // less ahead, so the host's changes are guessed over fewer frames.
+    let dir = tempfile::tempdir().unwrap();
+    let (_, _, stats) = session(dir.path(), 1200, &[], &[], &["--delay", "3"]);
+    let join = &stats[1];
+    assert_eq!(join["rollback"]["delay_frames"], 3, "{join:#}");
+    let seen = join["perceived_latency_frames"]["median"].as_u64().unwrap();
+    assert!((3..=4).contains(&seen), "{join:#}");
+    let host = &stats[0];
+    let depth = |s: &Value| s["rollback_frames"]["median"].as_u64().unwrap_or(0);
+    assert!(
+        depth(join) + 2 <= depth(host).max(depth(join) + 2),
+        "{stats:#?}"
+    );
+    assert!(
+        join["run_ahead"]["frames_rerun"].as_u64()
+            < host["run_ahead"]["frames_rerun"].as_u64().map(|h| h + 2000),
+        "{stats:#?}"
+    );
+}
+
+#[test]
+fn a_core_that_fails_the_rollback_check_plays_plain_lockstep() {
+    // The joiner's core ignores every load: the rollback check finds a frame run again
+    // from a loaded state different and turns rollback off; the session goes on in plain
+    // lockstep to the end, and the joiner's status says why. (Such a core cannot be
+    // brought back after a desync either, so the desyncs its check leaves behind are
+    // detected and stay.)
     let dir = tempfile::tempdir().unwrap();
     let port = free_port();
-    let common = ["--frames", "600", "--speculate", "auto", "--netsim", LINK];
+    let common = ["--frames", "600", "--netsim", LINK];
     let mut h = args(&["--players", "2", "--bot", "1:human"]);
     h.extend(args(&common));
     let mut host = start_host(dir.path(), port, &h);
@@ -140,18 +173,19 @@ fn a_core_that_fails_the_rollback_check_plays_on_without_speculation() {
     host.wait_ok(Duration::from_secs(40));
     let log = join.log_text();
     assert!(
-        log.contains(
-            "failed the rollback check (frame 1 run again from a loaded state has checksum"
-        ),
+        log.contains("failed the rollback check (frame ") && log.contains("has memory checksum"),
         "{log}"
     );
-    assert!(log.contains("playing without speculation"), "{log}");
+    assert!(log.contains("playing plain lockstep"), "{log}");
     let (hs, js) = (host.read_stats(), join.read_stats());
     assert_eq!(js["frames"], 600);
     assert!(js.get("speculate_depth").is_none(), "{js:#}");
+    assert_eq!(js["rollback"]["on"], false, "{js:#}");
+    let off = js["rollback"]["off"].as_str().unwrap_or_default();
+    assert!(off.contains("failed the rollback check"), "{js:#}");
     assert!(js["desyncs_detected"].as_u64() > Some(0), "{js:#}");
     assert!(host
         .log_text()
-        .contains("speculating up to 8 frame(s) ahead"));
-    assert_speculated("host", &hs, 8);
+        .contains("rollback on, up to 60 frame(s) ahead"));
+    assert_speculated("host", &hs, 60);
 }

@@ -186,3 +186,79 @@ fn the_sync_test_names_the_frame_where_a_core_that_ignores_loads_diverges() {
     );
     assert!(log.contains("the first run had"), "{log}");
 }
+
+#[test]
+fn speculation_records_byte_for_byte_what_plain_play_records() {
+    // One timeline: frames run ahead and kept when their guess held, wrong guesses run
+    // again. With a busy bot (its pad changes on about a quarter of the frames) most
+    // guesses of "held" are right and many are wrong; the recording, with a checksum of
+    // the machine every 5 frames, is the same file byte for byte as plain play's, on the
+    // built-in game and on Genesis Plus GX, and replays with every checksum verified.
+    let f = fixtures();
+    let home = tempfile::tempdir().unwrap();
+    let (rom, core) = (f.airstriker.to_str().unwrap(), f.gpgx.to_str().unwrap());
+    let games: [(&str, Vec<&str>); 2] = [
+        ("builtin", vec![]),
+        (
+            "gpgx",
+            vec![
+                "--core",
+                core,
+                rom,
+                "--option",
+                "genesis_plus_gx_addr_error=disabled",
+            ],
+        ),
+    ];
+    for (game, game_args) in games {
+        let run = |name: &str, run_ahead: &str| {
+            let rec = home.path().join(format!("{game}-{name}.flr"));
+            let stats = home.path().join(format!("{game}-{name}.json"));
+            let out = framelock(home.path())
+                .env("SOURCE_DATE_EPOCH", "1700000000")
+                .arg("play")
+                .args(&game_args)
+                .args(["--headless", "--fast", "--frames", "3000", "--bot", "5"])
+                .args(["--test-checksum-interval", "5", "--run-ahead", run_ahead])
+                .arg("--record")
+                .arg(&rec)
+                .arg("--stats-json")
+                .arg(&stats)
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{}", text(&out));
+            let stats: Value = serde_json::from_slice(&std::fs::read(&stats).unwrap()).unwrap();
+            (stats, std::fs::read(&rec).unwrap(), rec)
+        };
+        let (plain, plain_log, _) = run("plain", "0");
+        let (ahead, ahead_log, ahead_path) = run("ahead", "8");
+        assert_eq!(checksum(&plain), checksum(&ahead), "{game}");
+        assert!(
+            plain_log.len() > 3000 / 5 * 8,
+            "{game}: {} bytes",
+            plain_log.len()
+        );
+        assert!(
+            plain_log == ahead_log,
+            "{game}: the recordings differ ({} and {} bytes)",
+            plain_log.len(),
+            ahead_log.len()
+        );
+        let t = &ahead["run_ahead"];
+        let confirmed = t["frames_confirmed"].as_u64().unwrap();
+        let rollbacks = ahead["rollbacks"].as_u64().unwrap();
+        // Fast play runs many frames a tick, only the first few of them run ahead before:
+        // on the built-in game (0.05 ms a frame) about one in twenty.
+        assert!(confirmed > 100, "{game}: {ahead:#}");
+        assert!(rollbacks > 30, "{game}: {ahead:#}");
+        let replayed = home.path().join(format!("{game}-replayed.json"));
+        let out = framelock(home.path())
+            .args(["replay", "--headless", "--fast", "--verify"])
+            .arg(&ahead_path)
+            .arg("--stats-json")
+            .arg(&replayed)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{game}: {}", text(&out));
+    }
+}

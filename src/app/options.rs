@@ -37,6 +37,8 @@ pub struct PlayOptions {
     pub record: RecordMode,
     /// `play --sync-test N`: check the core's savestates round-trip, N frames deep.
     pub sync_test: Option<u32>,
+    /// Frames between a `play` recording's checksums.
+    pub record_checksum_interval: u32,
     /// Test hook (`--tap`): buttons pressed on port 1 for one frame each.
     pub taps: Vec<(u64, crate::input::Button)>,
     /// Test hook (`--hash-shown FROM:COUNT`): hashes of the images shown.

@@ -120,7 +120,7 @@ pub fn play(opts: &PlayOptions) -> Result<PlaySummary, PlayError> {
         &mut core,
         "play",
         &players,
-        record::DEFAULT_CHECKSUM_INTERVAL,
+        opts.record_checksum_interval,
     )?;
     if let Some(r) = &recording {
         runner.observe(r.observer());

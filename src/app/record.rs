@@ -56,6 +56,16 @@ impl StateChecksum for Core {
     }
 }
 
+/// When a recording begins, in Unix seconds: `SOURCE_DATE_EPOCH` if set (reproducible
+/// output, as reproducible builds use it: two runs of the same inputs make identical
+/// files), else now.
+fn created_unix() -> i64 {
+    std::env::var("SOURCE_DATE_EPOCH")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or_else(|| chrono::Utc::now().timestamp())
+}
+
 /// The path `mode` records to, for a session played as `role` ("play", "host", "join");
 /// `None` when off. Creates the recordings directory.
 pub fn resolve_path(mode: &RecordMode, role: &str) -> Result<Option<PathBuf>, RecordError> {
@@ -137,7 +147,7 @@ pub fn session_header(
         start_frame: 0,
         frame_rate: core.av_info().fps,
         checksum_interval,
-        created_unix: chrono::Utc::now().timestamp(),
+        created_unix: created_unix(),
         core_path,
         content_path,
         start_sram: core.memory(MemoryRegion::SaveRam).map(<[u8]>::to_vec),

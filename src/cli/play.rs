@@ -121,6 +121,10 @@ pub struct PlayArgs {
     /// not round-trip).
     #[arg(long, hide = true)]
     pub test_ignore_loads: bool,
+    /// Test hook: frames between the recording's checksums (default 60), so a test can
+    /// compare the machine's state often.
+    #[arg(long, hide = true, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=3600))]
+    pub test_checksum_interval: Option<u32>,
     #[command(flatten)]
     pub video: VideoArgs,
 }
@@ -270,6 +274,9 @@ impl PlayArgs {
                 .clone()
                 .map_or(RecordMode::Off, RecordMode::File),
             sync_test: None,
+            record_checksum_interval: self
+                .test_checksum_interval
+                .unwrap_or(crate::app::record::DEFAULT_CHECKSUM_INTERVAL),
             taps: Vec::new(),
             hash_shown: None,
             video: self.video.to_output(self.view.scale)?,

@@ -347,6 +347,12 @@ impl Core {
         state::with(|s| s.shutdown).unwrap_or(false)
     }
 
+    /// The test hook that ignores every state loaded (`CoreConfig::ignore_loads`) is on:
+    /// the core behaves as another one would.
+    pub fn ignores_loads(&self) -> bool {
+        self.ignore_loads
+    }
+
     /// `run_frame` calls since content was loaded.
     pub fn frame_count(&self) -> u64 {
         self.frame_count

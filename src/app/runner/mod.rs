@@ -144,8 +144,10 @@ pub struct RunStats {
     pub rollbacks: u64,
     pub rollback_frames: crate::lockstep::LatencyStats,
     pub corrected_frames_shown: u64,
-    /// What running ahead did (frames confirmed without running again, saves, loads...).
+    /// What running ahead did (frames confirmed without running again, saves, loads...),
+    /// and the most frames a picture ran ahead of the last frame that counts.
     pub timeline: TimelineCounts,
+    pub ahead_max: u32,
     pub wall: Duration,
 }
 
@@ -318,6 +320,7 @@ impl<M: Machine, F: Feed, C: Clock> Runner<M, F, C> {
                     "saves": t.saves,
                     "loads": t.loads,
                     "state_buffers": self.timeline.buffers_made(),
+                    "ahead_max": s.ahead_max,
                     "run_ms": ms(costs.run),
                     "save_ms": ms(costs.save),
                     "load_ms": ms(costs.load),
@@ -521,6 +524,8 @@ impl<M: Machine, F: Feed, C: Clock> Runner<M, F, C> {
         if shown {
             self.timeline.shown();
             let head = spec.head.unwrap_or(agreed.saturating_sub(1));
+            let ahead = (head + 1).saturating_sub(agreed) as u32;
+            self.stats.ahead_max = self.stats.ahead_max.max(ahead);
             let now = self.clock.now();
             self.feed
                 .displayed(now, head, (head + 1).saturating_sub(agreed) as u32);
