@@ -238,12 +238,19 @@ fn speculation_records_byte_for_byte_what_plain_play_records() {
             "{game}: {} bytes",
             plain_log.len()
         );
-        assert!(
-            plain_log == ahead_log,
-            "{game}: the recordings differ ({} and {} bytes)",
-            plain_log.len(),
-            ahead_log.len()
-        );
+        if game == "builtin" {
+            assert!(
+                plain_log == ahead_log,
+                "{game}: the recordings differ ({} and {} bytes)",
+                plain_log.len(),
+                ahead_log.len()
+            );
+        } else {
+            // Genesis Plus GX's start snapshot in the header holds pointers of its process
+            // (see libretro-host-notes), and the records' CRCs chain from the header: two
+            // plain runs differ in those bytes too. Record for record they are the same.
+            assert_same_records(&plain_log, &ahead_log, game);
+        }
         let t = &ahead["run_ahead"];
         let confirmed = t["frames_confirmed"].as_u64().unwrap();
         let rollbacks = ahead["rollbacks"].as_u64().unwrap();
@@ -261,4 +268,28 @@ fn speculation_records_byte_for_byte_what_plain_play_records() {
             .unwrap();
         assert!(out.status.success(), "{game}: {}", text(&out));
     }
+}
+
+/// Two recordings hold the same header (but for the start snapshot and the time) and the
+/// same records: every frame's inputs, every checksum, every event.
+fn assert_same_records(a: &[u8], b: &[u8], what: &str) {
+    use framelock::replay::Replay;
+    let open =
+        |bytes: &[u8]| Replay::from_reader(std::io::Cursor::new(bytes.to_vec()), "x.flr").unwrap();
+    let (mut a, mut b) = (open(a), open(b));
+    let (ha, hb) = (a.header().clone(), b.header().clone());
+    assert_eq!(ha.core_name, hb.core_name);
+    assert_eq!(ha.core_options, hb.core_options);
+    assert_eq!(ha.checksum_interval, hb.checksum_interval);
+    assert_eq!(ha.start_frame, hb.start_frame);
+    let mut n = 0;
+    loop {
+        let (x, y) = (a.next_item().unwrap(), b.next_item().unwrap());
+        assert_eq!(x, y, "{what}: record {n} differs");
+        if x.is_none() {
+            break;
+        }
+        n += 1;
+    }
+    assert!(n > 3000, "{what}: {n} records");
 }

@@ -60,10 +60,20 @@ impl StateChecksum for Core {
 /// output, as reproducible builds use it: two runs of the same inputs make identical
 /// files), else now.
 fn created_unix() -> i64 {
+    source_date_epoch().unwrap_or_else(|| chrono::Utc::now().timestamp())
+}
+
+fn source_date_epoch() -> Option<i64> {
     std::env::var("SOURCE_DATE_EPOCH")
         .ok()
         .and_then(|s| s.trim().parse().ok())
-        .unwrap_or_else(|| chrono::Utc::now().timestamp())
+}
+
+/// Reproducible output was asked for (`SOURCE_DATE_EPOCH`): the log's blocks are cut by
+/// frame count alone, not also by the wall clock.
+fn reproducible() -> bool {
+    static SET: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *SET.get_or_init(|| source_date_epoch().is_some())
 }
 
 /// The path `mode` records to, for a session played as `role` ("play", "host", "join");
@@ -358,7 +368,7 @@ impl<S: Sink> RecordingState<S> {
             if rec.bytes_written() != self.flushed_bytes {
                 self.flushed_bytes = rec.bytes_written();
                 self.flushed_at = Instant::now();
-            } else if self.flushed_at.elapsed() >= FLUSH_AFTER {
+            } else if self.flushed_at.elapsed() >= FLUSH_AFTER && !reproducible() {
                 result = rec.flush();
                 self.flushed_bytes = rec.bytes_written();
                 self.flushed_at = Instant::now();

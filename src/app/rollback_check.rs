@@ -194,11 +194,18 @@ struct Step {
     state: Vec<u8>,
 }
 
+/// The machine as the check found it: its state, save RAM and the sound not drained yet.
+struct Found {
+    state: Vec<u8>,
+    sram: Option<Vec<u8>>,
+    sound: Vec<i16>,
+}
+
 /// A check under way (see the module doc).
 pub struct Check {
     bots: [Bot; 2],
-    /// The machine as it was found: state, save RAM, the sound not drained yet.
-    start: Option<(Vec<u8>, Option<Vec<u8>>, Vec<i16>)>,
+    /// The machine as it was found.
+    start: Option<Found>,
     window: VecDeque<Step>,
     spare: Vec<Vec<u8>>,
     frame: u32,
@@ -239,7 +246,7 @@ impl Check {
             };
             let sram = machine.save_ram();
             let sound = machine.take_audio();
-            self.start = Some((state, sram, sound));
+            self.start = Some(Found { state, sram, sound });
         }
         while self.failed.is_none() && self.frame < self.frames {
             self.one_frame(machine);
@@ -322,7 +329,7 @@ impl Check {
     }
 
     fn finish<M: Checksummed>(&mut self, machine: &mut M) -> Verdict {
-        if let Some((state, sram, sound)) = self.start.take() {
+        if let Some(Found { state, sram, sound }) = self.start.take() {
             if !machine.load_state(&state) && self.failed.is_none() {
                 self.failed = Some("the core refused its own state".into());
             }

@@ -54,6 +54,9 @@ pub struct Core {
     ignore_loads: bool,
     /// `unserialize` calls (see `loads`).
     loads: u64,
+    /// `run_frame` calls after which the core repeated its last picture instead of
+    /// presenting one (see `repeats`).
+    repeats: u64,
     // Last: dropped after `Drop::drop` has unloaded and deinitialised the core.
     api: CoreApi,
 }
@@ -99,6 +102,7 @@ impl Core {
             frame_samples: 0,
             ignore_loads: config.ignore_loads,
             loads: 0,
+            repeats: 0,
             api,
         };
         // SAFETY: the callbacks match libretro.h's types; environment comes first, as
@@ -286,6 +290,8 @@ impl Core {
                 if let Some(old) = self.pixels.take() {
                     self.spare_pixels.set(old);
                 }
+            } else {
+                self.repeats += 1;
             }
             s.audio.len()
         })
@@ -345,6 +351,31 @@ impl Core {
 
     pub fn shutdown_requested(&self) -> bool {
         state::with(|s| s.shutdown).unwrap_or(false)
+    }
+
+    /// Frames after which the core repeated its last picture instead of presenting one
+    /// (Genesis Plus GX while it boots). Its picture then depends on the frames before, not
+    /// on its state alone, which is what the desync checksum hashes with the memory.
+    pub fn repeats(&self) -> u64 {
+        self.repeats
+    }
+
+    /// Appends the last picture the core presented to `out` (see `RawFrame::append_to`).
+    pub fn save_picture(&self, out: &mut Vec<u8>) {
+        self.frame.append_to(out);
+    }
+
+    /// Shows a picture from [`save_picture`](Self::save_picture) again, as if the core had
+    /// just presented it; false if the bytes are not one.
+    pub fn load_picture(&mut self, bytes: &[u8]) -> bool {
+        let Some(frame) = RawFrame::from_bytes(bytes) else {
+            return false;
+        };
+        self.frame = frame;
+        if let Some(old) = self.pixels.take() {
+            self.spare_pixels.set(old);
+        }
+        true
     }
 
     /// The test hook that ignores every state loaded (`CoreConfig::ignore_loads`) is on:

@@ -108,6 +108,46 @@ impl RawFrame {
         true
     }
 
+    /// Appends the frame to `out` as bytes: its format, width and height, then its pixels
+    /// (read back by [`from_bytes`](Self::from_bytes) in the same process).
+    pub fn append_to(&self, out: &mut Vec<u8>) {
+        out.push(self.format as u8);
+        out.extend_from_slice(&self.width.to_le_bytes());
+        out.extend_from_slice(&self.height.to_le_bytes());
+        for w in &self.words {
+            out.extend_from_slice(&w.to_ne_bytes());
+        }
+    }
+
+    /// A frame from [`append_to`](Self::append_to)'s bytes; `None` if they are not one.
+    pub fn from_bytes(bytes: &[u8]) -> Option<RawFrame> {
+        let (&format, rest) = bytes.split_first()?;
+        let format = [
+            PixelFormat::Xrgb8888,
+            PixelFormat::Rgb565,
+            PixelFormat::Xrgb1555,
+        ]
+        .into_iter()
+        .find(|f| *f as u8 == format)?;
+        let width = u32::from_le_bytes(rest.get(..4)?.try_into().ok()?);
+        let height = u32::from_le_bytes(rest.get(4..8)?.try_into().ok()?);
+        let pixels = rest.get(8..)?;
+        let need = (width as usize * height as usize * format.bytes_per_pixel()).div_ceil(4);
+        if pixels.len() != need * 4 {
+            return None;
+        }
+        let words = pixels
+            .chunks_exact(4)
+            .map(|c| u32::from_ne_bytes([c[0], c[1], c[2], c[3]]))
+            .collect();
+        Some(RawFrame {
+            format,
+            width,
+            height,
+            words,
+        })
+    }
+
     /// Writes the frame into `out` as `width * height` XRGB8888 pixels (replacing its
     /// contents, reusing its allocation).
     pub fn to_xrgb8888(&self, out: &mut Vec<u32>) {
