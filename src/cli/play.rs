@@ -121,6 +121,10 @@ pub struct PlayArgs {
     /// not round-trip).
     #[arg(long, hide = true)]
     pub test_ignore_loads: bool,
+    /// Test hook (the benchmark): wait for the GPU before each read-back of an OpenGL
+    /// core's frame, so --stats-json's gl numbers time the read-back alone.
+    #[arg(long, hide = true)]
+    pub test_gl_finish: bool,
     #[command(flatten)]
     pub video: VideoArgs,
 }
@@ -249,6 +253,7 @@ impl PlayArgs {
                 options,
                 netplay: false,
                 ignore_loads: self.test_ignore_loads,
+                gl_finish: self.test_gl_finish,
             },
             headless: self.headless,
             runner,

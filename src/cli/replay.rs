@@ -90,6 +90,7 @@ impl ReplayArgs {
             record: None,
             no_record: true,
             test_ignore_loads: false,
+            test_gl_finish: false,
             video: VideoArgs::default(),
         }
         .to_options(config)?;

@@ -7,6 +7,7 @@ use std::ffi::{c_char, c_int, c_uint, c_void, CStr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use super::ffi::{self, env};
+use super::gl::HwRender;
 use super::log;
 use super::options::OptionDef;
 use super::state::{self, HostState};
@@ -163,6 +164,10 @@ unsafe fn dispatch(cmd: c_uint, data: *mut c_void) -> bool {
             env::SET_SYSTEM_AV_INFO => match read::<ffi::SystemAvInfo>(cdata) {
                 Some(av) => with(false, |s| {
                     s.av.update_from(&av);
+                    if let Some(hw) = &mut s.hw {
+                        let g = &av.geometry;
+                        hw.grow((g.max_width.max(g.base_width), g.max_height.max(g.base_height)));
+                    }
                     true
                 }),
                 None => false,
@@ -324,9 +329,24 @@ unsafe fn dispatch(cmd: c_uint, data: *mut c_void) -> bool {
             }
             // NULL disables buffer status reporting, which is already the case.
             env::SET_AUDIO_BUFFER_STATUS_CALLBACK => data.is_null(),
-            env::SET_HW_RENDER => {
-                tracing::warn!("core wants hardware rendering, which framelock does not offer");
-                false
+            env::SET_HW_RENDER => match data.cast::<ffi::HwRenderCallback>().as_mut() {
+                Some(cb) => hw_render(cb),
+                None => false,
+            },
+            env::GET_PREFERRED_HW_RENDER => {
+                answer(data, ffi::HW_CONTEXT_OPENGL);
+                true
+            }
+            // The core's context is its own: the host draws nothing in it, and its read-back
+            // puts back every binding it touches, so the context is as good as shared.
+            env::SET_HW_SHARED_CONTEXT => true,
+            // Vulkan's and Direct3D's interfaces: those requests are refused.
+            env::GET_HW_RENDER_INTERFACE | env::SET_HW_RENDER_CONTEXT_NEGOTIATION_INTERFACE => false,
+            env::GET_CURRENT_SOFTWARE_FRAMEBUFFER => {
+                match data.cast::<ffi::SoftwareFramebuffer>().as_mut() {
+                    Some(fb) => with(false, |s| software_framebuffer(s, fb)),
+                    None => false,
+                }
             }
             env::SET_MINIMUM_AUDIO_LATENCY
             | env::SET_FASTFORWARDING_OVERRIDE
@@ -345,6 +365,46 @@ unsafe fn dispatch(cmd: c_uint, data: *mut c_void) -> bool {
             }
         }
     }
+}
+
+/// SET_HW_RENDER: makes the core's OpenGL context, or refuses with the reason kept for a
+/// load that then fails (a core may ask again for something else, or draw in software).
+fn hw_render(cb: &mut ffi::HwRenderCallback) -> bool {
+    // One context per core: a second request replaces the first.
+    drop(with(None, |s| s.hw.take()));
+    let (core, finish) = with((String::new(), false), |s| (s.core_name.clone(), s.gl_finish));
+    match HwRender::negotiate(cb, &core, finish) {
+        Ok(hw) => with(false, |s| {
+            s.hw = Some(hw);
+            s.hw_refusal = None;
+            true
+        }),
+        Err(e) => {
+            // Told once, by the load that fails for it (or as a warning if the core goes on).
+            tracing::debug!("{e}");
+            with((), |s| s.hw_refusal = Some(e));
+            false
+        }
+    }
+}
+
+/// GET_CURRENT_SOFTWARE_FRAMEBUFFER: a buffer of the size the core asks for, in its pixel
+/// format, that it may draw into and present (`video_refresh` copies it like any other).
+fn software_framebuffer(s: &mut HostState, fb: &mut ffi::SoftwareFramebuffer) -> bool {
+    let bpp = s.pixel_format.bytes_per_pixel();
+    let pitch = (fb.width as usize * bpp).next_multiple_of(4);
+    let words = pitch / 4 * fb.height as usize;
+    if fb.width == 0 || fb.height == 0 || words > 1 << 26 {
+        return false;
+    }
+    if s.soft_framebuffer.len() < words {
+        s.soft_framebuffer.resize(words, 0);
+    }
+    fb.data = s.soft_framebuffer.as_mut_ptr().cast();
+    fb.pitch = pitch;
+    fb.format = s.pixel_format.to_raw();
+    fb.memory_flags = ffi::MEMORY_TYPE_CACHED;
+    true
 }
 
 /// Runs `f` on the state, or returns `fallback` when no core is installed.
@@ -452,6 +512,17 @@ pub unsafe extern "C" fn video_refresh(
         if data.is_null() {
             return; // duplicated frame: keep the previous one
         }
+        if data as usize == ffi::HW_FRAME_BUFFER_VALID {
+            state::with(|s| match s.hw.as_mut().map(|hw| hw.capture(width, height)) {
+                Some(Some(size)) => {
+                    s.hw_frame = Some(size);
+                    s.frame_fresh = false;
+                }
+                Some(None) => {}
+                None => tracing::warn!("core presented a hardware frame without a context"),
+            });
+            return;
+        }
         state::with(|s| {
             let (w, h) = (width as usize, height as usize);
             let len = if h == 0 {
@@ -465,6 +536,7 @@ pub unsafe extern "C" fn video_refresh(
             // Copied as is: converting waits until someone looks (Core::video).
             if s.frame.store(s.pixel_format, src, width, height, pitch) {
                 s.frame_fresh = true;
+                s.hw_frame = None;
             }
         });
     })
