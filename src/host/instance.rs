@@ -240,8 +240,13 @@ impl Core {
         let started = state::with(|s| s.hw.as_mut().map(|hw| hw.start(size, &name))).flatten();
         match started {
             None => Ok(()),
-            Some(Err(e)) => {
+            Some(Err(e)) if self.frame_count == 0 => {
                 self.unload();
+                Err(e)
+            }
+            // Asked for in `retro_run`: the game plays on, without a picture.
+            Some(Err(e)) => {
+                drop(state::with(|s| s.hw.take()));
                 Err(e)
             }
             Some(Ok(reset)) => {
@@ -355,6 +360,12 @@ impl Core {
         .unwrap_or(0);
         self.frame_samples = after.saturating_sub(before).min(after);
         self.frame_count += 1;
+        let asked_late = state::with(|s| s.hw.as_ref().is_some_and(|hw| !hw.started()));
+        if asked_late == Some(true) {
+            if let Err(e) = self.start_hw() {
+                tracing::error!("{e}");
+            }
+        }
     }
 
     /// The last frame the core presented (kept when it reports a duplicate). Converted to

@@ -4,7 +4,8 @@
 //! made at once (`egl`), so a request that cannot be met is refused then and the load fails
 //! with the reason. Once the game is loaded the frame buffer is made at the core's largest
 //! geometry (`readback`) and `context_reset` is called; `context_destroy` runs before
-//! `retro_unload_game`, and the context goes after `retro_deinit`. The context is made
+//! `retro_unload_game`, and the context goes after `retro_deinit`. A core that asks later,
+//! from `retro_run`, gets its frame buffer and `context_reset` once that frame returns. The context is made
 //! current before every call into the core, so the frame runner's savestates, rollback
 //! and run-ahead re-runs need nothing of their own. Vulkan and Direct3D are refused by
 //! name. Like the rest of `host`, this knows nothing of windows or netplay.
@@ -124,6 +125,13 @@ impl HwRender {
         self.readback = Some(rb);
         self.live = true;
         Ok(self.context_reset)
+    }
+
+    /// Whether `start` has run (a core may ask for its context in `retro_run`, after the
+    /// game loaded: melonDS does; then the frame buffer and `context_reset` follow that
+    /// frame, as RetroArch's video reinit does).
+    pub fn started(&self) -> bool {
+        self.readback.is_some()
     }
 
     /// Before `retro_unload_game`: `context_destroy`, if the core gave one and its context
