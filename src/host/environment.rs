@@ -166,7 +166,10 @@ unsafe fn dispatch(cmd: c_uint, data: *mut c_void) -> bool {
                     s.av.update_from(&av);
                     if let Some(hw) = &mut s.hw {
                         let g = &av.geometry;
-                        hw.grow((g.max_width.max(g.base_width), g.max_height.max(g.base_height)));
+                        hw.grow((
+                            g.max_width.max(g.base_width),
+                            g.max_height.max(g.base_height),
+                        ));
                     }
                     true
                 }),
@@ -341,7 +344,9 @@ unsafe fn dispatch(cmd: c_uint, data: *mut c_void) -> bool {
             // puts back every binding it touches, so the context is as good as shared.
             env::SET_HW_SHARED_CONTEXT => true,
             // Vulkan's and Direct3D's interfaces: those requests are refused.
-            env::GET_HW_RENDER_INTERFACE | env::SET_HW_RENDER_CONTEXT_NEGOTIATION_INTERFACE => false,
+            env::GET_HW_RENDER_INTERFACE | env::SET_HW_RENDER_CONTEXT_NEGOTIATION_INTERFACE => {
+                false
+            }
             env::GET_CURRENT_SOFTWARE_FRAMEBUFFER => {
                 match data.cast::<ffi::SoftwareFramebuffer>().as_mut() {
                     Some(fb) => with(false, |s| software_framebuffer(s, fb)),
@@ -372,7 +377,9 @@ unsafe fn dispatch(cmd: c_uint, data: *mut c_void) -> bool {
 fn hw_render(cb: &mut ffi::HwRenderCallback) -> bool {
     // One context per core: a second request replaces the first.
     drop(with(None, |s| s.hw.take()));
-    let (core, finish) = with((String::new(), false), |s| (s.core_name.clone(), s.gl_finish));
+    let (core, finish) = with((String::new(), false), |s| {
+        (s.core_name.clone(), s.gl_finish)
+    });
     match HwRender::negotiate(cb, &core, finish) {
         Ok(hw) => with(false, |s| {
             s.hw = Some(hw);
@@ -513,14 +520,16 @@ pub unsafe extern "C" fn video_refresh(
             return; // duplicated frame: keep the previous one
         }
         if data as usize == ffi::HW_FRAME_BUFFER_VALID {
-            state::with(|s| match s.hw.as_mut().map(|hw| hw.capture(width, height)) {
-                Some(Some(size)) => {
-                    s.hw_frame = Some(size);
-                    s.frame_fresh = false;
-                }
-                Some(None) => {}
-                None => tracing::warn!("core presented a hardware frame without a context"),
-            });
+            state::with(
+                |s| match s.hw.as_mut().map(|hw| hw.capture(width, height)) {
+                    Some(Some(size)) => {
+                        s.hw_frame = Some(size);
+                        s.frame_fresh = false;
+                    }
+                    Some(None) => {}
+                    None => tracing::warn!("core presented a hardware frame without a context"),
+                },
+            );
             return;
         }
         state::with(|s| {
@@ -722,6 +731,68 @@ mod tests {
             assert_eq!(input_state(1, ffi::DEVICE_JOYPAD, 0, 4), 0);
             assert_eq!(input_state(9, ffi::DEVICE_JOYPAD, 0, 3), 0);
         }
+
+        // Hardware rendering: OpenGL preferred, a shared context granted, Vulkan refused
+        // with the reason kept for the load (and no context made).
+        let mut preferred: c_uint = 0;
+        assert!(env_call(env::GET_PREFERRED_HW_RENDER, &mut preferred));
+        assert_eq!(preferred, ffi::HW_CONTEXT_OPENGL);
+        // SAFETY: SET_HW_SHARED_CONTEXT takes no data.
+        assert!(unsafe { environment(env::SET_HW_SHARED_CONTEXT, null_mut()) });
+        state::with(|s| s.core_name = "testcore".into());
+        let mut vulkan = ffi::HwRenderCallback {
+            context_type: 6,
+            context_reset: None,
+            get_current_framebuffer: None,
+            get_proc_address: None,
+            depth: false,
+            stencil: false,
+            bottom_left_origin: false,
+            version_major: 1,
+            version_minor: 0,
+            cache_context: false,
+            context_destroy: None,
+            debug_context: false,
+        };
+        assert!(!env_call(env::SET_HW_RENDER, &mut vulkan));
+        assert!(vulkan.get_proc_address.is_none());
+        let refusal = state::with(|s| s.hw_refusal.take().map(|e| e.to_string())).flatten();
+        assert_eq!(
+            refusal.as_deref(),
+            Some("testcore asks for Vulkan rendering; framelock runs OpenGL and OpenGL ES cores only")
+        );
+        assert!(state::with(|s| s.hw.is_none()).unwrap());
+
+        // A software frame buffer in the core's pixel format (RGB565 by now), presented as is.
+        let mut fb = ffi::SoftwareFramebuffer {
+            data: null_mut(),
+            width: 3,
+            height: 2,
+            pitch: 0,
+            format: -1,
+            access_flags: 1,
+            memory_flags: 0,
+        };
+        assert!(env_call(env::GET_CURRENT_SOFTWARE_FRAMEBUFFER, &mut fb));
+        assert!(!fb.data.is_null());
+        assert_eq!((fb.pitch, fb.format), (8, ffi::PIXEL_FORMAT_RGB565));
+        // SAFETY: the buffer holds 2 rows of `pitch` bytes; the core draws, then presents it.
+        unsafe {
+            let rows = std::slice::from_raw_parts_mut(fb.data.cast::<u16>(), 8);
+            rows[..3].copy_from_slice(&[0xf800, 0x07e0, 0x001f]);
+            rows[4..7].copy_from_slice(&[0xffff, 0, 0xf800]);
+            video_refresh(fb.data, 3, 2, fb.pitch);
+        }
+        assert_eq!(
+            state::with(|s| {
+                let mut out = Vec::new();
+                s.frame.to_xrgb8888(&mut out);
+                out
+            }),
+            Some(vec![0xff0000, 0x00ff00, 0x0000ff, 0xffffff, 0, 0xff0000])
+        );
+        let mut empty = ffi::SoftwareFramebuffer { width: 0, ..fb };
+        assert!(!env_call(env::GET_CURRENT_SOFTWARE_FRAMEBUFFER, &mut empty));
 
         let px: [u16; 2] = [0xf800, 0x001f];
         // SAFETY: a 2x1 RGB565 frame, then a duplicate (NULL).

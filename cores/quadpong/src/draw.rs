@@ -65,16 +65,35 @@ pub fn frame(state: &State, out: &mut Frame) {
     out.balls.clear();
     out.rest.clear();
     let (ax, a) = (ARENA_X, ARENA as f32);
-    quad(&mut out.mask, (ax, 0.0, ax + a, a), [0.0; 4], Kind::Background);
+    quad(
+        &mut out.mask,
+        (ax, 0.0, ax + a, a),
+        [0.0; 4],
+        Kind::Background,
+    );
 
     for b in &state.balls[..usize::from(state.balls_in_play)] {
         let (x, y, r) = (ax + px(b.x), px(b.y), BALL_R as f32);
         // A waiting ball blinks.
-        let alpha = if b.wait > 0 && (b.wait / 5) % 2 == 1 { 0.35 } else { 1.0 };
-        quad(&mut out.balls, (x - r, y - r, x + r, y + r), [1.0, 1.0, 1.0, alpha], Kind::Ball);
+        let alpha = if b.wait > 0 && (b.wait / 5) % 2 == 1 {
+            0.35
+        } else {
+            1.0
+        };
+        quad(
+            &mut out.balls,
+            (x - r, y - r, x + r, y + r),
+            [1.0, 1.0, 1.0, alpha],
+            Kind::Ball,
+        );
     }
 
-    quad(&mut out.rest, (0.0, 0.0, WIDTH as f32, HEIGHT as f32), [0.0; 4], Kind::Background);
+    quad(
+        &mut out.rest,
+        (0.0, 0.0, WIDTH as f32, HEIGHT as f32),
+        [0.0; 4],
+        Kind::Background,
+    );
     // The walls: each in its side's colour, bright while it flashes for a miss.
     let t = 4.0;
     let walls = [
@@ -86,12 +105,21 @@ pub fn frame(state: &State, out: &mut Frame) {
     for (side, rect) in walls.into_iter().enumerate() {
         let c = COLORS[side];
         let glow = if state.flash[side] > 0 { 1.0 } else { 0.45 };
-        quad(&mut out.rest, rect, [c[0] * glow, c[1] * glow, c[2] * glow, 1.0], Kind::Border);
+        quad(
+            &mut out.rest,
+            rect,
+            [c[0] * glow, c[1] * glow, c[2] * glow, 1.0],
+            Kind::Border,
+        );
     }
     for side in 0..SIDES {
         let c = COLORS[side];
         // The machine's paddles are dimmer than the players'.
-        let k = if state.joined & (1 << side) != 0 { 1.0 } else { 0.55 };
+        let k = if state.joined & (1 << side) != 0 {
+            1.0
+        } else {
+            0.55
+        };
         let along = px(state.paddles[side]);
         let (h, f, th) = (PADDLE_HALF as f32, PADDLE_FACE as f32, PADDLE_THICK as f32);
         let rect = match side {
@@ -100,11 +128,22 @@ pub fn frame(state: &State, out: &mut Frame) {
             2 => (ax + f - th, along - h, ax + f, along + h),
             _ => (ax + a - f, along - h, ax + a - f + th, along + h),
         };
-        quad(&mut out.rest, rect, [c[0] * k, c[1] * k, c[2] * k, 1.0], Kind::Paddle);
+        quad(
+            &mut out.rest,
+            rect,
+            [c[0] * k, c[1] * k, c[2] * k, 1.0],
+            Kind::Paddle,
+        );
         // Misses in the side columns: players 1 and 3 on the left, 2 and 4 on the right.
         let x = if side % 2 == 0 { 14.0 } else { ax + a + 14.0 };
         let y = if side < 2 { 300.0 } else { 120.0 };
-        number(&mut out.rest, u32::from(state.misses[side]).min(99), x, y, [c[0], c[1], c[2], 1.0]);
+        number(
+            &mut out.rest,
+            u32::from(state.misses[side]).min(99),
+            x,
+            y,
+            [c[0], c[1], c[2], 1.0],
+        );
     }
 }
 

@@ -69,7 +69,8 @@ pub struct State {
 }
 
 /// Bytes of RAM the state takes (the rest of `RAM_SIZE` stays zero).
-pub const STATE_BYTES: usize = 4 + 4 + 1 + 1 + 4 * SIDES + 2 * SIDES * 2 + MAX_BALLS * 17 + 2 + SIDES;
+pub const STATE_BYTES: usize =
+    4 + 4 + 1 + 1 + 4 * SIDES + 2 * SIDES * 2 + MAX_BALLS * 17 + 2 + SIDES;
 /// System RAM size.
 pub const RAM_SIZE: usize = 256;
 const _: () = assert!(STATE_BYTES <= RAM_SIZE);
@@ -329,7 +330,11 @@ fn speed_up(b: &mut Ball) {
     for v in [&mut b.vx, &mut b.vy] {
         *v = (*v).clamp(-MAX_SPEED, MAX_SPEED);
         if v.abs() < MIN_AXIS_SPEED {
-            *v = if *v < 0 { -MIN_AXIS_SPEED } else { MIN_AXIS_SPEED };
+            *v = if *v < 0 {
+                -MIN_AXIS_SPEED
+            } else {
+                MIN_AXIS_SPEED
+            };
         }
     }
 }
@@ -424,7 +429,14 @@ mod tests {
 
     #[test]
     fn same_pads_same_game_and_ram_round_trips() {
-        let pads = |f: u32| [if f % 50 < 25 { pad::LEFT } else { pad::RIGHT }, 0, pad::START, 0];
+        let pads = |f: u32| {
+            [
+                if f % 50 < 25 { pad::LEFT } else { pad::RIGHT },
+                0,
+                pad::START,
+                0,
+            ]
+        };
         let a = run(3000, pads);
         let b = run(3000, pads);
         assert_eq!(a, b);

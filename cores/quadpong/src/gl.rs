@@ -95,7 +95,10 @@ fn sources(d: Dialect) -> (String, String) {
             "#version 300 es\nprecision highp float;\n#define VARY in\nout vec4 frag_color;\n#define OUT_COLOR frag_color\n",
         ),
     };
-    (format!("{vhead}{VERTEX_BODY}"), format!("{fhead}{FRAGMENT_BODY}"))
+    (
+        format!("{vhead}{VERTEX_BODY}"),
+        format!("{fhead}{FRAGMENT_BODY}"),
+    )
 }
 
 /// The GL objects; made in `context_reset`, deleted in `context_destroy`.
@@ -135,7 +138,10 @@ impl Renderer {
                 gl.attach_shader(program, sh);
                 gl.delete_shader(sh);
             }
-            for (i, name) in ["a_pos", "a_uv", "a_color", "a_kind"].into_iter().enumerate() {
+            for (i, name) in ["a_pos", "a_uv", "a_color", "a_kind"]
+                .into_iter()
+                .enumerate()
+            {
                 gl.bind_attrib_location(program, i as u32, name);
             }
             gl.link_program(program);
@@ -176,7 +182,10 @@ impl Renderer {
         // SAFETY: calls on the current context with this renderer's objects; the vertex
         // data outlives the upload.
         unsafe {
-            gl.bind_framebuffer(glow::FRAMEBUFFER, std::num::NonZeroU32::new(fbo).map(glow::NativeFramebuffer));
+            gl.bind_framebuffer(
+                glow::FRAMEBUFFER,
+                std::num::NonZeroU32::new(fbo).map(glow::NativeFramebuffer),
+            );
             gl.viewport(0, 0, WIDTH as i32, HEIGHT as i32);
             gl.disable(glow::SCISSOR_TEST);
             gl.disable(glow::CULL_FACE);
@@ -200,7 +209,14 @@ impl Renderer {
             let stride = (FLOATS * 4) as i32;
             for (i, (size, offset)) in [(2, 0), (2, 2), (4, 4), (1, 8)].into_iter().enumerate() {
                 gl.enable_vertex_attrib_array(i as u32);
-                gl.vertex_attrib_pointer_f32(i as u32, size, glow::FLOAT, false, stride, offset * 4);
+                gl.vertex_attrib_pointer_f32(
+                    i as u32,
+                    size,
+                    glow::FLOAT,
+                    false,
+                    stride,
+                    offset * 4,
+                );
             }
 
             // 1. The arena's inside into the stencil, nothing else.

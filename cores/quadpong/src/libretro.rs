@@ -261,11 +261,17 @@ fn variable(key: &CStr) -> Option<String> {
         return None;
     }
     // SAFETY: a NUL-terminated answer, copied at once.
-    Some(unsafe { CStr::from_ptr(var.value) }.to_string_lossy().into_owned())
+    Some(
+        unsafe { CStr::from_ptr(var.value) }
+            .to_string_lossy()
+            .into_owned(),
+    )
 }
 
 fn balls_option() -> u8 {
-    variable(OPT_BALLS).and_then(|v| v.parse().ok()).unwrap_or(2)
+    variable(OPT_BALLS)
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(2)
 }
 
 /// # Safety
@@ -646,12 +652,18 @@ pub unsafe extern "C" fn retro_load_game(_info: *const GameInfo) -> bool {
         // SAFETY: SET_HW_RENDER takes a `retro_hw_render_callback *`, filled in by the
         // frontend.
         if !unsafe { env(ENV_SET_HW_RENDER, (&mut hw as *mut HwRenderCallback).cast()) } {
-            log(LOG_ERROR, &format!("the frontend has no {context:?} context for us"));
+            log(
+                LOG_ERROR,
+                &format!("the frontend has no {context:?} context for us"),
+            );
             return false;
         }
         if context == Context::Vulkan {
             // Asked for to test the frontend; there is nothing to draw Vulkan with here.
-            log(LOG_ERROR, "the frontend gave a Vulkan context, which quadpong cannot use");
+            log(
+                LOG_ERROR,
+                "the frontend gave a Vulkan context, which quadpong cannot use",
+            );
             return false;
         }
         {
@@ -689,7 +701,11 @@ fn announce_inputs() {
         } else {
             (pad::UP, pad::DOWN, c"Paddle up", c"Paddle down")
         };
-        for (bit, text) in [(minus, text_minus), (plus, text_plus), (pad::START, c"Join")] {
+        for (bit, text) in [
+            (minus, text_minus),
+            (plus, text_plus),
+            (pad::START, c"Join"),
+        ] {
             descs.push(InputDescriptor {
                 port,
                 device: DEVICE_JOYPAD,

@@ -75,8 +75,9 @@ impl Egl {
     /// Loads `library` and initialises a display.
     pub fn open(library: &str) -> Result<Egl, String> {
         // SAFETY: loading libEGL runs its initialisers, as any program linking it does.
-        let lib = unsafe { libloading::Library::new(library) }
-            .map_err(|e| format!("cannot load {library} ({e}); install libegl1 and libegl-mesa0"))?;
+        let lib = unsafe { libloading::Library::new(library) }.map_err(|e| {
+            format!("cannot load {library} ({e}); install libegl1 and libegl-mesa0")
+        })?;
         // Kept for the life of the process: cores keep the function pointers they got.
         let lib: &'static libloading::Library = Box::leak(Box::new(lib));
         // SAFETY: the symbol has this type in every EGL; the library is never unloaded.
@@ -286,8 +287,13 @@ mod tests {
 
     #[test]
     fn a_missing_library_is_named_with_the_packages_to_install() {
-        let err = Egl::open("libEGL-not-here.so.9").err().expect("no such library");
-        assert!(err.starts_with("cannot load libEGL-not-here.so.9 ("), "{err}");
+        let err = Egl::open("libEGL-not-here.so.9")
+            .err()
+            .expect("no such library");
+        assert!(
+            err.starts_with("cannot load libEGL-not-here.so.9 ("),
+            "{err}"
+        );
         assert!(err.ends_with("install libegl1 and libegl-mesa0"), "{err}");
         assert!(!err.contains('\n'), "{err}");
     }

@@ -52,7 +52,11 @@ pub struct GlReport {
 impl HwRender {
     /// Answers a SET_HW_RENDER request of `core`: makes its context (current on this
     /// thread) and fills in the frontend's callbacks, or says why not.
-    pub fn negotiate(cb: &mut ffi::HwRenderCallback, core: &str, finish_first: bool) -> Result<HwRender, HostError> {
+    pub fn negotiate(
+        cb: &mut ffi::HwRenderCallback,
+        core: &str,
+        finish_first: bool,
+    ) -> Result<HwRender, HostError> {
         let request = HwRequest {
             api: HwApi::from_raw(cb.context_type, cb.version_major, cb.version_minor),
             depth: cb.depth,
@@ -102,11 +106,21 @@ impl HwRender {
 
     /// With the game loaded: makes the frame buffer of `size` (the core's largest
     /// geometry) and returns `context_reset`, to be called without the host's lock held.
-    pub fn start(&mut self, size: (u32, u32), core: &str) -> Result<Option<ffi::HwContextResetFn>, HostError> {
+    pub fn start(
+        &mut self,
+        size: (u32, u32),
+        core: &str,
+    ) -> Result<Option<ffi::HwContextResetFn>, HostError> {
         self.make_current();
         let r = &self.request;
         let rb = std::panic::catch_unwind(|| {
-            readback::Readback::new(size, r.depth, r.stencil, r.bottom_left_origin, self.finish_first)
+            readback::Readback::new(
+                size,
+                r.depth,
+                r.stencil,
+                r.bottom_left_origin,
+                self.finish_first,
+            )
         })
         .unwrap_or_else(|_| Err("the context has no usable OpenGL (GL_VERSION unreadable)".into()))
         .map_err(|reason| HostError::HwContext {
@@ -138,7 +152,9 @@ impl HwRender {
     /// was reset (to be called without the host's lock held).
     pub fn stop(&mut self) -> Option<ffi::HwContextResetFn> {
         self.make_current();
-        std::mem::take(&mut self.live).then_some(self.context_destroy).flatten()
+        std::mem::take(&mut self.live)
+            .then_some(self.context_destroy)
+            .flatten()
     }
 
     /// The core's largest geometry grew (SET_SYSTEM_AV_INFO): so does the frame buffer.

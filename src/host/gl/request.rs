@@ -11,13 +11,21 @@ pub enum HwApi {
     /// does.
     OpenGl,
     /// `RETRO_HW_CONTEXT_OPENGL_CORE`: a core profile of at least this version.
-    OpenGlCore { major: u32, minor: u32 },
+    OpenGlCore {
+        major: u32,
+        minor: u32,
+    },
     /// `RETRO_HW_CONTEXT_OPENGLES2`, `..._OPENGLES3` and `..._OPENGLES_VERSION`.
-    OpenGles { major: u32, minor: u32 },
+    OpenGles {
+        major: u32,
+        minor: u32,
+    },
     Vulkan,
     /// Direct3D 9 to 12 (`RETRO_HW_CONTEXT_D3D*`; older headers' single `DIRECT3D` with the
     /// version in `version_major`).
-    Direct3D { version: u32 },
+    Direct3D {
+        version: u32,
+    },
     /// `RETRO_HW_CONTEXT_NONE` or a number this host does not know.
     Other(i32),
 }
