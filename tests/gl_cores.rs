@@ -6,7 +6,6 @@
 //! the wheel's real GL cores, parallel_n64 and melonDS, as far as no game lets us go.
 
 mod netplay_common;
-#[allow(dead_code)]
 mod play_common;
 
 use std::path::{Path, PathBuf};

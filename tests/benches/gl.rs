@@ -21,10 +21,10 @@
 //!
 //! | what | number |
 //! |---|---|
-//! | (a) headless, unpaced | 160-290 fps |
-//! | (b) read-back per frame, headless | 0.13 ms copy + 0.35 ms map and convert = 0.48 ms (2.9% of a frame) |
-//! | (c) read-back per frame, window under Xvfb | 0.5 ms (3% of a frame); 60 fps, 95% of a core |
-//! | (d) CPU, host + joiner, speculate off / auto | 120% / 190% of a core; 9 rollbacks/s |
+//! | (a) headless, unpaced | 128-290 fps |
+//! | (b) read-back per frame, headless | 0.10-0.13 ms copy + 0.26-0.35 ms map and convert = 0.37-0.48 ms (2.2-2.9% of a frame); drawing 5-8 ms |
+//! | (c) read-back per frame, window under Xvfb | 0.53-0.66 ms (3.2-3.9% of a frame); 59-60 fps, 48-50% of a core |
+//! | (d) CPU, host + joiner, speculate off / auto | 45% / 67% of a core (1.5x); 0.5 rollbacks/s |
 //!
 //! The read-back is small next to llvmpipe's drawing (about 5 ms a frame here, the GPU's
 //! part, which `--test-gl-finish` waits for); on a real GPU both shrink.
@@ -274,7 +274,8 @@ fn main() {
         }
         let rollbacks: f64 = stats.iter().filter_map(|s| s["rollbacks"].as_f64()).sum();
         let played: f64 = stats[0]["wall_s"].as_f64().unwrap_or(wall);
-        netplay.push((spec, cpu, rollbacks / played));
+        let depth = stats[1]["speculate_depth"].as_u64().unwrap_or(0);
+        netplay.push((spec, cpu, rollbacks / played, depth));
     }
 
     println!(
@@ -298,9 +299,11 @@ fn main() {
     );
     let (off, auto) = (&netplay[0], &netplay[1]);
     println!(
-        "| (d) CPU, host + joiner, speculate off / auto | {:.0}% / {:.0}% of a core; {:.1} rollbacks/s |",
+        "| (d) CPU, host + joiner, speculate off / auto | {:.0}% / {:.0}% of a core ({:.1}x); {:.1} rollbacks/s, depth {} |",
         off.1 * 100.0,
         auto.1 * 100.0,
-        auto.2
+        auto.1 / off.1,
+        auto.2,
+        auto.3
     );
 }

@@ -112,8 +112,7 @@ pub fn frame(state: &State, out: &mut Frame) {
             Kind::Border,
         );
     }
-    for side in 0..SIDES {
-        let c = COLORS[side];
+    for (side, &c) in COLORS.iter().enumerate() {
         // The machine's paddles are dimmer than the players'.
         let k = if state.joined & (1 << side) != 0 {
             1.0

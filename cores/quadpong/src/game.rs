@@ -142,9 +142,9 @@ impl State {
                 self.joined |= 1 << side;
             }
         }
-        for side in 0..SIDES {
+        for (side, &p) in pads.iter().enumerate() {
             let target = if self.joined & (1 << side) != 0 {
-                self.paddles[side] + human_move(side, pads[side])
+                self.paddles[side] + human_move(side, p)
             } else {
                 self.machine_target(side)
             };
@@ -203,7 +203,7 @@ impl State {
         ];
         for (side, past, along, towards) in checks {
             let offset = along - self.paddles[side];
-            if towards && past >= 0 && past <= PADDLE_THICK * SUB && offset.abs() <= reach {
+            if towards && (0..=PADDLE_THICK * SUB).contains(&past) && offset.abs() <= reach {
                 // Off the paddle: the further from its centre, the sharper the angle.
                 let spin = offset / 8;
                 match side {

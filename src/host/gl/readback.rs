@@ -71,9 +71,7 @@ impl Readback {
     ) -> Result<Readback, String> {
         // SAFETY: the core's context is current on this thread; every function is loaded
         // from it.
-        let gl = unsafe {
-            glow::Context::from_loader_function_cstr(|name| super::egl::proc_address(name))
-        };
+        let gl = unsafe { glow::Context::from_loader_function_cstr(super::egl::proc_address) };
         let v = gl.version();
         let modern = v.major >= 3;
         // SAFETY: plain queries on the current context.
