@@ -195,7 +195,15 @@ mod tests {
                 assert!((-8.0..=488.0).contains(&v[1]), "{v:?}");
             }
         }
-        // Background, 4 walls, 4 paddles and 4 two-digit numbers ("00": 12 segments).
-        assert_eq!(f.rest.len() / (6 * FLOATS), 1 + 4 + 4 + 4 * 12);
+        // Background, 4 walls, 4 paddles and each side's misses in two digits.
+        let segments: u32 = s
+            .misses
+            .iter()
+            .map(|&m| {
+                let m = usize::from(m.min(99));
+                DIGITS[m / 10].count_ones() + DIGITS[m % 10].count_ones()
+            })
+            .sum();
+        assert_eq!(f.rest.len() / (6 * FLOATS), 9 + segments as usize);
     }
 }
