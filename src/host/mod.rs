@@ -1,6 +1,8 @@
 //! The libretro host: loads a core (a `*_libretro.so` or the built-in game), answers its
 //! callbacks, feeds it one frame of input at a time and hands back video, audio, state
-//! and a desync checksum. It knows nothing about netplay or windows.
+//! and a desync checksum. It knows nothing about netplay or windows. A core that draws with
+//! OpenGL gets a context of its own, without a window, and its picture comes back through
+//! the same [`VideoFrame`] as a software core's (`gl`).
 //!
 //! **One core per process.** libretro callbacks carry no user pointer and cores keep
 //! global state, so only one [`Core`] may be alive at a time; [`Core::open`] returns

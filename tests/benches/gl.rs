@@ -23,7 +23,7 @@
 //! |---|---|
 //! | (a) headless, unpaced | 128-290 fps |
 //! | (b) read-back per frame, headless | 0.10-0.13 ms copy + 0.26-0.35 ms map and convert = 0.37-0.48 ms (2.2-2.9% of a frame); drawing 5-8 ms |
-//! | (c) read-back per frame, window under Xvfb | 0.53-0.66 ms (3.2-3.9% of a frame); 59-60 fps, 48-50% of a core |
+//! | (c) read-back per frame, window under Xvfb | 0.53-0.72 ms (3.2-4.3% of a frame); 59-60 fps, 35-50% of a core |
 //! | (d) CPU, host + joiner, speculate off / auto | 45% / 67% of a core (1.5x); 0.5 rollbacks/s |
 //!
 //! The read-back is small next to llvmpipe's drawing (about 5 ms a frame here, the GPU's
@@ -133,7 +133,7 @@ fn start_xvfb() -> Xvfb {
 
 fn main() {
     let short = smoke::smoke();
-    let frames = smoke::var("FRAMELOCK_BENCH_FRAMES", 1800u32, 240).to_string();
+    let frames = smoke::var("FRAMELOCK_BENCH_FRAMES", 1800u32, 120).to_string();
     let secs = smoke::secs(20, 3);
     let home = tempfile::tempdir().unwrap();
     let home = home.path();
