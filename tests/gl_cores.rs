@@ -125,7 +125,8 @@ fn assert_upright_quadpong(p: &Picture, (x, y): (usize, usize), what: &str) {
         "{what}: not upright (red {red_bottom} below, {red_top} above; cyan {cyan_top} above, {cyan_bottom} below)"
     );
     let balls = p.count((x + 80, y + 4, x + 560, y + 476), white);
-    assert!(balls > 40, "{what}: no balls drawn ({balls} white pixels)");
+    // A ball's bright middle is about 30 pixels.
+    assert!(balls > 20, "{what}: no balls drawn ({balls} white pixels)");
 }
 
 #[test]
@@ -648,8 +649,9 @@ fn a_netplay_window_shows_the_gl_picture_upright_above_its_status_bar() {
     std::thread::sleep(Duration::from_millis(300));
     let addr = format!("127.0.0.1:{port}");
     let mut join = spawn("join", &["join", &addr, "--headless", "--bot", "2"]);
-    // The grab with the most status-bar text, once the game shows.
-    let mut best: Option<(usize, PathBuf)> = None;
+    // Once the game shows: the grab with status-bar text and the most of the balls (a ball
+    // waiting to be served blinks), then the most text.
+    let mut best: Option<((bool, usize, usize), PathBuf)> = None;
     let deadline = Instant::now() + Duration::from_secs(60);
     let mut n = 0;
     while host.try_wait().unwrap().is_none() && Instant::now() < deadline {
@@ -663,8 +665,10 @@ fn a_netplay_window_shows_the_gl_picture_upright_above_its_status_bar() {
             continue;
         }
         let text = screen.count((0, 480, 640, 500), white);
-        if best.as_ref().is_none_or(|(t, _)| text > *t) {
-            best = Some((text, png));
+        let balls = screen.count((80, 4, 560, 476), white);
+        let key = (text > 150, balls, text);
+        if best.as_ref().is_none_or(|(k, _)| key > *k) {
+            best = Some((key, png));
         }
     }
     for child in [&mut host, &mut join] {
@@ -682,7 +686,7 @@ fn a_netplay_window_shows_the_gl_picture_upright_above_its_status_bar() {
         "{}",
         log("host")
     );
-    let (text, png) = best.expect("no grab showed the game");
+    let ((_, _, text), png) = best.expect("no grab showed the game");
     eprintln!(
         "window: best grab {} ({text} white pixels in the bar)",
         png.display()
