@@ -345,6 +345,9 @@ fn summarize<F: Feed>(
     stats.insert("bot_seed".into(), json!(opts.bot.map(|b| b.seed)));
     stats.insert("bot_human".into(), json!(opts.bot.is_some_and(|b| b.human)));
     stats.insert("end".into(), json!(format!("{end:?}").to_lowercase()));
+    if let Some(gl) = core.gl_report() {
+        stats.insert("gl".into(), gl_json(&gl));
+    }
     stats.extend(extra);
     let frames = runner.frame();
     let wall_s = stats["wall_s"].as_f64().unwrap_or(0.0);
@@ -363,6 +366,24 @@ fn summarize<F: Feed>(
         wall_s,
         end,
         stats,
+    })
+}
+
+/// An OpenGL core's context and read-back numbers (milliseconds in all): copying frames
+/// out of its frame buffer (`capture`), taking the copies looked at (`read`), and with
+/// `--test-gl-finish` the wait for the GPU before each copy (`finish`).
+fn gl_json(gl: &crate::host::gl::GlReport) -> Value {
+    let ms = |d: std::time::Duration| d.as_secs_f64() * 1000.0;
+    let s = &gl.stats;
+    json!({
+        "asked": gl.asked,
+        "version": gl.version,
+        "renderer": gl.renderer,
+        "frames_captured": s.captures,
+        "capture_ms": ms(s.capture),
+        "frames_read": s.reads,
+        "read_ms": ms(s.read),
+        "finish_ms": ms(s.finish),
     })
 }
 

@@ -27,16 +27,17 @@ pub fn cores_table(cores: &[catalog::FoundCore], dirs: &[PathBuf]) -> String {
         );
     }
     let mut out = format!(
-        "{:<20} {:<24} {:<16} {:<28} {}\n",
-        "NAME", "CORE", "VERSION", "EXTENSIONS", "PATH"
+        "{:<20} {:<24} {:<16} {:<28} {:<13} {}\n",
+        "NAME", "CORE", "VERSION", "EXTENSIONS", "RENDERER", "PATH"
     );
     for c in cores {
         out.push_str(&format!(
-            "{:<20} {:<24} {:<16} {:<28} {}\n",
+            "{:<20} {:<24} {:<16} {:<28} {:<13} {}\n",
             c.name,
             c.library_name,
             c.version,
             c.extensions.join(","),
+            catalog::renderer_label(&c.renderers),
             c.path.display()
         ));
     }
@@ -52,6 +53,7 @@ pub fn cores_json(cores: &[catalog::FoundCore]) -> serde_json::Value {
             "core": c.library_name,
             "version": c.version,
             "extensions": c.extensions,
+            "renderer": catalog::renderer_label(&c.renderers),
             "path": c.path.display().to_string(),
         }))
         .collect::<Vec<_>>())

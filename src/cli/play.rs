@@ -125,6 +125,10 @@ pub struct PlayArgs {
     /// compare the machine's state often.
     #[arg(long, hide = true, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=3600))]
     pub test_checksum_interval: Option<u32>,
+    /// Test hook (the benchmark): wait for the GPU before each read-back of an OpenGL
+    /// core's frame, so --stats-json's gl numbers time the read-back alone.
+    #[arg(long, hide = true)]
+    pub test_gl_finish: bool,
     #[command(flatten)]
     pub video: VideoArgs,
 }
@@ -253,6 +257,7 @@ impl PlayArgs {
                 options,
                 netplay: false,
                 ignore_loads: self.test_ignore_loads,
+                gl_finish: self.test_gl_finish,
             },
             headless: self.headless,
             runner,

@@ -91,6 +91,7 @@ impl ReplayArgs {
             no_record: true,
             test_ignore_loads: false,
             test_checksum_interval: None,
+            test_gl_finish: false,
             video: VideoArgs::default(),
         }
         .to_options(config)?;

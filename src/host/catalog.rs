@@ -45,6 +45,56 @@ pub fn find(name: &str, dirs: &[PathBuf]) -> Result<PathBuf, HostError> {
         })
 }
 
+/// The hardware rendering APIs a core library can ask for, found by the names of their
+/// functions in its file (a core that links OpenGL, or loads it through the frontend's
+/// `get_proc_address`, names `glBindFramebuffer`; a Vulkan one `vkGetInstanceProcAddr`).
+/// Empty: it draws in software. What a core really asks for is known once it loads
+/// content, and logged then.
+pub fn renderers(path: &Path) -> Vec<&'static str> {
+    const APIS: [(&str, &[u8]); 2] = [
+        ("opengl", b"glBindFramebuffer"),
+        ("vulkan", b"vkGetInstanceProcAddr"),
+    ];
+    let mut found = Vec::new();
+    let Ok(file) = std::fs::File::open(path) else {
+        return found;
+    };
+    // Read in chunks that overlap by the longest name, so none is split unseen.
+    let overlap = APIS.iter().map(|(_, n)| n.len()).max().unwrap_or(0);
+    let mut buf = vec![0u8; 1 << 20];
+    let mut kept = 0;
+    let mut reader = std::io::BufReader::new(file);
+    loop {
+        let n = match std::io::Read::read(&mut reader, &mut buf[kept..]) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        let window = &buf[..kept + n];
+        for (api, name) in APIS {
+            if !found.contains(&api) && memchr::memmem::find(window, name).is_some() {
+                found.push(api);
+            }
+        }
+        if found.len() == APIS.len() {
+            break;
+        }
+        kept = overlap.min(window.len());
+        let end = window.len();
+        buf.copy_within(end - kept..end, 0);
+    }
+    found.sort_unstable();
+    found
+}
+
+/// `renderers` as `framelock cores` shows it: "software", "opengl", "opengl+vulkan".
+pub fn renderer_label(renderers: &[&str]) -> String {
+    if renderers.is_empty() {
+        "software".into()
+    } else {
+        renderers.join("+")
+    }
+}
+
 /// A core library found in the search directories.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FoundCore {
@@ -55,6 +105,8 @@ pub struct FoundCore {
     pub version: String,
     /// Content extensions it takes, lower case, without dots.
     pub extensions: Vec<String>,
+    /// The hardware rendering APIs it can ask for (see [`renderers`]).
+    pub renderers: Vec<&'static str>,
 }
 
 impl FoundCore {
@@ -118,6 +170,7 @@ pub fn probe(path: &Path) -> Result<FoundCore, HostError> {
             .map(|e| e.trim().trim_start_matches('.').to_ascii_lowercase())
             .filter(|e| !e.is_empty())
             .collect(),
+        renderers: renderers(path),
     })
 }
 

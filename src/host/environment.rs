@@ -7,6 +7,7 @@ use std::ffi::{c_char, c_int, c_uint, c_void, CStr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use super::ffi::{self, env};
+use super::gl::HwRender;
 use super::log;
 use super::options::OptionDef;
 use super::state::{self, HostState};
@@ -163,6 +164,13 @@ unsafe fn dispatch(cmd: c_uint, data: *mut c_void) -> bool {
             env::SET_SYSTEM_AV_INFO => match read::<ffi::SystemAvInfo>(cdata) {
                 Some(av) => with(false, |s| {
                     s.av.update_from(&av);
+                    if let Some(hw) = &mut s.hw {
+                        let g = &av.geometry;
+                        hw.grow((
+                            g.max_width.max(g.base_width),
+                            g.max_height.max(g.base_height),
+                        ));
+                    }
                     true
                 }),
                 None => false,
@@ -324,9 +332,26 @@ unsafe fn dispatch(cmd: c_uint, data: *mut c_void) -> bool {
             }
             // NULL disables buffer status reporting, which is already the case.
             env::SET_AUDIO_BUFFER_STATUS_CALLBACK => data.is_null(),
-            env::SET_HW_RENDER => {
-                tracing::warn!("core wants hardware rendering, which framelock does not offer");
+            env::SET_HW_RENDER => match data.cast::<ffi::HwRenderCallback>().as_mut() {
+                Some(cb) => hw_render(cb),
+                None => false,
+            },
+            env::GET_PREFERRED_HW_RENDER => {
+                answer(data, ffi::HW_CONTEXT_OPENGL);
+                true
+            }
+            // The core's context is its own: the host draws nothing in it, and its read-back
+            // puts back every binding it touches, so the context is as good as shared.
+            env::SET_HW_SHARED_CONTEXT => true,
+            // Vulkan's and Direct3D's interfaces: those requests are refused.
+            env::GET_HW_RENDER_INTERFACE | env::SET_HW_RENDER_CONTEXT_NEGOTIATION_INTERFACE => {
                 false
+            }
+            env::GET_CURRENT_SOFTWARE_FRAMEBUFFER => {
+                match data.cast::<ffi::SoftwareFramebuffer>().as_mut() {
+                    Some(fb) => with(false, |s| software_framebuffer(s, fb)),
+                    None => false,
+                }
             }
             env::SET_MINIMUM_AUDIO_LATENCY
             | env::SET_FASTFORWARDING_OVERRIDE
@@ -345,6 +370,48 @@ unsafe fn dispatch(cmd: c_uint, data: *mut c_void) -> bool {
             }
         }
     }
+}
+
+/// SET_HW_RENDER: makes the core's OpenGL context, or refuses with the reason kept for a
+/// load that then fails (a core may ask again for something else, or draw in software).
+fn hw_render(cb: &mut ffi::HwRenderCallback) -> bool {
+    // One context per core: a second request replaces the first.
+    drop(with(None, |s| s.hw.take()));
+    let (core, finish) = with((String::new(), false), |s| {
+        (s.core_name.clone(), s.gl_finish)
+    });
+    match HwRender::negotiate(cb, &core, finish) {
+        Ok(hw) => with(false, |s| {
+            s.hw = Some(hw);
+            s.hw_refusal = None;
+            true
+        }),
+        Err(e) => {
+            // Told once, by the load that fails for it (or as a warning if the core goes on).
+            tracing::debug!("{e}");
+            with((), |s| s.hw_refusal = Some(e));
+            false
+        }
+    }
+}
+
+/// GET_CURRENT_SOFTWARE_FRAMEBUFFER: a buffer of the size the core asks for, in its pixel
+/// format, that it may draw into and present (`video_refresh` copies it like any other).
+fn software_framebuffer(s: &mut HostState, fb: &mut ffi::SoftwareFramebuffer) -> bool {
+    let bpp = s.pixel_format.bytes_per_pixel();
+    let pitch = (fb.width as usize * bpp).next_multiple_of(4);
+    let words = pitch / 4 * fb.height as usize;
+    if fb.width == 0 || fb.height == 0 || words > 1 << 26 {
+        return false;
+    }
+    if s.soft_framebuffer.len() < words {
+        s.soft_framebuffer.resize(words, 0);
+    }
+    fb.data = s.soft_framebuffer.as_mut_ptr().cast();
+    fb.pitch = pitch;
+    fb.format = s.pixel_format.to_raw();
+    fb.memory_flags = ffi::MEMORY_TYPE_CACHED;
+    true
 }
 
 /// Runs `f` on the state, or returns `fallback` when no core is installed.
@@ -452,6 +519,19 @@ pub unsafe extern "C" fn video_refresh(
         if data.is_null() {
             return; // duplicated frame: keep the previous one
         }
+        if data as usize == ffi::HW_FRAME_BUFFER_VALID {
+            state::with(
+                |s| match s.hw.as_mut().map(|hw| hw.capture(width, height)) {
+                    Some(Some(size)) => {
+                        s.hw_frame = Some(size);
+                        s.frame_fresh = false;
+                    }
+                    Some(None) => {}
+                    None => tracing::warn!("core presented a hardware frame without a context"),
+                },
+            );
+            return;
+        }
         state::with(|s| {
             let (w, h) = (width as usize, height as usize);
             let len = if h == 0 {
@@ -465,6 +545,7 @@ pub unsafe extern "C" fn video_refresh(
             // Copied as is: converting waits until someone looks (Core::video).
             if s.frame.store(s.pixel_format, src, width, height, pitch) {
                 s.frame_fresh = true;
+                s.hw_frame = None;
             }
         });
     })
@@ -650,6 +731,68 @@ mod tests {
             assert_eq!(input_state(1, ffi::DEVICE_JOYPAD, 0, 4), 0);
             assert_eq!(input_state(9, ffi::DEVICE_JOYPAD, 0, 3), 0);
         }
+
+        // Hardware rendering: OpenGL preferred, a shared context granted, Vulkan refused
+        // with the reason kept for the load (and no context made).
+        let mut preferred: c_uint = 0;
+        assert!(env_call(env::GET_PREFERRED_HW_RENDER, &mut preferred));
+        assert_eq!(preferred, ffi::HW_CONTEXT_OPENGL);
+        // SAFETY: SET_HW_SHARED_CONTEXT takes no data.
+        assert!(unsafe { environment(env::SET_HW_SHARED_CONTEXT, null_mut()) });
+        state::with(|s| s.core_name = "testcore".into());
+        let mut vulkan = ffi::HwRenderCallback {
+            context_type: 6,
+            context_reset: None,
+            get_current_framebuffer: None,
+            get_proc_address: None,
+            depth: false,
+            stencil: false,
+            bottom_left_origin: false,
+            version_major: 1,
+            version_minor: 0,
+            cache_context: false,
+            context_destroy: None,
+            debug_context: false,
+        };
+        assert!(!env_call(env::SET_HW_RENDER, &mut vulkan));
+        assert!(vulkan.get_proc_address.is_none());
+        let refusal = state::with(|s| s.hw_refusal.take().map(|e| e.to_string())).flatten();
+        assert_eq!(
+            refusal.as_deref(),
+            Some("testcore asks for Vulkan rendering; framelock runs OpenGL and OpenGL ES cores only")
+        );
+        assert!(state::with(|s| s.hw.is_none()).unwrap());
+
+        // A software frame buffer in the core's pixel format (RGB565 by now), presented as is.
+        let mut fb = ffi::SoftwareFramebuffer {
+            data: null_mut(),
+            width: 3,
+            height: 2,
+            pitch: 0,
+            format: -1,
+            access_flags: 1,
+            memory_flags: 0,
+        };
+        assert!(env_call(env::GET_CURRENT_SOFTWARE_FRAMEBUFFER, &mut fb));
+        assert!(!fb.data.is_null());
+        assert_eq!((fb.pitch, fb.format), (8, ffi::PIXEL_FORMAT_RGB565));
+        // SAFETY: the buffer holds 2 rows of `pitch` bytes; the core draws, then presents it.
+        unsafe {
+            let rows = std::slice::from_raw_parts_mut(fb.data.cast::<u16>(), 8);
+            rows[..3].copy_from_slice(&[0xf800, 0x07e0, 0x001f]);
+            rows[4..7].copy_from_slice(&[0xffff, 0, 0xf800]);
+            video_refresh(fb.data, 3, 2, fb.pitch);
+        }
+        assert_eq!(
+            state::with(|s| {
+                let mut out = Vec::new();
+                s.frame.to_xrgb8888(&mut out);
+                out
+            }),
+            Some(vec![0xff0000, 0x00ff00, 0x0000ff, 0xffffff, 0, 0xff0000])
+        );
+        let mut empty = ffi::SoftwareFramebuffer { width: 0, ..fb };
+        assert!(!env_call(env::GET_CURRENT_SOFTWARE_FRAMEBUFFER, &mut empty));
 
         let px: [u16; 2] = [0xf800, 0x001f];
         // SAFETY: a 2x1 RGB565 frame, then a duplicate (NULL).

@@ -59,12 +59,17 @@ pub mod env {
     pub const SET_MEMORY_MAPS: c_uint = 36 | EXPERIMENTAL;
     pub const SET_GEOMETRY: c_uint = 37;
     pub const GET_LANGUAGE: c_uint = 39;
+    pub const GET_CURRENT_SOFTWARE_FRAMEBUFFER: c_uint = 40 | EXPERIMENTAL;
+    pub const GET_HW_RENDER_INTERFACE: c_uint = 41 | EXPERIMENTAL;
     pub const SET_SUPPORT_ACHIEVEMENTS: c_uint = 42 | EXPERIMENTAL;
+    pub const SET_HW_RENDER_CONTEXT_NEGOTIATION_INTERFACE: c_uint = 43 | EXPERIMENTAL;
     pub const SET_SERIALIZATION_QUIRKS: c_uint = 44;
+    pub const SET_HW_SHARED_CONTEXT: c_uint = 44 | EXPERIMENTAL;
     pub const GET_AUDIO_VIDEO_ENABLE: c_uint = 47 | EXPERIMENTAL;
     pub const GET_FASTFORWARDING: c_uint = 49 | EXPERIMENTAL;
     pub const GET_INPUT_BITMASKS: c_uint = 51 | EXPERIMENTAL;
     pub const GET_CORE_OPTIONS_VERSION: c_uint = 52;
+    pub const GET_PREFERRED_HW_RENDER: c_uint = 56;
     pub const SET_CORE_OPTIONS: c_uint = 53;
     pub const SET_CORE_OPTIONS_INTL: c_uint = 54;
     pub const SET_CORE_OPTIONS_DISPLAY: c_uint = 55;
@@ -93,7 +98,46 @@ pub type AudioSampleBatchFn = unsafe extern "C" fn(data: *const i16, frames: usi
 pub type InputPollFn = unsafe extern "C" fn();
 pub type InputStateFn =
     unsafe extern "C" fn(port: c_uint, device: c_uint, index: c_uint, id: c_uint) -> i16;
+pub type HwContextResetFn = unsafe extern "C" fn();
+pub type HwGetCurrentFramebufferFn = unsafe extern "C" fn() -> usize;
+/// Returns a function pointer (`retro_proc_address_t`), NULL if there is none.
+pub type HwGetProcAddressFn = unsafe extern "C" fn(sym: *const c_char) -> *const c_void;
 pub type LogPrintfFn = unsafe extern "C" fn(level: c_int, fmt: *const c_char, ...);
+
+/// `RETRO_HW_FRAME_BUFFER_VALID`: what a hardware-rendered core presents instead of pixels.
+pub const HW_FRAME_BUFFER_VALID: usize = usize::MAX;
+/// `RETRO_HW_CONTEXT_OPENGL`, the answer to GET_PREFERRED_HW_RENDER.
+pub const HW_CONTEXT_OPENGL: c_uint = 1;
+pub const MEMORY_TYPE_CACHED: c_uint = 1;
+
+/// `struct retro_hw_render_callback`; `context_type` read as a plain integer.
+#[repr(C)]
+pub struct HwRenderCallback {
+    pub context_type: c_int,
+    pub context_reset: Option<HwContextResetFn>,
+    pub get_current_framebuffer: Option<HwGetCurrentFramebufferFn>,
+    pub get_proc_address: Option<HwGetProcAddressFn>,
+    pub depth: bool,
+    pub stencil: bool,
+    pub bottom_left_origin: bool,
+    pub version_major: c_uint,
+    pub version_minor: c_uint,
+    pub cache_context: bool,
+    pub context_destroy: Option<HwContextResetFn>,
+    pub debug_context: bool,
+}
+
+/// `struct retro_framebuffer` (GET_CURRENT_SOFTWARE_FRAMEBUFFER).
+#[repr(C)]
+pub struct SoftwareFramebuffer {
+    pub data: *mut c_void,
+    pub width: c_uint,
+    pub height: c_uint,
+    pub pitch: usize,
+    pub format: c_int,
+    pub access_flags: c_uint,
+    pub memory_flags: c_uint,
+}
 
 #[repr(C)]
 pub struct SystemInfo {
@@ -258,5 +302,13 @@ mod tests {
         );
         assert_eq!(offset_of!(MessageExt, progress), 28);
         assert_eq!(size_of::<InputDescriptor>(), 24);
+        assert_eq!(offset_of!(HwRenderCallback, depth), 32);
+        assert_eq!(offset_of!(HwRenderCallback, version_major), 36);
+        assert_eq!(offset_of!(HwRenderCallback, cache_context), 44);
+        assert_eq!(offset_of!(HwRenderCallback, context_destroy), 48);
+        assert_eq!(size_of::<HwRenderCallback>(), 64);
+        assert_eq!(offset_of!(SoftwareFramebuffer, pitch), 16);
+        assert_eq!(offset_of!(SoftwareFramebuffer, memory_flags), 32);
+        assert_eq!(size_of::<SoftwareFramebuffer>(), 40);
     }
 }

@@ -43,6 +43,9 @@ pub struct Core {
     sram_path: Option<PathBuf>,
     /// The last frame the core presented, in its own pixel format.
     frame: RawFrame,
+    /// The size of the last frame, when the core drew it with OpenGL: its picture waits in
+    /// the host's read-back and `frame` is stale.
+    hw_frame: Option<(u32, u32)>,
     /// `frame` as XRGB8888, converted on first demand after each new frame.
     pixels: OnceCell<Vec<u32>>,
     /// The allocation `pixels` held before the last new frame, reused by the next conversion.
@@ -96,6 +99,7 @@ impl Core {
             _content_path: None,
             sram_path: None,
             frame: RawFrame::default(),
+            hw_frame: None,
             pixels: OnceCell::new(),
             spare_pixels: Cell::new(Vec::new()),
             frame_count: 0,
@@ -119,6 +123,8 @@ impl Core {
         core.initialized = true;
         core.info = system_info(&core.api);
         core.info.support_no_game = state::with(|s| s.support_no_game).unwrap_or(false);
+        let name = core.info.library_name.clone();
+        state::with(|s| s.core_name = name);
         if let Some(e) = state::with(|s| s.options.take_deferred_error()).flatten() {
             return Err(e);
         }
@@ -141,7 +147,10 @@ impl Core {
         if self.loaded {
             return Err(HostError::AlreadyLoaded);
         }
-        state::with(|s| s.shutdown = false);
+        state::with(|s| {
+            s.shutdown = false;
+            s.hw_refusal = None;
+        });
         log::clear();
         let ok = match content {
             None => {
@@ -156,8 +165,14 @@ impl Core {
             Some(path) => self.load_content(path)?,
         };
         let shown = content.map_or_else(|| "no content".to_owned(), |p| p.display().to_string());
+        let hw_refusal = state::with(|s| s.hw_refusal.take()).flatten();
         if !ok {
             self.content_hash = None;
+            // A core that gave up for want of its hardware context says no more than that.
+            drop(state::with(|s| s.hw.take()));
+            if let Some(e) = hw_refusal {
+                return Err(e);
+            }
             return Err(HostError::ContentRefused {
                 path: content.map(Path::to_owned).unwrap_or_default(),
                 log: last_problem(),
@@ -206,11 +221,57 @@ impl Core {
         // SAFETY: `av` is a valid out-pointer of the right type.
         unsafe { (self.api.get_system_av_info)(&mut av) };
         state::with(|s| s.av.update_from(&av));
+        if let Some(e) = hw_refusal {
+            tracing::warn!("{e}; the core goes on without it");
+        }
+        self.start_hw()?;
         if let Some(path) = content {
             self.load_sram(path);
         }
         tracing::info!("loaded {shown}");
         Ok(())
+    }
+
+    /// With the game loaded: the hardware-rendered core's frame buffer, then its
+    /// `context_reset` (see `gl`). Nothing for a software core.
+    fn start_hw(&mut self) -> Result<(), HostError> {
+        let av = self.av_info();
+        let size = (
+            av.max_width.max(av.base_width),
+            av.max_height.max(av.base_height),
+        );
+        let name = self.info.library_name.clone();
+        let started = state::with(|s| s.hw.as_mut().map(|hw| hw.start(size, &name))).flatten();
+        match started {
+            None => Ok(()),
+            Some(Err(e)) if self.frame_count == 0 => {
+                self.unload();
+                Err(e)
+            }
+            // Asked for in `retro_run`: the game plays on, without a picture.
+            Some(Err(e)) => {
+                drop(state::with(|s| s.hw.take()));
+                Err(e)
+            }
+            Some(Ok(reset)) => {
+                if let Some(reset) = reset {
+                    // SAFETY: the core's own callback, with its context current; no lock held.
+                    unsafe { reset() };
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Whether the core draws with OpenGL (negotiated SET_HW_RENDER).
+    pub fn hardware_rendered(&self) -> bool {
+        state::with(|s| s.hw.is_some()).unwrap_or(false)
+    }
+
+    /// The core's hardware rendering (what it asked for, the context, the read-back's
+    /// numbers), if it draws with OpenGL.
+    pub fn gl_report(&self) -> Option<super::gl::GlReport> {
+        state::with(|s| s.hw.as_ref().map(|hw| hw.report())).flatten()
     }
 
     /// Reads the content, hashes it and calls `retro_load_game` with path or bytes.
@@ -273,6 +334,7 @@ impl Core {
         }
         let before = state::with(|s| {
             s.inputs = *inputs;
+            current(s);
             s.audio.len()
         })
         .unwrap_or(0);
@@ -283,10 +345,16 @@ impl Core {
                 let excess = s.audio.len() - AUDIO_CAP;
                 s.audio.drain(..excess);
             }
-            if s.frame_fresh {
+            if let Some(size) = s.hw_frame.take() {
+                self.hw_frame = Some(size);
+                if let Some(old) = self.pixels.take() {
+                    self.spare_pixels.set(old);
+                }
+            } else if s.frame_fresh {
                 // Swap, not copy: the callback's next frame reuses our old buffer.
                 std::mem::swap(&mut self.frame, &mut s.frame);
                 s.frame_fresh = false;
+                self.hw_frame = None;
                 if let Some(old) = self.pixels.take() {
                     self.spare_pixels.set(old);
                 }
@@ -298,19 +366,36 @@ impl Core {
         .unwrap_or(0);
         self.frame_samples = after.saturating_sub(before).min(after);
         self.frame_count += 1;
+        let asked_late = state::with(|s| s.hw.as_ref().is_some_and(|hw| !hw.started()));
+        if asked_late == Some(true) {
+            if let Err(e) = self.start_hw() {
+                tracing::error!("{e}");
+            }
+        }
     }
 
     /// The last frame the core presented (kept when it reports a duplicate). Converted to
     /// XRGB8888 on the first call after each new frame; runs that never look never convert.
+    /// A hardware-rendered core's picture is read back from its frame buffer here.
     pub fn video(&self) -> VideoFrame<'_> {
         let pixels = self.pixels.get_or_init(|| {
             let mut out = self.spare_pixels.take();
-            self.frame.to_xrgb8888(&mut out);
+            match self.hw_frame {
+                Some((w, h)) => {
+                    state::with(|s| s.hw.as_mut().map(|hw| hw.read(&mut out)));
+                    // Never fewer pixels than the size says, whatever the read gave.
+                    out.resize(w as usize * h as usize, 0);
+                }
+                None => self.frame.to_xrgb8888(&mut out),
+            }
             out
         });
+        let (width, height) = self
+            .hw_frame
+            .unwrap_or((self.frame.width(), self.frame.height()));
         VideoFrame {
-            width: self.frame.width(),
-            height: self.frame.height(),
+            width,
+            height,
             pixels,
         }
     }
@@ -396,6 +481,7 @@ impl Core {
 
     pub fn reset(&mut self) {
         if self.loaded {
+            state::with(current);
             // SAFETY: plain call on a loaded core.
             unsafe { (self.api.reset)() };
         }
@@ -413,6 +499,7 @@ impl Core {
         if !self.loaded {
             return Err(HostError::NotLoaded);
         }
+        state::with(current);
         // SAFETY: plain query; the size may change between frames, so ask every time.
         let size = unsafe { (self.api.serialize_size)() };
         if size == 0 {
@@ -440,6 +527,7 @@ impl Core {
         if self.ignore_loads {
             return Ok(());
         }
+        state::with(current);
         // SAFETY: `state` is readable for its length; the core only reads it.
         if unsafe { (self.api.unserialize)(state.as_ptr().cast(), state.len()) } {
             Ok(())
@@ -491,8 +579,13 @@ impl Core {
 
     /// Desync checksum of the emulated machine: equal in two processes that ran the same
     /// content with the same inputs. xxh3 over system/save/video RAM and the last frame
-    /// (the serialized state replaces the RAM for cores that expose none).
+    /// (the serialized state replaces the RAM for cores that expose none). A picture drawn
+    /// with OpenGL is left out: two GPUs, or two drivers, draw the same machine state a few
+    /// pixels apart, and peers would call that a desync.
     pub fn checksum(&mut self) -> u64 {
+        if self.hw_frame.is_some() {
+            return self.memory_checksum();
+        }
         let regions: Vec<(MemoryRegion, &[u8])> = checksum::REGIONS
             .iter()
             .filter_map(|&r| self.memory(r).map(|m| (r, m)))
@@ -600,6 +693,12 @@ impl Core {
 
     fn unload(&mut self) {
         if self.loaded {
+            // The core frees its GL objects while its context is still there.
+            let destroy = state::with(|s| s.hw.as_mut().and_then(|hw| hw.stop())).flatten();
+            if let Some(destroy) = destroy {
+                // SAFETY: the core's own callback, with its context current; no lock held.
+                unsafe { destroy() };
+            }
             // SAFETY: the game is loaded; unloaded exactly once.
             unsafe { (self.api.unload_game)() };
             self.loaded = false;
@@ -617,6 +716,7 @@ impl Drop for Core {
         }
         self.unload();
         if self.initialized {
+            state::with(current);
             // SAFETY: initialised once in `open`, deinitialised once here.
             unsafe { (self.api.deinit)() };
         }
@@ -676,6 +776,14 @@ pub(super) fn system_info(api: &CoreApi) -> CoreInfo {
         need_fullpath: raw.need_fullpath,
         block_extract: raw.block_extract,
         support_no_game: false,
+    }
+}
+
+/// Makes a hardware-rendered core's context current on this thread (before any call into
+/// the core: it may draw, or free GL objects, in any of them).
+fn current(s: &mut HostState) {
+    if let Some(hw) = &s.hw {
+        hw.make_current();
     }
 }
 

@@ -1,6 +1,8 @@
 //! The libretro host: loads a core (a `*_libretro.so` or the built-in game), answers its
 //! callbacks, feeds it one frame of input at a time and hands back video, audio, state
-//! and a desync checksum. It knows nothing about netplay or windows.
+//! and a desync checksum. It knows nothing about netplay or windows. A core that draws with
+//! OpenGL gets a context of its own, without a window, and its picture comes back through
+//! the same [`VideoFrame`] as a software core's (`gl`).
 //!
 //! **One core per process.** libretro callbacks carry no user pointer and cores keep
 //! global state, so only one [`Core`] may be alive at a time; [`Core::open`] returns
@@ -12,6 +14,7 @@ mod checksum;
 mod environment;
 mod fbneo;
 mod ffi;
+pub mod gl;
 mod instance;
 mod log;
 mod options;
@@ -54,6 +57,9 @@ pub struct CoreConfig {
     /// Test hook: `unserialize` reports success and loads nothing, as a core whose states
     /// do not round-trip (`play --test-ignore-loads`, for the sync test's own test).
     pub ignore_loads: bool,
+    /// Test hook for the benchmark: wait for the GPU before each hardware frame's read-back
+    /// (glFinish), so the read-back's time is its own (`play --test-gl-finish`).
+    pub gl_finish: bool,
 }
 
 /// What a core says about itself (`retro_get_system_info`).
@@ -190,13 +196,24 @@ pub enum HostError {
     SerializeFailed,
     #[error("core rejected a state of {len} bytes")]
     UnserializeFailed { len: usize },
+    /// SET_HW_RENDER for an API framelock does not draw with.
+    #[error("{core} asks for {asked} rendering; framelock runs OpenGL and OpenGL ES cores only")]
+    HwUnsupported { core: String, asked: String },
+    /// SET_HW_RENDER for OpenGL, but no such context can be made here.
+    #[error("{core} asks for an {asked} context, and none can be made: {reason}")]
+    HwContext {
+        core: String,
+        asked: String,
+        reason: String,
+    },
     #[error("cannot write save ram {}: {}", .path.display(), io_reason(.io))]
     WriteSram { path: PathBuf, io: std::io::Error },
 }
 
 impl HostError {
     /// Whether the message names the core or content file it is about: a caller that would
-    /// add "loading core X: " should not say X twice.
+    /// add "loading core X: " should not say X twice. (A hardware context's refusal names
+    /// the core, and happens with or without content.)
     pub fn names_its_file(&self) -> bool {
         matches!(
             self,
@@ -207,6 +224,8 @@ impl HostError {
                 | HostError::ContentPathNul(_)
                 | HostError::ContentRefused { .. }
                 | HostError::ShutdownDuringLoad { .. }
+                | HostError::HwUnsupported { .. }
+                | HostError::HwContext { .. }
         )
     }
 }

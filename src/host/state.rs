@@ -11,9 +11,10 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
+use super::gl::HwRender;
 use super::options::Options;
 use super::video::{PixelFormat, RawFrame};
-use super::{AvInfo, CoreConfig};
+use super::{AvInfo, CoreConfig, HostError};
 use crate::input::{Inputs, Pad};
 
 /// Option values that keep peers in step, used in netplay unless the caller sets the key:
@@ -40,6 +41,19 @@ pub struct HostState {
     pub controller_ports: u32,
     pub serialization_quirks: u64,
     pub unknown_commands: HashSet<u32>,
+    /// The core's name (`retro_get_system_info`), for messages about it.
+    pub core_name: String,
+    /// The hardware rendering the core negotiated (SET_HW_RENDER).
+    pub hw: Option<HwRender>,
+    /// Why the last SET_HW_RENDER was refused, for a load that then fails.
+    pub hw_refusal: Option<HostError>,
+    /// The size of the hardware frame presented since `Core` last looked (the picture
+    /// waits in `hw`).
+    pub hw_frame: Option<(u32, u32)>,
+    /// `CoreConfig::gl_finish`.
+    pub gl_finish: bool,
+    /// The buffer handed out by GET_CURRENT_SOFTWARE_FRAMEBUFFER.
+    pub soft_framebuffer: Vec<u32>,
 }
 
 impl HostState {
@@ -67,6 +81,12 @@ impl HostState {
             controller_ports: 0,
             serialization_quirks: 0,
             unknown_commands: HashSet::new(),
+            core_name: String::new(),
+            hw: None,
+            hw_refusal: None,
+            hw_frame: None,
+            gl_finish: config.gl_finish,
+            soft_framebuffer: Vec::new(),
         }
     }
 }

@@ -28,6 +28,14 @@ impl PixelFormat {
         }
     }
 
+    pub fn to_raw(self) -> c_int {
+        match self {
+            PixelFormat::Xrgb1555 => ffi::PIXEL_FORMAT_0RGB1555,
+            PixelFormat::Xrgb8888 => ffi::PIXEL_FORMAT_XRGB8888,
+            PixelFormat::Rgb565 => ffi::PIXEL_FORMAT_RGB565,
+        }
+    }
+
     pub fn bytes_per_pixel(self) -> usize {
         match self {
             PixelFormat::Xrgb8888 => 4,

@@ -16,8 +16,8 @@ use serde_json::Value;
 mod fixtures;
 #[allow(unused_imports)] // each test crate uses a different subset
 pub use fixtures::{
-    checksum, emitted_per_sent, fixture, framelock, framelock_in, genesis, text, Genesis,
-    SETUP_HINT,
+    checksum, core, emitted_per_sent, fixture, framelock, framelock_in, genesis, quadpong, text,
+    Genesis, SETUP_HINT,
 };
 
 /// No process of a test may live longer than this (the longest game a test plays is a
