@@ -182,3 +182,60 @@ pub fn for_content<'a>(
         }),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_names_and_any_systems_library_or_path_is_a_file() {
+        assert!(is_name("genesis_plus_gx"));
+        for file in [
+            "x.so",
+            "fbneo_libretro.so",
+            "fbneo_libretro.dll",
+            "FBNEO_LIBRETRO.DLL",
+            "x_libretro.dylib",
+            "./x",
+            r"cores\fbneo",
+            r"C:\cores\fbneo_libretro.dll",
+            "C:fbneo",
+            "",
+        ] {
+            assert!(!is_name(file), "{file}");
+        }
+        assert_eq!(
+            core_name(Path::new("/c/genesis_plus_gx_libretro.so")).as_deref(),
+            Some("genesis_plus_gx")
+        );
+        assert_eq!(
+            core_name(Path::new("fbneo_libretro.dll")).as_deref(),
+            Some("fbneo")
+        );
+    }
+
+    #[test]
+    fn windows_looks_beside_the_exe_then_in_retroarchs_folders() {
+        let dirs = windows_dirs(
+            Some(Path::new("D:/games/framelock")),
+            Some(Path::new("C:/Users/ana/AppData/Roaming")),
+        );
+        assert_eq!(
+            dirs,
+            vec![
+                Path::new("D:/games/framelock").join("cores"),
+                Path::new("C:/Users/ana/AppData/Roaming")
+                    .join("RetroArch")
+                    .join("cores"),
+                PathBuf::from(r"C:\RetroArch-Win64\cores"),
+            ]
+        );
+        let linux = search_dirs(Some(Path::new("/mine")), Some(Path::new("/home/ana")));
+        if cfg!(windows) {
+            assert_eq!(linux[0], Path::new("/mine"));
+        } else {
+            assert_eq!(linux[1], Path::new("/home/ana/.config/retroarch/cores"));
+            assert!(linux.contains(&PathBuf::from("/usr/lib/x86_64-linux-gnu/libretro")));
+        }
+    }
+}
