@@ -10,9 +10,7 @@
 //! Windows 10 that Rust's std imports). Without the Rust target, MinGW or Wine, every test
 //! prints one line saying it was NOT RUN and returns.
 
-#[allow(clippy::duplicate_mod)]
-#[path = "fixtures/mod.rs"]
-mod fixtures;
+mod play_common;
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -20,7 +18,7 @@ use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use fixtures::{checksum, free_port, text};
+use play_common::{checksum, free_port, start_xvfb, text};
 use serde_json::Value;
 
 const TARGET: &str = "x86_64-pc-windows-gnu";
@@ -60,9 +58,10 @@ fn root() -> &'static Path {
 
 /// Runs a `.ci` script: `Ok(stdout)`, or `Err` with its one line when it exits 3 (a tool
 /// missing: the checks are not run); any other failure fails the test.
-fn ci_script(name: &str) -> Result<String, String> {
+fn ci_script(name: &str, args: &[&str]) -> Result<String, String> {
     let out = Command::new("bash")
         .arg(root().join(".ci").join(name))
+        .args(args)
         .output()
         .unwrap_or_else(|e| panic!("cannot run .ci/{name}: {e}"));
     match out.status.code() {
@@ -75,13 +74,13 @@ fn ci_script(name: &str) -> Result<String, String> {
 fn setup() -> Result<Wine, String> {
     // Builds what changed: seconds when CI's .ci/test built it already.
     let t = Instant::now();
-    ci_script("windows-build")?;
+    ci_script("windows-build", &[])?;
     eprintln!(
         "windows build checked in {:.1} s",
         t.elapsed().as_secs_f64()
     );
     let t = Instant::now();
-    let lines = ci_script("wine-prefix")?;
+    let lines = ci_script("wine-prefix", &[])?;
     eprintln!("Wine prefix ready in {:.1} s", t.elapsed().as_secs_f64());
     let mut lines = lines.lines();
     let (loader, prefix) = (lines.next(), lines.next());
@@ -122,7 +121,7 @@ fn win(path: &Path) -> String {
 }
 
 fn linux(home: &Path) -> Command {
-    fixtures::framelock(home)
+    play_common::framelock(home)
 }
 
 /// One running framelock (either system) with its log in a file, killed if it overruns.
@@ -588,9 +587,12 @@ fn errors_a_windows_user_meets_name_the_problem() {
         "--core",
         r"C:\cores\nope_libretro.dll",
     ]);
-    fails_with(
-        &out,
-        r"cannot open core C:\cores\nope_libretro.dll: the system cannot find",
+    // Wine words it "path not found", Windows "the system cannot find the path specified".
+    fails_with(&out, r"cannot open core C:\cores\nope_libretro.dll: ");
+    let err = String::from_utf8_lossy(&out.stderr).to_lowercase();
+    assert!(
+        err.contains("not found") || err.contains("cannot find"),
+        "{err}"
     );
     let out = w.run(&[
         "play",
@@ -612,4 +614,89 @@ fn errors_a_windows_user_meets_name_the_problem() {
         .output()
         .unwrap();
     fails_with(&out, "is not a libretro core: a Windows DLL");
+}
+
+#[test]
+fn the_exe_opens_a_game_window_under_xvfb() {
+    let w = wine_or_skip!();
+    // A prefix of its own: the others' Wine desktop started without a display.
+    let prefix = match ci_script("wine-prefix", &["wine-prefix-window"]) {
+        Ok(lines) => PathBuf::from(lines.lines().nth(1).expect("the prefix")),
+        Err(why) => {
+            eprintln!("NOT RUN (Windows check): {why}");
+            return;
+        }
+    };
+    let x = start_xvfb();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let mut cmd = w.framelock(&w.exe);
+    cmd.env("DISPLAY", &x.display).env("WINEPREFIX", &prefix);
+    let mut game = Proc::spawn(
+        cmd,
+        d,
+        "window",
+        &args(&[
+            "play",
+            "--frames",
+            "900",
+            "--bot",
+            "1",
+            "--no-audio",
+            "--scale",
+            "2",
+        ]),
+    );
+    // The first frames are on screen once the log says it runs; a little more for Wine.
+    let shown = game.wait_for_log("bot (seed 1) plays player 1", Duration::from_secs(60));
+    std::thread::sleep(Duration::from_secs(5));
+    let png = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("wine-window.png");
+    let grabbed = Command::new("import")
+        .args(["-display", &x.display, "-window", "root"])
+        .arg(&png)
+        .status()
+        .is_ok_and(|s| s.success());
+    let log = game.log_text();
+    if !shown || !grabbed {
+        // What stopped it, in framelock's or Wine's words.
+        let why = log
+            .lines()
+            .rev()
+            .find(|l| l.contains("error") || l.contains("ERROR") || l.contains("WARN"))
+            .unwrap_or("no game frame within 60 s");
+        eprintln!("NOT RUN (Windows check): no window under Wine + Xvfb: {why}");
+        return;
+    }
+    // The X screen is black (-br) but for the window: the game's arena and riders.
+    let out = Command::new("convert")
+        .arg(&png)
+        .args([
+            "-colorspace",
+            "gray",
+            "-threshold",
+            "8%",
+            "-format",
+            "%[fx:mean]",
+            "info:",
+        ])
+        .output()
+        .unwrap();
+    let lit: f64 = String::from_utf8_lossy(&out.stdout)
+        .trim()
+        .parse()
+        .unwrap_or(0.0);
+    // A 640x480 window on a 1280x1024 screen is 23% of it; the arena's lines and riders
+    // light a fraction of that.
+    assert!(
+        lit > 0.002,
+        "{:.4} of the screen lit; see {}\n{log}",
+        lit,
+        png.display()
+    );
+    eprintln!(
+        "Wine window screenshot: {} ({:.2}% lit)",
+        png.display(),
+        lit * 100.0
+    );
+    game.wait_ok(Duration::from_secs(60));
 }
