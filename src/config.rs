@@ -190,7 +190,11 @@ fn resolve_path(
         None if p.is_absolute() => return Ok(p.to_path_buf()),
         None => return Ok(base.join(p)),
         Some("") => "",
-        Some(rest) => match rest.strip_prefix('/') {
+        // `~\` too on Windows, where both separators are.
+        Some(rest) => match rest
+            .strip_prefix('/')
+            .or_else(|| rest.strip_prefix('\\').filter(|_| cfg!(windows)))
+        {
             Some(rest) => rest,
             None => return Err("~user is not expanded; write the full path or ~/..."),
         },
@@ -288,7 +292,8 @@ const KNOWN_KEYS: &[(&str, Option<&[&str]>)] = &[
     ("core_options", None),
 ];
 
-/// `~/.config/framelock/config.toml` (honours `XDG_CONFIG_HOME`).
+/// `~/.config/framelock/config.toml` (honours `XDG_CONFIG_HOME`); on Windows
+/// `%APPDATA%\framelock\config\config.toml`.
 pub fn default_path() -> Option<PathBuf> {
     directories::ProjectDirs::from("", "", "framelock").map(|d| d.config_dir().join("config.toml"))
 }
@@ -300,9 +305,11 @@ fn cache_dir() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("framelock-cache"))
 }
 
+/// `~/.local/share/framelock` (honours `XDG_DATA_HOME`); on Windows
+/// `%LOCALAPPDATA%\framelock\data`: recordings and saves stay on this machine.
 fn data_dir() -> PathBuf {
     directories::ProjectDirs::from("", "", "framelock")
-        .map(|d| d.data_dir().to_path_buf())
+        .map(|d| d.data_local_dir().to_path_buf())
         .unwrap_or_else(|| PathBuf::from("framelock-data"))
 }
 
@@ -469,6 +476,44 @@ mod tests {
             empty.keymaps(),
             vec![KeyMap::default_for(0), KeyMap::default_for(1)]
         );
+    }
+
+    #[test]
+    fn crlf_files_load_as_lf_files_do_and_errors_count_lines_alike() {
+        let crlf = EXAMPLE.replace('\n', "\r\n");
+        assert_eq!(parse(&crlf).unwrap(), parse(EXAMPLE).unwrap());
+        let text = "[video]\r\nscale = 4\r\n[core_options]\r\n\"a\" = \"b\"\r\n";
+        let c = parse(text).unwrap();
+        assert_eq!(c.video.scale, 4);
+        assert_eq!(c.core_options.get("a").map(String::as_str), Some("b"));
+        let e = parse("[video]\r\nscale = 2\r\nfullscreen = maybe\r\n").unwrap_err();
+        assert!(e.to_string().contains("line 3"), "{e}");
+    }
+
+    #[test]
+    fn windows_paths_keep_their_drive_letters_and_backslashes() {
+        // Literal strings ('...') take backslashes as they are, basic ones ("...") doubled.
+        let c = parse(
+            "[paths]\r\ncores_dir = 'C:\\RetroArch-Win64\\cores'\r\nsave_dir = \"D:\\\\saves\"\r\n",
+        )
+        .unwrap();
+        let cores = c.paths.cores_dir.unwrap();
+        let saves = c.paths.save_dir.unwrap();
+        if cfg!(windows) {
+            assert_eq!(cores, Path::new(r"C:\RetroArch-Win64\cores"));
+            assert_eq!(saves, Path::new(r"D:\saves"));
+        } else {
+            // Not absolute here: anchored at the config file's directory, text intact.
+            assert!(cores.ends_with(r"C:\RetroArch-Win64\cores"), "{cores:?}");
+            assert!(saves.ends_with(r"D:\saves"), "{saves:?}");
+        }
+        let home = || Some(PathBuf::from("/home/me"));
+        let tilde = resolve_path(Path::new(r"~\games"), Path::new("/cfg"), home);
+        if cfg!(windows) {
+            assert_eq!(tilde, Ok(PathBuf::from("/home/me").join("games")));
+        } else {
+            assert!(tilde.is_err(), "~\\ is a Windows spelling");
+        }
     }
 
     #[test]

@@ -36,8 +36,26 @@ fn left_ok<T>(
 }
 
 fn run(cli: Cli) -> anyhow::Result<()> {
+    // These two read no config: a broken config file must not stop a package's build.
+    match &cli.command {
+        Command::Completions(args) => {
+            use std::io::Write;
+            std::io::stdout().write_all(&framelock::cli::completions(args.shell))?;
+            return Ok(());
+        }
+        Command::ManPages(args) => {
+            for page in framelock::cli::write_man_pages(&args.dir).map_err(|e| {
+                anyhow::anyhow!("cannot write man pages in {}: {e}", args.dir.display())
+            })? {
+                println!("{}", page.display());
+            }
+            return Ok(());
+        }
+        _ => {}
+    }
     let (config, _path) = Config::load(cli.config.as_deref())?;
     match cli.command {
+        Command::Completions(_) | Command::ManPages(_) => unreachable!("handled above"),
         Command::Play(args) => {
             let options = args.to_options(&config)?;
             framelock::app::play(&options)?;

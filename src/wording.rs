@@ -8,7 +8,8 @@ use std::io;
 /// Errors that use it keep the `io::Error` in a field not named `source`, so that it is not also
 /// reported as their cause in its capitalised form.
 pub(crate) fn io_reason(e: &io::Error) -> String {
-    let s = e.to_string();
+    // Windows' texts are sentences: "The system cannot find the file specified. (os error 2)".
+    let s = e.to_string().replace(". (os error", " (os error");
     let mut c = s.chars();
     match c.next() {
         Some(first) => first.to_lowercase().chain(c).collect(),

@@ -249,3 +249,70 @@ fn an_interrupted_verify_fails_as_incomplete() {
         }
     }
 }
+
+#[test]
+fn a_log_moved_with_its_game_finds_the_game_by_name_beside_it() {
+    let g = genesis();
+    let home = tempfile::tempdir().unwrap();
+    let h = home.path();
+    for d in ["recorded", "elsewhere", "cwd"] {
+        std::fs::create_dir(h.join(d)).unwrap();
+    }
+    std::fs::copy(&g.rom, h.join("recorded/airstriker.md")).unwrap();
+    let core = g.core.to_str().unwrap();
+    let out = run(
+        h,
+        &[
+            "play",
+            "recorded/airstriker.md",
+            "--core",
+            core,
+            "--option",
+            GENESIS_OPTION,
+            "--headless",
+            "--fast",
+            "--frames",
+            "240",
+            "--bot",
+            "2",
+            "--record",
+            "recorded/a.flr",
+        ],
+    );
+    assert_ok(&out);
+    // Both moved, as a log and its game copied to another machine; the recorded path is gone.
+    for f in ["a.flr", "airstriker.md"] {
+        std::fs::rename(h.join("recorded").join(f), h.join("elsewhere").join(f)).unwrap();
+    }
+    let verify = |cwd: &str, log: &str| {
+        replay_common::framelock(h)
+            .current_dir(h.join(cwd))
+            .args([
+                "replay",
+                "--headless",
+                "--fast",
+                "--verify",
+                "--core",
+                core,
+                log,
+            ])
+            .output()
+            .unwrap()
+    };
+    let out = verify("cwd", "../elsewhere/a.flr");
+    assert_ok(&out);
+    assert!(
+        replay_common::stderr(&out).contains("the recorded content is ../elsewhere/airstriker.md"),
+        "{}",
+        text(&out)
+    );
+    // Another game under the same name is not taken for it.
+    std::fs::write(h.join("elsewhere/airstriker.md"), b"not the game").unwrap();
+    let out = verify("cwd", "../elsewhere/a.flr");
+    assert!(!out.status.success(), "{}", text(&out));
+    assert!(
+        replay_common::stderr(&out).contains("airstriker.md (xxh3"),
+        "{}",
+        text(&out)
+    );
+}

@@ -2,7 +2,8 @@
 //! one video frame per frame of the log and a sound track as long, for the built-in game and
 //! Genesis Plus GX; a lossless file's frame K is the emulator's frame K pixel for pixel;
 //! clips and GIFs have exactly their frames; Genesis Plus GX's resolution changes at boot give
-//! one size; Ctrl-C leaves a playable file; bad output paths fail clearly.
+//! one size; Ctrl-C leaves a playable file; bad output paths fail clearly. The loopback TCP
+//! link that Windows uses in place of the pipes exports the same file and fails the same way.
 
 mod replay_common;
 
@@ -353,6 +354,43 @@ fn bad_outputs_fail_before_anything_runs() {
     // The log was only read.
     let log = std::fs::read(home.path().join("a.flr")).unwrap();
     assert!(!log.is_empty());
+}
+
+#[test]
+fn the_windows_tcp_link_exports_the_same_frames_and_fails_as_clearly() {
+    let home = tempfile::tempdir().unwrap();
+    record_builtin(home.path(), 300, Some(3), "a.flr");
+    let export = |file: &str, link: Option<&str>| {
+        let mut cmd = replay_common::framelock(home.path());
+        if let Some(link) = link {
+            cmd.env("FRAMELOCK_FFMPEG_LINK", link);
+        }
+        cmd.args([
+            "replay", "a.flr", "--export", file, "--scale", "1", "--force",
+        ]);
+        if file.ends_with(".mkv") {
+            cmd.arg("--lossless");
+        }
+        cmd.output().unwrap()
+    };
+    let out = export("tcp.mkv", Some("tcp"));
+    assert_ok(&out);
+    let out_pipe = export("pipe.mkv", None);
+    assert_ok(&out_pipe);
+    let (tcp, pipe) = (home.path().join("tcp.mkv"), home.path().join("pipe.mkv"));
+    assert_eq!(video_frames(&tcp), 300, "{}", text(&out));
+    assert_eq!(decoded_frame(&tcp, 299), decoded_frame(&pipe, 299));
+    let (a, b) = (audio_seconds(&tcp), audio_seconds(&pipe));
+    assert!(
+        (a - 5.0).abs() < 0.05 && (a - b).abs() < 1e-6,
+        "{a} s / {b} s of sound"
+    );
+    // ffmpeg's own words when it cannot write, as over the pipes (ffmpeg exits 0 when only
+    // a Matroska trailer fails to write, so this writes MP4).
+    std::os::unix::fs::symlink("/dev/full", home.path().join("full.mp4")).unwrap();
+    let out = export("full.mp4", Some("tcp"));
+    assert_fails_with(&out, "ffmpeg failed writing full.mp4");
+    assert_fails_with(&out, "No space left on device");
 }
 
 #[test]

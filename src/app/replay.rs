@@ -358,12 +358,15 @@ fn find_content(opts: &ReplayOptions, h: &Header) -> Result<Option<PathBuf>, Rep
     let path = match (&opts.content, h.content_path.as_deref()) {
         (Some(p), _) => p.clone(),
         (None, Some(p)) if Path::new(p).is_file() => PathBuf::from(p),
-        (None, hint) => {
-            return Err(ReplayRunError::ContentNeeded {
-                content: content_label(&h.content_name, want),
-                where_: where_recorded(hint),
-            })
-        }
+        (None, hint) => match beside_by_name(opts, h, want) {
+            Some(p) => p,
+            None => {
+                return Err(ReplayRunError::ContentNeeded {
+                    content: content_label(&h.content_name, want),
+                    where_: where_recorded(hint),
+                })
+            }
+        },
     };
     let got = hash_file(&path).map_err(|io| ReplayRunError::Content {
         path: path.clone(),
@@ -376,6 +379,24 @@ fn find_content(opts: &ReplayOptions, h: &Header) -> Result<Option<PathBuf>, Rep
         });
     }
     Ok(Some(path))
+}
+
+/// The recorded content by its file name beside the log, then in the working directory,
+/// if its hash is the log's: a log made on another machine (or system: `C:\roms\x.md` is
+/// no path on Linux) plays where it and its game were copied together.
+fn beside_by_name(opts: &ReplayOptions, h: &Header, want: u64) -> Option<PathBuf> {
+    let name = Path::new(&h.content_name);
+    // The name is a bare file name; anything else is not looked up.
+    if h.content_name.is_empty() || name.file_name() != Some(name.as_os_str()) {
+        return None;
+    }
+    let beside_log = opts.log.parent().map(|d| d.join(name));
+    let found = beside_log
+        .into_iter()
+        .chain([name.to_path_buf()])
+        .find(|p| p.is_file() && hash_file(p).is_ok_and(|got| got == want))?;
+    tracing::info!("replay: the recorded content is {}", found.display());
+    Some(found)
 }
 
 fn file_name(path: &Path) -> String {

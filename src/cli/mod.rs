@@ -11,19 +11,33 @@
 
 mod cores;
 mod error;
+mod install;
 mod netplay;
 mod play;
 mod replay;
 
 pub use cores::{core_dirs, cores_json, cores_table, CoresArgs};
 pub use error::CliError;
+pub use install::{completions, write_man_pages, CompletionsArgs, ManPagesArgs};
 pub use netplay::{HostArgs, JoinArgs, NetArgs, RoomsArgs, ServeArgs};
 pub use play::{LocalArgs, PlayArgs, VideoArgs, ViewArgs};
 pub use replay::ReplayArgs;
 
 use std::path::PathBuf;
+use std::sync::LazyLock;
 
 use clap::{Parser, Subcommand};
+
+/// `--version`: the release and the netplay protocol and recording format it speaks (peers
+/// must speak the same protocol).
+pub static VERSION: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "{} (netplay protocol {}, recording format {})",
+        env!("CARGO_PKG_VERSION"),
+        crate::wire::PROTOCOL_VERSION,
+        crate::replay::FORMAT_VERSION
+    )
+});
 
 const AFTER_HELP: &str = "\
 Examples:
@@ -39,12 +53,14 @@ Examples:
 
 Keys: arrows/Z/X/A/S/Q/W/Enter/RShift = player 1, I/J/K/L/V/B/F/G/R/T/6/5 = player 2,
 P pause, F11 or Alt+Enter fullscreen, F12 screenshot, Esc quit.
-Config: ~/.config/framelock/config.toml (see README). Logging: RUST_LOG=debug.";
+Config: ~/.config/framelock/config.toml, on Windows %APPDATA%\\framelock\\config\\config.toml
+(see README). Logging: RUST_LOG=debug.";
 
 #[derive(Debug, Parser)]
-#[command(name = "framelock", version, about = "Libretro frontend for playing arcade games with friends over keyframe lockstep netplay", after_help = AFTER_HELP)]
+#[command(name = "framelock", version = VERSION.as_str(), about = "Libretro frontend for playing arcade games with friends over keyframe lockstep netplay", after_help = AFTER_HELP)]
 pub struct Cli {
-    /// Config file to use instead of ~/.config/framelock/config.toml.
+    /// Config file to use instead of ~/.config/framelock/config.toml (Windows:
+    /// %APPDATA%\framelock\config\config.toml).
     #[arg(long, global = true, value_name = "PATH")]
     pub config: Option<PathBuf>,
     #[command(subcommand)]
@@ -81,7 +97,22 @@ pub enum Command {
     /// List the libretro cores found by name: what `--core NAME` takes.
     #[command(after_help = CORES_HELP)]
     Cores(CoresArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    #[command(after_help = COMPLETIONS_HELP)]
+    Completions(CompletionsArgs),
+    /// Write the man pages (framelock.1, framelock-COMMAND.1) into a directory.
+    #[command(hide = true)]
+    ManPages(ManPagesArgs),
 }
+
+const COMPLETIONS_HELP: &str = "\
+Examples:
+  framelock completions bash > ~/.local/share/bash-completion/completions/framelock
+  framelock completions zsh > ~/.zfunc/_framelock      (with fpath+=~/.zfunc)
+  framelock completions fish > ~/.config/fish/completions/framelock.fish
+  framelock completions powershell >> $PROFILE
+
+The .deb installs the bash, zsh and fish scripts already.";
 
 const CORES_HELP: &str = "\
 Examples:
@@ -90,7 +121,9 @@ Examples:
 
 Cores are found as NAME_libretro.so in, in order: [paths] cores_dir in the config,
 ~/.config/retroarch/cores, /usr/lib/x86_64-linux-gnu/libretro (Debian's libretro-*
-packages) and /usr/lib/libretro; the first one of a name wins. `--core NAME` runs it; with
+packages) and /usr/lib/libretro; the first one of a name wins. On Windows they are
+NAME_libretro.dll in cores_dir, the cores folder beside framelock.exe,
+%APPDATA%\\RetroArch\\cores and C:\\RetroArch-Win64\\cores. `--core NAME` runs it; with
 CONTENT and no --core, the one core that takes its extension runs it.";
 
 const REPLAY_HELP: &str = "\

@@ -13,7 +13,7 @@ use super::HostError;
 pub enum CoreSource {
     /// The built-in game (`lightcycles`), linked into framelock.
     Builtin,
-    /// A libretro core shared library (`*_libretro.so`).
+    /// A libretro core shared library (`*_libretro.so`, `*_libretro.dll` on Windows).
     Path(PathBuf),
 }
 
@@ -84,13 +84,18 @@ fn from_library(path: &Path) -> Result<CoreApi, HostError> {
     };
     // SAFETY: loading a library runs its initialisers; a libretro core is trusted code by
     // the user's choice of path.
-    let library = unsafe { Library::new(&load_path) }.map_err(|e| {
-        // dlerror starts with the path it was given, which the message names already.
-        let reason = e.to_string();
+    let library = unsafe { open_library(&load_path) }.map_err(|e| {
+        // dlerror starts with the path it was given, which the message names already;
+        // Windows' text is in the error's source.
+        let mut reason = e.to_string();
+        if let Some(source) = std::error::Error::source(&e) {
+            reason = format!("{reason}: {}", source.to_string().trim_end());
+        }
         let prefix = format!("{}: ", load_path.display());
+        let reason = reason.strip_prefix(&prefix).unwrap_or(&reason).to_owned();
         HostError::NotACore {
             path: path.to_owned(),
-            reason: reason.strip_prefix(&prefix).unwrap_or(&reason).to_owned(),
+            reason: explain_load_failure(path, reason),
         }
     })?;
 
@@ -131,6 +136,117 @@ fn from_library(path: &Path) -> Result<CoreApi, HostError> {
         get_memory_size: sym!("retro_get_memory_size"),
         _library: Some(library),
     })
+}
+
+/// Opens a library. On Windows the core's own folder is searched first for the DLLs it
+/// imports (LOAD_WITH_ALTERED_SEARCH_PATH, which wants an absolute path), as RetroArch
+/// finds a core's companions.
+///
+/// # Safety
+/// As [`Library::new`]: the library's initialisers run.
+unsafe fn open_library(path: &Path) -> Result<Library, libloading::Error> {
+    #[cfg(windows)]
+    {
+        const LOAD_WITH_ALTERED_SEARCH_PATH: u32 = 0x0000_0008;
+        let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_owned());
+        // SAFETY: the caller's.
+        unsafe {
+            libloading::os::windows::Library::load_with_flags(
+                absolute,
+                LOAD_WITH_ALTERED_SEARCH_PATH,
+            )
+        }
+        .map(Library::from)
+    }
+    #[cfg(not(windows))]
+    // SAFETY: the caller's.
+    unsafe {
+        Library::new(path)
+    }
+}
+
+/// The loader's `reason`, with what the file says about itself when that helps more: a
+/// library built for another system, or (Windows) the imported DLLs that cannot be found.
+fn explain_load_failure(path: &Path, reason: String) -> String {
+    let bytes = std::fs::read(path).unwrap_or_default();
+    let other_system = if cfg!(windows) {
+        bytes.starts_with(b"\x7fELF").then_some(
+            "a Linux library (ELF); Windows loads cores built for Windows: NAME_libretro.dll",
+        )
+    } else {
+        bytes.starts_with(b"MZ").then_some(
+            "a Windows DLL; this system loads cores built for it (on Debian: the libretro-* \
+             packages, NAME_libretro.so)",
+        )
+    };
+    if let Some(what) = other_system {
+        return what.to_string();
+    }
+    if cfg!(windows) {
+        let dir = path.parent().unwrap_or(Path::new("."));
+        let missing = missing_imports(&bytes, |dll| dir.join(dll).is_file() || system_has_dll(dll));
+        if !missing.is_empty() {
+            return format!(
+                "it needs {}, found neither beside it nor on the system (copy {} next to the \
+                 core)",
+                missing.join(", "),
+                if missing.len() == 1 { "it" } else { "them" }
+            );
+        }
+    }
+    reason
+}
+
+/// The DLLs a Windows library imports (from its PE import table) that `found` cannot find;
+/// API sets (`api-ms-*`, `ext-ms-*`) are the system's own and count as found.
+fn missing_imports(pe: &[u8], found: impl Fn(&str) -> bool) -> Vec<String> {
+    use object::read::pe::{PeFile32, PeFile64};
+    let imports = match object::FileKind::parse(pe) {
+        Ok(object::FileKind::Pe64) => PeFile64::parse(pe).ok().map(|f| dll_names(&f)),
+        Ok(object::FileKind::Pe32) => PeFile32::parse(pe).ok().map(|f| dll_names(&f)),
+        _ => None,
+    };
+    imports
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|dll| {
+            let lower = dll.to_ascii_lowercase();
+            !lower.starts_with("api-ms-") && !lower.starts_with("ext-ms-") && !found(dll)
+        })
+        .collect()
+}
+
+fn dll_names<Pe: object::read::pe::ImageNtHeaders>(
+    file: &object::read::pe::PeFile<Pe>,
+) -> Vec<String> {
+    let Ok(Some(table)) = file.import_table() else {
+        return Vec::new();
+    };
+    let Ok(mut descriptors) = table.descriptors() else {
+        return Vec::new();
+    };
+    let mut names = Vec::new();
+    while let Ok(Some(d)) = descriptors.next() {
+        if let Ok(name) = table.name(d.name.get(object::LittleEndian)) {
+            names.push(String::from_utf8_lossy(name).into_owned());
+        }
+    }
+    names
+}
+
+/// Whether Windows' own search (system folders, the executable's, PATH) finds `dll`: loaded
+/// as a data file, so nothing in it runs.
+#[cfg(windows)]
+fn system_has_dll(dll: &str) -> bool {
+    const LOAD_LIBRARY_AS_DATAFILE: u32 = 0x0000_0002;
+    // SAFETY: a data-file mapping runs no code of the library.
+    unsafe { libloading::os::windows::Library::load_with_flags(dll, LOAD_LIBRARY_AS_DATAFILE) }
+        .is_ok()
+}
+
+#[cfg(not(windows))]
+fn system_has_dll(_: &str) -> bool {
+    true
 }
 
 /// The built-in core's exports, resolved at link time like a C frontend that links a core

@@ -1,9 +1,12 @@
-//! Cores found by name: `--core genesis_plus_gx` means `genesis_plus_gx_libretro.so` in the
-//! first of these directories that has it:
+//! Cores found by name: `--core genesis_plus_gx` means `genesis_plus_gx_libretro.so`
+//! (`.dll` on Windows, `.dylib` on macOS) in the first of these directories that has it:
 //! 1. `[paths] cores_dir` in the config;
 //! 2. RetroArch's `~/.config/retroarch/cores`;
 //! 3. Debian's `/usr/lib/x86_64-linux-gnu/libretro` (where the `libretro-*` packages install);
 //! 4. `/usr/lib/libretro`.
+//!
+//! On Windows, after `cores_dir`: the `cores` folder beside `framelock.exe`, then
+//! RetroArch's: `%APPDATA%\RetroArch\cores` and the installer's `C:\RetroArch-Win64\cores`.
 //!
 //! A core's name, version and extensions come from `retro_get_system_info`, which libretro
 //! allows before `retro_init`: listing cores loads each library but runs none of them.
@@ -13,12 +16,29 @@ use std::path::{Path, PathBuf};
 use super::instance;
 use super::{CoreSource, HostError};
 
-/// What every core library's file name ends with.
-pub const SUFFIX: &str = "_libretro.so";
+/// What every core library's file name ends with on this system.
+pub const SUFFIX: &str = if cfg!(windows) {
+    "_libretro.dll"
+} else if cfg!(target_os = "macos") {
+    "_libretro.dylib"
+} else {
+    "_libretro.so"
+};
+
+/// Shared-library extensions of every system: a name ending in one is a file, not a name.
+const LIBRARY_EXTENSIONS: [&str; 3] = [".so", ".dll", ".dylib"];
 
 /// The directories searched for cores, in order (see the module doc).
 pub fn search_dirs(cores_dir: Option<&Path>, home: Option<&Path>) -> Vec<PathBuf> {
     let mut dirs: Vec<PathBuf> = cores_dir.map(Path::to_path_buf).into_iter().collect();
+    if cfg!(windows) {
+        let exe_dir = std::env::current_exe()
+            .ok()
+            .and_then(|exe| exe.parent().map(Path::to_path_buf));
+        let appdata = std::env::var_os("APPDATA").map(PathBuf::from);
+        dirs.extend(windows_dirs(exe_dir.as_deref(), appdata.as_deref()));
+        return dirs;
+    }
     if let Some(home) = home {
         dirs.push(home.join(".config/retroarch/cores"));
     }
@@ -27,10 +47,23 @@ pub fn search_dirs(cores_dir: Option<&Path>, home: Option<&Path>) -> Vec<PathBuf
     dirs
 }
 
-/// Whether `--core VALUE` names a core rather than a file: no directory part and no
-/// `.so` at the end (`./x.so`, `/opt/x_libretro.so` and `x_libretro.so` are files).
+/// Windows' directories after `cores_dir`: beside the executable, then RetroArch's.
+fn windows_dirs(exe_dir: Option<&Path>, appdata: Option<&Path>) -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = exe_dir.map(|d| d.join("cores")).into_iter().collect();
+    dirs.extend(appdata.map(|d| d.join("RetroArch").join("cores")));
+    dirs.push(PathBuf::from(r"C:\RetroArch-Win64\cores"));
+    dirs
+}
+
+/// Whether `--core VALUE` names a core rather than a file: no directory part (`/`, or `\`
+/// and a drive's `:` on any system: a Windows path in a shared command line is a path) and
+/// no library extension at the end (`./x.so`, `x_libretro.so` and `C:x.dll` are files).
 pub fn is_name(value: &str) -> bool {
-    !value.is_empty() && !value.contains('/') && !value.ends_with(".so")
+    !value.is_empty()
+        && !value.contains(['/', '\\', ':'])
+        && !LIBRARY_EXTENSIONS
+            .iter()
+            .any(|ext| value.to_ascii_lowercase().ends_with(ext))
 }
 
 /// The first `NAME_libretro.so` in `dirs`.
@@ -149,10 +182,14 @@ pub fn list(dirs: &[PathBuf]) -> Vec<FoundCore> {
     found
 }
 
-/// What `--core` calls the library at `path`: its file name without `_libretro.so`.
+/// What `--core` calls the library at `path`: its file name without `_libretro.so` (or
+/// `.dll`, `.dylib`).
 pub fn core_name(path: &Path) -> Option<String> {
     let file = path.file_name()?.to_str()?;
-    Some(file.strip_suffix(SUFFIX).unwrap_or(file).to_string())
+    let name = LIBRARY_EXTENSIONS
+        .iter()
+        .find_map(|ext| file.strip_suffix(&format!("_libretro{ext}")));
+    Some(name.unwrap_or(file).to_string())
 }
 
 /// A core library's name, version and extensions, without initialising it.
@@ -196,5 +233,62 @@ pub fn for_content<'a>(
             content: content.to_path_buf(),
             names: many.iter().map(|c| c.name.clone()).collect(),
         }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_names_and_any_systems_library_or_path_is_a_file() {
+        assert!(is_name("genesis_plus_gx"));
+        for file in [
+            "x.so",
+            "fbneo_libretro.so",
+            "fbneo_libretro.dll",
+            "FBNEO_LIBRETRO.DLL",
+            "x_libretro.dylib",
+            "./x",
+            r"cores\fbneo",
+            r"C:\cores\fbneo_libretro.dll",
+            "C:fbneo",
+            "",
+        ] {
+            assert!(!is_name(file), "{file}");
+        }
+        assert_eq!(
+            core_name(Path::new("/c/genesis_plus_gx_libretro.so")).as_deref(),
+            Some("genesis_plus_gx")
+        );
+        assert_eq!(
+            core_name(Path::new("fbneo_libretro.dll")).as_deref(),
+            Some("fbneo")
+        );
+    }
+
+    #[test]
+    fn windows_looks_beside_the_exe_then_in_retroarchs_folders() {
+        let dirs = windows_dirs(
+            Some(Path::new("D:/games/framelock")),
+            Some(Path::new("C:/Users/ana/AppData/Roaming")),
+        );
+        assert_eq!(
+            dirs,
+            vec![
+                Path::new("D:/games/framelock").join("cores"),
+                Path::new("C:/Users/ana/AppData/Roaming")
+                    .join("RetroArch")
+                    .join("cores"),
+                PathBuf::from(r"C:\RetroArch-Win64\cores"),
+            ]
+        );
+        let linux = search_dirs(Some(Path::new("/mine")), Some(Path::new("/home/ana")));
+        if cfg!(windows) {
+            assert_eq!(linux[0], Path::new("/mine"));
+        } else {
+            assert_eq!(linux[1], Path::new("/home/ana/.config/retroarch/cores"));
+            assert!(linux.contains(&PathBuf::from("/usr/lib/x86_64-linux-gnu/libretro")));
+        }
     }
 }

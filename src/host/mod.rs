@@ -135,7 +135,7 @@ impl MemoryRegion {
 #[derive(Debug, thiserror::Error)]
 pub enum HostError {
     /// `--core NAME` is in none of the search directories.
-    #[error("no core named {name}: looked for {name}_libretro.so in {} (set [paths] cores_dir in the config, or pass --core PATH)", dir_list(.looked))]
+    #[error("no core named {name}: looked for {name}{} in {} (set [paths] cores_dir in the config, or pass --core PATH)", catalog::SUFFIX, dir_list(.looked))]
     CoreNotFound { name: String, looked: Vec<PathBuf> },
     /// CONTENT without `--core`, and no core found takes its extension.
     #[error("no core found takes {}: looked in {} (pass --core NAME or --core PATH)", .content.display(), dir_list(.looked))]

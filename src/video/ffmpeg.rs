@@ -1,20 +1,30 @@
-//! The `ffmpeg` binary as an encoder: raw `bgr0` frames go down one pipe (its fd 3), raw
-//! interleaved stereo `s16le` samples down another (fd 4); ffmpeg muxes them into the file.
+//! The `ffmpeg` binary as an encoder: raw `bgr0` frames go down one stream, raw interleaved
+//! stereo `s16le` samples down another; ffmpeg muxes them into the file.
+//!
+//! On Unix the streams are pipes at ffmpeg's fd 3 and 4. Windows hands a child only its three
+//! standard handles, so there ffmpeg reads two loopback TCP connections that it makes itself
+//! (`tcp://127.0.0.1:PORT`); `FRAMELOCK_FFMPEG_LINK=tcp` picks that link on Unix too, which is
+//! how the tests cover it.
 //!
 //! ffmpeg runs in a process group of its own, so the terminal's Ctrl-C reaches only
-//! framelock, which then closes the pipes: ffmpeg sees the end of its input and finishes the
-//! file properly. Closing the pipes is also what happens if framelock dies, so a file is
+//! framelock, which then closes the streams: ffmpeg sees the end of its input and finishes
+//! the file properly. Closing them is also what happens if framelock dies, so a file is
 //! finished whichever way framelock stops. Its error output is kept (the last lines) to say
 //! why it failed, e.g. a full disk.
 
 use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{Ipv4Addr, TcpListener, TcpStream};
+#[cfg(unix)]
 use std::os::fd::{AsRawFd, OwnedFd};
+#[cfg(unix)]
 use std::os::unix::process::CommandExt;
+#[cfg(windows)]
+use std::os::windows::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::format::Format;
 use super::VideoError;
@@ -35,21 +45,260 @@ pub struct Input {
     pub sample_rate: Option<u32>,
 }
 
+/// Whether the streams go over loopback TCP rather than pipes (see the module doc).
+fn tcp_link() -> bool {
+    cfg!(not(unix)) || std::env::var_os("FRAMELOCK_FFMPEG_LINK").is_some_and(|v| v == "tcp")
+}
+
+/// Where one stream's bytes go.
+enum Sink {
+    #[cfg(unix)]
+    Pipe(std::io::PipeWriter),
+    /// ffmpeg's connection, taken from `listener` on the first write: ffmpeg opens its
+    /// inputs one after the other, reading the first before it connects to the second.
+    Tcp {
+        listener: TcpListener,
+        stream: Option<TcpStream>,
+        child: Arc<Mutex<Child>>,
+    },
+}
+
+impl Sink {
+    /// Writes what it can without blocking (the picture stream).
+    fn write_some(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        match self {
+            #[cfg(unix)]
+            Sink::Pipe(pipe) => {
+                set_nonblocking(pipe.as_raw_fd());
+                pipe.write(bytes)
+            }
+            Sink::Tcp {
+                listener,
+                stream,
+                child,
+            } => {
+                let stream = connected(listener, stream, child)?;
+                stream.set_nonblocking(true)?;
+                stream.write(bytes)
+            }
+        }
+    }
+
+    /// Writes everything, waiting as long as ffmpeg takes (the sound stream).
+    fn write_all(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        match self {
+            #[cfg(unix)]
+            Sink::Pipe(pipe) => pipe.write_all(bytes),
+            Sink::Tcp {
+                listener,
+                stream,
+                child,
+            } => connected(listener, stream, child)?.write_all(bytes),
+        }
+    }
+
+    /// Returns within `most` or when the stream can take more.
+    fn wait_writable(&self, most: Duration) {
+        match self {
+            #[cfg(unix)]
+            Sink::Pipe(pipe) => poll_out(pipe.as_raw_fd(), most),
+            #[cfg(unix)]
+            Sink::Tcp {
+                stream: Some(s), ..
+            } => poll_out(s.as_raw_fd(), most),
+            // std has no readiness wait for a socket on Windows; a short nap keeps ffmpeg fed.
+            _ => std::thread::sleep(most.min(Duration::from_millis(2))),
+        }
+    }
+}
+
+/// The connection from ffmpeg, waiting for it if it has not come yet.
+fn connected<'a>(
+    listener: &TcpListener,
+    stream: &'a mut Option<TcpStream>,
+    child: &Mutex<Child>,
+) -> std::io::Result<&'a mut TcpStream> {
+    if stream.is_none() {
+        *stream = Some(accept(listener, child)?);
+    }
+    Ok(stream.as_mut().expect("just connected"))
+}
+
+/// ffmpeg's connection to `listener`; an error if it exits first or makes none in time.
+fn accept(listener: &TcpListener, child: &Mutex<Child>) -> std::io::Result<TcpStream> {
+    listener.set_nonblocking(true)?;
+    let start = Instant::now();
+    loop {
+        match listener.accept() {
+            Ok((stream, _)) => {
+                stream.set_nonblocking(false)?;
+                return Ok(stream);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                if let Ok(mut c) = child.try_lock() {
+                    if c.try_wait()?.is_some() {
+                        return Err(std::io::ErrorKind::BrokenPipe.into());
+                    }
+                }
+                if start.elapsed() >= STALL * 2 {
+                    return Err(std::io::ErrorKind::TimedOut.into());
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+#[cfg(unix)]
+fn set_nonblocking(fd: std::os::fd::RawFd) {
+    // SAFETY: fcntl on a descriptor the caller owns.
+    unsafe {
+        let flags = libc::fcntl(fd, libc::F_GETFL);
+        if flags >= 0 && flags & libc::O_NONBLOCK == 0 {
+            libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK);
+        }
+    }
+}
+
+#[cfg(unix)]
+fn poll_out(fd: std::os::fd::RawFd, most: Duration) {
+    let mut poll = libc::pollfd {
+        fd,
+        events: libc::POLLOUT,
+        revents: 0,
+    };
+    let ms = most.as_millis().min(i32::MAX as u128) as i32;
+    // SAFETY: one valid pollfd, for the duration of the call.
+    unsafe { libc::poll(&mut poll, 1, ms) };
+}
+
+/// The two streams' ends before ffmpeg starts: pipes (whose read ends ffmpeg inherits at fd
+/// 3 and 4) or listening sockets (which ffmpeg connects to).
+enum Link {
+    #[cfg(unix)]
+    Pipes {
+        video: (OwnedFd, std::io::PipeWriter),
+        audio: Option<(OwnedFd, std::io::PipeWriter)>,
+    },
+    Tcp {
+        video: TcpListener,
+        audio: Option<TcpListener>,
+    },
+}
+
+impl Link {
+    fn new(audio: bool) -> Result<Link, VideoError> {
+        let listen = || TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).map_err(VideoError::Pipe);
+        if tcp_link() {
+            return Ok(Link::Tcp {
+                video: listen()?,
+                audio: audio.then(listen).transpose()?,
+            });
+        }
+        #[cfg(unix)]
+        {
+            let pipe = || {
+                std::io::pipe()
+                    .map(|(r, w)| (OwnedFd::from(r), w))
+                    .map_err(VideoError::Pipe)
+            };
+            Ok(Link::Pipes {
+                video: pipe()?,
+                audio: audio.then(pipe).transpose()?,
+            })
+        }
+        #[cfg(not(unix))]
+        unreachable!("only the TCP link exists here")
+    }
+
+    fn url(listener: &TcpListener) -> String {
+        let port = listener.local_addr().map_or(0, |a| a.port());
+        format!("tcp://127.0.0.1:{port}")
+    }
+
+    fn video_url(&self) -> String {
+        match self {
+            #[cfg(unix)]
+            Link::Pipes { .. } => "pipe:3".into(),
+            Link::Tcp { video, .. } => Link::url(video),
+        }
+    }
+
+    fn audio_url(&self) -> String {
+        match self {
+            #[cfg(unix)]
+            Link::Pipes { .. } => "pipe:4".into(),
+            Link::Tcp { audio, .. } => audio.as_ref().map(Link::url).unwrap_or_default(),
+        }
+    }
+
+    /// Hands the pipes' read ends to the child at fd 3 and 4.
+    fn before_spawn(&self, cmd: &mut Command) {
+        #[cfg(unix)]
+        if let Link::Pipes { video, audio } = self {
+            let vfd = video.0.as_raw_fd();
+            // Without sound, fd 4 is a second copy of the picture's read end, never read.
+            let afd = audio.as_ref().map_or(vfd, |a| a.0.as_raw_fd());
+            // SAFETY: between fork and exec only async-signal-safe calls (dup, dup2, fcntl)
+            // run.
+            unsafe {
+                cmd.pre_exec(move || {
+                    // Both ends are close-on-exec; dup2 gives copies without the flag at the
+                    // fds ffmpeg reads. Moving audio out of the way first keeps it from being
+                    // overwritten when it sits at fd 3.
+                    let afd = if afd == 3 { libc::dup(afd) } else { afd };
+                    if afd < 0 || libc::dup2(vfd, 3) < 0 || libc::dup2(afd, 4) < 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    // dup2 onto itself keeps the flag: clear it outright.
+                    if libc::fcntl(3, libc::F_SETFD, 0) < 0 || libc::fcntl(4, libc::F_SETFD, 0) < 0
+                    {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    Ok(())
+                });
+            }
+        }
+        let _ = cmd;
+    }
+
+    /// The write ends. The read ends are closed here: the child holds its own copies, and
+    /// ours would keep the pipes open after it exits.
+    fn after_spawn(self, child: &Arc<Mutex<Child>>) -> (Sink, Option<Sink>) {
+        match self {
+            #[cfg(unix)]
+            Link::Pipes { video, audio } => {
+                (Sink::Pipe(video.1), audio.map(|(_, w)| Sink::Pipe(w)))
+            }
+            Link::Tcp { video, audio } => {
+                let sink = |listener| Sink::Tcp {
+                    listener,
+                    stream: None,
+                    child: child.clone(),
+                };
+                (sink(video), audio.map(sink))
+            }
+        }
+    }
+}
+
 /// A running ffmpeg writing one file.
 pub struct Ffmpeg {
     /// Locked to wait for ffmpeg, or to kill it when it is stuck.
     child: Arc<Mutex<Child>>,
-    video: Option<std::io::PipeWriter>,
-    /// The sound pipe, written by the sound thread through an [`AudioPipe`]; here to close
+    video: Option<Sink>,
+    /// The sound stream, written by the sound thread through an [`AudioPipe`]; here to close
     /// it when ffmpeg stops taking frames (see `write_video`).
-    audio: Arc<Mutex<Option<std::io::PipeWriter>>>,
+    audio: Arc<Mutex<Option<Sink>>>,
     has_audio: bool,
     errors: Option<JoinHandle<String>>,
     path: PathBuf,
 }
 
 /// The write end of the sound pipe, shared with [`Ffmpeg`].
-pub struct AudioPipe(Arc<Mutex<Option<std::io::PipeWriter>>>);
+pub struct AudioPipe(Arc<Mutex<Option<Sink>>>);
 
 impl AudioPipe {
     /// Writes interleaved stereo samples; an error means ffmpeg has stopped.
@@ -71,28 +320,16 @@ impl AudioPipe {
 /// How long a picture write may make no progress before ffmpeg counts as stuck.
 pub const STALL: Duration = Duration::from_secs(5);
 
-/// `write_all` on a pipe made non-blocking, calling `stuck` once after [`STALL`] without
-/// progress; after twice that, gives up with `TimedOut`.
-fn write_patiently(
-    pipe: &mut std::io::PipeWriter,
-    mut bytes: &[u8],
-    stuck: impl FnOnce(),
-) -> std::io::Result<()> {
-    let fd = pipe.as_raw_fd();
-    // SAFETY: fcntl on a descriptor this pipe owns.
-    unsafe {
-        let flags = libc::fcntl(fd, libc::F_GETFL);
-        if flags >= 0 && flags & libc::O_NONBLOCK == 0 {
-            libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK);
-        }
-    }
+/// `write_all` without blocking, calling `stuck` once after [`STALL`] without progress;
+/// after twice that, gives up with `TimedOut`.
+fn write_patiently(sink: &mut Sink, mut bytes: &[u8], stuck: impl FnOnce()) -> std::io::Result<()> {
     let mut stuck = Some(stuck);
-    let mut since = std::time::Instant::now();
+    let mut since = Instant::now();
     while !bytes.is_empty() {
-        match pipe.write(bytes) {
+        match sink.write_some(bytes) {
             Ok(n) => {
                 bytes = &bytes[n..];
-                since = std::time::Instant::now();
+                since = Instant::now();
             }
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
                 let waited = since.elapsed();
@@ -104,13 +341,7 @@ fn write_patiently(
                         f();
                     }
                 }
-                let mut poll = libc::pollfd {
-                    fd,
-                    events: libc::POLLOUT,
-                    revents: 0,
-                };
-                // SAFETY: one valid pollfd, for the duration of the call.
-                unsafe { libc::poll(&mut poll, 1, 200) };
+                sink.wait_writable(Duration::from_millis(200));
             }
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
             Err(e) => return Err(e),
@@ -131,10 +362,6 @@ impl Ffmpeg {
         input: &Input,
         realtime: bool,
     ) -> Result<Ffmpeg, VideoError> {
-        let (video_r, video_w) = std::io::pipe().map_err(VideoError::Pipe)?;
-        let (audio_r, audio_w) = std::io::pipe().map_err(VideoError::Pipe)?;
-        let video_r: OwnedFd = video_r.into();
-        let audio_r: OwnedFd = audio_r.into();
         let mut cmd = Command::new(program());
         cmd.args([
             "-hide_banner",
@@ -144,6 +371,7 @@ impl Ffmpeg {
             "error",
             "-y",
         ]);
+        let link = Link::new(input.sample_rate.is_some())?;
         // Raw inputs need no probing: read as little as possible before starting.
         let quick = [
             "-probesize",
@@ -156,44 +384,29 @@ impl Ffmpeg {
         cmd.args(quick).args(["-f", "rawvideo", "-pix_fmt", "bgr0"]);
         cmd.args(["-video_size", &format!("{}x{}", input.width, input.height)]);
         cmd.args(["-framerate", &format!("{}/{}", input.rate.0, input.rate.1)]);
-        cmd.args(["-i", "pipe:3"]);
+        cmd.args(["-i", &link.video_url()]);
         if let Some(rate) = input.sample_rate {
             cmd.args(quick).args(["-f", "s16le", "-ac", "2"]);
-            cmd.args(["-ar", &rate.to_string(), "-i", "pipe:4"]);
+            cmd.args(["-ar", &rate.to_string(), "-i", &link.audio_url()]);
         }
         cmd.args(format.output_args(input.sample_rate.unwrap_or(0), realtime));
         cmd.arg(path);
         cmd.stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .process_group(0);
-        let (vfd, afd) = (video_r.as_raw_fd(), audio_r.as_raw_fd());
-        // SAFETY: between fork and exec only async-signal-safe calls (dup2, fcntl) run.
-        unsafe {
-            cmd.pre_exec(move || {
-                // Both ends are close-on-exec; dup2 gives copies without the flag at the fds
-                // ffmpeg reads. Moving audio out of the way first keeps it from being
-                // overwritten when it sits at fd 3.
-                let afd = if afd == 3 { libc::dup(afd) } else { afd };
-                if afd < 0 || libc::dup2(vfd, 3) < 0 || libc::dup2(afd, 4) < 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                // dup2 onto itself keeps the flag: clear it outright.
-                if libc::fcntl(3, libc::F_SETFD, 0) < 0 || libc::fcntl(4, libc::F_SETFD, 0) < 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
+            .stderr(Stdio::piped());
+        #[cfg(unix)]
+        cmd.process_group(0);
+        // CREATE_NEW_PROCESS_GROUP: the console's Ctrl-C and Ctrl-Break skip ffmpeg.
+        #[cfg(windows)]
+        cmd.creation_flags(0x0000_0200);
+        link.before_spawn(&mut cmd);
         let mut child = cmd.spawn().map_err(|e| match e.kind() {
             std::io::ErrorKind::NotFound => VideoError::FfmpegMissing,
             _ => VideoError::Spawn(e),
         })?;
-        // The child holds its own copies; ours would keep the pipes open after it exits.
-        drop(video_r);
-        drop(audio_r);
         let stderr = child.stderr.take();
         let child = Arc::new(Mutex::new(child));
+        let (video, audio) = link.after_spawn(&child);
         let errors = stderr.map(|stderr| {
             std::thread::Builder::new()
                 .name("ffmpeg-stderr".into())
@@ -202,8 +415,8 @@ impl Ffmpeg {
         });
         Ok(Ffmpeg {
             child,
-            video: Some(video_w),
-            audio: Arc::new(Mutex::new(input.sample_rate.map(|_| audio_w))),
+            video: Some(video),
+            audio: Arc::new(Mutex::new(audio)),
             has_audio: input.sample_rate.is_some(),
             errors: errors.flatten(),
             path: path.to_path_buf(),
