@@ -16,6 +16,7 @@ use crate::app::PlayOptions;
 use crate::config::Config;
 use crate::frontend::chat_board::ChatShow;
 use crate::lockstep::{Mode, DEFAULT_SEND_BUDGET};
+use crate::net::portmap::PortMapMode;
 use crate::net::NetSim;
 use crate::netplay::{HostOptions, JoinOptions, NetOptions, ServeOptions, DEFAULT_PORT};
 
@@ -61,6 +62,13 @@ pub struct NetArgs {
     /// whole room on the server instead, where it outlives you.
     #[arg(long, value_name = "auto|direct|relayed", default_value = "auto")]
     pub path: crate::session::direct::PathMode,
+    /// Ask the home router to forward this player's UDP port (PCP, then NAT-PMP, then UPnP
+    /// IGD), so that friends join a `host` from the internet with no port forwarded by hand;
+    /// in a room a player hosts, the forwarded port helps the direct path. The mapping is
+    /// renewed while the session runs and removed when it ends. pcp, natpmp or upnp ask that
+    /// protocol only. Default: `[net] port_map` in the config file, else auto.
+    #[arg(long, value_name = "auto|off|pcp|natpmp|upnp")]
+    pub port_map: Option<PortMapMode>,
     /// Say TEXT to everyone in the chat as play begins (repeatable; for scripts). A
     /// headless player also says each line typed on its terminal.
     #[arg(long, value_name = "TEXT")]
@@ -275,7 +283,12 @@ pub(super) fn nick(given: Option<&str>, var: impl Fn(&str) -> Option<String>) ->
 impl NetArgs {
     /// With no nick to be found, `unnamed`: the host is always player 1; a joiner sends an
     /// empty name, which the host replaces with "player N" for the slot it gives it.
-    fn to_options(&self, play: PlayOptions, unnamed: &str) -> NetOptions {
+    fn to_options(&self, play: PlayOptions, unnamed: &str, config: &Config) -> NetOptions {
+        let from_file = config
+            .net
+            .port_map
+            .as_ref()
+            .and_then(|v| v.get_ref().parse().ok());
         let name =
             nick(self.name.as_deref(), |k| std::env::var(k).ok()).unwrap_or_else(|| unnamed.into());
         NetOptions {
@@ -296,6 +309,7 @@ impl NetArgs {
             chat: self.chat,
             chat_every: self.chat_every_ms.map(Duration::from_millis),
             path: self.path,
+            port_map: self.port_map.or(from_file).unwrap_or_default(),
         }
     }
 }
@@ -305,7 +319,7 @@ impl HostArgs {
         Ok(HostOptions {
             net: self
                 .net
-                .to_options(self.play.to_netplay_options(config)?, "player 1"),
+                .to_options(self.play.to_netplay_options(config)?, "player 1", config),
             port: self.port,
             players: self.players,
             start_with: match self.start_with {
@@ -333,7 +347,7 @@ impl JoinArgs {
         Ok(JoinOptions {
             net: self
                 .net
-                .to_options(self.play.to_netplay_options(config)?, ""),
+                .to_options(self.play.to_netplay_options(config)?, "", config),
             host: self.host.clone(),
             room: self.room.clone(),
             watch: false,

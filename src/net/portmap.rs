@@ -15,7 +15,9 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crate::portmap::{http, Failure, MapConfig, MapEvent, Mapper, Mapping, Protocol, Request, Stats};
+use crate::portmap::{
+    http, Failure, MapConfig, MapEvent, Mapper, Mapping, Protocol, Request, Stats,
+};
 
 /// Longest the thread sleeps between looks at its stop flag.
 const TICK: Duration = Duration::from_millis(50);
@@ -86,6 +88,8 @@ pub struct Report {
     pub gateway: Option<Ipv4Addr>,
     /// From the start to the first mapping.
     pub after: Option<Duration>,
+    /// The latest mapping held (kept once it is removed).
+    pub last: Option<Mapping>,
     /// What it cost so far.
     pub stats: Stats,
 }
@@ -134,6 +138,7 @@ impl PortMap {
                 internal: Some(cfg.internal),
                 gateway,
                 after: None,
+                last: None,
                 stats: Stats::default(),
             }),
             events: Mutex::new(VecDeque::new()),
@@ -155,6 +160,7 @@ impl PortMap {
                     internal,
                     gateway: None,
                     after: None,
+                    last: None,
                     stats: Stats::default(),
                 }),
                 events: Mutex::new(VecDeque::new()),
@@ -201,7 +207,9 @@ impl Drop for PortMap {
 
 impl std::fmt::Debug for PortMap {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PortMap").field("report", &self.report()).finish()
+        f.debug_struct("PortMap")
+            .field("report", &self.report())
+            .finish()
     }
 }
 
@@ -289,6 +297,7 @@ fn publish(shared: &Shared, m: &mut Mapper, start: Instant) {
         match ev {
             MapEvent::Mapped(mapping) | MapEvent::Renewed(mapping) => {
                 r.status = Status::Mapped(*mapping);
+                r.last = Some(*mapping);
                 r.after.get_or_insert_with(|| start.elapsed());
             }
             MapEvent::Failed(f) => r.status = Status::Failed(f.clone()),
@@ -384,7 +393,8 @@ fn parse_route_table(table: &str) -> Option<Ipv4Addr> {
             let hex = |i: usize| u32::from_str_radix(f.get(i)?, 16).ok();
             let (dest, gw, flags, metric, mask) = (hex(1)?, hex(2)?, hex(3)?, f.get(6)?, hex(7)?);
             let metric: u32 = metric.parse().ok()?;
-            let default = dest == 0 && mask == 0 && flags & (RTF_UP | RTF_GATEWAY) == RTF_UP | RTF_GATEWAY;
+            let default =
+                dest == 0 && mask == 0 && flags & (RTF_UP | RTF_GATEWAY) == RTF_UP | RTF_GATEWAY;
             // The kernel prints the address as the u32 it holds in network order.
             default.then(|| (metric, Ipv4Addr::from(gw.to_ne_bytes())))
         })
@@ -398,7 +408,8 @@ mod tests {
 
     #[test]
     fn the_default_gateway_comes_from_the_route_table() {
-        let table = "Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT\n\
+        let table =
+            "Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT\n\
             eth0\t00014E0A\t00000000\t0001\t0\t0\t0\t00FFFFFF\t0\t0\t0\n\
             wlan0\t00000000\t0101A8C0\t0003\t0\t0\t600\t00000000\t0\t0\t0\n\
             eth0\t00000000\t01014E0A\t0003\t0\t0\t100\t00000000\t0\t0\t0\n";
@@ -410,6 +421,9 @@ mod tests {
         assert_eq!(parse_route_table(table), Some(want));
         assert_eq!(parse_route_table("Iface\n"), None);
         assert_eq!("nat-pmp".parse(), Ok(PortMapMode::Only(Protocol::NatPmp)));
-        assert!("upnp2".parse::<PortMapMode>().unwrap_err().contains("auto, off"));
+        assert!("upnp2"
+            .parse::<PortMapMode>()
+            .unwrap_err()
+            .contains("auto, off"));
     }
 }

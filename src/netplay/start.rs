@@ -12,13 +12,16 @@ use std::time::Instant;
 use super::address::resolve;
 use super::invite::{game_name, invite_notes, join_command};
 use super::run;
-use super::{chat, fleet, lobby, HostOptions, JoinOptions, NetFeed, NetOptions, NetplayError};
+use super::{
+    chat, fleet, lobby, port_map, HostOptions, JoinOptions, NetFeed, NetOptions, NetplayError,
+};
 use crate::app::core_session::{self, Content, Plan, SessionDriver, Stage, Started};
 use crate::app::play::EarlyWindow;
 use crate::app::{FrameObserver, PlayOptions, PlaySummary, Recording};
 use crate::frontend::chat_board::ChatBoard;
 use crate::host::{hash_file, Core};
 use crate::lockstep;
+use crate::net::portmap::PortMap;
 use crate::net::{random_bytes, random_seed, Link};
 use crate::session::direct::PathMode;
 use crate::session::{
@@ -245,6 +248,9 @@ fn host_start(
         Some((link, room)) => (link, Some(room)),
         None => (Link::host(opts.port, opts.net.netsim.clone())?, None),
     };
+    // A direct host's port, or a hosted room's host's socket (its direct paths' candidate).
+    let port = link.local_addr().port();
+    let port_map = port_map::start(opts.net.port_map, port);
     let seed = random_seed();
     let session_id = in_room.as_ref().map_or((seed >> 32) as u32, |r| r.session);
     let mut host = session::HostConfig::new(session_id, random_bytes(), fps);
@@ -281,9 +287,9 @@ fn host_start(
             game,
             command: join_command(&room.server_name, Some(&room.name), play),
             notes: invite_notes(None, opts.net.password.is_some()),
+            port_map: None,
         },
         None => {
-            let port = link.local_addr().port();
             let here = crate::net::lan_address().map_or("THIS-MACHINE".into(), |ip| {
                 SocketAddr::new(ip, port).to_string()
             });
@@ -297,9 +303,11 @@ fn host_start(
                     )),
                     opts.net.password.is_some(),
                 ),
+                port_map: None,
             }
         }
     };
+    let mut invite = invite;
     if let Some(room) = &in_room {
         tracing::info!(
             "netplay: room {} is open on {}, hosted here; your friends join with `{}`{}",
@@ -315,7 +323,23 @@ fn host_start(
     }
     let seats = (opts.players, start_with);
     let lobby = (&mut *stage.window, &chat);
-    lobby::host_lobby(&mut link, &mut participant, seats, &invite, lobby)?;
+    let join_for = |addr: &str| join_command(addr, None, play);
+    let follow = port_map.as_ref().map(|map| lobby::LobbyPortMap {
+        map,
+        port,
+        join_command: &join_for,
+    });
+    if let Err(e) = lobby::host_lobby(
+        &mut link,
+        &mut participant,
+        seats,
+        &mut invite,
+        lobby,
+        follow,
+    ) {
+        port_map::abandon(port_map);
+        return Err(e);
+    }
     let names = participant
         .endpoint()
         .map(Endpoint::players)
@@ -328,7 +352,8 @@ fn host_start(
         .with_names(names)
         .with_chat(chat, opts.net.say.clone(), opts.net.chat_every)
         .with_path(opts.net.path)
-        .with_room(in_room.map(|r| r.name));
+        .with_room(in_room.map(|r| r.name))
+        .with_port_map(port_map, port, true);
     start_delay(&opts.net);
     Ok(feed)
 }
@@ -351,11 +376,19 @@ fn join_start(
     jcfg.room = opts.room.clone().unwrap_or_default();
     jcfg.watch = opts.watch;
     let session = joiner(jcfg, &opts.net);
+    // In a room a player hosts, a forwarded port helps the direct path to the host.
+    let port_map = match (&opts.room, opts.net.path) {
+        (Some(_), PathMode::Auto | PathMode::Direct) => {
+            port_map::start(opts.net.port_map, link.local_addr().port())
+        }
+        _ => None,
+    };
     let joined = Joined {
         link,
         session,
         screen,
         chat,
+        port_map,
     };
     play_joined(&opts.net, play, stage, joined, true)
 }
@@ -375,6 +408,8 @@ struct Joined {
     session: Participant,
     screen: lobby::JoinScreen,
     chat: ChatBoard,
+    /// Its router's port mapping, if it asks for one.
+    port_map: Option<PortMap>,
 }
 
 /// A room on a server that this process hosts: the server lists it, relays its joiners
@@ -476,6 +511,7 @@ fn host_in_room(
         game: game_name(play),
         command: join_command(server, Some(&room), play),
         notes: invite_notes(None, password.is_some()),
+        port_map: None,
     };
     tracing::info!(
         "netplay: room {room} is open on {server}; your friends join with `{}`{}",
@@ -498,6 +534,7 @@ fn host_in_room(
         session,
         screen,
         chat,
+        port_map: None,
     };
     // The creator's core is at the start state already: nothing to load.
     play_joined(&opts.net, play, stage, joined, false)
@@ -517,13 +554,27 @@ fn play_joined(
         mut session,
         mut screen,
         chat,
+        port_map,
     } = joined;
     let room = session
         .join_session()
         .and_then(|s| s.room())
         .map(str::to_string);
     let lobby = (&mut *stage.window, &chat);
-    let start = lobby::join_lobby(&mut link, &mut session, &mut screen, lobby)?;
+    let start = match lobby::join_lobby(
+        &mut link,
+        &mut session,
+        &mut screen,
+        lobby,
+        port_map.as_ref(),
+    ) {
+        Ok(start) => start,
+        Err(e) => {
+            port_map::abandon(port_map);
+            return Err(e);
+        }
+    };
+    let port = link.local_addr().port();
     // The network thread serves from here on: while this player loads the content and the
     // state and opens its window, it tells the host that it is still coming (`Loading`),
     // which otherwise drops a player silent for 2 s.
@@ -544,7 +595,8 @@ fn play_joined(
         .with_path(net.path)
         .with_names(start.players.clone())
         .with_room(room)
-        .with_rejoin(rejoin);
+        .with_rejoin(rejoin)
+        .with_port_map(port_map, port, false);
     screen.players = start.players.clone();
     if load {
         screen.doing = format!("loading {}", game_name(play));

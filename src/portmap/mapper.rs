@@ -20,6 +20,8 @@ const RENEW_RETRY: Duration = Duration::from_secs(30);
 pub const CLOSE_WAIT: Duration = Duration::from_secs(1);
 /// External ports tried by UPnP's AddPortMapping when the wished one is taken.
 const UPNP_TRIES: u16 = 8;
+/// Ports PCP asks for with PREFER_FAILURE before it gives up (see `pcp`).
+const PCP_TRIES: u16 = UPNP_TRIES;
 /// SSDP answers looked at, at most (a flood of them is ignored).
 const MAX_SSDP_ANSWERS: u32 = 16;
 /// IP and UDP header bytes per datagram, counted in [`Stats`].
@@ -95,7 +97,13 @@ enum Out {
 #[derive(Debug)]
 enum PcpLeg {
     Off,
-    Asking(Ask),
+    /// A MAP of `port` in flight (try `n`), with PREFER_FAILURE or not.
+    Asking {
+        ask: Ask,
+        port: u16,
+        n: u16,
+        prefer_failure: bool,
+    },
     Granted(SocketAddrV4, u32),
     Out(Out),
 }
@@ -217,7 +225,7 @@ impl Mapper {
         self.phase = Phase::Discovering;
         let gw = self.cfg.gateway;
         self.pcp = match gw.filter(|_| self.wants(Protocol::Pcp)) {
-            Some(gw) => PcpLeg::Asking(Ask::new(now, gw, vec![self.pcp_request(0, 1)], UDP_WAIT)),
+            Some(gw) => self.pcp_ask(now, gw, self.cfg.internal.port(), 1, true),
             None => PcpLeg::Off,
         };
         self.pmp = match gw.filter(|_| self.wants(Protocol::NatPmp)) {
@@ -243,6 +251,27 @@ impl Mapper {
 
     /// A PCP MAP of this machine's port; `lifetime` 1 means the lease asked for.
     fn pcp_request(&self, external_port: u16, lifetime: u32) -> Vec<u8> {
+        self.pcp_request_with(external_port, lifetime, lifetime != 0)
+    }
+
+    fn pcp_ask(
+        &self,
+        now: Instant,
+        gw: SocketAddr,
+        port: u16,
+        n: u16,
+        prefer_failure: bool,
+    ) -> PcpLeg {
+        let req = self.pcp_request_with(port, 1, prefer_failure);
+        PcpLeg::Asking {
+            ask: Ask::new(now, gw, vec![req], UDP_WAIT),
+            port,
+            n,
+            prefer_failure,
+        }
+    }
+
+    fn pcp_request_with(&self, external_port: u16, lifetime: u32, prefer_failure: bool) -> Vec<u8> {
         let internal = self.cfg.internal;
         pcp::MapRequest {
             lifetime: if lifetime == 0 { 0 } else { self.lease_secs() },
@@ -254,6 +283,7 @@ impl Mapper {
             } else {
                 external_port
             },
+            prefer_failure,
         }
         .encode()
     }
@@ -340,7 +370,13 @@ impl Mapper {
             }
             _ => {}
         }
-        let PcpLeg::Asking(_) = self.pcp else {
+        let PcpLeg::Asking {
+            port,
+            n,
+            prefer_failure,
+            ..
+        } = self.pcp
+        else {
             // A late grant nobody uses: removed at once.
             if let pcp::Answer::Mapped(m) = a {
                 if m.lifetime > 0 && ours(&m.nonce) && !matches!(self.pcp, PcpLeg::Granted(..)) {
@@ -365,6 +401,21 @@ impl Mapper {
                 None => PcpLeg::Out(Out::Broken("an outside address that is not IPv4".into())),
             },
             pcp::Answer::Refused { nonce, .. } if !ours(&nonce) => return,
+            // That port is taken (or not allowed): the next one, a few times.
+            pcp::Answer::Refused {
+                code: pcp::CANNOT_PROVIDE_EXTERNAL,
+                ..
+            } if prefer_failure && n < PCP_TRIES => {
+                let gw = self.cfg.gateway.expect("PCP runs with a gateway");
+                self.pcp_ask(now, gw, port.checked_add(1).unwrap_or(1024), n + 1, true)
+            }
+            pcp::Answer::Refused {
+                code: pcp::UNSUPP_OPTION,
+                ..
+            } if prefer_failure => {
+                let gw = self.cfg.gateway.expect("PCP runs with a gateway");
+                self.pcp_ask(now, gw, port, n, false)
+            }
             pcp::Answer::Refused { code, .. } => {
                 PcpLeg::Out(Out::Refused(pcp::result_name(code).into()))
             }
@@ -595,7 +646,7 @@ impl Mapper {
     pub fn handle_timeout(&mut self, now: Instant) {
         match self.phase {
             Phase::Discovering => {
-                if let PcpLeg::Asking(ask) = &mut self.pcp {
+                if let PcpLeg::Asking { ask, .. } = &mut self.pcp {
                     if ask.run(now, &mut self.out) {
                         self.pcp = PcpLeg::Out(Out::Silent);
                     }
@@ -668,6 +719,11 @@ impl Mapper {
         if !pcp_out {
             return;
         }
+        // A router that refused in PCP has its NAT-PMP (the same port, the same rules) say
+        // the same; Debian's miniupnpd would look through every port first, minutes long.
+        if matches!(self.pcp, PcpLeg::Out(Out::Refused(_))) {
+            self.pmp = PmpLeg::Off;
+        }
         if let PmpLeg::Known(ip) = self.pmp {
             let gw = self.cfg.gateway.expect("NAT-PMP runs with a gateway");
             let port = self.cfg.internal.port();
@@ -730,10 +786,20 @@ impl Mapper {
                 .find(|(_, o)| want(o))
                 .map(|(p, o)| (p, o.clone()))
         };
-        let failure = if let Some((protocol, Out::Refused(reason))) =
+        let refusals: Vec<String> = outs
+            .iter()
+            .filter_map(|(p, o)| match o {
+                Some(Out::Refused(r)) => Some(format!("{r} ({p})")),
+                _ => None,
+            })
+            .collect();
+        let failure = if let Some((protocol, Out::Refused(_))) =
             find(|o| matches!(o, Out::Refused(_)))
         {
-            Failure::Refused { protocol, reason }
+            Failure::Refused {
+                protocol,
+                reason: refusals.join(", "),
+            }
         } else if let Some((protocol, Out::Unusable(ip))) = find(|o| matches!(o, Out::Unusable(_)))
         {
             Failure::Unusable { protocol, ip }
@@ -906,9 +972,10 @@ impl Mapper {
             },
             Phase::Discovering => {
                 // A request under way may have mapped a port the answer has not told yet.
-                if matches!(self.pcp, PcpLeg::Asking(_) | PcpLeg::Granted(..)) {
+                if matches!(self.pcp, PcpLeg::Asking { .. } | PcpLeg::Granted(..)) {
                     let port = match self.pcp {
                         PcpLeg::Granted(e, _) => e.port(),
+                        PcpLeg::Asking { port, .. } => port,
                         _ => 0,
                     };
                     pending.extend(pcp_delete(self, port));
@@ -979,7 +1046,7 @@ impl Mapper {
         match &self.phase {
             Phase::Discovering => {
                 let pcp = match &self.pcp {
-                    PcpLeg::Asking(a) => udp(a),
+                    PcpLeg::Asking { ask, .. } => udp(ask),
                     _ => None,
                 };
                 let pmp = match &self.pmp {

@@ -198,9 +198,9 @@ pub enum Failure {
     },
     /// The router said no (its own words).
     Refused {
-        /// Who said it.
+        /// Who said it first.
         protocol: Protocol,
-        /// `ConflictInMappingEntry`, `NOT_AUTHORIZED`...
+        /// Each protocol's words: `NOT_AUTHORIZED (PCP), Action not authorized (UPnP)`...
         reason: String,
     },
     /// The router's answers made no sense.
@@ -232,9 +232,7 @@ impl fmt::Display for Failure {
                     ANSWER_WITHIN.as_secs()
                 )
             }
-            Failure::Refused { protocol, reason } => {
-                write!(f, "the router refused: {reason} ({protocol})")
-            }
+            Failure::Refused { reason, .. } => write!(f, "the router refused: {reason}"),
             Failure::Broken { protocol, why } => {
                 write!(f, "the router's {protocol} answers made no sense: {why}")
             }

@@ -11,6 +11,10 @@
 //! ```
 //! Integers are big endian. A NAT-PMP-only router answers a version-2 request with a
 //! version-0 "unsupported version" (RFC 6887 section 9), which [`decode`] reports as such.
+//! A request may end with the PREFER_FAILURE option (u8 2, u8 0, u16 0): the router maps
+//! the port asked for or answers CANNOT_PROVIDE_EXTERNAL at once, instead of looking for
+//! another (Debian's miniupnpd 2.3.1 looks through all 65,535 ports, minutes long, when
+//! its rules deny the request, and answers nothing else meanwhile).
 
 use std::net::{Ipv4Addr, Ipv6Addr};
 
@@ -24,6 +28,12 @@ pub const UDP: u8 = 17;
 pub const MAP_LEN: usize = 60;
 /// Bytes of a mapping nonce.
 pub const NONCE_LEN: usize = 12;
+/// The PREFER_FAILURE option's code.
+pub const OPTION_PREFER_FAILURE: u8 = 2;
+/// The result code of a router that cannot give the port asked for.
+pub const CANNOT_PROVIDE_EXTERNAL: u8 = 11;
+/// The result code of a router that does not know an option.
+pub const UNSUPP_OPTION: u8 = 5;
 
 /// One MAP request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -38,6 +48,8 @@ pub struct MapRequest {
     pub internal_port: u16,
     /// The external port wished for (0: any).
     pub external_port: u16,
+    /// Ends with the PREFER_FAILURE option: that port or none.
+    pub prefer_failure: bool,
 }
 
 impl MapRequest {
@@ -52,6 +64,9 @@ impl MapRequest {
         out.extend_from_slice(&self.internal_port.to_be_bytes());
         out.extend_from_slice(&self.external_port.to_be_bytes());
         out.extend_from_slice(&Ipv4Addr::UNSPECIFIED.to_ipv6_mapped().octets());
+        if self.prefer_failure {
+            out.extend_from_slice(&[OPTION_PREFER_FAILURE, 0, 0, 0]);
+        }
         out
     }
 }
@@ -178,6 +193,7 @@ mod tests {
             nonce: [7; 12],
             internal_port: 7845,
             external_port: 7845,
+            prefer_failure: false,
         }
         .encode();
         assert_eq!(req.len(), MAP_LEN);

@@ -73,6 +73,13 @@ impl Router {
             };
             let lifetime = u32::from_be_bytes(bytes[4..8].try_into().unwrap());
             let want = u16::from_be_bytes([bytes[42], bytes[43]]);
+            // PREFER_FAILURE: that port, or CANNOT_PROVIDE_EXTERNAL.
+            let prefer_failure = bytes.len() > pcp::MAP_LEN;
+            let code = if prefer_failure && self.taken.contains(&want) && code == 0 {
+                pcp::CANNOT_PROVIDE_EXTERNAL
+            } else {
+                code
+            };
             let port = self.free_port(want);
             let mut a = bytes.to_vec();
             a[1] = 0x80 | pcp::OP_MAP;
@@ -457,4 +464,42 @@ fn a_late_pcp_grant_after_nat_pmp_won_is_removed() {
         other => panic!("{other:?}"),
     }
     assert_eq!(m.mapping().unwrap().protocol, Protocol::NatPmp);
+}
+
+#[test]
+fn pcp_asks_for_the_next_port_when_the_router_cannot_give_the_one_wished() {
+    let t0 = Instant::now();
+    let mut now = t0;
+    let mut r = Router::new();
+    r.pcp = Some(0);
+    r.taken = vec![7845, 7846];
+    let mut m = Mapper::new(now, cfg());
+    let got = mapped(&run(&mut m, &mut r, &mut now, t0 + Duration::from_secs(2)));
+    assert_eq!(got.external, SocketAddrV4::new(OUTSIDE, 7847));
+    assert_eq!(
+        r.log.iter().filter(|l| l.starts_with("pcp")).count(),
+        3,
+        "{:?}",
+        r.log
+    );
+    // Every port taken: after a few, it says so, and never asks NAT-PMP, whose answer
+    // would be the same.
+    let mut r = Router::new();
+    (r.pcp, r.natpmp) = (Some(0), true);
+    r.taken = (7845..7900).collect();
+    let mut now = t0;
+    let mut m = Mapper::new(now, cfg());
+    let ev = run(&mut m, &mut r, &mut now, t0 + Duration::from_secs(5));
+    assert_eq!(
+        ev,
+        vec![MapEvent::Failed(Failure::Refused {
+            protocol: Protocol::Pcp,
+            reason: "CANNOT_PROVIDE_EXTERNAL (PCP)".into()
+        })]
+    );
+    assert!(
+        !r.log.iter().any(|l| l.starts_with("natpmp map")),
+        "{:?}",
+        r.log
+    );
 }
