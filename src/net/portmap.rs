@@ -260,7 +260,12 @@ fn run(cfg: MapConfig, shared: &Shared) {
         }
         publish(shared, &mut m, start);
         if m.is_closed() {
-            set_status(shared, Status::Removed);
+            // A mapping (or an attempt at one) is gone; a failure stays what it was.
+            if let Ok(mut r) = shared.report.lock() {
+                if matches!(r.status, Status::Mapped(_) | Status::Trying) {
+                    r.status = Status::Removed;
+                }
+            }
             return;
         }
         let wait = m
