@@ -30,7 +30,8 @@ const UDP_OVERHEAD: u64 = 28;
 /// handshake, data, acks and close), counted in [`Stats`].
 const TCP_OVERHEAD: u64 = 200;
 
-/// What the mapping cost, headers included (see [`TCP_OVERHEAD`]).
+/// What the mapping cost, headers included (a TCP exchange counted as five segments of
+/// 40 bytes each way).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Stats {
     /// Bytes sent to the router.
@@ -170,7 +171,7 @@ struct Held {
 #[derive(Debug)]
 enum Phase {
     Discovering,
-    Mapped(Held),
+    Mapped(Box<Held>),
     Failed,
     Closing {
         until: Instant,
@@ -838,14 +839,14 @@ impl Mapper {
             ),
             None => (None, None),
         };
-        self.phase = Phase::Mapped(Held {
+        self.phase = Phase::Mapped(Box::new(Held {
             mapping,
             igd,
             expires,
             renew_at,
             renewing: None,
             why: String::new(),
-        });
+        }));
         self.events.push_back(MapEvent::Mapped(mapping));
     }
 
@@ -943,7 +944,7 @@ impl Mapper {
     }
 
     /// The session ends: removes the mapping (and any request that may have made one), for
-    /// at most [`CLOSE_WAIT`]. A no-op once closing.
+    /// at most a second. A no-op once closing.
     pub fn close(&mut self, now: Instant) {
         if matches!(self.phase, Phase::Closing { .. } | Phase::Closed) {
             return;

@@ -179,7 +179,7 @@ impl fmt::Display for Mapping {
 /// "1 h", "20 min", "45 s".
 pub fn duration_words(d: Duration) -> String {
     let s = d.as_secs();
-    if s >= 3600 && s % 3600 == 0 {
+    if s >= 3600 && s.is_multiple_of(3600) {
         format!("{} h", s / 3600)
     } else if s >= 120 {
         format!("{} min", s / 60)
