@@ -1,7 +1,8 @@
 //! Port mapping as the netplay commands use it (`net::portmap` does the asking): started
 //! for a host's socket (and for a player's in a room a player hosts, whose direct path a
 //! forwarded port helps), its mapped address handed to the participant, and its words in
-//! the lobby, the log and `--stats-json`.
+//! the lobby, the log and `--stats-json`. Words and glue only: it must not import the
+//! lobby, the feed or the commands, which call it.
 
 use std::net::{IpAddr, SocketAddr};
 
