@@ -39,6 +39,9 @@ vsync = true
 enabled = true
 latency_ms = 64      # target output latency
 
+[net]
+port_map = "auto"    # host: ask the router to forward the port (auto, off, pcp, natpmp, upnp)
+
 [input]
 keyboard_players = 2 # P1..Pn read the keyboard; gamepads take the next free ports
 chat = "t"           # netplay: opens the chat line (Enter sends, Esc cancels)
@@ -123,6 +126,7 @@ pub struct Config {
     pub video: VideoConfig,
     pub audio: AudioConfig,
     pub input: InputConfig,
+    pub net: NetConfig,
     /// Core option overrides, applied before content loads.
     pub core_options: BTreeMap<String, String>,
 }
@@ -225,6 +229,17 @@ impl Default for VideoConfig {
     }
 }
 
+/// Netplay settings.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct NetConfig {
+    /// `--port-map`'s default: one of [`PORT_MAP_VALUES`]; `None`: auto.
+    pub port_map: Option<Spanned<String>>,
+}
+
+/// What `[net] port_map` (and `--port-map`) takes.
+pub const PORT_MAP_VALUES: [&str; 6] = ["auto", "off", "pcp", "natpmp", "nat-pmp", "upnp"];
+
 #[derive(Clone, Debug, Deserialize, PartialEq)]
 #[serde(default)]
 pub struct AudioConfig {
@@ -288,6 +303,7 @@ const KNOWN_KEYS: &[(&str, Option<&[&str]>)] = &[
     ),
     ("video", Some(&["scale", "fullscreen", "vsync"])),
     ("audio", Some(&["enabled", "latency_ms"])),
+    ("net", Some(&["port_map"])),
     ("input", Some(&["keyboard_players", "chat", "p1", "p2"])),
     ("core_options", None),
 ];
@@ -378,6 +394,18 @@ impl Config {
                         key: k.to_string(),
                     });
                 }
+            }
+        }
+        if let Some(v) = &config.net.port_map {
+            if !PORT_MAP_VALUES.contains(&v.get_ref().to_ascii_lowercase().as_str()) {
+                return Err(ConfigError::Parse {
+                    path: path.to_path_buf(),
+                    line: line_of(text, v.span().start),
+                    message: format!(
+                        "[net] port_map = {:?}: use auto, off, pcp, natpmp or upnp",
+                        v.get_ref()
+                    ),
+                });
             }
         }
         let dir = path
@@ -550,6 +578,12 @@ mod tests {
         assert!(msg.contains("line 3") && msg.contains("hyperkey"), "{msg}");
         let e = parse("[input]\nkeyboard_players = 3\n").unwrap_err();
         assert!(e.to_string().contains("keyboard_players"), "{e}");
+        let e = parse("[net]\n\nport_map = \"igd\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("line 3") && e.contains("use auto, off"), "{e}");
+        let c = parse("[net]\nport_map = \"off\"\n").unwrap();
+        assert_eq!(c.net.port_map.unwrap().into_inner(), "off");
     }
 
     #[test]

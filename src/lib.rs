@@ -4,8 +4,9 @@
 //! pad devices (`frontend`) -> input sampling (`input`) -> lockstep protocol (`lockstep`,
 //! sans-IO, with the `session` handshake; carried over UDP by `net`) -> frame scheduler (`app`)
 //! -> core (`host`) -> video and audio outputs (`frontend`). Recordings live in `replay`,
-//! video files of the game in `video`. Each module imports only those on the layers below it:
-//! `wire`, `input` and `wording`; then `net`, `replay` and `host`; `lockstep` and `frontend`;
+//! video files of the game in `video`; `portmap` asks home routers to forward a port. Each
+//! module imports only those on the layers below it: `wire`, `input`, `wording` and
+//! `portmap`; then `net`, `replay` and `host`; `lockstep` and `frontend`;
 //! `session`, `config` and `video`; `serve` and `app`; `netplay`; `cli` on top.
 
 pub mod app;
@@ -19,6 +20,8 @@ pub mod input;
 pub mod lockstep;
 pub mod net;
 pub mod netplay;
+#[warn(missing_docs)]
+pub mod portmap;
 #[warn(missing_docs)]
 pub mod replay;
 pub mod serve;

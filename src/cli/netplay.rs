@@ -16,6 +16,7 @@ use crate::app::PlayOptions;
 use crate::config::Config;
 use crate::frontend::chat_board::ChatShow;
 use crate::lockstep::{Mode, DEFAULT_SEND_BUDGET};
+use crate::net::portmap::PortMapMode;
 use crate::net::NetSim;
 use crate::netplay::{
     Delay, HostOptions, JoinOptions, NetOptions, ServeOptions, Speculate, DEFAULT_PORT,
@@ -69,6 +70,13 @@ pub struct NetArgs {
     /// whole room on the server instead, where it outlives you.
     #[arg(long, value_name = "auto|direct|relayed", default_value = "auto")]
     pub path: crate::session::direct::PathMode,
+    /// Ask the home router to forward this player's UDP port (PCP, then NAT-PMP, then UPnP
+    /// IGD), so that friends join a `host` from the internet with no port forwarded by hand;
+    /// in a room a player hosts, the forwarded port helps the direct path. The mapping is
+    /// renewed while the session runs and removed when it ends. pcp, natpmp or upnp ask that
+    /// protocol only. Default: `[net] port_map` in the config file, else auto.
+    #[arg(long, value_name = "auto|off|pcp|natpmp|upnp")]
+    pub port_map: Option<PortMapMode>,
     /// Say TEXT to everyone in the chat as play begins (repeatable; for scripts). A
     /// headless player also says each line typed on its terminal.
     #[arg(long, value_name = "TEXT")]
@@ -286,6 +294,11 @@ impl NetArgs {
     /// With no nick to be found, `unnamed`: the host is always player 1; a joiner sends an
     /// empty name, which the host replaces with "player N" for the slot it gives it.
     fn to_options(&self, play: PlayOptions, unnamed: &str, config: &Config) -> NetOptions {
+        let from_file = config
+            .net
+            .port_map
+            .as_ref()
+            .and_then(|v| v.get_ref().parse().ok());
         let name =
             nick(self.name.as_deref(), |k| std::env::var(k).ok()).unwrap_or_else(|| unnamed.into());
         NetOptions {
@@ -308,6 +321,7 @@ impl NetArgs {
             chat: self.chat,
             chat_every: self.chat_every_ms.map(Duration::from_millis),
             path: self.path,
+            port_map: self.port_map.or(from_file).unwrap_or_default(),
         }
     }
 }

@@ -1,11 +1,13 @@
 //! UDP carriage for the session and lockstep datagrams: the only module that touches sockets. It
-//! imports only `wire` and `wording`, never the protocols it carries.
+//! imports only `wire`, `wording` and `portmap` (whose machine `portmap` runs on a thread),
+//! never the protocols it carries.
 //! `udp` wraps the socket, `conditioner` impairs outgoing traffic for testing (`--netsim`),
 //! `link` joins the two for the caller's loop; `sim` (tests only) is the simulated network
 //! every simulation runs on.
 
 pub mod conditioner;
 pub mod link;
+pub mod portmap;
 #[cfg(test)]
 pub mod sim;
 pub mod udp;

@@ -59,6 +59,8 @@ pub struct SimNet {
     opened: BTreeSet<(SocketAddr, SocketAddr)>,
     /// Pairs of addresses nothing passes between (`cut`), either way.
     cuts: Vec<(SocketAddr, SocketAddr)>,
+    /// (outside, inside): ports routers forward (`forward`).
+    forwards: Vec<(SocketAddr, SocketAddr)>,
 }
 
 impl SimNet {
@@ -83,6 +85,7 @@ impl SimNet {
             routed: BTreeSet::new(),
             opened: BTreeSet::new(),
             cuts: Vec::new(),
+            forwards: Vec::new(),
         }
     }
 
@@ -135,6 +138,16 @@ impl SimNet {
                 due.push((*from, t.to, t.bytes, altered));
             }
         }
+        // An answer to whoever sent to a forwarded port leaves from that port.
+        for d in &mut due {
+            let outside = self
+                .forwards
+                .iter()
+                .find(|(o, i)| *i == d.0 && self.opened.contains(&(d.1, *o)));
+            if let Some((outside, _)) = outside {
+                d.0 = *outside;
+            }
+        }
         due.retain(|(from, to, _, _)| {
             let filtered = self.routed.contains(to) && !self.opened.contains(&(*to, *from));
             let cut = self
@@ -149,7 +162,14 @@ impl SimNet {
         });
         self.corrupted_arrived += due.iter().filter(|d| d.3).count() as u64;
         due.into_iter()
-            .map(|(from, to, bytes, _)| (from, to, bytes))
+            .map(|(from, to, bytes, _)| {
+                let inside = self
+                    .forwards
+                    .iter()
+                    .find(|(o, _)| *o == to)
+                    .map(|(_, i)| *i);
+                (from, inside.unwrap_or(to), bytes)
+            })
             .collect()
     }
 
@@ -211,6 +231,13 @@ impl SimNet {
     /// nftables masquerade makes one; the address stands for the mapping).
     pub fn behind_router(&mut self, at: SocketAddr) {
         self.routed.insert(at);
+    }
+
+    /// `inside`'s router forwards `outside` to it (a port mapping, `portmap`): what is sent
+    /// to `outside` arrives at `inside` whatever the router's rules, and `inside`'s answers
+    /// to whoever sent there leave from `outside`.
+    pub fn forward(&mut self, outside: SocketAddr, inside: SocketAddr) {
+        self.forwards.push((outside, inside));
     }
 
     /// Nothing passes between `a` and `b` from now on (a router that maps per destination,

@@ -10,7 +10,9 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use crate::app::play::EarlyWindow;
 use crate::frontend::chat_board::ChatBoard;
 use crate::lockstep::{own_name, PeerId, Roster};
+use crate::net::portmap::PortMap;
 use crate::net::Link;
+use crate::portmap::MapEvent;
 use crate::session::direct::{PathKind, PathMode};
 use crate::session::{
     Endpoint, EndpointEvent, OpenEvent, Participant, ParticipantEvent, Progress, RoomOpener,
@@ -128,6 +130,8 @@ pub struct Invite {
     pub command: String,
     /// More they need to know (a router's port forward, the password).
     pub notes: Vec<String>,
+    /// What the port mapping did (`port map: PCP 203.0.113.7:7845 (lease 1 h)`).
+    pub port_map: Option<String>,
 }
 
 impl Invite {
@@ -135,6 +139,52 @@ impl Invite {
         rows.push("Friends join with:".into());
         rows.push(format!("  {}", self.command));
         rows.extend(self.notes.iter().cloned());
+        rows.extend(self.port_map.iter().cloned());
+    }
+}
+
+/// A host's port mapping as its lobby follows it: the mapping, the port it maps, and how
+/// to make the join command for an address.
+pub struct LobbyPortMap<'a> {
+    pub map: &'a PortMap,
+    pub port: u16,
+    pub join_command: &'a dyn Fn(&str) -> String,
+}
+
+impl LobbyPortMap<'_> {
+    /// Passes the mapping's news on (to the participant and the log) and shows it in the
+    /// invite: a mapped address makes the join command, a failure says what to do.
+    fn follow(&self, participant: &mut Participant, invite: &mut Invite) {
+        let direct_host = !participant.hosts_room();
+        let events = super::port_map::pump(self.map, participant, self.port, direct_host);
+        let report = self.map.report();
+        invite.port_map = Some(super::port_map::line(&report));
+        for ev in events {
+            match ev {
+                MapEvent::Mapped(m) if direct_host => {
+                    let lan = std::mem::replace(
+                        &mut invite.command,
+                        (self.join_command)(&m.external.to_string()),
+                    );
+                    invite.notes.retain(|n| {
+                        !n.starts_with("Over the internet") && !n.starts_with("On this network")
+                    });
+                    invite.notes.insert(0, format!("On this network: {lan}"));
+                    tracing::info!(
+                        "netplay: over the internet, friends join with `{}` (the router forwards udp port {} here)",
+                        invite.command,
+                        m.external.port()
+                    );
+                }
+                MapEvent::Failed(_) if direct_host => {
+                    let hint = super::port_map::hint(&report, self.port);
+                    invite
+                        .notes
+                        .push(format!("To be joined from the internet, {hint}."));
+                }
+                _ => {}
+            }
+        }
     }
 }
 
@@ -281,9 +331,10 @@ pub fn host_lobby(
     link: &mut Link,
     host: &mut Participant,
     (seats, want): (u8, u8),
-    invite: &Invite,
+    invite: &mut Invite,
     (window, chat): (&mut EarlyWindow, &ChatBoard),
     while_waiting: &mut dyn FnMut() -> Option<String>,
+    port_map: Option<LobbyPortMap<'_>>,
 ) -> Result<Vec<PeerId>, NetplayError> {
     let start = Instant::now();
     let port = link.local_addr().port();
@@ -299,13 +350,26 @@ pub fn host_lobby(
             want.saturating_sub(1)
         );
         tracing::info!(
-            "netplay: on this network, players join with `{}` and the same game; over the \
-             internet, with your public address and udp port {port} forwarded to this machine",
+            "netplay: on this network, players join with `{}` and the same game",
             invite.command
         );
+        if port_map.is_some() {
+            tracing::info!(
+                "netplay: asking the router to forward udp port {port} here (--port-map off \
+                 does not ask)"
+            );
+        } else {
+            tracing::info!(
+                "netplay: over the internet, with your public address and udp port {port} \
+                 forwarded to this machine"
+            );
+        }
     }
     loop {
         let now = exchange(link, host)?;
+        if let Some(pm) = &port_map {
+            pm.follow(host, invite);
+        }
         while let Some(ev) = host.poll_event() {
             if let ParticipantEvent::Chat(line) = ev {
                 super::chat::show(chat, now, line);
@@ -365,6 +429,7 @@ pub fn host_lobby(
         let paths = host.paths();
         // Work that waits with the lobby (the rollback check), and its line on the screen.
         let note = while_waiting();
+        let invite = &*invite;
         let rows = || {
             let mut rows = host_rows(endpoint, &paths, (seats, want), invite);
             rows.extend(note.clone());
@@ -431,14 +496,22 @@ pub fn join_lobby(
     session: &mut Participant,
     screen: &mut JoinScreen,
     (window, chat): (&mut EarlyWindow, &ChatBoard),
+    port_map: Option<&PortMap>,
 ) -> Result<StartState, NetplayError> {
     if let Some(s) = session.join_session() {
         tracing::info!("netplay: joining {}", s.host());
     }
     let mut bar = DownloadBar(None);
     let mut welcomed = false;
+    let port = link.local_addr().port();
     loop {
         let now = exchange(link, session)?;
+        if let Some(pm) = port_map {
+            super::port_map::pump(pm, session, port, false);
+            if let Some(invite) = &mut screen.invite {
+                invite.port_map = Some(super::port_map::line(&pm.report()));
+            }
+        }
         while let Some(ev) = session.poll_event() {
             match ev {
                 ParticipantEvent::Welcomed {

@@ -23,6 +23,7 @@ mod fleet;
 mod invite;
 mod lobby;
 mod metrics;
+mod port_map;
 mod report;
 mod run;
 mod serve;
@@ -64,6 +65,7 @@ use crate::app::{PlayError, PlayOptions};
 use crate::frontend::chat_board::ChatShow;
 use crate::host::HostError;
 use crate::lockstep;
+use crate::net::portmap::PortMapMode;
 use crate::net::{NetError, NetSim};
 use crate::session::direct::PathMode;
 use crate::session::{ParticipantConfig, SessionError};
@@ -105,6 +107,9 @@ pub struct NetOptions {
     pub chat_every: Option<Duration>,
     /// `--path`: direct paths in a room on a server.
     pub path: PathMode,
+    /// `--port-map`: whether a host (and a player in a room a player hosts) asks its
+    /// router to forward its port.
+    pub port_map: PortMapMode,
 }
 
 impl NetOptions {

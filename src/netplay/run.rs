@@ -97,6 +97,8 @@ pub(super) fn finish(feed: &mut NetFeed, quit: bool) -> (Option<String>, Map<Str
             (false, false) => feed.close("finished"),
             (false, true) => feed.close("quit"),
         }
+    } else {
+        feed.close_port_map();
     }
     let mut extra = feed.stats();
     extra.remove("kind");

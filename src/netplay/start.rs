@@ -13,13 +13,16 @@ use super::address::resolve;
 use super::invite::{game_name, invite_notes, join_command};
 use super::run;
 use super::speculation::{Decision, RollbackCheck};
-use super::{chat, fleet, lobby, HostOptions, JoinOptions, NetFeed, NetOptions, NetplayError};
+use super::{
+    chat, fleet, lobby, port_map, HostOptions, JoinOptions, NetFeed, NetOptions, NetplayError,
+};
 use crate::app::core_session::{self, Content, Plan, SessionDriver, Stage, Started};
 use crate::app::play::EarlyWindow;
 use crate::app::{FrameObserver, PlayOptions, PlaySummary, Recording};
 use crate::frontend::chat_board::ChatBoard;
 use crate::host::{hash_file, Core};
 use crate::lockstep;
+use crate::net::portmap::PortMap;
 use crate::net::{random_bytes, random_seed, Link};
 use crate::session::direct::PathMode;
 use crate::session::{
@@ -110,7 +113,7 @@ enum Command<'a> {
     /// `to`, set by `prepare`: the screen shown and the address to join.
     Join {
         opts: &'a JoinOptions,
-        to: Option<(lobby::JoinScreen, SocketAddr)>,
+        to: Option<Box<(lobby::JoinScreen, SocketAddr)>>,
     },
 }
 
@@ -160,7 +163,7 @@ impl SessionDriver for NetDriver<'_> {
                     // In a fleet, the room may be held by another server than the one named.
                     addr = fleet::locate(addr, room)?;
                 }
-                *to = Some((screen, addr));
+                *to = Some(Box::new((screen, addr)));
                 // The core is opened first (the handshake compares its name and version)
                 // but the content is loaded only once the host's option values are known.
                 Ok(Plan {
@@ -176,7 +179,7 @@ impl SessionDriver for NetDriver<'_> {
         let (feed, rollback) = match &mut self.command {
             Command::Host(opts) => host_start(opts, self.play, stage, chat)?,
             Command::Join { opts, to } => {
-                let (screen, addr) = to.take().expect("`prepare` runs before `start`");
+                let (screen, addr) = *to.take().expect("`prepare` runs before `start`");
                 join_start(opts, self.play, stage, chat, screen, addr)?
             }
         };
@@ -246,6 +249,9 @@ fn host_start(
         Some((link, room)) => (link, Some(room)),
         None => (Link::host(opts.port, opts.net.netsim.clone())?, None),
     };
+    // A direct host's port, or a hosted room's host's socket (its direct paths' candidate).
+    let port = link.local_addr().port();
+    let port_map = port_map::start(opts.net.port_map, port);
     let seed = random_seed();
     let session_id = in_room.as_ref().map_or((seed >> 32) as u32, |r| r.session);
     let mut host = session::HostConfig::new(session_id, random_bytes(), fps);
@@ -282,9 +288,9 @@ fn host_start(
             game,
             command: join_command(&room.server_name, Some(&room.name), play),
             notes: invite_notes(None, opts.net.password.is_some()),
+            port_map: None,
         },
         None => {
-            let port = link.local_addr().port();
             let here = crate::net::lan_address().map_or("THIS-MACHINE".into(), |ip| {
                 SocketAddr::new(ip, port).to_string()
             });
@@ -298,9 +304,11 @@ fn host_start(
                     )),
                     opts.net.password.is_some(),
                 ),
+                port_map: None,
             }
         }
     };
+    let mut invite = invite;
     if let Some(room) = &in_room {
         tracing::info!(
             "netplay: room {} is open on {}, hosted here; your friends join with `{}`{}",
@@ -322,14 +330,24 @@ fn host_start(
         check.step(core);
         check.line()
     };
-    lobby::host_lobby(
+    let join_for = |addr: &str| join_command(addr, None, play);
+    let follow = port_map.as_ref().map(|map| lobby::LobbyPortMap {
+        map,
+        port,
+        join_command: &join_for,
+    });
+    if let Err(e) = lobby::host_lobby(
         &mut link,
         &mut participant,
         seats,
-        &invite,
+        &mut invite,
         lobby,
         &mut while_waiting,
-    )?;
+        follow,
+    ) {
+        port_map::abandon(port_map);
+        return Err(e);
+    }
     let rollback = check.finish(core);
     let names = participant
         .endpoint()
@@ -343,7 +361,8 @@ fn host_start(
         .with_names(names)
         .with_chat(chat, opts.net.say.clone(), opts.net.chat_every)
         .with_path(opts.net.path)
-        .with_room(in_room.map(|r| r.name));
+        .with_room(in_room.map(|r| r.name))
+        .with_port_map(port_map, port, true);
     start_delay(&opts.net);
     Ok((feed, rollback))
 }
@@ -366,11 +385,19 @@ fn join_start(
     jcfg.room = opts.room.clone().unwrap_or_default();
     jcfg.watch = opts.watch;
     let session = joiner(jcfg, &opts.net);
+    // In a room a player hosts, a forwarded port helps the direct path to the host.
+    let port_map = match (&opts.room, opts.net.path) {
+        (Some(_), PathMode::Auto | PathMode::Direct) => {
+            port_map::start(opts.net.port_map, link.local_addr().port())
+        }
+        _ => None,
+    };
     let joined = Joined {
         link,
         session,
         screen,
         chat,
+        port_map,
     };
     play_joined(&opts.net, play, stage, joined, true)
 }
@@ -390,6 +417,8 @@ struct Joined {
     session: Participant,
     screen: lobby::JoinScreen,
     chat: ChatBoard,
+    /// Its router's port mapping, if it asks for one.
+    port_map: Option<PortMap>,
 }
 
 /// A room on a server that this process hosts: the server lists it, relays its joiners
@@ -491,6 +520,7 @@ fn host_in_room(
         game: game_name(play),
         command: join_command(server, Some(&room), play),
         notes: invite_notes(None, password.is_some()),
+        port_map: None,
     };
     tracing::info!(
         "netplay: room {room} is open on {server}; your friends join with `{}`{}",
@@ -513,6 +543,7 @@ fn host_in_room(
         session,
         screen,
         chat,
+        port_map: None,
     };
     // The creator's core is at the start state already: nothing to load.
     play_joined(&opts.net, play, stage, joined, false)
@@ -532,13 +563,27 @@ fn play_joined(
         mut session,
         mut screen,
         chat,
+        port_map,
     } = joined;
     let room = session
         .join_session()
         .and_then(|s| s.room())
         .map(str::to_string);
     let lobby = (&mut *stage.window, &chat);
-    let start = lobby::join_lobby(&mut link, &mut session, &mut screen, lobby)?;
+    let start = match lobby::join_lobby(
+        &mut link,
+        &mut session,
+        &mut screen,
+        lobby,
+        port_map.as_ref(),
+    ) {
+        Ok(start) => start,
+        Err(e) => {
+            port_map::abandon(port_map);
+            return Err(e);
+        }
+    };
+    let port = link.local_addr().port();
     // The network thread serves from here on: while this player loads the content and the
     // state and opens its window, it tells the host that it is still coming (`Loading`),
     // which otherwise drops a player silent for 2 s.
@@ -559,7 +604,8 @@ fn play_joined(
         .with_path(net.path)
         .with_names(start.players.clone())
         .with_room(room)
-        .with_rejoin(rejoin);
+        .with_rejoin(rejoin)
+        .with_port_map(port_map, port, false);
     screen.players = start.players.clone();
     if load {
         screen.doing = format!("loading {}", game_name(play));

@@ -438,6 +438,18 @@ impl World {
     }
 
     /// The address of node `i`'s host or server.
+    /// Node `i`'s router forwards `outside` to it, and the node knows (as `netplay` tells
+    /// its participant when the port mapping succeeds).
+    pub fn map_port(&mut self, i: usize, outside: SocketAddr) {
+        let inside = self.nodes[i].addr;
+        self.net.forward(outside, inside);
+        self.nodes[i]
+            .runner
+            .feed_mut()
+            .participant
+            .handle_mapped(Some(outside));
+    }
+
     pub fn addr_of(&self, i: usize) -> SocketAddr {
         self.nodes[i].addr
     }

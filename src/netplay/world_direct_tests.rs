@@ -120,6 +120,54 @@ fn a_path_through_routers_that_map_per_destination_stays_relayed_and_plays_in_sy
     assert_eq!(why, Some("no direct path within 3 s"));
 }
 
+/// Where node `i`'s direct path first went.
+fn direct_to(w: &World, i: usize) -> Option<SocketAddr> {
+    w.nodes[i].events().find_map(|e| match e {
+        ParticipantEvent::Path {
+            event: PathEvent::Direct { addr, .. },
+            ..
+        } => Some(*addr),
+        _ => None,
+    })
+}
+
+#[test]
+fn a_host_whose_router_forwards_its_port_goes_direct_through_routers_that_map_per_destination() {
+    let (mut w, server, ana) = hosted(900, 2, false);
+    let mapped: SocketAddr = "198.51.100.77:7845".parse().unwrap();
+    w.map_port(ana, mapped);
+    let bob = w.join("bob", server, Some("den"), cfg());
+    let (ana_at, bob_at) = (w.addr_of(ana), w.addr_of(bob));
+    w.net.behind_router(bob_at);
+    w.net.cut(ana_at, bob_at);
+    finish_in_sync(&mut w, 120 * SEC);
+    assert_eq!(own_path(&w, bob), Some(PathKind::Direct));
+    assert_eq!(host_path(&w, ana, 1), Some(PathKind::Direct));
+    assert_eq!(direct_to(&w, bob), Some(mapped));
+    let relayed = w.server.as_ref().unwrap().1.stats().bytes_relayed;
+    assert!(relayed < 20_000, "the game crossed the server: {relayed}");
+}
+
+#[test]
+fn a_joiner_whose_router_forwards_a_port_late_goes_direct_at_once_and_the_host_knows_it() {
+    let (mut w, server, ana) = hosted(1800, 2, false);
+    let bob = w.join("bob", server, Some("den"), cfg());
+    let (ana_at, bob_at) = (w.addr_of(ana), w.addr_of(bob));
+    w.net.behind_router(bob_at);
+    w.net.cut(ana_at, bob_at);
+    // The first attempt fails; the joiner's mapping comes 8 s in, well before the retry.
+    w.run_for(8 * SEC);
+    assert_eq!(own_path(&w, bob), Some(PathKind::Relayed));
+    let mapped: SocketAddr = "203.0.113.40:40000".parse().unwrap();
+    w.map_port(bob, mapped);
+    let went = w.run_until(2 * SEC, |w| host_path(w, ana, 1) == Some(PathKind::Direct));
+    assert!(went, "no direct path within 2 s of the mapping");
+    assert_eq!(direct_to(&w, ana), Some(mapped));
+    let known = w.nodes[ana].feed().participant.mapped_players();
+    assert_eq!(known, vec![(PeerId(1), vec![mapped])]);
+    finish_in_sync(&mut w, 120 * SEC);
+}
+
 #[test]
 fn a_direct_path_that_dies_mid_game_falls_back_to_the_relay_and_the_game_goes_on() {
     let (mut w, server, ana) = hosted(2400, 2, false);

@@ -19,6 +19,11 @@
 //! - A `PunchBack` with this side's token proves the path both ways: datagrams go direct to
 //!   where it came from from then on. Nothing unauthenticated moves the game: only tagged
 //!   punches count, and only a fresh token's echo.
+//! - A side whose router forwards a port to it (`portmap`) tells the other over the relay
+//!   ([`advertise`](DirectPath::advertise), a tagged `Path/Candidates`): the other punches
+//!   that address too, at once, in a fresh attempt if the first one had ended. A forwarded
+//!   port takes the punch whatever the router's mapping rules, so a symmetric-NAT home
+//!   with UPnP goes direct.
 //!
 //! # Falling back
 //! - No proof within [`GIVE_UP`] of the introduction: the relay carries this player, as
@@ -164,6 +169,8 @@ pub struct DirectPath {
     /// How long the first proven path took from its introduction.
     first_direct: Option<Duration>,
     out: VecDeque<(SocketAddr, PathMsg, Option<u8>)>,
+    /// Messages for the other side that go over the relay.
+    relay_out: VecDeque<PathMsg>,
     events: VecDeque<PathEvent>,
 }
 
@@ -181,7 +188,36 @@ impl DirectPath {
             settled: mode == PathMode::Relayed,
             first_direct: None,
             out: VecDeque::new(),
+            relay_out: VecDeque::new(),
             events: VecDeque::new(),
+        }
+    }
+
+    /// Tells the other side, over the relay, that `addrs` reach this one too (a port its
+    /// router forwards). Nothing in `PathMode::Relayed`.
+    pub fn advertise(&mut self, addrs: &[SocketAddr]) {
+        if self.mode != PathMode::Relayed && !addrs.is_empty() {
+            self.relay_out.push_back(PathMsg::candidates(addrs));
+        }
+    }
+
+    /// The other side's `Candidates` came over the relay: they are punched at once, in a
+    /// fresh attempt with `token` unless the path is direct already.
+    pub fn handle_candidates(
+        &mut self,
+        now: Instant,
+        addrs: &[SocketAddr],
+        token: [u8; PATH_TOKEN_LEN],
+    ) {
+        if self.mode == PathMode::Relayed {
+            return;
+        }
+        let before = self.candidates.len();
+        for &a in addrs {
+            self.add_candidate(a);
+        }
+        if self.candidates.len() > before && !matches!(self.phase, Phase::Direct { .. }) {
+            self.start(now, now, token);
         }
     }
 
@@ -453,6 +489,22 @@ impl DirectPath {
             let mut bytes = Msg::Path(msg).encode(session);
             if seal(&mut bytes) {
                 out.push_back(Transmit { to, bytes, ttl });
+            }
+        }
+    }
+
+    /// Moves the messages for the relay into `out`, each sealed by `seal` (false: no keys
+    /// yet, and it is dropped) under `session`.
+    pub fn seal_relayed(
+        &mut self,
+        session: u32,
+        mut seal: impl FnMut(&mut Vec<u8>) -> bool,
+        out: &mut Vec<Vec<u8>>,
+    ) {
+        while let Some(msg) = self.relay_out.pop_front() {
+            let mut bytes = Msg::Path(msg).encode(session);
+            if seal(&mut bytes) {
+                out.push(bytes);
             }
         }
     }

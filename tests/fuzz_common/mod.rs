@@ -1,7 +1,9 @@
 //! A seeded mutation fuzzer for every datagram decoder, through the public entry points a
 //! datagram from the network reaches: the session layer's messages (handshake, lobby, state
 //! transfer, rooms), CTRLs at a lockstep server, UPDATEs at a lockstep client, resync
-//! chunks, and a dedicated server's router with a room open. cargo-fuzz needs a nightly
+//! chunks, a dedicated server's router with a room open, and what a home router answers a
+//! port mapping (PCP, NAT-PMP, SSDP, and UPnP's HTTP: descriptions and SOAP), each also
+//! through the mapping machine. cargo-fuzz needs a nightly
 //! toolchain, which this project's machines do not have; this loop needs none.
 //!
 //! Each target starts from a corpus of valid datagrams recorded from a short in-memory
@@ -11,12 +13,13 @@
 //! checks a property: whatever decodes re-encodes to bytes that decode to the same message.
 #![allow(dead_code)]
 
-use std::net::SocketAddr;
+use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::{Duration, Instant};
 
 use framelock::input::Pad;
 use framelock::lockstep::{Client, Config, Mode, PeerId, Server};
+use framelock::portmap::{http, natpmp, pcp, upnp, MapConfig, Mapper, Protocol, Request};
 use framelock::serve::{Rooms, ServeConfig};
 use framelock::session::msg::{
     Auth, Hello, Msg, OpenRoom, RelayStep, RoomInfo, RoomMsg, StateAck, Welcome, CHUNK_SIZE,
@@ -72,7 +75,127 @@ pub fn run_all(inputs: u64, seed: u64) -> Vec<Outcome> {
             seed + 4,
             serve_target(&corpus),
         ),
+        fuzz(
+            "router answers (PCP, NAT-PMP, SSDP)",
+            &portmap_udp_corpus(),
+            inputs,
+            seed + 5,
+            portmap_udp_target(),
+        ),
+        fuzz(
+            "router HTTP answers (UPnP description, SOAP)",
+            &portmap_http_corpus(),
+            inputs,
+            seed + 6,
+            portmap_http_target(),
+        ),
     ]
+}
+
+const GW: Ipv4Addr = Ipv4Addr::new(192, 168, 1, 1);
+
+fn mapper_cfg() -> MapConfig {
+    MapConfig::new(
+        SocketAddrV4::new(Ipv4Addr::new(192, 168, 1, 20), 7845),
+        Some(GW),
+        [9; 12],
+    )
+}
+
+/// What a router answers on UDP: PCP and NAT-PMP grants and refusals, SSDP answers.
+fn portmap_udp_corpus() -> Vec<Vec<u8>> {
+    let mut pcp_ok = pcp::MapRequest {
+        lifetime: 3600,
+        client: Ipv4Addr::new(192, 168, 1, 20),
+        nonce: [9; 12],
+        internal_port: 7845,
+        external_port: 7845,
+        prefer_failure: false,
+    }
+    .encode();
+    pcp_ok[1] = 0x81;
+    pcp_ok[44..60].copy_from_slice(&Ipv4Addr::new(203, 0, 113, 7).to_ipv6_mapped().octets());
+    let mut pcp_no = pcp_ok.clone();
+    pcp_no[3] = 2;
+    vec![
+        pcp_ok,
+        pcp_no,
+        vec![0, 129, 0, 1, 0, 0, 0, 1],
+        vec![0, 128, 0, 0, 0, 0, 0, 1, 203, 0, 113, 7],
+        vec![0, 129, 0, 0, 0, 0, 0, 1, 0x1e, 0xa5, 0x1e, 0xa5, 0, 0, 0x0e, 0x10],
+        b"HTTP/1.1 200 OK\r\nST: urn:schemas-upnp-org:device:InternetGatewayDevice:1\r\nLOCATION: http://192.168.1.1:5000/rootDesc.xml\r\n\r\n".to_vec(),
+    ]
+}
+
+/// Every UDP answer decoder, and a mapper that hears it from the router.
+fn portmap_udp_target() -> impl FnMut(&[u8]) {
+    let t0 = Instant::now();
+    move |bytes| {
+        let _ = pcp::decode(bytes);
+        let _ = natpmp::decode(bytes);
+        let _ = upnp::parse_ssdp(bytes);
+        let mut m = Mapper::new(t0, mapper_cfg());
+        m.handle_udp(t0, SocketAddr::from((GW, 5351)), bytes);
+        m.handle_udp(t0, SocketAddr::from((GW, 1900)), bytes);
+        m.handle_timeout(t0 + Duration::from_secs(1));
+        while m.poll_request().is_some() {}
+        while m.poll_event().is_some() {}
+    }
+}
+
+/// What a router answers over HTTP: its description and SOAP answers and faults.
+fn portmap_http_corpus() -> Vec<Vec<u8>> {
+    let ok = |body: &str| {
+        format!(
+            "HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        )
+        .into_bytes()
+    };
+    let description = "<?xml version=\"1.0\"?><root xmlns=\"urn:schemas-upnp-org:device-1-0\"><URLBase>http://192.168.1.1:5000/</URLBase><device><deviceList><device><serviceList><service><serviceType>urn:schemas-upnp-org:service:WANIPConnection:2</serviceType><controlURL>/ctl/IPConn</controlURL></service></serviceList></device></deviceList></device></root>";
+    vec![
+        ok(description),
+        ok("<s:Envelope><s:Body><u:GetExternalIPAddressResponse><NewExternalIPAddress>203.0.113.7</NewExternalIPAddress></u:GetExternalIPAddressResponse></s:Body></s:Envelope>"),
+        ok("<s:Envelope><s:Body><u:AddAnyPortMappingResponse><NewReservedPort>7846</NewReservedPort></u:AddAnyPortMappingResponse></s:Body></s:Envelope>"),
+        b"HTTP/1.1 500 Internal Server Error\r\nTransfer-Encoding: chunked\r\n\r\n5a\r\n<s:Envelope><s:Body><s:Fault><detail><UPnPError><errorCode>718</errorCode></UPnPError>\r\n0\r\n\r\n".to_vec(),
+    ]
+}
+
+/// The HTTP answer parser, the description and SOAP parsers behind it, and a mapper that
+/// takes it as the router's description.
+fn portmap_http_target() -> impl FnMut(&[u8]) {
+    let t0 = Instant::now();
+    let location = upnp::HttpUrl::parse("http://192.168.1.1:5000/rootDesc.xml").unwrap();
+    let ssdp = b"HTTP/1.1 200 OK\r\nLOCATION: http://192.168.1.1:5000/rootDesc.xml\r\n\r\n";
+    move |bytes| {
+        for eof in [false, true] {
+            if let Ok(Some(r)) = http::parse(bytes, eof, 64 * 1024) {
+                let _ = upnp::parse_description(&r.body, &location);
+                for action in [
+                    "GetExternalIPAddress",
+                    "AddPortMapping",
+                    "AddAnyPortMapping",
+                ] {
+                    let _ = upnp::parse_soap(&r, action);
+                }
+            }
+        }
+        let mut cfg = mapper_cfg();
+        cfg.protocols = vec![Protocol::Upnp];
+        let mut m = Mapper::new(t0, cfg);
+        m.handle_udp(t0, SocketAddr::from((GW, 1900)), ssdp);
+        let mut ids = Vec::new();
+        while let Some(r) = m.poll_request() {
+            if let Request::Http { id, .. } = r {
+                ids.push(id);
+            }
+        }
+        for id in ids {
+            m.handle_http(t0, id, Ok(bytes.to_vec()));
+        }
+        while m.poll_request().is_some() {}
+        while m.poll_event().is_some() {}
+    }
 }
 
 fn fuzz(

@@ -66,6 +66,8 @@ pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 struct NetState {
     link: Link,
     participant: Participant,
+    /// The router's port mapping for this socket, if one was asked for.
+    port_map: Option<FeedPortMap>,
     bot: Option<Bot>,
     /// The local players' pad as last sampled (keyboard, gamepads); the bot's pad is added
     /// to it per frame.
@@ -115,6 +117,14 @@ struct ScriptedPause {
     hold: Duration,
     asked: bool,
     since: Option<Instant>,
+}
+
+/// A port mapping the feed keeps up (`port_map`): the mapping, its port, and whether this
+/// is a host waiting to be joined.
+struct FeedPortMap {
+    map: crate::net::portmap::PortMap,
+    port: u16,
+    host: bool,
 }
 
 /// The state and the signal the frame loop waits on.
@@ -231,8 +241,11 @@ impl NetState {
         came
     }
 
-    /// Runs the participant's timers and handles its events.
+    /// Runs the participant's timers and handles its events (and the port mapping's).
     fn run_timers_and_events(&mut self, now: Instant) {
+        if let Some(pm) = &self.port_map {
+            super::port_map::pump(&pm.map, &mut self.participant, pm.port, pm.host);
+        }
         self.participant.handle_timeout(now);
         self.handle_events(now);
     }
@@ -301,6 +314,14 @@ impl NetState {
         self.participant.close(reason);
         self.send_queued(now);
         self.link.drain(super::GOODBYE_DRAIN);
+        self.close_port_map();
+    }
+
+    /// The router forwards nothing to a session that is over.
+    fn close_port_map(&mut self) {
+        if let Some(pm) = &mut self.port_map {
+            super::port_map::close(&mut pm.map, &mut self.participant, pm.port);
+        }
     }
 
     /// Hands the machine's answers to the participant.

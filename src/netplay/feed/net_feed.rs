@@ -15,7 +15,8 @@ use crate::net::{Link, SocketWaiter};
 use crate::netplay::report::Report;
 use crate::session::Participant;
 
-use super::{lock, Net, NetState, ScriptedPause, Shared, SERVICE_INTERVAL};
+use super::{lock, FeedPortMap, Net, NetState, ScriptedPause, Shared, SERVICE_INTERVAL};
+use crate::net::portmap::PortMap;
 
 pub struct NetFeed {
     net: Arc<Net>,
@@ -68,6 +69,7 @@ impl NetFeed {
                 lobby_bytes: (e.wire_bytes_sent, e.wire_bytes_received),
                 link,
                 participant,
+                port_map: None,
                 bot,
                 keys: Pad::NEUTRAL,
                 shared: Shared::default(),
@@ -147,6 +149,13 @@ impl NetFeed {
     /// `--path`, for how a path that stays relayed is worded.
     pub fn with_path(self, path: crate::session::direct::PathMode) -> NetFeed {
         self.state().report.path = path;
+        self
+    }
+
+    /// The router's port mapping of this socket (`port`), kept up while the session runs
+    /// and removed when it ends; `host`: a host waiting to be joined.
+    pub fn with_port_map(self, map: Option<PortMap>, port: u16, host: bool) -> NetFeed {
+        self.state().port_map = map.map(|map| FeedPortMap { map, port, host });
         self
     }
 
@@ -261,6 +270,12 @@ impl NetFeed {
     pub fn close(&mut self, reason: &str) {
         self.stop_worker();
         self.state().close(reason);
+    }
+
+    /// Removes the router's port mapping, if any (`close` does too).
+    pub fn close_port_map(&mut self) {
+        self.stop_worker();
+        self.state().close_port_map();
     }
 }
 
@@ -390,8 +405,12 @@ impl Feed for NetFeed {
     fn stats(&self) -> Map<String, Value> {
         let s = self.state();
         let link = s.link.stats();
-        s.report
-            .stats_map(Instant::now(), &s.participant, &link, s.play())
+        let mut map = s
+            .report
+            .stats_map(Instant::now(), &s.participant, &link, s.play());
+        let pm = s.port_map.as_ref().map(|p| &p.map);
+        map.insert("port_map".into(), crate::netplay::port_map::stats(pm));
+        map
     }
 
     /// Speculation (`--speculate`, `--delay`): see `Client::predict`.

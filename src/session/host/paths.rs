@@ -133,7 +133,8 @@ impl HostSession {
             .ok_or(Dropped::UnknownPeer(Kind::Path))?;
         match path {
             // A punch reaches the session only if its room's routes were not there to take it.
-            PathMsg::Probe | PathMsg::Punch(_) | PathMsg::PunchBack(_) => {}
+            PathMsg::Probe | PathMsg::Punch(_) | PathMsg::PunchBack(_) | PathMsg::Candidates(_) => {
+            }
             PathMsg::Challenge(token) => {
                 let mut bytes = Msg::Path(PathMsg::Response(token)).encode(self.cfg.session_id);
                 self.peers[i].keys.seal(&mut bytes);

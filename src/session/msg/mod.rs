@@ -31,7 +31,9 @@
 //!            the challenge answered, sent back to the address the challenge came from;
 //!            4 Punch [8] token (a try at a direct path between a hosted room's host and
 //!            a joiner, `session::direct`); 5 PunchBack [8] the token of the punch
-//!            answered, sent back to where it came from
+//!            answered, sent back to where it came from; 6 Candidates u8 n (at most 4) +
+//!            n x addr: more addresses of the sender to punch (its router's port mapping),
+//!            sent over the relay
 //! Lobby      u8 ready (players with the start state, the host's included), u8 want; a
 //!            running game answers a joiner's Hellos with 0, 0 while its state is made
 //! Loading    (empty: the joiner has the start state and is not running yet)
@@ -182,6 +184,24 @@ pub enum PathMsg {
     Punch([u8; PATH_TOKEN_LEN]),
     /// The token of a punch, sent back to where the punch came from.
     PunchBack([u8; PATH_TOKEN_LEN]),
+    /// A hosted room's host or joiner tells the other, over the relay, more addresses to
+    /// punch: the outside address its router forwards to it (`portmap`). At most
+    /// [`MAX_PATH_CANDIDATES`], the rest `None`.
+    Candidates([Option<SocketAddr>; MAX_PATH_CANDIDATES]),
+}
+
+/// Most addresses one `PathMsg::Candidates` carries.
+pub const MAX_PATH_CANDIDATES: usize = 4;
+
+impl PathMsg {
+    /// A `Candidates` of the first [`MAX_PATH_CANDIDATES`] of `addrs`.
+    pub fn candidates(addrs: &[SocketAddr]) -> PathMsg {
+        let mut list = [None; MAX_PATH_CANDIDATES];
+        for (slot, a) in list.iter_mut().zip(addrs) {
+            *slot = Some(*a);
+        }
+        PathMsg::Candidates(list)
+    }
 }
 
 /// Bytes of a path challenge's token.
@@ -401,6 +421,13 @@ impl Msg<'_> {
                 out.push(5);
                 out.extend_from_slice(token);
             }
+            Msg::Path(PathMsg::Candidates(list)) => {
+                out.push(6);
+                out.push(list.iter().flatten().count() as u8);
+                for a in list.iter().flatten() {
+                    put_addr(&mut out, *a);
+                }
+            }
             Msg::Lobby { ready, want } => out.extend_from_slice(&[*ready, *want]),
             Msg::Loading => {}
             Msg::Room(r) => encode_room(&mut out, r),
@@ -550,6 +577,17 @@ impl Msg<'_> {
                 3 => PathMsg::Response(r.array().map_err(bad)?),
                 4 => PathMsg::Punch(r.array().map_err(bad)?),
                 5 => PathMsg::PunchBack(r.array().map_err(bad)?),
+                6 => {
+                    let n = usize::from(r.u8().map_err(bad)?);
+                    if n > MAX_PATH_CANDIDATES {
+                        return Err(WireError::Malformed(kind));
+                    }
+                    let mut list = [None; MAX_PATH_CANDIDATES];
+                    for slot in list.iter_mut().take(n) {
+                        *slot = Some(r.addr().map_err(bad)?);
+                    }
+                    PathMsg::Candidates(list)
+                }
                 _ => return Err(WireError::Malformed(kind)),
             }),
             Kind::Lobby => {

@@ -122,6 +122,11 @@ fn samples() -> Vec<Vec<u8>> {
         .encode(0),
         Msg::Path(PathMsg::Punch([4; 8])).encode(5),
         Msg::Path(PathMsg::PunchBack([4; 8])).encode(5),
+        Msg::Path(PathMsg::candidates(&[
+            "203.0.113.7:7845".parse().unwrap(),
+            "[2001:db8::1]:9".parse().unwrap(),
+        ]))
+        .encode(5),
         Msg::Retry([5; 16]).encode(0),
         Msg::Room(RoomMsg::Opened {
             room: "quiet-fox".into(),

@@ -28,6 +28,10 @@ struct Route {
     /// The slot this joiner plays, and its path as of when it last was in the game (a
     /// player who left keeps the path it had).
     seat: Option<(PeerId, PathKind)>,
+    /// The server introduced this joiner (the host's own mapping goes to it).
+    introduced: bool,
+    /// The addresses the joiner's router forwards to it, as it told (`Path/Candidates`).
+    advertised: Vec<SocketAddr>,
 }
 
 /// The host's routes to its joiners. See the module docs.
@@ -47,6 +51,9 @@ pub struct HostRoutes {
     closed: bool,
     /// The seats of forgotten joiners, as `Route::seat`.
     forgotten: Vec<(PeerId, PathKind)>,
+    /// The outside address this host's router forwards to it (`portmap`), told to each
+    /// joiner the server introduces.
+    mapped: Option<SocketAddr>,
 }
 
 impl HostRoutes {
@@ -62,7 +69,36 @@ impl HostRoutes {
             events: VecDeque::new(),
             closed: false,
             forgotten: Vec::new(),
+            mapped: None,
         }
+    }
+
+    /// This host's router forwards `addr` to it (or no longer does): joiners introduced
+    /// already hear of it now, the others at their introduction.
+    pub fn set_mapped(&mut self, addr: Option<SocketAddr>, endpoint: &mut Endpoint) {
+        if self.mapped == addr {
+            return;
+        }
+        self.mapped = addr;
+        if let Some(addr) = addr {
+            for route in self.routes.values_mut().filter(|r| r.introduced) {
+                route.path.advertise(&[addr]);
+            }
+        }
+        self.pump(endpoint);
+    }
+
+    /// The addresses each seated joiner's router forwards to it, as it told: where a host
+    /// could be reached if the game moved to that player.
+    pub fn advertised(&self) -> Vec<(PeerId, Vec<SocketAddr>)> {
+        let mut out: Vec<(PeerId, Vec<SocketAddr>)> = self
+            .routes
+            .values()
+            .filter_map(|r| Some((r.seat?.0, r.advertised.clone())))
+            .filter(|(_, a)| !a.is_empty())
+            .collect();
+        out.sort_by_key(|(s, _)| *s);
+        out
     }
 
     /// A datagram from `from`: the routes' own (a path probe, the server's introduction),
@@ -89,8 +125,22 @@ impl HostRoutes {
                         holding: false,
                         heard: now,
                         seat: None,
+                        introduced: false,
+                        advertised: Vec::new(),
                     });
                     route.heard = now;
+                    if kind_of(datagram) == Some(Kind::Path) {
+                        if let Some(addrs) = candidates(endpoint.open_from(peer, datagram)) {
+                            tracing::debug!(%peer, ?addrs, "netplay: a joiner's router forwards a port to it");
+                            route.advertised = addrs.clone();
+                            route.path.handle_candidates(now, &addrs, self.rng.gen());
+                            for a in addrs {
+                                self.aliases.insert(a, peer);
+                            }
+                            self.pump(endpoint);
+                            return Handled::Taken;
+                        }
+                    }
                     endpoint.handle_datagram(now, peer, datagram)
                 }
                 Ok((
@@ -108,6 +158,10 @@ impl HostRoutes {
                     let rng = &mut self.rng;
                     for c in route.path.introduced(now, peer, &locals, wait_ms, rng) {
                         self.aliases.insert(c, peer);
+                    }
+                    route.introduced = true;
+                    if let Some(mapped) = self.mapped {
+                        route.path.advertise(&[mapped]);
                     }
                     self.pump(endpoint);
                     Handled::Taken
@@ -278,9 +332,20 @@ impl HostRoutes {
             }
         }
         let id = endpoint.session_id();
+        let mut relayed = Vec::new();
         for (peer, route) in &mut self.routes {
             let seal = |bytes: &mut Vec<u8>| endpoint.seal_for(*peer, bytes);
             route.path.seal_sends(id, seal, &mut self.out);
+            let seal = |bytes: &mut Vec<u8>| endpoint.seal_for(*peer, bytes);
+            route.path.seal_relayed(id, seal, &mut relayed);
+            for datagram in relayed.drain(..) {
+                let forward = RoomMsg::Forward {
+                    peer: *peer,
+                    datagram: &datagram,
+                };
+                self.out
+                    .push_back(Transmit::new(self.server, Msg::Room(forward).encode(0)));
+            }
             while let Some(ev) = route.path.poll_event() {
                 self.events.push_back((*peer, ev));
             }
@@ -339,5 +404,19 @@ impl HostRoutes {
     /// this room's server.
     pub fn kind(&self, addr: SocketAddr) -> Option<PathKind> {
         self.routes.get(&addr).map(|r| r.path.kind())
+    }
+}
+
+fn kind_of(datagram: &[u8]) -> Option<Kind> {
+    Header::parse(datagram).ok().map(|(h, _)| h.kind)
+}
+
+/// The addresses of a `Path/Candidates` body, if that is what it is.
+pub(super) fn candidates(body: Option<&[u8]>) -> Option<Vec<SocketAddr>> {
+    match Msg::decode(body?) {
+        Ok((_, Msg::Path(crate::session::msg::PathMsg::Candidates(list)))) => {
+            Some(list.iter().flatten().copied().collect())
+        }
+        _ => None,
     }
 }

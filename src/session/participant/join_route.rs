@@ -23,6 +23,9 @@ pub struct JoinRoute {
     out: VecDeque<Transmit>,
     /// The server introduced the host: the room is hosted by a player.
     introduced: bool,
+    /// The outside address this joiner's router forwards to it (`portmap`), told to the
+    /// host once it is introduced.
+    mapped: Option<SocketAddr>,
 }
 
 impl JoinRoute {
@@ -34,6 +37,20 @@ impl JoinRoute {
             present_due: None,
             out: VecDeque::new(),
             introduced: false,
+            mapped: None,
+        }
+    }
+
+    /// This joiner's router forwards `addr` to it (or no longer does): the host hears of
+    /// it over the relay, now if introduced, else at the introduction.
+    pub fn set_mapped(&mut self, addr: Option<SocketAddr>, keys: Option<&Keys>, session: u32) {
+        if self.mapped == addr {
+            return;
+        }
+        self.mapped = addr;
+        if let (true, Some(addr)) = (self.introduced, addr) {
+            self.path.advertise(&[addr]);
+            self.pump(keys, session);
         }
     }
 
@@ -63,6 +80,18 @@ impl JoinRoute {
                     tracing::debug!(host = %peer, wait_ms, "netplay: the server introduced the host; trying a direct path");
                     self.path
                         .introduced(now, peer, &locals, wait_ms, &mut self.rng);
+                    if let Some(mapped) = self.mapped {
+                        self.path.advertise(&[mapped]);
+                    }
+                    self.pump(keys, session);
+                    return None;
+                }
+            }
+            if kind == Some(Kind::Path) {
+                let body = keys.and_then(|k| k.open(datagram));
+                if let Some(addrs) = super::host_routes::candidates(body) {
+                    tracing::debug!(?addrs, "netplay: the host's router forwards a port to it");
+                    self.path.handle_candidates(now, &addrs, self.rng.gen());
                     self.pump(keys, session);
                     return None;
                 }
@@ -126,6 +155,12 @@ impl JoinRoute {
     fn pump(&mut self, keys: Option<&Keys>, session: u32) {
         let seal = |bytes: &mut Vec<u8>| keys.map(|k| k.seal(bytes)).is_some();
         self.path.seal_sends(session, seal, &mut self.out);
+        let mut relayed = Vec::new();
+        let seal = |bytes: &mut Vec<u8>| keys.map(|k| k.seal(bytes)).is_some();
+        self.path.seal_relayed(session, seal, &mut relayed);
+        for bytes in relayed {
+            self.out.push_back(Transmit::new(self.server, bytes));
+        }
     }
 
     pub fn poll_timeout(&self) -> Option<Instant> {

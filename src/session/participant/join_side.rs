@@ -186,6 +186,14 @@ impl JoinSide {
         self.handle_machine_events(now);
     }
 
+    /// See [`Participant::handle_mapped`].
+    pub(super) fn set_mapped(&mut self, addr: Option<SocketAddr>) {
+        if let Some(route) = &mut self.route {
+            let (keys, session) = Self::keys(&self.phase);
+            route.set_mapped(addr, keys, session);
+        }
+    }
+
     pub(super) fn handle_core(&mut self, now: Instant, reply: CoreReply) {
         let now = self.clock(now);
         if let JoinPhase::Seated(s) = &mut self.phase {

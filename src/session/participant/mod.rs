@@ -480,6 +480,34 @@ impl Participant {
         }
     }
 
+    /// This process's router forwards `addr` to it (`portmap`), or no longer does
+    /// (`None`). In a room hosted by a player, the other side of each direct path hears of
+    /// it over the relay and punches it too; elsewhere it changes nothing.
+    pub fn handle_mapped(&mut self, addr: Option<SocketAddr>) {
+        match self {
+            Participant::Host(h) => {
+                if let Some(routes) = &mut h.routes {
+                    routes.set_mapped(addr, &mut h.endpoint);
+                }
+            }
+            Participant::Join(j) => j.set_mapped(addr),
+        }
+    }
+
+    /// In a room this process hosts: the outside addresses the joiners' routers forward to
+    /// them, by seat, as each told. Where a player could be reached if the game moved to
+    /// it (a new host).
+    pub fn mapped_players(&self) -> Vec<(PeerId, Vec<SocketAddr>)> {
+        match self {
+            Participant::Host(h) => h
+                .routes
+                .as_ref()
+                .map(|r| r.advertised())
+                .unwrap_or_default(),
+            Participant::Join(_) => Vec::new(),
+        }
+    }
+
     /// This process hosts a room on a server (`host_room`).
     pub fn hosts_room(&self) -> bool {
         matches!(self, Participant::Host(h) if h.routes.is_some())
