@@ -126,6 +126,8 @@ pub struct Invite {
     pub game: String,
     /// The command a friend types to join.
     pub command: String,
+    /// The same as a `framelock://` link to paste in a chat app (`framelock open` joins).
+    pub link: String,
     /// More they need to know (a router's port forward, the password).
     pub notes: Vec<String>,
 }
@@ -134,6 +136,7 @@ impl Invite {
     fn rows(&self, rows: &mut Vec<String>) {
         rows.push("Friends join with:".into());
         rows.push(format!("  {}", self.command));
+        rows.push(format!("  or the link {}", self.link));
         rows.extend(self.notes.iter().cloned());
     }
 }
@@ -298,9 +301,11 @@ pub fn host_lobby(
             want.saturating_sub(1)
         );
         tracing::info!(
-            "netplay: on this network, players join with `{}` and the same game; over the \
-             internet, with your public address and udp port {port} forwarded to this machine",
-            invite.command
+            "netplay: on this network, players join with `{}` (or the link {}) and the same \
+             game; over the internet, with your public address and udp port {port} forwarded \
+             to this machine",
+            invite.command,
+            invite.link
         );
     }
     loop {

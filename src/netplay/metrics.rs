@@ -1,5 +1,6 @@
 //! `serve --metrics ADDR:PORT`: the server's numbers as Prometheus (OpenMetrics) text, on a
-//! plain HTTP listener thread that answers every request with them.
+//! plain HTTP listener thread that answers every request with them; without `--metrics`,
+//! `serve --http` serves the same registry at `/metrics` (`web`).
 //!
 //! Metrics: `framelock_rooms`, `framelock_players`, `framelock_spectators` (gauges);
 //! `framelock_datagrams_total` and `framelock_bytes_total` by `direction` (in, out);
@@ -44,6 +45,22 @@ impl Metrics {
     pub fn listen(addr: SocketAddr) -> Result<Metrics, NetplayError> {
         let listener = TcpListener::bind(addr)
             .map_err(|e| NetplayError::Metrics(format!("--metrics {addr}: cannot listen: {e}")))?;
+        let (m, registry) = Metrics::new();
+        let local = listener.local_addr().unwrap_or(addr);
+        std::thread::Builder::new()
+            .name("metrics".into())
+            .spawn(move || {
+                for stream in listener.incoming().flatten() {
+                    answer(stream, &registry);
+                }
+            })
+            .map_err(|e| NetplayError::Metrics(format!("cannot start its thread: {e}")))?;
+        tracing::info!("serve: metrics on http://{local}/metrics");
+        Ok(m)
+    }
+
+    /// The metrics and their registry, for a server of someone else's (`serve --http`).
+    pub fn new() -> (Metrics, Arc<Registry>) {
         let mut registry = Registry::with_prefix("framelock");
         let m = Metrics {
             rooms: Gauge::default(),
@@ -73,18 +90,7 @@ impl Metrics {
             "Failed directory requests and skipped malformed entries",
             m.directory_errors.clone(),
         );
-        let registry = Arc::new(registry);
-        let local = listener.local_addr().unwrap_or(addr);
-        std::thread::Builder::new()
-            .name("metrics".into())
-            .spawn(move || {
-                for stream in listener.incoming().flatten() {
-                    answer(stream, &registry);
-                }
-            })
-            .map_err(|e| NetplayError::Metrics(format!("cannot start its thread: {e}")))?;
-        tracing::info!("serve: metrics on http://{local}/metrics");
-        Ok(m)
+        (m, Arc::new(registry))
     }
 
     pub fn observe_answer(&self, d: Duration) {

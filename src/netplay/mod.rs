@@ -13,6 +13,7 @@
 //! opens a window itself (`app` does) or is imported by `app`, `session` or `lockstep`.
 
 mod address;
+pub mod archive;
 mod chat;
 #[cfg(test)]
 mod chat_tests;
@@ -21,13 +22,17 @@ mod directory;
 mod feed;
 mod fleet;
 mod invite;
+pub mod links;
 mod lobby;
 mod metrics;
+mod open;
+mod replays;
 mod report;
 mod run;
 mod serve;
 mod start;
 mod status;
+pub mod web;
 #[cfg(test)]
 mod world;
 #[cfg(test)]
@@ -54,6 +59,8 @@ pub use directory::BUCKET;
 pub use feed::{CoreWork, NetFeed, Shared};
 pub use fleet::{list_servers, servers_json, servers_table, ServerRow};
 pub use serve::{list_rooms, rooms_json, rooms_table, serve, ServeOptions};
+pub use replays::{fetch_replay, fetch_to, list_replays, replays_json, replays_table};
+pub use open::{join_options, open, register};
 pub use start::{host, join};
 
 use crate::app::{PlayError, PlayOptions};
@@ -97,6 +104,8 @@ pub struct NetOptions {
     pub chat_every: Option<Duration>,
     /// `--path`: direct paths in a room on a server.
     pub path: PathMode,
+    /// `--no-share`: ask the server to keep no replay of a room this player is in.
+    pub no_share: bool,
 }
 
 impl NetOptions {
@@ -188,6 +197,12 @@ pub enum NetplayError {
     Directory(String),
     #[error("metrics: {0}")]
     Metrics(String),
+    #[error("web page: {0}")]
+    Web(String),
+    #[error("replay archive: {0}")]
+    Archive(String),
+    #[error("{0}")]
+    Link(String),
 }
 
 /// Time a goodbye gets to leave the network conditioner before the process exits.

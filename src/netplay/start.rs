@@ -11,6 +11,7 @@ use std::time::Instant;
 
 use super::address::resolve;
 use super::invite::{game_name, invite_notes, join_command};
+use super::links;
 use super::run;
 use super::{chat, fleet, lobby, HostOptions, JoinOptions, NetFeed, NetOptions, NetplayError};
 use crate::app::core_session::{self, Content, Plan, SessionDriver, Stage, Started};
@@ -75,11 +76,55 @@ fn begin(net: &NetOptions) -> (PlayOptions, ChatBoard) {
     (play, chat)
 }
 
-/// Hosts a session: waits for the players, sends them the start state, then plays.
+/// Hosts a session: waits for the players, sends them the start state, then plays. A room
+/// hosted here on a server keeping replays gets this player's recording after the game,
+/// unless `--no-share`.
 pub fn host(opts: &HostOptions) -> Result<PlaySummary, NetplayError> {
     let (play, chat) = begin(&opts.net);
     let mut driver = NetDriver::new(&play, &opts.net, chat, Command::Host(opts));
-    core_session::run_driven(&play, &mut driver)
+    let summary = core_session::run_driven(&play, &mut driver)?;
+    if let Some((server, session)) = driver.hosted.take().filter(|_| !opts.net.no_share) {
+        share_recording(&summary, server, session);
+    }
+    Ok(summary)
+}
+
+/// Uploads the recording `summary` names to the server of the room this process hosted.
+fn share_recording(summary: &PlaySummary, server: SocketAddr, session: u32) {
+    let recording = summary.stats.get("recording");
+    let complete = recording
+        .and_then(|r| r.get("complete"))
+        .and_then(serde_json::Value::as_bool);
+    let Some(path) = recording
+        .and_then(|r| r.get("path"))
+        .and_then(serde_json::Value::as_str)
+        .filter(|_| complete == Some(true))
+    else {
+        return;
+    };
+    let bytes = match std::fs::read(path) {
+        Ok(b) => b,
+        Err(e) => {
+            tracing::warn!("replay: cannot read {path} to share it: {e}");
+            return;
+        }
+    };
+    let mut link = match Link::client(server, None) {
+        Ok(l) => l,
+        Err(e) => {
+            tracing::warn!("replay: cannot share it: {e}");
+            return;
+        }
+    };
+    tracing::info!(
+        "replay: sharing the recording ({} KiB) with the room's server {server} (--no-share: \
+         don't)",
+        bytes.len().div_ceil(1024)
+    );
+    match super::replays::share(&mut link, server, session, &bytes) {
+        Ok(()) => tracing::info!("replay: the server has the recording"),
+        Err(why) => tracing::info!("replay: the server did not take the recording: {why}"),
+    }
 }
 
 /// Joins a session: handshake, the host's options and state, then play.
@@ -101,6 +146,8 @@ struct NetDriver<'a> {
     command: Command<'a>,
     /// Why the session ended before this peer's last frame, if it did.
     ended: Option<String>,
+    /// The server and session id of the room this process hosted on a server, if it did.
+    hosted: Option<(SocketAddr, u32)>,
 }
 
 /// What the command does before its first frame.
@@ -126,6 +173,7 @@ impl<'a> NetDriver<'a> {
             chat: Some(chat),
             command,
             ended: None,
+            hosted: None,
         }
     }
 }
@@ -173,7 +221,7 @@ impl SessionDriver for NetDriver<'_> {
     fn start(&mut self, stage: Stage<'_>) -> Result<Started<NetFeed>, NetplayError> {
         let chat = self.chat.take().unwrap_or_default();
         let feed = match &mut self.command {
-            Command::Host(opts) => host_start(opts, self.play, stage, chat)?,
+            Command::Host(opts) => host_start(opts, self.play, stage, chat, &mut self.hosted)?,
             Command::Join { opts, to } => {
                 let (screen, addr) = to.take().expect("`prepare` runs before `start`");
                 join_start(opts, self.play, stage, chat, screen, addr)?
@@ -216,6 +264,7 @@ fn host_start(
     play: &PlayOptions,
     stage: Stage<'_>,
     chat: ChatBoard,
+    hosted: &mut Option<(SocketAddr, u32)>,
 ) -> Result<NetFeed, NetplayError> {
     let core = &mut *stage.core;
     let game = game_name(play);
@@ -241,6 +290,7 @@ fn host_start(
         Some(server) => Some(open_hosted_room(opts, server, &info, fps, stage.window)?),
         None => None,
     };
+    *hosted = in_room.as_ref().map(|(_, r)| (r.server, r.session));
     let (mut link, in_room) = match in_room {
         Some((link, room)) => (link, Some(room)),
         None => (Link::host(opts.port, opts.net.netsim.clone())?, None),
@@ -280,6 +330,7 @@ fn host_start(
         Some(room) => lobby::Invite {
             game,
             command: join_command(&room.server_name, Some(&room.name), play),
+            link: links::room_link(&room.server_name, &room.name),
             notes: invite_notes(None, opts.net.password.is_some()),
         },
         None => {
@@ -290,6 +341,7 @@ fn host_start(
             lobby::Invite {
                 game,
                 command: join_command(&here, None, play),
+                link: links::direct_link(&here),
                 notes: invite_notes(
                     Some(format!(
                         "Over the internet: your public address, with udp port {port} forwarded \
@@ -302,10 +354,12 @@ fn host_start(
     };
     if let Some(room) = &in_room {
         tracing::info!(
-            "netplay: room {} is open on {}, hosted here; your friends join with `{}`{}",
+            "netplay: room {} is open on {}, hosted here; your friends join with `{}` or \
+             the link {}{}",
             room.name,
             room.server_name,
             invite.command,
+            invite.link,
             if opts.net.password.is_some() {
                 " and the password"
             } else {
@@ -361,7 +415,8 @@ fn join_start(
 }
 
 /// A joiner's participant: its handshake starts now.
-fn joiner(jcfg: JoinConfig, net: &NetOptions) -> Participant {
+fn joiner(mut jcfg: JoinConfig, net: &NetOptions) -> Participant {
+    jcfg.no_share = net.no_share;
     let base = lockstep::Config {
         send_budget: net.send_budget,
         ..lockstep::Config::default()
@@ -441,6 +496,7 @@ fn room_request(opts: &HostOptions, info: &SessionInfo, fps: f64) -> session::ms
         content_name: info.content_name.clone(),
         content_hash: info.content_hash,
         player_name: info.player_name.clone(),
+        no_share: opts.net.no_share,
         ..session::msg::OpenRoom::default()
     }
 }
@@ -475,11 +531,14 @@ fn host_in_room(
     let invite = lobby::Invite {
         game: game_name(play),
         command: join_command(server, Some(&room), play),
+        link: links::room_link(server, &room),
         notes: invite_notes(None, password.is_some()),
     };
     tracing::info!(
-        "netplay: room {room} is open on {server}; your friends join with `{}`{}",
+        "netplay: room {room} is open on {server}; your friends join with `{}` or the \
+         link {}{}",
         invite.command,
+        invite.link,
         if password.is_some() {
             " and the password"
         } else {

@@ -77,6 +77,7 @@
 //!   end cleanly; a room does not migrate (no other server has the players' machine
 //!   states), the players open a new one.
 
+pub mod archive;
 pub mod fleet;
 mod names;
 mod opening;
@@ -86,8 +87,8 @@ pub use fleet::{DirNews, DirOp, Fleet, HEARTBEAT, SILENT};
 pub use names::{room_name, valid_room_name};
 pub use opening::{OpenJob, Opened};
 pub use rooms::{
-    Rooms, ServeConfig, ServeEvent, ServeStats, ABANDONED_WITHIN, EMPTY_GRACE, HOSTED_SILENCE,
-    MEMBER_SILENCE,
+    RoomView, Rooms, ServeConfig, ServeEvent, ServeStats, ABANDONED_WITHIN, EMPTY_GRACE,
+    HOSTED_SILENCE, MEMBER_SILENCE,
 };
 
 #[cfg(test)]

@@ -12,6 +12,7 @@ fn samples() -> Vec<Vec<u8>> {
         player_name: "ana".into(),
         room: "quiet-fox".into(),
         watch: false,
+        no_share: false,
         key: [0x4b; 32],
         cookie: [0; 16],
         auth: Auth::Pake {
@@ -258,6 +259,7 @@ fn long_texts_are_clipped_to_fit_a_datagram() {
         player_name: long.clone(),
         room: long.clone(),
         watch: false,
+        no_share: false,
         key: [0x4b; 32],
         cookie: [0; 16],
         auth: Auth::Pake {
