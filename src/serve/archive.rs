@@ -220,6 +220,8 @@ impl Tape {
             start_sram: (!start.sram.is_empty()).then_some(start.sram),
             netplay_context: true,
             netplay_mode: Some(endpoint.mode().as_str().to_string()),
+            // Players report the low 32 bits of their checksums (`lockstep::msg`).
+            checksum_bits: Some(32),
         };
         let buf = Shared::default();
         let rec = Recorder::with_sink(buf.clone(), room, &header, &RecorderOptions::default())
