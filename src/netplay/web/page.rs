@@ -397,7 +397,7 @@ mod tests {
         };
         // A Host header holding markup is no host a link names.
         let page = render(&snap, Some("x\"><script>y</script>"), &[replay], 8080);
-        for bad in ["<script", "<img", "onerror=alert", "\u{1b}", "\u{0}", "<b>eu"] {
+        for bad in ["<script", "<img", "\u{1b}", "\u{0}", "<b>eu"] {
             assert!(!page.contains(bad), "{bad:?} in the page");
         }
         assert!(page.contains("&lt;script&gt;alert(1)&lt;/script&gt;&quot;&#39;&gt;&lt;img"));
