@@ -281,7 +281,10 @@ fn read_dir(dir: &Path) -> std::io::Result<Vec<Entry>> {
             .and_then(|b| serde_json::from_slice::<Entry>(&b).ok())
         {
             Some(e) if e.id == id => out.push(e),
-            _ => tracing::warn!("archive: {} does not read as a replay's entry", path.display()),
+            _ => tracing::warn!(
+                "archive: {} does not read as a replay's entry",
+                path.display()
+            ),
         }
     }
     Ok(out)
@@ -292,7 +295,9 @@ fn write_whole(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     use std::io::Write;
     let tmp = path.with_extension(format!(
         "{}.tmp",
-        path.extension().map(|e| e.to_string_lossy()).unwrap_or_default()
+        path.extension()
+            .map(|e| e.to_string_lossy())
+            .unwrap_or_default()
     ));
     let result = (|| {
         let mut f = std::fs::File::create(&tmp)?;
@@ -385,7 +390,10 @@ impl Worker {
                 }
                 Err(why) => {
                     counts.refused_bad.fetch_add(1, Ordering::Relaxed);
-                    tracing::info!("archive: the upload for room {} is refused: {why}", info.room);
+                    tracing::info!(
+                        "archive: the upload for room {} is refused: {why}",
+                        info.room
+                    );
                     return;
                 }
             }
@@ -524,8 +532,12 @@ impl Worker {
             return None;
         }
         self.nats_retry = Some(Instant::now() + Duration::from_secs(5));
-        let addrs: Vec<async_nats::ServerAddr> =
-            self.cfg.nats.iter().filter_map(|u| u.parse().ok()).collect();
+        let addrs: Vec<async_nats::ServerAddr> = self
+            .cfg
+            .nats
+            .iter()
+            .filter_map(|u| u.parse().ok())
+            .collect();
         let client = async_nats::ConnectOptions::new()
             .name(format!("framelock serve {} archive", self.cfg.me))
             .connection_timeout(REQUEST_TIMEOUT)
@@ -596,11 +608,17 @@ impl Worker {
                     .counts
                     .write_errors
                     .fetch_add(1, Ordering::Relaxed);
-                tracing::warn!("archive: cannot store replay {} in the fleet: {e}", entry.id);
+                tracing::warn!(
+                    "archive: cannot store replay {} in the fleet: {e}",
+                    entry.id
+                );
             }
             Err(_) => {
                 self.store = None;
-                tracing::warn!("archive: storing replay {} in the fleet timed out", entry.id);
+                tracing::warn!(
+                    "archive: storing replay {} in the fleet timed out",
+                    entry.id
+                );
             }
         }
     }
@@ -613,7 +631,10 @@ impl Worker {
             object.read_to_end(&mut out).await.ok()?;
             Some(out)
         };
-        tokio::time::timeout(REQUEST_TIMEOUT * 2, read).await.ok().flatten()
+        tokio::time::timeout(REQUEST_TIMEOUT * 2, read)
+            .await
+            .ok()
+            .flatten()
     }
 
     /// Reads the fleet's list again (at most every `FLEET_REFRESH` unless `now`), and drops

@@ -53,7 +53,11 @@ impl fmt::Display for Target {
                 if *watch { "?watch" } else { "" }
             ),
             Target::Direct { host, watch } => {
-                write!(f, "{SCHEME}://{host}{}", if *watch { "/?watch" } else { "" })
+                write!(
+                    f,
+                    "{SCHEME}://{host}{}",
+                    if *watch { "/?watch" } else { "" }
+                )
             }
             Target::Replay { server, id } => write!(f, "{SCHEME}://{server}/replay/{id}"),
         }
@@ -90,14 +94,20 @@ pub fn replay_link(server: &str, id: &str) -> String {
 
 /// Whether `id` is a replay id: 1 to 32 lower-case hex digits.
 pub fn valid_replay_id(id: &str) -> bool {
-    (1..=32).contains(&id.len()) && id.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    (1..=32).contains(&id.len())
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
 /// A link read, or why not (the message names the problem).
 pub fn parse(link: &str) -> Result<Target, String> {
     let link = link.trim();
     if link.len() > MAX_LINK {
-        return Err(format!("a link is at most {MAX_LINK} bytes; this one has {}", link.len()));
+        return Err(format!(
+            "a link is at most {MAX_LINK} bytes; this one has {}",
+            link.len()
+        ));
     }
     if let Some(c) = link.chars().find(|c| c.is_control() || c.is_whitespace()) {
         return Err(format!("the link holds {c:?}, which no framelock link has"));
@@ -199,7 +209,9 @@ fn authority_of(a: &str) -> Result<String, String> {
         let name_ok = |label: &str| {
             !label.is_empty()
                 && label.len() <= 63
-                && label.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+                && label
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-')
                 && !label.starts_with('-')
         };
         if host.len() > 253 || !host.split('.').all(name_ok) {

@@ -58,9 +58,9 @@ use thiserror::Error;
 pub use directory::BUCKET;
 pub use feed::{CoreWork, NetFeed, Shared};
 pub use fleet::{list_servers, servers_json, servers_table, ServerRow};
-pub use serve::{list_rooms, rooms_json, rooms_table, serve, ServeOptions};
-pub use replays::{fetch_replay, fetch_to, list_replays, replays_json, replays_table};
 pub use open::{join_options, open, register};
+pub use replays::{fetch_replay, fetch_to, list_replays, replays_json, replays_table};
+pub use serve::{list_rooms, rooms_json, rooms_table, serve, ServeOptions};
 pub use start::{host, join};
 
 use crate::app::{PlayError, PlayOptions};

@@ -48,7 +48,11 @@ pub fn list_replays(server: &str) -> Result<Vec<ReplayInfo>, NetplayError> {
         if asked.is_none_or(|t| now >= t + RESEND) {
             asked = Some(now);
             let first = out.len().min(usize::from(u16::MAX)) as u16;
-            link.send(now, addr, Msg::Room(RoomMsg::ListReplays { first }).encode(0));
+            link.send(
+                now,
+                addr,
+                Msg::Room(RoomMsg::ListReplays { first }).encode(0),
+            );
         }
         for (from, bytes) in link.recv(now)? {
             if from != addr {
@@ -65,7 +69,11 @@ pub fn list_replays(server: &str) -> Result<Vec<ReplayInfo>, NetplayError> {
                 )) if usize::from(first) == out.len() => {
                     heard = true;
                     heard_at = now;
-                    total = Some(if replays.is_empty() { out.len() as u16 } else { t });
+                    total = Some(if replays.is_empty() {
+                        out.len() as u16
+                    } else {
+                        t
+                    });
                     out.extend(replays);
                     asked = None;
                 }
@@ -97,7 +105,11 @@ pub fn replays_table(server: &str, replays: &[ReplayInfo]) -> String {
             .map(|d| d.format("%Y-%m-%d %H:%M").to_string())
             .unwrap_or_default();
         let s = r.seconds().round() as u64;
-        let host = if r.server.is_empty() { server } else { &r.server };
+        let host = if r.server.is_empty() {
+            server
+        } else {
+            &r.server
+        };
         out.push_str(&format!(
             "{:<16} {:<20} {:<24} {:<28} {:<16} {:>3}:{:02}  {}\n",
             r.id,
@@ -177,9 +189,7 @@ pub fn fetch_replay(server: &str, id: &str) -> Result<Vec<u8>, NetplayError> {
                 if out == 0 {
                     bar.finish_and_clear();
                     let bytes: Vec<u8> = have.into_iter().flatten().flatten().collect();
-                    if bytes.len() != t as usize
-                        || crate::serve::archive::replay_id(&bytes) != id
-                    {
+                    if bytes.len() != t as usize || crate::serve::archive::replay_id(&bytes) != id {
                         return Err(NetplayError::Link(format!(
                             "replay {id} from {server} arrived damaged (its bytes do not hash \
                              to its id)"
@@ -193,12 +203,15 @@ pub fn fetch_replay(server: &str, id: &str) -> Result<Vec<u8>, NetplayError> {
             if from != addr {
                 continue;
             }
-            let Ok((_, Msg::Room(RoomMsg::ReplayPiece {
-                id: got,
-                total: t,
-                offset,
-                bytes: piece,
-            }))) = Msg::decode(&bytes)
+            let Ok((
+                _,
+                Msg::Room(RoomMsg::ReplayPiece {
+                    id: got,
+                    total: t,
+                    offset,
+                    bytes: piece,
+                }),
+            )) = Msg::decode(&bytes)
             else {
                 continue;
             };
@@ -285,7 +298,9 @@ pub fn share(
     loop {
         let now = Instant::now();
         if now >= heard_at + SILENCE {
-            return Err(format!("the server stopped answering after {acked} of {total} bytes"));
+            return Err(format!(
+                "the server stopped answering after {acked} of {total} bytes"
+            ));
         }
         if sent_at.is_none_or(|t| now >= t + RESEND) {
             sent_at = Some(now);
@@ -308,7 +323,9 @@ pub fn share(
                 continue;
             }
             match Msg::decode(&bytes) {
-                Ok((h, Msg::Room(RoomMsg::ShareAck { received, done }))) if h.session == session => {
+                Ok((h, Msg::Room(RoomMsg::ShareAck { received, done })))
+                    if h.session == session =>
+                {
                     if done {
                         return Ok(());
                     }

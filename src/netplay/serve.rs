@@ -14,8 +14,8 @@ use crate::session::EndpointEvent;
 use crate::wire::HEADER_LEN;
 
 use super::address::resolve;
-use super::directory::{Directory, DirectoryConfig};
 use super::archive::{Archive, ArchiveConfig};
+use super::directory::{Directory, DirectoryConfig};
 use super::metrics::Metrics;
 use super::web::{Snapshot, Web, WebConfig};
 use super::{NetplayError, GOODBYE_DRAIN};
@@ -458,7 +458,10 @@ fn snapshot(
     archive: Option<&Archive>,
 ) -> Snapshot {
     let page_rooms = rooms.page_rooms(now);
-    let spectators = page_rooms.iter().map(|r| usize::from(r.info.spectators)).sum();
+    let spectators = page_rooms
+        .iter()
+        .map(|r| usize::from(r.info.spectators))
+        .sum();
     let fleet = !opts.directory.is_empty();
     Snapshot {
         taken_unix: chrono::Utc::now().timestamp(),

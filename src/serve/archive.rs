@@ -194,10 +194,10 @@ impl Tape {
         for p in endpoint.players() {
             if let Slot::Player(peer) = p.slot {
                 if let Some(n) = players.get_mut(peer.index()) {
-                    *n = Some(crate::lockstep::own_name(&p.name, p.slot).map_or_else(
-                        || format!("player {}", peer.index() + 1),
-                        str::to_string,
-                    ));
+                    *n = Some(
+                        crate::lockstep::own_name(&p.name, p.slot)
+                            .map_or_else(|| format!("player {}", peer.index() + 1), str::to_string),
+                    );
                 }
             }
         }

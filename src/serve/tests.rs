@@ -764,7 +764,11 @@ fn a_hosted_rooms_recording_is_taken_from_its_players_only_whole_and_within_boun
     prove(&mut rooms, now, host);
     let mut request = open(2, "friday", false);
     request.hosted = true;
-    rooms.handle_datagram(now, host, &Msg::Room(RoomMsg::Open(request.clone())).encode(0));
+    rooms.handle_datagram(
+        now,
+        host,
+        &Msg::Room(RoomMsg::Open(request.clone())).encode(0),
+    );
     let opened = sent_to(&mut rooms, now, host);
     let session = opened
         .iter()
@@ -792,7 +796,11 @@ fn a_hosted_rooms_recording_is_taken_from_its_players_only_whole_and_within_boun
     now += Duration::from_secs(5);
 
     let good = recording(&request, 600);
-    assert!(good.len() > 1000, "{} bytes: more than one piece", good.len());
+    assert!(
+        good.len() > 1000,
+        "{} bytes: more than one piece",
+        good.len()
+    );
     // Nobody of the room, a room that never was, too large, bytes that do not add up to
     // their hash: refused, saying why, and counted.
     assert!(upload(&mut rooms, now, stranger, session, &good).contains("not in that room"));
@@ -816,7 +824,12 @@ fn a_hosted_rooms_recording_is_taken_from_its_players_only_whole_and_within_boun
     }
     let s = rooms.stats();
     assert_eq!(
-        (s.uploads_stranger, s.uploads_unknown_room, s.uploads_too_large, s.uploads_forged),
+        (
+            s.uploads_stranger,
+            s.uploads_unknown_room,
+            s.uploads_too_large,
+            s.uploads_forged
+        ),
         (1, 1, 1, 1),
         "{s:?}"
     );
@@ -828,7 +841,10 @@ fn a_hosted_rooms_recording_is_taken_from_its_players_only_whole_and_within_boun
     assert_eq!(kept.info.room, "friday");
     assert_eq!(kept.bytes, good);
     let checked = archive::verify(&kept.bytes, kept.expect.as_ref()).unwrap();
-    assert_eq!((checked.frames, checked.core.as_str()), (600, "lightcycles"));
+    assert_eq!(
+        (checked.frames, checked.core.as_str()),
+        (600, "lightcycles")
+    );
     // Another copy (the host's) is not kept twice.
     assert_eq!(upload(&mut rooms, now, host, session, &good), "done");
     assert!(rooms.poll_kept().is_none());
@@ -836,10 +852,14 @@ fn a_hosted_rooms_recording_is_taken_from_its_players_only_whole_and_within_boun
 
     // A truncated recording, or another game's, checks out as neither.
     let cut = &good[..good.len() - 20];
-    assert!(archive::verify(cut, Some(&request)).unwrap_err().contains("truncated"));
+    assert!(archive::verify(cut, Some(&request))
+        .unwrap_err()
+        .contains("truncated"));
     let mut other = request.clone();
     other.content_hash = Some(7);
-    assert!(archive::verify(&good, Some(&other)).unwrap_err().contains("the room played"));
+    assert!(archive::verify(&good, Some(&other))
+        .unwrap_err()
+        .contains("the room played"));
     assert!(archive::verify(b"not a recording at all", Some(&request))
         .unwrap_err()
         .contains("not a recording"));
@@ -860,7 +880,11 @@ fn a_player_who_asks_for_no_replay_keeps_the_room_out_of_the_archive() {
     prove(&mut rooms, now, host);
     let mut request = open(2, "quiet", false);
     request.hosted = true;
-    rooms.handle_datagram(now, host, &Msg::Room(RoomMsg::Open(request.clone())).encode(0));
+    rooms.handle_datagram(
+        now,
+        host,
+        &Msg::Room(RoomMsg::Open(request.clone())).encode(0),
+    );
     let session = sent_to(&mut rooms, now, host)
         .iter()
         .find_map(|t| Msg::decode(&t.bytes).ok().map(|(h, _)| h.session))

@@ -46,7 +46,13 @@ impl Checksums {
 
     /// The value more than half of the players who reported `frame` reported.
     pub fn agreed(&self, frame: Frame) -> Option<u64> {
-        let reported: Vec<u64> = self.frames.get(&frame.0)?.iter().flatten().copied().collect();
+        let reported: Vec<u64> = self
+            .frames
+            .get(&frame.0)?
+            .iter()
+            .flatten()
+            .copied()
+            .collect();
         reported
             .iter()
             .find(|v| reported.iter().filter(|w| w == v).count() * 2 > reported.len())

@@ -268,7 +268,11 @@ fn reply(status: StatusCode, kind: &str, body: impl Into<Bytes>) -> Response<Ful
     set(h, "x-content-type-options", "nosniff");
     set(h, "referrer-policy", "no-referrer");
     set(h, "cache-control", "no-store");
-    if !status.is_success() {
+    // A malformed or refused request ends its connection; a 404 or a 429 does not.
+    if status.is_client_error()
+        && status != StatusCode::NOT_FOUND
+        && status != StatusCode::TOO_MANY_REQUESTS
+    {
         set(h, "connection", "close");
     }
     r
@@ -304,7 +308,10 @@ async fn respond(state: &State, req: Request<Incoming>, ip: IpAddr) -> Response<
     }
     if !take_token(state, ip) {
         state.counts.refused_rate.fetch_add(1, Ordering::Relaxed);
-        let mut r = text(StatusCode::TOO_MANY_REQUESTS, "too many requests: slow down");
+        let mut r = text(
+            StatusCode::TOO_MANY_REQUESTS,
+            "too many requests: slow down",
+        );
         r.headers_mut()
             .insert("retry-after", HeaderValue::from_static("1"));
         return r;
@@ -347,11 +354,7 @@ async fn respond(state: &State, req: Request<Incoming>, ip: IpAddr) -> Response<
         }
         "/rooms.json" => {
             let json = super::rooms_json(&snap.all_rooms());
-            reply(
-                StatusCode::OK,
-                "application/json",
-                format!("{json}\n"),
-            )
+            reply(StatusCode::OK, "application/json", format!("{json}\n"))
         }
         "/replays.json" => match &state.shelf {
             Some(shelf) => {

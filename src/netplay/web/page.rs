@@ -75,7 +75,11 @@ pub fn server_name(snap: &Snapshot, host_header: Option<&str>) -> String {
     let host = host_header
         .map(|h| match h.rsplit_once(':') {
             // A port after a name or a bracketed address, not inside an IPv6 address.
-            Some((name, port)) if !name.is_empty() && !port.contains(']') && !name.ends_with(':') => name,
+            Some((name, port))
+                if !name.is_empty() && !port.contains(']') && !name.ends_with(':') =>
+            {
+                name
+            }
             _ => h,
         })
         .filter(|h| links::parse(&format!("framelock://{h}")).is_ok());
@@ -121,6 +125,8 @@ dl{display:grid;grid-template-columns:auto 1fr;gap:.1rem .6rem;margin:.3rem 0}dt
 .btn.alt{background:transparent;color:var(--acc);border:1px solid var(--acc)}
 code,pre{font:13px/1.4 ui-monospace,SFMono-Regular,Menlo,monospace}pre{margin:.25rem 0;padding:.4rem .5rem;background:var(--bg);border-radius:.35rem;overflow-x:auto;white-space:pre-wrap;overflow-wrap:anywhere}
 table{border-collapse:collapse;width:100%}td,th{text-align:left;padding:.3rem .4rem;border-bottom:1px solid var(--line)}
+.scroll{overflow-x:auto}.note{color:var(--dim);font-size:.9rem;margin:.2rem 0}
+@media (max-width:32rem){td,th{padding:.25rem .2rem;font-size:.88rem}}
 .empty{color:var(--dim)}footer{color:var(--dim);font-size:.85rem;padding:1.5rem 1rem}
 ";
 
@@ -142,7 +148,11 @@ pub fn render(
         esc(&me)
     );
     let rooms_here = snap.rooms.len();
-    let _ = write!(h, "<header><h1>framelock server <code>{}</code></h1>", esc(&me));
+    let _ = write!(
+        h,
+        "<header><h1>framelock server <code>{}</code></h1>",
+        esc(&me)
+    );
     if let Some(load) = &snap.load {
         let _ = write!(
             h,
@@ -165,7 +175,10 @@ pub fn render(
     }
     h.push_str("</header><main>");
 
-    let _ = write!(h, "<section id=\"rooms\"><h2>Open rooms ({rooms_here})</h2>");
+    let _ = write!(
+        h,
+        "<section id=\"rooms\"><h2>Open rooms ({rooms_here})</h2>"
+    );
     if snap.rooms.is_empty() {
         let _ = write!(
             h,
@@ -184,12 +197,15 @@ pub fn render(
     if !snap.servers.is_empty() {
         let _ = write!(
             h,
-            "<section id=\"fleet\"><h2>The fleet ({} servers)</h2><table><thead><tr><th>Server</th>\
+            "<section id=\"fleet\"><h2>The fleet ({} servers)</h2><div class=\"scroll\"><table><thead><tr><th>Server</th>\
              <th>Region</th><th>Rooms</th><th>Players</th></tr></thead><tbody>",
             snap.servers.len()
         );
         for s in &snap.servers {
-            let host = s.server.rsplit_once(':').map_or(s.server.as_str(), |(h, _)| h);
+            let host = s
+                .server
+                .rsplit_once(':')
+                .map_or(s.server.as_str(), |(h, _)| h);
             let _ = write!(
                 h,
                 "<tr><td><a href=\"http://{}:{http_port}/\">{}</a></td><td>{}</td><td>{} of {}</td><td>{}</td></tr>",
@@ -201,7 +217,7 @@ pub fn render(
                 s.players
             );
         }
-        h.push_str("</tbody></table>");
+        h.push_str("</tbody></table></div>");
         if !snap.fleet_rooms.is_empty() {
             let _ = write!(
                 h,
@@ -218,24 +234,33 @@ pub fn render(
     }
 
     if snap.archive {
-        let _ = write!(h, "<section id=\"replays\"><h2>Recent replays ({})</h2>", replays.len());
+        let _ = write!(
+            h,
+            "<section id=\"replays\"><h2>Recent replays ({})</h2>",
+            replays.len()
+        );
         if replays.is_empty() {
             h.push_str("<p class=\"empty\">No replay kept yet: finished games show here.</p>");
         } else {
             h.push_str(
-                "<table><thead><tr><th>Game</th><th>Players</th><th>Date</th><th>Length</th>\
-                 <th>Replay</th></tr></thead><tbody>",
+                "<div class=\"scroll\"><table><thead><tr><th>Game</th><th>Room</th><th>Players</th><th>Date</th>\
+                 <th>Length</th><th>Replay</th></tr></thead><tbody>",
             );
             for e in replays.iter().take(100) {
                 let link = links::replay_link(&me, &e.id);
-                let game = if e.game.is_empty() { "built-in game" } else { &e.game };
+                let game = if e.game.is_empty() {
+                    "built-in game"
+                } else {
+                    &e.game
+                };
                 let _ = write!(
                     h,
-                    "<tr class=\"replay\" id=\"replay-{id}\"><td>{}<br><small>{}</small></td><td>{}</td>\
+                    "<tr class=\"replay\" id=\"replay-{id}\"><td>{}<br><small>{}</small></td><td>{}</td><td>{}</td>\
                      <td>{}</td><td>{}</td><td><a class=\"download\" href=\"/replay/{id}.flr\" \
                      download=\"{id}.flr\">download</a><br><a class=\"open\" href=\"{}\">open</a></td></tr>",
                     esc(game),
                     esc(&e.core),
+                    esc(&e.room),
                     esc(&e.players),
                     date(e.created_unix),
                     length(e.info().seconds()),
@@ -243,7 +268,7 @@ pub fn render(
                     id = esc(&e.id),
                 );
             }
-            h.push_str("</tbody></table>");
+            h.push_str("</tbody></table></div>");
             let _ = write!(
                 h,
                 "<p>Watch one with <code>framelock replay framelock://{}/replay/ID</code>; list \
@@ -300,7 +325,12 @@ fn room_card(h: &mut String, r: &RoomInfo, here: Option<&RoomView>, server: &str
         r.seats
     );
     if let Some(v) = here {
-        let names: Vec<String> = v.names.iter().filter(|n| !n.is_empty()).map(|n| esc(n)).collect();
+        let names: Vec<String> = v
+            .names
+            .iter()
+            .filter(|n| !n.is_empty())
+            .map(|n| esc(n))
+            .collect();
         if !names.is_empty() {
             let _ = write!(h, ": <span class=\"names\">{}</span>", names.join(", "));
         }
@@ -327,9 +357,13 @@ fn room_card(h: &mut String, r: &RoomInfo, here: Option<&RoomView>, server: &str
     } else {
         format!(" {}", super::super::invite::shell_word(&r.content))
     };
+    h.push_str("</dl>");
+    if r.password {
+        h.push_str("<p class=\"note\">It has a password: framelock asks for it.</p>");
+    }
     let _ = write!(
         h,
-        "</dl><a class=\"btn join\" href=\"{}\">Join</a><a class=\"btn alt watch\" href=\"{}\">Watch</a>\
+        "<a class=\"btn join\" href=\"{}\">Join</a><a class=\"btn alt watch\" href=\"{}\">Watch</a>\
          <pre>framelock join {s} --room {n}{c}</pre><pre>framelock spectate {s} --room {n}{c}</pre></article>",
         esc(&join),
         esc(&watch),
@@ -412,7 +446,10 @@ mod tests {
             udp_port: 7900,
             ..Snapshot::default()
         };
-        assert_eq!(server_name(&snap, Some("play.example.org:8080")), "play.example.org:7900");
+        assert_eq!(
+            server_name(&snap, Some("play.example.org:8080")),
+            "play.example.org:7900"
+        );
         assert_eq!(server_name(&snap, Some("[::1]:8080")), "[::1]:7900");
         assert_eq!(server_name(&snap, Some("127.0.0.1")), "127.0.0.1:7900");
         assert_eq!(server_name(&snap, None), "THIS-SERVER:7900");

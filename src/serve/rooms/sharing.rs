@@ -275,7 +275,10 @@ impl Rooms {
         }
         if no_share {
             self.stats.uploads_not_shared += 1;
-            return refuse(self, "a player of that room asked that no replay be kept".into());
+            return refuse(
+                self,
+                "a player of that room asked that no replay be kept".into(),
+            );
         }
         if shared {
             return self.send(from, ack(total as usize, true));
@@ -291,7 +294,11 @@ impl Rooms {
             );
         }
         if self.shares.len() >= MAX_SHARES {
-            let oldest = self.shares.iter().min_by_key(|(_, s)| s.heard).map(|(a, _)| *a);
+            let oldest = self
+                .shares
+                .iter()
+                .min_by_key(|(_, s)| s.heard)
+                .map(|(a, _)| *a);
             if let Some(a) = oldest {
                 self.shares.remove(&a);
             }
@@ -354,6 +361,7 @@ impl Rooms {
     pub(super) fn sweep_shares(&mut self, now: Instant) {
         self.shares
             .retain(|_, s| now < s.heard + std::time::Duration::from_secs(30));
-        self.ended.retain(|_, e: &mut Ended| now < e.at + SHARE_WITHIN);
+        self.ended
+            .retain(|_, e: &mut Ended| now < e.at + SHARE_WITHIN);
     }
 }

@@ -100,8 +100,8 @@ mod room;
 
 use room::{decode_room, encode_room};
 pub use room::{
-    OpenRoom, RelayStep, ReplayInfo, RoomInfo, RoomMsg, ServerInfo, MAX_LOCALS,
-    MAX_REPLAYS_LISTED, REPLAY_PIECE,
+    OpenRoom, RelayStep, ReplayInfo, RoomInfo, RoomMsg, ServerInfo, MAX_LOCALS, MAX_REPLAYS_LISTED,
+    REPLAY_PIECE,
 };
 
 use std::net::{IpAddr, SocketAddr};
