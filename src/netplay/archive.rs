@@ -148,7 +148,7 @@ impl Shelf {
 }
 
 enum Job {
-    Keep(Kept),
+    Keep(Box<Kept>),
     Ask(ArchiveAsk),
     Get(String, oneshot::Sender<Option<Arc<Vec<u8>>>>),
     Stop,
@@ -176,7 +176,7 @@ impl Archive {
         };
         std::fs::create_dir_all(&cfg.dir).map_err(|e| err("cannot make", e))?;
         let mut entries = read_dir(&cfg.dir).map_err(|e| err("cannot read", e))?;
-        entries.sort_by(|a, b| b.kept_unix.cmp(&a.kept_unix));
+        entries.sort_by_key(|e| std::cmp::Reverse(e.kept_unix));
         let (jobs, todo) = amsc::unbounded_channel();
         let shelf = Arc::new(Shelf {
             list: Mutex::new(Arc::new(entries.clone())),
@@ -225,7 +225,7 @@ impl Archive {
 
     /// A finished room's recording, to check and keep.
     pub fn keep(&self, kept: Kept) {
-        let _ = self.shelf.jobs.send(Job::Keep(kept));
+        let _ = self.shelf.jobs.send(Job::Keep(Box::new(kept)));
     }
 
     /// A request to answer; its answer comes from [`answered`](Self::answered).
@@ -345,7 +345,7 @@ impl Worker {
                 }
             };
             match job {
-                Some(Job::Keep(kept)) => self.keep(kept).await,
+                Some(Job::Keep(kept)) => self.keep(*kept).await,
                 Some(Job::Ask(ask)) => {
                     let answer = self.answer(ask).await;
                     if self.answered.send(answer).is_err() {
@@ -671,7 +671,7 @@ impl Worker {
             self.store = None;
             return;
         };
-        all.sort_by(|a, b| b.kept_unix.cmp(&a.kept_unix));
+        all.sort_by_key(|e| std::cmp::Reverse(e.kept_unix));
         let mut total: u64 = all.iter().map(|e| u64::from(e.bytes)).sum();
         while total > self.cfg.max_bytes && all.len() > 1 {
             let Some(old) = all.pop() else { break };

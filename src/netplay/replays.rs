@@ -234,7 +234,7 @@ pub fn fetch_replay(server: &str, id: &str) -> Result<Vec<u8>, NetplayError> {
                     bar.set_length(u64::from(t));
                 }
             }
-            if Some(t) != total || offset as usize % REPLAY_PIECE != 0 {
+            if Some(t) != total || !(offset as usize).is_multiple_of(REPLAY_PIECE) {
                 continue;
             }
             let i = offset as usize / REPLAY_PIECE;

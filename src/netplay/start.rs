@@ -156,7 +156,7 @@ enum Command<'a> {
     /// `to`, set by `prepare`: the screen shown and the address to join.
     Join {
         opts: &'a JoinOptions,
-        to: Option<(lobby::JoinScreen, SocketAddr)>,
+        to: Option<Box<(lobby::JoinScreen, SocketAddr)>>,
     },
 }
 
@@ -207,7 +207,7 @@ impl SessionDriver for NetDriver<'_> {
                     // In a fleet, the room may be held by another server than the one named.
                     addr = fleet::locate(addr, room)?;
                 }
-                *to = Some((screen, addr));
+                *to = Some(Box::new((screen, addr)));
                 // The core is opened first (the handshake compares its name and version)
                 // but the content is loaded only once the host's option values are known.
                 Ok(Plan {
@@ -223,7 +223,7 @@ impl SessionDriver for NetDriver<'_> {
         let feed = match &mut self.command {
             Command::Host(opts) => host_start(opts, self.play, stage, chat, &mut self.hosted)?,
             Command::Join { opts, to } => {
-                let (screen, addr) = to.take().expect("`prepare` runs before `start`");
+                let (screen, addr) = *to.take().expect("`prepare` runs before `start`");
                 join_start(opts, self.play, stage, chat, screen, addr)?
             }
         };

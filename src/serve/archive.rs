@@ -1,6 +1,6 @@
 //! Replays of finished rooms (`serve --archive`), as far as the sans-IO server makes them:
-//! a room on the server is recorded from the inputs it publishes ([`Tape`]); a hosted room's
-//! host uploads its own recording after the game (`Room/Share`, reassembled by [`Incoming`]);
+//! a room on the server is recorded from the inputs it publishes (`Tape`); a hosted room's
+//! host uploads its own recording after the game (`Room/Share`, reassembled by `Incoming`);
 //! either way the server hands the result out as a [`Kept`] for its driver to check
 //! ([`verify`]) and store (`netplay::archive`). Listing and fetching replays are answered
 //! by the driver too ([`ArchiveAsk`]), since only it reads the store.

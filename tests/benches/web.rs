@@ -68,9 +68,13 @@ impl Client {
             .write_all(req.as_bytes())
             .map_err(|e| e.to_string())?;
         let mut line = String::new();
-        self.stream
+        let n = self
+            .stream
             .read_line(&mut line)
             .map_err(|e| e.to_string())?;
+        if n == 0 {
+            return Err("the server closed the connection".into());
+        }
         let status = line
             .split(' ')
             .nth(1)
@@ -183,7 +187,14 @@ fn page_latency(rooms: usize, requests: usize) -> (f64, f64, f64, f64, usize) {
         // Below the page's rate limit per address (200 a second).
         std::thread::sleep(Duration::from_millis(6));
         let t = Instant::now();
-        let (status, _) = client.get("/").unwrap_or_else(|e| smoke::fail(e));
+        let (status, _) = match client.get("/") {
+            Ok(r) => r,
+            // A connection lives 30 s at most (`web::CONN_LIFETIME`): a new one, untimed.
+            Err(_) => {
+                client = Client::connect(&addr);
+                continue;
+            }
+        };
         let ms = t.elapsed().as_secs_f64() * 1000.0;
         if status != 200 {
             smoke::fail(format!("GET / answered {status}"));
@@ -262,8 +273,12 @@ fn loop_run(rooms: usize, window: Duration, load: bool, dir: &Path) -> Result<Lo
             let mut c = Client::connect(&http);
             let mut next = Instant::now();
             while !stop.load(Ordering::Relaxed) {
-                if let Ok((200, _)) = c.get("/") {
-                    pages.fetch_add(1, Ordering::Relaxed);
+                match c.get("/") {
+                    Ok((200, _)) => {
+                        pages.fetch_add(1, Ordering::Relaxed);
+                    }
+                    Ok(_) => {}
+                    Err(_) => c = Client::connect(&http),
                 }
                 next += Duration::from_millis(10);
                 std::thread::sleep(next.saturating_duration_since(Instant::now()));

@@ -80,10 +80,14 @@ struct Addr {
     at: Instant,
 }
 
+/// What a rendered page was rendered from: the snapshot's number, the replays list (its
+/// address) and the Host header.
+type PageKey = (u64, usize, String);
+
 struct State {
     snap: Mutex<(u64, Arc<Snapshot>)>,
     /// The last page rendered: (snapshot number, replays list, host), page.
-    cache: Mutex<Option<((u64, usize, String), Bytes)>>,
+    cache: Mutex<Option<(PageKey, Bytes)>>,
     metrics: Option<Arc<Registry>>,
     shelf: Option<Arc<Shelf>>,
     http_port: u16,
