@@ -64,10 +64,8 @@ pub fn open(mut opts: JoinOptions, link: &str) -> Result<PlaySummary, NetplayErr
                         )));
                     }
                     if r.password && opts.net.password.is_none() {
-                        opts.net.password = Some(ask_password(&format!(
-                            "room {room} on {} needs a password",
-                            opts.host
-                        ))?);
+                        let why = format!("room {room} on {} has a password", opts.host);
+                        opts.net.password = Some(ask_password(&why, &opts.net.play)?);
                     }
                 }
                 None => tracing::debug!("open: room {room} is not in the server's list"),
@@ -84,7 +82,7 @@ pub fn open(mut opts: JoinOptions, link: &str) -> Result<PlaySummary, NetplayErr
                 } else {
                     "the session needs a password"
                 };
-                opts.net.password = Some(ask_password(why)?);
+                opts.net.password = Some(ask_password(why, &opts.net.play)?);
             }
             other => return other,
         }
@@ -96,13 +94,22 @@ fn wants_password(e: &NetplayError) -> bool {
     e.to_string().contains("wrong password")
 }
 
-/// Asks for the password on the terminal, not echoing it.
-fn ask_password(why: &str) -> Result<String, NetplayError> {
+/// Asks for the password: on the terminal it was run from (not echoing it), else in a
+/// window (a click in a browser runs it with no terminal), else on the terminal it has.
+fn ask_password(why: &str, play: &crate::app::PlayOptions) -> Result<String, NetplayError> {
     let no_terminal = || {
         NetplayError::Link(format!(
             "{why}: run `framelock open LINK --password P` in a terminal"
         ))
     };
+    if !std::io::stdin().is_terminal() && !play.headless {
+        let mut window = crate::app::play::EarlyWindow::open(play)?;
+        let rows = [format!("framelock: {why}")];
+        return match window.ask_secret(&rows, "Password:")? {
+            Some(p) => Ok(p),
+            None => Err(NetplayError::Left),
+        };
+    }
     if !std::io::stdin().is_terminal() && std::fs::File::open("/dev/tty").is_err() {
         return Err(no_terminal());
     }
