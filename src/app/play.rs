@@ -193,7 +193,11 @@ impl EarlyWindow {
 
     /// Asks for a secret (a password) below `rows`; `None` when the player left, or
     /// headless.
-    pub fn ask_secret(&mut self, rows: &[String], prompt: &str) -> Result<Option<String>, PlayError> {
+    pub fn ask_secret(
+        &mut self,
+        rows: &[String],
+        prompt: &str,
+    ) -> Result<Option<String>, PlayError> {
         match &mut self.0 {
             Some(window) => Ok(window.ask_secret(rows, prompt)?),
             None => Ok(None),

@@ -265,6 +265,7 @@ impl OpenArgs {
             host: String::new(),
             room: None,
             watch: self.watch,
+            ask_password: false,
         };
         if let Target::Replay { .. } = target {
             return Ok(Some((target, base)));
@@ -403,6 +404,7 @@ impl JoinArgs {
             host: self.host.clone(),
             room: self.room.clone(),
             watch: false,
+            ask_password: false,
         })
     }
 

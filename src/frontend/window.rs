@@ -463,7 +463,9 @@ impl ApplicationHandler for App {
                     }
                     _ => {}
                 }
-                if let (Some(secret), false, Some(text)) = (&mut self.secret, is_synthetic, &event.text) {
+                if let (Some(secret), false, Some(text)) =
+                    (&mut self.secret, is_synthetic, &event.text)
+                {
                     if pressed && secret.chars().count() < MAX_TYPED {
                         secret.extend(text.chars().filter(|c| !c.is_control()));
                     }

@@ -164,6 +164,9 @@ pub struct JoinOptions {
     pub room: Option<String>,
     /// Watch (`framelock spectate`) instead of playing.
     pub watch: bool,
+    /// Ask the player for the password before the handshake, in the window or on the
+    /// terminal (`framelock open`, for a room that has one).
+    pub ask_password: bool,
 }
 
 #[derive(Debug, Error)]

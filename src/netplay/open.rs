@@ -1,8 +1,11 @@
 //! `framelock open LINK`: what a click on an invite link runs. It joins (or watches) the
 //! room or host the link names and nothing else: the link is parsed strictly (`links`),
 //! never passed to a shell, and can set no option. A password is never in a link: when
-//! the room needs one, or the host refuses for want of one, the player is asked on the
-//! terminal (without echo), or, with no terminal, told the command that gives it.
+//! the server lists the room with one, the player is asked before the handshake, in the
+//! lobby's window (a click in a browser runs it with no terminal) or on the terminal
+//! without echo. A host of its own says it wants one only by refusing the join: headless,
+//! the player is asked and the join tried again; with a window (winit opens one event loop
+//! a process) the refusal says to give `--password`.
 //! `framelock open --register` installs the desktop entry that makes browsers and chat
 //! apps hand `framelock://` links to it ([`register`]).
 
@@ -64,8 +67,7 @@ pub fn open(mut opts: JoinOptions, link: &str) -> Result<PlaySummary, NetplayErr
                         )));
                     }
                     if r.password && opts.net.password.is_none() {
-                        let why = format!("room {room} on {} has a password", opts.host);
-                        opts.net.password = Some(ask_password(&why, &opts.net.play)?);
+                        opts.ask_password = true;
                     }
                 }
                 None => tracing::debug!("open: room {room} is not in the server's list"),
@@ -75,14 +77,21 @@ pub fn open(mut opts: JoinOptions, link: &str) -> Result<PlaySummary, NetplayErr
     let mut tries = 0;
     loop {
         match join(&opts) {
-            Err(e) if wants_password(&e) && tries < TRIES => {
+            Err(e) if wants_password(&e) && tries < TRIES && opts.net.play.headless => {
                 tries += 1;
-                let why = if opts.net.password.is_some() {
+                let why = if opts.net.password.is_some() || opts.ask_password {
                     "wrong password; try again"
                 } else {
                     "the session needs a password"
                 };
-                opts.net.password = Some(ask_password(why, &opts.net.play)?);
+                opts.ask_password = true;
+                opts.net.password = None;
+                tracing::info!("open: {why}");
+            }
+            Err(e) if wants_password(&e) => {
+                return Err(NetplayError::Link(format!(
+                    "{e}: give it with `framelock open {link} --password P`"
+                )))
             }
             other => return other,
         }
@@ -94,23 +103,26 @@ fn wants_password(e: &NetplayError) -> bool {
     e.to_string().contains("wrong password")
 }
 
-/// Asks for the password: on the terminal it was run from (not echoing it), else in a
-/// window (a click in a browser runs it with no terminal), else on the terminal it has.
-fn ask_password(why: &str, play: &crate::app::PlayOptions) -> Result<String, NetplayError> {
+/// Asks for the password: in the lobby's window if it has one and no terminal ran it,
+/// else on the terminal (not echoing it).
+pub(super) fn ask_password(
+    why: &str,
+    window: &mut crate::app::play::EarlyWindow,
+) -> Result<String, NetplayError> {
     let no_terminal = || {
         NetplayError::Link(format!(
             "{why}: run `framelock open LINK --password P` in a terminal"
         ))
     };
-    if !std::io::stdin().is_terminal() && !play.headless {
-        let mut window = crate::app::play::EarlyWindow::open(play)?;
+    let terminal = std::io::stdin().is_terminal();
+    if window.is_open() && !terminal {
         let rows = [format!("framelock: {why}")];
         return match window.ask_secret(&rows, "Password:")? {
             Some(p) => Ok(p),
             None => Err(NetplayError::Left),
         };
     }
-    if !std::io::stdin().is_terminal() && std::fs::File::open("/dev/tty").is_err() {
+    if !terminal && std::fs::File::open("/dev/tty").is_err() {
         return Err(no_terminal());
     }
     match rpassword::prompt_password(format!("{why}. Password: ")) {

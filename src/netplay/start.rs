@@ -130,7 +130,11 @@ fn share_recording(summary: &PlaySummary, server: SocketAddr, session: u32) {
 /// Joins a session: handshake, the host's options and state, then play.
 pub fn join(opts: &JoinOptions) -> Result<PlaySummary, NetplayError> {
     let (play, chat) = begin(&opts.net);
-    let command = Command::Join { opts, to: None };
+    let command = Command::Join {
+        opts,
+        to: None,
+        typed: None,
+    };
     let mut driver = NetDriver::new(&play, &opts.net, chat, command);
     core_session::run_driven(&play, &mut driver)
 }
@@ -157,6 +161,8 @@ enum Command<'a> {
     Join {
         opts: &'a JoinOptions,
         to: Option<Box<(lobby::JoinScreen, SocketAddr)>>,
+        /// The password the player typed when asked (`JoinOptions::ask_password`).
+        typed: Option<String>,
     },
 }
 
@@ -195,13 +201,20 @@ impl SessionDriver for NetDriver<'_> {
                     content: Content::Now,
                 })
             }
-            Command::Join { opts, to } => {
+            Command::Join { opts, to, typed } => {
                 let mut title = format!("joining {}", opts.host);
                 if let Some(room) = &opts.room {
                     title.push_str(&format!(", room {room}"));
                 }
                 let screen = lobby::JoinScreen::new(title, None);
                 screen.show(window)?;
+                if opts.ask_password && opts.net.password.is_none() {
+                    let why = match &opts.room {
+                        Some(room) => format!("room {room} on {} has a password", opts.host),
+                        None => format!("{} has a password", opts.host),
+                    };
+                    *typed = Some(super::open::ask_password(&why, window)?);
+                }
                 let mut addr = resolve(&opts.host)?;
                 if let Some(room) = &opts.room {
                     // In a fleet, the room may be held by another server than the one named.
@@ -222,9 +235,10 @@ impl SessionDriver for NetDriver<'_> {
         let chat = self.chat.take().unwrap_or_default();
         let feed = match &mut self.command {
             Command::Host(opts) => host_start(opts, self.play, stage, chat, &mut self.hosted)?,
-            Command::Join { opts, to } => {
+            Command::Join { opts, to, typed } => {
                 let (screen, addr) = *to.take().expect("`prepare` runs before `start`");
-                join_start(opts, self.play, stage, chat, screen, addr)?
+                let password = typed.take().or_else(|| opts.net.password.clone());
+                join_start(opts, password, self.play, stage, chat, screen, addr)?
             }
         };
         Ok(run::started(self.play, self.net, feed))
@@ -391,6 +405,7 @@ fn host_start(
 /// feed.
 fn join_start(
     opts: &JoinOptions,
+    password: Option<String>,
     play: &PlayOptions,
     stage: Stage<'_>,
     chat: ChatBoard,
@@ -400,7 +415,7 @@ fn join_start(
     let info = session_info(stage.core, &opts.net)?;
     let link = Link::client(addr, opts.net.netsim.clone())?;
     let mut jcfg = JoinConfig::new(addr, info);
-    jcfg.password = opts.net.password.clone();
+    jcfg.password = password;
     jcfg.entropy = random_bytes();
     jcfg.room = opts.room.clone().unwrap_or_default();
     jcfg.watch = opts.watch;
