@@ -469,7 +469,12 @@ fn a_browser_shows_the_rooms_and_replays_and_an_invite_click_joins_in_sync() {
     assert_eq!(names(&web), ["saturday"]);
     let (status, _, metrics) = get(&http, "/metrics");
     assert_eq!(status, 200);
-    assert!(String::from_utf8_lossy(&metrics).contains("framelock_rooms"));
+    let metrics = String::from_utf8_lossy(&metrics);
+    assert!(metrics.contains("framelock_rooms"), "{metrics}");
+    assert!(
+        metrics.contains("framelock_replays_recorded_total 2"),
+        "{metrics}"
+    );
     hosted.kill();
     server.interrupt();
     server.wait_ok(Duration::from_secs(15));

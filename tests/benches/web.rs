@@ -367,6 +367,9 @@ fn main() {
     println!();
 
     let rooms = smoke::var("FRAMELOCK_BENCH_ROOMS", 100usize, 10);
+    if rooms == 0 {
+        smoke::fail("FRAMELOCK_BENCH_ROOMS=0: the loop's run needs at least one room");
+    }
     let window = Duration::from_secs(smoke::secs(10, 2));
     let dir = tempfile::tempdir().unwrap();
     println!(
