@@ -18,6 +18,8 @@ use super::NetplayError;
 
 /// Silence after which a listing, a fetch or an upload gives up.
 const SILENCE: Duration = Duration::from_secs(5);
+/// An upload whose server never answered gives up sooner: the player is leaving.
+const FIRST_ANSWER: Duration = Duration::from_millis(1500);
 /// A request not answered within this is sent again.
 const RESEND: Duration = Duration::from_millis(300);
 /// Pieces asked for (or sent) at once.
@@ -295,9 +297,10 @@ pub fn share(
     let mut acked = 0u32;
     let mut sent_at: Option<Instant> = None;
     let mut heard_at = Instant::now();
+    let mut heard = false;
     loop {
         let now = Instant::now();
-        if now >= heard_at + SILENCE {
+        if now >= heard_at + if heard { SILENCE } else { FIRST_ANSWER } {
             return Err(format!(
                 "the server stopped answering after {acked} of {total} bytes"
             ));
@@ -329,6 +332,7 @@ pub fn share(
                     if done {
                         return Ok(());
                     }
+                    heard = true;
                     if received > acked {
                         acked = received;
                         heard_at = now;
