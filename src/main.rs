@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use clap::Parser;
 use framelock::cli::{Cli, Command};
 use framelock::config::Config;
+use framelock::netplay::links::Target;
 use tracing_subscriber::EnvFilter;
 
 fn main() -> ExitCode {
@@ -82,9 +83,46 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 print!("{}", framelock::netplay::servers_table(&servers));
             }
         }
-        Command::Replay(args) => {
+        Command::Replay(mut args) => {
+            let link = args.log.to_str().filter(|l| {
+                l.get(..12)
+                    .is_some_and(|s| s.eq_ignore_ascii_case("framelock://"))
+            });
+            if let Some(link) = link {
+                args.log = fetch_replay(link, &config)?;
+            }
             framelock::app::replay::replay(&args.to_options(&config)?)?;
         }
+        Command::Replays(args) => {
+            let replays = framelock::netplay::list_replays(&args.server)?;
+            if args.json {
+                println!("{}", framelock::netplay::replays_json(&replays));
+            } else {
+                print!(
+                    "{}",
+                    framelock::netplay::replays_table(&args.server, &replays)
+                );
+            }
+        }
+        Command::Open(args) => match args.to_options(&config)? {
+            None => {
+                let path = framelock::netplay::register()?;
+                println!(
+                    "framelock opens framelock:// links now (desktop entry {})",
+                    path.display()
+                );
+            }
+            Some((Target::Replay { .. }, _)) => {
+                let link = args.link.as_deref().unwrap_or_default();
+                let log = fetch_replay(link, &config)?;
+                let replay = framelock::cli::ReplayArgs::watch(log, &args.play);
+                framelock::app::replay::replay(&replay.to_options(&config)?)?;
+            }
+            Some((_, opts)) => {
+                let link = args.link.as_deref().unwrap_or_default();
+                left_ok(framelock::netplay::open(opts, link))?
+            }
+        },
         Command::Cores(args) => {
             let dirs = framelock::cli::core_dirs(&config);
             let cores = framelock::host::catalog::list(&dirs);
@@ -96,6 +134,18 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// Fetches the replay a `framelock://HOST/replay/ID` link names into the recordings
+/// directory's `fetched/`, and returns its path.
+fn fetch_replay(link: &str, config: &Config) -> anyhow::Result<std::path::PathBuf> {
+    match framelock::netplay::links::parse(link).map_err(anyhow::Error::msg)? {
+        Target::Replay { server, id } => {
+            let dir = config.resolved_paths().recordings_dir.join("fetched");
+            Ok(framelock::netplay::fetch_to(&server, &id, &dir)?)
+        }
+        other => anyhow::bail!("{other} is no replay: `framelock open {other}` joins it"),
+    }
 }
 
 /// Logs go to stderr; `RUST_LOG` overrides the default (info for framelock, warn otherwise).

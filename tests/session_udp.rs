@@ -424,6 +424,7 @@ fn a_joiner_of_another_protocol_version_is_told_both_versions() {
         player_name: "future".into(),
         room: String::new(),
         watch: false,
+        no_share: false,
         key: [0x4b; 32],
         cookie: [0x5c; 16],
         auth: Auth::None,

@@ -191,6 +191,19 @@ impl EarlyWindow {
         self.0.is_some()
     }
 
+    /// Asks for a secret (a password) below `rows`; `None` when the player left, or
+    /// headless.
+    pub fn ask_secret(
+        &mut self,
+        rows: &[String],
+        prompt: &str,
+    ) -> Result<Option<String>, PlayError> {
+        match &mut self.0 {
+            Some(window) => Ok(window.ask_secret(rows, prompt)?),
+            None => Ok(None),
+        }
+    }
+
     /// Shows `rows` and handles the window's events for at most `timeout` (headless:
     /// returns at once). True when the player asked to leave (Esc, closing the window).
     pub fn show(&mut self, rows: &[String], timeout: Duration) -> Result<bool, PlayError> {

@@ -163,6 +163,7 @@ pub fn session_header(
         start_sram: core.memory(MemoryRegion::SaveRam).map(<[u8]>::to_vec),
         netplay_context: opts.host.netplay,
         netplay_mode: None,
+        checksum_bits: None,
     })
 }
 

@@ -19,7 +19,7 @@ mod replay;
 pub use cores::{core_dirs, cores_json, cores_table, CoresArgs};
 pub use error::CliError;
 pub use install::{completions, write_man_pages, CompletionsArgs, ManPagesArgs};
-pub use netplay::{HostArgs, JoinArgs, NetArgs, RoomsArgs, ServeArgs};
+pub use netplay::{HostArgs, JoinArgs, NetArgs, OpenArgs, RoomsArgs, ServeArgs};
 pub use play::{LocalArgs, PlayArgs, VideoArgs, ViewArgs};
 pub use replay::ReplayArgs;
 
@@ -91,6 +91,12 @@ pub enum Command {
     /// List the servers of a fleet, with their region, load and the round trip from here.
     #[command(after_help = SERVERS_HELP)]
     Servers(RoomsArgs),
+    /// Join, watch or replay what a framelock:// link names (what a click on an invite runs).
+    #[command(after_help = OPEN_HELP)]
+    Open(OpenArgs),
+    /// List the replays a server keeps (`serve --archive`).
+    #[command(after_help = REPLAYS_HELP)]
+    Replays(RoomsArgs),
     /// Replay an input log (.flr) recorded by `play --record` or by netplay, and verify it.
     #[command(after_help = REPLAY_HELP)]
     Replay(ReplayArgs),
@@ -136,6 +142,8 @@ Examples:
   framelock replay match.flr --export match.mp4    a video with sound (needs ffmpeg)
   framelock replay match.flr --export clip.gif --from-frame 600 --to-frame 900 --scale 2
   framelock replay match.flr --export exact.mkv --lossless   every pixel and sample exact
+  framelock replay framelock://play.example.org/replay/3f09a1c2b4d5e6f7 --headless --verify
+                                                   fetch a server's replay, then as above
 
 The core (name and version) and the content (xxh3 hash) must be the ones the log was
 recorded with. --verify exits non-zero naming the first frame whose checksum differs, if
@@ -197,10 +205,32 @@ Examples:
   framelock serve --directory nats://10.0.0.5:4222 --public-address 203.0.113.7:7845 \
     --region eu-west                               a member of a fleet of servers
 
+  framelock serve --http 0.0.0.0:8080 --archive /var/lib/framelock/replays --archive-mib 2048
+                                                   a web page and the finished games' replays
+
 No core, content or display is needed. Hosts open rooms with `framelock host --server
 THIS-HOST`, players join them with `framelock join THIS-HOST --room NAME`; everyone only
 sends to the server, which every home router lets through. One log line per room event;
 Ctrl-C closes every room, telling its players.";
+
+const OPEN_HELP: &str = "\
+Examples:
+  framelock open framelock://play.example.org/amber-otter-42     join a room on a server
+  framelock open framelock://play.example.org/amber-otter-42?watch   watch it
+  framelock open framelock://192.0.2.10:7845 game.md --core genesis_plus_gx   join a host
+  framelock open framelock://play.example.org/replay/3f09a1c2b4d5e6f7   watch a replay
+  framelock open --register                        open links clicked in a browser
+
+A link names where to join and nothing else: never a password (you are asked for it when
+the room needs one) and no option; anything but a framelock:// link is refused. Give the
+game file and --core as for `framelock join` when the room plays more than the built-in
+game. Hosts and the lobby print each room's link beside its join command.";
+
+const REPLAYS_HELP: &str = "\
+Examples:
+  framelock replays play.example.org               id, room, game, players, date, length
+  framelock replays play.example.org --json
+  framelock replay framelock://play.example.org/replay/ID   fetch one and watch it";
 
 const ROOMS_HELP: &str = "\
 Examples:

@@ -18,6 +18,7 @@ use crate::frontend::chat_board::ChatShow;
 use crate::lockstep::{Mode, DEFAULT_SEND_BUDGET};
 use crate::net::portmap::PortMapMode;
 use crate::net::NetSim;
+use crate::netplay::links::Target;
 use crate::netplay::{
     Delay, HostOptions, JoinOptions, NetOptions, ServeOptions, Speculate, DEFAULT_PORT,
 };
@@ -104,6 +105,10 @@ pub struct NetArgs {
     /// keeps a peer from starting.
     #[arg(long, hide = true, value_name = "MS", value_parser = clap::value_parser!(u64).range(0..=60_000))]
     pub start_delay_ms: Option<u64>,
+    /// Ask the server to keep no replay of a room you play in (`serve --archive`); a host
+    /// of a room on a server also does not upload its recording.
+    #[arg(long)]
+    pub no_share: bool,
 }
 
 fn parse_pause_for(s: &str) -> Result<f64, String> {
@@ -229,6 +234,64 @@ pub struct ServeArgs {
     /// Serve Prometheus metrics over HTTP on this address (e.g. 127.0.0.1:9845).
     #[arg(long, value_name = "ADDR:PORT")]
     pub metrics: Option<std::net::SocketAddr>,
+    /// Serve a web page on this address (e.g. 0.0.0.0:8080): the open rooms with their
+    /// invite links and commands, the load, the fleet, the replays kept; also /rooms.json,
+    /// and /metrics unless --metrics is given. Off by default.
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub http: Option<std::net::SocketAddr>,
+    /// Keep the replay of every finished room in DIR (rooms on the server are recorded
+    /// here; a hosted room's host uploads its recording), listed by `framelock replays` and
+    /// the web page. With --directory the fleet shares them.
+    #[arg(long, value_name = "DIR")]
+    pub archive: Option<PathBuf>,
+    /// MiB of replays --archive keeps; the oldest go first.
+    #[arg(long, value_name = "MIB", default_value_t = 1024, requires = "archive", value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
+    pub archive_mib: u64,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct OpenArgs {
+    /// The link: framelock://HOST[:PORT]/ROOM (a room on a server), framelock://HOST:PORT
+    /// (a host), with ?watch to watch; framelock://HOST/replay/ID (a replay).
+    #[arg(value_name = "LINK", required_unless_present = "register")]
+    pub link: Option<String>,
+    /// Watch instead of playing (as the link's ?watch).
+    #[arg(long)]
+    pub watch: bool,
+    /// Make framelock open framelock:// links clicked in a browser or chat app: writes a
+    /// desktop entry to ~/.local/share/applications and, with xdg-mime, makes it the
+    /// default handler.
+    #[arg(long, conflicts_with = "link")]
+    pub register: bool,
+    #[command(flatten)]
+    pub play: PlayArgs,
+    #[command(flatten)]
+    pub net: NetArgs,
+}
+
+impl OpenArgs {
+    /// The link read, and the join it names with these flags; `None` with --register.
+    pub fn to_options(&self, config: &Config) -> Result<Option<(Target, JoinOptions)>, CliError> {
+        let Some(link) = &self.link else {
+            return Ok(None);
+        };
+        let target = crate::netplay::links::parse(link).map_err(CliError::Invalid)?;
+        let base = JoinOptions {
+            net: self
+                .net
+                .to_options(self.play.to_netplay_options(config)?, ""),
+            host: String::new(),
+            room: None,
+            watch: self.watch,
+            ask_password: false,
+        };
+        if let Target::Replay { .. } = target {
+            return Ok(Some((target, base)));
+        }
+        let opts = crate::netplay::join_options(&target, base)
+            .map_err(|e| CliError::Invalid(e.to_string()))?;
+        Ok(Some((target, opts)))
+    }
 }
 
 #[derive(Debug, Clone, Args)]
@@ -261,6 +324,9 @@ impl ServeArgs {
             public_address: self.public_address.clone(),
             region: self.region.clone(),
             metrics: self.metrics,
+            http: self.http,
+            archive: self.archive.clone(),
+            archive_mib: self.archive_mib,
         }
     }
 }
@@ -322,6 +388,7 @@ impl NetArgs {
             chat_every: self.chat_every_ms.map(Duration::from_millis),
             path: self.path,
             port_map: self.port_map.or(from_file).unwrap_or_default(),
+            no_share: self.no_share,
         }
     }
 }
@@ -363,6 +430,7 @@ impl JoinArgs {
             host: self.host.clone(),
             room: self.room.clone(),
             watch: false,
+            ask_password: false,
         })
     }
 

@@ -18,8 +18,9 @@ use crate::video::VideoSettings;
 
 #[derive(Debug, Clone, Args)]
 pub struct ReplayArgs {
-    /// The input log (.flr) to replay.
-    #[arg(value_name = "LOG")]
+    /// The input log (.flr) to replay, or a server's replay as its link
+    /// (framelock://HOST/replay/ID), fetched first.
+    #[arg(value_name = "LOG|LINK")]
     pub log: PathBuf,
     /// Game file, if it is no longer where the log was recorded.
     #[arg(value_name = "CONTENT")]
@@ -64,6 +65,29 @@ pub struct ReplayArgs {
     pub from_frame: Option<u64>,
     #[command(flatten)]
     pub view: ViewArgs,
+}
+
+impl ReplayArgs {
+    /// Watching `log` in a window (headless if `play` says so), as `framelock open` does
+    /// with a replay's link.
+    pub fn watch(log: PathBuf, play: &PlayArgs) -> ReplayArgs {
+        ReplayArgs {
+            log,
+            content: play.content.clone(),
+            core: play.core.clone(),
+            headless: play.headless,
+            fast: play.fast,
+            speed: 1.0,
+            to_frame: None,
+            verify: false,
+            stats_json: play.stats_json.clone(),
+            export: None,
+            lossless: false,
+            force: false,
+            from_frame: None,
+            view: play.view.clone(),
+        }
+    }
 }
 
 fn parse_speed(s: &str) -> Result<f64, String> {

@@ -110,6 +110,10 @@ struct App {
     text: Vec<String>,
     /// The chat line being typed (open while `Some`).
     typing: Option<String>,
+    /// A secret being typed on the text screen (`WindowFrontend::ask_secret`), and whether
+    /// it was given (Enter) or refused (Esc) once it is.
+    secret: Option<String>,
+    secret_done: Option<bool>,
     /// The chat over the picture as last drawn: its lines and the line being typed.
     chat_drawn: (Vec<Shown>, Option<String>),
     /// The status bar's rows changed since the picture was drawn.
@@ -203,6 +207,21 @@ impl App {
     }
 
     fn key(&mut self, code: KeyCode, pressed: bool, repeat: bool) {
+        if let Some(secret) = &mut self.secret {
+            // Every key is the secret's while it is asked for: none reaches a pad.
+            if pressed {
+                match code {
+                    KeyCode::Enter | KeyCode::NumpadEnter => self.secret_done = Some(true),
+                    KeyCode::Escape => self.secret_done = Some(false),
+                    KeyCode::Backspace => {
+                        secret.pop();
+                    }
+                    _ => {}
+                }
+                self.redraw = true;
+            }
+            return;
+        }
         let was_typing = self.typing.is_some();
         if self.chat_key(code, pressed, repeat) {
             return;
@@ -444,6 +463,13 @@ impl ApplicationHandler for App {
                     }
                     _ => {}
                 }
+                if let (Some(secret), false, Some(text)) =
+                    (&mut self.secret, is_synthetic, &event.text)
+                {
+                    if pressed && secret.chars().count() < MAX_TYPED {
+                        secret.extend(text.chars().filter(|c| !c.is_control()));
+                    }
+                }
                 // Only a line open before this key takes its text (not the key opening it).
                 if let (true, false, Some(text)) = (typing, is_synthetic, &event.text) {
                     if event.state == ElementState::Pressed {
@@ -537,6 +563,35 @@ impl WindowFrontend {
         Ok(requests.quit)
     }
 
+    /// Asks for a secret (a password) on the text screen: `rows`, then `prompt` and a star
+    /// for each character typed. Enter gives it; Esc or closing the window gives `None`.
+    pub fn ask_secret(
+        &mut self,
+        rows: &[String],
+        prompt: &str,
+    ) -> Result<Option<String>, WindowError> {
+        self.app.keyboard.release_all();
+        self.app.secret = Some(String::new());
+        self.app.secret_done = None;
+        loop {
+            let typed = self.app.secret.as_ref().map_or(0, |s| s.chars().count());
+            let mut shown = rows.to_vec();
+            shown.push(String::new());
+            shown.push(format!("{prompt} {}_", "*".repeat(typed)));
+            shown.push(String::new());
+            shown.push("Enter goes on, Esc leaves".into());
+            let quit = self.show_text(&shown, Duration::from_millis(30))?;
+            match self.app.secret_done {
+                _ if quit => break,
+                Some(false) => break,
+                Some(true) => return Ok(self.app.secret.take().filter(|s| !s.is_empty())),
+                None => {}
+            }
+        }
+        self.app.secret = None;
+        Ok(None)
+    }
+
     /// The window, its event loop and gamepads, on a `buffer`-sized image of pixels `par`
     /// as wide as tall with a status bar of `bar_rows` below; silent until given audio.
     fn open_sized(
@@ -570,6 +625,8 @@ impl WindowFrontend {
             status: Vec::new(),
             text: Vec::new(),
             typing: None,
+            secret: None,
+            secret_done: None,
             chat_drawn: (Vec::new(), None),
             status_changed: false,
         };

@@ -55,7 +55,7 @@ pub(super) fn invite_notes(first: Option<String>, password: bool) -> Vec<String>
 }
 
 /// `word` quoted for a shell when it holds anything but plain characters.
-fn shell_word(word: &str) -> String {
+pub(super) fn shell_word(word: &str) -> String {
     let plain = |c: char| c.is_ascii_alphanumeric() || "-_.,+/:@%=".contains(c);
     if !word.is_empty() && word.chars().all(plain) {
         word.to_string()

@@ -128,6 +128,8 @@ pub struct Invite {
     pub game: String,
     /// The command a friend types to join.
     pub command: String,
+    /// The same as a `framelock://` link to paste in a chat app (`framelock open` joins).
+    pub link: String,
     /// More they need to know (a router's port forward, the password).
     pub notes: Vec<String>,
     /// What the port mapping did (`port map: PCP 203.0.113.7:7845 (lease 1 h)`).
@@ -138,6 +140,7 @@ impl Invite {
     fn rows(&self, rows: &mut Vec<String>) {
         rows.push("Friends join with:".into());
         rows.push(format!("  {}", self.command));
+        rows.push(format!("  or the link {}", self.link));
         rows.extend(self.notes.iter().cloned());
         rows.extend(self.port_map.iter().cloned());
     }
@@ -350,8 +353,9 @@ pub fn host_lobby(
             want.saturating_sub(1)
         );
         tracing::info!(
-            "netplay: on this network, players join with `{}` and the same game",
-            invite.command
+            "netplay: on this network, players join with `{}` (or the link {}) and the same game",
+            invite.command,
+            invite.link
         );
         if port_map.is_some() {
             tracing::info!(

@@ -1,11 +1,15 @@
 //! `serve --metrics ADDR:PORT`: the server's numbers as Prometheus (OpenMetrics) text, on a
-//! plain HTTP listener thread that answers every request with them.
+//! plain HTTP listener thread that answers every request with them; without `--metrics`,
+//! `serve --http` serves the same registry at `/metrics` (`web`).
 //!
 //! Metrics: `framelock_rooms`, `framelock_players`, `framelock_spectators` (gauges);
 //! `framelock_datagrams_total` and `framelock_bytes_total` by `direction` (in, out);
 //! `framelock_dropped_total` by `reason` (garbage, wrong_room, rate_limited, full,
 //! held_unvalidated, auth); `framelock_answer_seconds` (histogram: from taking datagrams off
-//! the socket to sending what they caused); `framelock_directory_errors_total`.
+//! the socket to sending what they caused); `framelock_directory_errors_total`;
+//! `framelock_replays_recorded_total` (rooms on the server recorded for `--archive`) and
+//! `framelock_replay_uploads_total` by `outcome` (received, unknown_room, stranger,
+//! too_large, forged, not_shared).
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -35,6 +39,8 @@ pub struct Metrics {
     dropped: Family<Labels, Counter>,
     answer: Histogram,
     directory_errors: Counter,
+    replays_recorded: Counter,
+    uploads: Family<Labels, Counter>,
     last: ServeStats,
     last_directory_errors: u64,
 }
@@ -44,6 +50,22 @@ impl Metrics {
     pub fn listen(addr: SocketAddr) -> Result<Metrics, NetplayError> {
         let listener = TcpListener::bind(addr)
             .map_err(|e| NetplayError::Metrics(format!("--metrics {addr}: cannot listen: {e}")))?;
+        let (m, registry) = Metrics::new();
+        let local = listener.local_addr().unwrap_or(addr);
+        std::thread::Builder::new()
+            .name("metrics".into())
+            .spawn(move || {
+                for stream in listener.incoming().flatten() {
+                    answer(stream, &registry);
+                }
+            })
+            .map_err(|e| NetplayError::Metrics(format!("cannot start its thread: {e}")))?;
+        tracing::info!("serve: metrics on http://{local}/metrics");
+        Ok(m)
+    }
+
+    /// The metrics and their registry, for a server of someone else's (`serve --http`).
+    pub fn new() -> (Metrics, Arc<Registry>) {
         let mut registry = Registry::with_prefix("framelock");
         let m = Metrics {
             rooms: Gauge::default(),
@@ -54,6 +76,8 @@ impl Metrics {
             dropped: Family::default(),
             answer: Histogram::new(exponential_buckets(10e-6, 2.0, 14)),
             directory_errors: Counter::default(),
+            replays_recorded: Counter::default(),
+            uploads: Family::default(),
             last: ServeStats::default(),
             last_directory_errors: 0,
         };
@@ -69,22 +93,21 @@ impl Metrics {
             m.answer.clone(),
         );
         registry.register(
+            "replays_recorded",
+            "Rooms on the server recorded for the archive",
+            m.replays_recorded.clone(),
+        );
+        registry.register(
+            "replay_uploads",
+            "Hosted rooms' recordings uploaded, by outcome",
+            m.uploads.clone(),
+        );
+        registry.register(
             "directory_errors",
             "Failed directory requests and skipped malformed entries",
             m.directory_errors.clone(),
         );
-        let registry = Arc::new(registry);
-        let local = listener.local_addr().unwrap_or(addr);
-        std::thread::Builder::new()
-            .name("metrics".into())
-            .spawn(move || {
-                for stream in listener.incoming().flatten() {
-                    answer(stream, &registry);
-                }
-            })
-            .map_err(|e| NetplayError::Metrics(format!("cannot start its thread: {e}")))?;
-        tracing::info!("serve: metrics on http://{local}/metrics");
-        Ok(m)
+        (m, Arc::new(registry))
     }
 
     pub fn observe_answer(&self, d: Duration) {
@@ -137,6 +160,23 @@ impl Metrics {
             p.held_unvalidated,
         );
         add(d, [("reason", "auth")], s.dropped_auth, p.dropped_auth);
+        self.replays_recorded
+            .inc_by(s.replays_recorded.saturating_sub(p.replays_recorded));
+        let u = &self.uploads;
+        for (outcome, now, was) in [
+            ("received", s.uploads_received, p.uploads_received),
+            (
+                "unknown_room",
+                s.uploads_unknown_room,
+                p.uploads_unknown_room,
+            ),
+            ("stranger", s.uploads_stranger, p.uploads_stranger),
+            ("too_large", s.uploads_too_large, p.uploads_too_large),
+            ("forged", s.uploads_forged, p.uploads_forged),
+            ("not_shared", s.uploads_not_shared, p.uploads_not_shared),
+        ] {
+            add(u, [("outcome", outcome)], now, was);
+        }
         self.directory_errors
             .inc_by(directory_errors.saturating_sub(self.last_directory_errors));
         self.last = *s;

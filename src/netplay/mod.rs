@@ -13,6 +13,7 @@
 //! opens a window itself (`app` does) or is imported by `app`, `session` or `lockstep`.
 
 mod address;
+pub mod archive;
 mod chat;
 #[cfg(test)]
 mod chat_tests;
@@ -21,15 +22,19 @@ mod directory;
 mod feed;
 mod fleet;
 mod invite;
+pub mod links;
 mod lobby;
 mod metrics;
 mod port_map;
+mod open;
+mod replays;
 mod report;
 mod run;
 mod serve;
 mod speculation;
 mod start;
 mod status;
+pub mod web;
 #[cfg(test)]
 mod world;
 #[cfg(test)]
@@ -57,6 +62,8 @@ use thiserror::Error;
 pub use directory::BUCKET;
 pub use feed::{CoreWork, NetFeed, Shared};
 pub use fleet::{list_servers, servers_json, servers_table, ServerRow};
+pub use open::{join_options, open, register};
+pub use replays::{fetch_replay, fetch_to, list_replays, replays_json, replays_table};
 pub use serve::{list_rooms, rooms_json, rooms_table, serve, ServeOptions};
 pub use speculation::{Delay, Speculate};
 pub use start::{host, join};
@@ -110,6 +117,8 @@ pub struct NetOptions {
     /// `--port-map`: whether a host (and a player in a room a player hosts) asks its
     /// router to forward its port.
     pub port_map: PortMapMode,
+    /// `--no-share`: ask the server to keep no replay of a room this player is in.
+    pub no_share: bool,
 }
 
 impl NetOptions {
@@ -168,6 +177,9 @@ pub struct JoinOptions {
     pub room: Option<String>,
     /// Watch (`framelock spectate`) instead of playing.
     pub watch: bool,
+    /// Ask the player for the password before the handshake, in the window or on the
+    /// terminal (`framelock open`, for a room that has one).
+    pub ask_password: bool,
 }
 
 #[derive(Debug, Error)]
@@ -201,6 +213,12 @@ pub enum NetplayError {
     Directory(String),
     #[error("metrics: {0}")]
     Metrics(String),
+    #[error("web page: {0}")]
+    Web(String),
+    #[error("replay archive: {0}")]
+    Archive(String),
+    #[error("{0}")]
+    Link(String),
 }
 
 /// Time a goodbye gets to leave the network conditioner before the process exits.

@@ -14,8 +14,10 @@ use crate::session::EndpointEvent;
 use crate::wire::HEADER_LEN;
 
 use super::address::resolve;
+use super::archive::{Archive, ArchiveConfig};
 use super::directory::{Directory, DirectoryConfig};
 use super::metrics::Metrics;
+use super::web::{Snapshot, Web, WebConfig};
 use super::{NetplayError, GOODBYE_DRAIN};
 
 /// Longest the server sleeps without a datagram or a timer, so that Ctrl-C is seen.
@@ -58,6 +60,12 @@ pub struct ServeOptions {
     pub region: String,
     /// Serve Prometheus metrics over HTTP here.
     pub metrics: Option<SocketAddr>,
+    /// Serve the server's web page here (`--http`).
+    pub http: Option<SocketAddr>,
+    /// Keep finished rooms' replays in this directory (`--archive`).
+    pub archive: Option<std::path::PathBuf>,
+    /// MiB of replays kept at most (`--archive-mib`).
+    pub archive_mib: u64,
 }
 
 /// The fleet member's settings checked, and its directory client started.
@@ -196,10 +204,38 @@ pub fn serve(opts: &ServeOptions) -> Result<(), NetplayError> {
         },
         entropy: random_bytes(),
         max_spectators: opts.max_spectators,
+        archive: opts.archive.is_some(),
+        max_replay: crate::serve::archive::DEFAULT_MAX_REPLAY,
     };
     let fleet = join_fleet(opts)?;
-    let mut metrics = opts.metrics.map(Metrics::listen).transpose()?;
+    let (mut metrics, registry) = match (opts.metrics, opts.http) {
+        (Some(addr), _) => (Some(Metrics::listen(addr)?), None),
+        // The page serves them at /metrics.
+        (None, Some(_)) => {
+            let (m, registry) = Metrics::new();
+            (Some(m), Some(registry))
+        }
+        (None, None) => (None, None),
+    };
+    let mut archive = match &opts.archive {
+        Some(dir) => Some(Archive::start(ArchiveConfig {
+            dir: dir.clone(),
+            max_bytes: opts.archive_mib << 20,
+            nats: opts.directory.clone(),
+            me: opts.public_address.clone().unwrap_or_default(),
+        })?),
+        None => None,
+    };
+    let web = match opts.http {
+        Some(addr) => Some(Web::start(WebConfig {
+            addr,
+            metrics: registry,
+            shelf: archive.as_ref().map(|a| a.shelf.clone()),
+        })?),
+        None => None,
+    };
     let mut rooms = Rooms::new(cfg);
+    rooms.set_unix_time(chrono::Utc::now().timestamp());
     let directory = match fleet {
         Some((dir, me)) => {
             rooms = rooms.with_fleet(Instant::now(), me, opts.region.clone());
@@ -237,6 +273,9 @@ pub fn serve(opts: &ServeOptions) -> Result<(), NetplayError> {
             rooms.handle_timeout(now);
         }
         opener.exchange(now, &mut rooms);
+        if let Some(a) = &mut archive {
+            exchange_archive(a, &mut rooms);
+        }
         while let Some(t) = rooms.poll_transmit(now) {
             link.send_transmit(now, t);
         }
@@ -253,15 +292,23 @@ pub fn serve(opts: &ServeOptions) -> Result<(), NetplayError> {
                 dir.send(op);
             }
         }
+        if now >= metrics_at {
+            rooms.set_unix_time(chrono::Utc::now().timestamp());
+            if let Some(w) = &web {
+                w.publish(snapshot(&rooms, now, opts, local.port(), archive.as_ref()));
+            }
+        }
         if let Some(m) = &mut metrics {
             if now >= metrics_at {
-                metrics_at = now + Duration::from_secs(1);
                 let list = rooms.list(now);
                 let players = list.iter().map(|r| usize::from(r.players)).sum();
                 let watching = list.iter().map(|r| usize::from(r.spectators)).sum();
                 let errors = directory.as_ref().map_or(0, Directory::errors);
                 m.update(&rooms.stats(), (list.len(), players, watching), errors);
             }
+        }
+        if now >= metrics_at {
+            metrics_at = now + Duration::from_secs(1);
         }
         while let Some(ev) = rooms.poll_event() {
             log_event(&ev);
@@ -300,6 +347,9 @@ pub fn serve(opts: &ServeOptions) -> Result<(), NetplayError> {
                 })
                 .collect();
             rooms.shutdown(now);
+            if let Some(a) = &mut archive {
+                exchange_archive(a, &mut rooms);
+            }
             while let Some(t) = rooms.poll_transmit(now) {
                 link.send_transmit(now, t);
             }
@@ -313,6 +363,10 @@ pub fn serve(opts: &ServeOptions) -> Result<(), NetplayError> {
                 log_event(&ev);
             }
             link.drain(GOODBYE_DRAIN);
+            let kept = archive.as_ref().map(|a| archive_json(&a.shelf.counts));
+            if let Some(a) = archive.take() {
+                a.stop(Duration::from_secs(10));
+            }
             tracing::info!("serve: stopped; told the players of {n} room(s)");
             if let Some(path) = &opts.stats_json {
                 let s = rooms.stats();
@@ -332,6 +386,17 @@ pub fn serve(opts: &ServeOptions) -> Result<(), NetplayError> {
                     "held_unvalidated": s.held_unvalidated,
                     "rooms_opened": s.rooms_opened,
                     "rooms_closed": s.rooms_closed,
+                    "replays_recorded": s.replays_recorded,
+                    "uploads": {
+                        "received": s.uploads_received,
+                        "refused_unknown_room": s.uploads_unknown_room,
+                        "refused_stranger": s.uploads_stranger,
+                        "refused_too_large": s.uploads_too_large,
+                        "refused_forged": s.uploads_forged,
+                        "refused_not_shared": s.uploads_not_shared,
+                    },
+                    "archive": kept,
+                    "http": web.as_ref().map(|w| web_json(&w.counts)),
                     "rooms": open_rooms,
                     "answer_us": {
                         "p50": answers.quantile_us(0.5),
@@ -360,8 +425,91 @@ pub fn serve(opts: &ServeOptions) -> Result<(), NetplayError> {
         } else {
             wake
         };
+        // The archive's answers go out as soon as they come.
+        let wake = if archive.as_ref().is_some_and(|a| a.pending > 0) {
+            wake.min(now + CLAIM_POLL)
+        } else {
+            wake
+        };
         link.wait_until(now, Some(wake))?;
     }
+}
+
+/// Hands the rooms' finished recordings and archive requests to the archive, and its
+/// answers back to the rooms to send.
+fn exchange_archive(archive: &mut Archive, rooms: &mut Rooms) {
+    while let Some(kept) = rooms.poll_kept() {
+        archive.keep(kept);
+    }
+    while let Some(ask) = rooms.poll_ask() {
+        archive.ask(ask);
+    }
+    while let Some((to, bytes)) = archive.answered() {
+        rooms.answer(to, bytes);
+    }
+}
+
+/// What the web page shows now.
+fn snapshot(
+    rooms: &Rooms,
+    now: Instant,
+    opts: &ServeOptions,
+    udp_port: u16,
+    archive: Option<&Archive>,
+) -> Snapshot {
+    let page_rooms = rooms.page_rooms(now);
+    let spectators = page_rooms
+        .iter()
+        .map(|r| usize::from(r.info.spectators))
+        .sum();
+    let fleet = !opts.directory.is_empty();
+    Snapshot {
+        taken_unix: chrono::Utc::now().timestamp(),
+        public: opts.public_address.clone(),
+        udp_port,
+        load: Some(rooms.load()),
+        spectators,
+        rooms: page_rooms,
+        fleet_rooms: rooms.fleet_rooms(),
+        servers: if fleet {
+            rooms.fleet_servers()
+        } else {
+            Vec::new()
+        },
+        archive: archive.is_some(),
+        archive_bytes: archive.map_or((0, 0), |a| {
+            (
+                a.shelf
+                    .counts
+                    .bytes_kept
+                    .load(std::sync::atomic::Ordering::Relaxed),
+                opts.archive_mib << 20,
+            )
+        }),
+    }
+}
+
+fn archive_json(c: &super::archive::ArchiveCounts) -> serde_json::Value {
+    let n = |a: &std::sync::atomic::AtomicU64| a.load(std::sync::atomic::Ordering::Relaxed);
+    json!({
+        "kept": n(&c.kept),
+        "refused_bad": n(&c.refused_bad),
+        "refused_too_large": n(&c.refused_large),
+        "dropped_oldest": n(&c.dropped_oldest),
+        "write_errors": n(&c.write_errors),
+        "bytes_kept": n(&c.bytes_kept),
+    })
+}
+
+fn web_json(c: &super::web::WebCounts) -> serde_json::Value {
+    let n = |a: &std::sync::atomic::AtomicU64| a.load(std::sync::atomic::Ordering::Relaxed);
+    json!({
+        "requests": n(&c.requests),
+        "refused_busy": n(&c.refused_busy),
+        "refused_rate": n(&c.refused_rate),
+        "refused_bad": n(&c.refused_bad),
+        "timed_out": n(&c.timed_out),
+    })
 }
 
 fn log_event(ev: &ServeEvent) {

@@ -11,6 +11,7 @@ use std::time::Instant;
 
 use super::address::resolve;
 use super::invite::{game_name, invite_notes, join_command};
+use super::links;
 use super::run;
 use super::speculation::{Decision, RollbackCheck};
 use super::{
@@ -79,17 +80,65 @@ fn begin(net: &NetOptions) -> (PlayOptions, ChatBoard) {
     (play, chat)
 }
 
-/// Hosts a session: waits for the players, sends them the start state, then plays.
+/// Hosts a session: waits for the players, sends them the start state, then plays. A room
+/// hosted here on a server keeping replays gets this player's recording after the game,
+/// unless `--no-share`.
 pub fn host(opts: &HostOptions) -> Result<PlaySummary, NetplayError> {
     let (play, chat) = begin(&opts.net);
     let mut driver = NetDriver::new(&play, &opts.net, chat, Command::Host(opts));
-    core_session::run_driven(&play, &mut driver)
+    let summary = core_session::run_driven(&play, &mut driver)?;
+    if let Some((server, session)) = driver.hosted.take().filter(|_| !opts.net.no_share) {
+        share_recording(&summary, server, session);
+    }
+    Ok(summary)
+}
+
+/// Uploads the recording `summary` names to the server of the room this process hosted.
+fn share_recording(summary: &PlaySummary, server: SocketAddr, session: u32) {
+    let recording = summary.stats.get("recording");
+    let complete = recording
+        .and_then(|r| r.get("complete"))
+        .and_then(serde_json::Value::as_bool);
+    let Some(path) = recording
+        .and_then(|r| r.get("path"))
+        .and_then(serde_json::Value::as_str)
+        .filter(|_| complete == Some(true))
+    else {
+        return;
+    };
+    let bytes = match std::fs::read(path) {
+        Ok(b) => b,
+        Err(e) => {
+            tracing::warn!("replay: cannot read {path} to share it: {e}");
+            return;
+        }
+    };
+    let mut link = match Link::client(server, None) {
+        Ok(l) => l,
+        Err(e) => {
+            tracing::warn!("replay: cannot share it: {e}");
+            return;
+        }
+    };
+    tracing::info!(
+        "replay: sharing the recording ({} KiB) with the room's server {server} (--no-share: \
+         don't)",
+        bytes.len().div_ceil(1024)
+    );
+    match super::replays::share(&mut link, server, session, &bytes) {
+        Ok(()) => tracing::info!("replay: the server has the recording"),
+        Err(why) => tracing::info!("replay: the server did not take the recording: {why}"),
+    }
 }
 
 /// Joins a session: handshake, the host's options and state, then play.
 pub fn join(opts: &JoinOptions) -> Result<PlaySummary, NetplayError> {
     let (play, chat) = begin(&opts.net);
-    let command = Command::Join { opts, to: None };
+    let command = Command::Join {
+        opts,
+        to: None,
+        typed: None,
+    };
     let mut driver = NetDriver::new(&play, &opts.net, chat, command);
     core_session::run_driven(&play, &mut driver)
 }
@@ -105,6 +154,8 @@ struct NetDriver<'a> {
     command: Command<'a>,
     /// Why the session ended before this peer's last frame, if it did.
     ended: Option<String>,
+    /// The server and session id of the room this process hosted on a server, if it did.
+    hosted: Option<(SocketAddr, u32)>,
 }
 
 /// What the command does before its first frame.
@@ -114,6 +165,8 @@ enum Command<'a> {
     Join {
         opts: &'a JoinOptions,
         to: Option<Box<(lobby::JoinScreen, SocketAddr)>>,
+        /// The password the player typed when asked (`JoinOptions::ask_password`).
+        typed: Option<String>,
     },
 }
 
@@ -130,6 +183,7 @@ impl<'a> NetDriver<'a> {
             chat: Some(chat),
             command,
             ended: None,
+            hosted: None,
         }
     }
 }
@@ -151,13 +205,20 @@ impl SessionDriver for NetDriver<'_> {
                     content: Content::Now,
                 })
             }
-            Command::Join { opts, to } => {
+            Command::Join { opts, to, typed } => {
                 let mut title = format!("joining {}", opts.host);
                 if let Some(room) = &opts.room {
                     title.push_str(&format!(", room {room}"));
                 }
                 let screen = lobby::JoinScreen::new(title, None);
                 screen.show(window)?;
+                if opts.ask_password && opts.net.password.is_none() {
+                    let why = match &opts.room {
+                        Some(room) => format!("room {room} on {} has a password", opts.host),
+                        None => format!("{} has a password", opts.host),
+                    };
+                    *typed = Some(super::open::ask_password(&why, window)?);
+                }
                 let mut addr = resolve(&opts.host)?;
                 if let Some(room) = &opts.room {
                     // In a fleet, the room may be held by another server than the one named.
@@ -177,10 +238,11 @@ impl SessionDriver for NetDriver<'_> {
     fn start(&mut self, stage: Stage<'_>) -> Result<Started<NetFeed>, NetplayError> {
         let chat = self.chat.take().unwrap_or_default();
         let (feed, rollback) = match &mut self.command {
-            Command::Host(opts) => host_start(opts, self.play, stage, chat)?,
-            Command::Join { opts, to } => {
+            Command::Host(opts) => host_start(opts, self.play, stage, chat, &mut self.hosted)?,
+            Command::Join { opts, to, typed } => {
                 let (screen, addr) = *to.take().expect("`prepare` runs before `start`");
-                join_start(opts, self.play, stage, chat, screen, addr)?
+                let password = typed.take().or_else(|| opts.net.password.clone());
+                join_start(opts, password, self.play, stage, chat, screen, addr)?
             }
         };
         Ok(run::started(self.play, self.net, feed, rollback))
@@ -220,6 +282,7 @@ fn host_start(
     play: &PlayOptions,
     stage: Stage<'_>,
     chat: ChatBoard,
+    hosted: &mut Option<(SocketAddr, u32)>,
 ) -> Result<(NetFeed, Decision), NetplayError> {
     let core = &mut *stage.core;
     let game = game_name(play);
@@ -245,6 +308,7 @@ fn host_start(
         Some(server) => Some(open_hosted_room(opts, server, &info, fps, stage.window)?),
         None => None,
     };
+    *hosted = in_room.as_ref().map(|(_, r)| (r.server, r.session));
     let (mut link, in_room) = match in_room {
         Some((link, room)) => (link, Some(room)),
         None => (Link::host(opts.port, opts.net.netsim.clone())?, None),
@@ -287,6 +351,7 @@ fn host_start(
         Some(room) => lobby::Invite {
             game,
             command: join_command(&room.server_name, Some(&room.name), play),
+            link: links::room_link(&room.server_name, &room.name),
             notes: invite_notes(None, opts.net.password.is_some()),
             port_map: None,
         },
@@ -297,6 +362,7 @@ fn host_start(
             lobby::Invite {
                 game,
                 command: join_command(&here, None, play),
+                link: links::direct_link(&here),
                 notes: invite_notes(
                     Some(format!(
                         "Over the internet: your public address, with udp port {port} forwarded \
@@ -311,10 +377,12 @@ fn host_start(
     let mut invite = invite;
     if let Some(room) = &in_room {
         tracing::info!(
-            "netplay: room {} is open on {}, hosted here; your friends join with `{}`{}",
+            "netplay: room {} is open on {}, hosted here; your friends join with `{}` or \
+             the link {}{}",
             room.name,
             room.server_name,
             invite.command,
+            invite.link,
             if opts.net.password.is_some() {
                 " and the password"
             } else {
@@ -371,6 +439,7 @@ fn host_start(
 /// feed.
 fn join_start(
     opts: &JoinOptions,
+    password: Option<String>,
     play: &PlayOptions,
     stage: Stage<'_>,
     chat: ChatBoard,
@@ -380,7 +449,7 @@ fn join_start(
     let info = session_info(stage.core, &opts.net)?;
     let link = Link::client(addr, opts.net.netsim.clone())?;
     let mut jcfg = JoinConfig::new(addr, info);
-    jcfg.password = opts.net.password.clone();
+    jcfg.password = password;
     jcfg.entropy = random_bytes();
     jcfg.room = opts.room.clone().unwrap_or_default();
     jcfg.watch = opts.watch;
@@ -403,7 +472,8 @@ fn join_start(
 }
 
 /// A joiner's participant: its handshake starts now.
-fn joiner(jcfg: JoinConfig, net: &NetOptions) -> Participant {
+fn joiner(mut jcfg: JoinConfig, net: &NetOptions) -> Participant {
+    jcfg.no_share = net.no_share;
     let base = lockstep::Config {
         send_budget: net.send_budget,
         ..lockstep::Config::default()
@@ -485,6 +555,7 @@ fn room_request(opts: &HostOptions, info: &SessionInfo, fps: f64) -> session::ms
         content_name: info.content_name.clone(),
         content_hash: info.content_hash,
         player_name: info.player_name.clone(),
+        no_share: opts.net.no_share,
         ..session::msg::OpenRoom::default()
     }
 }
@@ -519,12 +590,15 @@ fn host_in_room(
     let invite = lobby::Invite {
         game: game_name(play),
         command: join_command(server, Some(&room), play),
+        link: links::room_link(server, &room),
         notes: invite_notes(None, password.is_some()),
         port_map: None,
     };
     tracing::info!(
-        "netplay: room {room} is open on {server}; your friends join with `{}`{}",
+        "netplay: room {room} is open on {server}; your friends join with `{}` or the \
+         link {}{}",
         invite.command,
+        invite.link,
         if password.is_some() {
             " and the password"
         } else {

@@ -60,6 +60,9 @@
 //!           (for cores whose savestates leave save RAM out; load it before the start state)
 //!     0x04  (empty) the core ran with the netplay savestate context
 //!     0x05  the netplay session's lockstep mode (UTF-8: "strict" or "optimistic")
+//!     0x06  u8 N (1 to 64): checksum records hold only the low N bits of the machine's
+//!           checksum (a server records the 32-bit checksums players report); a replay
+//!           compares those bits
 //!     other tags are skipped
 //! ```
 //! Readers ignore body bytes after the fields they know, so new header fields are added as

@@ -13,6 +13,10 @@
 //!   is about this kind.
 //!
 //! [`Rooms`] routes datagrams to both kinds; `netplay::serve` carries it over a UDP socket.
+//! With `serve --archive` it also keeps finished rooms' replays: a room on the server is
+//! recorded from the frames it publishes, a hosted room's host uploads its recording, and
+//! both are handed to the driver to store ([`archive`]); `serve --http` shows the rooms
+//! on a web page from [`Rooms::page_rooms`] (`netplay::web`).
 //!
 //! # A room's life (on the server)
 //! 1. The creator (`framelock host --server`) opens it and uploads its start state (see
@@ -77,6 +81,7 @@
 //!   end cleanly; a room does not migrate (no other server has the players' machine
 //!   states), the players open a new one.
 
+pub mod archive;
 pub mod fleet;
 mod names;
 mod opening;
@@ -86,8 +91,8 @@ pub use fleet::{DirNews, DirOp, Fleet, HEARTBEAT, SILENT};
 pub use names::{room_name, valid_room_name};
 pub use opening::{OpenJob, Opened};
 pub use rooms::{
-    Rooms, ServeConfig, ServeEvent, ServeStats, ABANDONED_WITHIN, EMPTY_GRACE, HOSTED_SILENCE,
-    MEMBER_SILENCE,
+    RoomView, Rooms, ServeConfig, ServeEvent, ServeStats, ABANDONED_WITHIN, EMPTY_GRACE,
+    HOSTED_SILENCE, MEMBER_SILENCE,
 };
 
 #[cfg(test)]

@@ -29,6 +29,8 @@ pub struct OpenJob {
     pub(super) packed: Vec<u8>,
     /// When the upload was whole: the room's lobby opens then.
     pub(super) since: Instant,
+    /// Keep a copy of the start state for the room's recording (`serve --archive`).
+    pub(super) keep_start: bool,
 }
 
 /// What an [`OpenJob`] made: the room's endpoint, or why its start state is refused.
@@ -38,6 +40,8 @@ pub struct Opened {
     pub(super) session: u32,
     pub(super) open: OpenRoom,
     pub(super) endpoint: Result<Endpoint, String>,
+    /// The start state, for the room's recording, if the job kept it.
+    pub(super) start: Option<StartPayload>,
 }
 
 impl OpenJob {
@@ -62,11 +66,16 @@ impl OpenJob {
             mut info,
             packed,
             since,
+            keep_start,
         } = self;
+        let mut start = None;
         let endpoint = StartPayload::unpack(&packed, open.raw_len, open.payload_hash)
             .map_err(|e| format!("the start state of room {room} is bad: {e}"))
             .and_then(|payload| {
                 drop(packed);
+                if keep_start {
+                    start = Some(payload.clone());
+                }
                 info.options = payload.options;
                 Endpoint::new(since, cfg, info, payload.state, payload.sram)
                     .map_err(|e| format!("cannot open room {room}: {e}"))
@@ -77,6 +86,7 @@ impl OpenJob {
             session,
             open,
             endpoint,
+            start,
         }
     }
 }

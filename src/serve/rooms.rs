@@ -26,8 +26,9 @@ use crate::lockstep::{self, Frame, PeerId, Slot, SpectatorId};
 use crate::session::guard::{prefix, Cookies};
 use crate::session::msg::{foreign_version, Hello, Msg, OpenRoom, RoomInfo, RoomMsg};
 use crate::session::{Endpoint, EndpointEvent, PlayerOutReason, Upload};
-use crate::wire::{Dropped, Handled, Header, Kind, Transmit};
+use crate::wire::{Dropped, Handled, Header, Kind, Transmit, HEADER_LEN};
 
+use super::archive;
 use super::fleet::{DirOp, Fleet};
 use super::opening::OpenJob;
 
@@ -36,6 +37,7 @@ mod drain;
 mod hosted;
 mod listing;
 mod opens;
+mod sharing;
 mod validation;
 
 use crate::input::MAX_PLAYERS;
@@ -43,6 +45,7 @@ use directory::Claim;
 use hosted::HostedRoom;
 pub use hosted::{HOSTED_SILENCE, MEMBER_SILENCE};
 use listing::NAMED_ROOMS;
+pub use sharing::RoomView;
 use validation::VALIDATED_FOR;
 
 /// How long a room with nobody in it stays open: its players' links may all have dropped
@@ -87,6 +90,11 @@ pub struct ServeConfig {
     pub entropy: [u8; 32],
     /// Spectators each room takes at once.
     pub max_spectators: u8,
+    /// Keep finished rooms' recordings (`serve --archive`): record the rooms on the server,
+    /// take hosted rooms' uploads, and hand them out ([`Rooms::poll_kept`]).
+    pub archive: bool,
+    /// Bytes of one replay at most (an upload past it is refused).
+    pub max_replay: usize,
 }
 
 impl Default for ServeConfig {
@@ -101,6 +109,8 @@ impl Default for ServeConfig {
             // From the OS: a server that forgets to seed it still gets keys nobody can guess.
             entropy: rand::random(),
             max_spectators: crate::session::DEFAULT_MAX_SPECTATORS,
+            archive: false,
+            max_replay: archive::DEFAULT_MAX_REPLAY,
         }
     }
 }
@@ -198,6 +208,20 @@ pub struct ServeStats {
     pub chat_flood_dropped: u64,
     /// Bytes of datagrams relayed whole between hosted rooms' hosts and their joiners.
     pub bytes_relayed: u64,
+    /// Rooms on the server whose recording was handed to the archive.
+    pub replays_recorded: u64,
+    /// Hosted rooms' uploads received whole and handed to the archive to check.
+    pub uploads_received: u64,
+    /// Uploads refused: for no room that exists or ended lately (or with archiving off).
+    pub uploads_unknown_room: u64,
+    /// ... from an address of nobody in the room.
+    pub uploads_stranger: u64,
+    /// ... larger than `max_replay`.
+    pub uploads_too_large: u64,
+    /// ... whose bytes do not add up to the hash they announced.
+    pub uploads_forged: u64,
+    /// ... of a room a player asked to keep no replay of (`--no-share`).
+    pub uploads_not_shared: u64,
 }
 
 struct Room {
@@ -217,6 +241,12 @@ struct Room {
     left_on_purpose: bool,
     /// Players of the running game who said goodbye, and why, until they are out.
     goodbyes: HashMap<PeerId, String>,
+    /// A player asked that no replay be kept of the room (`--no-share`).
+    no_share: bool,
+    /// The start state, kept until the game starts for its recording (`--archive`).
+    start: Option<crate::session::StartPayload>,
+    /// The game's recording, from its first frame.
+    tape: Option<archive::Tape>,
 }
 
 impl Room {
@@ -279,6 +309,16 @@ pub struct Rooms {
     /// introductions' timing).
     retried: HashMap<SocketAddr, Instant>,
     rtts: HashMap<SocketAddr, Duration>,
+    /// Finished rooms' recordings for the archive (`poll_kept`).
+    kept: VecDeque<archive::Kept>,
+    /// Requests about the archive for the driver (`poll_ask`).
+    asks: VecDeque<archive::ArchiveAsk>,
+    /// Hosted rooms that ended lately, by session id: their recording may still come.
+    ended: HashMap<u32, hosted::Ended>,
+    /// Recordings being uploaded, by uploader.
+    shares: HashMap<SocketAddr, archive::Incoming>,
+    /// The wall clock as the driver last told it, unix seconds (a replay's date).
+    unix_now: i64,
 }
 
 impl Rooms {
@@ -312,7 +352,17 @@ impl Rooms {
             hosted_by_addr: HashMap::new(),
             retried: HashMap::new(),
             rtts: HashMap::new(),
+            kept: VecDeque::new(),
+            asks: VecDeque::new(),
+            ended: HashMap::new(),
+            shares: HashMap::new(),
+            unix_now: 0,
         }
+    }
+
+    /// The wall clock, unix seconds: the date a replay recorded from now on carries.
+    pub fn set_unix_time(&mut self, secs: i64) {
+        self.unix_now = secs;
     }
 
     pub fn stats(&self) -> ServeStats {
@@ -365,6 +415,14 @@ impl Rooms {
             self.count_unvalidated(from, datagram.len());
         }
         let header = Header::parse(datagram).ok().map(|(h, _)| h);
+        // The archive's requests and uploads, from anyone: the op byte tells them from the
+        // rooms' own traffic without decoding that.
+        if header.is_some_and(|h| h.kind == Kind::Room)
+            && matches!(datagram.get(HEADER_LEN), Some(14 | 16 | 18))
+        {
+            self.archive_datagram(now, from, datagram);
+            return Handled::Taken;
+        }
         if self.hosted_by_addr.contains_key(&from) {
             self.hosted_datagram(now, from, datagram);
             return Handled::Taken;
@@ -493,6 +551,9 @@ impl Rooms {
         if let Some(server) = self.held_elsewhere(&hello.room) {
             return self.send_moved(from, hello.room, server);
         }
+        if hello.no_share {
+            self.no_share(&hello.room);
+        }
         if self.hosted.contains_key(&hello.room) {
             return self.join_hosted(now, from, &hello.room.clone(), datagram);
         }
@@ -550,6 +611,7 @@ impl Rooms {
             self.retried
                 .retain(|_, t| now < *t + Duration::from_secs(10));
             self.sweep_hosted(now);
+            self.sweep_shares(now);
         }
     }
 
@@ -561,7 +623,7 @@ impl Rooms {
         }
         let hosted: Vec<String> = self.hosted.keys().cloned().collect();
         for name in hosted {
-            self.close_hosted(&name, "the server is shutting down");
+            self.close_hosted(now, &name, "the server is shutting down");
         }
     }
 

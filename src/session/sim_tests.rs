@@ -373,6 +373,7 @@ fn other_protocol_versions_get_a_readable_refusal() {
         player_name: "old".into(),
         room: String::new(),
         watch: false,
+        no_share: false,
         key: [0x4b; 32],
         auth: msg::Auth::None,
         cookie: [0; 16],

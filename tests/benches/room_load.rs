@@ -165,6 +165,7 @@ impl Generator {
                 cookie: Default::default(),
                 hosted: false,
                 locals: Vec::new(),
+                no_share: false,
             };
             let payload = StartPayload {
                 options: vec![],

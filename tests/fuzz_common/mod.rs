@@ -457,6 +457,7 @@ fn session_messages() -> Vec<Vec<u8>> {
         player_name: "ana".into(),
         room: room.into(),
         watch: room == "den",
+        no_share: room == "den",
         key: [0x4b; 32],
         cookie: [0x5c; 16],
         auth,
@@ -480,6 +481,7 @@ fn session_messages() -> Vec<Vec<u8>> {
         cookie: Default::default(),
         hosted: false,
         locals: Vec::new(),
+        no_share: false,
     };
     let chunk = vec![3u8; CHUNK_SIZE];
     vec![

@@ -22,6 +22,7 @@ pub fn hello(room: &str, cookie: [u8; 16]) -> Vec<u8> {
         player_name: "bob".into(),
         room: room.into(),
         watch: false,
+        no_share: false,
         key: [0x4b; 32],
         auth: Auth::None,
         cookie,
@@ -63,6 +64,7 @@ fn open_room(room: &str, core_name: &str, player: &str) -> OpenRoom {
         cookie: Default::default(),
         hosted: false,
         locals: Vec::new(),
+        no_share: false,
     }
 }
 

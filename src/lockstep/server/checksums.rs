@@ -44,6 +44,21 @@ impl Checksums {
         }
     }
 
+    /// The value more than half of the players who reported `frame` reported.
+    pub fn agreed(&self, frame: Frame) -> Option<u64> {
+        let reported: Vec<u64> = self
+            .frames
+            .get(&frame.0)?
+            .iter()
+            .flatten()
+            .copied()
+            .collect();
+        reported
+            .iter()
+            .find(|v| reported.iter().filter(|w| w == v).count() * 2 > reported.len())
+            .copied()
+    }
+
     /// Stores `peer`'s checksum of `frame`; `None` if it was there already or the frame is
     /// older than every one kept.
     fn store(

@@ -19,7 +19,7 @@
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
-use crate::input::MAX_PLAYERS;
+use crate::input::{Inputs, MAX_PLAYERS};
 use crate::wire::{Dropped, Handled, Header, Transmit};
 
 use super::budget::SendBudget;
@@ -574,6 +574,22 @@ impl Server {
     /// The next keyframe: every frame before it is published.
     pub fn frontier(&self) -> Frame {
         self.history.frontier()
+    }
+
+    /// The published frames from `from` on that are still kept, and the frame the first of
+    /// them is (later than `from` when older ones were forgotten). At least `RETAIN_SECS`
+    /// of frames are kept, so a reader that asks more often than that sees every frame (a
+    /// dedicated server's recording of a room, `serve --archive`).
+    pub fn published_since(&self, from: Frame) -> (Frame, impl Iterator<Item = &Inputs> + '_) {
+        let first = from.max(self.history.base);
+        let skip = first.since(self.history.base) as usize;
+        (first, self.history.frames.iter().skip(skip))
+    }
+
+    /// The checksum of `frame` that most players who reported one agree on (`None` when
+    /// none did, they are split evenly, or the frame is no longer kept).
+    pub fn agreed_checksum(&self, frame: Frame) -> Option<u64> {
+        self.checksums.agreed(frame)
     }
 
     /// The frames `peer` has acknowledged: it holds every frame before this one.

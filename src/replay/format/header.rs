@@ -16,6 +16,7 @@ const HF_CONTENT_PATH: u8 = 0x02;
 const HF_START_SRAM: u8 = 0x03;
 const HF_NETPLAY_CONTEXT: u8 = 0x04;
 const HF_NETPLAY_MODE: u8 = 0x05;
+const HF_CHECKSUM_BITS: u8 = 0x06;
 
 /// How the recorded session started.
 #[derive(Clone, PartialEq, Eq, Debug, Default)]
@@ -64,6 +65,9 @@ pub struct Header {
     /// A netplay session's lockstep mode ("strict" or "optimistic"); `None` for local play.
     /// The inputs recorded are the ones applied either way, so replay ignores it.
     pub netplay_mode: Option<String>,
+    /// The checksum records hold only the low this many bits of the machine's checksum (a
+    /// server's recording, from the 32-bit checksums the players report); `None`: all 64.
+    pub checksum_bits: Option<u8>,
 }
 
 impl Default for Header {
@@ -85,6 +89,7 @@ impl Default for Header {
             start_sram: None,
             netplay_context: false,
             netplay_mode: None,
+            checksum_bits: None,
         }
     }
 }
@@ -235,6 +240,9 @@ fn put_optional_fields(body: &mut Vec<u8>, h: &Header) -> Result<(), Reason> {
     if let Some(mode) = &h.netplay_mode {
         field(HF_NETPLAY_MODE, mode.as_bytes());
     }
+    if let Some(bits) = h.checksum_bits {
+        field(HF_CHECKSUM_BITS, &[bits]);
+    }
     Ok(())
 }
 
@@ -256,6 +264,10 @@ fn read_optional_fields(b: &mut Bytes, h: &mut Header) -> Result<(), Reason> {
             }
             HF_NETPLAY_CONTEXT => h.netplay_context = true,
             HF_NETPLAY_MODE => h.netplay_mode = Some(text()?),
+            HF_CHECKSUM_BITS => match data {
+                [bits @ 1..=64] => h.checksum_bits = Some(*bits),
+                _ => return Err("checksum bits field is not 1 to 64"),
+            },
             _ => {}
         }
     }
@@ -287,6 +299,7 @@ mod tests {
             start_sram: Some(vec![0; 65536]),
             netplay_context: true,
             netplay_mode: Some("optimistic".into()),
+            checksum_bits: Some(32),
             ..Header::default()
         };
         h.players[0] = Some("ana".into());

@@ -29,6 +29,7 @@ impl Rooms {
         let Some(room) = self.rooms.get_mut(name) else {
             return;
         };
+        let mut started = false;
         while let Some(ev) = room.endpoint.poll_event() {
             // The routes first: who is in the room, and who is trusted to receive.
             let gone = match &ev {
@@ -58,6 +59,7 @@ impl Rooms {
                 }
                 EndpointEvent::Started { .. } => {
                     room.started = true;
+                    started = true;
                     None
                 }
                 EndpointEvent::Left { slot, reason } => {
@@ -114,6 +116,13 @@ impl Rooms {
             };
             self.events.push_back(told);
         }
+        if started {
+            self.start_tape(name);
+        }
+        self.pull_tape(name);
+        let Some(room) = self.rooms.get_mut(name) else {
+            return;
+        };
         if room.addrs.is_empty() {
             room.empty_since.get_or_insert(now);
         } else {
@@ -164,6 +173,7 @@ impl Rooms {
         if let Some(t) = room.due {
             self.timers.remove(&(t, name.to_string()));
         }
+        self.finish_tape(&mut room);
         room.endpoint.shutdown(&format!("the room closed: {why}"));
         while let Some(t) = room.endpoint.poll_transmit(now) {
             self.queue(t);

@@ -45,9 +45,34 @@ pub(super) struct HostedRoom {
     pub(super) direct: u8,
     pub(super) relayed: u8,
     playing: bool,
+    /// A player asked that no replay be kept (`--no-share`).
+    pub(super) no_share: bool,
+    /// Its recording was uploaded whole.
+    pub(super) shared: bool,
 }
 
+/// A hosted room that ended lately: who may upload its recording (`serve::archive`).
+#[derive(Clone, Debug)]
+pub(super) struct Ended {
+    pub(super) name: String,
+    pub(super) open: OpenRoom,
+    pub(super) host: SocketAddr,
+    /// The IP addresses of its joiners.
+    pub(super) members: Vec<IpAddr>,
+    pub(super) no_share: bool,
+    pub(super) shared: bool,
+    pub(super) at: Instant,
+}
+
+/// Ended hosted rooms remembered at most.
+const MAX_ENDED: usize = 4096;
+
 impl HostedRoom {
+    /// Its joiners' IP addresses.
+    pub(super) fn member_ips(&self) -> Vec<IpAddr> {
+        self.members.keys().map(SocketAddr::ip).collect()
+    }
+
     pub(super) fn info(&self, now: Instant) -> RoomInfo {
         RoomInfo {
             name: self.name.clone(),
@@ -92,6 +117,7 @@ impl Rooms {
         self.by_session.insert(session, name.clone());
         self.hosted_by_addr.insert(from, name.clone());
         let opened = Msg::Room(RoomMsg::Opened { room: name.clone() }).encode(session);
+        let open_no_share = open.no_share;
         self.hosted.insert(
             name.clone(),
             HostedRoom {
@@ -108,6 +134,8 @@ impl Rooms {
                 direct: 0,
                 relayed: 0,
                 playing: false,
+                no_share: open_no_share,
+                shared: false,
             },
         );
         self.send(from, opened);
@@ -186,7 +214,7 @@ impl Rooms {
             )) => {
                 if players == 0 {
                     // Its host left (it counts itself while it is there).
-                    return self.close_hosted(&name, "its host left");
+                    return self.close_hosted(now, &name, "its host left");
                 }
                 (room.players, room.direct, room.relayed, room.playing) =
                     (players, direct, relayed, playing);
@@ -247,7 +275,7 @@ impl Rooms {
             .map(|r| r.name.clone())
             .collect();
         for name in silent {
-            self.close_hosted(&name, "its host went silent");
+            self.close_hosted(now, &name, "its host went silent");
         }
         let mut gone = Vec::new();
         for room in self.hosted.values_mut() {
@@ -264,10 +292,30 @@ impl Rooms {
         }
     }
 
-    pub(super) fn close_hosted(&mut self, name: &str, why: &str) {
+    pub(super) fn close_hosted(&mut self, now: Instant, name: &str, why: &str) {
         let Some(room) = self.hosted.remove(name) else {
             return;
         };
+        if self.cfg.archive {
+            if self.ended.len() >= MAX_ENDED {
+                let oldest = self.ended.iter().min_by_key(|(_, e)| e.at).map(|(s, _)| *s);
+                if let Some(s) = oldest {
+                    self.ended.remove(&s);
+                }
+            }
+            self.ended.insert(
+                room.session,
+                Ended {
+                    name: room.name.clone(),
+                    open: room.open.clone(),
+                    host: room.host,
+                    members: room.member_ips(),
+                    no_share: room.no_share,
+                    shared: room.shared,
+                    at: now,
+                },
+            );
+        }
         for addr in room.members.keys().chain([&room.host]) {
             if self.hosted_by_addr.get(addr).is_some_and(|r| r == name) {
                 self.hosted_by_addr.remove(addr);

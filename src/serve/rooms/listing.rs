@@ -73,7 +73,7 @@ impl Rooms {
     }
 
     /// A room of this server as the directory and listings show it.
-    fn own_info(&self, r: &Room, now: Instant) -> RoomInfo {
+    pub(super) fn own_info(&self, r: &Room, now: Instant) -> RoomInfo {
         let mut i = info(r, now);
         if let Some(f) = &self.fleet {
             i.server = f.me.clone();

@@ -251,6 +251,7 @@ impl Rooms {
             options: Vec::new(),
             player_name: open.player_name.clone(),
         };
+        let keep_start = self.cfg.archive && !open.no_share;
         self.jobs.push_back(OpenJob {
             room: upload.room.clone(),
             creator,
@@ -260,6 +261,7 @@ impl Rooms {
             info,
             packed,
             since: now,
+            keep_start,
         });
     }
 
@@ -287,6 +289,7 @@ impl Rooms {
             session,
             open,
             endpoint,
+            start,
         } = opened;
         // Its creator's upload may have been given up meanwhile (the server shut it).
         if !self
@@ -298,6 +301,7 @@ impl Rooms {
         }
         match endpoint {
             Ok(endpoint) => {
+                let no_share = open.no_share;
                 if let Some(u) = self.uploads.get_mut(&creator) {
                     u.verified();
                 }
@@ -327,6 +331,9 @@ impl Rooms {
                         empty_since: Some(now),
                         left_on_purpose: false,
                         goodbyes: HashMap::new(),
+                        no_share,
+                        start,
+                        tape: None,
                     },
                 );
                 self.reschedule(&name);

@@ -484,6 +484,20 @@ impl Endpoint {
         self.server.as_ref().map(Server::stats)
     }
 
+    /// The published frames from `from` on still kept, and the frame of the first (see
+    /// [`Server::published_since`]); `None` in the lobby.
+    pub fn published_since(
+        &self,
+        from: Frame,
+    ) -> Option<(Frame, impl Iterator<Item = &crate::input::Inputs> + '_)> {
+        self.server.as_ref().map(|s| s.published_since(from))
+    }
+
+    /// The checksum of `frame` most players agree on, once the game runs.
+    pub fn agreed_checksum(&self, frame: Frame) -> Option<u64> {
+        self.server.as_ref().and_then(|s| s.agreed_checksum(frame))
+    }
+
     /// Smoothed round trip to the remote player `peer`, once the game runs.
     pub fn rtt(&self, peer: PeerId) -> Option<Duration> {
         self.server.as_ref().and_then(|s| s.rtt(peer))

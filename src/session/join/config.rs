@@ -32,6 +32,8 @@ pub struct JoinConfig {
     pub timeout: Duration,
     /// Watch the game (a spectator) instead of playing.
     pub watch: bool,
+    /// Ask the server to keep no replay of the room (`--no-share`).
+    pub no_share: bool,
 }
 
 impl JoinConfig {
@@ -47,6 +49,7 @@ impl JoinConfig {
             hello_interval: HELLO_INTERVAL,
             timeout: HANDSHAKE_TIMEOUT,
             watch: false,
+            no_share: false,
         }
     }
 }

@@ -210,6 +210,7 @@ impl JoinSession {
             player_name: i.player_name.clone(),
             room: self.cfg.room.clone(),
             watch: self.cfg.watch,
+            no_share: self.cfg.no_share,
             key: self.key_pair.public(),
             auth: self.auth.clone(),
             cookie: self.cookie,

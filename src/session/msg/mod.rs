@@ -6,7 +6,8 @@
 //! ```text
 //! Hello      str8 core_name, str8 core_version, str8 content_name,
 //!            u8 has_hash, [u64 content_hash if has_hash], str8 player_name, str8 room
-//!            (empty: a direct host), u8 watch (1: a spectator), [32] the joiner's X25519
+//!            (empty: a direct host), u8 flags (bit 0: a spectator; bit 1: keep no replay of
+//!            the room with this player in it, `--no-share`), [32] the joiner's X25519
 //!            public key (`wire::keys`), u8 auth (0 = none, 1 = PAKE answer, 2 = no password
 //!            to offer), [33] the challenge answered (auth 1, 2), [33] the joiner's SPAKE2
 //!            message and [32] its key confirmation (auth 1), [16] cookie (zeros until the
@@ -73,6 +74,18 @@
 //!                       local addresses), u16 ms to wait before the first punch
 //!           13 Present  u8 players, u8 direct, u8 relayed, u8 playing: a hosted room's
 //!                       host (or a joiner on a direct path) says it is still there
+//!           14 ListReplays  u16 first, padding as Open's (the replays the server keeps)
+//!           15 Replays  u16 total, u16 first, u8 n, n x (str8 id, str8 room, str8 game,
+//!                       str8 core, str8 players (", "-joined), i64 unix seconds it began,
+//!                       u32 frames, u32 fps x 1000, u32 bytes, str8 server), newest first
+//!           16 FetchReplay  str8 id, u32 offset, padding as Open's
+//!           17 ReplayPiece  str8 id, u32 total bytes (0: no such replay), u32 offset,
+//!                       u16 len + that many bytes (at most `REPLAY_PIECE`)
+//!           18 Share    u32 total, u64 xxh3 of the whole recording, u32 offset, u16 len +
+//!                       that many bytes: a hosted room's host uploads the room's recording
+//!                       (`.flr`) after the game, under the room's session id
+//!           19 ShareAck u32 received (every byte before it arrived), u8 done (1: whole)
+//! Open's flags bit 2: keep no replay of the room (`--no-share`).
 //! ```
 //!
 //! An `addr` is u8 family (4 or 6), the address's 4 or 16 bytes, u16 port.
@@ -88,7 +101,10 @@
 mod room;
 
 use room::{decode_room, encode_room};
-pub use room::{OpenRoom, RelayStep, RoomInfo, RoomMsg, ServerInfo, MAX_LOCALS};
+pub use room::{
+    OpenRoom, RelayStep, ReplayInfo, RoomInfo, RoomMsg, ServerInfo, MAX_LOCALS, MAX_REPLAYS_LISTED,
+    REPLAY_PIECE,
+};
 
 use std::net::{IpAddr, SocketAddr};
 
@@ -164,6 +180,8 @@ pub struct Hello {
     pub room: String,
     /// Asks to watch (a spectator) rather than to play.
     pub watch: bool,
+    /// Asks the server to keep no replay of a room with this player in it (`--no-share`).
+    pub no_share: bool,
     /// The joiner's X25519 public key for this session's datagram keys (`wire::keys`).
     pub key: [u8; PUBLIC_KEY_LEN],
     /// The answer to the password check, if any.
@@ -345,7 +363,7 @@ impl Msg<'_> {
                 }
                 put_str8(&mut out, &h.player_name, MAX_PLAYER_NAME);
                 put_str8(&mut out, &h.room, MAX_ROOM_NAME);
-                out.push(u8::from(h.watch));
+                out.push(u8::from(h.watch) | u8::from(h.no_share) << 1);
                 out.extend_from_slice(&h.key);
                 match &h.auth {
                     Auth::None => out.push(0),
@@ -453,11 +471,11 @@ impl Msg<'_> {
                 };
                 let player_name = r.str8().map_err(bad)?;
                 let room = r.str8().map_err(bad)?;
-                let watch = match r.u8().map_err(bad)? {
-                    0 => false,
-                    1 => true,
-                    _ => return Err(WireError::Malformed(kind)),
-                };
+                let flags = r.u8().map_err(bad)?;
+                if flags > 3 {
+                    return Err(WireError::Malformed(kind));
+                }
+                let (watch, no_share) = (flags & 1 != 0, flags & 2 != 0);
                 let key = r.array().map_err(bad)?;
                 let auth = match r.u8().map_err(bad)? {
                     0 => Auth::None,
@@ -482,6 +500,7 @@ impl Msg<'_> {
                     player_name,
                     room,
                     watch,
+                    no_share,
                     key,
                     auth,
                 })
@@ -618,6 +637,8 @@ impl Msg<'_> {
                         | RoomMsg::List { .. }
                         | RoomMsg::Locate { .. }
                         | RoomMsg::ListServers { .. }
+                        | RoomMsg::ListReplays { .. }
+                        | RoomMsg::FetchReplay { .. }
                 )
         );
         if padded && datagram.len() < PADDED_LEN {

@@ -35,6 +35,47 @@ pub struct RoomInfo {
     pub server: String,
 }
 
+/// A replay a server keeps (`serve --archive`), as `framelock replays` lists it.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct ReplayInfo {
+    /// Its id: xxh3 of the recording, 16 hex digits.
+    pub id: String,
+    /// The room it was played in.
+    pub room: String,
+    /// The game file's name (empty: the core's built-in game).
+    pub game: String,
+    /// The core's name.
+    pub core: String,
+    /// The players' names, ", "-joined.
+    pub players: String,
+    /// When the game began, unix seconds.
+    pub created_unix: i64,
+    /// Frames in it.
+    pub frames: u32,
+    /// Frames per second, times 1000.
+    pub fps_milli: u32,
+    /// Bytes of the recording.
+    pub bytes: u32,
+    /// The server that serves it, "ADDR:PORT" (empty: the server answering).
+    pub server: String,
+}
+
+impl ReplayInfo {
+    /// Its length in seconds.
+    pub fn seconds(&self) -> f64 {
+        if self.fps_milli == 0 {
+            0.0
+        } else {
+            f64::from(self.frames) * 1000.0 / f64::from(self.fps_milli)
+        }
+    }
+}
+
+/// Replays in one `Replays` answer at most.
+pub const MAX_REPLAYS_LISTED: usize = 4;
+/// Bytes of a replay in one `ReplayPiece` (or `Share`) at most.
+pub const REPLAY_PIECE: usize = 1000;
+
 /// A server of a fleet as `framelock servers` lists it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ServerInfo {
@@ -90,6 +131,8 @@ pub struct OpenRoom {
     pub hosted: bool,
     /// The creator's local addresses, for joiners behind the same router (hosted rooms).
     pub locals: Vec<SocketAddr>,
+    /// Keep no replay of the room (`--no-share`).
+    pub no_share: bool,
 }
 
 impl Default for OpenRoom {
@@ -115,6 +158,7 @@ impl Default for OpenRoom {
             cookie: [0; COOKIE_LEN],
             hosted: false,
             locals: Vec::new(),
+            no_share: false,
         }
     }
 }
@@ -236,6 +280,56 @@ pub enum RoomMsg<'a> {
         /// The game runs.
         playing: bool,
     },
+    /// Anyone -> server: the replays it keeps, please.
+    ListReplays {
+        /// Index of the first one wanted.
+        first: u16,
+    },
+    /// Server -> asker: some of them, newest first.
+    Replays {
+        /// Replays kept.
+        total: u16,
+        /// Index of the first listed.
+        first: u16,
+        /// The replays.
+        replays: Vec<ReplayInfo>,
+    },
+    /// Anyone -> server: a replay's bytes from `offset`.
+    FetchReplay {
+        /// The replay's id.
+        id: String,
+        /// The first byte wanted.
+        offset: u32,
+    },
+    /// Server -> asker: a piece of a replay.
+    ReplayPiece {
+        /// The replay's id.
+        id: String,
+        /// Its whole length; 0: the server keeps no such replay.
+        total: u32,
+        /// Where `bytes` go.
+        offset: u32,
+        /// At most [`REPLAY_PIECE`] of them.
+        bytes: &'a [u8],
+    },
+    /// A hosted room's host -> server: a piece of the room's recording to keep.
+    Share {
+        /// The recording's length.
+        total: u32,
+        /// xxh3 of the whole recording.
+        hash: u64,
+        /// Where `bytes` go.
+        offset: u32,
+        /// At most [`REPLAY_PIECE`] of them.
+        bytes: &'a [u8],
+    },
+    /// Server -> host: what it has of the recording.
+    ShareAck {
+        /// Every byte before this one arrived.
+        received: u32,
+        /// The whole recording arrived.
+        done: bool,
+    },
 }
 
 pub(super) fn encode_room(out: &mut Vec<u8>, msg: &RoomMsg<'_>) {
@@ -246,7 +340,7 @@ pub(super) fn encode_room(out: &mut Vec<u8>, msg: &RoomMsg<'_>) {
             out.push(o.players);
             out.push(o.keyframe_interval);
             out.extend_from_slice(&o.fps.to_bits().to_le_bytes());
-            out.push(u8::from(o.password) | u8::from(o.hosted) << 1);
+            out.push(u8::from(o.password) | u8::from(o.hosted) << 1 | u8::from(o.no_share) << 2);
             put_str8(out, &o.core_name, MAX_TEXT);
             put_str8(out, &o.core_version, MAX_TEXT);
             put_str8(out, &o.content_name, MAX_TEXT);
@@ -378,6 +472,73 @@ pub(super) fn encode_room(out: &mut Vec<u8>, msg: &RoomMsg<'_>) {
             out.push(13);
             out.extend_from_slice(&[*players, *direct, *relayed, u8::from(*playing)]);
         }
+        RoomMsg::ListReplays { first } => {
+            out.push(14);
+            out.extend_from_slice(&first.to_le_bytes());
+            pad(out);
+        }
+        RoomMsg::Replays {
+            total,
+            first,
+            replays,
+        } => {
+            out.push(15);
+            out.extend_from_slice(&total.to_le_bytes());
+            out.extend_from_slice(&first.to_le_bytes());
+            let replays = &replays[..replays.len().min(MAX_REPLAYS_LISTED)];
+            out.push(replays.len() as u8);
+            for r in replays {
+                put_str8(out, &r.id, 32);
+                put_str8(out, &r.room, MAX_ROOM_NAME);
+                put_str8(out, &r.game, 40);
+                put_str8(out, &r.core, 24);
+                put_str8(out, &r.players, 60);
+                out.extend_from_slice(&r.created_unix.to_le_bytes());
+                out.extend_from_slice(&r.frames.to_le_bytes());
+                out.extend_from_slice(&r.fps_milli.to_le_bytes());
+                out.extend_from_slice(&r.bytes.to_le_bytes());
+                put_str8(out, &r.server, MAX_SERVER);
+            }
+        }
+        RoomMsg::FetchReplay { id, offset } => {
+            out.push(16);
+            put_str8(out, id, 32);
+            out.extend_from_slice(&offset.to_le_bytes());
+            pad(out);
+        }
+        RoomMsg::ReplayPiece {
+            id,
+            total,
+            offset,
+            bytes,
+        } => {
+            out.push(17);
+            put_str8(out, id, 32);
+            out.extend_from_slice(&total.to_le_bytes());
+            out.extend_from_slice(&offset.to_le_bytes());
+            let bytes = &bytes[..bytes.len().min(REPLAY_PIECE)];
+            out.extend_from_slice(&(bytes.len() as u16).to_le_bytes());
+            out.extend_from_slice(bytes);
+        }
+        RoomMsg::Share {
+            total,
+            hash,
+            offset,
+            bytes,
+        } => {
+            out.push(18);
+            out.extend_from_slice(&total.to_le_bytes());
+            out.extend_from_slice(&hash.to_le_bytes());
+            out.extend_from_slice(&offset.to_le_bytes());
+            let bytes = &bytes[..bytes.len().min(REPLAY_PIECE)];
+            out.extend_from_slice(&(bytes.len() as u16).to_le_bytes());
+            out.extend_from_slice(bytes);
+        }
+        RoomMsg::ShareAck { received, done } => {
+            out.push(19);
+            out.extend_from_slice(&received.to_le_bytes());
+            out.push(u8::from(*done));
+        }
         RoomMsg::Relay { ticket, step } => {
             out.push(6);
             out.extend_from_slice(&ticket.to_le_bytes());
@@ -438,7 +599,7 @@ pub(super) fn decode_room<'a>(r: &mut Reader<'a>) -> Result<RoomMsg<'a>, ()> {
                 && (0..=60).contains(&keyframe_interval)
                 && fps.is_finite()
                 && (1.0..=1000.0).contains(&fps)
-                && flags <= 3
+                && flags <= 7
                 && room.len() <= MAX_ROOM_NAME;
             if !sane {
                 return Err(());
@@ -452,6 +613,7 @@ pub(super) fn decode_room<'a>(r: &mut Reader<'a>) -> Result<RoomMsg<'a>, ()> {
                 fps,
                 password: flags & 1 != 0,
                 hosted: flags & 2 != 0,
+                no_share: flags & 4 != 0,
                 locals,
                 core_name,
                 core_version,
@@ -611,6 +773,84 @@ pub(super) fn decode_room<'a>(r: &mut Reader<'a>) -> Result<RoomMsg<'a>, ()> {
                 relayed,
                 playing: playing == 1,
             }
+        }
+        14 => {
+            let first = r.u16()?;
+            r.padding()?;
+            RoomMsg::ListReplays { first }
+        }
+        15 => {
+            let total = r.u16()?;
+            let first = r.u16()?;
+            let n = r.u8()?;
+            if usize::from(n) > MAX_REPLAYS_LISTED {
+                return Err(());
+            }
+            let mut replays = Vec::with_capacity(usize::from(n));
+            for _ in 0..n {
+                replays.push(ReplayInfo {
+                    id: r.str8()?,
+                    room: r.str8()?,
+                    game: r.str8()?,
+                    core: r.str8()?,
+                    players: r.str8()?,
+                    created_unix: r.u64()? as i64,
+                    frames: r.u32()?,
+                    fps_milli: r.u32()?,
+                    bytes: r.u32()?,
+                    server: r.str8()?,
+                });
+            }
+            RoomMsg::Replays {
+                total,
+                first,
+                replays,
+            }
+        }
+        16 => {
+            let id = r.str8()?;
+            let offset = r.u32()?;
+            r.padding()?;
+            RoomMsg::FetchReplay { id, offset }
+        }
+        17 => {
+            let id = r.str8()?;
+            let total = r.u32()?;
+            let offset = r.u32()?;
+            let len = usize::from(r.u16()?);
+            if len > REPLAY_PIECE {
+                return Err(());
+            }
+            RoomMsg::ReplayPiece {
+                id,
+                total,
+                offset,
+                bytes: r.take(len)?,
+            }
+        }
+        18 => {
+            let total = r.u32()?;
+            let hash = r.u64()?;
+            let offset = r.u32()?;
+            let len = usize::from(r.u16()?);
+            if len > REPLAY_PIECE {
+                return Err(());
+            }
+            RoomMsg::Share {
+                total,
+                hash,
+                offset,
+                bytes: r.take(len)?,
+            }
+        }
+        19 => {
+            let received = r.u32()?;
+            let done = match r.u8()? {
+                0 => false,
+                1 => true,
+                _ => return Err(()),
+            };
+            RoomMsg::ShareAck { received, done }
         }
         _ => return Err(()),
     };

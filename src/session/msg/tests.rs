@@ -12,6 +12,7 @@ fn samples() -> Vec<Vec<u8>> {
         player_name: "ana".into(),
         room: "quiet-fox".into(),
         watch: false,
+        no_share: false,
         key: [0x4b; 32],
         cookie: [0; 16],
         auth: Auth::Pake {
@@ -76,6 +77,7 @@ fn samples() -> Vec<Vec<u8>> {
             cookie: [9; 16],
             hosted: false,
             locals: Vec::new(),
+            no_share: false,
         }))
         .encode(0),
         Msg::Room(RoomMsg::Open(OpenRoom {
@@ -100,8 +102,51 @@ fn samples() -> Vec<Vec<u8>> {
                 "192.168.1.20:40123".parse().unwrap(),
                 "[fd00::7]:40123".parse().unwrap(),
             ],
+            no_share: true,
         }))
         .encode(0),
+        Msg::Room(RoomMsg::ListReplays { first: 4 }).encode(0),
+        Msg::Room(RoomMsg::Replays {
+            total: 9,
+            first: 4,
+            replays: vec![crate::session::msg::ReplayInfo {
+                id: "00ff3a".into(),
+                room: "den".into(),
+                game: "sf2.zip".into(),
+                core: "FinalBurn Neo".into(),
+                players: "ana, bo".into(),
+                created_unix: 1_795_000_000,
+                frames: 3600,
+                fps_milli: 59_922,
+                bytes: 6000,
+                server: "203.0.113.7:7845".into(),
+            }],
+        })
+        .encode(0),
+        Msg::Room(RoomMsg::FetchReplay {
+            id: "00ff3a".into(),
+            offset: 2000,
+        })
+        .encode(0),
+        Msg::Room(RoomMsg::ReplayPiece {
+            id: "00ff3a".into(),
+            total: 6000,
+            offset: 2000,
+            bytes: &[7; 1000],
+        })
+        .encode(0),
+        Msg::Room(RoomMsg::Share {
+            total: 6000,
+            hash: 99,
+            offset: 1000,
+            bytes: &[3; 1000],
+        })
+        .encode(5),
+        Msg::Room(RoomMsg::ShareAck {
+            received: 2000,
+            done: false,
+        })
+        .encode(5),
         Msg::Room(RoomMsg::Forward {
             peer: "203.0.113.9:5000".parse().unwrap(),
             datagram: &Msg::Bye("quit".into()).encode(5),
@@ -263,6 +308,7 @@ fn long_texts_are_clipped_to_fit_a_datagram() {
         player_name: long.clone(),
         room: long.clone(),
         watch: false,
+        no_share: false,
         key: [0x4b; 32],
         cookie: [0; 16],
         auth: Auth::Pake {
