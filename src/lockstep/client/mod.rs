@@ -17,6 +17,7 @@ use super::frame::{Frame, PeerId};
 use super::link::{PeerLink, Silence};
 use super::msg::{self, Ctrl, Notice};
 use super::pause::{ClientPause, PAUSED_SILENCE, STOP_GAP};
+
 use super::playout::Playout;
 use super::stats::ClientStats;
 use super::{Config, LockstepError};
@@ -35,6 +36,10 @@ use notices::SeenNotices;
 use outbox::Outbox;
 use speculate::Speculation;
 use stalls::Stalls;
+
+/// How long a player still loading (no CTRL sent yet) waits for the server before it counts
+/// as lost: as long as a host waits for a loading player (`session::LOADING_LIMIT`).
+const LOADING_SILENCE: Duration = Duration::from_secs(30);
 
 /// Samples a client keeps beyond the next frame when the caller pushes changes without
 /// polling frames (during a stall); past this, the newest is overwritten.
@@ -647,10 +652,31 @@ impl Client {
     /// How long the server may be silent before it counts as lost: longer while the game is
     /// paused (a host suspended with Ctrl-Z is stopped; see `pause`).
     fn silence_limit(&self) -> Duration {
+        let base = if self.loading() {
+            self.cfg.timeout.max(LOADING_SILENCE)
+        } else {
+            self.cfg.timeout
+        };
         match self.pause.paused {
-            Some(_) => self.cfg.timeout.max(PAUSED_SILENCE),
-            None => self.cfg.timeout,
+            Some(_) => base.max(PAUSED_SILENCE),
+            None => base,
         }
+    }
+
+    /// When a silence is worth a warning: not while this player still loads.
+    fn warn_after(&self) -> Duration {
+        if self.loading() {
+            self.silence_limit()
+        } else {
+            self.cfg.warn_after
+        }
+    }
+
+    /// A player that has sent no CTRL yet still loads its game (and may run the rollback
+    /// check, seconds on a slow core): the server has nothing to send it until it runs, so
+    /// its silence then says nothing about the link. Spectators send at once.
+    fn loading(&self) -> bool {
+        self.link.last_send.is_none() && !self.is_spectator()
     }
 
     /// The settings it was made with.
@@ -674,7 +700,7 @@ impl Client {
             self.resend_at()
         };
         let send = send.map(|t| self.link.budget.ready_at(t));
-        let warn = self.link.warn_at(self.cfg.warn_after);
+        let warn = self.link.warn_at(self.warn_after());
         [
             send,
             warn,
@@ -693,7 +719,7 @@ impl Client {
         }
         match self
             .link
-            .silence(now, self.silence_limit(), self.cfg.warn_after)
+            .silence(now, self.silence_limit(), self.warn_after())
         {
             Silence::Gone(silent) => {
                 tracing::info!("server silent for {} ms: lost", silent.as_millis());
