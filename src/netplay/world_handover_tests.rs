@@ -13,7 +13,9 @@ const HOME: &str = "delay=20ms,jitter=3ms,loss=1%";
 /// A link of `ms` one way, clean.
 fn slow(ms: u64) -> Link {
     Link {
-        netsim: format!("delay={ms}ms,seed=7").parse::<NetSim>().expect("netsim"),
+        netsim: format!("delay={ms}ms,seed=7")
+            .parse::<NetSim>()
+            .expect("netsim"),
         ..Link::default()
     }
 }

@@ -21,6 +21,7 @@ impl World {
         let server = *server;
         let (at, _) = self.fresh_addr();
         let open = room_request(name, &spec);
+        let start_with = open.start_with;
         let opener = RoomOpener::hosted(self.now(), server, open);
         self.openers.push(Opening {
             name: name.into(),
@@ -28,7 +29,7 @@ impl World {
             opener,
             password: None,
             cfg,
-            hosted: Some((spec.seats, open.start_with)),
+            hosted: Some((spec.seats, start_with)),
         });
     }
 
