@@ -163,10 +163,12 @@ mod budget;
 mod client;
 mod codec;
 mod frame;
+mod handover;
 mod lead;
 mod link;
 mod msg;
 mod pause;
+mod placement;
 mod playout;
 mod roster;
 mod rtt;
@@ -178,6 +180,8 @@ mod timesync;
 mod bounds_tests;
 #[cfg(test)]
 mod event_tests;
+#[cfg(test)]
+mod handover_tests;
 #[cfg(test)]
 mod late_tests;
 #[cfg(test)]
@@ -199,8 +203,10 @@ use crate::input::MAX_PLAYERS;
 
 pub use client::{Client, ClientEvent};
 pub use frame::{Frame, PeerId, Slot, SpectatorId};
+pub use handover::{merge_agreed, HandoverConflict};
 pub use msg::PauseRefusal;
 pub use pause::{OWNED_FOR, PAUSES_PER_WINDOW, PAUSE_WINDOW};
+pub use placement::{best_place, longest_rtt, AuthorityPlacement, Move, Place};
 pub use roster::{own_name, Roster};
 pub use server::{PeerLeftReason, Server, ServerEvent, SPECTATOR_LAG_SECS, SPECTATOR_TIMEOUT};
 pub use stats::{

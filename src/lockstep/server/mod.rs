@@ -35,6 +35,7 @@ mod event;
 mod inputs;
 mod player;
 mod publish;
+mod resume;
 mod spectators;
 mod stream;
 
