@@ -129,6 +129,49 @@ fn a_new_authority_that_is_behind_takes_the_frames_of_a_player_ahead_first() {
 }
 
 #[test]
+fn two_departures_one_after_the_other_with_a_spectator_watching_throughout() {
+    let mut sim = game(&[50, 80, 120], 11);
+    let eve = sim.add_spectator(0, PlayerSpec::symmetric(lossy(70)));
+    sim.run_until(secs(8));
+    sim.kill(0);
+    sim.run_until(secs(9));
+    let first = sim.hand_over(1).expect("the offers agree");
+    sim.run_until(Duration::from_millis(17_400));
+    sim.kill(1);
+    sim.run_until(Duration::from_millis(18_400));
+    let second = sim.hand_over(3).expect("the offers agree");
+    assert!(second > first);
+    sim.run_until(secs(40));
+    assert_same_and_no_tap_lost(&sim, &[3, 2]);
+    for i in [2, 3, eve] {
+        assert!(!sim.players[i].gone(), "{i} left the game");
+        assert!(sim.players[i].applied.len() > second.0 as usize + 60 * 15);
+    }
+    // The spectator ran what the players ran, from its start state on.
+    let (watched, first_seen) = (&sim.players[eve].applied, sim.players[eve].first as usize);
+    let played = &sim.players[3].applied[first_seen..];
+    let n = watched.len().min(played.len());
+    assert_eq!(watched[..n], played[..n]);
+}
+
+#[test]
+fn a_planned_move_keeps_every_player_including_the_old_host() {
+    // No one leaves: the authority moves from the host's process to player 2's (as a
+    // placement move does), and the host plays on as a remote player.
+    let mut sim = game(&[60, 60], 5);
+    sim.run_until(Duration::from_millis(9_250));
+    let from = sim.hand_over(2).expect("the offers agree");
+    sim.run_until(secs(40));
+    assert_same_and_no_tap_lost(&sim, &[2, 0, 1]);
+    for i in 0..3 {
+        assert!(
+            sim.players[i].applied.len() > from.0 as usize + 60 * 25,
+            "{i}"
+        );
+    }
+}
+
+#[test]
 fn offers_that_disagree_on_a_frame_are_refused_and_the_player_named() {
     let mut sim = game(&[60, 60], 3);
     sim.run_until(secs(8));

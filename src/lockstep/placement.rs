@@ -132,8 +132,8 @@ impl AuthorityPlacement {
     }
 
     /// The round trips as measured now: a move when the best place is better than where
-    /// the authority is by [`MOVE_MARGIN`] and [`MOVE_SHARE`], and the last move was at
-    /// least [`MOVE_GAP`] ago. Players who left are not in `players`.
+    /// the authority is by `MOVE_MARGIN` and `MOVE_SHARE`, and the last move was at
+    /// least `MOVE_GAP` ago. Players who left are not in `players`.
     pub fn handle_rtts(
         &mut self,
         now: Instant,
