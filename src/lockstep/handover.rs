@@ -15,7 +15,7 @@
 //!    says from which sample the new server takes them.
 //! 4. The new authority starts with [`Server::resume`](super::Server::resume) at the
 //!    newest agreed frame, each player's samples from that index on, each stream from the
-//!    frame every player now holds.
+//!    frame every player now holds; a game paused there stays paused until a resume.
 //!
 //! A player's samples are numbered like the frames of its stream; a frame carries sample
 //! `frame - lead`, and each client is told its lead with the frames. The frames a behind

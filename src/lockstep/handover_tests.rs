@@ -172,6 +172,32 @@ fn a_planned_move_keeps_every_player_including_the_old_host() {
 }
 
 #[test]
+fn a_game_paused_when_its_host_dies_stays_paused_until_a_player_resumes() {
+    let mut sim = game(&[60, 80], 9);
+    sim.run_until(secs(8));
+    sim.players[1].client.request_pause(true);
+    sim.run_until(secs(9));
+    let at = sim.players[1].client.paused().expect("paused").1;
+    sim.kill(0);
+    sim.run_until(secs(10));
+    let from = sim.hand_over(2).expect("the offers agree");
+    assert_eq!(from, at, "the newest agreed frame is the paused one");
+    sim.run_until(secs(14));
+    for i in [1, 2] {
+        assert_eq!(sim.players[i].applied.len(), at.0 as usize, "{i} ran on");
+        assert!(sim.players[i].client.paused().is_some());
+    }
+    sim.players[1].client.request_pause(false);
+    sim.run_until(secs(40));
+    // The same inputs on every frame. (Not the taps: the simulator's bot records presses
+    // made while paused that a paused client ignores, with or without a hand-over.)
+    let (a, b) = (&sim.players[1].applied, &sim.players[2].applied);
+    let n = a.len().min(b.len());
+    assert_eq!(a[..n], b[..n]);
+    assert!(b.len() > at.0 as usize + 60 * 20);
+}
+
+#[test]
 fn offers_that_disagree_on_a_frame_are_refused_and_the_player_named() {
     let mut sim = game(&[60, 60], 3);
     sim.run_until(secs(8));

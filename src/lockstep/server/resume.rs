@@ -11,7 +11,8 @@ impl Server {
     /// with the index of its first sample no agreed frame carries (what
     /// [`Client::rehome`](crate::lockstep::Client::rehome) returned), `spectators` each
     /// spectator that goes on. Every one of them holds every agreed frame: their streams
-    /// start at the next one, delta-coded against the last.
+    /// start at the next one, delta-coded against the last. `paused`: the game was paused
+    /// by that player at the next frame, and stays paused until a resume.
     pub fn resume(
         now: Instant,
         cfg: Config,
@@ -19,6 +20,7 @@ impl Server {
         agreed: Vec<Inputs>,
         players: &[(PeerId, u32)],
         spectators: &[(SpectatorId, usize)],
+        paused: Option<PeerId>,
     ) -> Result<Server, LockstepError> {
         let Some(&last) = agreed.last() else {
             return Err(LockstepError::Config("a hand-over needs an agreed frame"));
@@ -39,6 +41,11 @@ impl Server {
         }
         for &(id, header) in spectators {
             s.add_spectator(now, id, frontier, header)?;
+        }
+        if let Some(by) = paused {
+            if s.pauses.pause(now, by, frontier).is_some() {
+                s.announce_pause(by, frontier);
+            }
         }
         Ok(s)
     }

@@ -50,8 +50,13 @@ impl Sim {
                 }
             }
         }
+        // A pause at the newest agreed frame holds on.
+        let paused = (alive.iter())
+            .find_map(|&i| self.players[i].client.paused())
+            .filter(|(_, at)| *at == end)
+            .map(|(by, _)| by);
         let cfg = self.remote_config();
-        let mut server = Server::resume(now, cfg, first, agreed, &players, &spectators)
+        let mut server = Server::resume(now, cfg, first, agreed, &players, &spectators, paused)
             .expect("a server can take over");
         for &i in &alive {
             let id = self.players[i].id;
