@@ -1,6 +1,6 @@
-//! The lockstep authority on the move, on simulated time (`world`): a late joiner of a
-//! hosted room however long its path takes, and rooms that outlive their host. Each runs
-//! real participants, the real `serve::Rooms` and the real frame runner.
+//! Getting into a hosted room's running game on simulated time (`world`): a late joiner is
+//! welcomed however long its direct attempt and its state transfer take. Each runs real
+//! participants, the real `serve::Rooms` and the real frame runner.
 
 use super::world::{RoomSpec, World};
 use super::world_scenario::{cfg, finish_in_sync, SEC};
