@@ -58,8 +58,9 @@
 //!   from the same frame.
 //! - Desync detection: clients report checksums; the server compares them with the host
 //!   player's (slot 0), raises [`ServerEvent::Desync`] and tells every client.
-//! - Late streams: the server keeps 4 s of published frames, so a client can start from a
-//!   machine state at a recent frame ([`Client::new_at`], [`Server::add_late_peer`]). A
+//! - Late streams: the server keeps 4 s of published frames, and every frame from a state
+//!   handed out until its stream starts ([`Server::keep_from`]), so a client can start from
+//!   a machine state at a recent frame ([`Client::new_at`], [`Server::add_late_peer`]). A
 //!   late player is sent every frame from there with neutral input on its seat, and no
 //!   frame waits for it, until its newest sample is within the lead and two keyframe
 //!   intervals of the frontier (it caught up, running what it holds up to 4 frames per
@@ -75,6 +76,10 @@
 //!   and send CTRLs with acks only. Nothing of the players' waits for them; a silent one is
 //!   dropped, and one more than 2 s behind gets no frames until its driver gives it a
 //!   fresh state ([`Server::restart_spectator`], [`Client::skip_to`]).
+//! - Hand-over: the server can move to another process mid-game, from the frames the
+//!   players agreed on, with no press lost ([`merge_agreed`], [`Client::rehome`],
+//!   [`Server::resume`]; design in `handover`); [`best_place`] and [`AuthorityPlacement`]
+//!   say where it serves everyone's round trips best (`placement`).
 //!
 //! # Optimistic mode
 //! With [`Mode::Optimistic`] everything above holds (samples, CTRLs and UPDATEs, their
