@@ -23,6 +23,7 @@ use super::stats::ClientStats;
 use super::{Config, LockstepError};
 
 mod event;
+mod handover;
 mod measure;
 mod notices;
 mod outbox;
@@ -31,6 +32,7 @@ mod speculate;
 mod stalls;
 
 pub use event::ClientEvent;
+use handover::SampleLog;
 use measure::Measures;
 use notices::SeenNotices;
 use outbox::Outbox;
@@ -125,6 +127,10 @@ pub struct Client {
     pause: ClientPause,
     /// When the frame loop last pushed (or tried to: paused).
     last_push_call: Option<Instant>,
+    /// This player's samples until a frame carried them, and the lead on the newest frame
+    /// received: what a new authority needs of it (`handover`).
+    log: SampleLog,
+    recv_lead: u32,
 }
 
 impl Client {
@@ -156,6 +162,7 @@ impl Client {
     fn start_at(&mut self, start: Frame) {
         self.next_frame = start;
         self.outbox.start_at(start.0);
+        self.log.start_at(start.0);
         self.measures.start_at(start.0);
         self.frames.clear();
         self.held.clear();
@@ -230,6 +237,8 @@ impl Client {
             speculation: Speculation::new(me),
             pause: ClientPause::default(),
             last_push_call: None,
+            log: SampleLog::default(),
+            recv_lead: 0,
         })
     }
 
@@ -280,6 +289,7 @@ impl Client {
                 // Far more changes than frames: only a caller ignoring the calling order
                 // gets here; keep the newest state.
                 if self.outbox.replace_newest(pad) {
+                    self.log.replace_newest(pad);
                     self.last_pad = pad;
                     return;
                 }
@@ -317,6 +327,7 @@ impl Client {
     /// Appends a sample taken at `at` on the frame clock's `frame`.
     fn append_sample_for(&mut self, pad: Pad, at: Instant, frame: u32) {
         let index = self.outbox.push(pad);
+        self.log.push(pad);
         self.measures.pushed(at, frame);
         self.speculation.pushed(index, pad, at);
         self.last_pad = pad;
@@ -515,6 +526,8 @@ impl Client {
                 self.held.extend(&run.frames[skip..]);
                 let excess = self.held.len().saturating_sub(HELD_FRAMES);
                 self.held.drain(..excess);
+                self.recv_lead = lead;
+                self.log.placed_before(run.to().0.saturating_sub(lead));
                 self.first_frames_at.get_or_insert(now);
                 let (first, pause) = (self.first_frames_at, &self.pause);
                 let counts = |t| first.is_some_and(|f| t >= f) && pause.pushed_since_resume(t);
