@@ -118,19 +118,7 @@ impl Rooms {
 
     /// The fleet's servers: this one (as it is now) and the others' last heartbeats.
     pub(super) fn handle_servers(&mut self, from: SocketAddr, first: u16) {
-        let me = self.load();
-        let mut all: Vec<ServerInfo> = match &self.fleet {
-            Some(f) => f
-                .servers
-                .values()
-                .filter(|s| s.server != me.server)
-                .cloned()
-                .collect(),
-            None => Vec::new(),
-        };
-        all.push(me);
-        all.sort_by(|a, b| a.server.cmp(&b.server));
-        let (total, servers) = page(all, first, MAX_SERVERS_LISTED);
+        let (total, servers) = page(self.fleet_servers(), first, MAX_SERVERS_LISTED);
         let msg = Msg::Room(RoomMsg::Servers {
             total,
             first,
