@@ -3,7 +3,9 @@
 //! for netplay (which records on every peer by default).
 //!
 //! Checksum convention (the same as netplay's desync checks): the checksum recorded for frame
-//! `f` is the machine's checksum after frame `f` ran, taken when `(f + 1) % N == 0`.
+//! `f` is the machine's checksum after frame `f` ran, taken when `(f + 1) % N == 0`; frame `f`
+//! runs from its own state saved and loaded just before it (`FrameObserver::takes_checksum`),
+//! so a replay, a peer that rolled back and one that never loaded all checksum one picture.
 //!
 //! A recording never stops the game: after a write error (full disk) it logs one error naming
 //! the file, stops writing and the session goes on. The file then replays up to its last
@@ -556,6 +558,10 @@ impl<M: StateChecksum, S: Sink> FrameObserver<M> for Observer<S> {
     }
 
     fn needs_machine(&mut self, frame: u64) -> bool {
+        self.shared.borrow().checksum_due(frame)
+    }
+
+    fn takes_checksum(&mut self, frame: u64) -> bool {
         self.shared.borrow().checksum_due(frame)
     }
 

@@ -207,6 +207,13 @@ impl FrameObserver<Core> for CoreSide {
         self.has_work(frame + 1, true)
     }
 
+    fn takes_checksum(&mut self, _frame: u64) -> bool {
+        feed::lock(&self.shared)
+            .requests
+            .iter()
+            .any(|r| matches!(r, CoreRequest::Checksum { .. }))
+    }
+
     fn after_frame_ahead(&mut self, frame: u64, inputs: &Inputs) -> Result<(), ObserverError> {
         self.push_history(frame + self.base, inputs);
         let mut shared = feed::lock(&self.shared);

@@ -333,9 +333,11 @@ fn a_desync_in_a_room_is_judged_by_majority_and_healed_with_a_majority_players_s
             event: EndpointEvent::Resynced { slot, .. },
             ..
         } if *slot == Slot::Player(gone))));
-    // Only cy loaded a state besides its start state.
-    assert!(w.nodes[cy].toy.loads >= 2);
-    assert_eq!((w.nodes[ana].toy.loads, w.nodes[bob].toy.loads), (1, 1));
+    // Only cy loaded a state besides its start state and its own states reloaded before
+    // each checksum (the same frames on every peer).
+    let loads = |n: usize| w.nodes[n].toy.loads;
+    assert_eq!(loads(ana), loads(bob));
+    assert!(loads(cy) > loads(ana), "{} {}", loads(cy), loads(ana));
     w.assert_logs_verify();
 }
 

@@ -214,6 +214,18 @@ impl LogObserver {
 }
 
 impl<M: ReplayMachine> FrameObserver<M> for LogObserver {
+    fn takes_checksum(&mut self, frame: u64) -> bool {
+        let at = u64::from(self.start_frame) + frame;
+        let s = self.state.borrow();
+        // The feed reads a frame ahead: an ended log makes this its last frame, whose
+        // checksum a session that ran to a frame limit took as well.
+        s.status.is_some()
+            || s.checksums
+                .iter()
+                .take_while(|(f, _, _)| u64::from(*f) <= at)
+                .any(|(f, _, _)| u64::from(*f) == at)
+    }
+
     fn after_frame(
         &mut self,
         frame: u64,

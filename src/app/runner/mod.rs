@@ -176,6 +176,8 @@ pub struct Runner<M, F, C = SystemClock> {
     predicted: Vec<Inputs>,
     depth: u32,
     said_budget: bool,
+    /// Whether the log said the core cannot reload its state before a checksum.
+    said_reload: bool,
     stopped: Option<SpeculationFailure>,
 }
 
@@ -224,6 +226,7 @@ impl<M: Machine, F: Feed, C: Clock> Runner<M, F, C> {
             predicted: Vec::new(),
             depth: config_depth,
             said_budget: false,
+            said_reload: false,
             stopped: None,
         }
     }
@@ -440,9 +443,11 @@ impl<M: Machine, F: Feed, C: Clock> Runner<M, F, C> {
         inputs: &Inputs,
     ) -> Result<(), RunError> {
         let last = self.config.max_frames.is_some_and(|m| frame + 1 >= m);
-        // The run ends on the frame that counts, picture and all.
+        // The run ends on the frame that counts, picture and all, and its checksum is
+        // compared between peers and with replays.
+        let checksummed = last || self.observers.iter_mut().any(|o| o.takes_checksum(frame));
         let needed = !self.speculating()
-            || last
+            || checksummed
             || self.observers.iter_mut().any(|o| o.needs_machine(frame));
         if !needed && self.timeline.confirm(inputs) {
             self.stats.frames += 1;
@@ -463,6 +468,10 @@ impl<M: Machine, F: Feed, C: Clock> Runner<M, F, C> {
         if !self.timeline.is_live(frame) {
             // Speculation stopped and could not come back: nothing else to do but go on.
             self.timeline.forget(frame);
+        }
+        if checksummed && !self.timeline.reload(machine) && !self.said_reload {
+            self.said_reload = true;
+            tracing::debug!("the core cannot save and load its state before frame {frame}");
         }
         if self.speculating() {
             let t0 = self.clock.now();

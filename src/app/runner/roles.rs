@@ -178,6 +178,15 @@ pub trait FrameObserver<M> {
         true
     }
 
+    /// Whether [`after_frame`](Self::after_frame) for `frame` takes the machine's checksum
+    /// (default: no). Such a frame runs from its own state freshly saved and loaded, in
+    /// every mode, because a load is not exact for everything a core draws from (Genesis
+    /// Plus GX rebuilds its sprite cache from video RAM): a peer that rolled back and one
+    /// that never loaded would otherwise checksum different pictures of the same frame.
+    fn takes_checksum(&mut self, _frame: u64) -> bool {
+        false
+    }
+
     /// `frame` counts with `inputs`; it ran earlier, ahead, and the machine is elsewhere.
     /// Only called when [`needs_machine`](Self::needs_machine) said no.
     fn after_frame_ahead(&mut self, _frame: u64, _inputs: &Inputs) -> Result<(), ObserverError> {

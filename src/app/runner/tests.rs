@@ -888,3 +888,96 @@ fn a_core_too_slow_for_the_depth_runs_fewer_frames_ahead() {
     assert_eq!(s["speculate_depth"], 1, "{s:?}");
     assert_eq!(s["run_ahead"]["depth"], 6);
 }
+
+/// A machine whose picture comes from a cache its state does not hold (as Genesis Plus GX's
+/// sprite cache): the cache follows every frame run, and a load rebuilds it from the state,
+/// so a machine that loaded draws differently from one that never did.
+#[derive(Default)]
+struct Cached {
+    inner: Hasher,
+    cache: u64,
+}
+
+impl Machine for Cached {
+    fn run_frame(&mut self, inputs: &Inputs) {
+        self.inner.run_frame(inputs);
+        self.cache = mix(self.cache.rotate_left(7), inputs);
+    }
+    fn fps(&self) -> f64 {
+        60.0
+    }
+    fn save_state(&mut self) -> Option<Vec<u8>> {
+        self.inner.save_state()
+    }
+    fn load_state(&mut self, s: &[u8]) -> bool {
+        let ok = self.inner.load_state(s);
+        self.cache = self.inner.state.1;
+        ok
+    }
+    fn loads(&self) -> u64 {
+        self.inner.loads
+    }
+}
+
+/// Frames and the pictures (state and cache) after them.
+type Drawn = Rc<std::cell::RefCell<Vec<(u64, (u64, u64), u64)>>>;
+
+/// Keeps the picture after every `every`th frame, where it takes a checksum.
+struct Pictures {
+    every: u64,
+    seen: Drawn,
+}
+
+impl FrameObserver<Cached> for Pictures {
+    fn after_frame(&mut self, frame: u64, _: &Inputs, m: &mut Cached) -> Result<(), ObserverError> {
+        if self.takes_checksum(frame) {
+            self.seen.borrow_mut().push((frame, m.inner.state, m.cache));
+        }
+        Ok(())
+    }
+    fn needs_machine(&mut self, frame: u64) -> bool {
+        self.takes_checksum(frame)
+    }
+    fn takes_checksum(&mut self, frame: u64) -> bool {
+        (frame + 1).is_multiple_of(self.every)
+    }
+}
+
+#[test]
+fn a_checksum_is_the_same_whether_the_machine_rolled_back_or_never_loaded() {
+    // A peer that rolls back and a peer (or a replay) that never loads take every checksum
+    // of a machine whose picture a load changes, and agree on every one.
+    let run = |run_ahead: u32| {
+        let clock = ManualClock::new();
+        let cfg = RunnerConfig {
+            run_ahead,
+            max_frames: Some(400),
+            ..RunnerConfig::default()
+        };
+        let mut runner = Runner::with_clock(Guessing::default(), cfg, clock.clone());
+        let seen = Rc::default();
+        runner.observe(Box::new(Pictures {
+            every: 10,
+            seen: Rc::clone(&seen),
+        }));
+        let mut m = Cached::default();
+        for _ in 0..1000 {
+            let tick = runner.tick(&mut m, &[Pad::NEUTRAL; MAX_PLAYERS]).unwrap();
+            if matches!(tick.status, Status::Ended(_)) {
+                break;
+            }
+            clock.advance(Duration::from_secs_f64(1.0 / 60.0));
+        }
+        let rollbacks = runner.stats().rollbacks;
+        let seen = seen.borrow().clone();
+        (seen, rollbacks, m.inner.state, m.cache)
+    };
+    let (plain, none, end, cache) = run(0);
+    let (rolled, rollbacks, rolled_end, rolled_cache) = run(6);
+    assert_eq!(none, 0);
+    assert!(rollbacks > 20, "{rollbacks} rollbacks");
+    assert_eq!(plain.len(), 40);
+    assert_eq!(plain, rolled);
+    // The last frame is one that counts too, picture and all.
+    assert_eq!((end, cache), (rolled_end, rolled_cache));
+}

@@ -121,6 +121,8 @@ pub struct Timeline {
     corrected: u64,
     /// When each frame ahead was first shown (`pictures` then), by ring index.
     born: std::collections::VecDeque<u64>,
+    /// Reused by [`reload`](Self::reload).
+    fresh: Vec<u8>,
     pub costs: Costs,
     pub counts: TimelineCounts,
 }
@@ -149,6 +151,7 @@ impl Timeline {
             corrected_upto: 0,
             corrected: 0,
             born: std::collections::VecDeque::new(),
+            fresh: Vec::new(),
             costs: Costs::default(),
             counts: TimelineCounts::default(),
         }
@@ -544,6 +547,17 @@ impl Timeline {
         );
         self.at = frame + 1;
         self.picture = Some(frame);
+    }
+
+    /// Saves the machine's state and loads it back, so that the next frame runs from a loaded
+    /// state as it does on a peer that rolled back (see `FrameObserver::takes_checksum`).
+    /// False when the core cannot save or load its state; the frame then runs as it is.
+    pub fn reload<M: Machine>(&mut self, machine: &mut M) -> bool {
+        let mut buf = std::mem::take(&mut self.fresh);
+        let ok = machine.save_state_into(&mut buf) && machine.load_state(&buf);
+        self.fresh = buf;
+        self.loads = Some(machine.loads());
+        ok
     }
 
     /// Times a run of the machine that the runner did itself (a frame that counts).
