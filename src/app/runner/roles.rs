@@ -180,9 +180,10 @@ pub trait FrameObserver<M> {
 
     /// Whether [`after_frame`](Self::after_frame) for `frame` takes the machine's checksum
     /// (default: no). Such a frame runs from its own state freshly saved and loaded, in
-    /// every mode, because a load is not exact for everything a core draws from (Genesis
-    /// Plus GX rebuilds its sprite cache from video RAM): a peer that rolled back and one
-    /// that never loaded would otherwise checksum different pictures of the same frame.
+    /// every mode, because a load is not exact for everything a core draws from (after any
+    /// load, Genesis Plus GX draws some frames of Airstriker differently, its memory equal):
+    /// a peer that rolled back and one that never loaded would otherwise checksum different
+    /// pictures of the same frame.
     fn takes_checksum(&mut self, _frame: u64) -> bool {
         false
     }
