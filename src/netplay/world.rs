@@ -22,7 +22,7 @@ use std::net::SocketAddr;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use crate::app::{Clock, Runner, Status};
+use crate::app::{Clock, Status};
 use crate::input::{Pad, MAX_PLAYERS};
 use crate::lockstep;
 use crate::net::sim::{SimNet, Simulation};
@@ -54,7 +54,7 @@ pub struct Node {
     pub name: String,
     /// Where its datagrams come from now.
     pub addr: SocketAddr,
-    pub runner: Runner<Toy, ParticipantFeed, WorldClock>,
+    pub runner: feed::NodeRunner,
     pub toy: Toy,
     /// The frame loop started (a joiner's once it had the start state).
     running: bool,
@@ -285,10 +285,10 @@ impl World {
     ) -> usize {
         let seed = self.nodes.len() as u64 + 7;
         let log = NodeLog::default();
-        let mut runner = self.runner(participant, seed, &log);
+        let mut runner = self.runner(participant, seed);
         if running {
             // The host's machine runs from power-on.
-            runner.observe(log.begin(0, None));
+            feed::start(&mut runner, &log, 0, None);
         }
         self.nodes.push(Node {
             name: name.into(),
@@ -627,9 +627,7 @@ impl World {
                 });
                 if let Some(state) = start {
                     n.toy.restore(&state);
-                    n.runner.feed_mut().set_first(n.toy.frame);
-                    let log = n.log.begin(n.toy.frame, Some(state));
-                    n.runner.observe(log);
+                    feed::start(&mut n.runner, &n.log, n.toy.frame, Some(state));
                     n.running = true;
                     n.next_tick = now;
                 }
