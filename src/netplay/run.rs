@@ -130,3 +130,49 @@ pub(super) fn outcome(
     }
     Ok(summary)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::session::SessionError;
+
+    /// The typed end is worded as the player has always read it, with the way back only
+    /// where reconnecting gave up.
+    #[test]
+    fn an_ended_session_is_worded_from_its_typed_cause() {
+        let rejoin = Some("framelock join 127.0.0.1:7845".to_string());
+        let gave_up = NetplayError::Ended {
+            end: SessionEnd {
+                cause: SessionError::ReconnectGaveUp { secs: 3 },
+                rejoin: rejoin.clone(),
+            },
+            frames: 120,
+        };
+        assert_eq!(
+            gave_up.to_string(),
+            "the session ended: lost the connection and could not reconnect within 3 s; to come \
+             back, run `framelock join 127.0.0.1:7845` (after 120 frames)"
+        );
+        let left = NetplayError::Ended {
+            end: SessionEnd {
+                cause: SessionError::HostLeft("host quit".into()),
+                rejoin,
+            },
+            frames: 7,
+        };
+        assert_eq!(
+            left.to_string(),
+            "the session ended: the host left: host quit (after 7 frames)"
+        );
+        assert!(matches!(
+            left,
+            NetplayError::Ended {
+                end: SessionEnd {
+                    cause: SessionError::HostLeft(_),
+                    ..
+                },
+                ..
+            }
+        ));
+    }
+}
