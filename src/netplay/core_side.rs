@@ -1,29 +1,58 @@
 //! [`CoreSide`]: what the session's participant asks of the core (checksums, states to
 //! send, states to load, jumps), done after every frame and while the feed waits, plus the
-//! session's events written into the recording. It reaches the feed only through its
-//! `Shared` mailbox and must not import the link, the lobby or the window.
+//! session's events written into the recording. It is generic over the machine
+//! ([`SessionMachine`]): the libretro core here, the simulated world's toy in its tests, so
+//! the world runs these rules as they ship. It reaches the feed only through its `Shared`
+//! mailbox and must not import the link, the lobby or the window.
 
 use std::collections::VecDeque;
 
 use super::feed::{self, Shared};
-use crate::app::{FrameObserver, ObserverError};
+use crate::app::{FrameObserver, Machine, ObserverError, Recording};
 use crate::host::Core;
 use crate::input::Inputs;
 use crate::lockstep::Frame;
+use crate::replay::Sink;
 use crate::session::{CoreReply, CoreRequest};
 
 /// Frames kept to replay after loading an older state from the host (10 s at 60 fps).
 const HISTORY: usize = 600;
 
+/// What the core side needs of a machine besides running frames.
+pub(super) trait SessionMachine: Machine {
+    /// The desync checksum the peers compare.
+    fn session_checksum(&mut self) -> u64;
+    /// The whole state, as a joiner loads it.
+    fn serialize(&mut self) -> Result<Vec<u8>, String>;
+    fn unserialize(&mut self, state: &[u8]) -> Result<(), String>;
+    /// Writes the save RAM a fresh state came with (a state may not hold it).
+    fn write_sram(&mut self, _sram: &[u8]) {}
+}
+
+impl SessionMachine for Core {
+    fn session_checksum(&mut self) -> u64 {
+        self.checksum()
+    }
+    fn serialize(&mut self) -> Result<Vec<u8>, String> {
+        Core::serialize(self).map_err(|e| e.to_string())
+    }
+    fn unserialize(&mut self, state: &[u8]) -> Result<(), String> {
+        Core::unserialize(self, state).map_err(|e| e.to_string())
+    }
+    fn write_sram(&mut self, sram: &[u8]) {
+        Core::write_sram(self, sram);
+    }
+}
+
 /// The core side of netplay, run after every frame and while the feed waits: it does what
 /// the session's participant asks of the machine (`session::CoreRequest`: checksums, states
 /// to send, states to load) and hands the answers back, and writes the session's events into
 /// the recording.
-pub(super) struct CoreSide {
+pub(super) struct CoreSide<S: Sink + 'static = std::fs::File> {
     shared: Shared,
     /// `(session frame, inputs)` of the frames run lately.
     history: VecDeque<(u64, Inputs)>,
-    recording: Option<crate::app::Recording>,
+    recording: Option<Recording<S>>,
     /// The session frame of the runner's frame 0 (a late joiner's or spectator's start
     /// state is at a later frame than 0), moved on by jumps.
     base: u64,
@@ -31,12 +60,8 @@ pub(super) struct CoreSide {
     pending: Option<(u64, Vec<u8>)>,
 }
 
-impl CoreSide {
-    pub(super) fn new(
-        shared: Shared,
-        recording: Option<crate::app::Recording>,
-        base: u64,
-    ) -> CoreSide {
+impl<S: Sink + 'static> CoreSide<S> {
+    pub(super) fn new(shared: Shared, recording: Option<Recording<S>>, base: u64) -> CoreSide<S> {
         CoreSide {
             shared,
             history: VecDeque::with_capacity(HISTORY),
@@ -48,7 +73,13 @@ impl CoreSide {
 
     /// Loads the host's state as of the start of `frame` when this peer is at `next` (the
     /// next frame to run), re-running `frame..next` from the input history.
-    fn load(&mut self, core: &mut Core, frame: u64, next: u64, state: &[u8]) -> bool {
+    fn load<M: SessionMachine>(
+        &mut self,
+        core: &mut M,
+        frame: u64,
+        next: u64,
+        state: &[u8],
+    ) -> bool {
         let oldest = self.history.front().map_or(next, |(f, _)| *f);
         if frame < oldest {
             tracing::error!(
@@ -64,14 +95,21 @@ impl CoreSide {
             core.run_frame(inputs);
         }
         // What the re-run frames played was heard already.
-        core.drain_audio(&mut Vec::new());
+        core.discard_audio();
         true
     }
 
     /// Jumps to the state at the start of session frame `at` while the runner is at its
     /// frame `next`: the machine goes on from there (a spectator back from too far behind,
     /// a player back from a lost connection).
-    fn jump(&mut self, core: &mut Core, next: u64, at: u64, state: &[u8], sram: &[u8]) -> bool {
+    fn jump<M: SessionMachine>(
+        &mut self,
+        core: &mut M,
+        next: u64,
+        at: u64,
+        state: &[u8],
+        sram: &[u8],
+    ) -> bool {
         if !sram.is_empty() {
             core.write_sram(sram);
         }
@@ -80,7 +118,7 @@ impl CoreSide {
                 self.base = at.saturating_sub(next);
                 self.history.clear();
                 if let Some(r) = &self.recording {
-                    r.resync(next, core);
+                    r.resync_state(next, core.serialize());
                 }
                 true
             }
@@ -93,7 +131,7 @@ impl CoreSide {
 
     /// Does what was asked of the machine that can be done at the runner's frame `next`;
     /// `ran` is true right after a frame ran (checksums and states are taken then).
-    fn work(&mut self, core: &mut Core, next: u64, ran: bool) {
+    fn work<M: SessionMachine>(&mut self, core: &mut M, next: u64, ran: bool) {
         let at_session = next + self.base;
         let requests: Vec<CoreRequest> = std::mem::take(&mut feed::lock(&self.shared).requests)
             .into_iter()
@@ -104,7 +142,7 @@ impl CoreSide {
             match req {
                 CoreRequest::Checksum { frame } if ran => replies.push(CoreReply::Checksum {
                     frame,
-                    checksum: core.checksum(),
+                    checksum: core.session_checksum(),
                 }),
                 CoreRequest::SaveState { for_slots } if ran || !for_slots.is_empty() => {
                     match core.serialize() {
@@ -139,7 +177,7 @@ impl CoreSide {
                         frame: Frame(at as u32),
                     });
                     if let Some(r) = &self.recording {
-                        r.resync(next, core);
+                        r.resync_state(next, core.serialize());
                     }
                 }
             } else {
@@ -188,10 +226,10 @@ impl CoreSide {
     }
 }
 
-impl FrameObserver<Core> for CoreSide {
+impl<M: SessionMachine, S: Sink + 'static> FrameObserver<M> for CoreSide<S> {
     /// Jumps wait for the runner to stop running frames (the participant hands out none
     /// until the state is loaded).
-    fn idle(&mut self, next: u64, core: &mut Core) -> Result<(), ObserverError> {
+    fn idle(&mut self, next: u64, core: &mut M) -> Result<(), ObserverError> {
         self.work(core, next, false);
         Ok(())
     }
@@ -225,7 +263,7 @@ impl FrameObserver<Core> for CoreSide {
         &mut self,
         frame: u64,
         inputs: &Inputs,
-        core: &mut Core,
+        core: &mut M,
     ) -> Result<(), ObserverError> {
         self.push_history(frame + self.base, inputs);
         self.work(core, frame + 1, true);

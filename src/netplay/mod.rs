@@ -204,8 +204,8 @@ pub enum NetplayError {
     Host(#[from] HostError),
     #[error("nobody joined in time: {ready} of {want} players ready after {secs} s")]
     LobbyTimeout { secs: u64, ready: usize, want: u8 },
-    #[error("the session ended: {0}")]
-    Ended(String),
+    #[error("the session ended: {end} (after {frames} frames)")]
+    Ended { end: SessionEnd, frames: u64 },
     #[error("interrupted before the game started")]
     Interrupted,
     /// The player pressed Esc or closed the window before the game started.
@@ -221,6 +221,27 @@ pub enum NetplayError {
     Archive(String),
     #[error("{0}")]
     Link(String),
+}
+
+/// Why a session ended before this peer's last frame: the participant's typed cause, and
+/// the command that brings this player back (said only when reconnecting gave up).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SessionEnd {
+    pub cause: SessionError,
+    /// `--rejoin`'s command line for this session, if the driver knows one.
+    pub rejoin: Option<String>,
+}
+
+impl std::fmt::Display for SessionEnd {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.cause)?;
+        match (&self.cause, &self.rejoin) {
+            (SessionError::ReconnectGaveUp { .. }, Some(cmd)) => {
+                write!(f, "; to come back, run `{cmd}`")
+            }
+            _ => Ok(()),
+        }
+    }
 }
 
 /// Time a goodbye gets to leave the network conditioner before the process exits.

@@ -10,7 +10,7 @@ use serde_json::{json, Map, Value};
 
 use super::core_side::CoreSide;
 use super::speculation::Decision;
-use super::{NetFeed, NetOptions, NetplayError};
+use super::{NetFeed, NetOptions, NetplayError, SessionEnd};
 use crate::app::core_session::Started;
 use crate::app::{EndReason, Feed, FrameObserver, PlayOptions, PlaySummary, Recording};
 use crate::host::Core;
@@ -84,7 +84,7 @@ pub(super) fn observer(
 
 /// The goodbye after the last frame (`quit`: the player quit): why the session ended if it
 /// ended before, and the session's netplay numbers.
-pub(super) fn finish(feed: &mut NetFeed, quit: bool) -> (Option<String>, Map<String, Value>) {
+pub(super) fn finish(feed: &mut NetFeed, quit: bool) -> (Option<SessionEnd>, Map<String, Value>) {
     let ended = feed.end();
     if ended.is_none() {
         match (feed.is_host(), quit) {
@@ -110,7 +110,7 @@ pub(super) fn finish(feed: &mut NetFeed, quit: bool) -> (Option<String>, Map<Str
 /// (`ended`) is an error.
 pub(super) fn outcome(
     summary: PlaySummary,
-    ended: Option<String>,
+    ended: Option<SessionEnd>,
     interrupted: bool,
 ) -> Result<PlaySummary, NetplayError> {
     if summary.end == EndReason::Quit && summary.frames == 0 {
@@ -122,11 +122,57 @@ pub(super) fn outcome(
         });
     }
     // A joiner that reached its own frame limit finished, whenever the host left.
-    if let (Some(why), false) = (ended, summary.end == EndReason::FrameLimit) {
-        return Err(NetplayError::Ended(format!(
-            "{why} (after {} frames)",
-            summary.frames
-        )));
+    if let (Some(end), false) = (ended, summary.end == EndReason::FrameLimit) {
+        return Err(NetplayError::Ended {
+            end,
+            frames: summary.frames,
+        });
     }
     Ok(summary)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::session::SessionError;
+
+    /// The typed end is worded as the player has always read it, with the way back only
+    /// where reconnecting gave up.
+    #[test]
+    fn an_ended_session_is_worded_from_its_typed_cause() {
+        let rejoin = Some("framelock join 127.0.0.1:7845".to_string());
+        let gave_up = NetplayError::Ended {
+            end: SessionEnd {
+                cause: SessionError::ReconnectGaveUp { secs: 3 },
+                rejoin: rejoin.clone(),
+            },
+            frames: 120,
+        };
+        assert_eq!(
+            gave_up.to_string(),
+            "the session ended: lost the connection and could not reconnect within 3 s; to come \
+             back, run `framelock join 127.0.0.1:7845` (after 120 frames)"
+        );
+        let left = NetplayError::Ended {
+            end: SessionEnd {
+                cause: SessionError::HostLeft("host quit".into()),
+                rejoin,
+            },
+            frames: 7,
+        };
+        assert_eq!(
+            left.to_string(),
+            "the session ended: the host left: host quit (after 7 frames)"
+        );
+        assert!(matches!(
+            left,
+            NetplayError::Ended {
+                end: SessionEnd {
+                    cause: SessionError::HostLeft(_),
+                    ..
+                },
+                ..
+            }
+        ));
+    }
 }

@@ -16,6 +16,7 @@ use super::run;
 use super::speculation::{Decision, RollbackCheck};
 use super::{
     chat, fleet, lobby, port_map, HostOptions, JoinOptions, NetFeed, NetOptions, NetplayError,
+    SessionEnd,
 };
 use crate::app::core_session::{self, Content, Plan, SessionDriver, Stage, Started};
 use crate::app::play::EarlyWindow;
@@ -153,7 +154,7 @@ struct NetDriver<'a> {
     chat: Option<ChatBoard>,
     command: Command<'a>,
     /// Why the session ended before this peer's last frame, if it did.
-    ended: Option<String>,
+    ended: Option<SessionEnd>,
     /// The server and session id of the room this process hosted on a server, if it did.
     hosted: Option<(SocketAddr, u32)>,
 }

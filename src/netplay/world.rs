@@ -12,16 +12,17 @@
 //! network model, [`SimNet`]): `run_until` delivers what is due, steps every machine,
 //! sends, and jumps to the next deadline.
 //!
-//! This file holds the world, its nodes and its network; `feed` a node's frame loop (its
-//! feed, the observer that works the toy machine, the runner), `hosted` the rooms their
-//! creators host. Neither imports the other.
+//! This file holds the world, its nodes and its network; `feed` a node's frame loop (the
+//! observer that works the toy machine, and the runner over the feed that ships,
+//! `netplay::feed::ParticipantFeed`), `hosted` the rooms their creators host. Neither imports
+//! the other.
 
 use std::cell::Cell;
 use std::net::SocketAddr;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use crate::app::{Clock, Runner, Status};
+use crate::app::{Clock, Status};
 use crate::input::{Pad, MAX_PLAYERS};
 use crate::lockstep;
 use crate::net::sim::{SimNet, Simulation};
@@ -34,6 +35,7 @@ use crate::session::{
 };
 use crate::wire::Transmit;
 
+use super::feed::{FeedEvent, ParticipantFeed};
 use super::world_log::{NodeLog, CHECKSUM_INTERVAL};
 pub use super::world_toy::Toy;
 
@@ -52,7 +54,7 @@ pub struct Node {
     pub name: String,
     /// Where its datagrams come from now.
     pub addr: SocketAddr,
-    pub runner: Runner<Toy, SimFeed, WorldClock>,
+    pub runner: feed::NodeRunner,
     pub toy: Toy,
     /// The frame loop started (a joiner's once it had the start state).
     running: bool,
@@ -68,15 +70,28 @@ pub struct Node {
     pub log: NodeLog,
     /// The room it opened (its name, which the server may have made up).
     pub room: Option<String>,
+    /// Every event its participant raised, with when.
+    pub raised: Vec<(Instant, ParticipantEvent)>,
 }
 
 impl Node {
-    pub fn feed(&self) -> &SimFeed {
+    pub fn feed(&self) -> &ParticipantFeed {
         self.runner.feed()
     }
 
     pub fn events(&self) -> impl Iterator<Item = &ParticipantEvent> {
-        self.feed().events.iter().map(|(_, e)| e)
+        self.raised.iter().map(|(_, e)| e)
+    }
+
+    /// Keeps what its participant raised (the machine's work went to its observer).
+    fn take_events(&mut self, now: Instant) {
+        let feed = self.runner.feed_mut();
+        feed.handle_events();
+        while let Some(ev) = feed.poll_event() {
+            if let FeedEvent::Participant(ev) = ev {
+                self.raised.push((now, ev));
+            }
+        }
     }
 }
 
@@ -220,8 +235,6 @@ impl Simulation for World {
     }
 }
 
-pub use feed::SimFeed;
-
 impl World {
     /// A world whose links all have `netsim` (the `--netsim` syntax without a seed).
     pub fn new(netsim: &str, frames: u32) -> World {
@@ -272,10 +285,10 @@ impl World {
     ) -> usize {
         let seed = self.nodes.len() as u64 + 7;
         let log = NodeLog::default();
-        let mut runner = self.runner(participant, seed, &log);
+        let mut runner = self.runner(participant, seed);
         if running {
             // The host's machine runs from power-on.
-            runner.observe(log.begin(0, None));
+            feed::start(&mut runner, &log, 0, None);
         }
         self.nodes.push(Node {
             name: name.into(),
@@ -290,6 +303,7 @@ impl World {
             finished: false,
             log,
             room: None,
+            raised: Vec::new(),
         });
         self.nodes.len() - 1
     }
@@ -606,16 +620,14 @@ impl World {
             }
             if !n.running {
                 // A joiner's frame loop starts once it loaded the start state.
-                n.runner.feed_mut().take_events(now);
-                let start = n.runner.feed().events.iter().find_map(|(_, e)| match e {
+                n.take_events(now);
+                let start = n.raised.iter().find_map(|(_, e)| match e {
                     ParticipantEvent::Ready(start) => Some(start.payload.state.clone()),
                     _ => None,
                 });
                 if let Some(state) = start {
                     n.toy.restore(&state);
-                    n.runner.feed_mut().first = n.toy.frame;
-                    let log = n.log.begin(n.toy.frame, Some(state));
-                    n.runner.observe(log);
+                    feed::start(&mut n.runner, &n.log, n.toy.frame, Some(state));
                     n.running = true;
                     n.next_tick = now;
                 }
@@ -631,8 +643,8 @@ impl World {
                     n.finished = true;
                 }
             }
+            n.take_events(now);
             let feed = n.runner.feed_mut();
-            feed.take_events(now);
             while let Some(t) = feed.participant.poll_transmit(now) {
                 out.push((n.addr, t));
             }

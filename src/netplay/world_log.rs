@@ -81,11 +81,10 @@ impl NodeLog {
         self.bytes.0.borrow().clone()
     }
 
-    /// Records that the machine's state was replaced before runner frame `next`.
-    pub fn resync(&self, next: u64, toy: &Toy) {
-        if let Some(r) = self.recording.borrow().as_ref() {
-            r.resync_state(next, Ok(toy.state()));
-        }
+    /// The recording, once [`begin`](Self::begin) started it: where the core side records
+    /// that the machine's state was replaced.
+    pub fn recording(&self) -> Option<Recording<MemSink>> {
+        self.recording.borrow().clone()
     }
 
     /// Ends the log (once) and replays it on a fresh toy machine: how many frames it held and

@@ -3,7 +3,7 @@
 //! a process stopped and resumed, a link that flaps. Each runs the real participants and the
 //! real frame runner, and ends with every machine on the same state.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::world::{Node, World};
 use super::world_scenario::{cfg, count, finish_in_sync, SEC};
@@ -271,4 +271,63 @@ fn a_spectator_whose_link_drops_comes_back_as_a_spectator() {
         .events()
         .any(|e| matches!(e, ParticipantEvent::Back { slot: None, .. })));
     finish_in_sync(&mut w, 120 * SEC);
+}
+
+/// Hands every node's participant `now` (`None`: an hour past its earliest timer, as after
+/// a process slept), lets it act, and returns where it then asked to be woken before that
+/// time: `(node, phase, deadline behind by)`.
+fn woken_in_the_past(
+    w: &mut World,
+    now: Option<Instant>,
+    phase: &str,
+) -> Vec<(String, String, Duration)> {
+    let mut past = Vec::new();
+    for n in &mut w.nodes {
+        let p = &mut n.runner.feed_mut().participant;
+        let Some(due) = p.poll_timeout() else {
+            continue;
+        };
+        let now = now.unwrap_or(due + Duration::from_secs(3600));
+        p.handle_timeout(now);
+        // Asked before the sends are drained (a send that is due is due now), and after.
+        if let Some(t) = p.poll_timeout().filter(|t| *t < now) {
+            past.push((n.name.clone(), format!("{phase}, sends queued"), now - t));
+        }
+        while p.poll_transmit(now).is_some() {}
+        while p.poll_event().is_some() {}
+        if let Some(t) = p.poll_timeout().filter(|t| *t < now) {
+            past.push((n.name.clone(), phase.to_string(), now - t));
+        }
+    }
+    past
+}
+
+#[test]
+fn a_participant_past_every_timer_never_asks_to_be_woken_in_the_past() {
+    let mut past = Vec::new();
+    // In the handshake, in a lobby that waits for a third player, in a running game, and
+    // with the joiner's frame loop standing still (its sends held back): one world each,
+    // as the jump ends a world's timeline.
+    for (phase, seats, run, freeze) in [
+        ("handshake", 2, Duration::from_millis(30), false),
+        ("lobby", 3, 5 * SEC, false),
+        ("game", 2, 10 * SEC, false),
+        ("joiner's frame loop stopped", 2, 10 * SEC, true),
+        ("host's frame loop stopped", 2, 10 * SEC, true),
+    ] {
+        for jump in [false, true] {
+            let mut w = World::new("delay=20ms,jitter=5ms,loss=2%", 1200);
+            let host = w.host(seats, cfg());
+            let to = w.addr_of(host);
+            let ana = w.join("ana", to, None, cfg());
+            w.run_for(run);
+            if freeze {
+                w.freeze(if phase.starts_with("host") { host } else { ana }, 5 * SEC);
+                w.run_for(SEC);
+            }
+            let now = (!jump).then(|| w.now());
+            past.extend(woken_in_the_past(&mut w, now, phase));
+        }
+    }
+    assert!(past.is_empty(), "deadlines in the past: {past:?}");
 }

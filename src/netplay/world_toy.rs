@@ -8,6 +8,8 @@ use crate::app::sync_test::Checksummed;
 use crate::app::Machine;
 use crate::input::Inputs;
 
+use super::core_side::SessionMachine;
+
 /// A deterministic stand-in for a core: its state is the session frame it is at and a hash
 /// of every input it ran, so two machines agree exactly when they ran the same inputs from
 /// the same state.
@@ -107,6 +109,20 @@ impl Machine for Toy {
     }
     fn memory_checksum(&mut self) -> Option<u64> {
         Some(self.hash)
+    }
+}
+
+impl SessionMachine for Toy {
+    fn session_checksum(&mut self) -> u64 {
+        self.hash
+    }
+    fn serialize(&mut self) -> Result<Vec<u8>, String> {
+        Ok(self.state())
+    }
+    fn unserialize(&mut self, state: &[u8]) -> Result<(), String> {
+        self.restore(state)
+            .then_some(())
+            .ok_or_else(|| "not a toy state".into())
     }
 }
 

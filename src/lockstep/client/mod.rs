@@ -704,10 +704,23 @@ impl Client {
 
     /// When [`handle_timeout`](Self::handle_timeout) (and `poll_transmit`) should run next.
     pub fn poll_timeout(&self) -> Option<Instant> {
+        self.timeout(true)
+    }
+
+    /// [`poll_timeout`](Self::poll_timeout) for a caller that holds this client's sends
+    /// back for now (its frame loop stopped): only the server's silence counts, since a
+    /// send that is due would stay due, in the past.
+    pub fn poll_timeout_held(&self) -> Option<Instant> {
+        self.timeout(false)
+    }
+
+    fn timeout(&self, sends: bool) -> Option<Instant> {
         if self.lost {
             return None;
         }
-        let send = if self.send_due || self.first_send_due() {
+        let send = if !sends {
+            None
+        } else if self.send_due || self.first_send_due() {
             Some(self.last_now)
         } else {
             self.resend_at()

@@ -6,6 +6,9 @@
 //! is sent in a lobby and when a player reconnects are the participant's. It must not import the
 //! commands that build it (`start`, `run`) or `cli`.
 //!
+//! The frame side itself (the pad, the frames, the end, the playout) is [`ParticipantFeed`],
+//! with no thread or socket, which the simulated world runs as it is.
+//!
 //! Two threads share that state behind one mutex. The frame loop's thread pushes samples and
 //! takes frames; a network thread of its own answers datagrams the moment they arrive. The
 //! frame loop is busy for most of each frame in a window (drawing, waiting for vsync), and a
@@ -13,19 +16,20 @@
 //! joiners' frames that much later, and a client's round trip reads that much longer, so the
 //! lead grows by it.
 mod net_feed;
+mod play;
 
 pub use net_feed::NetFeed;
+pub use play::{FeedEvent, ParticipantFeed, Polled};
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use crate::app::FeedPoll;
-use crate::input::{Bot, Pad};
 use crate::lockstep::Frame;
 use crate::net::Link;
 use crate::replay::Event;
-use crate::session::{CoreReply, CoreRequest, Participant, ParticipantEvent};
+use crate::session::{CoreReply, CoreRequest};
 
 use super::report::{Play, Report};
 
@@ -65,18 +69,12 @@ pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 /// Everything the feed works on, behind [`Net`]'s mutex.
 struct NetState {
     link: Link,
-    participant: Participant,
+    /// The participant and the frame side over it.
+    feed: ParticipantFeed,
     /// The router's port mapping for this socket, if one was asked for.
     port_map: Option<FeedPortMap>,
-    bot: Option<Bot>,
-    /// The local players' pad as last sampled (keyboard, gamepads); the bot's pad is added
-    /// to it per frame.
-    keys: Pad,
-    shared: Shared,
     /// Test hook: flip these bits of this player's input at this frame, on this peer only.
     inject: Option<(u32, u16)>,
-    /// Why the session ended, once it has.
-    end: Option<String>,
     report: Report,
     /// For the status line's average bandwidth: when the feed was made, then the frame
     /// loop's first call.
@@ -93,14 +91,8 @@ struct NetState {
     stop: bool,
     /// A network thread serves the socket (see `frame_loop_receive`).
     threaded: bool,
-    /// The frame this peer's machine started from (0, or a late start state's).
-    first: u32,
-    /// The session frame at which this peer stops (`--frames`).
-    end_at: Option<u64>,
     /// Speculation: `--delay`, how far the last picture ran ahead, rollbacks, why it is off.
     spec: super::speculation::Shown,
-    /// States the machine was asked to load and has not yet: (frame, a jump).
-    loads: Vec<(Frame, bool)>,
     /// Chat messages to say at the first frame (`--say`).
     say_at_start: Vec<String>,
     /// `--pause-at FRAME --pause-for SECS`: the frame, how long, and when this player's
@@ -148,7 +140,7 @@ impl NetState {
             self.lobby_bytes = (e.wire_bytes_sent, e.wire_bytes_received);
             self.started = now;
         }
-        self.participant.frame_loop_alive(now);
+        self.feed.participant.frame_loop_alive(now);
         self.run_script(now);
     }
 
@@ -158,7 +150,7 @@ impl NetState {
         let Some(mut sp) = self.scripted else {
             return;
         };
-        let Some(client) = self.participant.client_mut() else {
+        let Some(client) = self.feed.participant.client_mut() else {
             return;
         };
         let mine = client.paused().is_some_and(|(by, _)| by == client.me());
@@ -179,30 +171,15 @@ impl NetState {
     /// participant and the conditioner. One still due after that (a send the budget
     /// holds back) is retried after `SERVICE_INTERVAL`, not at once.
     fn next_timer(&self, now: Instant) -> Instant {
-        let timers = [self.link.poll_timeout(), self.participant.poll_timeout()];
+        let timers = [
+            self.link.poll_timeout(),
+            self.feed.participant.poll_timeout(),
+        ];
         match timers.into_iter().flatten().min() {
             Some(t) if t <= now => now + SERVICE_INTERVAL,
             Some(t) => t.min(now + IDLE_WAKE),
             None => now + IDLE_WAKE,
         }
-    }
-
-    /// The sampled keys plus the bot's pad for the client's current frame (the bot answers
-    /// a repeated frame with the same pad). While the client holds samples ahead of its
-    /// frames (taken while it waited, see `Client::push_local_input`), the bot keeps its pad,
-    /// as a held key does: deciding anew for each frame caught up would add a change sample
-    /// per decision and put this player's input further ahead of its frames.
-    fn local_pad(&mut self) -> Pad {
-        let mut pad = self.keys;
-        let Some(client) = self.participant.client() else {
-            return pad;
-        };
-        let (wants, frame) = (client.wants_input(), client.frame());
-        if let Some(bot) = &mut self.bot {
-            let held = bot.last().filter(|_| !wants);
-            pad.0 |= held.unwrap_or_else(|| bot.next(u64::from(frame.0))).0;
-        }
-        pad
     }
 
     /// Receives and dispatches every waiting datagram, runs timers and handles events; true
@@ -236,7 +213,7 @@ impl NetState {
         };
         let came = !datagrams.is_empty();
         for (from, bytes) in datagrams {
-            self.participant.handle_datagram(now, from, &bytes);
+            self.feed.participant.handle_datagram(now, from, &bytes);
         }
         came
     }
@@ -244,29 +221,64 @@ impl NetState {
     /// Runs the participant's timers and handles its events (and the port mapping's).
     fn run_timers_and_events(&mut self, now: Instant) {
         if let Some(pm) = &self.port_map {
-            super::port_map::pump(&pm.map, &mut self.participant, pm.port, pm.host);
+            super::port_map::pump(&pm.map, &mut self.feed.participant, pm.port, pm.host);
         }
-        self.participant.handle_timeout(now);
+        self.feed.participant.handle_timeout(now);
         self.handle_events(now);
     }
 
+    /// Says what was typed, then words what the participant raised (the feed already sent
+    /// the machine's work to the observer) and passes the recording's events on.
     fn handle_events(&mut self, now: Instant) {
         let mut recorded = Vec::new();
         self.say_typed(now, &mut recorded);
-        while let Some(ev) = self.participant.poll_event() {
-            if let ParticipantEvent::Core(req) = ev {
-                if let CoreRequest::Load { frame, jump, .. } = &req {
-                    self.loads.push((*frame, *jump));
+        self.feed.handle_events();
+        self.word_events(now, &mut recorded);
+        if !recorded.is_empty() {
+            lock(&self.feed.shared()).events.extend(recorded);
+        }
+    }
+
+    /// Words what the feed raised.
+    fn word_events(&mut self, now: Instant, recorded: &mut Vec<(Frame, Event)>) {
+        while let Some(ev) = self.feed.poll_event() {
+            match ev {
+                FeedEvent::Participant(ev) => {
+                    self.report.event(now, &self.feed.participant, ev, recorded)
                 }
-                lock(&self.shared).requests.push_back(req);
-                continue;
-            }
-            if let Some(why) = self.report.event(now, &self.participant, ev, &mut recorded) {
-                self.end.get_or_insert(why);
+                FeedEvent::Loaded { frame, jump } => self.loaded(now, frame, jump),
             }
         }
-        if !recorded.is_empty() {
-            lock(&self.shared).events.extend(recorded);
+    }
+
+    /// The machine loaded a state the participant handed it: a spectator's jump, a
+    /// player's return, or a resync.
+    fn loaded(&mut self, now: Instant, frame: Frame, jump: bool) {
+        let spectator = self
+            .feed
+            .participant
+            .client()
+            .is_some_and(|c| c.is_spectator());
+        match (jump, spectator) {
+            (true, true) => {
+                self.report.counters.jumps += 1;
+                tracing::info!("netplay: watching again from frame {}", frame.0);
+            }
+            (true, false) => {
+                self.report.counters.reconnected(now);
+                tracing::info!(
+                    "netplay: back in the game from frame {}; your input counts again once \
+                     this machine caught up",
+                    frame.0
+                );
+            }
+            (false, _) => {
+                self.report.counters.resynced(now);
+                tracing::info!(
+                    "netplay: resynced: continuing from the host's frame {}",
+                    frame.0
+                );
+            }
         }
     }
 
@@ -274,14 +286,14 @@ impl NetState {
     /// typed while the link is down waits for it to come back.
     fn say_typed(&mut self, now: Instant, recorded: &mut Vec<(Frame, Event)>) {
         let board = self.report.chat.clone();
-        for line in super::chat::say_typed(&board, &mut self.participant, now) {
+        for line in super::chat::say_typed(&board, &mut self.feed.participant, now) {
             self.report.chat_line(now, line, recorded);
         }
     }
 
     /// Sends everything the participant wants to send.
     fn send_queued(&mut self, now: Instant) {
-        while let Some(t) = self.participant.poll_transmit(now) {
+        while let Some(t) = self.feed.participant.poll_transmit(now) {
             self.link.send_transmit(now, t);
         }
         self.link.flush_due(now);
@@ -297,7 +309,11 @@ impl NetState {
             let now = Instant::now();
             self.receive_and_handle(now);
             self.send_queued(now);
-            let remaining = self.participant.endpoint().map_or(0, |e| e.undelivered());
+            let remaining = self
+                .feed
+                .participant
+                .endpoint()
+                .map_or(0, |e| e.undelivered());
             if remaining == 0 || now.duration_since(start) >= grace {
                 return;
             }
@@ -311,7 +327,7 @@ impl NetState {
     /// including datagrams the network conditioner still holds.
     fn close(&mut self, reason: &str) {
         let now = Instant::now();
-        self.participant.close(reason);
+        self.feed.participant.close(reason);
         self.send_queued(now);
         self.link.drain(super::GOODBYE_DRAIN);
         self.close_port_map();
@@ -320,42 +336,17 @@ impl NetState {
     /// The router forwards nothing to a session that is over.
     fn close_port_map(&mut self) {
         if let Some(pm) = &mut self.port_map {
-            super::port_map::close(&mut pm.map, &mut self.participant, pm.port);
+            super::port_map::close(&mut pm.map, &mut self.feed.participant, pm.port);
         }
     }
 
-    /// Hands the machine's answers to the participant.
+    /// Hands the machine's answers to the participant, and words the loads among them.
     fn take_from_observer(&mut self, now: Instant) {
-        let replies = std::mem::take(&mut lock(&self.shared).replies);
-        for reply in replies {
-            if let CoreReply::Loaded { frame } = &reply {
-                if let Some(i) = self.loads.iter().position(|(f, _)| f == frame) {
-                    let (_, jump) = self.loads.remove(i);
-                    let spectator = self.participant.client().is_some_and(|c| c.is_spectator());
-                    match (jump, spectator) {
-                        (true, true) => {
-                            self.report.counters.jumps += 1;
-                            tracing::info!("netplay: watching again from frame {}", frame.0);
-                        }
-                        (true, false) => {
-                            self.report.counters.reconnected(now);
-                            tracing::info!(
-                                "netplay: back in the game from frame {}; your input counts \
-                                 again once this machine caught up",
-                                frame.0
-                            );
-                        }
-                        (false, _) => {
-                            self.report.counters.resynced(now);
-                            tracing::info!(
-                                "netplay: resynced: continuing from the host's frame {}",
-                                frame.0
-                            );
-                        }
-                    }
-                }
-            }
-            self.participant.handle_core(now, reply);
+        self.feed.take_replies(now);
+        let mut recorded = Vec::new();
+        self.word_events(now, &mut recorded);
+        if !recorded.is_empty() {
+            lock(&self.feed.shared()).events.extend(recorded);
         }
     }
 
@@ -363,7 +354,7 @@ impl NetState {
         Play {
             started: self.started,
             lobby_bytes: self.lobby_bytes,
-            first: self.first,
+            first: self.feed.first(),
             spec: &self.spec,
         }
     }
@@ -373,25 +364,16 @@ impl NetState {
         self.frame_loop_call(now);
         self.take_from_observer(now);
         self.frame_loop_receive(now);
-        let ready = self.participant.client().map_or(0, |c| c.ready_frames());
-        // After the host's goodbye, the frames it sent before are still played: a host that
-        // reached its frame limit leaves once every joiner has them.
-        if self.end.is_some() && ready == 0 {
+        let polled = self.feed.poll(now);
+        if let Polled::End = polled {
             return FeedPoll::End;
         }
-        let frame = self.participant.client().map_or(0, |c| c.frame().0);
-        if self.end_at.is_some_and(|end| u64::from(frame) >= end) {
-            return FeedPoll::End;
-        }
-        // A bot decides per frame, even when several frames run in one tick.
-        let pad = self.local_pad();
-        self.participant.push_local_input(now, pad);
-        let frame = self.participant.poll_frame();
         // What the frame asked of the machine (a checksum) goes out with it.
         self.handle_events(now);
         self.send_queued(now);
-        match frame {
-            Some((frame, mut inputs)) => {
+        match polled {
+            Polled::End => FeedPoll::End,
+            Polled::Run(frame, mut inputs) => {
                 // `--say`: once the game runs, when everyone in it can hear.
                 for text in self.say_at_start.drain(..) {
                     self.report.chat.type_line(text);
@@ -405,7 +387,7 @@ impl NetState {
                 }
                 if let Some((at, mask)) = self.inject {
                     if at == frame.0 {
-                        if let Some(me) = self.participant.client().map(|c| c.me().0) {
+                        if let Some(me) = self.feed.participant.client().map(|c| c.me().0) {
                             inputs[usize::from(me)].0 ^= mask;
                             tracing::warn!("netplay: injected a desync at frame {at} (test hook)");
                         }
@@ -414,12 +396,16 @@ impl NetState {
                 if let Some(rtt) = self.rtt() {
                     self.report.counters.record_rtt(rtt);
                 }
-                let spectator = self.participant.client().is_some_and(|c| c.is_spectator());
+                let spectator = self
+                    .feed
+                    .participant
+                    .client()
+                    .is_some_and(|c| c.is_spectator());
                 if spectator && frame.0.is_multiple_of(30) {
                     let link = self.link.stats();
                     if let Some(d) = self
                         .report
-                        .status(now, &self.participant, &link, self.play())
+                        .status(now, &self.feed.participant, &link, self.play())
                         .watching
                     {
                         self.report.counters.delay_ms.push(d.as_secs_f64() * 1000.0);
@@ -430,17 +416,17 @@ impl NetState {
             // The network thread wakes the frame loop when a datagram comes (`wait_io`), so a
             // stall waits for that or the next display slot; without it the frame loop must
             // look at the socket itself, soon.
-            None if self.threaded => FeedPoll::Wait(None),
-            None => FeedPoll::Wait(Some(now + STALL_POLL)),
+            Polled::Wait if self.threaded => FeedPoll::Wait(None),
+            Polled::Wait => FeedPoll::Wait(Some(now + STALL_POLL)),
         }
     }
 
     /// The largest RTT this peer sees: the host's own client talks in memory, so the host
     /// reports its slowest peer.
     fn rtt(&self) -> Option<Duration> {
-        match self.participant.endpoint() {
+        match self.feed.participant.endpoint() {
             Some(endpoint) => endpoint.max_rtt(),
-            None => self.participant.client().and_then(|c| c.rtt()),
+            None => self.feed.participant.client().and_then(|c| c.rtt()),
         }
     }
 }

@@ -9,14 +9,17 @@ use serde_json::{Map, Value};
 
 use crate::app::{Feed, FeedPoll};
 use crate::frontend::chat_board::ChatBoard;
-use crate::input::{Bot, Inputs, Pad};
-use crate::lockstep::{Frame, Mode, Roster};
+use crate::input::{Bot, Inputs};
+use crate::lockstep::{Mode, Roster};
 use crate::net::{Link, SocketWaiter};
 use crate::netplay::report::Report;
 use crate::session::Participant;
 
-use super::{lock, FeedPortMap, Net, NetState, ScriptedPause, Shared, SERVICE_INTERVAL};
+use super::{
+    lock, FeedPortMap, Net, NetState, ParticipantFeed, ScriptedPause, Shared, SERVICE_INTERVAL,
+};
 use crate::net::portmap::PortMap;
+use crate::netplay::SessionEnd;
 
 pub struct NetFeed {
     net: Arc<Net>,
@@ -40,7 +43,7 @@ fn network_thread(net: Arc<Net>, waiter: SocketWaiter) {
                 net.arrived.notify_all();
             }
             s.send_queued(now);
-            if s.end.is_some() {
+            if s.feed.end().is_some() {
                 // The frame loop may be waiting for a frame that never comes.
                 net.arrived.notify_all();
             }
@@ -63,18 +66,13 @@ impl NetFeed {
         let e = link.stats();
         let waiter = link.waiter();
         let now = Instant::now();
-        let first = participant.client().map_or(0, |c| c.frame().0);
         let net = Arc::new(Net {
             state: Mutex::new(NetState {
                 lobby_bytes: (e.wire_bytes_sent, e.wire_bytes_received),
                 link,
-                participant,
+                feed: ParticipantFeed::new(participant, bot),
                 port_map: None,
-                bot,
-                keys: Pad::NEUTRAL,
-                shared: Shared::default(),
                 inject: None,
-                end: None,
                 report: Report::default(),
                 started: now,
                 created: now,
@@ -82,10 +80,7 @@ impl NetFeed {
                 loop_called: false,
                 stop: false,
                 threaded: false,
-                first,
-                end_at: None,
                 spec: Default::default(),
-                loads: Vec::new(),
                 say_at_start: Vec::new(),
                 scripted: None,
                 chat_every: None,
@@ -175,6 +170,7 @@ impl NetFeed {
         {
             let mut s = self.state();
             s.spec.delay = delay;
+            s.feed.delay = delay;
             s.spec.on = d.depth > 0;
             s.spec.off = d.off.clone();
         }
@@ -202,20 +198,22 @@ impl NetFeed {
 
     /// The exchange with the frame observer (the machine's work, recording events).
     pub fn shared(&self) -> Shared {
-        self.state().shared.clone()
+        self.state().feed.shared()
     }
 
-    /// Why the session ended, if it did.
-    pub fn end(&self) -> Option<String> {
-        self.state().end.clone()
+    /// Why the session ended, if it did, with how to come back.
+    pub fn end(&self) -> Option<SessionEnd> {
+        let s = self.state();
+        s.feed.end().map(|cause| s.report.ending(cause.clone()))
     }
 
     pub fn is_host(&self) -> bool {
-        self.state().participant.is_host()
+        self.state().feed.participant.is_host()
     }
 
     pub fn is_spectator(&self) -> bool {
         self.state()
+            .feed
             .participant
             .client()
             .is_some_and(|c| c.is_spectator())
@@ -224,6 +222,7 @@ impl NetFeed {
     /// The session's lockstep mode.
     pub fn mode(&self) -> Mode {
         self.state()
+            .feed
             .participant
             .client()
             .map_or_else(Mode::default, |c| c.config().mode)
@@ -231,12 +230,12 @@ impl NetFeed {
 
     /// The session frame the machine starts from.
     pub fn first_frame(&self) -> u32 {
-        self.state().first
+        self.state().feed.first()
     }
 
     /// Stops before session frame `frame` (`--frames`).
     pub fn end_at(&mut self, frame: u64) {
-        self.state().end_at = Some(frame);
+        self.state().feed.end_at(frame);
     }
 
     pub fn names(&self) -> Roster {
@@ -289,7 +288,7 @@ impl Feed for NetFeed {
     fn sample(&mut self, now: Instant, local: &Inputs) {
         let mut s = lock(&self.net.state);
         s.frame_loop_call(now);
-        s.keys = local[0];
+        s.feed.set_keys(local[0]);
         s.frame_loop_receive(now);
         s.send_queued(now);
         self.seen = s.arrivals;
@@ -302,37 +301,19 @@ impl Feed for NetFeed {
     }
 
     fn pace(&self) -> Option<f64> {
-        self.state().participant.client().map(|c| c.pace())
+        self.state().feed.pace()
     }
 
     fn paused(&self) -> bool {
-        self.state()
-            .participant
-            .client()
-            .is_some_and(|c| c.at_pause())
+        self.state().feed.paused()
     }
 
     fn pause_in_force(&self) -> bool {
-        self.state()
-            .participant
-            .client()
-            .is_some_and(|c| c.paused().is_some())
+        self.state().feed.pause_in_force()
     }
 
-    /// A player asks the session's server (see `lockstep::Client::request_pause`); a
-    /// spectator cannot pause, and is told so.
     fn request_pause(&mut self, pause: Option<bool>) -> bool {
-        let mut s = self.state();
-        let Some(client) = s.participant.client_mut() else {
-            return true;
-        };
-        if client.is_spectator() {
-            tracing::info!("netplay: a spectator cannot pause the game");
-            return true;
-        }
-        let pause = pause.unwrap_or(client.paused().is_none());
-        client.request_pause(pause);
-        true
+        self.state().feed.request_pause(pause)
     }
 
     fn status_line(&self) -> Option<String> {
@@ -340,35 +321,21 @@ impl Feed for NetFeed {
         let link = s.link.stats();
         Some(
             s.report
-                .status(Instant::now(), &s.participant, &link, s.play())
+                .status(Instant::now(), &s.feed.participant, &link, s.play())
                 .to_string(),
         )
     }
 
     fn take_behind(&mut self) -> Option<Duration> {
-        let mut s = self.state();
-        // A late starter catches up by its backlog instead (see `backlog`), and a client
-        // paced by the frames' arrival has no clock of the host's to keep.
-        let first = s.first;
-        let client = s.participant.client_mut()?;
-        if first > 0 || client.paced_by_arrival() {
-            return None;
-        }
-        client.take_start_delay()
+        self.state().feed.take_behind()
     }
 
     fn backlog(&mut self) -> u32 {
-        self.state()
-            .participant
-            .client_mut()
-            .map_or(0, |c| c.backlog())
+        self.state().feed.backlog()
     }
 
     fn paced_by_arrival(&self) -> bool {
-        self.state()
-            .participant
-            .client()
-            .is_some_and(|c| c.paced_by_arrival())
+        self.state().feed.paced_by_arrival()
     }
 
     /// With a network thread the frame loop need not wake to serve the network: a datagram
@@ -386,7 +353,7 @@ impl Feed for NetFeed {
             let (s, _) = self
                 .net
                 .arrived
-                .wait_timeout_while(s, timeout, |s| s.arrivals == seen && s.end.is_none())
+                .wait_timeout_while(s, timeout, |s| s.arrivals == seen && s.feed.end().is_none())
                 .unwrap_or_else(PoisonError::into_inner);
             self.seen = s.arrivals;
             return true;
@@ -407,7 +374,7 @@ impl Feed for NetFeed {
         let link = s.link.stats();
         let mut map = s
             .report
-            .stats_map(Instant::now(), &s.participant, &link, s.play());
+            .stats_map(Instant::now(), &s.feed.participant, &link, s.play());
         let pm = s.port_map.as_ref().map(|p| &p.map);
         map.insert("port_map".into(), crate::netplay::port_map::stats(pm));
         map
@@ -416,27 +383,23 @@ impl Feed for NetFeed {
     /// Speculation (`--speculate`, `--delay`): see `Client::predict`.
     fn predict(&mut self, max: u32, out: &mut Vec<Inputs>) {
         let mut s = self.state();
-        let Some(c) = s.participant.client() else {
-            return;
-        };
-        let delay = s.spec.delay.frames(c.rtt_var(), c.config().fps);
-        c.predict(max, delay, out);
-        s.spec.delay_now = delay;
+        if let Some(delay) = s.feed.predict(max, out) {
+            s.spec.delay_now = delay;
+        }
     }
 
     fn displayed(&mut self, now: Instant, head: u64, depth: u32) {
         let mut s = self.state();
-        let head = Frame(s.first.saturating_add(head as u32));
-        if let Some(c) = s.participant.client_mut() {
-            c.shown(now, head);
-        }
+        s.feed.displayed(now, head, depth);
         if s.spec.on {
             s.spec.ahead = Some(depth);
         }
     }
 
-    fn rolled_back(&mut self, _frames: u32) {
-        self.state().spec.rolled_back(Instant::now());
+    fn rolled_back(&mut self, frames: u32) {
+        let mut s = self.state();
+        s.feed.rolled_back(frames);
+        s.spec.rolled_back(Instant::now());
     }
 
     fn speculation_stopped(&mut self, why: &str) {

@@ -12,20 +12,20 @@ use crate::session::{
     LOADING_LIMIT,
 };
 
-use crate::netplay::chat;
+use crate::netplay::{chat, SessionEnd};
 
 use super::{log_path, Report};
 
 impl Report {
     /// Words what the participant raised, and returns the recording events it makes
-    /// (`(session frame, event)`) and why the session ended, if it did.
+    /// (`(session frame, event)`).
     pub fn event(
         &mut self,
         now: Instant,
         p: &Participant,
         ev: ParticipantEvent,
         recorded: &mut Vec<(Frame, Event)>,
-    ) -> Option<String> {
+    ) {
         match ev {
             ParticipantEvent::Session(ev) => self.endpoint_event(p, ev, recorded),
             ParticipantEvent::Game(ev) => self.client_event(now, p, ev, recorded),
@@ -84,13 +84,8 @@ impl Report {
             ParticipantEvent::HostMoved { from, to } => {
                 tracing::info!("netplay: the host moved from {from} to {to}")
             }
-            ParticipantEvent::Ended(e) => {
-                let mut msg = e.to_string();
-                if let (SessionError::ReconnectGaveUp { .. }, Some(cmd)) = (&e, &self.rejoin) {
-                    msg.push_str(&format!("; to come back, run `{cmd}`"));
-                }
-                tracing::error!("netplay: {msg}");
-                return Some(msg);
+            ParticipantEvent::Ended(cause) => {
+                tracing::error!("netplay: {}", self.ending(cause))
             }
             ParticipantEvent::Path { peer, event } => self.path_event(p, peer, event),
             ParticipantEvent::Chat(line) => self.chat_line(now, line, recorded),
@@ -98,7 +93,15 @@ impl Report {
             | ParticipantEvent::Ready(_)
             | ParticipantEvent::Core(_) => {}
         }
-        None
+    }
+
+    /// How the end of the session is said: its cause, and how to come back if there is a
+    /// way.
+    pub fn ending(&self, cause: SessionError) -> SessionEnd {
+        SessionEnd {
+            cause,
+            rejoin: self.rejoin.clone(),
+        }
     }
 
     /// A path of a hosted room went direct or back to the relay.

@@ -168,7 +168,11 @@ impl HostSide {
     }
 
     pub(super) fn poll_timeout(&self) -> Option<Instant> {
-        let client = self.client.as_ref().and_then(Client::poll_timeout);
+        // Nothing moves between a stopped frame loop's client and the endpoint.
+        let client = match self.frame_loop.away(self.now) {
+            true => self.client.as_ref().and_then(Client::poll_timeout_held),
+            false => self.client.as_ref().and_then(Client::poll_timeout),
+        };
         let routes = self.routes.as_ref().and_then(HostRoutes::poll_timeout);
         [self.endpoint.poll_timeout(), client, routes]
             .into_iter()

@@ -563,7 +563,10 @@ impl JoinSide {
             .flatten()
             .min(),
             JoinPhase::Seated(s) => {
-                let client = if s.contact {
+                let client = if s.contact && self.frame_loop.away(self.now) {
+                    // Nothing is sent for a frame loop that stopped (`session_transmit`).
+                    s.client.poll_timeout_held()
+                } else if s.contact {
                     s.client.poll_timeout()
                 } else {
                     // The lobby: the next keepalive, and the host's silence.

@@ -542,12 +542,16 @@ impl Participant {
         }
     }
 
-    /// When [`handle_timeout`](Self::handle_timeout) (or `poll_transmit`) has work next.
+    /// When [`handle_timeout`](Self::handle_timeout) (or `poll_transmit`) has work next;
+    /// never before the latest `now` handed in. A joiner whose frame loop stopped leaves its
+    /// held sends out; a host's endpoint may still have one due that `poll_transmit` holds
+    /// back, and that is due now, not in the past.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        match self {
-            Participant::Host(h) => h.poll_timeout(),
-            Participant::Join(j) => j.poll_timeout(),
-        }
+        let (t, now) = match self {
+            Participant::Host(h) => (h.poll_timeout(), h.now),
+            Participant::Join(j) => (j.poll_timeout(), j.now),
+        };
+        t.map(|t| t.max(now))
     }
 
     /// Says `text` to everyone in the session: sanitised (see [`chat::sanitize`]), within
