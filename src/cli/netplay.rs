@@ -279,7 +279,7 @@ impl OpenArgs {
         let base = JoinOptions {
             net: self
                 .net
-                .to_options(self.play.to_netplay_options(config)?, ""),
+                .to_options(self.play.to_netplay_options(config)?, "", config),
             host: String::new(),
             room: None,
             watch: self.watch,
