@@ -545,7 +545,7 @@ fn a_fleet_member_claims_names_first_and_sends_players_to_the_holding_server() {
     let sent = sent_to(&mut rooms, now, b);
     let opened = decoded(&sent);
     assert!(
-        matches!(&opened[..], [Msg::Room(RoomMsg::Opened { room })] if room == "mine"),
+        matches!(&opened[..], [Msg::Room(RoomMsg::Opened { room, .. })] if room == "mine"),
         "{opened:?}"
     );
     // A claim another server won meanwhile is refused.

@@ -26,6 +26,7 @@ pub fn hello(room: &str, cookie: [u8; 16]) -> Vec<u8> {
         key: [0x4b; 32],
         auth: Auth::None,
         cookie,
+        seat_key: [0; 16],
     })
     .encode(0)
 }

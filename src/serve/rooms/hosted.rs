@@ -16,7 +16,10 @@
 
 use std::collections::HashSet;
 
+use rand::Rng;
+
 use super::*;
+use crate::session::msg::ROOM_KEY_LEN;
 
 /// A hosted room whose host is silent this long closes (its players' reconnects end too).
 pub const HOSTED_SILENCE: Duration = Duration::from_secs(60);
@@ -34,6 +37,8 @@ pub(super) struct HostedRoom {
     pub(super) open: OpenRoom,
     pub(super) opened: Instant,
     pub(super) session: u32,
+    /// The secret the server and the host tag their Room datagrams with.
+    key: [u8; ROOM_KEY_LEN],
     /// When the host last said anything.
     heard: Instant,
     host_rtt: Duration,
@@ -116,7 +121,13 @@ impl Rooms {
         self.stats.rooms_opened += 1;
         self.by_session.insert(session, name.clone());
         self.hosted_by_addr.insert(from, name.clone());
-        let opened = Msg::Room(RoomMsg::Opened { room: name.clone() }).encode(session);
+        // The room's secret: only the host's proven address hears it (`Keys::for_room`).
+        let key: [u8; ROOM_KEY_LEN] = self.rng.gen();
+        let opened = Msg::Room(RoomMsg::Opened {
+            room: name.clone(),
+            key,
+        })
+        .encode(session);
         let open_no_share = open.no_share;
         self.hosted.insert(
             name.clone(),
@@ -126,6 +137,7 @@ impl Rooms {
                 open,
                 opened: now,
                 session,
+                key,
                 heard: now,
                 host_rtt,
                 members: HashMap::new(),
@@ -221,7 +233,11 @@ impl Rooms {
             }
             // Its Open again: the Opened was lost.
             Ok((_, Msg::Room(RoomMsg::Open(_)))) => {
-                let opened = Msg::Room(RoomMsg::Opened { room: name.clone() }).encode(room.session);
+                let opened = Msg::Room(RoomMsg::Opened {
+                    room: name.clone(),
+                    key: room.key,
+                })
+                .encode(room.session);
                 self.send(from, opened);
             }
             _ => self.stats.garbage += 1,

@@ -130,7 +130,8 @@ impl Rooms {
         };
         all.push(me);
         all.sort_by(|a, b| a.server.cmp(&b.server));
-        let (total, servers) = page(all, first, MAX_SERVERS_LISTED);
+        let (total, servers) = page(all, first.into(), MAX_SERVERS_LISTED);
+        let total = total.min(u32::from(u16::MAX)) as u16;
         let msg = Msg::Room(RoomMsg::Servers {
             total,
             first,
@@ -139,7 +140,7 @@ impl Rooms {
         self.send(from, msg.encode(0));
     }
 
-    pub(super) fn handle_list(&mut self, now: Instant, from: SocketAddr, first: u16) {
+    pub(super) fn handle_list(&mut self, now: Instant, from: SocketAddr, first: u32) {
         let all = if self.fleet.is_some() {
             self.fleet_list(now)
         } else {
@@ -155,10 +156,9 @@ impl Rooms {
     }
 }
 
-/// A listing's page from entry `first`, at most `max` long, and the listing's length as the
-/// answer tells it (capped at `u16::MAX`).
-fn page<T>(all: Vec<T>, first: u16, max: usize) -> (u16, Vec<T>) {
-    let total = all.len().min(usize::from(u16::MAX)) as u16;
-    let page = all.into_iter().skip(usize::from(first)).take(max).collect();
+/// A listing's page from entry `first`, at most `max` long, and the listing's length.
+fn page<T>(all: Vec<T>, first: u32, max: usize) -> (u32, Vec<T>) {
+    let total = all.len().min(u32::MAX as usize) as u32;
+    let page = all.into_iter().skip(first as usize).take(max).collect();
     (total, page)
 }

@@ -325,6 +325,11 @@ impl HostSession {
         if self.peers.iter().any(|p| p.slot == slot) {
             self.kick(slot, "replaced by a new connection of the same player");
         }
+        // A fresh key per Welcome: only this connection can show it to come back.
+        let seat_key = match slot {
+            Slot::Player(_) => self.rng.gen(),
+            Slot::Spectator(_) => [0; SEAT_KEY_LEN],
+        };
         if !self.accepting {
             // The game runs: the joiner is welcomed once a state of the running machine
             // is there.
@@ -342,6 +347,7 @@ impl HostSession {
                 frame: Frame::ZERO,
                 payload: Arc::from(Vec::new()),
                 path: None,
+                seat_key,
             });
             self.events.push_back(HostEvent::Admitted {
                 slot,
@@ -356,6 +362,7 @@ impl HostSession {
             players.set(seat, name.clone());
         }
         let welcome = Msg::Welcome(Welcome {
+            seat_key,
             slot: welcome_slot(slot),
             fps: self.cfg.fps,
             frame: self.cfg.frame.0,
@@ -387,6 +394,7 @@ impl HostSession {
             frame: self.cfg.frame,
             payload: self.packed.clone(),
             path: None,
+            seat_key,
         };
         self.queue
             .push_back(Transmit::new(from, peer.tagged_welcome()));

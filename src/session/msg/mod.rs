@@ -117,8 +117,8 @@ use std::net::{IpAddr, SocketAddr};
 use super::guard::COOKIE_LEN;
 use crate::input::MAX_PLAYERS;
 use crate::lockstep::{Mode, PeerId, Roster};
-pub use crate::wire::keys::ROOM_KEY_LEN;
 use crate::wire::keys::PUBLIC_KEY_LEN;
+pub use crate::wire::keys::ROOM_KEY_LEN;
 use crate::wire::{Header, Kind, WireError, HEADER_LEN, MAGIC, MAX_DATAGRAM, PROTOCOL_VERSION};
 
 /// A SPAKE2 message on Ed25519: a side byte and a point.
