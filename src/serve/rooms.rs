@@ -43,7 +43,7 @@ mod validation;
 use crate::input::MAX_PLAYERS;
 use directory::Claim;
 use hosted::HostedRoom;
-pub use hosted::{HOSTED_SILENCE, MEMBER_SILENCE};
+pub use hosted::{HOSTED_SILENCE, MEMBERS_PER_PREFIX, MEMBER_SILENCE, PROBATION};
 use listing::NAMED_ROOMS;
 pub use sharing::RoomView;
 use validation::VALIDATED_FOR;
@@ -464,7 +464,8 @@ impl Rooms {
         // new port), tries its players' keys on it and checks the new path.
         if let Some(name) = self.room_for_stranger(from, header.map(|h| h.session)) {
             if self.hosted.contains_key(&name) {
-                self.join_hosted(now, from, &name, datagram);
+                // A session id is no proof of address: on probation until it echoes a cookie.
+                self.join_hosted(now, from, &name, datagram, false);
                 return Handled::Taken;
             }
             if let Some(room) = self.rooms.get_mut(&name) {
@@ -555,7 +556,7 @@ impl Rooms {
             self.no_share(&hello.room);
         }
         if self.hosted.contains_key(&hello.room) {
-            return self.join_hosted(now, from, &hello.room.clone(), datagram);
+            return self.join_hosted(now, from, &hello.room.clone(), datagram, true);
         }
         let Some(room) = self.rooms.get_mut(&hello.room) else {
             self.stats.wrong_room += 1;

@@ -792,6 +792,9 @@ fn a_hosted_rooms_recording_is_taken_from_its_players_only_whole_and_within_boun
         playing: false,
     };
     rooms.handle_datagram(now, host, &Msg::Room(gone).encode(session));
+    // Closed once its last goodbyes had time to cross.
+    now += Duration::from_secs(2);
+    rooms.handle_timeout(now);
     assert!(rooms.is_empty());
     now += Duration::from_secs(5);
 
@@ -897,4 +900,104 @@ fn a_player_who_asks_for_no_replay_keeps_the_room_out_of_the_archive() {
     let why = upload(&mut rooms, now, host, session, &recording(&request, 60));
     assert!(why.contains("no replay be kept"), "{why}");
     assert_eq!(rooms.stats().uploads_not_shared, 1);
+}
+
+/// Opens hosted room `name` from `host` (its address proven first): its session id.
+fn open_hosted(rooms: &mut Rooms, now: Instant, host: SocketAddr, name: &str) -> u32 {
+    prove(rooms, now, host);
+    let mut request = open(2, name, false);
+    request.hosted = true;
+    rooms.handle_datagram(now, host, &Msg::Room(RoomMsg::Open(request)).encode(0));
+    sent_to(rooms, now, host)
+        .iter()
+        .find_map(|t| match Msg::decode(&t.bytes) {
+            Ok((h, Msg::Room(RoomMsg::Opened { .. }))) => Some(h.session),
+            _ => None,
+        })
+        .expect("the room opens")
+}
+
+/// The host forwards `n` datagrams of `len` bytes to `peer`: the bytes the server sent it.
+fn forward(rooms: &mut Rooms, now: Instant, host: SocketAddr, peer: SocketAddr, n: usize) -> usize {
+    let game = vec![0x5a; 1000];
+    for _ in 0..n {
+        let fwd = RoomMsg::Forward {
+            peer,
+            datagram: &game,
+        };
+        rooms.handle_datagram(now, host, &Msg::Room(fwd).encode(0));
+    }
+    sent_to(rooms, now, peer)
+        .iter()
+        .map(|t| t.bytes.len())
+        .sum()
+}
+
+#[test]
+fn a_hosted_rooms_session_id_is_no_proof_of_address() {
+    let now = Instant::now();
+    let mut rooms = Rooms::new(serve_config());
+    let (host, victim, moved) = (client_addr(1), client_addr(2), client_addr(3));
+    let session = open_hosted(&mut rooms, now, host, "den");
+    // Issue 50: one spoofed datagram naming the room's session from the victim's address,
+    // then the room's own host forwards to it: a reflector, 61 MB in 3 s.
+    let spoofed = Msg::Path(crate::session::msg::PathMsg::Probe).encode(session);
+    rooms.handle_datagram(now, victim, &spoofed);
+    let got = forward(&mut rooms, now, host, victim, 200);
+    assert!(
+        got <= spoofed.len(),
+        "the victim got {got} bytes for the {} it seemed to send",
+        spoofed.len()
+    );
+    assert!(rooms.stats().held_unvalidated > 0);
+    // A real joiner whose router moved it: its datagram names the session, it is sent a
+    // cookie, echoes it, and from then on gets everything its host forwards.
+    let datagram = [0u8; 64];
+    let mut probe = Msg::Path(crate::session::msg::PathMsg::Probe).encode(session);
+    probe.extend_from_slice(&datagram[..40]);
+    rooms.handle_datagram(now, moved, &probe);
+    let challenge = sent_to(&mut rooms, now, moved);
+    let retry = challenge
+        .iter()
+        .find(|t| matches!(Msg::decode(&t.bytes), Ok((_, Msg::Retry(_)))))
+        .expect("a cookie for the new address");
+    assert!(
+        forward(&mut rooms, now, host, moved, 5) < 5000,
+        "on probation"
+    );
+    rooms.handle_datagram(now, moved, &retry.bytes.clone());
+    assert_eq!(forward(&mut rooms, now, host, moved, 5), 5000, "proven");
+    // The victim's address never echoed: forgotten after its probation.
+    rooms.handle_timeout(now + rooms::PROBATION + Duration::from_secs(1));
+    let later = now + rooms::PROBATION + Duration::from_secs(1);
+    assert_eq!(forward(&mut rooms, later, host, victim, 5), 0);
+}
+
+#[test]
+fn one_address_fills_no_more_than_its_share_of_a_hosted_rooms_slots() {
+    let now = Instant::now();
+    let mut rooms = Rooms::new(serve_config());
+    let host = client_addr(1);
+    let session = open_hosted(&mut rooms, now, host, "den");
+    let probe = Msg::Path(crate::session::msg::PathMsg::Probe).encode(session);
+    // 32 ports of one machine (issue 50: they filled the room for 2 minutes).
+    for port in 0..32u16 {
+        let from = SocketAddr::from(([198, 51, 100, 9], 20_000 + port));
+        rooms.handle_datagram(now, from, &probe);
+    }
+    let relayed_from = |rooms: &mut Rooms| {
+        sent_to(rooms, now, host)
+            .iter()
+            .filter_map(|t| match Msg::decode(&t.bytes) {
+                Ok((_, Msg::Room(RoomMsg::Forward { peer, .. }))) => Some(peer),
+                _ => None,
+            })
+            .collect::<std::collections::HashSet<_>>()
+            .len()
+    };
+    assert_eq!(relayed_from(&mut rooms), rooms::MEMBERS_PER_PREFIX);
+    // Someone else still gets in.
+    let other = client_addr(7);
+    rooms.handle_datagram(now, other, &probe);
+    assert_eq!(relayed_from(&mut rooms), 1);
 }

@@ -58,6 +58,8 @@ pub const PUNCH_AT: [Duration; 6] = [
 pub const GIVE_UP: Duration = Duration::from_secs(3);
 /// The first punch to a candidate: enough to leave a home router, not to reach the other's.
 pub const LOW_TTL: u8 = 2;
+/// Copies of a `Candidates` message sent over the relay.
+const ADVERTISE_COPIES: usize = 2;
 /// A direct path with nothing sent for this long gets a tagged probe.
 pub const KEEPALIVE: Duration = Duration::from_millis(200);
 /// A direct path with nothing heard for this long goes back to the relay.
@@ -197,7 +199,10 @@ impl DirectPath {
     /// router forwards). Nothing in `PathMode::Relayed`.
     pub fn advertise(&mut self, addrs: &[SocketAddr]) {
         if self.mode != PathMode::Relayed && !addrs.is_empty() {
-            self.relay_out.push_back(PathMsg::candidates(addrs));
+            // Twice: it is said once, and one lost datagram would cost the direct path.
+            for _ in 0..ADVERTISE_COPIES {
+                self.relay_out.push_back(PathMsg::candidates(addrs));
+            }
         }
     }
 

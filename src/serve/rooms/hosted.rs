@@ -8,6 +8,14 @@
 //! - A joiner is relayed once its Hello proved its address (a cookie) and named the room;
 //!   every datagram from it goes to the host, and the host's `Forward`s go only to the
 //!   room's joiners: the server is nobody else's relay.
+//! - A datagram naming the room's session from an address in no room (a joiner whose
+//!   router changed its mapping) makes that address a member *on probation*: what it sends
+//!   goes to the host, but it is sent a `Retry` with a cookie and, until it echoes that,
+//!   at most what it sent (`validation`), whatever the host forwards. A session id is no
+//!   proof of address: anyone on the path of one datagram of the room may know it.
+//! - Members count per IP address (IPv6: per /64): at most [`MEMBERS_PER_PREFIX`], and a
+//!   member on probation is forgotten after [`PROBATION`] without its echo, so that one
+//!   machine's ports cannot fill a room's slots.
 //! - The introduction's wait is half the difference of the two round trips the server
 //!   measured (from its Retry to the echoed cookie), so that both sides' punches leave at
 //!   about the same time.
@@ -30,6 +38,30 @@ pub const MEMBER_SILENCE: Duration = Duration::from_secs(120);
 const DEFAULT_RTT: Duration = Duration::from_millis(100);
 /// Joiners (and would-be joiners) a hosted room relays at most, beyond its seats.
 const SPARE_MEMBERS: usize = 8;
+/// Members of one hosted room from one IPv4 address or IPv6 /64 (players behind one router
+/// each count).
+pub const MEMBERS_PER_PREFIX: usize = 6;
+/// A member on probation that has not echoed its cookie this long is forgotten.
+pub const PROBATION: Duration = Duration::from_secs(10);
+/// How long a room whose host said it left still relays the host's last datagrams (its
+/// goodbyes may arrive after the word that it left).
+const LEAVING_GRACE: Duration = Duration::from_millis(500);
+/// A member on probation is sent its cookie again at most this often.
+const RECHALLENGE: Duration = Duration::from_secs(1);
+
+/// A joiner of a hosted room, by address.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Member {
+    /// When last heard.
+    heard: Instant,
+    /// Its round trip to the server (its Retry's echo), for the introduction's timing.
+    rtt: Duration,
+    /// It echoed a cookie made for its address; until then it is on probation.
+    proven: bool,
+    /// When it joined (or was last challenged, while on probation).
+    since: Instant,
+    challenged: Instant,
+}
 
 pub(super) struct HostedRoom {
     pub(super) name: String,
@@ -42,11 +74,13 @@ pub(super) struct HostedRoom {
     /// When the host last said anything.
     heard: Instant,
     host_rtt: Duration,
-    /// Joiners by address: when last heard, their round trip to the server.
-    members: HashMap<SocketAddr, (Instant, Duration)>,
+    /// Joiners by address.
+    members: HashMap<SocketAddr, Member>,
     introduced: HashSet<SocketAddr>,
     /// The host's last `Present`.
     players: u8,
+    /// When its host said it left: it closes `LEAVING_GRACE` after.
+    left: Option<Instant>,
     pub(super) direct: u8,
     pub(super) relayed: u8,
     playing: bool,
@@ -73,9 +107,13 @@ pub(super) struct Ended {
 const MAX_ENDED: usize = 4096;
 
 impl HostedRoom {
-    /// Its joiners' IP addresses.
+    /// Its joiners' IP addresses (those that proved them).
     pub(super) fn member_ips(&self) -> Vec<IpAddr> {
-        self.members.keys().map(SocketAddr::ip).collect()
+        self.members
+            .iter()
+            .filter(|(_, m)| m.proven)
+            .map(|(a, _)| a.ip())
+            .collect()
     }
 
     pub(super) fn info(&self, now: Instant) -> RoomInfo {
@@ -143,6 +181,7 @@ impl Rooms {
                 members: HashMap::new(),
                 introduced: HashSet::new(),
                 players: 1,
+                left: None,
                 direct: 0,
                 relayed: 0,
                 playing: false,
@@ -153,27 +192,87 @@ impl Rooms {
         self.send(from, opened);
     }
 
-    /// A joiner's Hello (its address proven) or a joiner's datagram from a new address
-    /// (naming the room's session): relayed to the host from now on.
+    /// A joiner's Hello (`proven`: its address echoed a cookie) or a joiner's datagram from
+    /// a new address naming the room's session (on probation, and challenged): relayed to
+    /// the host from now on.
     pub(super) fn join_hosted(
         &mut self,
         now: Instant,
         from: SocketAddr,
         name: &str,
         datagram: &[u8],
+        proven: bool,
     ) {
         let rtt = self.rtts.get(&from).copied().unwrap_or(DEFAULT_RTT);
         let max_members = self.cfg.max_spectators as usize + MAX_PLAYERS + SPARE_MEMBERS;
-        let Some(room) = self.hosted.get_mut(name) else {
+        let Some(room) = self.hosted.get_mut(name).filter(|r| r.left.is_none()) else {
             return;
         };
-        if !room.members.contains_key(&from) && room.members.len() >= max_members {
-            let reason = format!("room {name} is busy: too many joiners at once; try again soon");
-            return self.refuse(from, reason);
+        if !room.members.contains_key(&from) {
+            let mine = prefix(from.ip());
+            let same = room
+                .members
+                .keys()
+                .filter(|a| prefix(a.ip()) == mine)
+                .count();
+            let busy = if room.members.len() >= max_members {
+                Some("too many joiners at once")
+            } else if same >= MEMBERS_PER_PREFIX {
+                Some("too many joiners from your address at once")
+            } else {
+                None
+            };
+            if let Some(why) = busy {
+                // Told only to an address that proved it receives: a refusal is no
+                // reflector either.
+                self.stats.rate_limited += 1;
+                if proven {
+                    let reason = format!("room {name} is busy: {why}; try again soon");
+                    self.refuse(from, reason);
+                }
+                return;
+            }
         }
-        room.members.insert(from, (now, rtt));
+        let session = room.session;
+        let member = room.members.entry(from).or_insert(Member {
+            heard: now,
+            rtt,
+            proven,
+            since: now,
+            challenged: now,
+        });
+        member.heard = now;
+        if proven && !member.proven {
+            (member.proven, member.rtt) = (true, rtt);
+        }
+        let probation = !member.proven;
         self.hosted_by_addr.insert(from, name.to_string());
+        if probation {
+            self.challenge_member(now, from, session);
+        }
         self.relay_to_host(name, from, datagram);
+    }
+
+    /// A cookie for a member on probation, under the room's session id: its joiner echoes
+    /// the `Retry` as it came (`session::participant::JoinRoute`). Within what the address
+    /// sent, like everything to it until then.
+    fn challenge_member(&mut self, now: Instant, to: SocketAddr, session: u32) {
+        self.stats.retries += 1;
+        self.retried.insert(to, now);
+        let cookie = self.cookies.make(now, to);
+        self.send(to, Msg::Retry(cookie).encode(session));
+    }
+
+    /// Whether `addr` is a hosted room's host or a member that proved its address.
+    pub(super) fn hosted_proven(&self, addr: SocketAddr) -> bool {
+        let Some(room) = self
+            .hosted_by_addr
+            .get(&addr)
+            .and_then(|n| self.hosted.get(n))
+        else {
+            return false;
+        };
+        room.host == addr || room.members.get(&addr).is_some_and(|m| m.proven)
     }
 
     /// A datagram from a hosted room's host or one of its joiners.
@@ -187,8 +286,27 @@ impl Rooms {
         };
         let kind = Header::parse(datagram).ok().map(|(h, _)| h.kind);
         if from != room.host {
-            if let Some(m) = room.members.get_mut(&from) {
-                m.0 = now;
+            let Some(m) = room.members.get_mut(&from) else {
+                self.hosted_by_addr.remove(&from);
+                return;
+            };
+            m.heard = now;
+            if kind == Some(Kind::Retry) {
+                // A member on probation echoes its cookie: its address is proven.
+                if let Ok((_, Msg::Retry(cookie))) = Msg::decode(datagram) {
+                    if !m.proven && self.cookies.check(now, from, &cookie) {
+                        m.proven = true;
+                        if let Some(sent) = self.retried.remove(&from) {
+                            m.rtt = now.saturating_duration_since(sent);
+                        }
+                    }
+                }
+                return;
+            }
+            if !m.proven && now >= m.challenged + RECHALLENGE {
+                m.challenged = now;
+                let session = room.session;
+                self.challenge_member(now, from, session);
             }
             if kind == Some(Kind::Room) {
                 // A joiner on a direct path says it is there; nothing else of the kind is
@@ -225,8 +343,11 @@ impl Rooms {
                 }),
             )) => {
                 if players == 0 {
-                    // Its host left (it counts itself while it is there).
-                    return self.close_hosted(now, &name, "its host left");
+                    // Its host left (it counts itself while it is there). Its goodbyes,
+                    // sent just before, may arrive after this: they are relayed for
+                    // `LEAVING_GRACE` more, and the room closes at the next sweep after.
+                    room.left.get_or_insert(now);
+                    return;
                 }
                 (room.players, room.direct, room.relayed, room.playing) =
                     (players, direct, relayed, playing);
@@ -264,7 +385,7 @@ impl Rooms {
         let Some(room) = self.hosted.get(name) else {
             return;
         };
-        let peer_rtt = room.members.get(&peer).map_or(DEFAULT_RTT, |m| m.1);
+        let peer_rtt = room.members.get(&peer).map_or(DEFAULT_RTT, |m| m.rtt);
         let longest = peer_rtt.max(room.host_rtt);
         let wait = |rtt: Duration| ((longest - rtt) / 2).as_millis().min(2000) as u16;
         let to_host = RoomMsg::Introduce {
@@ -284,19 +405,25 @@ impl Rooms {
 
     /// Closes hosted rooms whose host went silent and forgets silent joiners.
     pub(super) fn sweep_hosted(&mut self, now: Instant) {
-        let silent: Vec<String> = self
+        let silent: Vec<(String, &str)> = self
             .hosted
             .values()
-            .filter(|r| now >= r.heard + HOSTED_SILENCE)
-            .map(|r| r.name.clone())
+            .filter_map(|r| match r.left {
+                Some(t) if now >= t + LEAVING_GRACE => Some((r.name.clone(), "its host left")),
+                _ if now >= r.heard + HOSTED_SILENCE => {
+                    Some((r.name.clone(), "its host went silent"))
+                }
+                _ => None,
+            })
             .collect();
-        for name in silent {
-            self.close_hosted(now, &name, "its host went silent");
+        for (name, why) in silent {
+            self.close_hosted(now, &name, why);
         }
         let mut gone = Vec::new();
         for room in self.hosted.values_mut() {
-            room.members.retain(|addr, (heard, _)| {
-                let keep = now < *heard + MEMBER_SILENCE;
+            room.members.retain(|addr, m| {
+                let keep =
+                    now < m.heard + MEMBER_SILENCE && (m.proven || now < m.since + PROBATION);
                 if !keep {
                     gone.push(*addr);
                 }

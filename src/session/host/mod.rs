@@ -52,6 +52,10 @@ pub const GUESS_EVERY: Duration = Duration::from_secs(12);
 /// crashed and runs `join` again) only once the seat has been silent this long: a name
 /// alone never replaces a player who is still talking.
 pub const TAKEOVER_SILENCE: Duration = Duration::from_secs(1);
+/// How long a seat whose player's link dropped is kept for that player: only a Hello
+/// showing the seat's key (`Welcome::seat_key`) gets it meanwhile; after it, a name does.
+/// As long as a joiner tries to reconnect by default.
+pub const SEAT_KEPT: Duration = Duration::from_secs(60);
 /// Copies of a Bye sent (no ack; three copies survive 25% loss 98% of the time).
 const BYE_COPIES: usize = 3;
 /// Default `HostConfig::ready_timeout`: a ready joiner waiting in the lobby says it is there

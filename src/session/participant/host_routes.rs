@@ -336,7 +336,6 @@ impl HostRoutes {
         for (peer, route) in &mut self.routes {
             let seal = |bytes: &mut Vec<u8>| endpoint.seal_for(*peer, bytes);
             route.path.seal_sends(id, seal, &mut self.out);
-            let seal = |bytes: &mut Vec<u8>| endpoint.seal_for(*peer, bytes);
             route.path.seal_relayed(id, seal, &mut relayed);
             for datagram in relayed.drain(..) {
                 let forward = RoomMsg::Forward {
