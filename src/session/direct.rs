@@ -767,8 +767,8 @@ mod tests {
         let victim = addr("192.0.2.66:53");
         assert!(!p.handle_punch_back(t0 + PUNCH_AT[1], victim, p.token_for(b)));
         p.handle_punch(t0 + PUNCH_AT[1], victim, [5; 8], [6; 8]);
-        for step in 2..PUNCH_AT.len() {
-            p.handle_timeout(t0 + PUNCH_AT[step], [4; 8]);
+        for at in &PUNCH_AT[2..] {
+            p.handle_timeout(t0 + *at, [4; 8]);
         }
         let to_victim = std::iter::from_fn(|| p.poll_send())
             .filter(|(to, _, _)| *to == victim)
