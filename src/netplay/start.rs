@@ -340,7 +340,7 @@ fn host_start(
         Endpoint::new(Instant::now(), cfg, info, state, sram).map_err(NetplayError::Session)?;
     let (now, pcfg) = (Instant::now(), opts.net.participant());
     let mut participant = match &in_room {
-        Some(room) => Participant::host_room(now, endpoint, lcfg, pcfg, room.server),
+        Some(room) => Participant::host_room(now, endpoint, lcfg, pcfg, room.server, &room.key),
         None => Participant::host(now, endpoint, lcfg, pcfg),
     };
     let start_with = match opts.start_with {
@@ -499,6 +499,8 @@ struct HostedRoom {
     server: SocketAddr,
     /// The server as the invite names it.
     server_name: String,
+    /// The room's secret with the server (`RoomOpener::room_key`).
+    key: [u8; session::msg::ROOM_KEY_LEN],
 }
 
 /// Opens a room that this process hosts on `server` (nothing is uploaded).
@@ -526,6 +528,7 @@ fn open_hosted_room(
     let room = HostedRoom {
         name,
         session: opener.session(),
+        key: opener.room_key(),
         server: moved,
         server_name: if moved == addr {
             server.to_string()

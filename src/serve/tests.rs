@@ -14,6 +14,7 @@ use crate::session::{
     Handled, JoinConfig, JoinEvent, JoinSession, OpenEvent, RoomOpener, Seat, SeatEvent,
     StartPayload,
 };
+use crate::wire::keys::{Keys, Side};
 use crate::wire::Transmit;
 
 const SERVER: SocketAddr = SocketAddr::new(
@@ -770,10 +771,12 @@ fn a_hosted_rooms_recording_is_taken_from_its_players_only_whole_and_within_boun
         &Msg::Room(RoomMsg::Open(request.clone())).encode(0),
     );
     let opened = sent_to(&mut rooms, now, host);
-    let session = opened
+    let (session, keys) = opened
         .iter()
         .find_map(|t| match Msg::decode(&t.bytes) {
-            Ok((h, Msg::Room(RoomMsg::Opened { .. }))) => Some(h.session),
+            Ok((h, Msg::Room(RoomMsg::Opened { key, .. }))) => {
+                Some((h.session, Keys::for_room(&key, Side::Joiner)))
+            }
             _ => None,
         })
         .expect("the room opens");
@@ -791,7 +794,14 @@ fn a_hosted_rooms_recording_is_taken_from_its_players_only_whole_and_within_boun
         relayed: 0,
         playing: false,
     };
-    rooms.handle_datagram(now, host, &Msg::Room(gone).encode(session));
+    // Issue 50: the same words forged from the host's address (untagged) change nothing.
+    let forged = Msg::Room(gone.clone()).encode(session);
+    rooms.handle_datagram(now, host, &forged);
+    now += Duration::from_secs(2);
+    rooms.handle_timeout(now);
+    assert!(!rooms.is_empty(), "a forged Present closed the room");
+    assert!(rooms.stats().dropped_auth > 0);
+    rooms.handle_datagram(now, host, &tagged(&keys, gone));
     // Closed once its last goodbyes had time to cross.
     now += Duration::from_secs(2);
     rooms.handle_timeout(now);
@@ -902,8 +912,9 @@ fn a_player_who_asks_for_no_replay_keeps_the_room_out_of_the_archive() {
     assert_eq!(rooms.stats().uploads_not_shared, 1);
 }
 
-/// Opens hosted room `name` from `host` (its address proven first): its session id.
-fn open_hosted(rooms: &mut Rooms, now: Instant, host: SocketAddr, name: &str) -> u32 {
+/// Opens hosted room `name` from `host` (its address proven first): its session id and
+/// the host's keys with the server.
+fn open_hosted(rooms: &mut Rooms, now: Instant, host: SocketAddr, name: &str) -> (u32, Keys) {
     prove(rooms, now, host);
     let mut request = open(2, name, false);
     request.hosted = true;
@@ -911,21 +922,36 @@ fn open_hosted(rooms: &mut Rooms, now: Instant, host: SocketAddr, name: &str) ->
     sent_to(rooms, now, host)
         .iter()
         .find_map(|t| match Msg::decode(&t.bytes) {
-            Ok((h, Msg::Room(RoomMsg::Opened { .. }))) => Some(h.session),
+            Ok((h, Msg::Room(RoomMsg::Opened { key, .. }))) => {
+                Some((h.session, Keys::for_room(&key, Side::Joiner)))
+            }
             _ => None,
         })
         .expect("the room opens")
 }
 
+/// A room message from a hosted room's host, tagged with its keys.
+fn tagged(keys: &Keys, msg: RoomMsg<'_>) -> Vec<u8> {
+    let mut bytes = Msg::Room(msg).encode(0);
+    keys.seal(&mut bytes);
+    bytes
+}
+
 /// The host forwards `n` datagrams of `len` bytes to `peer`: the bytes the server sent it.
-fn forward(rooms: &mut Rooms, now: Instant, host: SocketAddr, peer: SocketAddr, n: usize) -> usize {
+fn forward(
+    rooms: &mut Rooms,
+    now: Instant,
+    (host, keys): (SocketAddr, &Keys),
+    peer: SocketAddr,
+    n: usize,
+) -> usize {
     let game = vec![0x5a; 1000];
     for _ in 0..n {
         let fwd = RoomMsg::Forward {
             peer,
             datagram: &game,
         };
-        rooms.handle_datagram(now, host, &Msg::Room(fwd).encode(0));
+        rooms.handle_datagram(now, host, &tagged(keys, fwd));
     }
     sent_to(rooms, now, peer)
         .iter()
@@ -938,12 +964,12 @@ fn a_hosted_rooms_session_id_is_no_proof_of_address() {
     let now = Instant::now();
     let mut rooms = Rooms::new(serve_config());
     let (host, victim, moved) = (client_addr(1), client_addr(2), client_addr(3));
-    let session = open_hosted(&mut rooms, now, host, "den");
+    let (session, keys) = open_hosted(&mut rooms, now, host, "den");
     // Issue 50: one spoofed datagram naming the room's session from the victim's address,
     // then the room's own host forwards to it: a reflector, 61 MB in 3 s.
     let spoofed = Msg::Path(crate::session::msg::PathMsg::Probe).encode(session);
     rooms.handle_datagram(now, victim, &spoofed);
-    let got = forward(&mut rooms, now, host, victim, 200);
+    let got = forward(&mut rooms, now, (host, &keys), victim, 200);
     assert!(
         got <= spoofed.len(),
         "the victim got {got} bytes for the {} it seemed to send",
@@ -962,15 +988,19 @@ fn a_hosted_rooms_session_id_is_no_proof_of_address() {
         .find(|t| matches!(Msg::decode(&t.bytes), Ok((_, Msg::Retry(_)))))
         .expect("a cookie for the new address");
     assert!(
-        forward(&mut rooms, now, host, moved, 5) < 5000,
+        forward(&mut rooms, now, (host, &keys), moved, 5) < 5000,
         "on probation"
     );
     rooms.handle_datagram(now, moved, &retry.bytes.clone());
-    assert_eq!(forward(&mut rooms, now, host, moved, 5), 5000, "proven");
+    assert_eq!(
+        forward(&mut rooms, now, (host, &keys), moved, 5),
+        5000,
+        "proven"
+    );
     // The victim's address never echoed: forgotten after its probation.
     rooms.handle_timeout(now + rooms::PROBATION + Duration::from_secs(1));
     let later = now + rooms::PROBATION + Duration::from_secs(1);
-    assert_eq!(forward(&mut rooms, later, host, victim, 5), 0);
+    assert_eq!(forward(&mut rooms, later, (host, &keys), victim, 5), 0);
 }
 
 #[test]
@@ -978,7 +1008,7 @@ fn one_address_fills_no_more_than_its_share_of_a_hosted_rooms_slots() {
     let now = Instant::now();
     let mut rooms = Rooms::new(serve_config());
     let host = client_addr(1);
-    let session = open_hosted(&mut rooms, now, host, "den");
+    let (session, keys) = open_hosted(&mut rooms, now, host, "den");
     let probe = Msg::Path(crate::session::msg::PathMsg::Probe).encode(session);
     // 32 ports of one machine (issue 50: they filled the room for 2 minutes).
     for port in 0..32u16 {
@@ -988,8 +1018,8 @@ fn one_address_fills_no_more_than_its_share_of_a_hosted_rooms_slots() {
     let relayed_from = |rooms: &mut Rooms| {
         sent_to(rooms, now, host)
             .iter()
-            .filter_map(|t| match Msg::decode(&t.bytes) {
-                Ok((_, Msg::Room(RoomMsg::Forward { peer, .. }))) => Some(peer),
+            .filter_map(|t| match keys.open(&t.bytes).map(Msg::decode) {
+                Some(Ok((_, Msg::Room(RoomMsg::Forward { peer, .. })))) => Some(peer),
                 _ => None,
             })
             .collect::<std::collections::HashSet<_>>()

@@ -28,6 +28,7 @@ use rand::Rng;
 
 use super::*;
 use crate::session::msg::ROOM_KEY_LEN;
+use crate::wire::keys::{Keys, Side};
 
 /// A hosted room whose host is silent this long closes (its players' reconnects end too).
 pub const HOSTED_SILENCE: Duration = Duration::from_secs(60);
@@ -69,8 +70,9 @@ pub(super) struct HostedRoom {
     pub(super) open: OpenRoom,
     pub(super) opened: Instant,
     pub(super) session: u32,
-    /// The secret the server and the host tag their Room datagrams with.
+    /// The secret the server and the host tag their Room datagrams with, and its keys.
     key: [u8; ROOM_KEY_LEN],
+    keys: Keys,
     /// When the host last said anything.
     heard: Instant,
     host_rtt: Duration,
@@ -176,6 +178,7 @@ impl Rooms {
                 opened: now,
                 session,
                 key,
+                keys: Keys::for_room(&key, Side::Host),
                 heard: now,
                 host_rtt,
                 members: HashMap::new(),
@@ -315,12 +318,27 @@ impl Rooms {
             }
             return self.relay_to_host(&name, from, datagram);
         }
-        room.heard = now;
         if kind != Some(Kind::Room) {
             self.stats.garbage += 1;
             return;
         }
-        match Msg::decode(datagram) {
+        // Only the host has the room's keys: nothing is taken from its address alone.
+        let Some(body) = room.keys.open(datagram) else {
+            if matches!(Msg::decode(datagram), Ok((_, Msg::Room(RoomMsg::Open(_))))) {
+                // Its Open again, untagged: the Opened (and the key) was lost.
+                let opened = Msg::Room(RoomMsg::Opened {
+                    room: name.clone(),
+                    key: room.key,
+                })
+                .encode(room.session);
+                self.send(from, opened);
+            } else {
+                self.stats.dropped_auth += 1;
+            }
+            return;
+        };
+        room.heard = now;
+        match Msg::decode(body) {
             Ok((_, Msg::Room(RoomMsg::Forward { peer, datagram }))) => {
                 if !room.members.contains_key(&peer) {
                     self.stats.wrong_room += 1;
@@ -371,11 +389,12 @@ impl Rooms {
         };
         let host = room.host;
         self.stats.bytes_relayed += datagram.len() as u64;
-        let bytes = Msg::Room(RoomMsg::Forward {
+        let mut bytes = Msg::Room(RoomMsg::Forward {
             peer: from,
             datagram,
         })
         .encode(0);
+        room.keys.seal(&mut bytes);
         self.send(host, bytes);
     }
 
@@ -399,7 +418,9 @@ impl Rooms {
             wait_ms: wait(peer_rtt),
         };
         let host = room.host;
-        self.send(host, Msg::Room(to_host).encode(0));
+        let mut to_host = Msg::Room(to_host).encode(0);
+        room.keys.seal(&mut to_host);
+        self.send(host, to_host);
         self.send(peer, Msg::Room(to_peer).encode(0));
     }
 

@@ -339,15 +339,17 @@ impl Participant {
 
     /// The host's side of a room it hosts on `server` (`framelock host --server`): the
     /// server relays its joiners and introduces them for direct paths (`session::direct`).
+    /// `room_key` is the secret the server's `Opened` gave (`RoomOpener::room_key`).
     pub fn host_room(
         now: Instant,
         endpoint: Endpoint,
         local: lockstep::Config,
         cfg: ParticipantConfig,
         server: SocketAddr,
+        room_key: &[u8; crate::session::msg::ROOM_KEY_LEN],
     ) -> Participant {
         let seed = u64::from(endpoint.session_id()) ^ 0x9e37_79b9_7f4a_7c15;
-        let routes = HostRoutes::new(now, server, cfg.path, seed);
+        let routes = HostRoutes::new(now, server, cfg.path, seed, room_key);
         let mut p = Participant::host(now, endpoint, local, cfg);
         if let Participant::Host(h) = &mut p {
             h.routes = Some(routes);
