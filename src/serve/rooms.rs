@@ -42,6 +42,8 @@ mod validation;
 
 use crate::input::MAX_PLAYERS;
 use directory::Claim;
+#[cfg(test)]
+pub(super) use hosted::private_only;
 use hosted::HostedRoom;
 pub use hosted::{HOSTED_SILENCE, MEMBERS_PER_PREFIX, MEMBER_SILENCE, PROBATION};
 use listing::NAMED_ROOMS;

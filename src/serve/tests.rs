@@ -1031,3 +1031,21 @@ fn one_address_fills_no_more_than_its_share_of_a_hosted_rooms_slots() {
     rooms.handle_datagram(now, other, &probe);
     assert_eq!(relayed_from(&mut rooms), 1);
 }
+
+#[test]
+fn a_hosted_rooms_joiners_punch_only_its_private_local_addresses() {
+    let named: Vec<SocketAddr> = [
+        "192.168.1.20:7845",
+        "10.1.2.3:7845",
+        "203.0.113.50:53",
+        "8.8.8.8:53",
+        "[fd00::5]:7845",
+        "[fe80::1]:7845",
+        "[2001:db8::1]:53",
+    ]
+    .iter()
+    .map(|s| s.parse().unwrap())
+    .collect();
+    let kept = rooms::private_only(&named);
+    assert_eq!(kept, [named[0], named[1], named[4], named[5]]);
+}

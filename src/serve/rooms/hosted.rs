@@ -136,6 +136,21 @@ impl HostedRoom {
     }
 }
 
+/// The local addresses a creator named that a joiner may punch: only private, link-local
+/// or loopback ones (two players behind one router), never a public address a creator
+/// could aim every joiner's punches at. Told only at the introduction, after the host
+/// welcomed the joiner (its password checked).
+pub(crate) fn private_only(locals: &[SocketAddr]) -> Vec<SocketAddr> {
+    let private = |ip: IpAddr| match ip {
+        IpAddr::V4(v4) => v4.is_private() || v4.is_link_local() || v4.is_loopback(),
+        IpAddr::V6(v6) => {
+            let s = v6.segments()[0];
+            v6.is_loopback() || (s & 0xfe00) == 0xfc00 || (s & 0xffc0) == 0xfe80
+        }
+    };
+    locals.iter().copied().filter(|a| private(a.ip())).collect()
+}
+
 impl Rooms {
     /// The room's name is this server's: a hosted room opens at once.
     pub(super) fn open_hosted(
@@ -414,7 +429,7 @@ impl Rooms {
         };
         let to_peer = RoomMsg::Introduce {
             peer: room.host,
-            locals: room.open.locals.clone(),
+            locals: private_only(&room.open.locals),
             wait_ms: wait(peer_rtt),
         };
         let host = room.host;
