@@ -314,11 +314,12 @@ pub fn default_path() -> Option<PathBuf> {
     directories::ProjectDirs::from("", "", "framelock").map(|d| d.config_dir().join("config.toml"))
 }
 
-/// `~/.cache/framelock` (`$XDG_CACHE_HOME/framelock`).
+/// `~/.cache/framelock` (`$XDG_CACHE_HOME/framelock`); without a home directory, the
+/// system's temporary one (a cache may go, and must not land in whatever folder this runs in).
 fn cache_dir() -> PathBuf {
     directories::ProjectDirs::from("", "", "framelock")
         .map(|d| d.cache_dir().to_path_buf())
-        .unwrap_or_else(|| PathBuf::from("framelock-cache"))
+        .unwrap_or_else(|| std::env::temp_dir().join("framelock-cache"))
 }
 
 /// `~/.local/share/framelock` (honours `XDG_DATA_HOME`); on Windows

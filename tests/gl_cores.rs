@@ -308,20 +308,12 @@ fn quadpong_passes_the_sync_test_8_deep_and_runs_ahead() {
 }
 
 #[test]
-fn host_and_join_stay_in_sync_over_a_bad_link_with_speculation() {
+fn host_and_join_stay_in_sync_over_a_bad_link_with_default_flags_rolling_back() {
+    // No --speculate: rollback is on by default, after the GL core passes its check.
     let dir = tempfile::tempdir().unwrap();
     let port = free_port();
     let link = "delay=50ms,jitter=20ms,loss=5%";
-    let common = [
-        "--core",
-        &q(),
-        "--frames",
-        "600",
-        "--speculate",
-        "auto",
-        "--netsim",
-        link,
-    ];
+    let common = ["--core", &q(), "--frames", "600", "--netsim", link];
     let mut h = args(&["--players", "2", "--bot", "1:human"]);
     h.extend(args(&common));
     let mut host = start_host(dir.path(), port, &h);

@@ -4,7 +4,9 @@
 //! play in sync. In a room its creator hosts, players behind routers that map a port the same
 //! way for every destination go direct, introduced by the server; routers that map per
 //! destination stay relayed; a direct path a router starts dropping falls back to the relay;
-//! a friend who joins late and loses Wi-Fi for 10 s comes back and goes direct again.
+//! a friend who joins late and loses Wi-Fi for 10 s comes back and goes direct again; one
+//! who joins late from behind a symmetric router 1.5 s away is welcomed however long the
+//! direct attempt held her state.
 
 mod nat_common;
 mod netplay_common;
@@ -542,4 +544,68 @@ fn two_cone_homes_whose_routers_take_wan_input_still_go_direct() {
     assert_eq!(j["path"], "direct", "{j}");
     let relayed = served["bytes_relayed"].as_u64().unwrap();
     assert!(relayed < 20_000, "{served}");
+}
+
+#[test]
+fn a_late_joiner_behind_a_symmetric_router_is_welcomed_however_long_the_path_attempt_takes() {
+    // A hosted room (`--path auto`): the host in one home, bob in another; ana joins the
+    // running game from behind a symmetric router (no direct path: the host holds her state
+    // through the 3-s attempt) 1.5 s away, and a spectator at the same moment. Her stream
+    // starts at her state's frame however long that took.
+    let lab = Lab::with_symmetric(3, &[3]);
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let mut server = start_server(d, &lab);
+    let frames = ["--frames", "2400", "--path", "auto"];
+    let host_args = [
+        &frames[..],
+        &["--bot", "1", "--players", "3", "--start-with", "2"],
+    ]
+    .concat();
+    let mut host = open_room(d, &lab, 1, "den", &host_args);
+    let mut bob = join_room(
+        d,
+        &lab,
+        2,
+        "bob",
+        "den",
+        &[&frames[..], &["--bot", "2"]].concat(),
+    );
+    bob.expect_log("netplay: in session", Duration::from_secs(30));
+    std::thread::sleep(Duration::from_secs(8));
+    let log = d.join("ana.flr");
+    let ana_args = [
+        &frames[..],
+        &["--bot", "3", "--name", "ana", "--netsim", "delay=1500ms"],
+        &["--record", log.to_str().unwrap()],
+    ]
+    .concat();
+    let mut ana = join_room(d, &lab, 3, "ana", "den", &ana_args);
+    let eve_args = [
+        "spectate",
+        SERVER,
+        "--room",
+        "den",
+        "--headless",
+        "--frames",
+        "2400",
+    ];
+    let mut eve = spawn(d, &lab.home(2), "eve", &eve_args);
+    for p in [&mut ana, &mut eve, &mut bob, &mut host] {
+        p.wait_ok(Duration::from_secs(120));
+    }
+    let want = checksum(&host.read_stats());
+    for p in [&bob, &ana, &eve] {
+        assert_eq!(
+            checksum(&p.read_stats()),
+            want,
+            "{}\n{}",
+            p.label,
+            p.log_text()
+        );
+    }
+    let a = ana.read_stats();
+    assert_eq!(a["path"], "relayed", "{a}");
+    stop_server(&mut server);
+    netplay_common::assert_log_verifies(d, &log);
 }

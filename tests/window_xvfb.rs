@@ -688,3 +688,64 @@ fn chat_works_in_the_lobby_windows() {
         s.shots.display()
     );
 }
+
+#[test]
+fn the_status_bar_shows_rollbacks_delay_and_how_far_the_picture_runs_ahead() {
+    // A host in a window (scale 2) with default flags and a headless joiner 100 ms away
+    // (each side delays what it sends by 50 ms): rollback is on, and the host's status bar
+    // reads "delay 0 ahead N rollbacks R/s".
+    let mut s = WindowSession::new("rollback");
+    let port = s.port.clone();
+    let run = [
+        "--frames",
+        "1500",
+        "--bot",
+        "1:human",
+        "--netsim",
+        "delay=50ms",
+    ];
+    s.spawn(
+        "host",
+        &[&["host", "--port", &port, "--scale", "2"], &run[..]].concat(),
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    let addr = format!("127.0.0.1:{port}");
+    s.spawn(
+        "join",
+        &[
+            "join",
+            &addr,
+            "--headless",
+            "--frames",
+            "1500",
+            "--bot",
+            "2:human",
+            "--netsim",
+            "delay=50ms",
+        ],
+    );
+    s.wait_log("host", "joined", Duration::from_secs(30));
+    let found = s.look_for(
+        Duration::from_secs(25),
+        |screen| {
+            screen.map(|screen| {
+                (
+                    find_text(screen, "DELAY 0 AHEAD", 2),
+                    find_text(screen, "ROLLBACKS", 2),
+                )
+            })
+        },
+        |f| f.is_some_and(|(a, b)| a.is_some() && b.is_some()),
+    );
+    let (delay, rollbacks) = found.unwrap_or_default();
+    assert!(
+        delay.is_some_and(|(_, y)| y >= 480) && rollbacks.is_some(),
+        "no \"delay 0 ahead\" and \"rollbacks\" in the host's status bar: {delay:?} {rollbacks:?} \
+         ({})\n{}",
+        s.shots.display(),
+        s.log("host")
+    );
+    assert!(s.log("host").contains("rollback on"), "{}", s.log("host"));
+    let h = s.wait_exit("host", Duration::from_secs(60));
+    assert!(h.is_some_and(|s| s.success()), "{}", s.log("host"));
+}

@@ -18,8 +18,13 @@ use super::{AvInfo, CoreConfig, HostError};
 use crate::input::{Inputs, Pad};
 
 /// Option values that keep peers in step, used in netplay unless the caller sets the key:
-/// FBNeo's hiscore files differ between machines.
-pub const NETPLAY_OPTION_DEFAULTS: &[(&str, &str)] = &[("fbneo-hiscores", "disabled")];
+/// FBNeo's hiscore files differ between machines, and Genesis Plus GX's emulated 68K
+/// address errors do not come back equal from its saved states (`play --sync-test 8`
+/// fails on Airstriker with them), which rollback loads every few frames.
+pub const NETPLAY_OPTION_DEFAULTS: &[(&str, &str)] = &[
+    ("fbneo-hiscores", "disabled"),
+    ("genesis_plus_gx_addr_error", "disabled"),
+];
 
 pub struct HostState {
     pub system_dir: CString,

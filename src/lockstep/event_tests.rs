@@ -426,3 +426,39 @@ fn a_player_that_says_it_is_starting_is_held_in_until_it_runs() {
     );
     assert!(!server.starting(at(16_000), PeerId(1)), "gone");
 }
+
+#[test]
+fn a_player_still_loading_is_not_lost_to_the_servers_silence_until_it_runs() {
+    // A joiner loading its game (and running the rollback check: seconds on a slow core)
+    // has sent no CTRL, so the server sends it nothing: that silence is no lost link. Once
+    // it runs, two seconds of silence are.
+    let t0 = Instant::now();
+    let cfg = config(2, 2);
+    let timeout = cfg.timeout;
+    let mut c = Client::new(t0, cfg, PeerId(1)).unwrap();
+    let mut now = t0;
+    while now < t0 + Duration::from_secs(10) {
+        now += Duration::from_millis(100);
+        c.handle_timeout(now);
+        while c.poll_transmit(now).is_some() {}
+    }
+    assert!(!c.is_lost(), "lost while loading");
+    let mut events = Vec::new();
+    while let Some(e) = c.poll_event() {
+        events.push(e);
+    }
+    assert!(events.is_empty(), "warned while loading: {events:?}");
+    // It runs: its first sample sends the first CTRL, and the server stays silent.
+    c.push_local_input(now, Pad::default());
+    assert!(c.poll_transmit(now).is_some(), "no first CTRL");
+    let ran = now;
+    while now < ran + timeout + Duration::from_millis(200) {
+        now += Duration::from_millis(100);
+        c.handle_timeout(now);
+        while c.poll_transmit(now).is_some() {}
+    }
+    assert!(
+        c.is_lost(),
+        "not lost after {timeout:?} of silence while running"
+    );
+}

@@ -58,8 +58,9 @@
 //!   from the same frame.
 //! - Desync detection: clients report checksums; the server compares them with the host
 //!   player's (slot 0), raises [`ServerEvent::Desync`] and tells every client.
-//! - Late streams: the server keeps 4 s of published frames, so a client can start from a
-//!   machine state at a recent frame ([`Client::new_at`], [`Server::add_late_peer`]). A
+//! - Late streams: the server keeps 4 s of published frames, and every frame from a state
+//!   handed out until its stream starts ([`Server::keep_from`]), so a client can start from
+//!   a machine state at a recent frame ([`Client::new_at`], [`Server::add_late_peer`]). A
 //!   late player is sent every frame from there with neutral input on its seat, and no
 //!   frame waits for it, until its newest sample is within the lead and two keyframe
 //!   intervals of the frontier (it caught up, running what it holds up to 4 frames per
@@ -75,6 +76,10 @@
 //!   and send CTRLs with acks only. Nothing of the players' waits for them; a silent one is
 //!   dropped, and one more than 2 s behind gets no frames until its driver gives it a
 //!   fresh state ([`Server::restart_spectator`], [`Client::skip_to`]).
+//! - Hand-over: the server can move to another process mid-game, from the frames the
+//!   players agreed on, with no press lost ([`merge_agreed`], [`Client::rehome`],
+//!   [`Server::resume`]; design in `handover`); [`best_place`] and [`AuthorityPlacement`]
+//!   say where it serves everyone's round trips best (`placement`).
 //!
 //! # Optimistic mode
 //! With [`Mode::Optimistic`] everything above holds (samples, CTRLs and UPDATEs, their
@@ -163,10 +168,12 @@ mod budget;
 mod client;
 mod codec;
 mod frame;
+mod handover;
 mod lead;
 mod link;
 mod msg;
 mod pause;
+mod placement;
 mod playout;
 mod roster;
 mod rtt;
@@ -178,6 +185,8 @@ mod timesync;
 mod bounds_tests;
 #[cfg(test)]
 mod event_tests;
+#[cfg(test)]
+mod handover_tests;
 #[cfg(test)]
 mod late_tests;
 #[cfg(test)]
@@ -199,8 +208,10 @@ use crate::input::MAX_PLAYERS;
 
 pub use client::{Client, ClientEvent};
 pub use frame::{Frame, PeerId, Slot, SpectatorId};
+pub use handover::{merge_agreed, HandoverConflict};
 pub use msg::PauseRefusal;
 pub use pause::{OWNED_FOR, PAUSES_PER_WINDOW, PAUSE_WINDOW};
+pub use placement::{best_place, longest_rtt, AuthorityPlacement, Move, Place};
 pub use roster::{own_name, Roster};
 pub use server::{PeerLeftReason, Server, ServerEvent, SPECTATOR_LAG_SECS, SPECTATOR_TIMEOUT};
 pub use stats::{

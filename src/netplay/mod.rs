@@ -40,6 +40,8 @@ mod world;
 #[cfg(test)]
 mod world_direct_tests;
 #[cfg(test)]
+mod world_handover_tests;
+#[cfg(test)]
 mod world_log;
 #[cfg(test)]
 mod world_pause_tests;

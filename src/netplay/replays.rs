@@ -307,9 +307,21 @@ pub fn share(
         }
         if sent_at.is_none_or(|t| now >= t + RESEND) {
             sent_at = Some(now);
+            // Until the server answers, only an empty first piece: a server that keeps no
+            // replays (or has no such room) refuses it, and hears a few bytes, not a window.
+            if !heard {
+                let probe = RoomMsg::Share {
+                    total,
+                    hash,
+                    offset: 0,
+                    bytes: &[],
+                };
+                link.send(now, server, Msg::Room(probe).encode(session));
+            }
             // Go-back-N: the server takes pieces in order only.
             let first = acked as usize / REPLAY_PIECE;
-            for i in first..(first + WINDOW as usize).min(pieces as usize) {
+            let window = if heard { WINDOW as usize } else { 0 };
+            for i in first..(first + window).min(pieces as usize) {
                 let start = i * REPLAY_PIECE;
                 let end = (start + REPLAY_PIECE).min(recording.len());
                 let msg = RoomMsg::Share {
@@ -332,7 +344,12 @@ pub fn share(
                     if done {
                         return Ok(());
                     }
-                    heard = true;
+                    if !heard {
+                        // The probe's answer: the window goes out at once.
+                        heard = true;
+                        heard_at = now;
+                        sent_at = None;
+                    }
                     if received > acked {
                         acked = received;
                         heard_at = now;
@@ -345,5 +362,71 @@ pub fn share(
         }
         link.wait_until(now, Some(now + Duration::from_millis(5)))
             .map_err(|e| e.to_string())?;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::net::UdpSocket;
+
+    use super::*;
+
+    /// A server on loopback: refuses every upload (`keeps`: false) or takes it whole; the
+    /// bytes the uploader sent it.
+    fn server(keeps: bool) -> (SocketAddr, std::thread::JoinHandle<usize>) {
+        let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
+        sock.set_read_timeout(Some(Duration::from_millis(800)))
+            .unwrap();
+        let addr = sock.local_addr().unwrap();
+        let handle = std::thread::spawn(move || {
+            let (mut heard, mut got, mut buf) = (0, Vec::new(), [0u8; 2048]);
+            while let Ok((n, from)) = sock.recv_from(&mut buf) {
+                heard += n;
+                let Ok((
+                    h,
+                    Msg::Room(RoomMsg::Share {
+                        total,
+                        offset,
+                        bytes,
+                        ..
+                    }),
+                )) = Msg::decode(&buf[..n])
+                else {
+                    continue;
+                };
+                let answer = if !keeps {
+                    Msg::Refuse("this server keeps no replays".into())
+                } else {
+                    if offset as usize == got.len() {
+                        got.extend_from_slice(bytes);
+                    }
+                    let done = got.len() == total as usize;
+                    Msg::Room(RoomMsg::ShareAck {
+                        received: got.len() as u32,
+                        done,
+                    })
+                };
+                sock.send_to(&answer.encode(h.session), from).unwrap();
+            }
+            heard
+        });
+        (addr, handle)
+    }
+
+    #[test]
+    fn a_server_that_keeps_no_replays_hears_only_the_probe_and_one_that_does_gets_it_all() {
+        let recording = vec![7u8; 7 * REPLAY_PIECE + 123];
+        let (addr, refusing) = server(false);
+        let mut link = Link::client(addr, None).unwrap();
+        let why = share(&mut link, addr, 0x1234, &recording).unwrap_err();
+        assert!(why.contains("keeps no replays"), "{why}");
+        let heard = refusing.join().unwrap();
+        // The empty first piece only: not the window of pieces (7 KB here).
+        assert!(heard < 100, "a refusing server heard {heard} bytes");
+
+        let (addr, keeping) = server(true);
+        let mut link = Link::client(addr, None).unwrap();
+        share(&mut link, addr, 0x1234, &recording).unwrap();
+        assert!(keeping.join().unwrap() > recording.len());
     }
 }

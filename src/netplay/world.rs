@@ -123,8 +123,9 @@ struct Opening {
     opener: RoomOpener,
     password: Option<String>,
     cfg: ParticipantConfig,
-    /// It hosts the room itself (`hosted`), with this many seats.
-    hosted: Option<u8>,
+    /// It hosts the room itself (`hosted`), with this many seats, starting with this
+    /// many players.
+    hosted: Option<(u8, u8)>,
 }
 
 /// What a room's creator asks for.
@@ -139,6 +140,8 @@ pub struct RoomSpec {
     pub keyframe_interval: u8,
     /// Core option values the joiners are given.
     pub options: Vec<(String, String)>,
+    /// Players the game starts with (0: every seat).
+    pub start_with: u8,
 }
 
 /// What `name` asks a server for to open the room `spec` describes.
@@ -146,7 +149,11 @@ fn room_request(name: &str, spec: &RoomSpec) -> OpenRoom {
     OpenRoom {
         room: spec.room.clone(),
         players: spec.seats,
-        start_with: spec.seats,
+        start_with: if spec.start_with == 0 {
+            spec.seats
+        } else {
+            spec.start_with
+        },
         keyframe_interval: spec.keyframe_interval,
         mode: spec.mode,
         password: spec.password.is_some(),

@@ -17,11 +17,13 @@ use super::frame::{Frame, PeerId};
 use super::link::{PeerLink, Silence};
 use super::msg::{self, Ctrl, Notice};
 use super::pause::{ClientPause, PAUSED_SILENCE, STOP_GAP};
+
 use super::playout::Playout;
 use super::stats::ClientStats;
 use super::{Config, LockstepError};
 
 mod event;
+mod handover;
 mod measure;
 mod notices;
 mod outbox;
@@ -30,11 +32,16 @@ mod speculate;
 mod stalls;
 
 pub use event::ClientEvent;
+use handover::SampleLog;
 use measure::Measures;
 use notices::SeenNotices;
 use outbox::Outbox;
 use speculate::Speculation;
 use stalls::Stalls;
+
+/// How long a player still loading (no CTRL sent yet) waits for the server before it counts
+/// as lost: as long as a host waits for a loading player (`session::LOADING_LIMIT`).
+const LOADING_SILENCE: Duration = Duration::from_secs(30);
 
 /// Samples a client keeps beyond the next frame when the caller pushes changes without
 /// polling frames (during a stall); past this, the newest is overwritten.
@@ -120,6 +127,10 @@ pub struct Client {
     pause: ClientPause,
     /// When the frame loop last pushed (or tried to: paused).
     last_push_call: Option<Instant>,
+    /// This player's samples until a frame carried them, and the lead on the newest frame
+    /// received: what a new authority needs of it (`handover`).
+    log: SampleLog,
+    recv_lead: u32,
 }
 
 impl Client {
@@ -151,6 +162,7 @@ impl Client {
     fn start_at(&mut self, start: Frame) {
         self.next_frame = start;
         self.outbox.start_at(start.0);
+        self.log.start_at(start.0);
         self.measures.start_at(start.0);
         self.frames.clear();
         self.held.clear();
@@ -225,6 +237,8 @@ impl Client {
             speculation: Speculation::new(me),
             pause: ClientPause::default(),
             last_push_call: None,
+            log: SampleLog::default(),
+            recv_lead: 0,
         })
     }
 
@@ -275,6 +289,7 @@ impl Client {
                 // Far more changes than frames: only a caller ignoring the calling order
                 // gets here; keep the newest state.
                 if self.outbox.replace_newest(pad) {
+                    self.log.replace_newest(pad);
                     self.last_pad = pad;
                     return;
                 }
@@ -312,6 +327,7 @@ impl Client {
     /// Appends a sample taken at `at` on the frame clock's `frame`.
     fn append_sample_for(&mut self, pad: Pad, at: Instant, frame: u32) {
         let index = self.outbox.push(pad);
+        self.log.push(pad);
         self.measures.pushed(at, frame);
         self.speculation.pushed(index, pad, at);
         self.last_pad = pad;
@@ -510,6 +526,8 @@ impl Client {
                 self.held.extend(&run.frames[skip..]);
                 let excess = self.held.len().saturating_sub(HELD_FRAMES);
                 self.held.drain(..excess);
+                self.recv_lead = lead;
+                self.log.placed_before(run.to().0.saturating_sub(lead));
                 self.first_frames_at.get_or_insert(now);
                 let (first, pause) = (self.first_frames_at, &self.pause);
                 let counts = |t| first.is_some_and(|f| t >= f) && pause.pushed_since_resume(t);
@@ -647,10 +665,31 @@ impl Client {
     /// How long the server may be silent before it counts as lost: longer while the game is
     /// paused (a host suspended with Ctrl-Z is stopped; see `pause`).
     fn silence_limit(&self) -> Duration {
+        let base = if self.loading() {
+            self.cfg.timeout.max(LOADING_SILENCE)
+        } else {
+            self.cfg.timeout
+        };
         match self.pause.paused {
-            Some(_) => self.cfg.timeout.max(PAUSED_SILENCE),
-            None => self.cfg.timeout,
+            Some(_) => base.max(PAUSED_SILENCE),
+            None => base,
         }
+    }
+
+    /// When a silence is worth a warning: not while this player still loads.
+    fn warn_after(&self) -> Duration {
+        if self.loading() {
+            self.silence_limit()
+        } else {
+            self.cfg.warn_after
+        }
+    }
+
+    /// A player that has sent no CTRL yet still loads its game (and may run the rollback
+    /// check, seconds on a slow core): the server has nothing to send it until it runs, so
+    /// its silence then says nothing about the link. Spectators send at once.
+    fn loading(&self) -> bool {
+        self.link.last_send.is_none() && !self.is_spectator()
     }
 
     /// The settings it was made with.
@@ -674,7 +713,7 @@ impl Client {
             self.resend_at()
         };
         let send = send.map(|t| self.link.budget.ready_at(t));
-        let warn = self.link.warn_at(self.cfg.warn_after);
+        let warn = self.link.warn_at(self.warn_after());
         [
             send,
             warn,
@@ -693,7 +732,7 @@ impl Client {
         }
         match self
             .link
-            .silence(now, self.silence_limit(), self.cfg.warn_after)
+            .silence(now, self.silence_limit(), self.warn_after())
         {
             Silence::Gone(silent) => {
                 tracing::info!("server silent for {} ms: lost", silent.as_millis());

@@ -35,6 +35,15 @@ impl Outbox {
         self.sent_end = start;
     }
 
+    /// A new authority takes the samples from `first` on (`samples`): they are sent
+    /// again, as if none had been, the first in full (it holds none before it).
+    pub fn rebase(&mut self, first: u32, samples: impl Iterator<Item = Pad>) {
+        self.samples = samples.collect();
+        self.samples_base = first;
+        self.sent_end = first;
+        self.acked_pad = None;
+    }
+
     /// Index of the next sample to be pushed.
     pub fn samples_end(&self) -> u32 {
         self.samples_base + self.samples.len() as u32

@@ -35,6 +35,7 @@ mod event;
 mod inputs;
 mod player;
 mod publish;
+mod resume;
 mod spectators;
 mod stream;
 
@@ -92,6 +93,9 @@ pub struct Server {
     spectators: Spectators,
     /// Published frames kept at least (see `RETAIN_SECS`).
     retain: usize,
+    /// Frames kept from a state handed out for a stream that has not started yet (see
+    /// [`Server::keep_from`]), by whom it is for.
+    kept: Vec<(Slot, Frame)>,
     /// Input round-trip reports are ignored until then (see `FORGET_STALL`).
     ignore_input_rtt_until: Option<Instant>,
     /// Placement counts of players who left, by slot (their stats outlive them).
@@ -117,6 +121,7 @@ impl Server {
             next_peer: 0,
             spectators: Spectators::default(),
             retain: (RETAIN_SECS * cfg.fps).ceil() as usize,
+            kept: Vec::new(),
             ignore_input_rtt_until: None,
             departed: Default::default(),
             pauses: Pauses::default(),
@@ -192,6 +197,7 @@ impl Server {
             return Err(LockstepError::AlreadyPresent(peer));
         }
         self.check_start(start)?;
+        self.keep_from(Slot::Player(peer), None);
         let mut p = self.new_peer(peer, now, start);
         p.pending = true;
         p.name = NoticeName::new(name);
@@ -221,6 +227,7 @@ impl Server {
             return Err(LockstepError::SpectatorPresent(id.0));
         }
         self.check_start(start)?;
+        self.keep_from(Slot::Spectator(id), None);
         let link = PeerLink::new(self.epoch, now, self.cfg.send_budget, header);
         self.spectators.add(link, id, start, now);
         Ok(())
@@ -265,6 +272,18 @@ impl Server {
     /// The oldest frame a late stream can start at (see `RETAIN_SECS`).
     pub fn oldest_frame(&self) -> Frame {
         self.history.base
+    }
+
+    /// Keeps every published frame from `from` on (`None`: stops keeping them) until the
+    /// stream of `slot` starts: a state at `from` was handed out for it, and however long
+    /// its path takes to be tried and the state to cross, its stream can start there. The
+    /// cost is the inputs of the frames meanwhile, a few bytes each. Adding the player or
+    /// spectator in `slot` stops keeping them.
+    pub fn keep_from(&mut self, slot: Slot, from: Option<Frame>) {
+        self.kept.retain(|(s, _)| *s != slot);
+        if let Some(f) = from {
+            self.kept.push((slot, f.max(self.history.base)));
+        }
     }
 
     /// Sets the send budget toward `peer` (bytes per second, UDP/IP headers included; 0 = no
@@ -731,10 +750,11 @@ impl Server {
         // Forget frames every client holds, but the newest of them (the next UPDATE's first
         // frame is delta-coded against it), and keep `retain` for late streams.
         let players = self.peers.iter().flatten().map(|p| p.stream.acked).min();
-        let oldest = match (players, self.spectators.oldest_acked()) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
+        let kept = self.kept.iter().map(|(_, f)| *f).min();
+        let oldest = [players, self.spectators.oldest_acked(), kept]
+            .into_iter()
+            .flatten()
+            .min();
         if let Some(oldest) = oldest {
             self.history.forget(oldest, self.retain);
         }

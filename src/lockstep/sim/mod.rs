@@ -231,6 +231,8 @@ pub struct Player {
     pub ahead: Vec<(u32, Inputs)>,
     /// Per frame (from `first`), its own input it last ran ahead with.
     pub own_guess: Vec<Option<Pad>>,
+    /// Its process was killed: it runs, sends and hears nothing.
+    pub killed: bool,
 }
 
 impl Player {
@@ -248,9 +250,9 @@ impl Player {
         Duration::from_secs_f64(self.slot as f64 * frame / self.rate)
     }
 
-    /// True once it stopped taking part (lost the server).
+    /// True once it stopped taking part (lost the server, or killed).
     pub fn gone(&self) -> bool {
-        self.client.is_lost()
+        self.killed || self.client.is_lost()
     }
 }
 

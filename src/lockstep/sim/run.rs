@@ -18,6 +18,8 @@ use crate::wire::Transmit;
 
 use super::{player_addr, Bot, PathSpec, Player, PlayerSpec, SimConfig, SERVER};
 
+mod handover;
+
 /// A server and its players on a simulated network.
 pub struct Sim {
     rng: SmallRng,
@@ -47,8 +49,15 @@ pub struct Sim {
     chaotic_bots: bool,
     sealed: bool,
     speculate: u32,
-    /// Player 0 is the host's, in memory (not `dedicated`).
-    local_host: bool,
+    /// The player whose process the server runs in, in memory (player 0, the host's,
+    /// unless `dedicated`; another after a hand-over).
+    local: Option<usize>,
+    /// Where the server is now (another address after a hand-over).
+    server_addr: SocketAddr,
+    /// Each player's paths, for its links to a new server.
+    specs: Vec<PlayerSpec>,
+    /// The server's process was killed (until a hand-over).
+    server_down: bool,
     /// Each player's link keys (host side, joiner side), made when first needed.
     keys: Vec<Option<(Keys, Keys)>>,
     /// Datagrams dropped for a wrong tag (with `sealed`).
@@ -105,6 +114,7 @@ impl Sim {
                 deepest: 0,
                 ahead: Vec::new(),
                 own_guess: Vec::new(),
+                killed: false,
                 applied: Vec::new(),
                 pushed: Vec::new(),
                 paced: Paced::default(),
@@ -137,7 +147,10 @@ impl Sim {
             chaotic_bots: cfg.chaotic_bots,
             sealed: cfg.sealed,
             speculate: cfg.speculate,
-            local_host: !cfg.dedicated,
+            local: (!cfg.dedicated).then_some(0),
+            server_addr: SERVER,
+            specs: cfg.players.clone(),
+            server_down: false,
             keys: Vec::new(),
             dropped_auth: 0,
         }
@@ -156,9 +169,10 @@ impl Sim {
         let bot_seed = self.spectator_rng.gen();
         let a = player_addr(self.players.len());
         let up = spec.up.link(base, self.spectator_rng.gen());
-        self.net.link(a, SERVER, up);
+        self.net.link(a, self.server_addr, up);
         let down = spec.down.link(base, self.spectator_rng.gen());
-        self.net.link(SERVER, a, down);
+        self.net.link(self.server_addr, a, down);
+        self.specs.push(spec.clone());
         self.players.push(Player {
             client,
             id,
@@ -178,6 +192,7 @@ impl Sim {
             deepest: 0,
             ahead: Vec::new(),
             own_guess: Vec::new(),
+            killed: false,
             applied: Vec::new(),
             pushed: Vec::new(),
             // Its scheduler starts now: display slots from the current time on.
@@ -394,7 +409,10 @@ impl Sim {
         loop {
             let mut in_memory = false;
             let (t, now) = (self.t(), self.server_now());
-            while let Some(Transmit { to, bytes, .. }) = self.server.poll_transmit(now) {
+            while let Some(Transmit { to, bytes, .. }) = (!self.server_down)
+                .then(|| self.server.poll_transmit(now))
+                .flatten()
+            {
                 // The newest client in that slot (an earlier one may have dropped out).
                 let i = match to {
                     Slot::Player(id) => {
@@ -409,30 +427,36 @@ impl Sim {
                 let Some(i) = i else {
                     continue;
                 };
-                if i == 0 && self.local_host {
-                    let p = &mut self.players[0];
+                if Some(i) == self.local {
+                    let p = &mut self.players[i];
                     p.client.handle_datagram(p.local(t), &bytes);
                     in_memory = true;
                     continue;
                 }
                 let bytes = self.seal(i, false, bytes);
                 let to = player_addr(i);
-                out.push((SERVER, Transmit::new(to, bytes)));
+                out.push((self.server_addr, Transmit::new(to, bytes)));
             }
             for i in 0..self.players.len() {
+                if self.players[i].killed {
+                    continue;
+                }
                 let now = self.players[i].local(t);
                 while let Some(Transmit { bytes, .. }) = self.players[i].client.poll_transmit(now) {
                     if self.players[i].spectator.is_none() {
                         self.max_ctrl = self.max_ctrl.max(bytes.len());
                     }
-                    if i == 0 && self.local_host {
-                        let id = self.players[0].id;
+                    if Some(i) == self.local {
+                        if self.server_down {
+                            continue;
+                        }
+                        let id = self.players[i].id;
                         self.server.handle_datagram(self.server_now(), id, &bytes);
                         in_memory = true;
                         continue;
                     }
                     let bytes = self.seal(i, true, bytes);
-                    out.push((player_addr(i), Transmit::new(SERVER, bytes)));
+                    out.push((player_addr(i), Transmit::new(self.server_addr, bytes)));
                 }
             }
             if !in_memory {
@@ -536,7 +560,10 @@ impl Simulation for Sim {
     fn deliver(&mut self, from: SocketAddr, to: SocketAddr, bytes: &[u8]) {
         self.mark_warmup();
         let now = self.server_now();
-        if to == SERVER {
+        if to == self.server_addr {
+            if self.server_down {
+                return;
+            }
             let Some(i) = (0..self.players.len()).find(|i| player_addr(*i) == from) else {
                 return;
             };
@@ -547,7 +574,10 @@ impl Simulation for Sim {
                 Some(s) => self.server.handle_datagram(now, SpectatorId(s), &bytes),
                 None => self.server.handle_datagram(now, self.players[i].id, &bytes),
             };
-        } else if let Some(i) = (0..self.players.len()).find(|i| player_addr(*i) == to) {
+        } else if let Some(i) = (0..self.players.len())
+            .find(|i| player_addr(*i) == to)
+            .filter(|i| from == self.server_addr && !self.players[*i].killed)
+        {
             let Some(bytes) = self.unseal(i, true, bytes) else {
                 return;
             };
@@ -567,7 +597,7 @@ impl Simulation for Sim {
             }
         }
         let now = self.server_now();
-        if self.server.poll_timeout().is_some_and(|at| at <= now) {
+        if !self.server_down && self.server.poll_timeout().is_some_and(|at| at <= now) {
             self.server.handle_timeout(now);
         }
         for p in &mut self.players {
@@ -587,6 +617,7 @@ impl Simulation for Sim {
             let timer = p.client.poll_timeout().map(|at| self.base + p.real(at));
             [tick, timer]
         });
-        players.flatten().chain(self.server.poll_timeout()).min()
+        let server = (!self.server_down).then(|| self.server.poll_timeout());
+        players.flatten().chain(server.flatten()).min()
     }
 }

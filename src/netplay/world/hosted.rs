@@ -7,15 +7,21 @@ impl World {
     /// `name` opens room `room` with `seats` seats on the server and hosts it itself (a
     /// node named `name` appears once the server opened it).
     pub fn host_room(&mut self, name: &str, room: &str, seats: u8, cfg: ParticipantConfig) {
-        let (server, _) = self.server.as_ref().expect("a server");
-        let server = *server;
-        let (at, _) = self.fresh_addr();
         let spec = RoomSpec {
             room: room.into(),
             seats,
             ..RoomSpec::default()
         };
+        self.host_room_as(name, spec, cfg);
+    }
+
+    /// `name` opens and hosts the room `spec` describes.
+    pub fn host_room_as(&mut self, name: &str, spec: RoomSpec, cfg: ParticipantConfig) {
+        let (server, _) = self.server.as_ref().expect("a server");
+        let server = *server;
+        let (at, _) = self.fresh_addr();
         let open = room_request(name, &spec);
+        let start_with = open.start_with;
         let opener = RoomOpener::hosted(self.now(), server, open);
         self.openers.push(Opening {
             name: name.into(),
@@ -23,17 +29,18 @@ impl World {
             opener,
             password: None,
             cfg,
-            hosted: Some(seats),
+            hosted: Some((spec.seats, start_with)),
         });
     }
 
     /// The server opened a hosted room: its creator's node starts, with the room's
     /// endpoint.
     pub(super) fn start_hosted(&mut self, now: Instant, o: Opening, room: String) -> usize {
-        let seats = o.hosted.unwrap_or(2);
+        let (seats, start_with) = o.hosted.unwrap_or((2, 2));
         let mode = lockstep::Mode::Strict;
         let mut host = HostConfig::new(o.opener.session(), [o.at.port() as u8; 32], 60.0);
         host.max_players = seats;
+        host.start_with = start_with;
         host.keyframe_interval = mode.default_keyframe_interval() as u8;
         host.mode = mode;
         host.hosted_room = Some(room.clone());

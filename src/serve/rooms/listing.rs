@@ -118,19 +118,7 @@ impl Rooms {
 
     /// The fleet's servers: this one (as it is now) and the others' last heartbeats.
     pub(super) fn handle_servers(&mut self, from: SocketAddr, first: u16) {
-        let me = self.load();
-        let mut all: Vec<ServerInfo> = match &self.fleet {
-            Some(f) => f
-                .servers
-                .values()
-                .filter(|s| s.server != me.server)
-                .cloned()
-                .collect(),
-            None => Vec::new(),
-        };
-        all.push(me);
-        all.sort_by(|a, b| a.server.cmp(&b.server));
-        let (total, servers) = page(all, first.into(), MAX_SERVERS_LISTED);
+        let (total, servers) = page(self.fleet_servers(), first.into(), MAX_SERVERS_LISTED);
         let total = total.min(u32::from(u16::MAX)) as u16;
         let msg = Msg::Room(RoomMsg::Servers {
             total,

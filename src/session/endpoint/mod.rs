@@ -302,13 +302,22 @@ impl Endpoint {
     pub fn handle_state(&mut self, now: Instant, frame: Frame, state: Vec<u8>, slots: &[Slot]) {
         for &slot in slots {
             if self.session.awaits_state(slot) {
-                if let Err(e) =
-                    self.session
-                        .handle_state(now, slot, frame, state.clone(), Vec::new())
+                match self
+                    .session
+                    .handle_state(now, slot, frame, state.clone(), Vec::new())
                 {
-                    tracing::error!("cannot send a state to {slot}: {e}");
-                    self.session
-                        .kick(slot, "the state of the game could not be sent");
+                    // Its stream starts at `frame` however long its path and the transfer
+                    // take: a late join never depends on that.
+                    Ok(()) => {
+                        if let Some(server) = &mut self.server {
+                            server.keep_from(slot, Some(frame));
+                        }
+                    }
+                    Err(e) => {
+                        tracing::error!("cannot send a state to {slot}: {e}");
+                        self.session
+                            .kick(slot, "the state of the game could not be sent");
+                    }
                 }
                 continue;
             }
@@ -652,6 +661,7 @@ impl Endpoint {
                 } => {
                     if let Some(server) = &mut self.server {
                         server.remove_spectator(id);
+                        server.keep_from(Slot::Spectator(id), None);
                     }
                     self.events.push_back(EndpointEvent::SpectatorLeft {
                         slot: id,
@@ -666,6 +676,7 @@ impl Endpoint {
                     if let Some(server) = &mut self.server {
                         // Already gone from the server when it timed out there first.
                         let _ = server.remove_peer(now, slot);
+                        server.keep_from(Slot::Player(slot), None);
                     }
                     self.events.push_back(EndpointEvent::Left { slot, reason });
                 }
