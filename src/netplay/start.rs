@@ -7,12 +7,13 @@
 //! through `lobby` and `app::play::EarlyWindow`.
 
 use std::net::SocketAddr;
-use std::time::Instant;
+use std::time::{Instant, SystemTime};
 
 use super::address::resolve;
 use super::invite::{game_name, invite_notes, join_command};
 use super::links;
 use super::run;
+use super::seat_keys::SeatKeys;
 use super::speculation::{Decision, RollbackCheck};
 use super::{
     chat, fleet, lobby, port_map, HostOptions, JoinOptions, NetFeed, NetOptions, NetplayError,
@@ -453,6 +454,16 @@ fn join_start(
     jcfg.entropy = random_bytes();
     jcfg.room = opts.room.clone().unwrap_or_default();
     jcfg.watch = opts.watch;
+    // A player back after its process ended shows the seat key its last join here was
+    // given: the host gives the seat back at once (a spectator has no seat to keep).
+    let seat_keys = (!opts.watch).then(|| {
+        let place = SeatKeys::place(&opts.host, opts.room.as_deref());
+        SeatKeys::new(opts.net.seat_keys.clone(), place, &jcfg.info.player_name)
+    });
+    if let Some(key) = seat_keys.as_ref().and_then(|k| k.load(SystemTime::now())) {
+        tracing::debug!("netplay: showing the seat key of your last join here");
+        jcfg.seat_key = key;
+    }
     let session = joiner(jcfg, &opts.net);
     // In a room a player hosts, a forwarded port helps the direct path to the host.
     let port_map = match (&opts.room, opts.net.path) {
@@ -467,6 +478,7 @@ fn join_start(
         screen,
         chat,
         port_map,
+        seat_keys,
     };
     play_joined(&opts.net, play, stage, joined, true)
 }
@@ -489,6 +501,8 @@ struct Joined {
     chat: ChatBoard,
     /// Its router's port mapping, if it asks for one.
     port_map: Option<PortMap>,
+    /// Where its seat key is saved (a player's `join`; not a room's creator).
+    seat_keys: Option<SeatKeys>,
 }
 
 /// A room on a server that this process hosts: the server lists it, relays its joiners
@@ -621,6 +635,7 @@ fn host_in_room(
         screen,
         chat,
         port_map: None,
+        seat_keys: None,
     };
     // The creator's core is at the start state already: nothing to load.
     play_joined(&opts.net, play, stage, joined, false)
@@ -641,6 +656,7 @@ fn play_joined(
         mut screen,
         chat,
         port_map,
+        seat_keys,
     } = joined;
     let room = session
         .join_session()
@@ -682,6 +698,7 @@ fn play_joined(
         .with_names(start.players.clone())
         .with_room(room)
         .with_rejoin(rejoin)
+        .with_seat_keys(seat_keys)
         .with_port_map(port_map, port, false);
     screen.players = start.players.clone();
     if load {

@@ -673,6 +673,21 @@ impl Participant {
         }
     }
 
+    /// A player joiner's seat key (`Welcome::seat_key`): the newest Welcome's, which a
+    /// reconnect or a fresh `join` shows to get the seat back. `None` before the Welcome,
+    /// for a spectator and for the host.
+    pub fn seat_key(&self) -> Option<[u8; crate::session::msg::SEAT_KEY_LEN]> {
+        let key = match self {
+            Participant::Join(j) => match &j.phase {
+                JoinPhase::Joining(s) | JoinPhase::Reconnecting { session: s, .. } => s.seat_key(),
+                JoinPhase::Seated(_) => j.join.seat_key,
+                JoinPhase::Ended => return None,
+            },
+            Participant::Host(_) => return None,
+        };
+        Some(key).filter(|k| *k != [0; crate::session::msg::SEAT_KEY_LEN])
+    }
+
     /// A joiner that lost the host tries to come back until this.
     pub fn reconnecting_until(&self) -> Option<Instant> {
         match self {
