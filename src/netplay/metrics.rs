@@ -5,7 +5,7 @@
 //! Metrics: `framelock_rooms`, `framelock_players`, `framelock_spectators` (gauges);
 //! `framelock_datagrams_total` and `framelock_bytes_total` by `direction` (in, out);
 //! `framelock_dropped_total` by `reason` (garbage, wrong_room, rate_limited, full,
-//! held_unvalidated, auth); `framelock_answer_seconds` (histogram: from taking datagrams off
+//! held_unvalidated, auth, relay_limited); `framelock_answer_seconds` (histogram: from taking datagrams off
 //! the socket to sending what they caused); `framelock_directory_errors_total`;
 //! `framelock_replays_recorded_total` (rooms on the server recorded for `--archive`) and
 //! `framelock_replay_uploads_total` by `outcome` (received, unknown_room, stranger,
@@ -160,6 +160,12 @@ impl Metrics {
             p.held_unvalidated,
         );
         add(d, [("reason", "auth")], s.dropped_auth, p.dropped_auth);
+        add(
+            d,
+            [("reason", "relay_limited")],
+            s.relay_limited,
+            p.relay_limited,
+        );
         self.replays_recorded
             .inc_by(s.replays_recorded.saturating_sub(p.replays_recorded));
         let u = &self.uploads;

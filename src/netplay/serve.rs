@@ -380,6 +380,7 @@ pub fn serve(opts: &ServeOptions) -> Result<(), NetplayError> {
                     "dropped_garbage": s.garbage,
                     "dropped_wrong_room": s.wrong_room,
                     "packets_dropped_auth": s.dropped_auth,
+                    "dropped_relay_limited": s.relay_limited,
                     "chat_flood_dropped": s.chat_flood_dropped,
                     "refused_rate_limited": s.rate_limited,
                     "refused_full": s.full,

@@ -46,6 +46,8 @@ use directory::Claim;
 pub(super) use hosted::private_only;
 use hosted::HostedRoom;
 pub use hosted::{HOSTED_SILENCE, MEMBERS_PER_PREFIX, MEMBER_SILENCE, PROBATION};
+#[cfg(test)]
+pub use hosted::{MEMBER_RATE, PREFIX_RATE};
 use listing::NAMED_ROOMS;
 pub use sharing::RoomView;
 use validation::VALIDATED_FOR;
@@ -210,6 +212,9 @@ pub struct ServeStats {
     pub chat_flood_dropped: u64,
     /// Bytes of datagrams relayed whole between hosted rooms' hosts and their joiners.
     pub bytes_relayed: u64,
+    /// Datagrams from a hosted room's joiner not relayed: over what one joiner, or one
+    /// IPv4 address or IPv6 /64, may send through the relay (`hosted::MEMBER_RATE`).
+    pub relay_limited: u64,
     /// Rooms on the server whose recording was handed to the archive.
     pub replays_recorded: u64,
     /// Hosted rooms' uploads received whole and handed to the archive to check.

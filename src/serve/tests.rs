@@ -1049,3 +1049,82 @@ fn a_hosted_rooms_joiners_punch_only_its_private_local_addresses() {
     let kept = rooms::private_only(&named);
     assert_eq!(kept, [named[0], named[1], named[4], named[5]]);
 }
+
+/// Issue 50, part 5: what a hosted room's members send through the relay is limited per
+/// member and per IP address (148,000 one-byte datagrams a second became as many tagged
+/// Forwards to the host); a game's own traffic passes whole.
+#[test]
+fn a_hosted_rooms_relay_limits_each_member_and_each_address() {
+    let t0 = Instant::now();
+    let mut rooms = Rooms::new(serve_config());
+    let host = client_addr(1);
+    let (session, keys) = open_hosted(&mut rooms, t0, host, "den");
+    let probe = Msg::Path(crate::session::msg::PathMsg::Probe).encode(session);
+    let forwards = |rooms: &mut Rooms, now: Instant| {
+        sent_to(rooms, now, host)
+            .iter()
+            .filter(|t| {
+                matches!(
+                    keys.open(&t.bytes).map(Msg::decode),
+                    Some(Ok((_, Msg::Room(RoomMsg::Forward { .. }))))
+                )
+            })
+            .count()
+    };
+    let at = |ms: f64| t0 + Duration::from_secs_f64(ms / 1000.0);
+    let ip = [198, 51, 100, 9];
+    // One member floods 2,000 datagrams in a second: a burst, then the rate.
+    let flooder = SocketAddr::from((ip, 20_000));
+    let mut relayed = 0;
+    for i in 0..2000 {
+        let now = at(i as f64 * 0.5);
+        rooms.handle_datagram(now, flooder, &probe);
+        relayed += forwards(&mut rooms, now);
+    }
+    let m = rooms::MEMBER_RATE.datagrams;
+    assert!(
+        relayed as f64 >= 2.0 * m && relayed as f64 <= 3.0 * m + 1.0,
+        "{relayed} relayed of 2000"
+    );
+    // Five more ports of that machine flood too: together they get what one address gets.
+    let mut from_ip = relayed;
+    for i in 0..5000 {
+        let now = at(1000.0 + i as f64 * 0.2);
+        let port = SocketAddr::from((ip, 20_001 + (i % 5) as u16));
+        rooms.handle_datagram(now, port, &probe);
+        from_ip += forwards(&mut rooms, now);
+    }
+    let p = rooms::PREFIX_RATE.datagrams;
+    assert!(
+        from_ip as f64 <= 2.0 * p + 2.0 * p + 1.0,
+        "{from_ip} relayed from one address in 2 s (each port alone would pass {})",
+        5.0 * 3.0 * m
+    );
+    // A player on another address sends more than a game's traffic (its inputs, acks and
+    // chat: 60 datagrams a second of 600 bytes): all of it passes.
+    let player = client_addr(7);
+    let (mut game, mut big) = (probe.clone(), probe.clone());
+    game.resize(600, 0);
+    big.resize(1200, 0);
+    let mut passed = 0;
+    for i in 0..300 {
+        let now = at(2000.0 + i as f64 * 1000.0 / 60.0);
+        let d = if i == 0 { &probe } else { &game };
+        rooms.handle_datagram(now, player, d);
+        passed += forwards(&mut rooms, now);
+    }
+    assert_eq!(passed, 300);
+    // Big datagrams past the byte rate are not.
+    let mut passed = 0;
+    for i in 0..400 {
+        let now = at(7000.0 + i as f64 * 2.5);
+        rooms.handle_datagram(now, player, &big);
+        passed += forwards(&mut rooms, now);
+    }
+    let bytes = rooms::MEMBER_RATE.bytes;
+    assert!(
+        (passed as f64) < (2.0 * bytes + bytes) / 1200.0 + 1.0,
+        "{passed} of 400 datagrams of 1,200 B in 1 s"
+    );
+    assert!(rooms.stats().relay_limited > 0);
+}

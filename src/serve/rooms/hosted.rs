@@ -16,6 +16,10 @@
 //! - Members count per IP address (IPv6: per /64): at most [`MEMBERS_PER_PREFIX`], and a
 //!   member on probation is forgotten after [`PROBATION`] without its echo, so that one
 //!   machine's ports cannot fill a room's slots.
+//! - What members send through the relay is rate-limited per member ([`MEMBER_RATE`]) and
+//!   per IP address or /64 ([`PREFIX_RATE`]), in datagrams and bytes: a joiner's game sends
+//!   a few dozen small datagrams a second, and a flood of tiny ones would otherwise make
+//!   the server send the host a tagged `Forward` for each.
 //! - The introduction's wait is half the difference of the two round trips the server
 //!   measured (from its Retry to the echoed cookie), so that both sides' punches leave at
 //!   about the same time.
@@ -47,6 +51,62 @@ pub const PROBATION: Duration = Duration::from_secs(10);
 /// How long a room whose host said it left still relays the host's last datagrams (its
 /// goodbyes may arrive after the word that it left).
 const LEAVING_GRACE: Duration = Duration::from_millis(500);
+/// What one member may send through the relay, sustained; bursts of `RELAY_BURST` of it
+/// pass too (a start-state's acknowledgements, a reconnect).
+pub const MEMBER_RATE: RelayRate = RelayRate {
+    datagrams: 200.0,
+    bytes: 48.0 * 1024.0,
+};
+/// What all the members from one IPv4 address or IPv6 /64 may send together (players
+/// behind one router share it).
+pub const PREFIX_RATE: RelayRate = RelayRate {
+    datagrams: 500.0,
+    bytes: 128.0 * 1024.0,
+};
+/// Seconds of a rate a bucket holds.
+const RELAY_BURST: f64 = 2.0;
+
+/// Datagrams and bytes a second.
+#[derive(Clone, Copy, Debug)]
+pub struct RelayRate {
+    pub datagrams: f64,
+    pub bytes: f64,
+}
+
+/// A token bucket of datagrams and bytes (both must allow a datagram).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct RelayBudget {
+    datagrams: f64,
+    bytes: f64,
+    at: Instant,
+}
+
+impl RelayBudget {
+    fn full(now: Instant, rate: RelayRate) -> RelayBudget {
+        RelayBudget {
+            datagrams: rate.datagrams * RELAY_BURST,
+            bytes: rate.bytes * RELAY_BURST,
+            at: now,
+        }
+    }
+
+    fn refill(&mut self, now: Instant, rate: RelayRate) {
+        let dt = now.saturating_duration_since(self.at).as_secs_f64();
+        self.datagrams = (self.datagrams + dt * rate.datagrams).min(rate.datagrams * RELAY_BURST);
+        self.bytes = (self.bytes + dt * rate.bytes).min(rate.bytes * RELAY_BURST);
+        self.at = self.at.max(now);
+    }
+
+    fn allows(&self, len: usize) -> bool {
+        self.datagrams >= 1.0 && self.bytes >= len as f64
+    }
+
+    fn spend(&mut self, len: usize) {
+        self.datagrams -= 1.0;
+        self.bytes -= len as f64;
+    }
+}
+
 /// A member on probation is sent its cookie again at most this often.
 const RECHALLENGE: Duration = Duration::from_secs(1);
 
@@ -62,6 +122,8 @@ pub(super) struct Member {
     /// When it joined (or was last challenged, while on probation).
     since: Instant,
     challenged: Instant,
+    /// What it may still send through the relay.
+    budget: RelayBudget,
 }
 
 pub(super) struct HostedRoom {
@@ -78,6 +140,8 @@ pub(super) struct HostedRoom {
     host_rtt: Duration,
     /// Joiners by address.
     members: HashMap<SocketAddr, Member>,
+    /// What the members of each IPv4 address or IPv6 /64 may still send through the relay.
+    prefix_budgets: HashMap<IpAddr, RelayBudget>,
     introduced: HashSet<SocketAddr>,
     /// The host's last `Present`.
     players: u8,
@@ -109,6 +173,26 @@ pub(super) struct Ended {
 const MAX_ENDED: usize = 4096;
 
 impl HostedRoom {
+    /// Whether member `from` may send `len` bytes through the relay now (its own budget
+    /// and its address's), taking them if so.
+    fn relay_allows(&mut self, now: Instant, from: SocketAddr, len: usize) -> bool {
+        let Some(m) = self.members.get_mut(&from) else {
+            return false;
+        };
+        let p = self
+            .prefix_budgets
+            .entry(prefix(from.ip()))
+            .or_insert_with(|| RelayBudget::full(now, PREFIX_RATE));
+        m.budget.refill(now, MEMBER_RATE);
+        p.refill(now, PREFIX_RATE);
+        let ok = m.budget.allows(len) && p.allows(len);
+        if ok {
+            m.budget.spend(len);
+            p.spend(len);
+        }
+        ok
+    }
+
     /// Its joiners' IP addresses (those that proved them).
     pub(super) fn member_ips(&self) -> Vec<IpAddr> {
         self.members
@@ -197,6 +281,7 @@ impl Rooms {
                 heard: now,
                 host_rtt,
                 members: HashMap::new(),
+                prefix_budgets: HashMap::new(),
                 introduced: HashSet::new(),
                 players: 1,
                 left: None,
@@ -258,6 +343,7 @@ impl Rooms {
             proven,
             since: now,
             challenged: now,
+            budget: RelayBudget::full(now, MEMBER_RATE),
         });
         member.heard = now;
         if proven && !member.proven {
@@ -268,7 +354,7 @@ impl Rooms {
         if probation {
             self.challenge_member(now, from, session);
         }
-        self.relay_to_host(name, from, datagram);
+        self.relay_to_host(now, name, from, datagram);
     }
 
     /// A cookie for a member on probation, under the room's session id: its joiner echoes
@@ -331,7 +417,7 @@ impl Rooms {
                 // for the host.
                 return;
             }
-            return self.relay_to_host(&name, from, datagram);
+            return self.relay_to_host(now, &name, from, datagram);
         }
         if kind != Some(Kind::Room) {
             self.stats.garbage += 1;
@@ -398,10 +484,14 @@ impl Rooms {
         }
     }
 
-    fn relay_to_host(&mut self, name: &str, from: SocketAddr, datagram: &[u8]) {
-        let Some(room) = self.hosted.get(name) else {
+    fn relay_to_host(&mut self, now: Instant, name: &str, from: SocketAddr, datagram: &[u8]) {
+        let Some(room) = self.hosted.get_mut(name) else {
             return;
         };
+        if !room.relay_allows(now, from, datagram.len()) {
+            self.stats.relay_limited += 1;
+            return;
+        }
         let host = room.host;
         self.stats.bytes_relayed += datagram.len() as u64;
         let mut bytes = Msg::Room(RoomMsg::Forward {
@@ -465,6 +555,9 @@ impl Rooms {
                 }
                 keep
             });
+            let members = &room.members;
+            room.prefix_budgets
+                .retain(|p, _| members.keys().any(|a| prefix(a.ip()) == *p));
         }
         for addr in gone {
             self.hosted_by_addr.remove(&addr);
