@@ -286,6 +286,9 @@ pub struct Paths {
     pub screenshots_dir: PathBuf,
     pub recordings_dir: PathBuf,
     pub cache_dir: PathBuf,
+    /// What this machine keeps between runs that is neither a cache nor the player's own
+    /// files: the seat keys `join` was given (`netplay::seat_keys`).
+    pub state_dir: PathBuf,
 }
 
 /// Keys each section accepts; `None`: any key (a free-form table).
@@ -320,6 +323,14 @@ fn cache_dir() -> PathBuf {
     directories::ProjectDirs::from("", "", "framelock")
         .map(|d| d.cache_dir().to_path_buf())
         .unwrap_or_else(|| std::env::temp_dir().join("framelock-cache"))
+}
+
+/// `~/.local/state/framelock` (honours `XDG_STATE_HOME`); where the platform has no state
+/// directory (Windows, macOS), the data directory.
+fn state_dir() -> PathBuf {
+    directories::ProjectDirs::from("", "", "framelock")
+        .and_then(|d| d.state_dir().map(Path::to_path_buf))
+        .unwrap_or_else(data_dir)
 }
 
 /// `~/.local/share/framelock` (honours `XDG_DATA_HOME`); on Windows
@@ -446,6 +457,7 @@ impl Config {
             screenshots_dir: or(&self.paths.screenshots_dir, "screenshots"),
             recordings_dir: or(&self.paths.recordings_dir, "recordings"),
             cache_dir: self.paths.cache_dir.clone().unwrap_or_else(cache_dir),
+            state_dir: state_dir(),
         }
     }
 }

@@ -27,9 +27,11 @@ pub(crate) fn n_frames(n: impl Into<u64>) -> String {
 
 /// Text from elsewhere (a chat message, a recording) made safe to print on one line:
 /// control characters, terminal escape sequences (CSI, OSC and two-byte ESC sequences) and
-/// bidirectional overrides removed, tabs and line breaks made spaces, outer blanks trimmed,
+/// format characters (Unicode Cf: bidirectional overrides, zero widths) removed, tabs, line
+/// breaks and line separators made spaces, outer blanks trimmed,
 /// cut to `max_chars` characters.
 pub fn one_line(text: &str, max_chars: usize) -> String {
+    use unicode_properties::{GeneralCategory, UnicodeGeneralCategory};
     let mut out = String::new();
     let mut chars = text.chars().peekable();
     while let Some(c) = chars.next() {
@@ -64,9 +66,10 @@ pub fn one_line(text: &str, max_chars: usize) -> String {
                     }
                 }
             }
-            '\n' | '\r' | '\t' => out.push(' '),
-            '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' => {}
+            '\n' | '\r' | '\t' | '\u{2028}' | '\u{2029}' => out.push(' '),
             c if c.is_control() => {}
+            // Format characters (Unicode Cf): bidi overrides, zero widths, the soft hyphen.
+            c if c.general_category() == GeneralCategory::Format => {}
             c => out.push(c),
         }
     }
@@ -85,6 +88,13 @@ mod tests {
             "{}",
             io_reason(&e)
         );
+    }
+
+    #[test]
+    fn one_line_drops_format_characters_and_breaks_line_separators() {
+        // A reversed name, an invisible one, a line that forges another.
+        let evil = "bo\u{202e}b\u{200b}\u{2060}\u{feff}\u{ad} hi\u{2028}FAKE\u{2029}x";
+        assert_eq!(one_line(evil, 100), "bob hi FAKE x");
     }
 
     #[test]

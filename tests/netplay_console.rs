@@ -25,6 +25,7 @@ fn a_joiner_on_a_terminal_watches_the_start_state_arrive() {
         .args(["--quiet", "--return", "--command", &join, "/dev/null"])
         .env("XDG_CONFIG_HOME", dir.path().join("config"))
         .env("XDG_DATA_HOME", dir.path().join("data"))
+        .env("XDG_STATE_HOME", dir.path().join("state"))
         .env_remove("RUST_LOG")
         .stdin(Stdio::null())
         .output()

@@ -427,6 +427,7 @@ fn a_joiner_of_another_protocol_version_is_told_both_versions() {
         no_share: false,
         key: [0x4b; 32],
         cookie: [0x5c; 16],
+        seat_key: [0; 16],
         auth: Auth::None,
     })
     .encode(0);

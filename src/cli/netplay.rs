@@ -367,6 +367,7 @@ impl NetArgs {
             .and_then(|v| v.get_ref().parse().ok());
         let name =
             nick(self.name.as_deref(), |k| std::env::var(k).ok()).unwrap_or_else(|| unnamed.into());
+        let paths = config.resolved_paths();
         NetOptions {
             play,
             name,
@@ -381,7 +382,8 @@ impl NetArgs {
             start_delay: self.start_delay_ms.map(Duration::from_millis),
             speculate: self.speculate,
             delay: self.delay,
-            cache_dir: config.resolved_paths().cache_dir,
+            cache_dir: paths.cache_dir,
+            seat_keys: paths.state_dir.join(crate::netplay::SEAT_KEYS_FILE),
             reconnect: Duration::from_secs(self.reconnect),
             say: self.say.clone(),
             chat: self.chat,

@@ -30,6 +30,7 @@ mod port_map;
 mod replays;
 mod report;
 mod run;
+mod seat_keys;
 mod serve;
 mod speculation;
 mod start;
@@ -66,6 +67,7 @@ pub use feed::{CoreWork, NetFeed, Shared};
 pub use fleet::{list_servers, servers_json, servers_table, ServerRow};
 pub use open::{join_options, open, register};
 pub use replays::{fetch_replay, fetch_to, list_replays, replays_json, replays_table};
+pub use seat_keys::FILE_NAME as SEAT_KEYS_FILE;
 pub use serve::{list_rooms, rooms_json, rooms_table, serve, ServeOptions};
 pub use speculation::{Delay, Speculate};
 pub use start::{host, join};
@@ -106,6 +108,8 @@ pub struct NetOptions {
     pub delay: Delay,
     /// Where the rollback check's verdicts are kept.
     pub cache_dir: PathBuf,
+    /// The file of seat keys `join` was given (`seat_keys`).
+    pub seat_keys: PathBuf,
     /// How long a joiner whose link dropped tries to come back (zero: it does not).
     pub reconnect: Duration,
     /// Chat messages to say as play begins (`--say`).

@@ -380,6 +380,7 @@ pub fn serve(opts: &ServeOptions) -> Result<(), NetplayError> {
                     "dropped_garbage": s.garbage,
                     "dropped_wrong_room": s.wrong_room,
                     "packets_dropped_auth": s.dropped_auth,
+                    "dropped_relay_limited": s.relay_limited,
                     "chat_flood_dropped": s.chat_flood_dropped,
                     "refused_rate_limited": s.rate_limited,
                     "refused_full": s.full,
@@ -654,7 +655,7 @@ pub fn list_rooms(server: &str) -> Result<Vec<RoomInfo>, NetplayError> {
     let mut total = None;
     let mut asked: Option<Instant> = None;
     let mut heard = false;
-    while total.is_none_or(|t| rooms.len() < usize::from(t)) {
+    while total.is_none_or(|t| rooms.len() < t as usize) {
         let now = Instant::now();
         if now >= deadline {
             return Err(NetplayError::Join(if heard {
@@ -665,7 +666,7 @@ pub fn list_rooms(server: &str) -> Result<Vec<RoomInfo>, NetplayError> {
         }
         if asked.is_none_or(|t| now >= t + crate::session::HELLO_INTERVAL) {
             asked = Some(now);
-            let first = rooms.len().min(usize::from(u16::MAX)) as u16;
+            let first = rooms.len().min(u32::MAX as usize) as u32;
             link.send(now, addr, Msg::Room(RoomMsg::List { first }).encode(0));
         }
         for (from, bytes) in link.recv(now)? {
@@ -680,12 +681,12 @@ pub fn list_rooms(server: &str) -> Result<Vec<RoomInfo>, NetplayError> {
                         first,
                         rooms: page,
                     }),
-                )) if usize::from(first) == rooms.len() => {
+                )) if first as usize == rooms.len() => {
                     heard = true;
                     total = Some(t);
                     if page.is_empty() {
                         // The list shrank while we read it.
-                        total = Some(rooms.len() as u16);
+                        total = Some(rooms.len() as u32);
                     }
                     rooms.extend(page);
                     asked = None;

@@ -7,12 +7,13 @@
 //! through `lobby` and `app::play::EarlyWindow`.
 
 use std::net::SocketAddr;
-use std::time::Instant;
+use std::time::{Instant, SystemTime};
 
 use super::address::resolve;
 use super::invite::{game_name, invite_notes, join_command};
 use super::links;
 use super::run;
+use super::seat_keys::SeatKeys;
 use super::speculation::{Decision, RollbackCheck};
 use super::{
     chat, fleet, lobby, port_map, HostOptions, JoinOptions, NetFeed, NetOptions, NetplayError,
@@ -341,7 +342,7 @@ fn host_start(
         Endpoint::new(Instant::now(), cfg, info, state, sram).map_err(NetplayError::Session)?;
     let (now, pcfg) = (Instant::now(), opts.net.participant());
     let mut participant = match &in_room {
-        Some(room) => Participant::host_room(now, endpoint, lcfg, pcfg, room.server),
+        Some(room) => Participant::host_room(now, endpoint, lcfg, pcfg, room.server, &room.key),
         None => Participant::host(now, endpoint, lcfg, pcfg),
     };
     let start_with = match opts.start_with {
@@ -454,6 +455,16 @@ fn join_start(
     jcfg.entropy = random_bytes();
     jcfg.room = opts.room.clone().unwrap_or_default();
     jcfg.watch = opts.watch;
+    // A player back after its process ended shows the seat key its last join here was
+    // given: the host gives the seat back at once (a spectator has no seat to keep).
+    let seat_keys = (!opts.watch).then(|| {
+        let place = SeatKeys::place(&opts.host, opts.room.as_deref());
+        SeatKeys::new(opts.net.seat_keys.clone(), place, &jcfg.info.player_name)
+    });
+    if let Some(key) = seat_keys.as_ref().and_then(|k| k.load(SystemTime::now())) {
+        tracing::debug!("netplay: showing the seat key of your last join here");
+        jcfg.seat_key = key;
+    }
     let session = joiner(jcfg, &opts.net);
     // In a room a player hosts, a forwarded port helps the direct path to the host.
     let port_map = match (&opts.room, opts.net.path) {
@@ -468,6 +479,7 @@ fn join_start(
         screen,
         chat,
         port_map,
+        seat_keys,
     };
     play_joined(&opts.net, play, stage, joined, true)
 }
@@ -490,6 +502,8 @@ struct Joined {
     chat: ChatBoard,
     /// Its router's port mapping, if it asks for one.
     port_map: Option<PortMap>,
+    /// Where its seat key is saved (a player's `join`; not a room's creator).
+    seat_keys: Option<SeatKeys>,
 }
 
 /// A room on a server that this process hosts: the server lists it, relays its joiners
@@ -500,6 +514,8 @@ struct HostedRoom {
     server: SocketAddr,
     /// The server as the invite names it.
     server_name: String,
+    /// The room's secret with the server (`RoomOpener::room_key`).
+    key: [u8; session::msg::ROOM_KEY_LEN],
 }
 
 /// Opens a room that this process hosts on `server` (nothing is uploaded).
@@ -527,6 +543,7 @@ fn open_hosted_room(
     let room = HostedRoom {
         name,
         session: opener.session(),
+        key: opener.room_key(),
         server: moved,
         server_name: if moved == addr {
             server.to_string()
@@ -619,6 +636,7 @@ fn host_in_room(
         screen,
         chat,
         port_map: None,
+        seat_keys: None,
     };
     // The creator's core is at the start state already: nothing to load.
     play_joined(&opts.net, play, stage, joined, false)
@@ -639,6 +657,7 @@ fn play_joined(
         mut screen,
         chat,
         port_map,
+        seat_keys,
     } = joined;
     let room = session
         .join_session()
@@ -680,6 +699,7 @@ fn play_joined(
         .with_names(start.players.clone())
         .with_room(room)
         .with_rejoin(rejoin)
+        .with_seat_keys(seat_keys)
         .with_port_map(port_map, port, false);
     screen.players = start.players.clone();
     if load {

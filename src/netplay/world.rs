@@ -416,6 +416,18 @@ impl World {
         self.push_node(name, at, p, false)
     }
 
+    /// `join` by a player whose last process here was given `seat_key` (a fresh process
+    /// that read it from disk, as `netplay::seat_keys` keeps it).
+    pub fn join_with_key(
+        &mut self,
+        name: &str,
+        to: SocketAddr,
+        seat_key: [u8; crate::session::msg::SEAT_KEY_LEN],
+        cfg: ParticipantConfig,
+    ) -> usize {
+        self.join_node(name, to, None, cfg, |j| j.seat_key = seat_key)
+    }
+
     /// Node `i`'s player leaves on purpose (a goodbye, then it runs no more frames).
     pub fn leave(&mut self, i: usize, reason: &str) {
         self.nodes[i].runner.feed_mut().participant.close(reason);

@@ -259,8 +259,8 @@ fn the_server_relays_only_between_a_hosted_rooms_host_and_its_joiners() {
         datagram: &[0x55; 1000],
     })
     .encode(0);
-    let stray_before = w.server.as_ref().unwrap().1.stats().wrong_room;
-    // The host names an address that is not its joiner's; a stranger poses as the host.
+    let forged_before = w.server.as_ref().unwrap().1.stats().dropped_auth;
+    // Someone poses as the host from its address (no tag: dropped), and as a stranger.
     let ana_at = w.addr_of(ana);
     w.inject_to_server(ana_at, &flood);
     w.inject_to_server("10.9.9.10:4000".parse().unwrap(), &flood);
@@ -269,7 +269,7 @@ fn the_server_relays_only_between_a_hosted_rooms_host_and_its_joiners() {
         !w.net.wire.iter().any(|(_, to, _)| *to == victim),
         "the server sent to an address nobody in the room has"
     );
-    assert!(w.server.as_ref().unwrap().1.stats().wrong_room > stray_before);
+    assert!(w.server.as_ref().unwrap().1.stats().dropped_auth > forged_before);
     finish_in_sync(&mut w, 60 * SEC);
 }
 

@@ -331,3 +331,53 @@ fn a_participant_past_every_timer_never_asks_to_be_woken_in_the_past() {
     }
     assert!(past.is_empty(), "deadlines in the past: {past:?}");
 }
+
+/// Issue 50, seats belong to keys: bob's process is killed. Within the minute his seat is
+/// kept, a stranger called "bob" (no key) does not get it; bob's own `join` again, showing
+/// the key its last one saved, takes it back at once and plays on in sync.
+#[test]
+fn a_killed_players_seat_goes_back_to_its_key_and_never_to_its_name_alone() {
+    let mut w = World::new("delay=20ms,jitter=5ms", 3600);
+    let host = w.host(3, cfg());
+    let to = w.addr_of(host);
+    let ana = w.join("ana", to, None, cfg());
+    let bob = w.join("bob", to, None, cfg());
+    assert!(w.run_until(20 * SEC, |w| w.frame(bob) >= 400));
+    let key = w.nodes[bob].feed().participant.seat_key().expect("a key");
+    w.kill(bob);
+    let out = |w: &World| {
+        w.nodes[host].events().any(|e| {
+            matches!(e, ParticipantEvent::Session(EndpointEvent::Left { slot, .. })
+                if *slot == PeerId(2))
+        })
+    };
+    assert!(w.run_until(10 * SEC, out));
+    let out_at = w.now();
+    let welcomed_to = |w: &World, i: usize| {
+        w.nodes[i].events().find_map(|e| match e {
+            ParticipantEvent::Welcomed { slot, .. } => Some(*slot),
+            _ => None,
+        })
+    };
+    // A stranger takes the name: the only free seat is kept for bob's key, so it is told
+    // the game is full.
+    let stranger = w.join("bob", to, None, cfg());
+    assert!(w.run_until(10 * SEC, |w| w.failure(stranger).is_some()
+        || welcomed_to(w, stranger).is_some()));
+    assert_eq!(
+        welcomed_to(&w, stranger),
+        None,
+        "a name alone took a kept seat"
+    );
+    // Bob runs `join` again 20 s after the kill: its saved key brings the seat back.
+    w.run_for(10 * SEC);
+    let again = w.join_with_key("bob", to, key, cfg());
+    assert!(w.run_until(10 * SEC, |w| welcomed_to(w, again).is_some()));
+    assert!(w.now() < out_at + crate::session::SEAT_KEPT);
+    assert_eq!(welcomed_to(&w, again), Some(Some(PeerId(2))));
+    assert!(w.run_until(10 * SEC, |w| host_saw_back(w, PeerId(2))));
+    assert!(w.run_until(120 * SEC, |w| [host, ana, again]
+        .iter()
+        .all(|&i| w.nodes[i].finished)));
+    w.assert_in_sync(w.frames - 1);
+}

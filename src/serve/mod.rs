@@ -92,7 +92,7 @@ pub use names::{room_name, valid_room_name};
 pub use opening::{OpenJob, Opened};
 pub use rooms::{
     RoomView, Rooms, ServeConfig, ServeEvent, ServeStats, ABANDONED_WITHIN, EMPTY_GRACE,
-    HOSTED_SILENCE, MEMBER_SILENCE,
+    HOSTED_SILENCE, MEMBERS_PER_PREFIX, MEMBER_SILENCE, PROBATION,
 };
 
 #[cfg(test)]

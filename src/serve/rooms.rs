@@ -42,8 +42,12 @@ mod validation;
 
 use crate::input::MAX_PLAYERS;
 use directory::Claim;
+#[cfg(test)]
+pub(super) use hosted::private_only;
 use hosted::HostedRoom;
-pub use hosted::{HOSTED_SILENCE, MEMBER_SILENCE};
+pub use hosted::{HOSTED_SILENCE, MEMBERS_PER_PREFIX, MEMBER_SILENCE, PROBATION};
+#[cfg(test)]
+pub use hosted::{MEMBER_RATE, PREFIX_RATE};
 use listing::NAMED_ROOMS;
 pub use sharing::RoomView;
 use validation::VALIDATED_FOR;
@@ -208,6 +212,9 @@ pub struct ServeStats {
     pub chat_flood_dropped: u64,
     /// Bytes of datagrams relayed whole between hosted rooms' hosts and their joiners.
     pub bytes_relayed: u64,
+    /// Datagrams from a hosted room's joiner not relayed: over what one joiner, or one
+    /// IPv4 address or IPv6 /64, may send through the relay (`hosted::MEMBER_RATE`).
+    pub relay_limited: u64,
     /// Rooms on the server whose recording was handed to the archive.
     pub replays_recorded: u64,
     /// Hosted rooms' uploads received whole and handed to the archive to check.
@@ -464,7 +471,8 @@ impl Rooms {
         // new port), tries its players' keys on it and checks the new path.
         if let Some(name) = self.room_for_stranger(from, header.map(|h| h.session)) {
             if self.hosted.contains_key(&name) {
-                self.join_hosted(now, from, &name, datagram);
+                // A session id is no proof of address: on probation until it echoes a cookie.
+                self.join_hosted(now, from, &name, datagram, false);
                 return Handled::Taken;
             }
             if let Some(room) = self.rooms.get_mut(&name) {
@@ -555,7 +563,7 @@ impl Rooms {
             self.no_share(&hello.room);
         }
         if self.hosted.contains_key(&hello.room) {
-            return self.join_hosted(now, from, &hello.room.clone(), datagram);
+            return self.join_hosted(now, from, &hello.room.clone(), datagram, true);
         }
         let Some(room) = self.rooms.get_mut(&hello.room) else {
             self.stats.wrong_room += 1;

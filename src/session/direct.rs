@@ -9,16 +9,21 @@
 //!   host's local addresses, for two players behind one router) and a wait, picked from
 //!   both sides' round trips so that their first punches cross: each side's first punch
 //!   opens its own router's mapping for the other's.
-//! - A punch is a tagged `Path/Punch` with a fresh token, to every candidate, on the
-//!   schedule [`PUNCH_AT`]. The first one to each candidate leaves with a TTL of
+//! - A punch is a tagged `Path/Punch` to every candidate, on the schedule [`PUNCH_AT`],
+//!   each with its own token: made from the attempt's fresh secret (never sent) and the
+//!   candidate's address, so only what reached that address can echo it. The first one to each candidate leaves with a TTL of
 //!   [`LOW_TTL`]: it opens this side's router without reaching the other's, which some
 //!   routers would answer by blocking the sender for good (Dolphin, PR #11382).
 //! - A tagged punch from anywhere is answered there with `PunchBack` (its token), and its
 //!   source becomes a candidate (the other side's address as this one sees it: a router
-//!   that maps per destination, or a local address).
-//! - A `PunchBack` with this side's token proves the path both ways: datagrams go direct to
-//!   where it came from from then on. Nothing unauthenticated moves the game: only tagged
-//!   punches count, and only a fresh token's echo.
+//!   that maps per destination, or a local address). Such a learned candidate is punched
+//!   once per punch that came from it, never on the schedule: an address named only by a
+//!   (possibly forged) source gets at most twice what came from it.
+//! - A `PunchBack` proves the path both ways only if it echoes the token of the punch sent
+//!   to the very address it came from: datagrams go direct there from then on. Nothing
+//!   unauthenticated moves the game, and a side that read the token sent to its own
+//!   address cannot answer "from" someone else's (issue 50: one forged `PunchBack` moved a
+//!   game's stream to a victim).
 //! - A side whose router forwards a port to it (`portmap`) tells the other over the relay
 //!   ([`advertise`](DirectPath::advertise), a tagged `Path/Candidates`): the other punches
 //!   that address too, at once, in a fresh attempt if the first one had ended. A forwarded
@@ -58,6 +63,8 @@ pub const PUNCH_AT: [Duration; 6] = [
 pub const GIVE_UP: Duration = Duration::from_secs(3);
 /// The first punch to a candidate: enough to leave a home router, not to reach the other's.
 pub const LOW_TTL: u8 = 2;
+/// Copies of a `Candidates` message sent over the relay.
+const ADVERTISE_COPIES: usize = 2;
 /// A direct path with nothing sent for this long gets a tagged probe.
 pub const KEEPALIVE: Duration = Duration::from_millis(200);
 /// A direct path with nothing heard for this long goes back to the relay.
@@ -159,7 +166,10 @@ pub struct DirectPath {
     candidates: Vec<SocketAddr>,
     /// Candidates that had their low-TTL punch.
     opened: Vec<SocketAddr>,
-    token: [u8; PATH_TOKEN_LEN],
+    /// Candidates known only as the source of a punch: punched once per punch from them.
+    learned: Vec<SocketAddr>,
+    /// The attempt's secret: each candidate's token is made from it (`token_for`).
+    secret: [u8; PATH_TOKEN_LEN],
     /// When the current attempt was asked for (for `PathEvent::Direct::after`).
     asked: Option<Instant>,
     /// Attempts that failed or paths that died, for the backoff.
@@ -182,7 +192,8 @@ impl DirectPath {
             phase: Phase::Idle,
             candidates: Vec::new(),
             opened: Vec::new(),
-            token: [0; PATH_TOKEN_LEN],
+            learned: Vec::new(),
+            secret: [0; PATH_TOKEN_LEN],
             asked: None,
             failures: 0,
             settled: mode == PathMode::Relayed,
@@ -197,7 +208,10 @@ impl DirectPath {
     /// router forwards). Nothing in `PathMode::Relayed`.
     pub fn advertise(&mut self, addrs: &[SocketAddr]) {
         if self.mode != PathMode::Relayed && !addrs.is_empty() {
-            self.relay_out.push_back(PathMsg::candidates(addrs));
+            // Twice: it is said once, and one lost datagram would cost the direct path.
+            for _ in 0..ADVERTISE_COPIES {
+                self.relay_out.push_back(PathMsg::candidates(addrs));
+            }
         }
     }
 
@@ -216,6 +230,8 @@ impl DirectPath {
         for &a in addrs {
             self.add_candidate(a);
         }
+        // Named over the relay: punched on the schedule from now on.
+        self.learned.retain(|l| !addrs.contains(l));
         if self.candidates.len() > before && !matches!(self.phase, Phase::Direct { .. }) {
             self.start(now, now, token);
         }
@@ -236,6 +252,7 @@ impl DirectPath {
         for &c in candidates {
             self.add_candidate(c);
         }
+        self.learned.retain(|l| !candidates.contains(l));
         self.start(now, now + wait, token);
     }
 
@@ -245,8 +262,18 @@ impl DirectPath {
         }
     }
 
+    /// The token of the punches to `addr` in this attempt.
+    pub fn token_for(&self, addr: SocketAddr) -> [u8; PATH_TOKEN_LEN] {
+        let mut h = blake3::Hasher::new_derive_key("framelock 2026-11 punch token per address");
+        h.update(&self.secret);
+        h.update(addr.to_string().as_bytes());
+        let mut out = [0; PATH_TOKEN_LEN];
+        out.copy_from_slice(&h.finalize().as_bytes()[..PATH_TOKEN_LEN]);
+        out
+    }
+
     fn start(&mut self, now: Instant, at: Instant, token: [u8; PATH_TOKEN_LEN]) {
-        self.token = token;
+        self.secret = token;
         self.asked = Some(now);
         self.phase = Phase::Punching { start: at, step: 0 };
     }
@@ -302,19 +329,23 @@ impl DirectPath {
             return;
         }
         self.out.push_back((from, PathMsg::PunchBack(echo), None));
+        let new = !self.candidates.contains(&from);
         match self.phase {
-            Phase::Direct { .. } => {}
-            Phase::Punching { .. } => {
-                if !self.candidates.contains(&from) {
-                    self.add_candidate(from);
-                    self.out.push_back((from, PathMsg::Punch(self.token), None));
-                }
-            }
+            Phase::Direct { .. } => return,
+            Phase::Punching { .. } => {}
             Phase::Idle | Phase::Relayed { .. } => {
                 // The other side is trying (its introduction came first, or it retries).
-                self.add_candidate(from);
                 self.start(now, now, token);
             }
+        }
+        if new && self.candidates.len() < MAX_CANDIDATES {
+            self.add_candidate(from);
+            self.learned.push(from);
+        }
+        // A learned address gets one punch per punch from it (the schedule skips it).
+        if self.learned.contains(&from) {
+            let punch = PathMsg::Punch(self.token_for(from));
+            self.out.push_back((from, punch, None));
         }
     }
 
@@ -325,7 +356,8 @@ impl DirectPath {
         from: SocketAddr,
         token: [u8; PATH_TOKEN_LEN],
     ) -> bool {
-        if token != self.token || !matches!(self.phase, Phase::Punching { .. }) {
+        let sent_there = self.candidates.contains(&from) && token == self.token_for(from);
+        if !sent_there || !matches!(self.phase, Phase::Punching { .. }) {
             return false;
         }
         let after = self
@@ -413,11 +445,15 @@ impl DirectPath {
                 if step < PUNCH_AT.len() && now >= start + PUNCH_AT[step] {
                     for i in 0..self.candidates.len() {
                         let c = self.candidates[i];
+                        if self.learned.contains(&c) {
+                            continue;
+                        }
                         let ttl = (!self.opened.contains(&c)).then_some(LOW_TTL);
                         if ttl.is_some() {
                             self.opened.push(c);
                         }
-                        self.out.push_back((c, PathMsg::Punch(self.token), ttl));
+                        let punch = PathMsg::Punch(self.token_for(c));
+                        self.out.push_back((c, punch, ttl));
                     }
                     self.phase = Phase::Punching {
                         start,
@@ -653,7 +689,7 @@ mod tests {
         let mut join = DirectPath::new(PathMode::Auto);
         join.introduce(t0, &[h_seen, h_lan], Duration::ZERO, [1; 8]);
         // The host proved the joiner's LAN address; the joiner proved the host's public one.
-        join.handle_punch_back(t0, h_seen, [1; 8]);
+        join.handle_punch_back(t0, h_seen, join.token_for(h_seen));
         assert_eq!(join.direct(), Some(h_seen));
         // The host's datagrams come from its LAN address: the path stays alive.
         let mut now = t0;
@@ -708,7 +744,7 @@ mod tests {
     }
 
     #[test]
-    fn the_first_punch_to_each_candidate_leaves_with_a_low_ttl_and_relayed_mode_never_punches() {
+    fn each_candidate_gets_its_own_token_with_a_low_ttl_first_and_relayed_mode_never_punches() {
         let t0 = Instant::now();
         let mut p = DirectPath::new(PathMode::Auto);
         let (a, b) = (addr("10.0.0.2:1"), addr("192.0.2.7:9"));
@@ -718,11 +754,29 @@ mod tests {
         assert_eq!(first.len(), 2);
         assert!(first
             .iter()
-            .all(|(_, m, ttl)| *m == PathMsg::Punch([3; 8]) && *ttl == Some(LOW_TTL)));
+            .all(|(to, m, ttl)| *m == PathMsg::Punch(p.token_for(*to)) && *ttl == Some(LOW_TTL)));
+        assert_ne!(p.token_for(a), p.token_for(b), "one token per address");
         p.handle_timeout(t0 + PUNCH_AT[1], [4; 8]);
         assert!(std::iter::from_fn(|| p.poll_send()).all(|(_, _, ttl)| ttl.is_none()));
         // A forged echo (another token) proves nothing.
         assert!(!p.handle_punch_back(t0 + PUNCH_AT[1], a, [9; 8]));
+
+        // Issue 50: the side at `b` read the token sent to it and echoes it "from" a victim
+        // (a forged source): nothing moves. A forged punch from the victim gets it at most
+        // a PunchBack and one punch, each the size of what came "from" it.
+        let victim = addr("192.0.2.66:53");
+        assert!(!p.handle_punch_back(t0 + PUNCH_AT[1], victim, p.token_for(b)));
+        p.handle_punch(t0 + PUNCH_AT[1], victim, [5; 8], [6; 8]);
+        for at in &PUNCH_AT[2..] {
+            p.handle_timeout(t0 + *at, [4; 8]);
+        }
+        let to_victim = std::iter::from_fn(|| p.poll_send())
+            .filter(|(to, _, _)| *to == victim)
+            .count();
+        assert_eq!(to_victim, 2, "a PunchBack and one punch");
+        assert!(!p.handle_punch_back(t0 + PUNCH_AT[2], victim, p.token_for(b)));
+        assert!(p.handle_punch_back(t0 + PUNCH_AT[2], b, p.token_for(b)));
+        assert_eq!(p.direct(), Some(b));
 
         let mut off = DirectPath::new(PathMode::Relayed);
         off.introduce(t0, &[a], Duration::ZERO, [3; 8]);

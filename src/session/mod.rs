@@ -95,7 +95,7 @@ pub use chat::{ChatLine, ChatRefused, Speaker};
 pub use endpoint::{Endpoint, EndpointConfig, EndpointEvent, EndpointStats, PlayerOutReason};
 pub use host::{
     HostConfig, HostEvent, HostSession, Player, SessionLeftReason, DEFAULT_MAX_SPECTATORS,
-    FIRST_SPECTATOR_SLOT, MAX_SPECTATORS,
+    FIRST_SPECTATOR_SLOT, MAX_SPECTATORS, SEAT_KEPT,
 };
 pub use join::{JoinConfig, JoinEvent, JoinSession, StartState};
 pub use participant::{

@@ -20,7 +20,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::msg::{Msg, OpenRoom, RoomMsg, StateAck, CHUNK_SIZE};
+use super::msg::{Msg, OpenRoom, RoomMsg, StateAck, CHUNK_SIZE, ROOM_KEY_LEN};
 use super::payload::{Packed, StartPayload, MAX_PAYLOAD};
 use super::transfer::{ChunkOutcome, Progress, Receiver, Rtt, Sender};
 use super::{Dropped, Handled, SessionError, Transmit, HANDSHAKE_TIMEOUT, HELLO_INTERVAL};
@@ -85,6 +85,9 @@ pub struct RoomOpener {
     events: VecDeque<OpenEvent>,
     timeout: Duration,
     moves: u8,
+    /// A hosted room's secret from its `Opened` (zeros until then, and for a room on the
+    /// server).
+    room_key: [u8; ROOM_KEY_LEN],
 }
 
 impl RoomOpener {
@@ -130,7 +133,14 @@ impl RoomOpener {
             events: VecDeque::new(),
             timeout: HANDSHAKE_TIMEOUT,
             moves: 0,
+            room_key: [0; ROOM_KEY_LEN],
         }
+    }
+
+    /// A hosted room's secret, once the server opened it: the host tags what it tells the
+    /// server with keys made from it (`wire::keys::Keys::for_room`).
+    pub fn room_key(&self) -> [u8; ROOM_KEY_LEN] {
+        self.room_key
     }
 
     /// The room's session id, once the server opened it.
@@ -175,8 +185,11 @@ impl RoomOpener {
         }
         self.last_heard = Some(now);
         match (msg, &mut self.phase) {
-            (Msg::Room(RoomMsg::Opened { room }), Phase::Asking { .. }) if header.session != 0 => {
+            (Msg::Room(RoomMsg::Opened { room, key }), Phase::Asking { .. })
+                if header.session != 0 =>
+            {
                 self.session = header.session;
+                self.room_key = key;
                 if self.open.hosted {
                     self.events.push_back(OpenEvent::Opened {
                         room: room.clone(),
@@ -384,6 +397,7 @@ impl Upload {
     pub fn opened(&self) -> Vec<u8> {
         Msg::Room(RoomMsg::Opened {
             room: self.room.clone(),
+            key: [0; ROOM_KEY_LEN],
         })
         .encode(self.session)
     }

@@ -377,6 +377,7 @@ fn other_protocol_versions_get_a_readable_refusal() {
         key: [0x4b; 32],
         auth: msg::Auth::None,
         cookie: [0; 16],
+        seat_key: [0; 16],
     })
     .encode(0);
     hello[2] = PROTOCOL_VERSION + 1;

@@ -34,6 +34,9 @@ pub(crate) fn tags_checked() -> u64 {
 }
 
 const CONTEXT: &str = "framelock 2026-11 session keys, one per direction";
+const ROOM_CONTEXT: &str = "framelock 2026-11 hosted room keys, server and host";
+/// Bytes of a hosted room's secret (`Keys::for_room`).
+pub const ROOM_KEY_LEN: usize = 32;
 
 /// Which end of a link this side is: the keys are the same, their directions swap.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -141,6 +144,31 @@ impl Keys {
         (diff == 0).then_some(body)
     }
 
+    /// A hosted room's keys between the server and the room's host (`serve`'s hosted
+    /// rooms): both directions derived from the secret the server gave the host in its
+    /// `Room/Opened` answer, which only the host's proven address received. The server
+    /// takes `Side::Host`, the room's host `Side::Joiner`.
+    pub fn for_room(secret: &[u8; ROOM_KEY_LEN], side: Side) -> Keys {
+        let mut kdf = blake3::Hasher::new_derive_key(ROOM_CONTEXT);
+        kdf.update(secret);
+        let mut both = [0u8; 64];
+        kdf.finalize_xof().fill(&mut both);
+        let mut to_host = [0u8; 32];
+        let mut to_joiner = [0u8; 32];
+        to_host.copy_from_slice(&both[..32]);
+        to_joiner.copy_from_slice(&both[32..]);
+        match side {
+            Side::Host => Keys {
+                send: to_joiner,
+                recv: to_host,
+            },
+            Side::Joiner => Keys {
+                send: to_host,
+                recv: to_joiner,
+            },
+        }
+    }
+
     /// Keys for tests and simulations that have no handshake: both ends of a link share a
     /// seed, `side` picks the direction.
     pub fn for_test(seed: u64, side: Side) -> Keys {
@@ -203,6 +231,18 @@ mod tests {
         let mut padded = d.clone();
         padded.push(0);
         assert_eq!(joiner.open(&padded), None);
+    }
+
+    #[test]
+    fn a_rooms_server_and_host_tag_each_way_with_the_secret_alone() {
+        let server = Keys::for_room(&[5; ROOM_KEY_LEN], Side::Host);
+        let host = Keys::for_room(&[5; ROOM_KEY_LEN], Side::Joiner);
+        let mut d = b"a Present".to_vec();
+        host.seal(&mut d);
+        assert_eq!(server.open(&d), Some(&b"a Present"[..]));
+        assert_eq!(host.open(&d), None);
+        let other = Keys::for_room(&[6; ROOM_KEY_LEN], Side::Host);
+        assert_eq!(other.open(&d), None);
     }
 
     #[test]

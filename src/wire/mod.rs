@@ -38,7 +38,8 @@ use thiserror::Error;
 
 pub const MAGIC: [u8; 2] = *b"FL";
 /// Bumped on every incompatible wire change; peers with another version are refused by name.
-pub const PROTOCOL_VERSION: u8 = 14;
+/// A lockstep header holds it in 4 bits: 15 is the last that fits there as it is laid out.
+pub const PROTOCOL_VERSION: u8 = 15;
 /// Header length of session-layer datagrams.
 pub const HEADER_LEN: usize = 8;
 /// Header length of lockstep datagrams (CTRL, UPDATE).
@@ -416,10 +417,11 @@ mod tests {
         );
         assert_eq!(Header::parse(&[]), Err(WireError::Truncated(0)));
         // Another version's CTRL, and the old 8-byte layout of lockstep kinds, are refused.
-        buf[0] = (PROTOCOL_VERSION + 1) << 4;
+        // (An older one: 15 is the last version the 4-bit field holds.)
+        buf[0] = (PROTOCOL_VERSION - 1) << 4;
         assert_eq!(
             Header::parse(&buf),
-            Err(WireError::Version(PROTOCOL_VERSION + 1))
+            Err(WireError::Version(PROTOCOL_VERSION - 1))
         );
         let old = [b'F', b'L', 2, 0x10, 7, 0, 0, 0];
         assert_eq!(Header::parse(&old), Err(WireError::Version(2)));

@@ -265,7 +265,7 @@ fn open_to_listed(a: SocketAddr, b: SocketAddr, i: usize) -> Duration {
 
 /// Whether `server` lists `room` (what `framelock rooms` asks, page by page).
 fn listed_on(sock: &std::net::UdpSocket, server: SocketAddr, room: &str) -> bool {
-    let mut first = 0u16;
+    let mut first = 0u32;
     let mut buf = [0u8; 2048];
     loop {
         let ask = Msg::Room(RoomMsg::List { first }).encode(0);
@@ -279,7 +279,7 @@ fn listed_on(sock: &std::net::UdpSocket, server: SocketAddr, room: &str) -> bool
         if rooms.iter().any(|r| r.name == room) {
             return true;
         }
-        first += rooms.len() as u16;
+        first += rooms.len() as u32;
         if rooms.is_empty() || first >= total {
             return false;
         }

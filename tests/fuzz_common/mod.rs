@@ -460,6 +460,7 @@ fn session_messages() -> Vec<Vec<u8>> {
         no_share: room == "den",
         key: [0x4b; 32],
         cookie: [0x5c; 16],
+        seat_key: [0x5d; 16],
         auth,
     };
     let open = OpenRoom {
@@ -511,6 +512,7 @@ fn session_messages() -> Vec<Vec<u8>> {
             keyframe_interval: 2,
             mode: Mode::Optimistic,
             key: [0x4b; 32],
+            seat_key: [0x6e; 16],
             players: [(PeerId(0), "host".into()), (PeerId(1), "ana".into())]
                 .into_iter()
                 .collect(),
@@ -534,7 +536,11 @@ fn session_messages() -> Vec<Vec<u8>> {
         Msg::Lobby { ready: 1, want: 2 }.encode(9),
         Msg::Loading.encode(9),
         Msg::Room(RoomMsg::Open(open)).encode(0),
-        Msg::Room(RoomMsg::Opened { room: "den".into() }).encode(9),
+        Msg::Room(RoomMsg::Opened {
+            room: "den".into(),
+            key: [0x3c; 32],
+        })
+        .encode(9),
         Msg::Room(RoomMsg::NoRoom {
             room: "x".into(),
             rooms: vec!["den".into()],

@@ -26,6 +26,7 @@ pub fn hello(room: &str, cookie: [u8; 16]) -> Vec<u8> {
         key: [0x4b; 32],
         auth: Auth::None,
         cookie,
+        seat_key: [0; 16],
     })
     .encode(0)
 }
@@ -268,4 +269,25 @@ pub fn hello_flood(
         }
         n as f64 / t0.elapsed().as_secs_f64()
     })
+}
+
+/// Opens hosted room `room` on `server` from `sock` (this process is its host): the
+/// room's session id and its secret with the server, or why not.
+pub fn open_hosted(
+    server: SocketAddr,
+    sock: &UdpSocket,
+    room: &str,
+) -> Result<(u32, [u8; 32]), String> {
+    let open = OpenRoom {
+        core_version: "1".into(),
+        ..open_room(room, "lightcycles", "mallory")
+    };
+    let mut o = RoomOpener::hosted(Instant::now(), server, open);
+    let answer = drive(&mut o, sock, Duration::from_secs(5), |ev| match ev {
+        OpenEvent::Uploaded { session, .. } => Some(Ok(session)),
+        OpenEvent::Failed(e) => Some(Err(e.to_string())),
+        _ => None,
+    });
+    let session = answer.unwrap_or_else(|| Err("no answer".into()))?;
+    Ok((session, o.room_key()))
 }

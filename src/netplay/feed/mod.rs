@@ -100,6 +100,11 @@ struct NetState {
     scripted: Option<ScriptedPause>,
     /// Test hook: say "ping N" this often, next at, and N.
     chat_every: Option<(Duration, Option<Instant>, u32)>,
+    /// A player joiner's saved seat key, and the key it last saved.
+    seat_keys: Option<(
+        super::seat_keys::SeatKeys,
+        Option<[u8; crate::session::msg::SEAT_KEY_LEN]>,
+    )>,
 }
 
 /// A pause a test asks for on the command line (`--pause-at`, `--pause-for`).
@@ -225,6 +230,30 @@ impl NetState {
         }
         self.feed.participant.handle_timeout(now);
         self.handle_events(now);
+        self.save_seat_key();
+    }
+
+    /// Saves a new seat key (the first Welcome's, then each reconnect's) the moment the
+    /// participant has it, so that a process killed at any frame after leaves it on disk.
+    fn save_seat_key(&mut self) {
+        let Some((store, saved)) = &mut self.seat_keys else {
+            return;
+        };
+        let Some(key) = self
+            .feed
+            .participant
+            .seat_key()
+            .filter(|k| Some(*k) != *saved)
+        else {
+            return;
+        };
+        *saved = Some(key);
+        if let Err(e) = store.save(&key, std::time::SystemTime::now()) {
+            tracing::warn!(
+                "netplay: could not save your seat key ({e}); if this process ends, a new \
+                 join gets your seat back only after a minute"
+            );
+        }
     }
 
     /// Says what was typed, then words what the participant raised (the feed already sent

@@ -84,6 +84,7 @@ impl NetFeed {
                 say_at_start: Vec::new(),
                 scripted: None,
                 chat_every: None,
+                seat_keys: None,
             }),
             arrived: Condvar::new(),
         });
@@ -151,6 +152,13 @@ impl NetFeed {
     /// and removed when it ends; `host`: a host waiting to be joined.
     pub fn with_port_map(self, map: Option<PortMap>, port: u16, host: bool) -> NetFeed {
         self.state().port_map = map.map(|map| FeedPortMap { map, port, host });
+        self
+    }
+
+    /// Where this player joiner keeps its seat key (`seat_keys`), saved whenever a Welcome
+    /// gives it a new one.
+    pub fn with_seat_keys(self, keys: Option<crate::netplay::seat_keys::SeatKeys>) -> NetFeed {
+        self.state().seat_keys = keys.map(|k| (k, None));
         self
     }
 

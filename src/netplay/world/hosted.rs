@@ -58,7 +58,8 @@ impl World {
         };
         let endpoint = Endpoint::new(now, ecfg, info(&o.name), Toy::default().state(), Vec::new())
             .expect("endpoint");
-        let p = Participant::host_room(now, endpoint, lcfg, o.cfg, o.opener.server());
+        let key = o.opener.room_key();
+        let p = Participant::host_room(now, endpoint, lcfg, o.cfg, o.opener.server(), &key);
         let k = self.push_node(&o.name, o.at, p, true);
         self.nodes[k].room = Some(room);
         k

@@ -8,6 +8,18 @@
 //! - A joiner is relayed once its Hello proved its address (a cookie) and named the room;
 //!   every datagram from it goes to the host, and the host's `Forward`s go only to the
 //!   room's joiners: the server is nobody else's relay.
+//! - A datagram naming the room's session from an address in no room (a joiner whose
+//!   router changed its mapping) makes that address a member *on probation*: what it sends
+//!   goes to the host, but it is sent a `Retry` with a cookie and, until it echoes that,
+//!   at most what it sent (`validation`), whatever the host forwards. A session id is no
+//!   proof of address: anyone on the path of one datagram of the room may know it.
+//! - Members count per IP address (IPv6: per /64): at most [`MEMBERS_PER_PREFIX`], and a
+//!   member on probation is forgotten after [`PROBATION`] without its echo, so that one
+//!   machine's ports cannot fill a room's slots.
+//! - What members send through the relay is rate-limited per member ([`MEMBER_RATE`]) and
+//!   per IP address or /64 ([`PREFIX_RATE`]), in datagrams and bytes: a joiner's game sends
+//!   a few dozen small datagrams a second, and a flood of tiny ones would otherwise make
+//!   the server send the host a tagged `Forward` for each.
 //! - The introduction's wait is half the difference of the two round trips the server
 //!   measured (from its Retry to the echoed cookie), so that both sides' punches leave at
 //!   about the same time.
@@ -16,7 +28,11 @@
 
 use std::collections::HashSet;
 
+use rand::Rng;
+
 use super::*;
+use crate::session::msg::ROOM_KEY_LEN;
+use crate::wire::keys::{Keys, Side};
 
 /// A hosted room whose host is silent this long closes (its players' reconnects end too).
 pub const HOSTED_SILENCE: Duration = Duration::from_secs(60);
@@ -27,6 +43,88 @@ pub const MEMBER_SILENCE: Duration = Duration::from_secs(120);
 const DEFAULT_RTT: Duration = Duration::from_millis(100);
 /// Joiners (and would-be joiners) a hosted room relays at most, beyond its seats.
 const SPARE_MEMBERS: usize = 8;
+/// Members of one hosted room from one IPv4 address or IPv6 /64 (players behind one router
+/// each count).
+pub const MEMBERS_PER_PREFIX: usize = 6;
+/// A member on probation that has not echoed its cookie this long is forgotten.
+pub const PROBATION: Duration = Duration::from_secs(10);
+/// How long a room whose host said it left still relays the host's last datagrams (its
+/// goodbyes may arrive after the word that it left).
+const LEAVING_GRACE: Duration = Duration::from_millis(500);
+/// What one member may send through the relay, sustained; bursts of `RELAY_BURST` of it
+/// pass too (a start-state's acknowledgements, a reconnect).
+pub const MEMBER_RATE: RelayRate = RelayRate {
+    datagrams: 200.0,
+    bytes: 48.0 * 1024.0,
+};
+/// What all the members from one IPv4 address or IPv6 /64 may send together (players
+/// behind one router share it).
+pub const PREFIX_RATE: RelayRate = RelayRate {
+    datagrams: 500.0,
+    bytes: 128.0 * 1024.0,
+};
+/// Seconds of a rate a bucket holds.
+const RELAY_BURST: f64 = 2.0;
+
+/// Datagrams and bytes a second.
+#[derive(Clone, Copy, Debug)]
+pub struct RelayRate {
+    pub datagrams: f64,
+    pub bytes: f64,
+}
+
+/// A token bucket of datagrams and bytes (both must allow a datagram).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct RelayBudget {
+    datagrams: f64,
+    bytes: f64,
+    at: Instant,
+}
+
+impl RelayBudget {
+    fn full(now: Instant, rate: RelayRate) -> RelayBudget {
+        RelayBudget {
+            datagrams: rate.datagrams * RELAY_BURST,
+            bytes: rate.bytes * RELAY_BURST,
+            at: now,
+        }
+    }
+
+    fn refill(&mut self, now: Instant, rate: RelayRate) {
+        let dt = now.saturating_duration_since(self.at).as_secs_f64();
+        self.datagrams = (self.datagrams + dt * rate.datagrams).min(rate.datagrams * RELAY_BURST);
+        self.bytes = (self.bytes + dt * rate.bytes).min(rate.bytes * RELAY_BURST);
+        self.at = self.at.max(now);
+    }
+
+    fn allows(&self, len: usize) -> bool {
+        self.datagrams >= 1.0 && self.bytes >= len as f64
+    }
+
+    fn spend(&mut self, len: usize) {
+        self.datagrams -= 1.0;
+        self.bytes -= len as f64;
+    }
+}
+
+/// A member on probation is sent its cookie again at most this often.
+const RECHALLENGE: Duration = Duration::from_secs(1);
+
+/// A joiner of a hosted room, by address.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Member {
+    /// When last heard.
+    heard: Instant,
+    /// Its round trip to the server (its Retry's echo), for the introduction's timing.
+    rtt: Duration,
+    /// It echoed a cookie made for its address; until then it is on probation.
+    proven: bool,
+    /// When it joined (or was last challenged, while on probation).
+    since: Instant,
+    challenged: Instant,
+    /// What it may still send through the relay.
+    budget: RelayBudget,
+}
 
 pub(super) struct HostedRoom {
     pub(super) name: String,
@@ -34,14 +132,21 @@ pub(super) struct HostedRoom {
     pub(super) open: OpenRoom,
     pub(super) opened: Instant,
     pub(super) session: u32,
+    /// The secret the server and the host tag their Room datagrams with, and its keys.
+    key: [u8; ROOM_KEY_LEN],
+    keys: Keys,
     /// When the host last said anything.
     heard: Instant,
     host_rtt: Duration,
-    /// Joiners by address: when last heard, their round trip to the server.
-    members: HashMap<SocketAddr, (Instant, Duration)>,
+    /// Joiners by address.
+    members: HashMap<SocketAddr, Member>,
+    /// What the members of each IPv4 address or IPv6 /64 may still send through the relay.
+    prefix_budgets: HashMap<IpAddr, RelayBudget>,
     introduced: HashSet<SocketAddr>,
     /// The host's last `Present`.
     players: u8,
+    /// When its host said it left: it closes `LEAVING_GRACE` after.
+    left: Option<Instant>,
     pub(super) direct: u8,
     pub(super) relayed: u8,
     playing: bool,
@@ -68,9 +173,33 @@ pub(super) struct Ended {
 const MAX_ENDED: usize = 4096;
 
 impl HostedRoom {
-    /// Its joiners' IP addresses.
+    /// Whether member `from` may send `len` bytes through the relay now (its own budget
+    /// and its address's), taking them if so.
+    fn relay_allows(&mut self, now: Instant, from: SocketAddr, len: usize) -> bool {
+        let Some(m) = self.members.get_mut(&from) else {
+            return false;
+        };
+        let p = self
+            .prefix_budgets
+            .entry(prefix(from.ip()))
+            .or_insert_with(|| RelayBudget::full(now, PREFIX_RATE));
+        m.budget.refill(now, MEMBER_RATE);
+        p.refill(now, PREFIX_RATE);
+        let ok = m.budget.allows(len) && p.allows(len);
+        if ok {
+            m.budget.spend(len);
+            p.spend(len);
+        }
+        ok
+    }
+
+    /// Its joiners' IP addresses (those that proved them).
     pub(super) fn member_ips(&self) -> Vec<IpAddr> {
-        self.members.keys().map(SocketAddr::ip).collect()
+        self.members
+            .iter()
+            .filter(|(_, m)| m.proven)
+            .map(|(a, _)| a.ip())
+            .collect()
     }
 
     pub(super) fn info(&self, now: Instant) -> RoomInfo {
@@ -89,6 +218,21 @@ impl HostedRoom {
             server: String::new(),
         }
     }
+}
+
+/// The local addresses a creator named that a joiner may punch: only private, link-local
+/// or loopback ones (two players behind one router), never a public address a creator
+/// could aim every joiner's punches at. Told only at the introduction, after the host
+/// welcomed the joiner (its password checked).
+pub(crate) fn private_only(locals: &[SocketAddr]) -> Vec<SocketAddr> {
+    let private = |ip: IpAddr| match ip {
+        IpAddr::V4(v4) => v4.is_private() || v4.is_link_local() || v4.is_loopback(),
+        IpAddr::V6(v6) => {
+            let s = v6.segments()[0];
+            v6.is_loopback() || (s & 0xfe00) == 0xfc00 || (s & 0xffc0) == 0xfe80
+        }
+    };
+    locals.iter().copied().filter(|a| private(a.ip())).collect()
 }
 
 impl Rooms {
@@ -116,7 +260,13 @@ impl Rooms {
         self.stats.rooms_opened += 1;
         self.by_session.insert(session, name.clone());
         self.hosted_by_addr.insert(from, name.clone());
-        let opened = Msg::Room(RoomMsg::Opened { room: name.clone() }).encode(session);
+        // The room's secret: only the host's proven address hears it (`Keys::for_room`).
+        let key: [u8; ROOM_KEY_LEN] = self.rng.gen();
+        let opened = Msg::Room(RoomMsg::Opened {
+            room: name.clone(),
+            key,
+        })
+        .encode(session);
         let open_no_share = open.no_share;
         self.hosted.insert(
             name.clone(),
@@ -126,11 +276,15 @@ impl Rooms {
                 open,
                 opened: now,
                 session,
+                key,
+                keys: Keys::for_room(&key, Side::Host),
                 heard: now,
                 host_rtt,
                 members: HashMap::new(),
+                prefix_budgets: HashMap::new(),
                 introduced: HashSet::new(),
                 players: 1,
+                left: None,
                 direct: 0,
                 relayed: 0,
                 playing: false,
@@ -141,27 +295,88 @@ impl Rooms {
         self.send(from, opened);
     }
 
-    /// A joiner's Hello (its address proven) or a joiner's datagram from a new address
-    /// (naming the room's session): relayed to the host from now on.
+    /// A joiner's Hello (`proven`: its address echoed a cookie) or a joiner's datagram from
+    /// a new address naming the room's session (on probation, and challenged): relayed to
+    /// the host from now on.
     pub(super) fn join_hosted(
         &mut self,
         now: Instant,
         from: SocketAddr,
         name: &str,
         datagram: &[u8],
+        proven: bool,
     ) {
         let rtt = self.rtts.get(&from).copied().unwrap_or(DEFAULT_RTT);
         let max_members = self.cfg.max_spectators as usize + MAX_PLAYERS + SPARE_MEMBERS;
-        let Some(room) = self.hosted.get_mut(name) else {
+        let Some(room) = self.hosted.get_mut(name).filter(|r| r.left.is_none()) else {
             return;
         };
-        if !room.members.contains_key(&from) && room.members.len() >= max_members {
-            let reason = format!("room {name} is busy: too many joiners at once; try again soon");
-            return self.refuse(from, reason);
+        if !room.members.contains_key(&from) {
+            let mine = prefix(from.ip());
+            let same = room
+                .members
+                .keys()
+                .filter(|a| prefix(a.ip()) == mine)
+                .count();
+            let busy = if room.members.len() >= max_members {
+                Some("too many joiners at once")
+            } else if same >= MEMBERS_PER_PREFIX {
+                Some("too many joiners from your address at once")
+            } else {
+                None
+            };
+            if let Some(why) = busy {
+                // Told only to an address that proved it receives: a refusal is no
+                // reflector either.
+                self.stats.rate_limited += 1;
+                if proven {
+                    let reason = format!("room {name} is busy: {why}; try again soon");
+                    self.refuse(from, reason);
+                }
+                return;
+            }
         }
-        room.members.insert(from, (now, rtt));
+        let session = room.session;
+        let member = room.members.entry(from).or_insert(Member {
+            heard: now,
+            rtt,
+            proven,
+            since: now,
+            challenged: now,
+            budget: RelayBudget::full(now, MEMBER_RATE),
+        });
+        member.heard = now;
+        if proven && !member.proven {
+            (member.proven, member.rtt) = (true, rtt);
+        }
+        let probation = !member.proven;
         self.hosted_by_addr.insert(from, name.to_string());
-        self.relay_to_host(name, from, datagram);
+        if probation {
+            self.challenge_member(now, from, session);
+        }
+        self.relay_to_host(now, name, from, datagram);
+    }
+
+    /// A cookie for a member on probation, under the room's session id: its joiner echoes
+    /// the `Retry` as it came (`session::participant::JoinRoute`). Within what the address
+    /// sent, like everything to it until then.
+    fn challenge_member(&mut self, now: Instant, to: SocketAddr, session: u32) {
+        self.stats.retries += 1;
+        self.retried.insert(to, now);
+        let cookie = self.cookies.make(now, to);
+        self.send(to, Msg::Retry(cookie).encode(session));
+    }
+
+    /// Whether `addr` is a hosted room's host or a member that proved its address.
+    pub(super) fn hosted_proven(&self, addr: SocketAddr) -> bool {
+        let Some(room) = self
+            .hosted_by_addr
+            .get(&addr)
+            .and_then(|n| self.hosted.get(n))
+        else {
+            return false;
+        };
+        room.host == addr || room.members.get(&addr).is_some_and(|m| m.proven)
     }
 
     /// A datagram from a hosted room's host or one of its joiners.
@@ -175,22 +390,56 @@ impl Rooms {
         };
         let kind = Header::parse(datagram).ok().map(|(h, _)| h.kind);
         if from != room.host {
-            if let Some(m) = room.members.get_mut(&from) {
-                m.0 = now;
+            let Some(m) = room.members.get_mut(&from) else {
+                self.hosted_by_addr.remove(&from);
+                return;
+            };
+            m.heard = now;
+            if kind == Some(Kind::Retry) {
+                // A member on probation echoes its cookie: its address is proven.
+                if let Ok((_, Msg::Retry(cookie))) = Msg::decode(datagram) {
+                    if !m.proven && self.cookies.check(now, from, &cookie) {
+                        m.proven = true;
+                        if let Some(sent) = self.retried.remove(&from) {
+                            m.rtt = now.saturating_duration_since(sent);
+                        }
+                    }
+                }
+                return;
+            }
+            if !m.proven && now >= m.challenged + RECHALLENGE {
+                m.challenged = now;
+                let session = room.session;
+                self.challenge_member(now, from, session);
             }
             if kind == Some(Kind::Room) {
                 // A joiner on a direct path says it is there; nothing else of the kind is
                 // for the host.
                 return;
             }
-            return self.relay_to_host(&name, from, datagram);
+            return self.relay_to_host(now, &name, from, datagram);
         }
-        room.heard = now;
         if kind != Some(Kind::Room) {
             self.stats.garbage += 1;
             return;
         }
-        match Msg::decode(datagram) {
+        // Only the host has the room's keys: nothing is taken from its address alone.
+        let Some(body) = room.keys.open(datagram) else {
+            if matches!(Msg::decode(datagram), Ok((_, Msg::Room(RoomMsg::Open(_))))) {
+                // Its Open again, untagged: the Opened (and the key) was lost.
+                let opened = Msg::Room(RoomMsg::Opened {
+                    room: name.clone(),
+                    key: room.key,
+                })
+                .encode(room.session);
+                self.send(from, opened);
+            } else {
+                self.stats.dropped_auth += 1;
+            }
+            return;
+        };
+        room.heard = now;
+        match Msg::decode(body) {
             Ok((_, Msg::Room(RoomMsg::Forward { peer, datagram }))) => {
                 if !room.members.contains_key(&peer) {
                     self.stats.wrong_room += 1;
@@ -213,32 +462,44 @@ impl Rooms {
                 }),
             )) => {
                 if players == 0 {
-                    // Its host left (it counts itself while it is there).
-                    return self.close_hosted(now, &name, "its host left");
+                    // Its host left (it counts itself while it is there). Its goodbyes,
+                    // sent just before, may arrive after this: they are relayed for
+                    // `LEAVING_GRACE` more, and the room closes at the next sweep after.
+                    room.left.get_or_insert(now);
+                    return;
                 }
                 (room.players, room.direct, room.relayed, room.playing) =
                     (players, direct, relayed, playing);
             }
             // Its Open again: the Opened was lost.
             Ok((_, Msg::Room(RoomMsg::Open(_)))) => {
-                let opened = Msg::Room(RoomMsg::Opened { room: name.clone() }).encode(room.session);
+                let opened = Msg::Room(RoomMsg::Opened {
+                    room: name.clone(),
+                    key: room.key,
+                })
+                .encode(room.session);
                 self.send(from, opened);
             }
             _ => self.stats.garbage += 1,
         }
     }
 
-    fn relay_to_host(&mut self, name: &str, from: SocketAddr, datagram: &[u8]) {
-        let Some(room) = self.hosted.get(name) else {
+    fn relay_to_host(&mut self, now: Instant, name: &str, from: SocketAddr, datagram: &[u8]) {
+        let Some(room) = self.hosted.get_mut(name) else {
             return;
         };
+        if !room.relay_allows(now, from, datagram.len()) {
+            self.stats.relay_limited += 1;
+            return;
+        }
         let host = room.host;
         self.stats.bytes_relayed += datagram.len() as u64;
-        let bytes = Msg::Room(RoomMsg::Forward {
+        let mut bytes = Msg::Room(RoomMsg::Forward {
             peer: from,
             datagram,
         })
         .encode(0);
+        room.keys.seal(&mut bytes);
         self.send(host, bytes);
     }
 
@@ -248,7 +509,7 @@ impl Rooms {
         let Some(room) = self.hosted.get(name) else {
             return;
         };
-        let peer_rtt = room.members.get(&peer).map_or(DEFAULT_RTT, |m| m.1);
+        let peer_rtt = room.members.get(&peer).map_or(DEFAULT_RTT, |m| m.rtt);
         let longest = peer_rtt.max(room.host_rtt);
         let wait = |rtt: Duration| ((longest - rtt) / 2).as_millis().min(2000) as u16;
         let to_host = RoomMsg::Introduce {
@@ -258,34 +519,45 @@ impl Rooms {
         };
         let to_peer = RoomMsg::Introduce {
             peer: room.host,
-            locals: room.open.locals.clone(),
+            locals: private_only(&room.open.locals),
             wait_ms: wait(peer_rtt),
         };
         let host = room.host;
-        self.send(host, Msg::Room(to_host).encode(0));
+        let mut to_host = Msg::Room(to_host).encode(0);
+        room.keys.seal(&mut to_host);
+        self.send(host, to_host);
         self.send(peer, Msg::Room(to_peer).encode(0));
     }
 
     /// Closes hosted rooms whose host went silent and forgets silent joiners.
     pub(super) fn sweep_hosted(&mut self, now: Instant) {
-        let silent: Vec<String> = self
+        let silent: Vec<(String, &str)> = self
             .hosted
             .values()
-            .filter(|r| now >= r.heard + HOSTED_SILENCE)
-            .map(|r| r.name.clone())
+            .filter_map(|r| match r.left {
+                Some(t) if now >= t + LEAVING_GRACE => Some((r.name.clone(), "its host left")),
+                _ if now >= r.heard + HOSTED_SILENCE => {
+                    Some((r.name.clone(), "its host went silent"))
+                }
+                _ => None,
+            })
             .collect();
-        for name in silent {
-            self.close_hosted(now, &name, "its host went silent");
+        for (name, why) in silent {
+            self.close_hosted(now, &name, why);
         }
         let mut gone = Vec::new();
         for room in self.hosted.values_mut() {
-            room.members.retain(|addr, (heard, _)| {
-                let keep = now < *heard + MEMBER_SILENCE;
+            room.members.retain(|addr, m| {
+                let keep =
+                    now < m.heard + MEMBER_SILENCE && (m.proven || now < m.since + PROBATION);
                 if !keep {
                     gone.push(*addr);
                 }
                 keep
             });
+            let members = &room.members;
+            room.prefix_budgets
+                .retain(|p, _| members.keys().any(|a| prefix(a.ip()) == *p));
         }
         for addr in gone {
             self.hosted_by_addr.remove(&addr);

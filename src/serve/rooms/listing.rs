@@ -118,7 +118,8 @@ impl Rooms {
 
     /// The fleet's servers: this one (as it is now) and the others' last heartbeats.
     pub(super) fn handle_servers(&mut self, from: SocketAddr, first: u16) {
-        let (total, servers) = page(self.fleet_servers(), first, MAX_SERVERS_LISTED);
+        let (total, servers) = page(self.fleet_servers(), first.into(), MAX_SERVERS_LISTED);
+        let total = total.min(u32::from(u16::MAX)) as u16;
         let msg = Msg::Room(RoomMsg::Servers {
             total,
             first,
@@ -127,7 +128,7 @@ impl Rooms {
         self.send(from, msg.encode(0));
     }
 
-    pub(super) fn handle_list(&mut self, now: Instant, from: SocketAddr, first: u16) {
+    pub(super) fn handle_list(&mut self, now: Instant, from: SocketAddr, first: u32) {
         let all = if self.fleet.is_some() {
             self.fleet_list(now)
         } else {
@@ -143,10 +144,9 @@ impl Rooms {
     }
 }
 
-/// A listing's page from entry `first`, at most `max` long, and the listing's length as the
-/// answer tells it (capped at `u16::MAX`).
-fn page<T>(all: Vec<T>, first: u16, max: usize) -> (u16, Vec<T>) {
-    let total = all.len().min(usize::from(u16::MAX)) as u16;
-    let page = all.into_iter().skip(usize::from(first)).take(max).collect();
+/// A listing's page from entry `first`, at most `max` long, and the listing's length.
+fn page<T>(all: Vec<T>, first: u32, max: usize) -> (u32, Vec<T>) {
+    let total = all.len().min(u32::MAX as usize) as u32;
+    let page = all.into_iter().skip(first as usize).take(max).collect();
     (total, page)
 }

@@ -63,12 +63,13 @@ impl Rooms {
     }
 
     /// Whether `addr` showed it receives what is sent to it: it echoed a cookie, it is a
-    /// room's player or spectator (admitted after one), or it uploads a room's state (its
-    /// Open echoed one).
+    /// room's player or spectator (admitted after one), a hosted room's host or a member
+    /// that echoed one (not one on probation), or it uploads a room's state (its Open
+    /// echoed one).
     pub(super) fn is_validated(&self, addr: SocketAddr) -> bool {
         self.validated.contains_key(&addr)
             || self.by_addr.contains_key(&addr)
-            || self.hosted_by_addr.contains_key(&addr)
+            || self.hosted_proven(addr)
             || self.uploads.contains_key(&addr)
     }
 

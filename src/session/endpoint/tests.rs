@@ -98,8 +98,19 @@ impl Net {
     }
 
     fn join(&mut self, room: usize, name: &str) -> usize {
+        self.join_with_key(room, name, [0; crate::session::msg::SEAT_KEY_LEN])
+    }
+
+    /// A joiner that shows `seat_key` (a reconnect: the key its Welcome gave it).
+    fn join_with_key(
+        &mut self,
+        room: usize,
+        name: &str,
+        seat_key: [u8; crate::session::msg::SEAT_KEY_LEN],
+    ) -> usize {
         let i = self.joiners.len();
-        let cfg = JoinConfig::new(room_addr(room), info(name));
+        let mut cfg = JoinConfig::new(room_addr(room), info(name));
+        cfg.seat_key = seat_key;
         self.joiners.push(Joiner {
             addr: joiner_addr(i),
             room,
@@ -713,11 +724,16 @@ fn a_name_alone_never_replaces_a_player_who_still_talks() {
     let played = net.joiners[bob].game.as_ref().unwrap().frames.len() - frames;
     assert!(played >= 300, "bob played {played} frames on");
 
-    // Bob crashes and runs `join` again at once, from a new port: once its seat has been
-    // silent a second, it is its own again.
+    // Bob's link dies and it comes back at once from a new port, showing its seat's key
+    // (a reconnect): once its seat has been silent a second, it is its own again. A
+    // "bob" showing no key meanwhile gets another seat, never bob's.
     let crashed = net.now;
     net.joiners[bob].dead_at = Some(crashed);
-    let back = net.join(room, "bob");
+    let key = net.joiners[bob].join.seat_key();
+    assert_ne!(key, [0; crate::session::msg::SEAT_KEY_LEN]);
+    let stranger = net.join(room, "bob");
+    net.joiners[stranger].addr = SocketAddr::new(bob_ip, 40003);
+    let back = net.join_with_key(room, "bob", key);
     let back_addr = SocketAddr::new(bob_ip, 40002);
     net.joiners[back].addr = back_addr;
     let taken = |n: &Net| {
@@ -730,5 +746,12 @@ fn a_name_alone_never_replaces_a_player_who_still_talks() {
     assert!(
         took >= super::super::host::TAKEOVER_SILENCE && took < Duration::from_secs(2),
         "taken over after {took:?}"
+    );
+    let stranger_at = SocketAddr::new(bob_ip, 40003);
+    assert!(
+        !net.rooms[room].events.iter().any(
+            |e| matches!(e, EndpointEvent::Admitted { slot: s, addr, .. } if s.number() == slot && *addr == stranger_at)
+        ),
+        "a name alone took a kept seat"
     );
 }

@@ -60,10 +60,12 @@ impl HostSession {
             }
             return;
         }
-        // A direct host's proof of address (a room's is `serve::Rooms`'s): no seat, no
-        // password check, nothing but a Retry until the Hello echoes a cookie made for it.
+        // Proof of address (a room on a server checks it there): no seat, no password
+        // check, nothing but a Retry until the Hello echoes a cookie made for it. A hosted
+        // room's joiners too, as the server names them: the host does not take the
+        // server's word for an address it sends a start state to.
         let hosted = self.cfg.hosted_room.is_some();
-        if self.cfg.creator.is_none() && !hosted && !self.cookies.check(now, from, &hello.cookie) {
+        if self.cfg.creator.is_none() && !self.cookies.check(now, from, &hello.cookie) {
             let cookie = self.cookies.make(now, from);
             self.send(from, &Msg::Retry(cookie), 0);
             return;
@@ -325,6 +327,11 @@ impl HostSession {
         if self.peers.iter().any(|p| p.slot == slot) {
             self.kick(slot, "replaced by a new connection of the same player");
         }
+        // A fresh key per Welcome: only this connection can show it to come back.
+        let seat_key = match slot {
+            Slot::Player(_) => self.rng.gen(),
+            Slot::Spectator(_) => [0; SEAT_KEY_LEN],
+        };
         if !self.accepting {
             // The game runs: the joiner is welcomed once a state of the running machine
             // is there.
@@ -342,6 +349,7 @@ impl HostSession {
                 frame: Frame::ZERO,
                 payload: Arc::from(Vec::new()),
                 path: None,
+                seat_key,
             });
             self.events.push_back(HostEvent::Admitted {
                 slot,
@@ -356,6 +364,7 @@ impl HostSession {
             players.set(seat, name.clone());
         }
         let welcome = Msg::Welcome(Welcome {
+            seat_key,
             slot: welcome_slot(slot),
             fps: self.cfg.fps,
             frame: self.cfg.frame.0,
@@ -387,6 +396,7 @@ impl HostSession {
             frame: self.cfg.frame,
             payload: self.packed.clone(),
             path: None,
+            seat_key,
         };
         self.queue
             .push_back(Transmit::new(from, peer.tagged_welcome()));
@@ -404,18 +414,31 @@ impl HostSession {
         if hello.watch {
             self.free_spectator_slot().map(Slot::Spectator)
         } else {
-            self.seat_for(now, from, &hello.player_name)
+            self.seat_for(now, from, &hello.player_name, &hello.seat_key)
                 .map(Slot::Player)
         }
     }
 
-    /// The seat for a player joining from `from` as `name`: the seat it held before, if it
-    /// is back (by name; with no name of its own, by address); else a seat nobody left,
-    /// else any free one. Slot 0 is the host's own player's, or kept for a room's creator.
-    /// While the game runs, a seat still held by the same name from the same machine is
-    /// that player's too (it crashed and runs `join` again before it timed out).
-    pub(super) fn seat_for(&self, now: Instant, from: SocketAddr, name: &str) -> Option<PeerId> {
+    /// The seat for a player joining from `from` as `name` showing `key`: the seat it held
+    /// before, if it is back (by its seat's key; by name or, with no name of its own, by
+    /// address only once [`SEAT_KEPT`] has passed since it left); else a seat nobody left,
+    /// else any free one not kept for its last player. Slot 0 is the host's own player's,
+    /// or kept for a room's creator. While the game runs, a seat still held by the same
+    /// name from the same machine is that player's too if it shows the seat's key (its
+    /// link dropped and it reconnects from a new port before it timed out).
+    pub(super) fn seat_for(
+        &self,
+        now: Instant,
+        from: SocketAddr,
+        name: &str,
+        key: &[u8; SEAT_KEY_LEN],
+    ) -> Option<PeerId> {
         let name = name.trim();
+        let shows = |seat_key: &[u8; SEAT_KEY_LEN]| *key != [0; SEAT_KEY_LEN] && seat_key == key;
+        // Kept for its last player, who shows the key its Welcome gave it to get it back.
+        let kept = |d: &Departed| {
+            d.seat_key != [0; SEAT_KEY_LEN] && d.at.is_some_and(|t| now < t + SEAT_KEPT)
+        };
         // The creator may come back from another address (its router, another network):
         // slot 0 goes back to its name then.
         let creator_back = !name.is_empty()
@@ -434,16 +457,23 @@ impl HostSession {
             .collect();
         let departed = |s: PeerId| self.departed.iter().rev().find(|d| d.slot == s);
         let own_name = |s: PeerId| !name.is_empty() && name != s.to_string();
-        let by_name = free
+        let by_key = free
             .iter()
             .copied()
-            .find(|&s| own_name(s) && departed(s).is_some_and(|d| d.name == name));
+            .find(|&s| departed(s).is_some_and(|d| kept(d) && shows(&d.seat_key)));
+        let by_name = || {
+            free.iter()
+                .copied()
+                .find(|&s| own_name(s) && departed(s).is_some_and(|d| d.name == name && !kept(d)))
+        };
         let still_held = || {
             self.peers
                 .iter()
                 .filter(|_| !self.accepting)
                 .filter_map(|p| Some((p, p.slot.player().filter(|s| s.0 >= first)?)))
-                .find(|(p, s)| own_name(*s) && p.name == name && p.addr.ip() == from.ip())
+                .find(|(p, s)| {
+                    own_name(*s) && p.name == name && p.addr.ip() == from.ip() && shows(&p.seat_key)
+                })
                 .filter(|(p, _)| p.addr != from && now >= p.spoke + TAKEOVER_SILENCE)
                 .map(|(_, s)| s)
         };
@@ -451,16 +481,24 @@ impl HostSession {
             free.iter().copied().find(|&s| {
                 !own_name(s)
                     && departed(s).is_some_and(|d| {
-                        d.ip == from.ip() && (d.name.is_empty() || d.name == s.to_string())
+                        d.ip == from.ip()
+                            && (d.name.is_empty() || d.name == s.to_string())
+                            && !kept(d)
                     })
             })
         };
         let unheld = || free.iter().copied().find(|&s| departed(s).is_none());
-        by_name
+        let not_kept = || {
+            free.iter()
+                .copied()
+                .find(|&s| departed(s).is_none_or(|d| !kept(d)))
+        };
+        by_key
+            .or_else(by_name)
             .or_else(still_held)
             .or_else(by_addr)
             .or_else(unheld)
-            .or_else(|| free.first().copied())
+            .or_else(not_kept)
     }
 
     /// Whether a running player of this name at `from`'s IP but another port spoke within

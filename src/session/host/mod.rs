@@ -26,7 +26,7 @@ use super::auth::Challenger;
 use super::guard::{prefix, Cookies, Limiter};
 use super::msg::{
     foreign_version, Auth, Hello, Msg, PathMsg, RelayStep, RoomMsg, Welcome, CHUNK_SIZE,
-    PAKE_MSG_LEN, PATH_TOKEN_LEN, SPECTATOR,
+    PAKE_MSG_LEN, PATH_TOKEN_LEN, SEAT_KEY_LEN, SPECTATOR,
 };
 use super::transfer::Sender;
 use super::{
@@ -52,6 +52,10 @@ pub const GUESS_EVERY: Duration = Duration::from_secs(12);
 /// crashed and runs `join` again) only once the seat has been silent this long: a name
 /// alone never replaces a player who is still talking.
 pub const TAKEOVER_SILENCE: Duration = Duration::from_secs(1);
+/// How long a seat whose player's link dropped is kept for that player: only a Hello
+/// showing the seat's key (`Welcome::seat_key`) gets it meanwhile; after it, a name does.
+/// As long as a joiner tries to reconnect by default.
+pub const SEAT_KEPT: Duration = Duration::from_secs(60);
 /// Copies of a Bye sent (no ack; three copies survive 25% loss 98% of the time).
 const BYE_COPIES: usize = 3;
 /// Default `HostConfig::ready_timeout`: a ready joiner waiting in the lobby says it is there
@@ -120,6 +124,9 @@ struct Peer {
     payload: Arc<[u8]>,
     /// A new address its tagged datagrams came from, under validation.
     path: Option<PathCheck>,
+    /// Its seat's key, sent in its Welcome (zeros for a spectator): what gives the seat
+    /// back to a reconnect (`seat_for`).
+    seat_key: [u8; SEAT_KEY_LEN],
 }
 
 impl Peer {
@@ -158,6 +165,10 @@ struct Departed {
     slot: PeerId,
     name: String,
     ip: IpAddr,
+    /// Its seat's key: within `HostConfig::seat_kept` of `at` only a Hello that shows it
+    /// gets the seat back.
+    seat_key: [u8; SEAT_KEY_LEN],
+    at: Option<Instant>,
 }
 
 /// The host's session. See the module docs for the calling order.
@@ -189,6 +200,8 @@ pub struct HostSession {
     trials: (Option<Instant>, u32),
     /// Joiners whose start-state transfer waits (`hold_transfer`).
     held: Vec<SocketAddr>,
+    /// The latest time a datagram or a timeout brought (when a seat came free).
+    latest: Option<Instant>,
     /// A direct host's proof-of-address cookies (a room's are checked by `serve::Rooms`).
     cookies: Cookies,
     /// Password attempts by address prefix (`FREE_GUESSES`, `GUESS_EVERY`).
@@ -234,6 +247,7 @@ impl HostSession {
             departed: Vec::new(),
             trials: (None, 0),
             held: Vec::new(),
+            latest: None,
         };
         if host.cfg.start_with == 0 || host.cfg.start_with > host.cfg.max_players {
             host.cfg.start_with = host.cfg.max_players;
@@ -354,6 +368,7 @@ impl HostSession {
         from: SocketAddr,
         datagram: &[u8],
     ) -> Handled<'static> {
+        self.latest = Some(self.latest.map_or(now, |t| t.max(now)));
         match self.open(now, from, datagram) {
             Some(body) => self.handle_opened(now, from, body).into(),
             None => Handled::Dropped(Dropped::Unauthentic),
@@ -550,6 +565,8 @@ impl HostSession {
                     slot: seat,
                     name: peer.name.clone(),
                     ip: peer.addr.ip(),
+                    seat_key: peer.seat_key,
+                    at: self.latest,
                 });
             }
             tracing::debug!(slot = slot.number(), name = %peer.name, %reason, "session: player left");
@@ -588,6 +605,7 @@ impl HostSession {
 
     /// Resends, timeouts and the lobby's notices due by `now`.
     pub fn handle_timeout(&mut self, now: Instant) {
+        self.latest = Some(self.latest.map_or(now, |t| t.max(now)));
         let timeout = self.cfg.handshake_timeout;
         self.pending.retain(|p| now < p.since + timeout);
         let silent: Vec<Slot> = self

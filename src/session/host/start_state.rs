@@ -100,6 +100,7 @@ impl HostSession {
             keyframe_interval: k,
             mode: self.cfg.mode,
             key: self.key_pair.public(),
+            seat_key: peer.seat_key,
             players,
         })
         .encode(session);

@@ -34,6 +34,9 @@ pub struct JoinConfig {
     pub watch: bool,
     /// Ask the server to keep no replay of the room (`--no-share`).
     pub no_share: bool,
+    /// The key of the seat a Welcome gave this player (zeros: none yet): a reconnect
+    /// shows it to get the seat back while the host keeps it.
+    pub seat_key: [u8; crate::session::msg::SEAT_KEY_LEN],
 }
 
 impl JoinConfig {
@@ -50,6 +53,7 @@ impl JoinConfig {
             timeout: HANDSHAKE_TIMEOUT,
             watch: false,
             no_share: false,
+            seat_key: [0; crate::session::msg::SEAT_KEY_LEN],
         }
     }
 }

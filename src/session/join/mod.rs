@@ -89,6 +89,8 @@ pub struct JoinSession {
     auth: Auth,
     /// The host's proof-of-address cookie, echoed in every Hello once it sent one.
     cookie: [u8; COOKIE_LEN],
+    /// The seat's key its Welcome carried (zeros: none).
+    seat_key: [u8; crate::session::msg::SEAT_KEY_LEN],
     started: Instant,
     last_heard: Option<Instant>,
     /// Datagrams from the host's address that were not valid session datagrams.
@@ -120,6 +122,7 @@ impl JoinSession {
             phase: Phase::Hello,
             auth: Auth::None,
             cookie: [0; COOKIE_LEN],
+            seat_key: [0; crate::session::msg::SEAT_KEY_LEN],
             started: now,
             last_heard: None,
             strays_from_host: 0,
@@ -214,6 +217,7 @@ impl JoinSession {
             key: self.key_pair.public(),
             auth: self.auth.clone(),
             cookie: self.cookie,
+            seat_key: self.cfg.seat_key,
         })
         .encode(0)
     }
@@ -247,6 +251,11 @@ impl JoinSession {
             }
         }
         result.into()
+    }
+
+    /// The seat's key its Welcome carried (zeros: none yet, or a spectator).
+    pub fn seat_key(&self) -> [u8; crate::session::msg::SEAT_KEY_LEN] {
+        self.seat_key
     }
 
     /// The datagram keys, from the Welcome on.
@@ -538,6 +547,7 @@ impl JoinSession {
         };
         self.keys = Some(keys);
         self.session = session;
+        self.seat_key = w.seat_key;
         tracing::info!(
             slot = w.slot,
             session = format_args!("{session:08x}"),

@@ -11,14 +11,17 @@
 //!            public key (`wire::keys`), u8 auth (0 = none, 1 = PAKE answer, 2 = no password
 //!            to offer), [33] the challenge answered (auth 1, 2), [33] the joiner's SPAKE2
 //!            message and [32] its key confirmation (auth 1), [16] cookie (zeros until the
-//!            host sent one in a Retry), u16 n + n zero bytes of padding to `PADDED_LEN`
+//!            host sent one in a Retry), [16] seat key (the one its Welcome gave it, when it
+//!            comes back to its seat; zeros: none), u16 n + n zero bytes of padding to
+//!            `PADDED_LEN`
 //! Challenge  [33] the host's SPAKE2 message (side B)
 //! Welcome    u8 slot (0xff: a spectator), u64 fps (f64 bits), u32 frame (the session frame
 //!            the state is at: 0, or later for a joiner of a running game), u32 raw_len,
 //!            u32 packed_len,
 //!            u64 xxh3(raw payload), u16 chunk_size, u8 slots (session size), u8 keyframe
 //!            interval K, u8 mode (0 strict, 1 optimistic: `lockstep::Mode`), [32] the
-//!            host's X25519 public key, u8 n,
+//!            host's X25519 public key, [16] the seat's key (zeros for a spectator: what
+//!            a reconnect or a rejoin shows to get this seat back), u8 n,
 //!            n x (u8 slot, str8 name)
 //! Refuse     u16 len + UTF-8 reason           (frozen: the same in every protocol version)
 //! StateChunk u32 index, u32 seq, data (the rest; chunk_size bytes except the last chunk)
@@ -50,10 +53,13 @@
 //!                       u16 n + n zero bytes of padding to `PADDED_LEN`; flags bit 1:
 //!                       hosted (the creator hosts the game, the server relays and
 //!                       introduces; nothing is uploaded)
-//!            2 Opened   str8 room (the header carries the room's session id)
+//!            2 Opened   str8 room (the header carries the room's session id), [32] the
+//!                       secret of a hosted room's host (zeros for a room on the server):
+//!                       every Room datagram between the server and that host then carries
+//!                       a tag made with keys derived from it (`wire::keys::Keys::for_room`)
 //!            3 NoRoom   str8 room asked for, u8 n, n x str8 open room
-//!            4 List     u16 first (index of the first room wanted), padding as Open's
-//!            5 Rooms    u16 total, u16 first, u8 n, n x (str8 name, str8 content,
+//!            4 List     u32 first (index of the first room wanted), padding as Open's
+//!            5 Rooms    u32 total, u32 first, u8 n, n x (str8 name, str8 content,
 //!                       str8 core, u8 players in, u8 seats, u8 flags (bit 0: password,
 //!                       bit 1: playing, bit 2: optimistic), u32 age in seconds, u8 spectators,
 //!                       str8 region, str8 server (both empty: the server answering)
@@ -112,6 +118,7 @@ use super::guard::COOKIE_LEN;
 use crate::input::MAX_PLAYERS;
 use crate::lockstep::{Mode, PeerId, Roster};
 use crate::wire::keys::PUBLIC_KEY_LEN;
+pub use crate::wire::keys::ROOM_KEY_LEN;
 use crate::wire::{Header, Kind, WireError, HEADER_LEN, MAGIC, MAX_DATAGRAM, PROTOCOL_VERSION};
 
 /// A SPAKE2 message on Ed25519: a side byte and a point.
@@ -186,7 +193,13 @@ pub struct Hello {
     pub key: [u8; PUBLIC_KEY_LEN],
     /// The answer to the password check, if any.
     pub auth: Auth,
+    /// The key of the seat this player had (its Welcome's), when it comes back to it;
+    /// zeros: none.
+    pub seat_key: [u8; SEAT_KEY_LEN],
 }
+
+/// Bytes of a seat's key (`Welcome::seat_key`).
+pub const SEAT_KEY_LEN: usize = 16;
 
 /// A path check (see the layout above): QUIC's PATH_CHALLENGE and PATH_RESPONSE, and a
 /// joiner's probe.
@@ -253,6 +266,9 @@ pub struct Welcome {
     pub mode: Mode,
     /// The host's X25519 public key for this joiner's datagram keys (`wire::keys`).
     pub key: [u8; PUBLIC_KEY_LEN],
+    /// The seat's key: a reconnect or a rejoin shows it in its Hello to get the seat back
+    /// while the seat is kept for this player (zeros for a spectator).
+    pub seat_key: [u8; SEAT_KEY_LEN],
     /// Players in, by seat and name.
     pub players: Roster,
 }
@@ -383,6 +399,7 @@ impl Msg<'_> {
                     }
                 }
                 out.extend_from_slice(&h.cookie);
+                out.extend_from_slice(&h.seat_key);
                 pad(&mut out);
             }
             Msg::Challenge(nonce) => out.extend_from_slice(nonce),
@@ -399,6 +416,7 @@ impl Msg<'_> {
                 out.push(w.keyframe_interval);
                 out.push(w.mode.to_byte());
                 out.extend_from_slice(&w.key);
+                out.extend_from_slice(&w.seat_key);
                 out.push(w.players.len().min(MAX_PLAYERS) as u8);
                 for (seat, name) in w.players.iter().take(MAX_PLAYERS) {
                     out.push(seat.0);
@@ -490,9 +508,11 @@ impl Msg<'_> {
                     _ => return Err(WireError::Malformed(kind)),
                 };
                 let cookie = r.array().map_err(bad)?;
+                let seat_key = r.array().map_err(bad)?;
                 r.padding().map_err(bad)?;
                 Msg::Hello(Hello {
                     cookie,
+                    seat_key,
                     core_name,
                     core_version,
                     content_name,
@@ -520,6 +540,7 @@ impl Msg<'_> {
                 let mode =
                     Mode::from_byte(r.u8().map_err(bad)?).ok_or(WireError::Malformed(kind))?;
                 let key = r.array().map_err(bad)?;
+                let seat_key = r.array().map_err(bad)?;
                 let n = r.u8().map_err(bad)? as usize;
                 if n > MAX_PLAYERS
                     || (slot >= slots && slot != SPECTATOR)
@@ -551,6 +572,7 @@ impl Msg<'_> {
                     keyframe_interval,
                     mode,
                     key,
+                    seat_key,
                     players,
                 })
             }
@@ -674,15 +696,20 @@ pub fn refuse_text(body: &[u8]) -> Option<String> {
     Some(printable(&String::from_utf8_lossy(text)))
 }
 
-/// Text from a peer as a terminal or window may show it: line breaks and tabs become
-/// spaces and other control characters go (a name, a refusal or a goodbye could otherwise
-/// carry escape sequences that clear a screen or forge a log line). Every string the
-/// handshake decodes passes through here.
+/// Text from a peer as a terminal or window may show it: line breaks, tabs and the
+/// Unicode line and paragraph separators become spaces; other control characters and
+/// format characters (Unicode category Cf: the bidirectional overrides such as U+202E
+/// that show a name backwards, zero-width spaces and joiners that make two names look
+/// alike, the soft hyphen) go. A name, a refusal, a goodbye or a chat line could otherwise
+/// carry escape sequences that clear a screen, forge a log line, or pass for someone
+/// else's name. Every string the handshake and the chat decode passes through here.
 pub fn printable(text: &str) -> String {
+    use unicode_properties::{GeneralCategory, UnicodeGeneralCategory};
     text.chars()
         .filter_map(|c| match c {
-            '\n' | '\r' | '\t' => Some(' '),
+            '\n' | '\r' | '\t' | '\u{2028}' | '\u{2029}' => Some(' '),
             c if c.is_control() => None,
+            c if c.general_category() == GeneralCategory::Format => None,
             c => Some(c),
         })
         .collect()

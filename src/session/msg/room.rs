@@ -194,6 +194,11 @@ pub enum RoomMsg<'a> {
     Opened {
         /// Its name.
         room: String,
+        /// A hosted room's secret (zeros for a room on the server): the server and the
+        /// room's host tag every Room datagram between them with keys derived from it
+        /// (`wire::keys::Keys::for_room`), so that nothing of the room is taken from a
+        /// source address alone.
+        key: [u8; ROOM_KEY_LEN],
     },
     /// Server -> joiner: no such room.
     NoRoom {
@@ -205,14 +210,14 @@ pub enum RoomMsg<'a> {
     /// Anyone -> server: the open rooms, please.
     List {
         /// Index of the first one wanted.
-        first: u16,
+        first: u32,
     },
     /// Server -> asker: some open rooms.
     Rooms {
         /// Rooms open.
-        total: u16,
+        total: u32,
         /// Index of the first listed.
-        first: u16,
+        first: u32,
         /// The rooms.
         rooms: Vec<RoomInfo>,
     },
@@ -365,9 +370,10 @@ pub(super) fn encode_room(out: &mut Vec<u8>, msg: &RoomMsg<'_>) {
             }
             pad(out);
         }
-        RoomMsg::Opened { room } => {
+        RoomMsg::Opened { room, key } => {
             out.push(2);
             put_str8(out, room, MAX_ROOM_NAME);
+            out.extend_from_slice(key);
         }
         RoomMsg::NoRoom { room, rooms } => {
             out.push(3);
@@ -626,7 +632,10 @@ pub(super) fn decode_room<'a>(r: &mut Reader<'a>) -> Result<RoomMsg<'a>, ()> {
                 cookie,
             })
         }
-        2 => RoomMsg::Opened { room: r.str8()? },
+        2 => RoomMsg::Opened {
+            room: r.str8()?,
+            key: r.array()?,
+        },
         3 => {
             let room = r.str8()?;
             let n = r.u8()?;
@@ -634,13 +643,13 @@ pub(super) fn decode_room<'a>(r: &mut Reader<'a>) -> Result<RoomMsg<'a>, ()> {
             RoomMsg::NoRoom { room, rooms }
         }
         4 => {
-            let first = r.u16()?;
+            let first = r.u32()?;
             r.padding()?;
             RoomMsg::List { first }
         }
         5 => {
-            let total = r.u16()?;
-            let first = r.u16()?;
+            let total = r.u32()?;
+            let first = r.u32()?;
             let n = r.u8()?;
             if usize::from(n) > MAX_LISTED {
                 return Err(());

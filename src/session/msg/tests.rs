@@ -15,6 +15,7 @@ fn samples() -> Vec<Vec<u8>> {
         no_share: false,
         key: [0x4b; 32],
         cookie: [0; 16],
+        seat_key: [7; SEAT_KEY_LEN],
         auth: Auth::Pake {
             challenge: [7; PAKE_MSG_LEN],
             msg: [8; PAKE_MSG_LEN],
@@ -36,6 +37,7 @@ fn samples() -> Vec<Vec<u8>> {
             keyframe_interval: 2,
             mode: Mode::Optimistic,
             key: [0x4b; 32],
+            seat_key: [9; SEAT_KEY_LEN],
             players: [(PeerId(0), "host".into()), (PeerId(2), "ana".into())]
                 .into_iter()
                 .collect(),
@@ -175,6 +177,7 @@ fn samples() -> Vec<Vec<u8>> {
         Msg::Retry([5; 16]).encode(0),
         Msg::Room(RoomMsg::Opened {
             room: "quiet-fox".into(),
+            key: [3; ROOM_KEY_LEN],
         })
         .encode(5),
         Msg::Room(RoomMsg::NoRoom {
@@ -278,6 +281,7 @@ fn texts_from_a_peer_reach_the_terminal_without_control_characters() {
         keyframe_interval: 2,
         mode: Mode::Strict,
         key: [0x4b; 32],
+        seat_key: [9; SEAT_KEY_LEN],
         players: [(PeerId(0), evil.into())].into_iter().collect(),
     })
     .encode(5);
@@ -295,6 +299,9 @@ fn texts_from_a_peer_reach_the_terminal_without_control_characters() {
         }
     }
     assert_eq!(printable("a\tb\r\nc\u{0}\u{9b}d"), "a b  cd");
+    // Names that read backwards or pass for another's, a line separator in a goodbye.
+    assert_eq!(printable("bo\u{202e}b\u{200b}\u{ad}"), "bob");
+    assert_eq!(printable("bye\u{2028}FAKE\u{2029}"), "bye FAKE ");
 }
 
 #[test]
@@ -311,6 +318,7 @@ fn long_texts_are_clipped_to_fit_a_datagram() {
         no_share: false,
         key: [0x4b; 32],
         cookie: [0; 16],
+        seat_key: [7; SEAT_KEY_LEN],
         auth: Auth::Pake {
             challenge: [0; PAKE_MSG_LEN],
             msg: [0; PAKE_MSG_LEN],

@@ -2,12 +2,17 @@
 //! lists the room (each datagram wrapped in a `Room/Forward`), or on a [`DirectPath`] once
 //! one is proven. The endpoint never sees the difference: a joiner is always the address
 //! the server names it by, whichever way its datagrams came.
+//!
+//! Every `Room` datagram between the host and the server carries a tag made with the
+//! room's secret (the server's `Opened` gave it: `Keys::for_room`): a `Present` saying
+//! the host left, a `Forward` or an `Introduce` forged from either's address is dropped.
 
 use std::collections::{HashMap, VecDeque};
 
 use super::*;
 use crate::session::direct::{DirectPath, PathEvent, PathKind, PathMode};
-use crate::session::msg::{Msg, RoomMsg};
+use crate::session::msg::{Msg, RoomMsg, ROOM_KEY_LEN};
+use crate::wire::keys::Side;
 use crate::wire::{Header, Kind};
 
 /// How often the host tells the server it is still there (the room closes after
@@ -54,10 +59,18 @@ pub struct HostRoutes {
     /// The outside address this host's router forwards to it (`portmap`), told to each
     /// joiner the server introduces.
     mapped: Option<SocketAddr>,
+    /// The room's keys with the server.
+    keys: Keys,
 }
 
 impl HostRoutes {
-    pub fn new(now: Instant, server: SocketAddr, mode: PathMode, seed: u64) -> HostRoutes {
+    pub fn new(
+        now: Instant,
+        server: SocketAddr,
+        mode: PathMode,
+        seed: u64,
+        room_key: &[u8; ROOM_KEY_LEN],
+    ) -> HostRoutes {
         HostRoutes {
             server,
             mode,
@@ -70,7 +83,15 @@ impl HostRoutes {
             closed: false,
             forgotten: Vec::new(),
             mapped: None,
+            keys: Keys::for_room(room_key, Side::Joiner),
         }
+    }
+
+    /// A room message for the server, tagged with the room's keys.
+    fn to_server(&self, msg: RoomMsg<'_>) -> Transmit {
+        let mut bytes = Msg::Room(msg).encode(0);
+        self.keys.seal(&mut bytes);
+        Transmit::new(self.server, bytes)
     }
 
     /// This host's router forwards `addr` to it (or no longer does): joiners introduced
@@ -112,7 +133,17 @@ impl HostRoutes {
         endpoint: &mut Endpoint,
     ) -> Handled<'static> {
         if from == self.server {
-            return match Msg::decode(datagram) {
+            // Only the room's server has the room's keys; an untagged `Room` datagram
+            // from its address is someone else's.
+            let kind = kind_of(datagram);
+            let body = match kind {
+                Some(Kind::Room) => match self.keys.open(datagram) {
+                    Some(body) => body,
+                    None => return Handled::Dropped(Dropped::Unauthentic),
+                },
+                _ => datagram,
+            };
+            return match Msg::decode(body) {
                 Ok((_, Msg::Room(RoomMsg::Forward { peer, datagram }))) => {
                     let known = self.routes.contains_key(&peer);
                     let hello = Header::parse(datagram).is_ok_and(|(h, _)| h.kind == Kind::Hello);
@@ -245,12 +276,11 @@ impl HostRoutes {
             self.out.push_back(t.with_to(addr));
             return;
         }
-        let bytes = Msg::Room(RoomMsg::Forward {
+        let forward = self.to_server(RoomMsg::Forward {
             peer: t.to,
             datagram: &t.bytes,
-        })
-        .encode(0);
-        self.out.push_back(Transmit::new(self.server, bytes));
+        });
+        self.out.push_back(forward);
     }
 
     /// The host leaves (`endpoint` was shut down): the goodbyes it queued go first, then
@@ -267,8 +297,8 @@ impl HostRoutes {
             playing: false,
         };
         self.closed = true;
-        self.out
-            .push_back(Transmit::new(self.server, Msg::Room(gone).encode(0)));
+        let gone = self.to_server(gone);
+        self.out.push_back(gone);
     }
 
     /// Runs the paths' schedules, the presence message, and forgets joiners long gone.
@@ -306,8 +336,8 @@ impl HostRoutes {
                 relayed,
                 playing: endpoint.game_started(),
             };
-            self.out
-                .push_back(Transmit::new(self.server, Msg::Room(present).encode(0)));
+            let present = self.to_server(present);
+            self.out.push_back(present);
         }
         self.pump(endpoint);
     }
@@ -336,15 +366,15 @@ impl HostRoutes {
         for (peer, route) in &mut self.routes {
             let seal = |bytes: &mut Vec<u8>| endpoint.seal_for(*peer, bytes);
             route.path.seal_sends(id, seal, &mut self.out);
-            let seal = |bytes: &mut Vec<u8>| endpoint.seal_for(*peer, bytes);
             route.path.seal_relayed(id, seal, &mut relayed);
             for datagram in relayed.drain(..) {
                 let forward = RoomMsg::Forward {
                     peer: *peer,
                     datagram: &datagram,
                 };
-                self.out
-                    .push_back(Transmit::new(self.server, Msg::Room(forward).encode(0)));
+                let mut bytes = Msg::Room(forward).encode(0);
+                self.keys.seal(&mut bytes);
+                self.out.push_back(Transmit::new(self.server, bytes));
             }
             while let Some(ev) = route.path.poll_event() {
                 self.events.push_back((*peer, ev));

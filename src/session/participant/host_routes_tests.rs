@@ -12,7 +12,7 @@ use crate::session::host::TRIALS_PER_SECOND;
 use crate::session::msg::{Msg, PathMsg, RoomMsg, PATH_TOKEN_LEN};
 use crate::session::testkit::info;
 use crate::session::{Endpoint, EndpointConfig, HostConfig, JoinConfig};
-use crate::wire::keys::{tags_checked, TAG_LEN};
+use crate::wire::keys::{tags_checked, Keys, Side, TAG_LEN};
 use crate::wire::{Header, Kind};
 
 fn addr(s: &str) -> SocketAddr {
@@ -31,7 +31,11 @@ struct Room {
     joiner: Participant,
     /// Start-state chunks the server relayed to the joiner.
     relayed_chunks: u32,
+    /// The server's keys with the host (the room's secret).
+    keys: Keys,
 }
+
+const ROOM_KEY: [u8; 32] = [0x2a; 32];
 
 impl Room {
     fn new() -> Room {
@@ -52,7 +56,7 @@ impl Room {
         };
         let endpoint = Endpoint::new(now, ecfg, info("ana"), vec![7; 4096], Vec::new()).unwrap();
         let pcfg = ParticipantConfig::default();
-        let host = Participant::host_room(now, endpoint, lcfg, pcfg.clone(), server);
+        let host = Participant::host_room(now, endpoint, lcfg, pcfg.clone(), server, &ROOM_KEY);
         let mut j = JoinConfig::new(server, info("bob"));
         j.entropy = [2; 32];
         j.room = "den".into();
@@ -66,6 +70,7 @@ impl Room {
             host,
             joiner,
             relayed_chunks: 0,
+            keys: Keys::for_room(&ROOM_KEY, Side::Host),
         }
     }
 
@@ -82,8 +87,8 @@ impl Room {
         while let Some(t) = self.host.poll_transmit(now) {
             if t.to == self.joiner_direct {
                 self.joiner.handle_datagram(now, self.host_at, &t.bytes);
-            } else if let Ok((_, Msg::Room(RoomMsg::Forward { peer, datagram }))) =
-                Msg::decode(&t.bytes)
+            } else if let Some(Ok((_, Msg::Room(RoomMsg::Forward { peer, datagram })))) =
+                self.keys.open(&t.bytes).map(Msg::decode)
             {
                 assert_eq!(peer, self.joiner_at);
                 if Header::parse(datagram).is_ok_and(|(h, _)| h.kind == Kind::StateChunk) {
@@ -100,7 +105,8 @@ impl Room {
                     peer: self.joiner_at,
                     datagram: &t.bytes,
                 };
-                let bytes = Msg::Room(forward).encode(0);
+                let mut bytes = Msg::Room(forward).encode(0);
+                self.keys.seal(&mut bytes);
                 self.host.handle_datagram(now, self.server, &bytes);
             }
         }
@@ -117,7 +123,11 @@ impl Room {
             locals: Vec::new(),
             wait_ms: 0,
         };
-        p.handle_datagram(self.now, self.server, &Msg::Room(msg).encode(0));
+        let mut bytes = Msg::Room(msg).encode(0);
+        if to_host {
+            self.keys.seal(&mut bytes);
+        }
+        p.handle_datagram(self.now, self.server, &bytes);
     }
 }
 

@@ -66,6 +66,13 @@ impl JoinRoute {
     ) -> Option<SocketAddr> {
         let kind = Header::parse(datagram).ok().map(|(h, _)| h.kind);
         if from == self.server {
+            if kind == Some(Kind::Retry) && keys.is_some() {
+                // Welcomed already: the server challenges this address (its router gave it
+                // a new one) before it relays more to it than it sent. The echo proves it.
+                self.out
+                    .push_back(Transmit::new(self.server, datagram.to_vec()));
+                return None;
+            }
             if kind == Some(Kind::Room) {
                 if let Ok((
                     _,

@@ -273,6 +273,8 @@ impl JoinSide {
         jump: bool,
     ) {
         let host = session.host();
+        // What a reconnect shows to get this seat back (`Welcome::seat_key`).
+        self.join.seat_key = session.seat_key();
         let lcfg = start.lockstep(lockstep::Config {
             // Its one link is to the host: the host's address family sets the header size.
             udp_ip_header: link_overhead(host),

@@ -339,15 +339,17 @@ impl Participant {
 
     /// The host's side of a room it hosts on `server` (`framelock host --server`): the
     /// server relays its joiners and introduces them for direct paths (`session::direct`).
+    /// `room_key` is the secret the server's `Opened` gave (`RoomOpener::room_key`).
     pub fn host_room(
         now: Instant,
         endpoint: Endpoint,
         local: lockstep::Config,
         cfg: ParticipantConfig,
         server: SocketAddr,
+        room_key: &[u8; crate::session::msg::ROOM_KEY_LEN],
     ) -> Participant {
         let seed = u64::from(endpoint.session_id()) ^ 0x9e37_79b9_7f4a_7c15;
-        let routes = HostRoutes::new(now, server, cfg.path, seed);
+        let routes = HostRoutes::new(now, server, cfg.path, seed, room_key);
         let mut p = Participant::host(now, endpoint, local, cfg);
         if let Participant::Host(h) = &mut p {
             h.routes = Some(routes);
@@ -673,6 +675,21 @@ impl Participant {
             },
             Participant::Host(_) => None,
         }
+    }
+
+    /// A player joiner's seat key (`Welcome::seat_key`): the newest Welcome's, which a
+    /// reconnect or a fresh `join` shows to get the seat back. `None` before the Welcome,
+    /// for a spectator and for the host.
+    pub fn seat_key(&self) -> Option<[u8; crate::session::msg::SEAT_KEY_LEN]> {
+        let key = match self {
+            Participant::Join(j) => match &j.phase {
+                JoinPhase::Joining(s) | JoinPhase::Reconnecting { session: s, .. } => s.seat_key(),
+                JoinPhase::Seated(_) => j.join.seat_key,
+                JoinPhase::Ended => return None,
+            },
+            Participant::Host(_) => return None,
+        };
+        Some(key).filter(|k| *k != [0; crate::session::msg::SEAT_KEY_LEN])
     }
 
     /// A joiner that lost the host tries to come back until this.
