@@ -81,6 +81,13 @@ fn exchange(link: &mut Link, session: &mut impl Handshake) -> Result<Instant, Ne
     Ok(now)
 }
 
+/// One turn of the session between the lobby and the game's first frame, while work that
+/// outlasted the lobby finishes (the rollback check on a slow core): datagrams in, timers
+/// (the host's own player counts as starting meanwhile), datagrams out.
+pub fn keep_alive(link: &mut Link, participant: &mut Participant) -> Result<(), NetplayError> {
+    exchange(link, participant).map(|_| ())
+}
+
 /// Says what the player typed (if this player can talk yet; else it waits), shows it and
 /// sends it.
 fn say_typed(link: &mut Link, participant: &mut Participant, chat: &ChatBoard) {

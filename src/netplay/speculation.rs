@@ -179,6 +179,11 @@ impl RollbackCheck {
         me
     }
 
+    /// Whether the check is still running.
+    pub fn running(&self) -> bool {
+        self.check.is_some()
+    }
+
     /// Runs a slice of the check (a lobby round's worth).
     pub fn step<M: Checksummed>(&mut self, core: &mut M) {
         self.run(core, SLICE);

@@ -418,6 +418,15 @@ fn host_start(
         port_map::abandon(port_map);
         return Err(e);
     }
+    // A check that outlasted the lobby (a slow core) goes on in slices with the session
+    // kept alive: blocking here for seconds made the host's own server drop its player.
+    while check.running() {
+        check.step(core);
+        if let Err(e) = lobby::keep_alive(&mut link, &mut participant) {
+            port_map::abandon(port_map);
+            return Err(e);
+        }
+    }
     let rollback = check.finish(core);
     let names = participant
         .endpoint()
