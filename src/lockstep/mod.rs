@@ -210,7 +210,7 @@ pub use client::{Client, ClientEvent};
 pub use frame::{Frame, PeerId, Slot, SpectatorId};
 pub use handover::{merge_agreed, HandoverConflict};
 pub use msg::PauseRefusal;
-pub use pause::{OWNED_FOR, PAUSES_PER_WINDOW, PAUSE_WINDOW};
+pub use pause::{OWNED_FOR, PAUSES_PER_WINDOW, PAUSE_LIMIT, PAUSE_WINDOW};
 pub use placement::{best_place, longest_rtt, AuthorityPlacement, Move, Place};
 pub use roster::{own_name, Roster};
 pub use server::{PeerLeftReason, Server, ServerEvent, SPECTATOR_LAG_SECS, SPECTATOR_TIMEOUT};

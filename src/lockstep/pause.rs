@@ -8,8 +8,11 @@
 //! notices `Paused { peer, at }` and `Resumed { peer, at }` ride in the UPDATEs of every
 //! player and spectator; a refused request gets `PauseRefused` to its sender only.
 //!
-//! - Anyone may pause; the player who paused may resume, anyone once it has lasted
-//!   [`OWNED_FOR`] (or once the player who paused has left).
+//! - Any player who has sent input may pause (a seat taken and never played may not); the
+//!   player who paused may resume, anyone once it has lasted [`OWNED_FOR`] (or once the
+//!   player who paused has left).
+//! - A pause ends by itself after [`PAUSE_LIMIT`], and the player whose pause ran out may
+//!   not pause again for as long, so nobody holds a game still for good.
 //! - A player gets [`PAUSES_PER_WINDOW`] pauses per [`PAUSE_WINDOW`]; more are refused
 //!   with the time until the next is allowed, so pause cannot be used to grief.
 //! - A request right after a resume, before the next frame was published, takes effect
@@ -54,6 +57,8 @@ pub const PAUSES_PER_WINDOW: usize = 3;
 pub const PAUSE_WINDOW: Duration = Duration::from_secs(60);
 /// How long only the player who paused may resume.
 pub const OWNED_FOR: Duration = Duration::from_secs(60);
+/// A pause ends by itself after this long, and its player may not pause again for as long.
+pub const PAUSE_LIMIT: Duration = Duration::from_secs(60);
 /// How long a peer may be silent while the game is paused before it is dropped (or, for a
 /// client, the server counts as lost): a player suspended with Ctrl-Z (`app::interrupt`)
 /// is stopped, and may resume when `fg` brings it back.
@@ -114,6 +119,8 @@ pub struct Pauses {
     recent: [VecDeque<Instant>; MAX_PLAYERS],
     /// The last request number acted on, per player.
     last_id: [Option<u8>; MAX_PLAYERS],
+    /// When each player's last pause ran out (see [`PAUSE_LIMIT`]).
+    ran_out: [Option<Instant>; MAX_PLAYERS],
 }
 
 impl Pauses {
@@ -121,13 +128,15 @@ impl Pauses {
         self.active
     }
 
-    /// Judges `req` from `from` at `now`; `present` says whether a slot is in the session.
+    /// Judges `req` from `from` at `now`; `present` says whether a slot is in the session,
+    /// `played` whether it has sent input.
     pub fn judge(
         &mut self,
         now: Instant,
         from: PeerId,
         req: PauseRequest,
         present: impl Fn(PeerId) -> bool,
+        played: bool,
     ) -> Verdict {
         let i = from.index();
         if self.last_id[i] == Some(req.id) {
@@ -136,7 +145,16 @@ impl Pauses {
         self.last_id[i] = Some(req.id);
         match (req.pause, self.active) {
             (true, Some(_)) | (false, None) => Verdict::Ignore,
+            (true, None) if !played => Verdict::Refuse(PauseRefusal::NotPlaying),
             (true, None) => {
+                if let Some(free) = self.ran_out[i]
+                    .map(|t| t + PAUSE_LIMIT)
+                    .filter(|free| now < *free)
+                {
+                    return Verdict::Refuse(PauseRefusal::TooSoon {
+                        wait_secs: secs_until(now, free),
+                    });
+                }
                 let recent = &mut self.recent[i];
                 while recent
                     .front()
@@ -192,6 +210,18 @@ impl Pauses {
 
     /// Ends the pause; it, if there was one.
     pub fn resume(&mut self) -> Option<Active> {
+        self.active.take()
+    }
+
+    /// When the pause in force runs out.
+    pub fn runs_out_at(&self) -> Option<Instant> {
+        self.active.map(|a| a.since + PAUSE_LIMIT)
+    }
+
+    /// Ends the pause if it ran out by `now`; it, if so.
+    pub fn run_out(&mut self, now: Instant) -> Option<Active> {
+        let a = self.active.filter(|a| now >= a.since + PAUSE_LIMIT)?;
+        self.ran_out[a.by.index()] = Some(now);
         self.active.take()
     }
 }
@@ -260,42 +290,95 @@ mod tests {
         let mut p = Pauses::default();
         let all = |_| true;
         let (ana, bob) = (PeerId(0), PeerId(1));
-        assert_eq!(p.judge(t0, bob, req(0, true), all), Verdict::Pause);
+        assert_eq!(p.judge(t0, bob, req(0, true), all, true), Verdict::Pause);
         assert!(p.pause(t0, bob, Frame(100)).is_some());
         // The same request again (repeated until acknowledged): nothing.
-        assert_eq!(p.judge(t0, bob, req(0, true), all), Verdict::Ignore);
+        assert_eq!(p.judge(t0, bob, req(0, true), all, true), Verdict::Ignore);
         assert_eq!(
-            p.judge(t0 + s(5), ana, req(0, false), all),
+            p.judge(t0 + s(5), ana, req(0, false), all, true),
             Verdict::Refuse(PauseRefusal::NotYours { wait_secs: 55 })
         );
         assert_eq!(
-            p.judge(t0 + s(60), ana, req(1, false), all),
+            p.judge(t0 + s(60), ana, req(1, false), all, true),
             Verdict::Resume
         );
         assert!(p.resume().is_some());
-        assert_eq!(p.judge(t0 + s(61), bob, req(1, true), all), Verdict::Pause);
+        assert_eq!(
+            p.judge(t0 + s(61), bob, req(1, true), all, true),
+            Verdict::Pause
+        );
         // At the same frame as the last pause: deferred to the next frame.
         assert!(p.pause(t0 + s(61), bob, Frame(100)).is_none());
         assert!(p.frame_published(t0 + s(61), Frame(101)).is_some());
         // Bob left while his pause lasted: anyone resumes.
         assert_eq!(
-            p.judge(t0 + s(62), ana, req(2, false), |x| x != bob),
+            p.judge(t0 + s(62), ana, req(2, false), |x| x != bob, true),
             Verdict::Resume
         );
         p.resume();
         // Three pauses a minute (bob's of 0 s is over a minute old), the fourth refused
         // until the oldest is a minute old.
         for (i, at) in [(2, 70), (3, 71)] {
-            assert_eq!(p.judge(t0 + s(at), bob, req(i, true), all), Verdict::Pause);
+            assert_eq!(
+                p.judge(t0 + s(at), bob, req(i, true), all, true),
+                Verdict::Pause
+            );
             p.pause(t0 + s(at), bob, Frame(200 + i as u32));
             p.resume();
         }
         assert_eq!(
-            p.judge(t0 + s(72), bob, req(4, true), all),
+            p.judge(t0 + s(72), bob, req(4, true), all, true),
             Verdict::Refuse(PauseRefusal::TooMany { wait_secs: 49 })
         );
         // Others are not held to bob's count.
-        assert_eq!(p.judge(t0 + s(72), ana, req(3, true), all), Verdict::Pause);
+        assert_eq!(
+            p.judge(t0 + s(72), ana, req(3, true), all, true),
+            Verdict::Pause
+        );
+    }
+
+    #[test]
+    fn a_seat_never_played_may_not_pause_and_a_pause_runs_out_after_a_minute() {
+        let t0 = Instant::now();
+        let s = Duration::from_secs;
+        let mut p = Pauses::default();
+        let all = |_| true;
+        let (ana, bob) = (PeerId(0), PeerId(1));
+        // Bob took a seat and sent no input: refused, and not counted against him.
+        assert_eq!(
+            p.judge(t0, bob, req(0, true), all, false),
+            Verdict::Refuse(PauseRefusal::NotPlaying)
+        );
+        assert_eq!(p.judge(t0, bob, req(1, true), all, true), Verdict::Pause);
+        p.pause(t0, bob, Frame(100));
+        assert_eq!(p.runs_out_at(), Some(t0 + PAUSE_LIMIT));
+        assert!(p.run_out(t0 + s(59)).is_none());
+        let ended = p.run_out(t0 + s(60)).expect("runs out");
+        assert_eq!((ended.by, ended.at), (bob, Frame(100)));
+        assert_eq!(p.active(), None);
+        assert_eq!(p.runs_out_at(), None);
+        // Bob may not pause again for a minute; ana may at once.
+        assert_eq!(
+            p.judge(t0 + s(61), bob, req(2, true), all, true),
+            Verdict::Refuse(PauseRefusal::TooSoon { wait_secs: 59 })
+        );
+        assert_eq!(
+            p.judge(t0 + s(61), ana, req(0, true), all, true),
+            Verdict::Pause
+        );
+        p.pause(t0 + s(61), ana, Frame(200));
+        // A pause resumed by hand leaves no wait.
+        p.resume();
+        assert_eq!(
+            p.judge(t0 + s(62), ana, req(1, true), all, true),
+            Verdict::Pause
+        );
+        p.pause(t0 + s(62), ana, Frame(201));
+        p.resume();
+        assert_eq!(
+            p.judge(t0 + s(120), bob, req(3, true), all, true),
+            Verdict::Pause
+        );
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! Pauses and stops on simulated time (`world`): a player pauses the game for everyone (a
 //! joiner, the host, a room player; with a spectator watching; in optimistic mode), for
-//! 5 s and for a minute; every machine stops at the same frame and goes on from it, nobody
-//! stalls or catches up afterwards, and the lead is where it was within a second. A frame
+//! 5 s and for 55 s, or walks away (the pause runs out after a minute); every machine
+//! stops at the same frame and goes on from it, nobody stalls or catches up afterwards,
+//! and the lead is where it was within a second. A frame
 //! loop that stands still unannounced, or a process stopped for 1.5 s, leaves the lead
 //! where the link had it too.
 
@@ -112,18 +113,18 @@ fn pause_for(w: &mut World, pauser: usize, seat: PeerId, hold: Duration) {
 }
 
 #[test]
-fn a_joiner_pauses_for_5_s_and_for_a_minute_and_everyone_stops_and_goes_on_together() {
+fn a_joiner_pauses_for_5_s_and_for_55_s_and_everyone_stops_and_goes_on_together() {
     let mut w = World::new("delay=10ms,jitter=2ms", 6000);
     let host = w.host(2, cfg());
     let ana = w.join("ana", w.addr_of(host), None, cfg());
     assert!(w.run_until(20 * SEC, |w| w.frame(ana) >= 600));
     pause_for(&mut w, ana, PeerId(1), 5 * SEC);
-    pause_for(&mut w, ana, PeerId(1), 60 * SEC);
+    pause_for(&mut w, ana, PeerId(1), 55 * SEC);
     finish_in_sync(&mut w, 120 * SEC);
 }
 
 #[test]
-fn the_host_pauses_for_5_s_and_for_a_minute_with_a_spectator_watching() {
+fn the_host_pauses_for_5_s_and_for_55_s_with_a_spectator_watching() {
     let mut w = World::new("delay=25ms,jitter=5ms", 4800);
     let host = w.host(3, cfg());
     let to = w.addr_of(host);
@@ -143,12 +144,12 @@ fn the_host_pauses_for_5_s_and_for_a_minute_with_a_spectator_watching() {
     w.request_pause(host, false);
     w.run_for(5 * SEC);
     pause_for(&mut w, host, PeerId(0), 5 * SEC);
-    pause_for(&mut w, host, PeerId(0), 60 * SEC);
+    pause_for(&mut w, host, PeerId(0), 55 * SEC);
     finish_in_sync(&mut w, 120 * SEC);
 }
 
 #[test]
-fn a_room_player_pauses_for_a_minute_and_anyone_may_resume_after_it() {
+fn a_room_player_who_pauses_and_walks_away_holds_the_game_a_minute_at_most() {
     let mut w = World::new("delay=20ms,jitter=5ms", 7200);
     let server = w.serve();
     w.open_room("ana", "friday", 2, cfg());
@@ -157,19 +158,33 @@ fn a_room_player_pauses_for_a_minute_and_anyone_may_resume_after_it() {
     let bob = w.join("bob", server, Some("friday"), cfg());
     assert!(w.run_until(20 * SEC, |w| w.frame(bob) >= 600));
     pause_for(&mut w, bob, PeerId(1), 5 * SEC);
-    // Bob pauses and walks away: after a minute ana may resume.
+    // Bob pauses and walks away: ana may not resume it, and after a minute it ends by
+    // itself; bob may not pause again at once.
     let leads = (lead(&w, ana), lead(&w, bob));
+    let heard_before = heard(&w.nodes[ana]).len();
     w.request_pause(bob, true);
     w.run_for(30 * SEC);
     w.request_pause(ana, false);
-    w.run_for(31 * SEC);
+    w.run_for(29 * SEC);
     let at = w.frame(ana);
     assert_eq!(w.frame(bob), at);
-    w.request_pause(ana, false);
-    w.run_for(SEC);
+    assert!(matches!(
+        refused(&w.nodes[ana])[..],
+        [PauseRefusal::NotYours { wait_secs: 29..=30 }]
+    ));
+    w.run_for(2 * SEC);
     assert!(w.frame(bob) > at + 40 && w.frame(ana) > at + 40);
-    assert_eq!(heard(&w.nodes[bob]).last(), Some(&(false, PeerId(0), at)));
+    assert_eq!(
+        &heard(&w.nodes[ana])[heard_before..],
+        [(true, PeerId(1), at), (false, PeerId(1), at)]
+    );
     assert_eq!((lead(&w, ana), lead(&w, bob)), leads);
+    w.request_pause(bob, true);
+    w.run_for(SEC);
+    assert!(matches!(
+        refused(&w.nodes[bob])[..],
+        [PauseRefusal::TooSoon { wait_secs: 57..=59 }]
+    ));
     finish_in_sync(&mut w, 120 * SEC);
 }
 

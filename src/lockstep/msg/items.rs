@@ -167,6 +167,13 @@ pub enum PauseRefusal {
         /// Seconds until anyone may resume.
         wait_secs: u32,
     },
+    /// The player has sent no input yet (a seat taken but not played): it may not pause.
+    NotPlaying,
+    /// The player's last pause ran out by itself: it may pause again in `wait_secs`.
+    TooSoon {
+        /// Seconds until a pause would be granted.
+        wait_secs: u32,
+    },
 }
 
 impl PauseRefusal {
@@ -176,6 +183,8 @@ impl PauseRefusal {
         match self {
             PauseRefusal::TooMany { wait_secs } => 1 << 24 | wait_secs.min(Self::SECS),
             PauseRefusal::NotYours { wait_secs } => 2 << 24 | wait_secs.min(Self::SECS),
+            PauseRefusal::NotPlaying => 3 << 24,
+            PauseRefusal::TooSoon { wait_secs } => 4 << 24 | wait_secs.min(Self::SECS),
         }
     }
 
@@ -184,6 +193,8 @@ impl PauseRefusal {
         match v >> 24 {
             1 => Some(PauseRefusal::TooMany { wait_secs }),
             2 => Some(PauseRefusal::NotYours { wait_secs }),
+            3 => Some(PauseRefusal::NotPlaying),
+            4 => Some(PauseRefusal::TooSoon { wait_secs }),
             _ => None,
         }
     }

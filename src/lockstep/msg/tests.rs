@@ -110,6 +110,14 @@ fn update() -> Update {
                 peer: PeerId(1),
                 why: PauseRefusal::NotYours { wait_secs: 12 },
             },
+            Notice::PauseRefused {
+                peer: PeerId(2),
+                why: PauseRefusal::NotPlaying,
+            },
+            Notice::PauseRefused {
+                peer: PeerId(0),
+                why: PauseRefusal::TooSoon { wait_secs: 59 },
+            },
         ],
     }
 }

@@ -29,6 +29,8 @@ pub(super) struct InputQueue {
     pub last: Pad,
     /// A sample was dropped since the last published frame.
     pub dropped: bool,
+    /// The first sample's index.
+    first: u32,
 }
 
 impl InputQueue {
@@ -42,7 +44,13 @@ impl InputQueue {
             used_base: first.0,
             last: Pad::NEUTRAL,
             dropped: false,
+            first: first.0,
         }
+    }
+
+    /// Whether any sample came (the player has played).
+    pub fn received_any(&self) -> bool {
+        self.recv_end() > self.first
     }
 
     /// The index after the newest sample received.

@@ -26,7 +26,9 @@ use super::budget::SendBudget;
 use super::frame::{Frame, PeerId, Slot, SpectatorId};
 use super::link::{PeerLink, Silence};
 use super::msg::{Notice, NoticeName, PauseRequest};
-use super::pause::{Pauses, Verdict, PAUSED_SILENCE, STOP_SETTLE, STOP_TAINT, STOP_TAINT_OWN};
+use super::pause::{
+    Active, Pauses, Verdict, PAUSED_SILENCE, PAUSE_LIMIT, STOP_SETTLE, STOP_TAINT, STOP_TAINT_OWN,
+};
 use super::stats::{PeerStats, Placement, ServerStats, SpectatorStats, Traffic};
 use super::{Config, LockstepError};
 
@@ -552,9 +554,11 @@ impl Server {
                 ]
             })
             .chain(self.spectators.timers(&self.cfg, self.spectator_batch()))
-            .chain([self
-                .publisher
-                .next_tick(&self.cfg, &self.peers, paused, self.frontier())])
+            .chain([
+                self.publisher
+                    .next_tick(&self.cfg, &self.peers, paused, self.frontier()),
+                self.pauses.runs_out_at(),
+            ])
             .flatten()
             .min()
     }
@@ -582,6 +586,15 @@ impl Server {
         }
         self.spectators
             .drop_silent(now, &self.cfg, &mut self.events);
+        if let Some(a) = self.pauses.run_out(now) {
+            tracing::info!(
+                "lockstep: {}'s pause at {} ran out after {} s",
+                a.by,
+                a.at,
+                PAUSE_LIMIT.as_secs()
+            );
+            self.resumed(now, a.by, a);
+        }
         self.publish(now);
     }
 
@@ -809,7 +822,10 @@ impl Server {
     fn pause_request(&mut self, now: Instant, from: PeerId, req: PauseRequest) {
         let peers = &self.peers;
         let present = |p: PeerId| peers.get(p.index()).is_some_and(Option::is_some);
-        match self.pauses.judge(now, from, req, present) {
+        let played = peers[from.index()]
+            .as_ref()
+            .is_some_and(|p| !p.pending && p.input.received_any());
+        match self.pauses.judge(now, from, req, present, played) {
             Verdict::Pause => {
                 let frontier = self.frontier();
                 if let Some(a) = self.pauses.pause(now, from, frontier) {
@@ -819,18 +835,7 @@ impl Server {
             Verdict::Resume => {
                 if let Some(a) = self.pauses.resume() {
                     tracing::info!("lockstep: {from} resumed at {}", a.at);
-                    // Nothing of the pause is the link's or a clock's: time sync and the
-                    // optimistic frame clock start again from here, and the gap in
-                    // everyone's samples is no stop.
-                    let paused_for = now.saturating_duration_since(a.since);
-                    self.publisher.resumed(paused_for);
-                    for p in self.peers.iter_mut().flatten() {
-                        p.phase = Default::default();
-                    }
-                    self.notify_all(Notice::Resumed {
-                        peer: from,
-                        at: a.at,
-                    });
+                    self.resumed(now, from, a);
                 }
             }
             Verdict::Refuse(why) => {
@@ -840,6 +845,18 @@ impl Server {
             }
             Verdict::Ignore => {}
         }
+    }
+
+    /// The pause `a` ended at `now`, by `by`'s hand or (`by` its own player) by itself.
+    fn resumed(&mut self, now: Instant, by: PeerId, a: Active) {
+        // Nothing of the pause is the link's or a clock's: time sync and the optimistic
+        // frame clock start again from here, and the gap in everyone's samples is no stop.
+        let paused_for = now.saturating_duration_since(a.since);
+        self.publisher.resumed(paused_for);
+        for p in self.peers.iter_mut().flatten() {
+            p.phase = Default::default();
+        }
+        self.notify_all(Notice::Resumed { peer: by, at: a.at });
     }
 
     fn announce_pause(&mut self, by: PeerId, at: Frame) {

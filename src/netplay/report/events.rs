@@ -189,14 +189,11 @@ impl Report {
                 let who = self.name(peer);
                 let own = p.client().is_some_and(|c| c.me() == peer);
                 tracing::info!(
-                    "netplay: {who} paused at frame {}; {} resume{}",
+                    "netplay: {who} paused at frame {}; {} resume{}, or it ends by itself after {} s",
                     at.0,
                     if own { "you" } else { "they" },
-                    if own {
-                        " (P)".to_string()
-                    } else {
-                        format!(", anyone after {} s", lockstep::OWNED_FOR.as_secs())
-                    }
+                    if own { " (P)" } else { "" },
+                    lockstep::PAUSE_LIMIT.as_secs()
                 );
                 let short = self.names.short_name(peer);
                 self.paused = Some((short, now));
@@ -211,11 +208,20 @@ impl Report {
                 if let Some(last) = self.pauses.last_mut() {
                     last.2 = lasted;
                 }
-                tracing::info!(
-                    "netplay: {} resumed at frame {} after {lasted:.1} s",
-                    self.name(peer),
-                    at.0
-                );
+                let limit = lockstep::PAUSE_LIMIT.as_secs_f64();
+                if lasted + 0.5 >= limit {
+                    tracing::info!(
+                        "netplay: {}'s pause ran out after {limit:.0} s: resumed at frame {}",
+                        self.name(peer),
+                        at.0
+                    );
+                } else {
+                    tracing::info!(
+                        "netplay: {} resumed at frame {} after {lasted:.1} s",
+                        self.name(peer),
+                        at.0
+                    );
+                }
                 recorded.push((at, Event::Resumed { slot: peer.0 }));
             }
             ClientEvent::PauseRefused { why } => match why {
@@ -223,6 +229,14 @@ impl Report {
                     "netplay: pause refused: more than {} pauses a minute; allowed again in \
                      {wait_secs} s",
                     lockstep::PAUSES_PER_WINDOW
+                ),
+                PauseRefusal::NotPlaying => {
+                    tracing::warn!("netplay: pause refused: only a player who has played may pause")
+                }
+                PauseRefusal::TooSoon { wait_secs } => tracing::warn!(
+                    "netplay: pause refused: your last pause ran out after {} s; you may pause \
+                     again in {wait_secs} s",
+                    lockstep::PAUSE_LIMIT.as_secs()
                 ),
                 PauseRefusal::NotYours { wait_secs } => tracing::warn!(
                     "netplay: resume refused: {} paused, and only they can resume for \
