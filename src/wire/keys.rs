@@ -87,21 +87,7 @@ impl KeyPair {
         kdf.update(host_pub);
         kdf.update(joiner_pub);
         kdf.update(&session.to_le_bytes());
-        let mut both = [0u8; 64];
-        kdf.finalize_xof().fill(&mut both);
-        let (to_host, to_joiner) = both.split_at(32);
-        let (to_host, to_joiner): ([u8; 32], [u8; 32]) =
-            (to_host.try_into().ok()?, to_joiner.try_into().ok()?);
-        Some(match side {
-            Side::Host => Keys {
-                send: to_joiner,
-                recv: to_host,
-            },
-            Side::Joiner => Keys {
-                send: to_host,
-                recv: to_joiner,
-            },
-        })
+        Some(Keys::from_kdf(kdf, side))
     }
 }
 
@@ -151,12 +137,17 @@ impl Keys {
     pub fn for_room(secret: &[u8; ROOM_KEY_LEN], side: Side) -> Keys {
         let mut kdf = blake3::Hasher::new_derive_key(ROOM_CONTEXT);
         kdf.update(secret);
-        let mut both = [0u8; 64];
-        kdf.finalize_xof().fill(&mut both);
+        Keys::from_kdf(kdf, side)
+    }
+
+    /// Both directions' keys from a fed key derivation: the first 32 bytes tag what goes to
+    /// the host, the next 32 what goes to the joiner; `side` says which this end sends.
+    fn from_kdf(kdf: blake3::Hasher, side: Side) -> Keys {
         let mut to_host = [0u8; 32];
         let mut to_joiner = [0u8; 32];
-        to_host.copy_from_slice(&both[..32]);
-        to_joiner.copy_from_slice(&both[32..]);
+        let mut xof = kdf.finalize_xof();
+        xof.fill(&mut to_host);
+        xof.fill(&mut to_joiner);
         match side {
             Side::Host => Keys {
                 send: to_joiner,
