@@ -4,7 +4,9 @@
 //! `SEAT_KEPT`. Must not import `app`, `cli` or the window.
 //!
 //! One JSON file (`seats.json` in the state directory), mode 0600, one entry per place
-//! joined (the host as typed, and the room) and player name. It is replaced whole through
+//! joined and player name. A join is saved under two places, the host as typed and the
+//! address it resolved to (each with the room), so that `join localhost` finds the key of
+//! `join 127.0.0.1`, and a name whose address changed still finds its own. It is replaced whole through
 //! a temporary file and a rename, under a lock file, so two `join`s at once lose nothing
 //! and a crash mid-write leaves the old file. A missing, unreadable or corrupt file is no
 //! key (the join goes on without one) and is replaced at the next save.
@@ -32,7 +34,7 @@ pub const FILE_NAME: &str = "seats.json";
 #[derive(Clone, Debug)]
 pub struct SeatKeys {
     path: PathBuf,
-    place: String,
+    places: Vec<String>,
     name: String,
 }
 
@@ -52,13 +54,19 @@ struct Entry {
 }
 
 impl SeatKeys {
-    /// The key of `name` at `place` in the file `path`.
-    pub fn new(path: PathBuf, place: String, name: &str) -> SeatKeys {
+    /// The key of `name` at any of `places` (the same host named two ways) in the file
+    /// `path`.
+    pub fn new(path: PathBuf, mut places: Vec<String>, name: &str) -> SeatKeys {
+        places.dedup();
         SeatKeys {
             path,
-            place,
+            places,
             name: name.trim().to_string(),
         }
+    }
+
+    fn is_mine(&self, e: &Entry) -> bool {
+        e.name == self.name && self.places.contains(&e.place)
     }
 
     /// `place` for a join of `host` (as typed), in `room` if any.
@@ -75,7 +83,8 @@ impl SeatKeys {
         let e = store
             .seats
             .iter()
-            .find(|e| e.place == self.place && e.name == self.name)?;
+            .filter(|e| self.is_mine(e))
+            .max_by_key(|e| e.saved)?;
         if !fresh(e, secs(now)) {
             return None;
         }
@@ -97,15 +106,15 @@ impl SeatKeys {
         lock_exclusive(&lock)?;
         let now = secs(now);
         let mut store = read(&self.path);
-        store
-            .seats
-            .retain(|e| fresh(e, now) && !(e.place == self.place && e.name == self.name));
-        store.seats.push(Entry {
-            place: self.place.clone(),
-            name: self.name.clone(),
-            key: to_hex(key),
-            saved: now,
-        });
+        store.seats.retain(|e| fresh(e, now) && !self.is_mine(e));
+        for place in &self.places {
+            store.seats.push(Entry {
+                place: place.clone(),
+                name: self.name.clone(),
+                key: to_hex(key),
+                saved: now,
+            });
+        }
         store.seats.sort_by_key(|e| std::cmp::Reverse(e.saved));
         store.seats.truncate(MAX_ENTRIES);
         let text = serde_json::to_vec_pretty(&store).map_err(io::Error::other)?;
@@ -212,7 +221,7 @@ mod tests {
     }
 
     fn keys(dir: &Path, place: &str, name: &str) -> SeatKeys {
-        SeatKeys::new(dir.join("state").join(FILE_NAME), place.into(), name)
+        SeatKeys::new(dir.join("state").join(FILE_NAME), vec![place.into()], name)
     }
 
     #[test]
@@ -244,6 +253,42 @@ mod tests {
             2,
             "one entry per place and name"
         );
+    }
+
+    #[test]
+    fn a_key_saved_under_a_name_is_found_under_the_address_it_resolved_to() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("state").join(FILE_NAME);
+        let places = |host: &str, addr: &str| {
+            vec![
+                SeatKeys::place(host, Some("fun")),
+                SeatKeys::place(addr, Some("fun")),
+            ]
+        };
+        let typed = SeatKeys::new(
+            file.clone(),
+            places("localhost:7846", "127.0.0.1:7846"),
+            "bob",
+        );
+        typed.save(&[5; SEAT_KEY_LEN], at(T0)).unwrap();
+        let by_addr = SeatKeys::new(
+            file.clone(),
+            places("127.0.0.1:7846", "127.0.0.1:7846"),
+            "bob",
+        );
+        assert_eq!(by_addr.load(at(T0 + 1)), Some([5; SEAT_KEY_LEN]));
+        // The name now resolves elsewhere: its own entry still holds the key.
+        let moved = SeatKeys::new(
+            file.clone(),
+            places("localhost:7846", "127.0.0.9:7846"),
+            "bob",
+        );
+        assert_eq!(moved.load(at(T0 + 2)), Some([5; SEAT_KEY_LEN]));
+        // A newer key saved under one of the names wins over the older one under the other.
+        by_addr.save(&[6; SEAT_KEY_LEN], at(T0 + 3)).unwrap();
+        assert_eq!(typed.load(at(T0 + 4)), Some([6; SEAT_KEY_LEN]));
+        let other = SeatKeys::new(file, places("10.0.0.1:7846", "10.0.0.1:7846"), "bob");
+        assert_eq!(other.load(at(T0 + 4)), None);
     }
 
     #[cfg(unix)]

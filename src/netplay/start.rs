@@ -467,8 +467,12 @@ fn join_start(
     // A player back after its process ended shows the seat key its last join here was
     // given: the host gives the seat back at once (a spectator has no seat to keep).
     let seat_keys = (!opts.watch).then(|| {
-        let place = SeatKeys::place(&opts.host, opts.room.as_deref());
-        SeatKeys::new(opts.net.seat_keys.clone(), place, &jcfg.info.player_name)
+        let room = opts.room.as_deref();
+        let places = vec![
+            SeatKeys::place(&opts.host, room),
+            SeatKeys::place(&addr.to_string(), room),
+        ];
+        SeatKeys::new(opts.net.seat_keys.clone(), places, &jcfg.info.player_name)
     });
     if let Some(key) = seat_keys.as_ref().and_then(|k| k.load(SystemTime::now())) {
         tracing::debug!("netplay: showing the seat key of your last join here");

@@ -359,8 +359,8 @@ fn a_killed_players_seat_goes_back_to_its_key_and_never_to_its_name_alone() {
             _ => None,
         })
     };
-    // A stranger takes the name: the only free seat is kept for bob's key, so it is told
-    // the game is full.
+    // A stranger takes the name: the only free seat is kept for bob's key, and it is told
+    // so (whose seat, for how long).
     let stranger = w.join("bob", to, None, cfg());
     assert!(w.run_until(10 * SEC, |w| w.failure(stranger).is_some()
         || welcomed_to(w, stranger).is_some()));
@@ -368,6 +368,14 @@ fn a_killed_players_seat_goes_back_to_its_key_and_never_to_its_name_alone() {
         welcomed_to(&w, stranger),
         None,
         "a name alone took a kept seat"
+    );
+    let why = w
+        .failure(stranger)
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(
+        why.contains("the free seat is kept for bob, who left, for"),
+        "{why}"
     );
     // Bob runs `join` again 20 s after the kill: its saved key brings the seat back.
     w.run_for(10 * SEC);

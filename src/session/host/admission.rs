@@ -84,6 +84,13 @@ impl HostSession {
                     self.spectators().len(),
                     self.cfg.max_spectators
                 )
+            } else if let Some((name, left)) = self.kept_seat(now) {
+                format!(
+                    "session is full: the free seat is kept for {name}, who left, for {} s \
+                     more (only their own `join` takes it back); try again then, or watch \
+                     with `framelock spectate`",
+                    left.as_secs().max(1)
+                )
             } else {
                 format!(
                     "session is full: all {} seats are taken (you can watch it with \
@@ -499,6 +506,21 @@ impl HostSession {
             .or_else(by_addr)
             .or_else(unheld)
             .or_else(not_kept)
+    }
+
+    /// A free seat kept for the player who left it ([`SEAT_KEPT`]): its player's name and
+    /// how long it stays kept, the soonest free first; for a refusal that says why.
+    fn kept_seat(&self, now: Instant) -> Option<(String, Duration)> {
+        (0..self.cfg.max_players)
+            .map(PeerId)
+            .filter(|s| self.peers.iter().all(|p| p.slot != Slot::Player(*s)))
+            .filter_map(|s| self.departed.iter().rev().find(|d| d.slot == s))
+            .filter(|d| d.seat_key != [0; SEAT_KEY_LEN])
+            .filter_map(|d| {
+                let left = (d.at? + SEAT_KEPT).checked_duration_since(now)?;
+                Some((d.name.clone(), left))
+            })
+            .min_by_key(|(_, left)| *left)
     }
 
     /// Whether a running player of this name at `from`'s IP but another port spoke within
