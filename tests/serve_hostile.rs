@@ -1,7 +1,9 @@
-//! Issue 36's attacks against a real `framelock serve` and a real direct `host` on
+//! Issues 36's and 50's attacks against a real `framelock serve` and real `host`s on
 //! 127.0.0.1, as an attacker on the internet would make them: blind datagrams "from" a
 //! victim's address (the socket sends them and the test only counts what arrives back
-//! there, never answering), and online password guessing.
+//! there, never answering; or a raw socket forges another process's address), online
+//! password guessing, squatting and taking a name. Each test was seen to fail with its
+//! defence switched off.
 
 mod hostile_common;
 mod netplay_common;
@@ -376,4 +378,246 @@ fn a_hosted_room_relays_nothing_to_an_address_that_only_named_its_session() {
     );
     assert!(got <= 3 * sent, "the relay reflected {got} B for {sent} B");
     server.kill();
+}
+
+/// A hosted room (`host --server`, the default path) on `server`, played by its real host
+/// on `port` with a bot and by a real bob relayed by the server, both for `frames`.
+fn hosted_game(d: &std::path::Path, server: &str, port: u16, frames: &str) -> (Peer, Peer) {
+    let host = open_room(
+        d,
+        server,
+        "den",
+        &[
+            "--path",
+            "auto",
+            "--port",
+            &port.to_string(),
+            "--frames",
+            frames,
+            "--bot",
+            "1",
+        ],
+    );
+    let bob_args = ["--path", "relayed", "--frames", frames, "--name", "bob"];
+    let bob = join_room(d, "bob", server, "den", &bob_args);
+    (host, bob)
+}
+
+/// Both players of `hosted_game` end well after all `frames`, in sync.
+fn assert_played_through(host: &mut Peer, bob: &mut Peer, frames: u64) {
+    bob.wait_ok(Duration::from_secs(90));
+    host.wait_ok(Duration::from_secs(30));
+    let (h, b) = (host.read_stats(), bob.read_stats());
+    assert_eq!(b["frames"].as_u64(), Some(frames), "{}", bob.log_text());
+    assert_eq!(h["frames"].as_u64(), Some(frames), "{}", host.log_text());
+    assert_eq!(h["checksum"], b["checksum"], "the peers ended apart");
+}
+
+/// Issue 50, a Medium finding: a forged `Present` saying nobody is left, "from" the host's
+/// address (every welcomed joiner learns it), closed a hosted room and its relayed player
+/// lost the game. Now everything from the host's address must carry the room key's tag:
+/// the forged ones, sent through a raw socket with the real host's address and port, are
+/// dropped and bob plays to the end.
+#[test]
+fn a_forged_present_from_the_hosts_own_address_does_not_close_its_room() {
+    use framelock::session::msg::{Msg, RoomMsg};
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (mut server, addr) = start_server(d, &[]);
+    let port = free_port();
+    let (mut host, mut bob) = hosted_game(d, &addr, port, "1800");
+    assert!(
+        bob.wait_for_log("netplay: in session", Duration::from_secs(30))
+            .is_some(),
+        "{}",
+        bob.log_text()
+    );
+    std::thread::sleep(Duration::from_secs(2));
+    // Where the host speaks to the server from, as the server saw it.
+    let opened = server.log_text();
+    let host_at: SocketAddr = opened
+        .split("room den: opened by ")
+        .nth(1)
+        .and_then(|rest| {
+            rest.split(':')
+                .take(2)
+                .collect::<Vec<_>>()
+                .join(":")
+                .parse()
+                .ok()
+        })
+        .unwrap_or_else(|| panic!("the server did not say who opened den\n{opened}"));
+    let server_at: SocketAddr = addr.parse().unwrap();
+    let gone = Msg::Room(RoomMsg::Present {
+        players: 0,
+        direct: 0,
+        relayed: 0,
+        playing: false,
+    });
+    for session in [0, 1] {
+        for _ in 0..5 {
+            hostile_common::forge(host_at, server_at, &gone.encode(session));
+        }
+    }
+    assert_played_through(&mut host, &mut bob, 1800);
+
+    server.kill();
+}
+
+/// Issue 50, a Medium finding: 32 datagrams naming a hosted room's session, from the
+/// attacker's own ports of one address, filled the room's member slots for two minutes and
+/// a real player was told the room was busy. Now one address holds a few slots at most:
+/// forty squatters keep sending while bob joins, relayed, and plays to the end.
+#[test]
+fn squatters_on_one_address_leave_a_hosted_rooms_slots_to_real_players() {
+    use framelock::session::msg::{Msg, PathMsg};
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (mut server, addr) = start_server(d, &[]);
+    let server_at: SocketAddr = addr.parse().unwrap();
+    let port = free_port();
+    let mut host = open_room(
+        d,
+        &addr,
+        "den",
+        &[
+            "--path",
+            "auto",
+            "--port",
+            &port.to_string(),
+            "--frames",
+            "1200",
+            "--bot",
+            "1",
+        ],
+    );
+    let eve = socket("127.0.0.6", 5);
+    let session = hostile_common::watch_session(&eve, server_at, "den").expect("eve watches");
+    let stop = Arc::new(AtomicBool::new(false));
+    let squat = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let socks: Vec<UdpSocket> = (0..40).map(|_| socket("127.0.0.5", 1)).collect();
+            let probe = Msg::Path(PathMsg::Probe).encode(session);
+            while !stop.load(Ordering::Relaxed) {
+                for s in &socks {
+                    let _ = s.send_to(&probe, server_at);
+                }
+                std::thread::sleep(Duration::from_millis(500));
+            }
+        })
+    };
+    std::thread::sleep(Duration::from_secs(1));
+    let mut bob = join_room(
+        d,
+        "bob",
+        &addr,
+        "den",
+        &["--path", "relayed", "--frames", "1200", "--name", "bob"],
+    );
+    let welcomed = bob.wait_for_log("netplay: in session", Duration::from_secs(15));
+    stop.store(true, Ordering::Relaxed);
+    squat.join().unwrap();
+    assert!(welcomed.is_some(), "{}", bob.log_text());
+    assert!(!bob.log_text().contains("is busy"), "{}", bob.log_text());
+    assert_played_through(&mut host, &mut bob, 1200);
+    server.kill();
+}
+
+/// Issue 50, a Medium finding: in the minute after a player's process died, a stranger with
+/// its name took its seat (32 s in the measurement). Now the seat waits for its key: the
+/// stranger ("bob" from a machine without bob's saved key) is told whose seat it is, and
+/// bob's own `join` takes it back and plays on.
+#[test]
+fn a_stranger_with_a_dead_players_name_does_not_get_its_seat() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let frames = ["--frames", "100000", "--no-record"];
+    let (mut server, addr, mut creator, mut bob) = game_in_den(d, &[], &frames, &["--name", "bob"]);
+    std::thread::sleep(Duration::from_secs(2));
+    bob.kill();
+    assert!(
+        server
+            .wait_for_log("room den: player 2 ", Duration::from_secs(20))
+            .is_some(),
+        "{}",
+        server.log_text()
+    );
+    let elsewhere = d.join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    let mut stranger = join_room(
+        &elsewhere,
+        "stranger",
+        &addr,
+        "den",
+        &[&frames[..], &["--name", "bob"]].concat(),
+    );
+    let status = stranger.wait(Duration::from_secs(30));
+    let said = stranger.log_text();
+    assert!(!status.success(), "{said}");
+    assert!(said.contains("the free seat is kept for bob"), "{said}");
+    let mut back = join_room(
+        d,
+        "bob-again",
+        &addr,
+        "den",
+        &[&frames[..], &["--name", "bob"]].concat(),
+    );
+    assert!(
+        back.wait_for_log("netplay: in session", Duration::from_secs(20))
+            .is_some(),
+        "{}",
+        back.log_text()
+    );
+    std::thread::sleep(Duration::from_secs(3));
+    assert!(back.try_status().is_none(), "{}", back.log_text());
+    for p in [&mut back, &mut creator, &mut server] {
+        p.kill();
+    }
+}
+
+/// Issue 50's number: about 3,000 blind Hellos a second at a hosted room (the creator's
+/// own process holds the game and checks the password, relayed by the server) do not keep
+/// a real player out.
+#[test]
+fn a_real_player_joins_a_hosted_room_during_a_hello_flood() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (mut server, addr) = start_server(d, &["--netsim", "delay=25ms"]);
+    let mut host = open_room(
+        d,
+        &addr,
+        "den",
+        &[
+            "--path",
+            "auto",
+            "--password",
+            "hunter2",
+            "--players",
+            "4",
+            "--frames",
+            "100000",
+        ],
+    );
+    let target: SocketAddr = addr.parse().unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let flood = hello_flood(target, "den", 3000, stop.clone());
+    std::thread::sleep(Duration::from_millis(500));
+    let mut joins = Vec::new();
+    for k in 0..3 {
+        let player = socket("127.0.0.2", 5);
+        let t = Instant::now();
+        let r = handshake(&player, target, "den", &format!("p{k}"), Some("hunter2"), k);
+        joins.push((r, t.elapsed()));
+    }
+    stop.store(true, Ordering::Relaxed);
+    let rate = flood.join().unwrap();
+    eprintln!("hosted room: joins during a {rate:.0} Hello/s flood: {joins:?}");
+    assert!(rate > 1000.0, "the flood ran at {rate:.0} Hellos a second");
+    for (r, _) in &joins {
+        assert_eq!(r, "welcomed", "{joins:?}");
+    }
+    for p in [&mut host, &mut server] {
+        p.kill();
+    }
 }

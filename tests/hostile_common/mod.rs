@@ -291,3 +291,56 @@ pub fn open_hosted(
     let session = answer.unwrap_or_else(|| Err("no answer".into()))?;
     Ok((session, o.room_key()))
 }
+
+/// Sends `payload` to `to` as a UDP datagram from `from`, an address this process does not
+/// own: a raw IPv4 socket writes the whole packet (the tests run as root), as an attacker
+/// on the internet forges a source. The kernel fills in the IP checksum; UDP's is left out
+/// (0), which IPv4 allows.
+pub fn forge(from: SocketAddr, to: SocketAddr, payload: &[u8]) {
+    use socket2::{Domain, Protocol, SockAddr, Socket, Type};
+    let (SocketAddr::V4(f), SocketAddr::V4(t)) = (from, to) else {
+        panic!("forge: IPv4 only");
+    };
+    let sock = Socket::new(
+        Domain::IPV4,
+        Type::RAW,
+        Some(Protocol::from(libc::IPPROTO_RAW)),
+    )
+    .expect("a raw socket (the hostile tests run as root)");
+    let total = 28 + payload.len();
+    let mut p = Vec::with_capacity(total);
+    p.extend_from_slice(&[0x45, 0]);
+    p.extend_from_slice(&(total as u16).to_be_bytes());
+    // Id 0, don't fragment, TTL 64, UDP, checksum (the kernel's).
+    p.extend_from_slice(&[0, 0, 0x40, 0, 64, 17, 0, 0]);
+    p.extend_from_slice(&f.ip().octets());
+    p.extend_from_slice(&t.ip().octets());
+    p.extend_from_slice(&f.port().to_be_bytes());
+    p.extend_from_slice(&t.port().to_be_bytes());
+    p.extend_from_slice(&((8 + payload.len()) as u16).to_be_bytes());
+    p.extend_from_slice(&[0, 0]);
+    p.extend_from_slice(payload);
+    sock.send_to(&p, &SockAddr::from(to))
+        .expect("send a forged datagram");
+}
+
+/// Watches `room` on `server` from `sock` as a real spectator's handshake would, to learn
+/// what anyone on the path of one of the room's datagrams reads in its header: its session
+/// id (`None`: not welcomed within 5 s).
+pub fn watch_session(sock: &UdpSocket, server: SocketAddr, room: &str) -> Option<u32> {
+    let info = SessionInfo {
+        core_name: "lightcycles".into(),
+        core_version: "0.1.0".into(),
+        player_name: "eve".into(),
+        ..SessionInfo::default()
+    };
+    let mut cfg = JoinConfig::new(server, info);
+    cfg.room = room.into();
+    cfg.watch = true;
+    cfg.entropy = [0x77; 32];
+    let mut j = JoinSession::new(Instant::now(), cfg);
+    drive(&mut j, sock, Duration::from_secs(5), |ev| match ev {
+        JoinEvent::Welcomed { session, .. } => Some(session),
+        _ => None,
+    })
+}

@@ -272,18 +272,14 @@ pub fn start_server(dir: &Path, extra: &[&str]) -> (Peer, String) {
     (server, format!("127.0.0.1:{port}"))
 }
 
-/// `framelock host --server ADDR --room ROOM`; returns once the room is open.
+/// `framelock host --server ADDR --room ROOM` (`--path relayed` unless `extra` names a
+/// path); returns once the room is open.
 pub fn open_room(dir: &Path, server: &str, room: &str, extra: &[&str]) -> Peer {
-    let mut a = args(&[
-        "host",
-        "--headless",
-        "--server",
-        server,
-        "--room",
-        room,
-        "--path",
-        "relayed",
-    ]);
+    let mut a = args(&["host", "--headless", "--server", server, "--room", room]);
+    // An uploaded room unless the caller picks the path (`--path auto`: a hosted room).
+    if !extra.contains(&"--path") {
+        a.extend(args(&["--path", "relayed"]));
+    }
     a.extend(extra.iter().map(|s| s.to_string()));
     let mut host = Peer::spawn(dir, "host", &a);
     let said = format!("your friends join with `framelock join {server} --room {room}");
