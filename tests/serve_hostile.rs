@@ -335,47 +335,13 @@ fn spoofed_spectators_take_no_seat() {
 /// victim's address is on probation: it gets at most what came from it.
 #[test]
 fn a_hosted_room_relays_nothing_to_an_address_that_only_named_its_session() {
-    use framelock::session::msg::{PathMsg, RoomMsg};
-    use framelock::wire::keys::{Keys, Side};
     let dir = tempfile::tempdir().unwrap();
     let (mut server, addr) = start_server(dir.path(), &[]);
-    let server_at: SocketAddr = addr.parse().unwrap();
     let host = socket("127.0.0.1", 2);
-    let (session, key) = hostile_common::open_hosted(server_at, &host, "den").expect("opens");
-    let keys = Keys::for_room(&key, Side::Joiner);
-    // The spoofed datagram: sent from the victim's port, never answered.
     let victim = socket("127.0.0.1", 50);
-    let spoof = framelock::session::msg::Msg::Path(PathMsg::Probe).encode(session);
-    let sent = victim.send_to(&spoof, server_at).unwrap();
-    std::thread::sleep(Duration::from_millis(100));
-    let game = [0x5a; 1000];
-    let peer = victim.local_addr().unwrap();
-    let forwarded = Instant::now();
-    let mut forwards = 0;
-    while forwarded.elapsed() < Duration::from_secs(2) {
-        for _ in 0..50 {
-            let fwd = RoomMsg::Forward {
-                peer,
-                datagram: &game,
-            };
-            let mut bytes = framelock::session::msg::Msg::Room(fwd).encode(0);
-            keys.seal(&mut bytes);
-            host.send_to(&bytes, server_at).unwrap();
-            forwards += 1;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    let mut got = 0;
-    let mut buf = [0u8; 2048];
-    let end = Instant::now() + Duration::from_secs(2);
-    while Instant::now() < end {
-        if let Ok((n, _)) = victim.recv_from(&mut buf) {
-            got += n;
-        }
-    }
-    eprintln!(
-        "hosted room: {sent} B from the victim's address, {forwards} Forwards, {got} B to it"
-    );
+    let (sent, got) =
+        hostile_common::relay_reflection(addr.parse().unwrap(), &host, &victim, "den");
+    eprintln!("hosted room: {sent} B from the victim's address, {got} B to it");
     assert!(got <= 3 * sent, "the relay reflected {got} B for {sent} B");
     server.kill();
 }

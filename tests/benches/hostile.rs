@@ -1,6 +1,8 @@
-//! Issue 36's numbers against real processes on 127.0.0.1: the largest amplification
-//! factor over every first datagram an unvalidated address can send (a `serve` with a
-//! room, and a direct `host`), the password guesses one address gets checked per minute,
+//! Issues 36's and 50's numbers against real processes on 127.0.0.1: the largest bytes to
+//! an unproven address per byte from it, over every first datagram an unvalidated address
+//! can send, on every path (an uploaded room, a hosted room, the hosted room's relay, a
+//! playing room's path migration, a punch, a direct `host`), the password guesses one
+//! address gets checked per minute,
 //! how long a real join takes during a 3,000-Hello-a-second flood, and the server's peak
 //! memory after 10 decompression bombs (60 MiB of zeros each, about 240 KiB packed).
 //!
@@ -19,7 +21,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use framelock::session::msg::{Msg, RoomMsg};
+use framelock::session::direct::{DirectPath, PathMode};
+use framelock::session::msg::{Msg, PathMsg, RoomMsg};
 use hostile_common::{attacks, guess, hello_flood, peak_mib, upload};
 
 /// The longest a padded Locate waits for its answer from `server` while a 64 MiB start state
@@ -88,8 +91,13 @@ fn spawn(dir: &Path, label: &str, args: &[&str], ready: &str) -> Child {
 
 /// Bytes back per byte sent for each attack datagram, sent 20 times from a fresh address.
 fn amplification(target: SocketAddr, room: &str) -> f64 {
+    amplification_of(target, attacks(room))
+}
+
+/// `amplification` over the datagrams `attacks`.
+fn amplification_of(target: SocketAddr, attacks: Vec<Vec<u8>>) -> f64 {
     let mut worst: f64 = 0.0;
-    for (i, d) in attacks(room).into_iter().enumerate() {
+    for (i, d) in attacks.into_iter().enumerate() {
         let s = UdpSocket::bind("127.0.0.1:0").unwrap();
         s.set_read_timeout(Some(Duration::from_millis(20))).unwrap();
         let mut sent = 0;
@@ -157,6 +165,98 @@ fn main() {
     std::thread::sleep(Duration::from_millis(500));
     let peak = peak_mib(serve.id());
     let stall = stall_during_upload(server.parse().unwrap());
+
+    // Path migration: a datagram naming a playing room's session from a new address (the
+    // session id is in every datagram of the room: anyone on its path reads it).
+    let mut bot = spawn(
+        d,
+        "bot",
+        &[
+            "join",
+            &server,
+            "--room",
+            "den",
+            "--headless",
+            "--bot",
+            "2",
+            "--frames",
+            "1000000",
+        ],
+        "netplay: in session",
+    );
+    let watcher = UdpSocket::bind("127.0.0.3:0").unwrap();
+    watcher
+        .set_read_timeout(Some(Duration::from_millis(2)))
+        .unwrap();
+    let Some(session) = hostile_common::watch_session(&watcher, server.parse().unwrap(), "den")
+    else {
+        smoke::fail("the spectator was not welcomed to den");
+    };
+    println!("serve, a playing room's session from new addresses:");
+    let migration_amp = amplification_of(
+        server.parse().unwrap(),
+        hostile_common::session_attacks(session),
+    );
+
+    // A hosted room (its creator's own process holds the game), and its relay.
+    let mut hosted = spawn(
+        d,
+        "hosted",
+        &[
+            "host",
+            "--headless",
+            "--server",
+            &server,
+            "--room",
+            "hden",
+            "--path",
+            "auto",
+            "--players",
+            "4",
+        ],
+        "your friends join with",
+    );
+    println!("serve, a hosted room open:");
+    let hosted_amp = amplification(server.parse().unwrap(), "hden");
+    // A real join of the hosted room from 127.0.0.2 while 127.0.0.1 floods it with 3,000
+    // blind Hellos a second.
+    let stop = Arc::new(AtomicBool::new(false));
+    let flood = hello_flood(server.parse().unwrap(), "hden", 3000, stop.clone());
+    std::thread::sleep(Duration::from_millis(500));
+    let mut hosted_joins = Vec::new();
+    for k in 0..if smoke { 1 } else { 3 } {
+        let player = UdpSocket::bind("127.0.0.2:0").unwrap();
+        player
+            .set_read_timeout(Some(Duration::from_millis(5)))
+            .unwrap();
+        let t = Instant::now();
+        let r = hostile_common::handshake(&player, server.parse().unwrap(), "hden", "p", None, k);
+        if r != "welcomed" {
+            smoke::fail(format!(
+                "a real join of the hosted room during the flood got {r:?}"
+            ));
+        }
+        // Its seat stays taken; the next join takes another of the 3.
+        hosted_joins.push(t.elapsed());
+    }
+    stop.store(true, Ordering::Relaxed);
+    let hosted_rate = flood.join().unwrap();
+    hosted_joins.sort();
+    let hosted_join = hosted_joins[hosted_joins.len() / 2];
+    let host_sock = UdpSocket::bind("127.0.0.4:0").unwrap();
+    host_sock
+        .set_read_timeout(Some(Duration::from_millis(2)))
+        .unwrap();
+    let victim = UdpSocket::bind("127.0.0.5:0").unwrap();
+    let (sent, got) =
+        hostile_common::relay_reflection(server.parse().unwrap(), &host_sock, &victim, "relay");
+    let relay_amp = got as f64 / sent as f64;
+    println!("serve, a hosted room's relay: {sent} B from the victim, {got} B to it");
+    for c in [&mut bot, &mut hosted] {
+        let _ = c.kill();
+        let _ = c.wait();
+    }
+    let punch_amp = punch_amplification();
     for c in [&mut creator, &mut serve] {
         let _ = c.kill();
         let _ = c.wait();
@@ -232,6 +332,10 @@ fn main() {
     println!("|---|---|");
     println!("| largest amplification, serve (unvalidated address) | {serve_amp:.2}x |");
     println!("| largest amplification, direct host | {host_amp:.2}x |");
+    println!("| largest amplification, hosted room (unvalidated address) | {hosted_amp:.2}x |");
+    println!("| largest amplification, hosted room's relay (Forwards to a session-namer) | {relay_amp:.2}x |");
+    println!("| largest amplification, path migration (a room's session from a new address) | {migration_amp:.2}x |");
+    println!("| largest amplification, punch (a player's forged PunchBack and Punch) | {punch_amp:.2}x |");
     println!(
         "| password guesses checked per minute, one address | {per_minute:.1} ({checked} in {:.0} s) |",
         start.elapsed().as_secs_f64()
@@ -240,6 +344,11 @@ fn main() {
         "| real join during a {rate:.0} Hello/s flood (median of {}) | {:.1} ms |",
         joins.len(),
         median.as_secs_f64() * 1000.0
+    );
+    println!(
+        "| real join of a hosted room during a {hosted_rate:.0} Hello/s flood (median of {}) | {:.1} ms |",
+        hosted_joins.len(),
+        hosted_join.as_secs_f64() * 1000.0
     );
     println!(
         "| serve's longest answer during a 64 MiB upload (a Locate's round trip) | {:.1} ms |",
@@ -251,4 +360,46 @@ fn main() {
     if serve_amp > 1.0 || host_amp > 1.0 {
         smoke::fail("an unvalidated address got more bytes than it sent");
     }
+    let paths = [hosted_amp, relay_amp, migration_amp, punch_amp];
+    if paths.iter().any(|a| *a > 3.0) {
+        smoke::fail(format!(
+            "an unproven address got more than 3x what it sent: {paths:?}"
+        ));
+    }
+}
+
+/// The punch path, on the sans-IO machine itself (the attacker must be a player: it holds
+/// the session's keys and a token its punch brought): a host punching a player's two
+/// candidates gets a Punch and a PunchBack forged "from" a victim, the PunchBack echoing the
+/// token the player read from its own punch. Bytes the host's path sends the victim over the
+/// whole attempt, per byte "from" it.
+fn punch_amplification() -> f64 {
+    let bytes = |m: &PathMsg| Msg::Path(*m).encode(1).len();
+    let t0 = Instant::now();
+    let mut host = DirectPath::new(PathMode::Auto);
+    let player: SocketAddr = "203.0.113.9:5000".parse().unwrap();
+    let lan: SocketAddr = "10.0.0.9:5000".parse().unwrap();
+    let victim: SocketAddr = "192.0.2.66:53".parse().unwrap();
+    host.introduce(t0, &[player, lan], Duration::ZERO, [1; 8]);
+    let (mut from_victim, mut to_victim) = (0, 0);
+    let mut now = t0;
+    while now < t0 + Duration::from_secs(5) {
+        host.handle_timeout(now, [2; 8]);
+        if now == t0 + Duration::from_millis(100) {
+            let back = PathMsg::PunchBack(host.token_for(player));
+            from_victim += bytes(&back);
+            host.handle_punch_back(now, victim, host.token_for(player));
+            let punch = PathMsg::Punch([5; 8]);
+            from_victim += bytes(&punch);
+            host.handle_punch(now, victim, [5; 8], [6; 8]);
+        }
+        while let Some((to, m, _)) = host.poll_send() {
+            if to == victim {
+                to_victim += bytes(&m);
+            }
+        }
+        now += Duration::from_millis(10);
+    }
+    println!("punch: {from_victim} B forged from the victim, {to_victim} B to it");
+    to_victim as f64 / from_victim as f64
 }

@@ -344,3 +344,70 @@ pub fn watch_session(sock: &UdpSocket, server: SocketAddr, room: &str) -> Option
         _ => None,
     })
 }
+
+/// Issue 50's reflector through a hosted room's relay: `host` (this process) opens `room`
+/// on `server`, one datagram naming its session is sent from `victim` (which never
+/// answers), and the host then sends the server `Forward`s of 1,000 B to the victim's
+/// address for 2 s: (bytes from the victim, bytes the victim got).
+pub fn relay_reflection(
+    server: SocketAddr,
+    host: &UdpSocket,
+    victim: &UdpSocket,
+    room: &str,
+) -> (usize, usize) {
+    use framelock::session::msg::PathMsg;
+    use framelock::wire::keys::{Keys, Side};
+    let (session, key) = open_hosted(server, host, room).expect("opens");
+    let keys = Keys::for_room(&key, Side::Joiner);
+    let spoof = Msg::Path(PathMsg::Probe).encode(session);
+    let sent = victim.send_to(&spoof, server).unwrap();
+    std::thread::sleep(Duration::from_millis(100));
+    let game = [0x5a; 1000];
+    let peer = victim.local_addr().unwrap();
+    let forwarded = Instant::now();
+    while forwarded.elapsed() < Duration::from_secs(2) {
+        for _ in 0..50 {
+            let fwd = RoomMsg::Forward {
+                peer,
+                datagram: &game,
+            };
+            let mut bytes = Msg::Room(fwd).encode(0);
+            keys.seal(&mut bytes);
+            let _ = host.send_to(&bytes, server);
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let mut got = 0;
+    let mut buf = [0u8; 2048];
+    victim
+        .set_read_timeout(Some(Duration::from_millis(50)))
+        .unwrap();
+    let end = Instant::now() + Duration::from_secs(2);
+    while Instant::now() < end {
+        if let Ok((n, _)) = victim.recv_from(&mut buf) {
+            got += n;
+        }
+    }
+    (sent, got)
+}
+
+/// What a stranger can send "from" a victim naming a playing room's `session` (the
+/// address a player moved to, as far as the server can tell): a probe, a goodbye, an
+/// acknowledgement and a padded probe.
+pub fn session_attacks(session: u32) -> Vec<Vec<u8>> {
+    use framelock::session::msg::PathMsg;
+    let ack = StateAck {
+        cum: 1,
+        latest_seq: 1,
+        verified: false,
+        bitmap: vec![0xff; 64],
+    };
+    let mut padded = Msg::Path(PathMsg::Probe).encode(session);
+    padded.resize(1200, 0);
+    vec![
+        Msg::Path(PathMsg::Probe).encode(session),
+        Msg::Bye("x".into()).encode(session),
+        Msg::StateAck(ack).encode(session),
+        padded,
+    ]
+}
