@@ -147,8 +147,30 @@ fn main() {
             "den",
             "--path",
             "relayed",
+            "--bot",
+            "1",
         ],
         "your friends join with",
+    );
+    // A game plays in den through every attack on the server: its stalls are counted.
+    let bot_stats = d.join("bot.json");
+    let mut bot = spawn(
+        d,
+        "bot",
+        &[
+            "join",
+            &server,
+            "--room",
+            "den",
+            "--headless",
+            "--bot",
+            "2",
+            "--frames",
+            "1000000",
+            "--stats-json",
+            bot_stats.to_str().unwrap(),
+        ],
+        "netplay: in session",
     );
     println!("serve, a room open:");
     let serve_amp = amplification(server.parse().unwrap(), "den");
@@ -168,22 +190,6 @@ fn main() {
 
     // Path migration: a datagram naming a playing room's session from a new address (the
     // session id is in every datagram of the room: anyone on its path reads it).
-    let mut bot = spawn(
-        d,
-        "bot",
-        &[
-            "join",
-            &server,
-            "--room",
-            "den",
-            "--headless",
-            "--bot",
-            "2",
-            "--frames",
-            "1000000",
-        ],
-        "netplay: in session",
-    );
     let watcher = UdpSocket::bind("127.0.0.3:0").unwrap();
     watcher
         .set_read_timeout(Some(Duration::from_millis(2)))
@@ -252,10 +258,20 @@ fn main() {
         hostile_common::relay_reflection(server.parse().unwrap(), &host_sock, &victim, "relay");
     let relay_amp = got as f64 / sent as f64;
     println!("serve, a hosted room's relay: {sent} B from the victim, {got} B to it");
-    for c in [&mut bot, &mut hosted] {
-        let _ = c.kill();
-        let _ = c.wait();
-    }
+    let _ = hosted.kill();
+    let _ = hosted.wait();
+    // Ctrl-C: the player leaves and writes its counters.
+    unsafe { libc::kill(bot.id() as i32, libc::SIGINT) };
+    let _ = bot.wait();
+    let played: serde_json::Value = std::fs::read(&bot_stats)
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or_else(|| smoke::fail("the player in den wrote no stats"));
+    let (frames, stalls, stall_ms) = (
+        played["frames"].as_u64().unwrap_or(0),
+        played["stalls"].as_u64().unwrap_or(0),
+        played["stall_ms"].as_f64().unwrap_or(0.0),
+    );
     let punch_amp = punch_amplification();
     for c in [&mut creator, &mut serve] {
         let _ = c.kill();
@@ -336,6 +352,9 @@ fn main() {
     println!("| largest amplification, hosted room's relay (Forwards to a session-namer) | {relay_amp:.2}x |");
     println!("| largest amplification, path migration (a room's session from a new address) | {migration_amp:.2}x |");
     println!("| largest amplification, punch (a player's forged PunchBack and Punch) | {punch_amp:.2}x |");
+    println!(
+        "| stalls of a game in a room under every attack above ({frames} frames) | {stalls} ({stall_ms:.0} ms) |"
+    );
     println!(
         "| password guesses checked per minute, one address | {per_minute:.1} ({checked} in {:.0} s) |",
         start.elapsed().as_secs_f64()
