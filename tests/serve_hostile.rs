@@ -587,3 +587,110 @@ fn a_real_player_joins_a_hosted_room_during_a_hello_flood() {
         p.kill();
     }
 }
+
+/// Issue 50, the second High finding: the host sent one token to every candidate, so a
+/// player read it from its own punch and answered "from" a victim; the host then moved the
+/// player's stream (its start state) there, 52 KB for 21 forged bytes. Now each punch's
+/// token is made for the address it went to: a real host sends the victim no more than
+/// what was forged from it, within the 3x rule.
+#[test]
+fn a_players_forged_punch_answers_move_nothing_to_a_victim() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (mut server, addr) = start_server(d, &[]);
+    let mut host = open_room(
+        d,
+        &addr,
+        "den",
+        &["--path", "auto", "--bot", "1", "--frames", "100000"],
+    );
+    let victim = socket("127.0.0.9", 50);
+    let victim_at = victim.local_addr().unwrap();
+    let counted = std::thread::spawn(move || {
+        let mut got = 0;
+        let mut buf = [0u8; 2048];
+        let end = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < end {
+            if let Ok((n, _)) = victim.recv_from(&mut buf) {
+                got += n;
+            }
+        }
+        got
+    });
+    let mallory = socket("127.0.0.1", 2);
+    let forged = hostile_common::forge_punches_from(
+        addr.parse().unwrap(),
+        "den",
+        &mallory,
+        victim_at,
+        Duration::from_secs(8),
+    );
+    let got = counted.join().unwrap();
+    eprintln!("forged {forged} B of punches from the victim; the host sent it {got} B");
+    assert!(
+        forged > 0,
+        "the host never punched mallory\n{}",
+        host.log_text()
+    );
+    assert!(
+        got <= 3 * forged,
+        "the host sent {got} B for {forged} B forged"
+    );
+    for p in [&mut host, &mut server] {
+        p.kill();
+    }
+}
+
+/// Issue 50, a Medium finding: a stranger who took a free seat and never played could
+/// pause everyone for a minute, three times a minute. Now only a player who has sent input
+/// may pause: the stranger's requests are refused and the game never stops.
+#[test]
+fn a_seat_that_never_played_cannot_pause_the_game() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (mut server, addr) = start_server(d, &[]);
+    let room = [
+        "--frames",
+        "100000",
+        "--players",
+        "3",
+        "--start-with",
+        "2",
+        "--bot",
+        "1",
+    ];
+    let mut creator = open_room(d, &addr, "den", &room);
+    let mut bob = join_room(
+        d,
+        "bob",
+        &addr,
+        "den",
+        &["--frames", "100000", "--bot", "2"],
+    );
+    assert!(
+        server
+            .wait_for_log("room den: the game starts", Duration::from_secs(20))
+            .is_some(),
+        "{}",
+        server.log_text()
+    );
+    std::thread::sleep(Duration::from_secs(1));
+    let griefer = socket("127.0.0.1", 2);
+    let (refusals, paused) = hostile_common::pause_without_playing(
+        addr.parse().unwrap(),
+        "den",
+        &griefer,
+        Duration::from_secs(6),
+    );
+    eprintln!("the griefer was told {refusals:?}");
+    assert!(!paused, "the game paused\n{}", server.log_text());
+    assert!(
+        refusals.iter().any(|r| r.contains("NotPlaying")),
+        "{refusals:?}\n{}",
+        server.log_text()
+    );
+    assert!(!bob.log_text().contains("paused"), "{}", bob.log_text());
+    for p in [&mut bob, &mut creator, &mut server] {
+        p.kill();
+    }
+}

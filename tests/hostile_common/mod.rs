@@ -411,3 +411,130 @@ pub fn session_attacks(session: u32) -> Vec<Vec<u8>> {
         padded,
     ]
 }
+
+/// Issue 50's High finding, played by a real player's machine in this process (the
+/// attacker must be a player: it holds the session's keys, and reads the token the host's
+/// punch brings it): it joins hosted room `room` on `server` from `sock`, and every punch
+/// and punch answer its direct-path machine sends the host goes out forged "from"
+/// `victim` instead (a raw socket), tag and token as the machine made them. Runs for
+/// `limit`; the bytes forged.
+pub fn forge_punches_from(
+    server: SocketAddr,
+    room: &str,
+    sock: &UdpSocket,
+    victim: SocketAddr,
+    limit: Duration,
+) -> usize {
+    use framelock::lockstep;
+    use framelock::session::msg::PathMsg;
+    use framelock::session::{Participant, ParticipantConfig};
+    use framelock::wire::keys::TAG_LEN;
+    let info = SessionInfo {
+        core_name: "lightcycles".into(),
+        core_version: "0.1.0".into(),
+        player_name: "mallory".into(),
+        ..SessionInfo::default()
+    };
+    let mut cfg = JoinConfig::new(server, info);
+    cfg.room = room.into();
+    cfg.entropy = [0x66; 32];
+    let mut p = Participant::join(
+        Instant::now(),
+        cfg,
+        lockstep::Config::default(),
+        ParticipantConfig::default(),
+    );
+    let is_punch = |bytes: &[u8]| {
+        let body = &bytes[..bytes.len().saturating_sub(TAG_LEN)];
+        matches!(
+            Msg::decode(body),
+            Ok((_, Msg::Path(PathMsg::Punch(_) | PathMsg::PunchBack(_))))
+        )
+    };
+    let mut forged = 0;
+    let mut buf = [0u8; 2048];
+    let end = Instant::now() + limit;
+    while Instant::now() < end {
+        let now = Instant::now();
+        p.handle_timeout(now);
+        while let Some(t) = p.poll_transmit(now) {
+            if t.to != server && is_punch(&t.bytes) {
+                forge(victim, t.to, &t.bytes);
+                forged += t.bytes.len();
+            } else {
+                let _ = sock.send_to(&t.bytes, t.to);
+            }
+        }
+        while p.poll_event().is_some() {}
+        while let Ok((n, from)) = sock.recv_from(&mut buf) {
+            let _ = p.handle_datagram(Instant::now(), from, &buf[..n]);
+        }
+    }
+    forged
+}
+
+/// Issue 50's pause finding, played by a real player's machine in this process: it takes
+/// a free seat of `room` on `server` from `sock` and, without ever sending an input, asks
+/// for a pause every second for `limit`. The refusals it was told, as the client words
+/// them (`Debug`), and whether the server ever announced a pause.
+pub fn pause_without_playing(
+    server: SocketAddr,
+    room: &str,
+    sock: &UdpSocket,
+    limit: Duration,
+) -> (Vec<String>, bool) {
+    use framelock::lockstep::{self, ClientEvent};
+    use framelock::session::{
+        CoreReply, CoreRequest, Participant, ParticipantConfig, ParticipantEvent,
+    };
+    let info = SessionInfo {
+        core_name: "lightcycles".into(),
+        core_version: "0.1.0".into(),
+        player_name: "griefer".into(),
+        ..SessionInfo::default()
+    };
+    let mut cfg = JoinConfig::new(server, info);
+    cfg.room = room.into();
+    cfg.entropy = [0x67; 32];
+    let mut p = Participant::join(
+        Instant::now(),
+        cfg,
+        lockstep::Config::default(),
+        ParticipantConfig::default(),
+    );
+    let (mut refusals, mut paused) = (Vec::new(), false);
+    let mut asked = Instant::now();
+    let mut buf = [0u8; 2048];
+    let end = Instant::now() + limit;
+    while Instant::now() < end {
+        let now = Instant::now();
+        if now >= asked + Duration::from_secs(1) {
+            if let Some(c) = p.client_mut() {
+                c.request_pause(true);
+                asked = now;
+            }
+        }
+        // Its frame loop is there (it never runs a frame: it sends no input).
+        p.frame_loop_alive(now);
+        p.handle_timeout(now);
+        while let Some(t) = p.poll_transmit(now) {
+            let _ = sock.send_to(&t.bytes, t.to);
+        }
+        while let Some(ev) = p.poll_event() {
+            match ev {
+                ParticipantEvent::Game(ClientEvent::PauseRefused { why }) => {
+                    refusals.push(format!("{why:?}"))
+                }
+                ParticipantEvent::Game(ClientEvent::Paused { .. }) => paused = true,
+                ParticipantEvent::Core(CoreRequest::Load { frame, .. }) => {
+                    p.handle_core(now, CoreReply::Loaded { frame })
+                }
+                _ => {}
+            }
+        }
+        while let Ok((n, from)) = sock.recv_from(&mut buf) {
+            let _ = p.handle_datagram(Instant::now(), from, &buf[..n]);
+        }
+    }
+    (refusals, paused)
+}
