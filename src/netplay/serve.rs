@@ -646,12 +646,14 @@ fn log_room_event(room: &str, ev: &EndpointEvent) {
     }
 }
 
-/// `framelock rooms`: the open rooms on a server, in pages of `MAX_LISTED`.
+/// `framelock rooms`: the open rooms on a server, in pages of `MAX_LISTED`. It gives up
+/// when the server is silent for `HANDSHAKE_TIMEOUT`, not after it in all: a fleet lists
+/// thousands of rooms, a round trip a page.
 pub fn list_rooms(server: &str) -> Result<Vec<RoomInfo>, NetplayError> {
     let addr = resolve(server)?;
     let mut link = Link::client(addr, None)?;
     let mut rooms: Vec<RoomInfo> = Vec::new();
-    let deadline = Instant::now() + crate::session::HANDSHAKE_TIMEOUT;
+    let mut deadline = Instant::now() + crate::session::HANDSHAKE_TIMEOUT;
     let mut total = None;
     let mut asked: Option<Instant> = None;
     let mut heard = false;
@@ -690,6 +692,7 @@ pub fn list_rooms(server: &str) -> Result<Vec<RoomInfo>, NetplayError> {
                     }
                     rooms.extend(page);
                     asked = None;
+                    deadline = now + crate::session::HANDSHAKE_TIMEOUT;
                 }
                 Ok((_, Msg::Refuse(reason))) => {
                     return Err(NetplayError::Join(crate::session::SessionError::Refused(
@@ -700,7 +703,10 @@ pub fn list_rooms(server: &str) -> Result<Vec<RoomInfo>, NetplayError> {
                 _ => {}
             }
         }
-        link.wait_until(now, Some(now + Duration::from_millis(20)))?;
+        // A page just came: the next is asked for at once.
+        if asked.is_some() {
+            link.wait_until(now, Some(now + Duration::from_millis(20)))?;
+        }
     }
     Ok(rooms)
 }
@@ -772,5 +778,62 @@ fn age(secs: u32) -> String {
         0..=59 => format!("{secs}s"),
         60..=3599 => format!("{}m", secs / 60),
         _ => format!("{}h{:02}m", secs / 3600, secs % 3600 / 60),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lockstep::Mode;
+    use crate::session::msg::MAX_LISTED;
+
+    /// A server with `total` rooms that answers each page `delay` after it is asked, on
+    /// loopback; its address.
+    fn slow_lister(total: u32, delay: Duration) -> SocketAddr {
+        let sock = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let at = sock.local_addr().unwrap();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 2048];
+            sock.set_read_timeout(Some(Duration::from_secs(20)))
+                .unwrap();
+            while let Ok((n, from)) = sock.recv_from(&mut buf) {
+                let Ok((_, Msg::Room(RoomMsg::List { first }))) = Msg::decode(&buf[..n]) else {
+                    continue;
+                };
+                std::thread::sleep(delay);
+                let rooms = (first..total.min(first + MAX_LISTED as u32))
+                    .map(|i| RoomInfo {
+                        name: format!("room{i}"),
+                        content: String::new(),
+                        core: "lightcycles".into(),
+                        players: 1,
+                        seats: 2,
+                        password: false,
+                        playing: false,
+                        age_secs: 1,
+                        spectators: 0,
+                        mode: Mode::Strict,
+                        region: String::new(),
+                        server: String::new(),
+                    })
+                    .collect();
+                let page = Msg::Room(RoomMsg::Rooms {
+                    total,
+                    first,
+                    rooms,
+                });
+                let _ = sock.send_to(&page.encode(0), from);
+            }
+        });
+        at
+    }
+
+    #[test]
+    fn rooms_lists_every_room_however_long_the_pages_take_in_all() {
+        // 1,200 rooms in 200 pages of 30 ms: 6 s, past the 5-s silence limit in all.
+        let at = slow_lister(1200, Duration::from_millis(30));
+        let rooms = list_rooms(&at.to_string()).expect("every page came");
+        assert_eq!(rooms.len(), 1200);
+        assert_eq!(rooms[1199].name, "room1199");
     }
 }
