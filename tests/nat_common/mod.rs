@@ -4,9 +4,9 @@
 //! `framelock serve` at [`SERVER`] on it, so that one router's datagram to another crosses
 //! a hop between them, as on the internet: a punch with a TTL of 2 leaves its own router
 //! and dies in the core, never reaching the other router (which, with
-//! [`Router::wan_input`], would take it itself and keep a conntrack entry for it). Needs root, `ip` and `nft` (`.ci/setup`
-//! installs them); every namespace is removed when the [`Lab`] is dropped, also when a test
-//! fails. Traffic stays inside the namespaces it made. Used by `tests/nat_lab.rs`,
+//! [`Router::wan_input`], would take it itself and keep a conntrack entry for it). Needs
+//! root, `ip` and `nft` (`.ci/setup` installs them); every namespace is removed when the
+//! [`Lab`] is dropped, also when a test fails. Traffic stays inside the namespaces it made. Used by `tests/nat_lab.rs`,
 //! `tests/nat_portmap.rs` and the `direct_paths` and `portmap` benchmarks.
 //!
 //! A router may run Debian's own miniupnpd (UPnP IGD, NAT-PMP and PCP, the nftables build)
@@ -67,6 +67,10 @@ pub struct Router {
     /// Takes datagrams addressed to itself on its WAN side (keeping their conntrack
     /// entries), as many home routers do.
     pub wan_input: bool,
+    /// Forwards every new inbound UDP flow on its WAN address to its home's first machine
+    /// (10.78.h.2), same port: it filters nothing ("full cone", endpoint-independent
+    /// filtering), so a datagram from a port the home never sent to gets in.
+    pub full_cone: bool,
 }
 
 impl Router {
@@ -185,13 +189,23 @@ impl Lab {
             } else {
                 "iifname \"wan\" drop;"
             };
+            let (cone_in, cone_pass) = if spec.full_cone {
+                (
+                    format!("iifname \"wan\" udp dport 1024-65535 dnat to 10.78.{h}.2;"),
+                    "ct status dnat accept;",
+                )
+            } else {
+                (String::new(), "")
+            };
             let rules = "table ip nat {
                 chain postrouting { type nat hook postrouting priority 100; oifname \"wan\" MASQ; }
+                chain prerouting { type nat hook prerouting priority -90; CONE_IN }
             }
             table inet filter {
                 chain forward { type filter hook forward priority 0; policy drop;
                     jump miniupnpd;
-                    ct state established,related accept; iifname \"lan\" oifname \"wan\" accept; }
+                    ct state established,related accept; iifname \"lan\" oifname \"wan\" accept;
+                    CONE_PASS }
                 chain input { type filter hook input priority 0; policy accept;
                     iifname \"wan\" ct state established,related accept; WAN_INPUT }
                 chain miniupnpd { }
@@ -204,7 +218,9 @@ impl Lab {
             }
             "
             .replace("MASQ", masquerade)
-            .replace("WAN_INPUT", wan_input);
+            .replace("WAN_INPUT", wan_input)
+            .replace("CONE_IN", &cone_in)
+            .replace("CONE_PASS", cone_pass);
             let file = std::env::temp_dir().join(format!("{tag}-{h}.nft"));
             std::fs::write(&file, rules).unwrap();
             run(&format!("ip netns exec {router} nft -f {}", file.display()));
