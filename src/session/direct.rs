@@ -15,10 +15,15 @@
 //!   [`LOW_TTL`]: it opens this side's router without reaching the other's, which some
 //!   routers would answer by blocking the sender for good (Dolphin, PR #11382).
 //! - A tagged punch from anywhere is answered there with `PunchBack` (its token), and its
-//!   source becomes a candidate (the other side's address as this one sees it: a router
-//!   that maps per destination, or a local address). Such a learned candidate is punched
-//!   once per punch that came from it, never on the schedule: an address named only by a
-//!   (possibly forged) source gets at most twice what came from it.
+//!   source becomes a candidate: the other side's address as this one sees it, which
+//!   nobody named (ICE's peer-reflexive candidate). That is a router that maps per
+//!   destination, a local address, or a router that took one of this side's punches itself
+//!   (it accepts datagrams on its WAN address) before its home's own punch left, kept a
+//!   conntrack entry for it, and so mapped its home's flow here to a new port. Such a
+//!   learned candidate is punched once per punch that came from it, never on the schedule:
+//!   an address named only by a (possibly forged) source gets at most twice what came from
+//!   it, under QUIC's 3x rule for unproven addresses. It is proven like any other, only by
+//!   a `PunchBack` from it that echoes the token made for it.
 //! - A `PunchBack` proves the path both ways only if it echoes the token of the punch sent
 //!   to the very address it came from: datagrams go direct there from then on. Nothing
 //!   unauthenticated moves the game, and a side that read the token sent to its own
@@ -784,5 +789,115 @@ mod tests {
         off.handle_timeout(t0, [3; 8]);
         assert_eq!(off.poll_send(), None);
         assert_eq!(off.poll_timeout(), None);
+    }
+
+    /// Bytes of a path message on the wire (before its tag, the same for each kind).
+    fn size(m: PathMsg) -> usize {
+        Msg::Path(m).encode(0).len()
+    }
+
+    /// Issue 54: the host's router takes datagrams sent to its own WAN address, and the
+    /// joiner's punch reached it before the host's own punch left: the router keeps an entry
+    /// for it and maps the host's flow to the joiner to a new port. The host's punches reach
+    /// the joiner from `h_new`, which nobody named; what the joiner sends to `h_seen` (the
+    /// address the server saw) the router takes itself. The joiner answers `h_new` and
+    /// adopts it, proves it with the token it made for `h_new`, and sends it at most 3x what
+    /// came from it until then.
+    #[test]
+    fn a_punch_from_a_port_the_router_remapped_is_answered_adopted_and_proven_within_3x() {
+        let t0 = Instant::now();
+        let h_seen = addr("198.51.100.1:4000");
+        let h_new = addr("198.51.100.1:61001");
+        let j = addr("203.0.113.9:5000");
+        let mut host = DirectPath::new(PathMode::Auto);
+        let mut join = DirectPath::new(PathMode::Auto);
+        // The joiner starts 300 ms early (its introduction came first).
+        join.introduce(t0, &[h_seen], Duration::ZERO, [2; 8]);
+        host.introduce(t0, &[j], Duration::from_millis(300), [1; 8]);
+        let (mut from_new, mut to_new) = (0, 0);
+        let mut now = t0;
+        while now < t0 + GIVE_UP && join.direct().is_none() {
+            host.handle_timeout(now, [3; 8]);
+            join.handle_timeout(now, [4; 8]);
+            for _ in 0..4 {
+                while let Some((to, msg, ttl)) = host.poll_send() {
+                    assert_eq!(to, j);
+                    // A low-TTL punch dies between the routers, as on the internet.
+                    if ttl.is_none() {
+                        from_new += size(msg);
+                        deliver(&mut join, now, h_new, msg, [5; 8]);
+                    }
+                }
+                while let Some((to, msg, _)) = join.poll_send() {
+                    assert_ne!(to, j);
+                    if to == h_new {
+                        to_new += size(msg);
+                        deliver(&mut host, now, j, msg, [6; 8]);
+                    }
+                    // To `h_seen`: the host's router takes it itself.
+                }
+                assert!(
+                    to_new <= 3 * from_new,
+                    "{to_new} B to an unproven address that sent {from_new} B"
+                );
+            }
+            now += Duration::from_millis(10);
+        }
+        assert_eq!(join.direct(), Some(h_new), "the remapped port is adopted");
+        assert_eq!(host.direct(), Some(j));
+        assert!(to_new > 0);
+        assert!(
+            now < t0 + Duration::from_millis(600),
+            "proven at {:?}",
+            now - t0
+        );
+    }
+
+    /// Whoever read the token sent to a candidate (it sits at `h_seen`, or on the way) forges
+    /// punches from another port of that address, and echoes every token it could know
+    /// "from" there: no path moves to the forged address, which gets back no more than 3x
+    /// what came "from" it; the real candidate still proves itself.
+    #[test]
+    fn a_forged_punch_from_another_port_of_a_candidate_proves_nothing_and_gets_under_3x() {
+        let t0 = Instant::now();
+        let h_seen = addr("198.51.100.1:4000");
+        let victim = addr("198.51.100.1:53");
+        let mut join = DirectPath::new(PathMode::Auto);
+        join.introduce(t0, &[h_seen], Duration::ZERO, [2; 8]);
+        let (mut forged, mut to_victim) = (0, 0);
+        let mut known = Vec::new();
+        let mut now = t0;
+        for at in PUNCH_AT.iter().take(4) {
+            now = t0 + *at;
+            join.handle_timeout(now, [4; 8]);
+            // The attacker forges a punch from `victim`, echoing what it read at `h_seen`.
+            let punch = PathMsg::Punch(join.token_for(h_seen));
+            forged += size(punch);
+            join.handle_punch(now, victim, join.token_for(h_seen), [7; 8]);
+            while let Some((to, msg, _)) = join.poll_send() {
+                match (to, msg) {
+                    (to, PathMsg::Punch(t) | PathMsg::PunchBack(t)) if to == h_seen => {
+                        known.push(t)
+                    }
+                    (to, _) if to == victim => to_victim += size(msg),
+                    _ => {}
+                }
+            }
+            // Only the token sent to the victim could prove it, and the victim never echoes.
+            for &t in &known {
+                forged += size(PathMsg::PunchBack(t));
+                assert!(
+                    !join.handle_punch_back(now, victim, t),
+                    "a forged echo moved it"
+                );
+            }
+            assert!(
+                to_victim <= 3 * forged,
+                "{to_victim} B to the victim, {forged} B from it"
+            );
+        }
+        assert_eq!(join.direct(), None);
+        assert!(join.handle_punch_back(now, h_seen, join.token_for(h_seen)));
+        assert_eq!(join.direct(), Some(h_seen));
     }
 }

@@ -1,8 +1,12 @@
-//! The NAT lab: network namespaces for a public network (a bridge, `framelock serve` at
-//! [`SERVER`]) and homes, each behind its own router (nftables masquerade, a forward policy
-//! that drops unsolicited inbound traffic). Needs root, `ip` and `nft` (`.ci/setup`
-//! installs them); every namespace is removed when the [`Lab`] is dropped, also when a test
-//! fails. Traffic stays inside the namespaces it made. Used by `tests/nat_lab.rs`,
+//! The NAT lab: network namespaces for a public network and homes, each behind its own
+//! router (nftables masquerade, a forward policy that drops unsolicited inbound traffic).
+//! The public network is a core router with a link of its own to each home router and
+//! `framelock serve` at [`SERVER`] on it, so that one router's datagram to another crosses
+//! a hop between them, as on the internet: a punch with a TTL of 2 leaves its own router
+//! and dies in the core, never reaching the other router (which, with
+//! [`Router::wan_input`], would take it itself and keep a conntrack entry for it). Needs
+//! root, `ip` and `nft` (`.ci/setup` installs them); every namespace is removed when the
+//! [`Lab`] is dropped, also when a test fails. Traffic stays inside the namespaces it made. Used by `tests/nat_lab.rs`,
 //! `tests/nat_portmap.rs` and the `direct_paths` and `portmap` benchmarks.
 //!
 //! A router may run Debian's own miniupnpd (UPnP IGD, NAT-PMP and PCP, the nftables build)
@@ -63,6 +67,10 @@ pub struct Router {
     /// Takes datagrams addressed to itself on its WAN side (keeping their conntrack
     /// entries), as many home routers do.
     pub wan_input: bool,
+    /// Forwards every new inbound UDP flow on its WAN address to its home's first machine
+    /// (10.78.h.2), same port: it filters nothing ("full cone", endpoint-independent
+    /// filtering), so a datagram from a port the home never sent to gets in.
+    pub full_cone: bool,
 }
 
 impl Router {
@@ -92,9 +100,9 @@ pub struct Lab {
 }
 
 impl Lab {
-    /// The public network (10.77.0.0/16, a bridge, the server at 10.77.0.1) and `homes`
-    /// homes: home h behind router h, whose public address is 10.77.h.2, with its players at
-    /// 10.78.h.2, .3 and .4.
+    /// The public network (a core router, the server at 10.77.0.1) and `homes` homes: home h
+    /// behind router h, whose public address is 10.77.h.2 (on 10.77.h.0/24, the core at
+    /// .1), with its players at 10.78.h.2, .3 and .4.
     pub fn new(homes: usize) -> Lab {
         Lab::with_symmetric(homes, &[])
     }
@@ -124,23 +132,29 @@ impl Lab {
         };
         let public = lab.ns("pub");
         let run = |cmd: &str| sh(&cmd.split_whitespace().collect::<Vec<_>>());
-        run(&format!("ip -n {public} link add br0 type bridge"));
-        run(&format!("ip -n {public} addr add 10.77.0.1/16 dev br0"));
-        run(&format!("ip -n {public} link set br0 up"));
+        // The server's address on the core's loopback: it is one hop from every router.
+        run(&format!("ip -n {public} addr add {SERVER}/32 dev lo"));
+        run(&format!(
+            "ip netns exec {public} sysctl -qw net.ipv4.ip_forward=1"
+        ));
         for h in 1..=homes {
             let router = lab.ns(&format!("r{h}"));
             let home = lab.ns(&format!("h{h}"));
-            // Router h's "wan" port on the public bridge, at 10.77.h.2.
+            // Router h's "wan" link to the core, 10.77.h.0/24, the router at 10.77.h.2.
             let (p, w) = (format!("{tag}p{h}"), format!("{tag}w{h}"));
             run(&format!(
                 "ip link add {p} netns {public} type veth peer name {w} netns {router}"
             ));
-            run(&format!("ip -n {public} link set {p} master br0"));
+            run(&format!("ip -n {public} addr add 10.77.{h}.1/24 dev {p}"));
             run(&format!("ip -n {public} link set {p} up"));
+            // What the server sends leaves from its own address, not the link's.
+            run(&format!(
+                "ip -n {public} route replace 10.77.{h}.0/24 dev {p} src {SERVER}"
+            ));
             run(&format!("ip -n {router} link set {w} name wan"));
-            run(&format!("ip -n {router} addr add 10.77.{h}.2/16 dev wan"));
+            run(&format!("ip -n {router} addr add 10.77.{h}.2/24 dev wan"));
             run(&format!("ip -n {router} link set wan up"));
-            run(&format!("ip -n {router} route add default via 10.77.0.1"));
+            run(&format!("ip -n {router} route add default via 10.77.{h}.1"));
             // Its "lan" bridge at 10.78.h.1, the home's machines behind it.
             let (l, e) = (format!("{tag}l{h}"), format!("{tag}e{h}"));
             run(&format!("ip -n {router} link add lan type bridge"));
@@ -175,13 +189,23 @@ impl Lab {
             } else {
                 "iifname \"wan\" drop;"
             };
+            let (cone_in, cone_pass) = if spec.full_cone {
+                (
+                    format!("iifname \"wan\" udp dport 1024-65535 dnat to 10.78.{h}.2;"),
+                    "ct status dnat accept;",
+                )
+            } else {
+                (String::new(), "")
+            };
             let rules = "table ip nat {
                 chain postrouting { type nat hook postrouting priority 100; oifname \"wan\" MASQ; }
+                chain prerouting { type nat hook prerouting priority -90; CONE_IN }
             }
             table inet filter {
                 chain forward { type filter hook forward priority 0; policy drop;
                     jump miniupnpd;
-                    ct state established,related accept; iifname \"lan\" oifname \"wan\" accept; }
+                    ct state established,related accept; iifname \"lan\" oifname \"wan\" accept;
+                    CONE_PASS }
                 chain input { type filter hook input priority 0; policy accept;
                     iifname \"wan\" ct state established,related accept; WAN_INPUT }
                 chain miniupnpd { }
@@ -194,7 +218,9 @@ impl Lab {
             }
             "
             .replace("MASQ", masquerade)
-            .replace("WAN_INPUT", wan_input);
+            .replace("WAN_INPUT", wan_input)
+            .replace("CONE_IN", &cone_in)
+            .replace("CONE_PASS", cone_pass);
             let file = std::env::temp_dir().join(format!("{tag}-{h}.nft"));
             std::fs::write(&file, rules).unwrap();
             run(&format!("ip netns exec {router} nft -f {}", file.display()));
