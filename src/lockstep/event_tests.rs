@@ -8,7 +8,7 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
 use crate::input::Pad;
-use crate::wire::{Header, Kind, Transmit, LOCKSTEP_HEADER_LEN, PROTOCOL_VERSION};
+use crate::wire::{Header, Kind, Transmit, LOCKSTEP_HEADER_LEN, LOCKSTEP_VERSION};
 
 use super::msg::{self, Ctrl, LinkHeader};
 use super::sim::{PathSpec, PlayerSpec, Sim, SimConfig};
@@ -209,7 +209,7 @@ fn garbage_truncated_and_foreign_datagrams_are_dropped_and_counted() {
         let mut junk: Vec<u8> = (0..len).map(|_| rng.gen()).collect();
         // Junk that begins as this version's CTRL does can decode as one: on a real link
         // its tag fails first (see `session`'s forged-datagram tests).
-        if junk.first().is_some_and(|b| b >> 4 == PROTOCOL_VERSION) {
+        if junk.first().is_some_and(|b| b >> 4 == LOCKSTEP_VERSION) {
             junk[0] ^= 0x80;
         }
         bad.push(junk);
@@ -218,7 +218,7 @@ fn garbage_truncated_and_foreign_datagrams_are_dropped_and_counted() {
         bad.push(ctrl[..len].to_vec());
     }
     let mut wrong_kind = ctrl.clone();
-    wrong_kind[0] = PROTOCOL_VERSION << 4 | 0x1; // an UPDATE, to the server
+    wrong_kind[0] = LOCKSTEP_VERSION << 4 | 0x1; // an UPDATE, to the server
     bad.push(wrong_kind.clone());
     let mut hello = Vec::new();
     Header {

@@ -14,15 +14,16 @@
 //!      8    . body, defined by the kind
 //!
 //! lockstep kinds (CTRL, UPDATE: up to 60 a second each way, so every byte is budget)
-//!      0    1 version << 4 | short << 1 | kind  (kind: CTRL 0, UPDATE 1; short: the body
-//!           leaves out its first byte, the flags, which then have their usual value, see
-//!           `lockstep::msg`; bits 2-3 are 0, so the byte is never b'F', 0x46)
+//!      0    1 (version % 16) << 4 | short << 1 | kind  (kind: CTRL 0, UPDATE 1; short: the
+//!           body leaves out its first byte, the flags, which then have their usual value,
+//!           see `lockstep::msg`; bits 2-3 are 0, so the byte is never b'F', 0x46)
 //!      1    . body
 //! ```
-//! Lockstep datagrams flow only between peers whose handshake agreed on the version and
-//! the keys, so they carry the version in 4 bits and need neither magic nor session id:
-//! their tag, made with keys derived for this session and this peer, tells them apart from
-//! strays and from other sessions' datagrams (`Header::session` is 0 for them). All
+//! Lockstep datagrams flow only between peers whose handshake agreed on the whole version
+//! and the keys, so they carry only its low 4 bits, a cheap check against strays, and need
+//! neither magic nor session id: their tag, made with keys derived for this session and
+//! this peer, tells them apart from strays and from other sessions' datagrams (also from a
+//! version 16 apart), and `Header::session` is 0 for them. All
 //! multi-byte integers on the wire are little endian.
 //!
 //! Every datagram between a host and a joiner after the handshake (from the Welcome on,
@@ -38,8 +39,9 @@ use thiserror::Error;
 
 pub const MAGIC: [u8; 2] = *b"FL";
 /// Bumped on every incompatible wire change; peers with another version are refused by name.
-/// A lockstep header holds it in 4 bits: 15 is the last that fits there as it is laid out.
 pub const PROTOCOL_VERSION: u8 = 15;
+/// What a lockstep header holds of [`PROTOCOL_VERSION`]: its low 4 bits.
+pub const LOCKSTEP_VERSION: u8 = PROTOCOL_VERSION & 0x0f;
 /// Header length of session-layer datagrams.
 pub const HEADER_LEN: usize = 8;
 /// Header length of lockstep datagrams (CTRL, UPDATE).
@@ -303,6 +305,11 @@ impl Kind {
     }
 }
 
+/// A lockstep header's byte for a version's low bits and a kind's code (short bit included).
+const fn lockstep_byte(version: u8, code: u8) -> u8 {
+    (version & 0x0f) << 4 | code
+}
+
 /// True if `datagram` is a lockstep datagram whose body leaves out its flags byte.
 pub fn is_short(datagram: &[u8]) -> bool {
     datagram
@@ -313,7 +320,7 @@ pub fn is_short(datagram: &[u8]) -> bool {
 impl Header {
     pub fn write(&self, out: &mut Vec<u8>) {
         if let Some(code) = self.kind.lockstep_code() {
-            out.push(PROTOCOL_VERSION << 4 | code);
+            out.push(lockstep_byte(LOCKSTEP_VERSION, code));
         } else {
             out.extend_from_slice(&MAGIC);
             out.push(PROTOCOL_VERSION);
@@ -354,7 +361,7 @@ impl Header {
             0x1 => Kind::Update,
             _ => return Err(WireError::BadMagic),
         };
-        if datagram[0] >> 4 != PROTOCOL_VERSION {
+        if datagram[0] >> 4 != LOCKSTEP_VERSION {
             return Err(WireError::Version(datagram[0] >> 4));
         }
         let header = Header { kind, session: 0 };
@@ -404,7 +411,7 @@ mod tests {
         }
         .write(&mut buf);
         // The session id stays off the wire: the tag stands for it.
-        assert_eq!(buf, [PROTOCOL_VERSION << 4]);
+        assert_eq!(buf, [LOCKSTEP_VERSION << 4]);
         assert_eq!(
             Header::parse(&buf),
             Ok((
@@ -417,11 +424,10 @@ mod tests {
         );
         assert_eq!(Header::parse(&[]), Err(WireError::Truncated(0)));
         // Another version's CTRL, and the old 8-byte layout of lockstep kinds, are refused.
-        // (An older one: 15 is the last version the 4-bit field holds.)
-        buf[0] = (PROTOCOL_VERSION - 1) << 4;
+        buf[0] = (LOCKSTEP_VERSION ^ 1) << 4;
         assert_eq!(
             Header::parse(&buf),
-            Err(WireError::Version(PROTOCOL_VERSION - 1))
+            Err(WireError::Version(LOCKSTEP_VERSION ^ 1))
         );
         let old = [b'F', b'L', 2, 0x10, 7, 0, 0, 0];
         assert_eq!(Header::parse(&old), Err(WireError::Version(2)));
@@ -430,9 +436,23 @@ mod tests {
         // Neither a lockstep kind nor the magic: not ours.
         assert_eq!(Header::parse(&[0x35, 7, 0, 0, 0]), Err(WireError::BadMagic));
         // The short bit: the same kind, told apart by `is_short`.
-        let short = [PROTOCOL_VERSION << 4 | LOCKSTEP_SHORT | 1, 7];
+        let short = [LOCKSTEP_VERSION << 4 | LOCKSTEP_SHORT | 1, 7];
         assert_eq!(Header::parse(&short).unwrap().0.kind, Kind::Update);
-        assert!(is_short(&short) && !is_short(&[PROTOCOL_VERSION << 4 | 1, 7]));
+        assert!(is_short(&short) && !is_short(&[LOCKSTEP_VERSION << 4 | 1, 7]));
         assert!(!is_short(b"FL") && !is_short(&[]));
+    }
+
+    #[test]
+    fn every_version_to_255_has_a_lockstep_byte_that_is_never_the_magic() {
+        // The protocol's version goes past 15: its lockstep byte keeps the low bits, and no
+        // kind's byte, short or not, can be taken for a session datagram.
+        for version in 0..=u8::MAX {
+            for code in [0, 1, LOCKSTEP_SHORT, LOCKSTEP_SHORT | 1] {
+                let byte = lockstep_byte(version, code);
+                assert_ne!(byte, MAGIC[0], "version {version}, code {code}");
+                assert_eq!(byte >> 4, version % 16);
+                assert_eq!(byte & 0x0f, code);
+            }
+        }
     }
 }
