@@ -38,24 +38,6 @@ mod status;
 pub mod web;
 #[cfg(test)]
 mod world;
-#[cfg(test)]
-mod world_direct_tests;
-#[cfg(test)]
-mod world_handover_tests;
-#[cfg(test)]
-mod world_log;
-#[cfg(test)]
-mod world_pause_tests;
-#[cfg(test)]
-mod world_rollback_tests;
-#[cfg(test)]
-mod world_room_tests;
-#[cfg(test)]
-mod world_scenario;
-#[cfg(test)]
-mod world_tests;
-#[cfg(test)]
-mod world_toy;
 
 use std::path::PathBuf;
 use std::time::Duration;

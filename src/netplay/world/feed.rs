@@ -11,7 +11,7 @@ use crate::netplay::core_side::CoreSide;
 use crate::netplay::feed::ParticipantFeed;
 use crate::session::Participant;
 
-use super::super::world_log::NodeLog;
+use super::node_log::NodeLog;
 use super::{Toy, World, WorldClock};
 
 /// A node's runner.

@@ -5,8 +5,8 @@
 
 use std::time::Duration;
 
-use super::world::{RoomSpec, World};
-use super::world_scenario::{cfg, finish_some_in_sync, SEC};
+use super::scenario::{cfg, finish_some_in_sync, SEC};
+use super::{RoomSpec, World};
 use crate::lockstep::{self, Client, Mode, PeerId, Slot};
 use crate::serve::{valid_room_name, ServeConfig, ServeEvent};
 use crate::session::{EndpointEvent, ParticipantEvent, SessionError, Transmit};

@@ -6,8 +6,8 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use super::world::World;
-use super::world_scenario::{cfg, finish_in_sync, SEC};
+use super::scenario::{cfg, finish_in_sync, SEC};
+use super::World;
 use crate::lockstep::PeerId;
 use crate::session::direct::{PathEvent, PathKind, PathMode};
 use crate::session::{ParticipantConfig, ParticipantEvent};

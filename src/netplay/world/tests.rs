@@ -5,8 +5,8 @@
 
 use std::time::{Duration, Instant};
 
-use super::world::{Node, World};
-use super::world_scenario::{cfg, count, finish_in_sync, SEC};
+use super::scenario::{cfg, count, finish_in_sync, SEC};
+use super::{Node, World};
 use crate::lockstep::{ClientEvent, PeerId};
 use crate::serve::ServeEvent;
 use crate::session::{EndpointEvent, ParticipantEvent};

@@ -2,8 +2,8 @@
 //! welcomed however long its direct attempt and its state transfer take. Each runs real
 //! participants, the real `serve::Rooms` and the real frame runner.
 
-use super::world::{RoomSpec, World};
-use super::world_scenario::{cfg, finish_in_sync, SEC};
+use super::scenario::{cfg, finish_in_sync, SEC};
+use super::{RoomSpec, World};
 use crate::net::conditioner::NetSim;
 use crate::net::sim::Link;
 use crate::session::ParticipantEvent;

@@ -14,7 +14,7 @@ use crate::app::replay::{LogObserver, ReplayFeed, ReplayMachine, Verification};
 use crate::app::{Feed, FeedPoll, FrameObserver, Machine, Recording};
 use crate::replay::{Header, Recorder, RecorderOptions, Replay, Sink, Start, Status};
 
-use super::world_toy::Toy;
+use super::toy::Toy;
 
 /// Frames between checksum records in the simulated logs.
 pub const CHECKSUM_INTERVAL: u32 = 30;

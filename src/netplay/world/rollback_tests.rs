@@ -5,11 +5,11 @@
 //! the cache) and fails a broken one, which plays plain lockstep; a machine whose saves fail
 //! mid-game stops speculating and plays on in sync.
 
-use super::speculation::{RollbackCheck, Speculate};
-use super::world::World;
-use super::world_scenario::{cfg, finish_in_sync, SEC};
+use super::scenario::{cfg, finish_in_sync, SEC};
+use super::World;
 use crate::app::rollback_check::{CheckKey, FRAMES};
 use crate::app::Machine;
+use crate::netplay::speculation::{RollbackCheck, Speculate};
 
 /// A 2-player direct session of `frames` frames on `netsim`, speculating `speculate` frames.
 fn session(netsim: &str, frames: u32, speculate: u32, bots: bool) -> World {
@@ -102,7 +102,7 @@ fn the_rollback_check_runs_once_per_game_and_a_machine_that_fails_it_plays_plain
         content: Some(content),
     };
     // The first time, the check runs on the machine, in slices, and its verdict is kept.
-    let mut toy = super::world_toy::Toy::default();
+    let mut toy = super::toy::Toy::default();
     let mut check = RollbackCheck::for_key(key(1), 60.0, Speculate::Auto, dir.path());
     assert!(check.line().is_some_and(|l| l.contains("checking")));
     for _ in 0..3 {
@@ -114,7 +114,7 @@ fn the_rollback_check_runs_once_per_game_and_a_machine_that_fails_it_plays_plain
     // It left the machine where it found it.
     assert_eq!((toy.frame, toy.hash), (0, 0));
     // The next time, from the cache: nothing runs.
-    let mut again = super::world_toy::Toy::default();
+    let mut again = super::toy::Toy::default();
     let second =
         RollbackCheck::for_key(key(1), 60.0, Speculate::Auto, dir.path()).finish(&mut again);
     assert_eq!(again.runs, 0);
@@ -123,7 +123,7 @@ fn the_rollback_check_runs_once_per_game_and_a_machine_that_fails_it_plays_plain
     let off = RollbackCheck::for_key(key(2), 60.0, Speculate::Off, dir.path());
     assert_eq!(off.line(), None);
     // A machine whose loads do not restore its state fails, and says why.
-    let mut broken = super::world_toy::Toy::default();
+    let mut broken = super::toy::Toy::default();
     broken.broken_loads = true;
     let failed =
         RollbackCheck::for_key(key(3), 60.0, Speculate::Auto, dir.path()).finish(&mut broken);

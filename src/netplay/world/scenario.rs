@@ -1,10 +1,10 @@
-//! What the world's scenarios (`world_tests`, `world_pause_tests`, `world_room_tests`) share:
+//! What the world's scenarios (`tests`, `pause_tests`, `room_tests` and the rest beside it) share:
 //! the settings every simulated player runs with, and the end every scenario checks (every
 //! machine on the same state, every log replaying).
 
 use std::time::Duration;
 
-use super::world::{Node, World};
+use super::{Node, World};
 use crate::session::{ParticipantConfig, ParticipantEvent};
 
 pub const SEC: Duration = Duration::from_secs(1);

@@ -8,8 +8,8 @@
 
 use std::time::Duration;
 
-use super::world::{Node, World};
-use super::world_scenario::{cfg, finish_in_sync, SEC};
+use super::scenario::{cfg, finish_in_sync, SEC};
+use super::{Node, World};
 use crate::lockstep::{ClientEvent, Mode, PauseRefusal, PeerId};
 use crate::session::ParticipantEvent;
 

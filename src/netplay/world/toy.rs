@@ -8,7 +8,7 @@ use crate::app::sync_test::Checksummed;
 use crate::app::Machine;
 use crate::input::Inputs;
 
-use super::core_side::SessionMachine;
+use crate::netplay::core_side::SessionMachine;
 
 /// A deterministic stand-in for a core: its state is the session frame it is at and a hash
 /// of every input it ran, so two machines agree exactly when they ran the same inputs from

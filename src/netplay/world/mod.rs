@@ -14,8 +14,9 @@
 //!
 //! This file holds the world, its nodes and its network; `feed` a node's frame loop (the
 //! observer that works the toy machine, and the runner over the feed that ships,
-//! `netplay::feed::ParticipantFeed`), `hosted` the rooms their creators host. Neither imports
-//! the other.
+//! `netplay::feed::ParticipantFeed`), `hosted` the rooms their creators host (neither imports
+//! the other); `toy` the toy machine, `node_log` what a node saw, `scenario` what the
+//! scenarios share, and the `*tests` files the scenarios. Everything here is test-only.
 
 use std::cell::Cell;
 use std::net::SocketAddr;
@@ -35,9 +36,9 @@ use crate::session::{
 };
 use crate::wire::Transmit;
 
-use super::feed::{FeedEvent, ParticipantFeed};
-use super::world_log::{NodeLog, CHECKSUM_INTERVAL};
-pub use super::world_toy::Toy;
+use crate::netplay::feed::{FeedEvent, ParticipantFeed};
+use node_log::{NodeLog, CHECKSUM_INTERVAL};
+pub use toy::Toy;
 
 /// A clock the world moves.
 #[derive(Clone)]
@@ -195,6 +196,22 @@ fn addr(host: u8, port: u16) -> SocketAddr {
 
 mod feed;
 mod hosted;
+mod node_log;
+pub mod scenario;
+pub mod toy;
+
+#[cfg(test)]
+mod direct_tests;
+#[cfg(test)]
+mod handover_tests;
+#[cfg(test)]
+mod pause_tests;
+#[cfg(test)]
+mod rollback_tests;
+#[cfg(test)]
+mod room_tests;
+#[cfg(test)]
+mod tests;
 
 /// The longest the world's clock jumps at once, so that a scenario's `done` is looked at
 /// often enough.
