@@ -1,4 +1,4 @@
-//! What the world's scenarios (`tests`, `pause_tests`, `room_tests` and the rest beside it) share:
+//! What the world's scenarios (the `*tests` files beside it) share:
 //! the settings every simulated player runs with, and the end every scenario checks (every
 //! machine on the same state, every log replaying).
 
