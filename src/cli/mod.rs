@@ -202,12 +202,13 @@ Examples:
   framelock serve --bind 203.0.113.7
   framelock serve --mode optimistic                rooms publish frames on the server's
                                                    clock unless their host picks strict
-  framelock serve --directory nats://10.0.0.5:4222 --public-address 203.0.113.7:7845 \
+  framelock serve --directory nats://10.0.0.5:4222 --public-address 203.0.113.7:7845 \\
     --region eu-west                               a member of a fleet of servers
-  FRAMELOCK_DIRECTORY_PASSWORD=... framelock serve --directory tls://nats.lan:4222 \
-    --directory-tls-ca ca.pem --directory-user fleet --directory-key /etc/framelock/fleet.key \
-    --public-address 203.0.113.7:7845              signed in to NATS over TLS; entries
-                                                   signed with the fleet's key
+  framelock serve --directory tls://nats.lan:4222 --directory-tls-ca ca.pem \\
+    --directory-user fleet --directory-key fleet.key --public-address 203.0.113.7:7845
+                                                   signed in to NATS over TLS (the password
+                                                   in FRAMELOCK_DIRECTORY_PASSWORD), its
+                                                   entries signed with the fleet's key
 
   framelock serve --http 0.0.0.0:8080 --archive /var/lib/framelock/replays --archive-mib 2048
                                                    a web page and the finished games' replays
