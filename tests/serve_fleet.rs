@@ -745,6 +745,20 @@ fn every_members_page_shows_the_fleets_rooms_and_any_member_serves_any_replay() 
     );
 }
 
+/// Asserts that `via` lists `room` on `held` within 10 s (else shows the servers' logs).
+fn assert_listed(dir: &Path, via: &str, room: &str, held: &str, servers: &[&Peer]) {
+    let took = within(Duration::from_secs(10), || {
+        has(&listed(dir, via), room, held)
+    });
+    let logs: Vec<String> = servers.iter().map(|p| p.log_text()).collect();
+    assert!(
+        took.is_some(),
+        "{:?}\n{}",
+        listed(dir, via),
+        logs.join("\n")
+    );
+}
+
 /// Writes `text` to `DIR/name` and returns its path as a string.
 fn write_file(dir: &Path, name: &str, text: &str) -> String {
     let path = dir.join(name);
@@ -816,18 +830,7 @@ fn members_sign_in_with_a_password_or_an_nkey_and_refused_credentials_are_named(
     assert!(b.log_text().contains("with an nkey"), "{}", b.log_text());
     // A room on A is listed by B, and a joiner who asks B is sent to A.
     let _listed = open_room(d, "listed", &a_addr, &a_addr, "listed", ALONE);
-    assert!(
-        within(Duration::from_secs(10), || has(
-            &listed(d, &b_addr),
-            "listed",
-            &a_addr
-        ))
-        .is_some(),
-        "{:?}\n{}\n{}",
-        listed(d, &b_addr),
-        a.log_text(),
-        b.log_text()
-    );
+    assert_listed(d, &b_addr, "listed", &a_addr, &[&a, &b]);
     join_through(d, &b_addr, &a_addr, "redirected");
 
     // A wrong password: NATS's refusal is named as such, and the password never logged.
@@ -1006,18 +1009,7 @@ fn members_sign_in_with_a_token_over_tls_trusting_the_fleets_ca() {
         a.log_text()
     );
     let _room = open_room(d, "host", &a_addr, &a_addr, "over-tls", ALONE);
-    assert!(
-        within(Duration::from_secs(10), || has(
-            &listed(d, &b_addr),
-            "over-tls",
-            &a_addr
-        ))
-        .is_some(),
-        "{:?}\n{}\n{}",
-        listed(d, &b_addr),
-        a.log_text(),
-        b.log_text()
-    );
+    assert_listed(d, &b_addr, "over-tls", &a_addr, &[&a, &b]);
     // Without the CA, NATS's certificate is not trusted: nothing is sent to it.
     let (mut c, _) = member(d, "server-c", &[url], &["--directory-token-file", &token]);
     assert!(
@@ -1060,16 +1052,7 @@ fn an_entry_forged_without_the_fleet_key_is_neither_listed_nor_followed() {
     let (mut b, b_addr) = member(d, "server-b", &[nats.url()], &creds);
     assert!(a.log_text().contains("entries signed"), "{}", a.log_text());
     let _real = open_room(d, "real", &a_addr, &a_addr, "real", ALONE);
-    assert!(
-        within(Duration::from_secs(10), || has(
-            &listed(d, &b_addr),
-            "real",
-            &a_addr
-        ))
-        .is_some(),
-        "{:?}",
-        listed(d, &b_addr)
-    );
+    assert_listed(d, &b_addr, "real", &a_addr, &[&a, &b]);
 
     // Someone with the NATS password but not the fleet key writes rooms that send joiners
     // to a socket of theirs: one with a made-up tag, one with none.
