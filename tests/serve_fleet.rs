@@ -814,7 +814,7 @@ fn members_sign_in_with_a_password_or_an_nkey_and_refused_credentials_are_named(
     let nats = Nats::with_config(d, "nats", &conf);
     let password = write_file(d, "password", "right-horse-battery\n");
     let seed = write_file(d, "seed", &nkey.seed().unwrap());
-    let (a, a_addr) = member(
+    let (mut a, a_addr) = member(
         d,
         "server-a",
         &[nats.url()],
@@ -866,6 +866,30 @@ fn members_sign_in_with_a_password_or_an_nkey_and_refused_credentials_are_named(
         "the password was logged: {log}"
     );
     assert!(!a.log_text().contains("right-horse-battery"));
+    // The password changed on NATS's side (its config reloaded): A, connected all along,
+    // is refused when it reconnects, and says so.
+    let conf_file = d.join("nats.conf");
+    let conf = std::fs::read_to_string(&conf_file).unwrap();
+    std::fs::write(
+        &conf_file,
+        conf.replace("right-horse-battery", "next-horse"),
+    )
+    .unwrap();
+    let pid = nats.child.id().to_string();
+    assert!(Command::new("kill")
+        .args(["-HUP", &pid])
+        .status()
+        .unwrap()
+        .success());
+    assert!(
+        a.wait_for_log(
+            "directory: NATS refused our credentials",
+            Duration::from_secs(15)
+        )
+        .is_some(),
+        "{}",
+        a.log_text()
+    );
 
     // A credentials file that is not there: serve does not start, and names it.
     let missing = d.join("no-such-seed").display().to_string();

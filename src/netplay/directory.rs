@@ -546,7 +546,11 @@ impl Client {
                 .connection_timeout(REQUEST_TIMEOUT)
                 .request_timeout(Some(REQUEST_TIMEOUT))
                 .max_reconnects(None)
-                .reconnect_delay_callback(|n| Duration::from_millis(250 * n.min(8) as u64));
+                .reconnect_delay_callback(|n| Duration::from_millis(250 * n.min(8) as u64))
+                .event_callback(refusal_watch(
+                    self.cfg.urls.join(", "),
+                    self.cfg.login.describe(),
+                ));
             match opts.connect(self.addrs.clone()).await {
                 Ok(c) => {
                     self.nats = Some(c);
@@ -907,6 +911,35 @@ impl Client {
                 }
             }
         }
+    }
+}
+
+/// The client's event callback: NATS refusing the credentials once connected (they were
+/// revoked or changed there, and each reconnection is refused) is logged as that, once until
+/// it connects again; without it the log would only say that requests time out.
+fn refusal_watch(
+    urls: String,
+    login: String,
+) -> impl Fn(async_nats::Event) -> std::future::Ready<()> + Send + Sync + 'static {
+    let logged = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let violation = ConnectErrorKind::AuthorizationViolation.to_string();
+    move |ev| {
+        let refused = match &ev {
+            async_nats::Event::ServerError(async_nats::ServerError::AuthorizationViolation) => true,
+            async_nats::Event::ClientError(async_nats::ClientError::Other(e)) => *e == violation,
+            async_nats::Event::Connected => {
+                logged.store(false, Ordering::Relaxed);
+                false
+            }
+            _ => false,
+        };
+        if refused && !logged.swap(true, Ordering::Relaxed) {
+            tracing::warn!(
+                "directory: NATS refused our credentials ({urls}, {login}): {ev}; rooms keep \
+                 running and are listed here, retrying"
+            );
+        }
+        std::future::ready(())
     }
 }
 
