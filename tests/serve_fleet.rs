@@ -2,8 +2,10 @@
 //! 127.0.0.1 with Debian's `nats-server` (2.9) started by each test on ports of its own and
 //! killed when the test ends, passed or failed: rooms opened on one server are listed,
 //! joined and watched through another, names are unique across the fleet, a killed server's
-//! rooms leave the directory, a 3-node NATS cluster loses a node, NATS restarts, and a
-//! malformed entry is skipped.
+//! rooms leave the directory, a 3-node NATS cluster loses a node, NATS restarts, a
+//! malformed entry is skipped; members sign in to a NATS that asks who they are (password,
+//! nkey, token, TLS with the test's own CA made by `openssl`), and an entry forged by
+//! someone who can write the bucket but has no fleet key is neither listed nor followed.
 
 mod netplay_common;
 
@@ -23,6 +25,8 @@ const ALONE: &[&str] = &["--start-with", "1", "--frames", "3000"];
 struct Nats {
     child: Child,
     port: u16,
+    /// The CONNECT options `publish` signs in with.
+    connect: String,
 }
 
 impl Nats {
@@ -32,16 +36,44 @@ impl Nats {
 
     fn start_on(dir: &Path, label: &str, port: u16, extra: &[String]) -> Nats {
         let store = dir.join(format!("{label}-store"));
+        let mut a = args(&["-js", "-a", "127.0.0.1", "-p", &port.to_string(), "-sd"]);
+        a.push(store.display().to_string());
+        a.extend(extra.iter().cloned());
+        Nats::spawn(dir, label, port, &a)
+    }
+
+    /// `nats-server -c` with a config file holding `conf` (authorization, TLS), JetStream
+    /// and the listen address.
+    fn with_config(dir: &Path, label: &str, conf: &str) -> Nats {
+        let port = free_tcp_port();
+        let store = dir.join(format!("{label}-store"));
+        let file = dir.join(format!("{label}.conf"));
+        let text = format!(
+            "listen: \"127.0.0.1:{port}\"\njetstream {{ store_dir: {:?} }}\n{conf}\n",
+            store.display().to_string()
+        );
+        std::fs::write(&file, text).unwrap();
+        Nats::spawn(
+            dir,
+            label,
+            port,
+            &args(&["-c", &file.display().to_string()]),
+        )
+    }
+
+    fn spawn(dir: &Path, label: &str, port: u16, a: &[String]) -> Nats {
         let log = std::fs::File::create(dir.join(format!("{label}.log"))).unwrap();
         let child = Command::new("nats-server")
-            .args(["-js", "-a", "127.0.0.1", "-p", &port.to_string(), "-sd"])
-            .arg(&store)
-            .args(extra)
+            .args(a)
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()
             .expect("nats-server is not installed: run .ci/setup");
-        let nats = Nats { child, port };
+        let nats = Nats {
+            child,
+            port,
+            connect: r#"{"verbose":false}"#.into(),
+        };
         let end = Instant::now() + Duration::from_secs(10);
         while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
             assert!(Instant::now() < end, "nats-server did not start on {port}");
@@ -65,7 +97,8 @@ impl Nats {
         let mut s = std::net::TcpStream::connect(("127.0.0.1", self.port)).unwrap();
         s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
         let mut msg = format!(
-            "CONNECT {{\"verbose\":false}}\r\nPUB {subject} {}\r\n",
+            "CONNECT {}\r\nPUB {subject} {}\r\n",
+            self.connect,
             payload.len()
         )
         .into_bytes();
@@ -114,6 +147,17 @@ fn free_tcp_port() -> u16 {
 
 /// `framelock serve` as a fleet member; returns once it listens, with its address.
 fn member(dir: &Path, label: &str, nats: &[String], extra: &[&str]) -> (Peer, String) {
+    member_env(dir, label, nats, extra, &[])
+}
+
+/// `member` with these environment variables.
+fn member_env(
+    dir: &Path,
+    label: &str,
+    nats: &[String],
+    extra: &[&str],
+    env: &[(&str, &str)],
+) -> (Peer, String) {
     let port = free_port();
     let addr = format!("127.0.0.1:{port}");
     let mut a = args(&["serve", "--port", &port.to_string(), "--bind", "127.0.0.1"]);
@@ -121,7 +165,7 @@ fn member(dir: &Path, label: &str, nats: &[String], extra: &[&str]) -> (Peer, St
     a.extend(nats.iter().cloned());
     a.extend(args(&["--public-address", &addr, "--region", "eu"]));
     a.extend(extra.iter().map(|s| s.to_string()));
-    let mut server = Peer::spawn(dir, label, &a);
+    let mut server = Peer::spawn_with_env(dir, None, label, Some(label), &a, env);
     assert!(
         server
             .wait_for_log("serve: listening on udp", Duration::from_secs(15))
@@ -699,4 +743,434 @@ fn every_members_page_shows_the_fleets_rooms_and_any_member_serves_any_replay() 
         std::fs::read(arch_a.join(format!("{id}.flr"))).unwrap(),
         "b's page serves it too"
     );
+}
+
+/// Asserts that `via` lists `room` on `held` within 10 s (else shows the servers' logs).
+fn assert_listed(dir: &Path, via: &str, room: &str, held: &str, servers: &[&Peer]) {
+    let took = within(Duration::from_secs(10), || {
+        has(&listed(dir, via), room, held)
+    });
+    let logs: Vec<String> = servers.iter().map(|p| p.log_text()).collect();
+    assert!(
+        took.is_some(),
+        "{:?}\n{}",
+        listed(dir, via),
+        logs.join("\n")
+    );
+}
+
+/// Writes `text` to `DIR/name` and returns its path as a string.
+fn write_file(dir: &Path, name: &str, text: &str) -> String {
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path.display().to_string()
+}
+
+/// A join asked of `via` for `room` on `held`, both bots playing 600 frames: the joiner is
+/// sent to `held` and plays there with the room's host.
+fn join_through(dir: &Path, via: &str, held: &str, room: &str) {
+    let frames = ["--frames", "600"];
+    let mut host = open_room(
+        dir,
+        &format!("host-{room}"),
+        held,
+        held,
+        room,
+        &[&frames[..], &["--bot", "1"]].concat(),
+    );
+    let mut bob = Peer::spawn(
+        dir,
+        &format!("bob-{room}"),
+        &args(
+            &[
+                &["join", via, "--room", room, "--headless"][..],
+                &frames[..],
+                &["--bot", "2"],
+            ]
+            .concat(),
+        ),
+    );
+    bob.wait_ok(Duration::from_secs(50));
+    host.wait_ok(Duration::from_secs(20));
+    assert!(
+        bob.log_text()
+            .contains(&format!("room {room} is on {held}")),
+        "{}",
+        bob.log_text()
+    );
+    assert_eq!(checksum(&host.read_stats()), checksum(&bob.read_stats()));
+}
+
+#[test]
+fn members_sign_in_with_a_password_or_an_nkey_and_refused_credentials_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let nkey = nkeys::KeyPair::new_user();
+    let conf = format!(
+        "authorization {{ users = [ {{ user: fleet, password: \"right-horse-battery\" }}, \
+         {{ nkey: {} }} ] }}",
+        nkey.public_key()
+    );
+    let nats = Nats::with_config(d, "nats", &conf);
+    let password = write_file(d, "password", "right-horse-battery\n");
+    let seed = write_file(d, "seed", &nkey.seed().unwrap());
+    let (mut a, a_addr) = member(
+        d,
+        "server-a",
+        &[nats.url()],
+        &[
+            "--directory-user",
+            "fleet",
+            "--directory-password-file",
+            &password,
+        ],
+    );
+    let (b, b_addr) = member(d, "server-b", &[nats.url()], &["--directory-nkey", &seed]);
+    assert!(a.log_text().contains("as user fleet"), "{}", a.log_text());
+    assert!(b.log_text().contains("with an nkey"), "{}", b.log_text());
+    // A room on A is listed by B, and a joiner who asks B is sent to A.
+    let _listed = open_room(d, "listed", &a_addr, &a_addr, "listed", ALONE);
+    assert_listed(d, &b_addr, "listed", &a_addr, &[&a, &b]);
+    join_through(d, &b_addr, &a_addr, "redirected");
+
+    // A wrong password: NATS's refusal is named as such, and the password never logged.
+    let wrong = write_file(d, "wrong", "wrong-horse-staple\n");
+    let (mut c, _) = member(
+        d,
+        "server-c",
+        &[nats.url()],
+        &[
+            "--directory-user",
+            "fleet",
+            "--directory-password-file",
+            &wrong,
+        ],
+    );
+    assert!(
+        c.wait_for_log(
+            "directory: NATS refused our credentials",
+            Duration::from_secs(10)
+        )
+        .is_some(),
+        "{}",
+        c.log_text()
+    );
+    let log = c.log_text();
+    assert!(
+        log.contains("as user fleet") && log.contains("uthorization"),
+        "{log}"
+    );
+    assert!(!log.contains("directory: unreachable"), "{log}");
+    assert!(
+        !log.contains("wrong-horse-staple"),
+        "the password was logged: {log}"
+    );
+    assert!(!a.log_text().contains("right-horse-battery"));
+    // The password changed on NATS's side (its config reloaded): A, connected all along,
+    // is refused when it reconnects, and says so.
+    let conf_file = d.join("nats.conf");
+    let conf = std::fs::read_to_string(&conf_file).unwrap();
+    std::fs::write(
+        &conf_file,
+        conf.replace("right-horse-battery", "next-horse"),
+    )
+    .unwrap();
+    let pid = nats.child.id().to_string();
+    assert!(Command::new("kill")
+        .args(["-HUP", &pid])
+        .status()
+        .unwrap()
+        .success());
+    assert!(
+        a.wait_for_log(
+            "directory: NATS refused our credentials",
+            Duration::from_secs(15)
+        )
+        .is_some(),
+        "{}",
+        a.log_text()
+    );
+
+    // A credentials file that is not there: serve does not start, and names it.
+    let missing = d.join("no-such-seed").display().to_string();
+    let port = free_port().to_string();
+    let public = format!("127.0.0.1:{port}");
+    for (flag, file, said) in [
+        ("--directory-nkey", missing.as_str(), "cannot read it"),
+        (
+            "--directory-nkey",
+            password.as_str(),
+            "not an nkey user seed",
+        ),
+        ("--directory-key", missing.as_str(), "cannot read it"),
+        ("--directory-key", password.as_str(), "holds 19 bytes"),
+    ] {
+        let out = netplay_common::framelock(d)
+            .args([
+                "serve",
+                "--port",
+                &port,
+                "--bind",
+                "127.0.0.1",
+                "--directory",
+            ])
+            .args([nats.url(), "--public-address".into(), public.clone()])
+            .args([flag, file])
+            .output()
+            .unwrap();
+        assert!(!out.status.success());
+        let text = netplay_common::text(&out);
+        assert!(text.contains(&format!("{flag} {file}: {said}")), "{text}");
+        assert!(!text.contains("right-horse-battery"), "{text}");
+    }
+}
+
+/// A CA and a certificate for 127.0.0.1 signed by it, made with `openssl` in `dir`:
+/// (ca.pem, server.pem, server.key).
+fn make_certs(dir: &Path) -> (String, String, String) {
+    let run = |a: &[&str]| {
+        let out = Command::new("openssl")
+            .args(a)
+            .current_dir(dir)
+            .output()
+            .expect("openssl is not installed: run .ci/setup");
+        assert!(
+            out.status.success(),
+            "openssl {a:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    let ec = [
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:prime256v1",
+        "-nodes",
+    ];
+    run(&[
+        &["req", "-x509"][..],
+        &ec,
+        &[
+            "-keyout",
+            "ca.key",
+            "-out",
+            "ca.pem",
+            "-days",
+            "2",
+            "-subj",
+            "/CN=framelock test CA",
+        ],
+    ]
+    .concat());
+    run(&[
+        &["req"][..],
+        &ec,
+        &[
+            "-keyout",
+            "server.key",
+            "-out",
+            "server.csr",
+            "-subj",
+            "/CN=127.0.0.1",
+        ],
+    ]
+    .concat());
+    std::fs::write(
+        dir.join("san.ext"),
+        "subjectAltName=IP:127.0.0.1,DNS:localhost\n",
+    )
+    .unwrap();
+    run(&[
+        "x509",
+        "-req",
+        "-in",
+        "server.csr",
+        "-CA",
+        "ca.pem",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-out",
+        "server.pem",
+        "-days",
+        "2",
+        "-extfile",
+        "san.ext",
+    ]);
+    let p = |f: &str| dir.join(f).display().to_string();
+    (p("ca.pem"), p("server.pem"), p("server.key"))
+}
+
+#[test]
+fn members_sign_in_with_a_token_over_tls_trusting_the_fleets_ca() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (ca, cert, key) = make_certs(d);
+    let conf = format!(
+        "tls {{ cert_file: {cert:?}, key_file: {key:?} }}\n\
+         authorization {{ token: \"t0ken-for-the-fleet\" }}"
+    );
+    let nats = Nats::with_config(d, "nats", &conf);
+    let url = format!("tls://127.0.0.1:{}", nats.port);
+    // The token from the environment on A, from a file on B.
+    let token = write_file(d, "token", "t0ken-for-the-fleet\n");
+    let (a, a_addr) = member_env(
+        d,
+        "server-a",
+        std::slice::from_ref(&url),
+        &["--directory-tls-ca", &ca],
+        &[("FRAMELOCK_DIRECTORY_TOKEN", "t0ken-for-the-fleet")],
+    );
+    let (b, b_addr) = member(
+        d,
+        "server-b",
+        std::slice::from_ref(&url),
+        &["--directory-tls-ca", &ca, "--directory-token-file", &token],
+    );
+    assert!(
+        a.log_text().contains("with a token, over TLS"),
+        "{}",
+        a.log_text()
+    );
+    let _room = open_room(d, "host", &a_addr, &a_addr, "over-tls", ALONE);
+    assert_listed(d, &b_addr, "over-tls", &a_addr, &[&a, &b]);
+    // Without the CA, NATS's certificate is not trusted: nothing is sent to it.
+    let (mut c, _) = member(d, "server-c", &[url], &["--directory-token-file", &token]);
+    assert!(
+        c.wait_for_log("directory: unreachable", Duration::from_secs(10))
+            .is_some(),
+        "{}",
+        c.log_text()
+    );
+    assert!(!c.log_text().contains("t0ken-for-the-fleet"));
+}
+
+#[test]
+fn an_entry_forged_without_the_fleet_key_is_neither_listed_nor_followed() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let mut nats = Nats::with_config(
+        d,
+        "nats",
+        "authorization { user: fleet, password: \"fleet-password\" }",
+    );
+    let password = write_file(d, "password", "fleet-password");
+    let fleet_key = d.join("fleet.key");
+    std::fs::write(
+        &fleet_key,
+        (0..48u8)
+            .map(|i| i.wrapping_mul(37) ^ 0x5a)
+            .collect::<Vec<_>>(),
+    )
+    .unwrap();
+    let fleet_key = fleet_key.display().to_string();
+    let creds = [
+        "--directory-user",
+        "fleet",
+        "--directory-password-file",
+        &password,
+        "--directory-key",
+        &fleet_key,
+    ];
+    let (a, a_addr) = member(d, "server-a", &[nats.url()], &creds);
+    let (mut b, b_addr) = member(d, "server-b", &[nats.url()], &creds);
+    assert!(a.log_text().contains("entries signed"), "{}", a.log_text());
+    let _real = open_room(d, "real", &a_addr, &a_addr, "real", ALONE);
+    assert_listed(d, &b_addr, "real", &a_addr, &[&a, &b]);
+
+    // Someone with the NATS password but not the fleet key writes rooms that send joiners
+    // to a socket of theirs: one with a made-up tag, one with none.
+    let trap = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let trap_addr = trap.local_addr().unwrap().to_string();
+    trap.set_read_timeout(Some(Duration::from_millis(200)))
+        .unwrap();
+    let entry = |tag: Option<&str>| {
+        let mut v = serde_json::json!({
+            "server": trap_addr, "region": "eu", "game": "airstriker.md", "core": "lightcycles",
+            "mode": "strict", "seats": 2, "players": 1, "spectators": 0, "password": false,
+            "state": "lobby", "opened": 0,
+        });
+        if let Some(t) = tag {
+            v["tag"] = t.into();
+        }
+        serde_json::to_vec(&v).unwrap()
+    };
+    nats.connect = r#"{"verbose":false,"user":"fleet","pass":"fleet-password"}"#.into();
+    nats.publish(
+        "$KV.framelock-rooms.room.forged",
+        &entry(Some(&"ab".repeat(32))),
+    );
+    nats.publish("$KV.framelock-rooms.room.bait", &entry(None));
+    // And a heartbeat of a server with room to spare, the trap.
+    let beat = serde_json::json!({
+        "server": trap_addr, "region": "eu", "rooms": 0, "max_rooms": 100, "players": 0,
+    });
+    let beat_key = format!(
+        "$KV.framelock-rooms.server.{}",
+        trap_addr.replace(['.', ':'], "_")
+    );
+    nats.publish(&beat_key, &serde_json::to_vec(&beat).unwrap());
+    let beat_skipped = format!(
+        "skipped entry {:?}: it is not signed with the fleet's key",
+        beat_key.trim_start_matches("$KV.framelock-rooms.")
+    );
+    for said in [
+        "skipped entry \"room.forged\": its tag does not verify",
+        "skipped entry \"room.bait\": it is not signed",
+        &beat_skipped,
+    ] {
+        assert!(
+            b.wait_for_log(said, Duration::from_secs(10)).is_some(),
+            "{said}\n{}",
+            b.log_text()
+        );
+    }
+    // Neither is listed; the real room still is.
+    let l = listed(d, &b_addr);
+    assert!(has(&l, "real", &a_addr), "{l:?}");
+    assert!(
+        !l.iter().any(|(r, _)| r == "forged" || r == "bait"),
+        "{l:?}"
+    );
+    let out = netplay_common::framelock(d)
+        .args(["servers", &b_addr, "--json"])
+        .output()
+        .unwrap();
+    let servers = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(!servers.contains(&trap_addr), "{servers}");
+    // A joiner who asks B for the forged room is not sent anywhere.
+    let mut eve = Peer::spawn(
+        d,
+        "eve",
+        &args(&[
+            "join",
+            &b_addr,
+            "--room",
+            "forged",
+            "--headless",
+            "--frames",
+            "60",
+        ]),
+    );
+    let status = eve.wait(Duration::from_secs(30));
+    assert!(!status.success(), "{}", eve.log_text());
+    assert!(!eve.log_text().contains(&trap_addr), "{}", eve.log_text());
+    let mut buf = [0u8; 1500];
+    assert!(
+        trap.recv_from(&mut buf).is_err(),
+        "a datagram reached the forged address"
+    );
+    // Skipped, not crashed; logged once per key however often it is written.
+    nats.publish(
+        "$KV.framelock-rooms.room.forged",
+        &entry(Some(&"cd".repeat(32))),
+    );
+    std::thread::sleep(Duration::from_secs(1));
+    assert_eq!(
+        b.log_text().matches("\"room.forged\"").count(),
+        1,
+        "{}",
+        b.log_text()
+    );
+    assert!(b.try_status().is_none(), "{}", b.log_text());
 }

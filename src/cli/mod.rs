@@ -202,8 +202,13 @@ Examples:
   framelock serve --bind 203.0.113.7
   framelock serve --mode optimistic                rooms publish frames on the server's
                                                    clock unless their host picks strict
-  framelock serve --directory nats://10.0.0.5:4222 --public-address 203.0.113.7:7845 \
+  framelock serve --directory nats://10.0.0.5:4222 --public-address 203.0.113.7:7845 \\
     --region eu-west                               a member of a fleet of servers
+  framelock serve --directory tls://nats.lan:4222 --directory-tls-ca ca.pem \\
+    --directory-user fleet --directory-key fleet.key --public-address 203.0.113.7:7845
+                                                   signed in to NATS over TLS (the password
+                                                   in FRAMELOCK_DIRECTORY_PASSWORD), its
+                                                   entries signed with the fleet's key
 
   framelock serve --http 0.0.0.0:8080 --archive /var/lib/framelock/replays --archive-mib 2048
                                                    a web page and the finished games' replays
@@ -211,7 +216,12 @@ Examples:
 No core, content or display is needed. Hosts open rooms with `framelock host --server
 THIS-HOST`, players join them with `framelock join THIS-HOST --room NAME`; everyone only
 sends to the server, which every home router lets through. One log line per room event;
-Ctrl-C closes every room, telling its players.";
+Ctrl-C closes every room, telling its players.
+
+A fleet's servers share one key file (`head -c 32 /dev/urandom > fleet.key`): they sign
+what they write in the directory and ignore entries that are not signed with it, so that
+nobody else who can write to NATS can send joiners elsewhere. NATS secrets come from files
+or FRAMELOCK_DIRECTORY_PASSWORD / FRAMELOCK_DIRECTORY_TOKEN, never from the command line.";
 
 const OPEN_HELP: &str = "\
 Examples:

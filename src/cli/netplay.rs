@@ -20,7 +20,8 @@ use crate::net::portmap::PortMapMode;
 use crate::net::NetSim;
 use crate::netplay::links::Target;
 use crate::netplay::{
-    Delay, HostOptions, JoinOptions, NetOptions, ServeOptions, Speculate, DEFAULT_PORT,
+    Delay, HostOptions, JoinOptions, NatsAuth, NetOptions, Secret, ServeOptions, Speculate,
+    DEFAULT_PORT, PASSWORD_ENV, TOKEN_ENV,
 };
 
 /// Options of both netplay ends.
@@ -227,6 +228,37 @@ pub struct ServeArgs {
     /// The address players reach this server at, ADDR:PORT (with --directory).
     #[arg(long, value_name = "ADDR:PORT")]
     pub public_address: Option<String>,
+    /// The fleet's key: a file of 32 or more random bytes, the same on every server of the
+    /// fleet. Directory entries are signed with it; entries not signed with it are
+    /// ignored. Without it, anyone who can write the NATS bucket can redirect joiners.
+    #[arg(long, value_name = "FILE", requires = "directory")]
+    pub directory_key: Option<PathBuf>,
+    /// Sign in to NATS as this user; the password comes from --directory-password-file or
+    /// FRAMELOCK_DIRECTORY_PASSWORD.
+    #[arg(long, value_name = "NAME", requires = "directory")]
+    pub directory_user: Option<String>,
+    /// A file holding the NATS password of --directory-user.
+    #[arg(long, value_name = "FILE", requires = "directory_user")]
+    pub directory_password_file: Option<PathBuf>,
+    /// A file holding a NATS token to sign in with (or FRAMELOCK_DIRECTORY_TOKEN).
+    #[arg(long, value_name = "FILE", requires = "directory")]
+    pub directory_token_file: Option<PathBuf>,
+    /// A file holding an nkey user seed (SU...) to sign in to NATS with.
+    #[arg(long, value_name = "FILE", requires = "directory")]
+    pub directory_nkey: Option<PathBuf>,
+    /// A NATS .creds file (user JWT and nkey seed) to sign in with.
+    #[arg(long, value_name = "FILE", requires = "directory")]
+    pub directory_creds: Option<PathBuf>,
+    /// Trust NATS's TLS certificate if signed by these CA certificates (PEM); TLS is then
+    /// required (a tls:// URL asks for TLS too, trusting the system's CAs).
+    #[arg(long, value_name = "FILE", requires = "directory")]
+    pub directory_tls_ca: Option<PathBuf>,
+    /// This server's TLS certificate (PEM), for a NATS that verifies its clients.
+    #[arg(long, value_name = "FILE", requires = "directory_tls_key")]
+    pub directory_tls_cert: Option<PathBuf>,
+    /// The private key (PEM) of --directory-tls-cert.
+    #[arg(long, value_name = "FILE", requires = "directory_tls_cert")]
+    pub directory_tls_key: Option<PathBuf>,
     /// This server's region in the fleet: a full server sends new rooms to one of its
     /// region (with --directory).
     #[arg(long, value_name = "NAME", default_value = "")]
@@ -305,6 +337,24 @@ pub struct RoomsArgs {
 }
 
 impl ServeArgs {
+    /// How serve signs in to NATS: the flags, and the secrets in the environment as `var`
+    /// reads it (empty values count as unset).
+    pub(super) fn directory_auth(&self, var: impl Fn(&str) -> Option<String>) -> NatsAuth {
+        let secret = |k| var(k).filter(|v: &String| !v.is_empty()).map(Secret);
+        NatsAuth {
+            user: self.directory_user.clone(),
+            password_file: self.directory_password_file.clone(),
+            password_env: secret(PASSWORD_ENV),
+            token_file: self.directory_token_file.clone(),
+            token_env: secret(TOKEN_ENV),
+            nkey_file: self.directory_nkey.clone(),
+            creds_file: self.directory_creds.clone(),
+            tls_ca: self.directory_tls_ca.clone(),
+            tls_cert: self.directory_tls_cert.clone(),
+            tls_key: self.directory_tls_key.clone(),
+        }
+    }
+
     pub fn to_options(&self) -> ServeOptions {
         ServeOptions {
             port: self.port,
@@ -322,6 +372,8 @@ impl ServeArgs {
             stats_json: self.stats_json.clone(),
             directory: self.directory.clone(),
             public_address: self.public_address.clone(),
+            directory_auth: self.directory_auth(|k| std::env::var(k).ok()),
+            directory_key: self.directory_key.clone(),
             region: self.region.clone(),
             metrics: self.metrics,
             http: self.http,

@@ -308,3 +308,46 @@ fn bad_arguments_are_errors() {
     let o = p.to_options(&Config::default()).unwrap();
     assert_eq!(o.screenshot_at, Some((30, PathBuf::from("out.png"))));
 }
+
+#[test]
+fn serve_takes_nats_secrets_from_files_or_the_environment_and_never_prints_them() {
+    let parse = |args: &[&str]| {
+        let mut argv = vec!["framelock", "serve", "--directory", "nats://127.0.0.1:4222"];
+        argv.extend_from_slice(&["--public-address", "192.0.2.1:7845"]);
+        argv.extend_from_slice(args);
+        match Cli::try_parse_from(argv).unwrap().command {
+            Command::Serve(s) => s,
+            other => panic!("parsed as {other:?}"),
+        }
+    };
+    let env = |k: &str| match k {
+        "FRAMELOCK_DIRECTORY_PASSWORD" => Some("hunter2-from-env".to_string()),
+        "FRAMELOCK_DIRECTORY_TOKEN" => Some(String::new()),
+        _ => None,
+    };
+    let s = parse(&["--directory-user", "fleet", "--directory-key", "fleet.key"]);
+    let auth = s.directory_auth(env);
+    assert_eq!(auth.user.as_deref(), Some("fleet"));
+    assert_eq!(
+        auth.password_env.as_ref().map(|p| p.0.as_str()),
+        Some("hunter2-from-env")
+    );
+    assert!(auth.token_env.is_none(), "an empty variable is unset");
+    assert!(!format!("{auth:?}").contains("hunter2"), "{auth:?}");
+    assert_eq!(
+        s.to_options().directory_key,
+        Some(PathBuf::from("fleet.key"))
+    );
+    // A password without its user, a client certificate without its key: refused by clap.
+    let no = |args: &[&str]| {
+        let mut argv = vec!["framelock", "serve", "--directory", "nats://127.0.0.1:4222"];
+        argv.extend_from_slice(args);
+        Cli::try_parse_from(argv).is_err()
+    };
+    assert!(no(&["--directory-password-file", "pw"]));
+    assert!(no(&["--directory-tls-cert", "c.pem"]));
+    assert!(
+        no(&["--directory-password", "pw"]),
+        "no secret on the command line"
+    );
+}

@@ -57,6 +57,8 @@ pub struct ArchiveConfig {
     pub nats: Vec<String>,
     /// This server's public address (the fleet's replays say who kept them).
     pub me: String,
+    /// How it signs in to NATS (as the directory does).
+    pub login: super::directory::NatsLogin,
 }
 
 /// A replay's listing entry as stored beside it.
@@ -538,7 +540,10 @@ impl Worker {
             .iter()
             .filter_map(|u| u.parse().ok())
             .collect();
-        let client = async_nats::ConnectOptions::new()
+        let client = self
+            .cfg
+            .login
+            .options()
             .name(format!("framelock serve {} archive", self.cfg.me))
             .connection_timeout(REQUEST_TIMEOUT)
             .request_timeout(Some(REQUEST_TIMEOUT))

@@ -44,7 +44,7 @@ use std::time::Duration;
 
 use thiserror::Error;
 
-pub use directory::BUCKET;
+pub use directory::{NatsAuth, Secret, BUCKET, PASSWORD_ENV, TOKEN_ENV};
 pub use feed::{CoreWork, NetFeed, Shared};
 pub use fleet::{list_servers, servers_json, servers_table, ServerRow};
 pub use open::{join_options, open, register};

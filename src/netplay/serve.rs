@@ -15,7 +15,7 @@ use crate::wire::HEADER_LEN;
 
 use super::address::resolve;
 use super::archive::{Archive, ArchiveConfig};
-use super::directory::{Directory, DirectoryConfig};
+use super::directory::{Directory, DirectoryConfig, NatsAuth, NatsLogin};
 use super::metrics::Metrics;
 use super::web::{Snapshot, Web, WebConfig};
 use super::{NetplayError, GOODBYE_DRAIN};
@@ -56,6 +56,10 @@ pub struct ServeOptions {
     pub directory: Vec<String>,
     /// The address players reach this server at, "ADDR:PORT" (needed with `directory`).
     pub public_address: Option<String>,
+    /// How it signs in to the directory's NATS.
+    pub directory_auth: NatsAuth,
+    /// The file holding the fleet's key, which signs directory entries (`--directory-key`).
+    pub directory_key: Option<std::path::PathBuf>,
     /// This server's region in the fleet.
     pub region: String,
     /// Serve Prometheus metrics over HTTP here.
@@ -68,8 +72,9 @@ pub struct ServeOptions {
     pub archive_mib: u64,
 }
 
-/// The fleet member's settings checked, and its directory client started.
-fn join_fleet(opts: &ServeOptions) -> Result<Option<(Directory, String)>, NetplayError> {
+/// The fleet member's settings checked (its credentials and key read), and its directory
+/// client started; also the NATS login, for the archive.
+fn join_fleet(opts: &ServeOptions) -> Result<Option<(Directory, String, NatsLogin)>, NetplayError> {
     if opts.directory.is_empty() {
         return Ok(None);
     }
@@ -83,21 +88,50 @@ fn join_fleet(opts: &ServeOptions) -> Result<Option<(Directory, String)>, Netpla
         .map_err(|e| NetplayError::Directory(format!("--public-address: {e}")))?;
     crate::serve::fleet::check_region(&opts.region)
         .map_err(|e| NetplayError::Directory(format!("--region: {e}")))?;
+    let login = opts.directory_auth.load()?;
+    let key = match &opts.directory_key {
+        Some(path) => {
+            super::directory::warn_if_shared("--directory-key", path);
+            let bytes = std::fs::read(path).map_err(|e| {
+                NetplayError::Directory(format!(
+                    "--directory-key {}: cannot read it: {e}",
+                    path.display()
+                ))
+            })?;
+            let key = crate::serve::fleet::FleetKey::from_secret(&bytes).map_err(|e| {
+                NetplayError::Directory(format!("--directory-key {}: {e}", path.display()))
+            })?;
+            Some(key)
+        }
+        None => {
+            tracing::warn!(
+                "serve: no --directory-key: directory entries are not signed, and anyone who \
+                 can write the NATS bucket can add rooms that send joiners to any address; \
+                 give every server of the fleet the same key file"
+            );
+            None
+        }
+    };
+    let signed = key.is_some();
     let dir = Directory::start(DirectoryConfig {
         urls: opts.directory.clone(),
         me: me.clone(),
         region: opts.region.clone(),
+        login: login.clone(),
+        key,
     })?;
     tracing::info!(
-        "serve: fleet member {me}{} with directory {}",
+        "serve: fleet member {me}{} with directory {} ({}{})",
         if opts.region.is_empty() {
             String::new()
         } else {
             format!(" in region {}", opts.region)
         },
-        opts.directory.join(", ")
+        opts.directory.join(", "),
+        login.describe(),
+        if signed { ", entries signed" } else { "" }
     );
-    Ok(Some((dir, me)))
+    Ok(Some((dir, me, login)))
 }
 
 /// The thread that checks uploaded start states and builds rooms (`serve::opening`), so the
@@ -223,6 +257,10 @@ pub fn serve(opts: &ServeOptions) -> Result<(), NetplayError> {
             max_bytes: opts.archive_mib << 20,
             nats: opts.directory.clone(),
             me: opts.public_address.clone().unwrap_or_default(),
+            login: fleet
+                .as_ref()
+                .map(|(_, _, login)| login.clone())
+                .unwrap_or_default(),
         })?),
         None => None,
     };
@@ -237,7 +275,7 @@ pub fn serve(opts: &ServeOptions) -> Result<(), NetplayError> {
     let mut rooms = Rooms::new(cfg);
     rooms.set_unix_time(chrono::Utc::now().timestamp());
     let directory = match fleet {
-        Some((dir, me)) => {
+        Some((dir, me, _)) => {
             rooms = rooms.with_fleet(Instant::now(), me, opts.region.clone());
             Some(dir)
         }

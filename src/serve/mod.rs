@@ -76,6 +76,9 @@
 //!   `Room/Moved` naming it, and the player asks that server: lockstep needs one authority
 //!   per room, so a room is only ever played on the server that opened it. A full member
 //!   answers an Open with `Moved` to the least loaded member of its region with room.
+//! - **Trust.** With `--directory-key`, members sign what they write and believe only
+//!   entries that verify ([`fleet`]'s "Signed entries"); even then they redirect only to an
+//!   address a server can have. How a member signs in to NATS: `netplay::directory`.
 //! - **A member dies.** Its heartbeat stops; after [`SILENT`] the others delete its
 //!   heartbeat and rooms. Its players see "the host stopped answering" and their recordings
 //!   end cleanly; a room does not migrate (no other server has the players' machine

@@ -60,9 +60,22 @@ impl Peer {
         user: Option<&str>,
         args: &[String],
     ) -> Peer {
+        Peer::spawn_with_env(dir, netns, label, user, args, &[])
+    }
+
+    /// `spawn_in` with these environment variables set too.
+    pub fn spawn_with_env(
+        dir: &Path,
+        netns: Option<&str>,
+        label: &str,
+        user: Option<&str>,
+        args: &[String],
+        env: &[(&str, &str)],
+    ) -> Peer {
         let log = dir.join(format!("{label}.log"));
         let stats = dir.join(format!("{label}.json"));
         let mut cmd = fixtures::framelock_in(dir, netns);
+        cmd.envs(env.iter().copied());
         cmd.env_remove("LOGNAME").env_remove("USERNAME");
         match user {
             Some(user) => cmd.env("USER", user),
