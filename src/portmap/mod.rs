@@ -34,7 +34,7 @@ use std::fmt;
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 use std::time::Duration;
 
-pub use mapper::{Mapper, Stats};
+pub use mapper::{Mapper, Stats, ASK_AGAIN, ASK_AGAIN_MAX};
 
 /// How long routers get to answer at all.
 pub const ANSWER_WITHIN: Duration = Duration::from_secs(2);

@@ -503,3 +503,42 @@ fn pcp_asks_for_the_next_port_when_the_router_cannot_give_the_one_wished() {
         r.log
     );
 }
+
+#[test]
+fn after_a_failure_the_router_is_asked_again_later_and_a_router_that_woke_up_maps() {
+    let t0 = Instant::now();
+    let mut now = t0;
+    // Nothing answers at first (UPnP off, the router rebooting).
+    let mut r = Router::new();
+    let mut m = Mapper::new(now, cfg());
+    let ev = run(&mut m, &mut r, &mut now, t0 + Duration::from_secs(10));
+    assert!(
+        matches!(ev[..], [MapEvent::Failed(Failure::NoRouter { .. })]),
+        "{ev:?}"
+    );
+    assert!(m.poll_timeout().is_some(), "it asks again later");
+    // The same failure at each try is not told again; the tries space out.
+    let asked = r.log.len();
+    let ev = run(&mut m, &mut r, &mut now, t0 + Duration::from_secs(20 * 60));
+    assert!(ev.is_empty(), "{ev:?}");
+    let tries = r.log.len() - asked;
+    assert!(tries > 0, "no try in 20 min");
+    // Tries at about 2, 6 and 14 min: three rounds of requests, not one a minute.
+    let per_round = asked;
+    assert!(
+        tries <= 3 * per_round,
+        "{tries} requests in 20 min ({per_round} a round)"
+    );
+    // The router comes up: the next try maps, within the longest wait.
+    r.pcp = Some(0);
+    let woke = now;
+    let ev = run(
+        &mut m,
+        &mut r,
+        &mut now,
+        woke + ASK_AGAIN_MAX + Duration::from_secs(10),
+    );
+    let mapping = mapped(&ev);
+    assert_eq!(mapping.protocol, Protocol::Pcp);
+    assert!(m.mapping().is_some());
+}

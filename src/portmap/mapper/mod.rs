@@ -19,6 +19,12 @@ const FIRST_RESEND: Duration = Duration::from_millis(250);
 const RENEW_WAIT: Duration = Duration::from_secs(4);
 /// Longest wait before a failed renewal is tried again.
 const RENEW_RETRY: Duration = Duration::from_secs(30);
+/// After a failure the routers are asked again this long later, then twice as long each
+/// time up to [`ASK_AGAIN_MAX`]: a router rebooting, or UPnP switched on mid-session, is
+/// found without a restart.
+pub const ASK_AGAIN: Duration = Duration::from_secs(120);
+/// The longest wait between two tries after failures.
+pub const ASK_AGAIN_MAX: Duration = Duration::from_secs(1800);
 /// How long a removal gets for its answer when the session ends.
 pub const CLOSE_WAIT: Duration = Duration::from_secs(1);
 /// External ports tried by UPnP's AddPortMapping when the wished one is taken.
@@ -175,7 +181,10 @@ struct Held {
 enum Phase {
     Discovering,
     Mapped(Box<Held>),
-    Failed,
+    /// Every protocol failed; discovery starts again at `again_at`.
+    Failed {
+        again_at: Instant,
+    },
     Closing {
         until: Instant,
         pending: Vec<Pending>,
@@ -200,6 +209,10 @@ pub struct Mapper {
     out: VecDeque<Request>,
     events: VecDeque<MapEvent>,
     stats: Stats,
+    /// Failures in a row, and the last one's words: the same failure again is not told
+    /// again.
+    failures: u32,
+    last_failure: Option<String>,
 }
 
 impl Mapper {
@@ -207,7 +220,7 @@ impl Mapper {
     pub fn new(now: Instant, cfg: MapConfig) -> Mapper {
         let mut m = Mapper {
             cfg,
-            phase: Phase::Failed,
+            phase: Phase::Failed { again_at: now },
             pcp: PcpLeg::Off,
             pmp: PmpLeg::Off,
             upnp: UpnpLeg::Off,
@@ -215,6 +228,8 @@ impl Mapper {
             out: VecDeque::new(),
             events: VecDeque::new(),
             stats: Stats::default(),
+            failures: 0,
+            last_failure: None,
         };
         m.discover(now);
         m
@@ -512,7 +527,8 @@ impl Mapper {
             }
             Phase::Mapped(_) => self.mapped_timeout(now),
             Phase::Closing { .. } => self.closing_timeout(now),
-            Phase::Failed | Phase::Closed => {}
+            Phase::Failed { again_at } if now >= again_at => self.discover(now),
+            Phase::Failed { .. } | Phase::Closed => {}
         }
     }
 
@@ -595,15 +611,15 @@ impl Mapper {
             }
             UpnpLeg::Out(out) => {
                 self.upnp = UpnpLeg::Out(out);
-                self.fail();
+                self.fail(now);
             }
-            UpnpLeg::Off => self.fail(),
+            UpnpLeg::Off => self.fail(now),
             other => self.upnp = other,
         }
     }
 
     /// Every protocol is out: says why, the most telling reason first.
-    fn fail(&mut self) {
+    fn fail(&mut self, now: Instant) {
         let outs = [
             (
                 Protocol::Pcp,
@@ -660,8 +676,18 @@ impl Mapper {
                 .collect();
             Failure::NoRouter { tried }
         };
-        self.phase = Phase::Failed;
-        self.events.push_back(MapEvent::Failed(failure));
+        self.failures += 1;
+        let wait = ASK_AGAIN
+            .saturating_mul(1 << (self.failures - 1).min(10))
+            .min(ASK_AGAIN_MAX);
+        self.phase = Phase::Failed {
+            again_at: now + wait,
+        };
+        let words = failure.to_string();
+        if self.last_failure.as_ref() != Some(&words) {
+            self.last_failure = Some(words);
+            self.events.push_back(MapEvent::Failed(failure));
+        }
     }
 
     fn mapped(
@@ -672,6 +698,7 @@ impl Mapper {
         lease: u32,
         igd: Option<Igd>,
     ) {
+        (self.failures, self.last_failure) = (0, None);
         // The others' late grants are removed as they come (see `pcp_answer`).
         let mapping = Mapping {
             protocol,
@@ -922,7 +949,8 @@ impl Mapper {
                 })
                 .chain([*until])
                 .min(),
-            Phase::Failed | Phase::Closed => None,
+            Phase::Failed { again_at } => Some(*again_at),
+            Phase::Closed => None,
         }
     }
 
