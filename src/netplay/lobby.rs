@@ -14,12 +14,13 @@ use crate::lockstep::{own_name, PeerId, Roster};
 use crate::net::portmap::PortMap;
 use crate::net::{drive, Link};
 use crate::portmap::MapEvent;
-use crate::session::direct::{PathKind, PathMode};
+use crate::session::direct::PathKind;
 use crate::session::{
     Endpoint, EndpointEvent, OpenEvent, Participant, ParticipantEvent, Progress, RoomOpener,
     StartState,
 };
 
+use super::report::Report;
 use super::NetplayError;
 
 /// Longest a lobby sleeps between looks at the session (and at Ctrl-C).
@@ -271,64 +272,32 @@ fn goodbye(link: &mut Link, participant: &mut Participant) {
 }
 
 /// What the host's lobby makes of one of its participant's events: the game's start (the
-/// slots that play) or the lobby's end ends the lobby.
+/// slots that play) or the lobby's end ends the lobby; the rest the report words, as in the
+/// game.
 fn host_event(
     host: &mut Participant,
     ev: ParticipantEvent,
-    chat: &ChatBoard,
+    report: &mut Report,
     now: Instant,
     start: Instant,
 ) -> ControlFlow<Result<Vec<PeerId>, NetplayError>> {
-    let ev = match ev {
-        ParticipantEvent::Chat(line) => {
-            super::chat::show(chat, now, line);
-            return ControlFlow::Continue(());
-        }
-        ParticipantEvent::Path { peer, event } => {
-            let players = host.endpoint().map(Endpoint::players).unwrap_or_default();
-            let who = players
-                .iter()
-                .find(|p| p.addr.is_some() && p.addr == peer)
-                .map(|p| match own_name(&p.name, p.slot) {
-                    Some(name) => format!("{name} ({})", p.slot),
-                    None => p.slot.to_string(),
-                })
-                .unwrap_or_else(|| peer.map_or("the host".into(), |a| a.to_string()));
-            super::report::log_path(&who, &event, PathMode::Auto);
-            return ControlFlow::Continue(());
-        }
-        ParticipantEvent::Session(ev) => ev,
-        ev => {
-            tracing::debug!("netplay: {ev:?}");
-            return ControlFlow::Continue(());
-        }
-    };
     match ev {
-        EndpointEvent::Admitted { slot, name, addr } => match own_name(&name, slot) {
-            Some(name) => tracing::info!("netplay: {name} ({addr}) joined as {slot}"),
-            None => tracing::info!("netplay: {slot} ({addr}) joined"),
-        },
-        EndpointEvent::Ready { slot, ready, want } => {
-            tracing::info!("netplay: {slot} has the start state");
-            tracing::info!("netplay: {ready}/{want} players ready");
+        ParticipantEvent::Session(EndpointEvent::Started { slots }) => {
+            ControlFlow::Break(Ok(slots))
         }
-        EndpointEvent::Left { slot, reason } => {
-            tracing::warn!("netplay: {slot} {reason}")
-        }
-        EndpointEvent::Refused { addr, reason } => {
-            tracing::warn!("netplay: refused {addr}: {reason}")
-        }
-        EndpointEvent::Started { slots } => return ControlFlow::Break(Ok(slots)),
-        EndpointEvent::LobbyExpired { ready, want } => {
-            return ControlFlow::Break(Err(NetplayError::LobbyTimeout {
+        ParticipantEvent::Session(EndpointEvent::LobbyExpired { ready, want }) => {
+            ControlFlow::Break(Err(NetplayError::LobbyTimeout {
                 secs: now.duration_since(start).as_secs(),
                 ready,
                 want,
             }))
         }
-        other => tracing::debug!("netplay: {other:?}"),
+        ev => {
+            // Nothing is recorded before the game.
+            report.event(now, host, ev, &mut Vec::new());
+            ControlFlow::Continue(())
+        }
     }
-    ControlFlow::Continue(())
 }
 
 /// Serves the lobby until every player is in and ready, when the endpoint starts the game;
@@ -347,6 +316,8 @@ pub fn host_lobby(
     let start = Instant::now();
     let port = link.local_addr().port();
     let mode = host.endpoint().map(Endpoint::mode).unwrap_or_default();
+    let mut report = Report::default();
+    report.chat = chat.clone();
     if host.hosts_room() {
         tracing::info!(
             "netplay: hosting the room ({mode} mode); waiting for {} more player(s)",
@@ -380,7 +351,7 @@ pub fn host_lobby(
         }
         let now = Instant::now();
         let wake = match drive::step(link, host, now, |host, ev| {
-            host_event(host, ev, chat, now, start)
+            host_event(host, ev, &mut report, now, start)
         })? {
             ControlFlow::Break(end) => return end,
             ControlFlow::Continue(wake) => wake,
@@ -475,6 +446,8 @@ pub fn join_lobby(
     }
     let mut bar = DownloadBar(None);
     let mut welcomed = false;
+    let mut report = Report::default();
+    report.chat = chat.clone();
     let port = link.local_addr().port();
     loop {
         if let Some(pm) = port_map {
@@ -484,7 +457,7 @@ pub fn join_lobby(
             }
         }
         let now = Instant::now();
-        let turn = drive::step(link, session, now, |_, ev| {
+        let turn = drive::step(link, session, now, |session, ev| {
             match ev {
                 ParticipantEvent::Welcomed {
                     slot,
@@ -510,18 +483,11 @@ pub fn join_lobby(
                     bar = DownloadBar::new(packed_len as u64, "start state");
                 }
                 ParticipantEvent::Ready(state) => return ControlFlow::Break(Ok(*state)),
-                ParticipantEvent::Chat(line) => super::chat::show(chat, now, line),
-                ParticipantEvent::Path { event, .. } => {
-                    super::report::log_path("the host", &event, PathMode::Auto)
-                }
                 ParticipantEvent::Ended(e) => {
                     return ControlFlow::Break(Err(NetplayError::Join(e)))
                 }
-                ParticipantEvent::PasswordChecked { admitted } => tracing::info!(
-                    "netplay: a joiner {} the room's password",
-                    if admitted { "knew" } else { "got wrong" }
-                ),
-                other => tracing::debug!("netplay: {other:?}"),
+                // Nothing is recorded before the game.
+                ev => report.event(now, session, ev, &mut Vec::new()),
             }
             ControlFlow::Continue(())
         })?;
