@@ -2,10 +2,11 @@
 //! imports only `wire`, `wording` and `portmap` (whose machine `portmap` runs on a thread),
 //! never the protocols it carries.
 //! `udp` wraps the socket, `conditioner` impairs outgoing traffic for testing (`--netsim`),
-//! `link` joins the two for the caller's loop; `sim` (tests only) is the simulated network
-//! every simulation runs on.
+//! `link` joins the two for the caller's loop, `drive` runs one turn of a machine over it;
+//! `sim` (tests only) is the simulated network every simulation runs on.
 
 pub mod conditioner;
+pub mod drive;
 pub mod link;
 pub mod portmap;
 #[cfg(test)]

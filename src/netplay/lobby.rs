@@ -1,8 +1,9 @@
 //! Before the first frame: the host waits for its players to join and receive the start
 //! state; a joiner runs the handshake until it has the host's state. Both drive a sans-IO
-//! session (`session`) over the UDP link the same way: [`exchange`], react, [`sleep`].
+//! session (`session`) over the UDP link the same way: one `net::drive::step`, reacting to
+//! its events, then [`sleep`].
 
-use std::net::SocketAddr;
+use std::ops::ControlFlow;
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -11,14 +12,15 @@ use crate::app::play::EarlyWindow;
 use crate::frontend::chat_board::ChatBoard;
 use crate::lockstep::{own_name, PeerId, Roster};
 use crate::net::portmap::PortMap;
-use crate::net::Link;
+use crate::net::{drive, Link};
 use crate::portmap::MapEvent;
-use crate::session::direct::{PathKind, PathMode};
+use crate::session::direct::PathKind;
 use crate::session::{
     Endpoint, EndpointEvent, OpenEvent, Participant, ParticipantEvent, Progress, RoomOpener,
-    StartState, Transmit,
+    StartState,
 };
 
+use super::report::Report;
 use super::NetplayError;
 
 /// Longest a lobby sleeps between looks at the session (and at Ctrl-C).
@@ -26,66 +28,11 @@ const POLL: Duration = Duration::from_millis(50);
 /// Longest it sleeps with a window open, whose events (Esc, resizing) wait meanwhile.
 const WINDOW_POLL: Duration = Duration::from_millis(20);
 
-/// The part of a handshake session a lobby loop drives.
-trait Handshake {
-    /// False if the datagram was rejected.
-    fn datagram(&mut self, now: Instant, from: SocketAddr, bytes: &[u8]) -> bool;
-    fn timers(&mut self, now: Instant);
-    /// The next datagram (with the IP TTL it asks for).
-    fn transmit(&mut self, now: Instant) -> Option<Transmit>;
-    fn poll_timeout(&self) -> Option<Instant>;
-}
-
-impl Handshake for Participant {
-    fn datagram(&mut self, now: Instant, from: SocketAddr, bytes: &[u8]) -> bool {
-        // The participant's machines count what they reject themselves.
-        let _ = self.handle_datagram(now, from, bytes);
-        true
-    }
-    fn timers(&mut self, now: Instant) {
-        self.handle_timeout(now)
-    }
-    fn transmit(&mut self, now: Instant) -> Option<Transmit> {
-        self.poll_transmit(now)
-    }
-    fn poll_timeout(&self) -> Option<Instant> {
-        Participant::poll_timeout(self)
-    }
-}
-
-impl Handshake for RoomOpener {
-    fn datagram(&mut self, now: Instant, from: SocketAddr, bytes: &[u8]) -> bool {
-        self.handle_datagram(now, from, bytes).is_taken()
-    }
-    fn timers(&mut self, now: Instant) {
-        self.handle_timeout(now)
-    }
-    fn transmit(&mut self, now: Instant) -> Option<Transmit> {
-        self.poll_transmit(now)
-    }
-    fn poll_timeout(&self) -> Option<Instant> {
-        RoomOpener::poll_timeout(self)
-    }
-}
-
-/// One turn: takes in what arrived (counting rejects), runs the timers, sends what is due.
-fn exchange(link: &mut Link, session: &mut impl Handshake) -> Result<Instant, NetplayError> {
-    let now = Instant::now();
-    for (from, bytes) in link.recv(now)? {
-        if !session.datagram(now, from, &bytes) {
-            link.note_invalid();
-        }
-    }
-    session.timers(now);
-    send_queued(link, session, now);
-    Ok(now)
-}
-
 /// One turn of the session between the lobby and the game's first frame, while work that
 /// outlasted the lobby finishes (the rollback check on a slow core): datagrams in, timers
 /// (the host's own player counts as starting meanwhile), datagrams out.
 pub fn keep_alive(link: &mut Link, participant: &mut Participant) -> Result<(), NetplayError> {
-    exchange(link, participant).map(|_| ())
+    Ok(drive::exchange(link, participant, Instant::now())?)
 }
 
 /// Says what the player typed (if this player can talk yet; else it waits), shows it and
@@ -95,29 +42,20 @@ fn say_typed(link: &mut Link, participant: &mut Participant, chat: &ChatBoard) {
     for line in super::chat::say_typed(chat, participant, now) {
         super::chat::show(chat, now, line);
     }
-    send_queued(link, participant, now);
-}
-
-fn send_queued(link: &mut Link, session: &mut impl Handshake, now: Instant) {
-    while let Some(t) = session.transmit(now) {
-        link.send_transmit(now, t);
-    }
-    link.flush_due(now);
+    drive::send_queued(link, participant, now);
 }
 
 /// Shows `rows` in the window, if one is open, and handles its events; then waits until a
-/// datagram arrives, the session's next timer, or `POLL` (`WINDOW_POLL` with a window).
-/// Err(Left) when the player pressed Esc or closed the window.
+/// datagram arrives, the session's next timer (`wake`), or `POLL` (`WINDOW_POLL` with a
+/// window). Err(Left) when the player pressed Esc or closed the window.
 fn sleep(
     link: &Link,
-    session: &impl Handshake,
+    wake: Option<Instant>,
     now: Instant,
     window: &mut EarlyWindow,
     rows: impl FnOnce() -> Vec<String>,
 ) -> Result<(), NetplayError> {
-    let mut wake = session
-        .poll_timeout()
-        .map_or(now + POLL, |t| t.min(now + POLL));
+    let mut wake = wake.map_or(now + POLL, |t| t.min(now + POLL));
     if window.is_open() {
         if window.show(&rows(), Duration::ZERO)? {
             return Err(NetplayError::Left);
@@ -328,9 +266,38 @@ impl JoinScreen {
 }
 
 /// Sends the goodbyes the session queued and lets them leave the conditioner.
-fn goodbye(link: &mut Link, session: &mut impl Handshake) {
-    send_queued(link, session, Instant::now());
+fn goodbye(link: &mut Link, participant: &mut Participant) {
+    drive::send_queued(link, participant, Instant::now());
     link.drain(super::GOODBYE_DRAIN);
+}
+
+/// What the host's lobby makes of one of its participant's events: the game's start (the
+/// slots that play) or the lobby's end ends the lobby; the rest the report words, as in the
+/// game.
+fn host_event(
+    host: &mut Participant,
+    ev: ParticipantEvent,
+    report: &mut Report,
+    now: Instant,
+    start: Instant,
+) -> ControlFlow<Result<Vec<PeerId>, NetplayError>> {
+    match ev {
+        ParticipantEvent::Session(EndpointEvent::Started { slots }) => {
+            ControlFlow::Break(Ok(slots))
+        }
+        ParticipantEvent::Session(EndpointEvent::LobbyExpired { ready, want }) => {
+            ControlFlow::Break(Err(NetplayError::LobbyTimeout {
+                secs: now.duration_since(start).as_secs(),
+                ready,
+                want,
+            }))
+        }
+        ev => {
+            // Nothing is recorded before the game.
+            report.event(now, host, ev, &mut Vec::new());
+            ControlFlow::Continue(())
+        }
+    }
 }
 
 /// Serves the lobby until every player is in and ready, when the endpoint starts the game;
@@ -349,6 +316,8 @@ pub fn host_lobby(
     let start = Instant::now();
     let port = link.local_addr().port();
     let mode = host.endpoint().map(Endpoint::mode).unwrap_or_default();
+    let mut report = Report::default();
+    report.chat = chat.clone();
     if host.hosts_room() {
         tracing::info!(
             "netplay: hosting the room ({mode} mode); waiting for {} more player(s)",
@@ -377,58 +346,16 @@ pub fn host_lobby(
         }
     }
     loop {
-        let now = exchange(link, host)?;
         if let Some(pm) = &port_map {
             pm.follow(host, invite);
         }
-        while let Some(ev) = host.poll_event() {
-            if let ParticipantEvent::Chat(line) = ev {
-                super::chat::show(chat, now, line);
-                continue;
-            }
-            if let ParticipantEvent::Path { peer, event } = &ev {
-                let players = host.endpoint().map(Endpoint::players).unwrap_or_default();
-                let who = players
-                    .iter()
-                    .find(|p| p.addr.is_some() && p.addr == *peer)
-                    .map(|p| match own_name(&p.name, p.slot) {
-                        Some(name) => format!("{name} ({})", p.slot),
-                        None => p.slot.to_string(),
-                    })
-                    .unwrap_or_else(|| peer.map_or("the host".into(), |a| a.to_string()));
-                super::report::log_path(&who, event, PathMode::Auto);
-                continue;
-            }
-            let ParticipantEvent::Session(ev) = ev else {
-                tracing::debug!("netplay: {ev:?}");
-                continue;
-            };
-            match ev {
-                EndpointEvent::Admitted { slot, name, addr } => match own_name(&name, slot) {
-                    Some(name) => tracing::info!("netplay: {name} ({addr}) joined as {slot}"),
-                    None => tracing::info!("netplay: {slot} ({addr}) joined"),
-                },
-                EndpointEvent::Ready { slot, ready, want } => {
-                    tracing::info!("netplay: {slot} has the start state");
-                    tracing::info!("netplay: {ready}/{want} players ready");
-                }
-                EndpointEvent::Left { slot, reason } => {
-                    tracing::warn!("netplay: {slot} {reason}")
-                }
-                EndpointEvent::Refused { addr, reason } => {
-                    tracing::warn!("netplay: refused {addr}: {reason}")
-                }
-                EndpointEvent::Started { slots } => return Ok(slots),
-                EndpointEvent::LobbyExpired { ready, want } => {
-                    return Err(NetplayError::LobbyTimeout {
-                        secs: now.duration_since(start).as_secs(),
-                        ready,
-                        want,
-                    })
-                }
-                other => tracing::debug!("netplay: {other:?}"),
-            }
-        }
+        let now = Instant::now();
+        let wake = match drive::step(link, host, now, |host, ev| {
+            host_event(host, ev, &mut report, now, start)
+        })? {
+            ControlFlow::Break(end) => return end,
+            ControlFlow::Continue(wake) => wake,
+        };
         if crate::app::interrupt::requested() {
             host.close("the host stopped before the game started");
             goodbye(link, host);
@@ -446,7 +373,7 @@ pub fn host_lobby(
             rows.extend(note.clone());
             rows
         };
-        if let Err(e) = sleep(link, host, now, window, rows) {
+        if let Err(e) = sleep(link, wake, now, window, rows) {
             host.close("the host left before the game started");
             goodbye(link, host);
             return Err(e);
@@ -465,8 +392,8 @@ pub fn open_room(
     let mut screen = JoinScreen::new(format!("opening a room on {}", opener.server()), None);
     let mut bar = DownloadBar(None);
     loop {
-        let now = exchange(link, opener)?;
-        while let Some(ev) = opener.poll_event() {
+        let now = Instant::now();
+        let turn = drive::step(link, opener, now, |opener, ev| {
             match ev {
                 OpenEvent::Opened { .. } if opener.progress().total == 0 => {}
                 OpenEvent::Opened { room, .. } => {
@@ -477,14 +404,19 @@ pub fn open_room(
                     );
                     bar = DownloadBar::new(len as u64, "uploading the start state");
                 }
-                OpenEvent::Uploaded { room, .. } => return Ok(room),
+                OpenEvent::Uploaded { room, .. } => return ControlFlow::Break(Ok(room)),
                 OpenEvent::Moved { server } => {
                     tracing::info!("netplay: that server is full; opening the room on {server}");
                     screen.title = format!("opening a room on {server}");
                 }
-                OpenEvent::Failed(e) => return Err(NetplayError::Join(e)),
+                OpenEvent::Failed(e) => return ControlFlow::Break(Err(NetplayError::Join(e))),
             }
-        }
+            ControlFlow::Continue(())
+        })?;
+        let wake = match turn {
+            ControlFlow::Break(end) => return end,
+            ControlFlow::Continue(wake) => wake,
+        };
         let Progress {
             done: sent,
             total: len,
@@ -496,7 +428,7 @@ pub fn open_room(
         if crate::app::interrupt::requested() {
             return Err(NetplayError::Interrupted);
         }
-        sleep(link, opener, now, window, || screen.rows())?;
+        sleep(link, wake, now, window, || screen.rows())?;
     }
 }
 
@@ -514,16 +446,18 @@ pub fn join_lobby(
     }
     let mut bar = DownloadBar(None);
     let mut welcomed = false;
+    let mut report = Report::default();
+    report.chat = chat.clone();
     let port = link.local_addr().port();
     loop {
-        let now = exchange(link, session)?;
         if let Some(pm) = port_map {
             super::port_map::pump(pm, session, port, false);
             if let Some(invite) = &mut screen.invite {
                 invite.port_map = Some(super::port_map::line(&pm.report()));
             }
         }
-        while let Some(ev) = session.poll_event() {
+        let now = Instant::now();
+        let turn = drive::step(link, session, now, |session, ev| {
             match ev {
                 ParticipantEvent::Welcomed {
                     slot,
@@ -548,19 +482,19 @@ pub fn join_lobby(
                     }
                     bar = DownloadBar::new(packed_len as u64, "start state");
                 }
-                ParticipantEvent::Ready(state) => return Ok(*state),
-                ParticipantEvent::Chat(line) => super::chat::show(chat, now, line),
-                ParticipantEvent::Path { event, .. } => {
-                    super::report::log_path("the host", &event, PathMode::Auto)
+                ParticipantEvent::Ready(state) => return ControlFlow::Break(Ok(*state)),
+                ParticipantEvent::Ended(e) => {
+                    return ControlFlow::Break(Err(NetplayError::Join(e)))
                 }
-                ParticipantEvent::Ended(e) => return Err(NetplayError::Join(e)),
-                ParticipantEvent::PasswordChecked { admitted } => tracing::info!(
-                    "netplay: a joiner {} the room's password",
-                    if admitted { "knew" } else { "got wrong" }
-                ),
-                other => tracing::debug!("netplay: {other:?}"),
+                // Nothing is recorded before the game.
+                ev => report.event(now, session, ev, &mut Vec::new()),
             }
-        }
+            ControlFlow::Continue(())
+        })?;
+        let wake = match turn {
+            ControlFlow::Break(end) => return end,
+            ControlFlow::Continue(wake) => wake,
+        };
         screen.path = session.paths().first().map(|(_, k)| *k);
         let Progress {
             done: got,
@@ -582,7 +516,7 @@ pub fn join_lobby(
             goodbye(link, session);
             return Err(NetplayError::Interrupted);
         }
-        if let Err(e) = sleep(link, session, now, window, || screen.rows()) {
+        if let Err(e) = sleep(link, wake, now, window, || screen.rows()) {
             session.close("quit");
             goodbye(link, session);
             return Err(e);

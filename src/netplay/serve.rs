@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 use crate::lockstep::{self, own_name, Slot};
-use crate::net::{random_bytes, Link, NetSim, UdpSocket};
+use crate::net::{drive, random_bytes, Link, NetSim, UdpSocket};
 use crate::serve::{OpenJob, Opened, Rooms, ServeConfig, ServeEvent};
 use crate::session::msg::{Msg, RoomInfo, RoomMsg};
 use crate::session::EndpointEvent;
@@ -301,11 +301,10 @@ pub fn serve(opts: &ServeOptions) -> Result<(), NetplayError> {
                 rooms.handle_directory(now, news);
             }
         }
-        let datagrams = link.recv(now)?;
-        let came = !datagrams.is_empty();
-        for (from, bytes) in datagrams {
-            rooms.handle_datagram(now, from, &bytes);
-        }
+        // The halves of a `drive::step`, with the rooms' own work between: their timers run
+        // only when due (thousands of rooms), and the start-state checker and the archive
+        // hand them rooms and answers to send in the same turn.
+        let came = drive::receive(&mut link, &mut rooms, now)? > 0;
         let timer = rooms.poll_timeout();
         if timer.is_some_and(|t| t <= now) {
             rooms.handle_timeout(now);
@@ -314,10 +313,7 @@ pub fn serve(opts: &ServeOptions) -> Result<(), NetplayError> {
         if let Some(a) = &mut archive {
             exchange_archive(a, &mut rooms);
         }
-        while let Some(t) = rooms.poll_transmit(now) {
-            link.send_transmit(now, t);
-        }
-        link.flush_due(now);
+        drive::send_queued(&mut link, &mut rooms, now);
         if came {
             let took = now.elapsed();
             answers.record(took);
@@ -388,9 +384,7 @@ pub fn serve(opts: &ServeOptions) -> Result<(), NetplayError> {
             if let Some(a) = &mut archive {
                 exchange_archive(a, &mut rooms);
             }
-            while let Some(t) = rooms.poll_transmit(now) {
-                link.send_transmit(now, t);
-            }
+            drive::send_queued(&mut link, &mut rooms, now);
             if let Some(dir) = directory {
                 while let Some(op) = rooms.poll_directory() {
                     dir.send(op);

@@ -328,6 +328,8 @@ pub struct Rooms {
     unix_now: i64,
 }
 
+crate::wire::impl_machine!(Rooms, ServeEvent);
+
 impl Rooms {
     pub fn new(cfg: ServeConfig) -> Rooms {
         // Its own key, derived: nothing else the seed makes (session ids) tells it.

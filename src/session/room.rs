@@ -90,6 +90,8 @@ pub struct RoomOpener {
     room_key: [u8; ROOM_KEY_LEN],
 }
 
+crate::wire::impl_machine!(RoomOpener, OpenEvent, counts_drops = false);
+
 impl RoomOpener {
     /// `open`'s payload fields are filled in from `payload`.
     pub fn new(

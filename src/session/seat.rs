@@ -69,6 +69,8 @@ pub struct Seat {
     events: VecDeque<SeatEvent>,
 }
 
+crate::wire::impl_machine!(Seat, SeatEvent);
+
 impl Seat {
     /// `session` has finished its handshake (it gave its start state).
     pub fn new(session: JoinSession) -> Seat {

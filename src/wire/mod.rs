@@ -34,6 +34,7 @@
 pub mod keys;
 
 use std::net::{IpAddr, SocketAddr};
+use std::time::Instant;
 
 use thiserror::Error;
 
@@ -141,23 +142,8 @@ impl Kind {
 }
 
 /// A datagram to send: the one type through which every sans-IO state machine (`session`,
-/// `lockstep`, `serve`, the `net` conditioner) hands its driver what to put on the wire.
-///
-/// Every machine has the same face (quinn-proto's `Endpoint`/`Connection` and str0m's
-/// `Input`/`Output` are the models). `now` comes first; the machine never reads a clock.
-///
-/// ```text
-/// in:  handle_datagram(now, from, datagram) -> Handled   a datagram that arrived
-///      handle_timeout(now)                              the clock reached poll_timeout
-///      handle_* (a machine's own inputs: a pad, a state, a leave)
-/// out: poll_transmit(now) -> Option<Transmit<To>>      drain until None
-///      poll_event() -> Option<its event>               drain until None
-///      poll_timeout() -> Option<Instant>               when to call handle_timeout next
-/// ```
-///
-/// `from` is left out where only one peer can send (the lockstep client hears only its
-/// server, a resync half only its session) and the driver has already routed the datagram;
-/// it is a slot where the driver knows the addresses (the lockstep server's `PeerId`).
+/// `lockstep`, `serve`, the `net` conditioner) hands its driver what to put on the wire
+/// (see [`Machine`] for the rest of their face).
 ///
 /// `To` says where the datagram goes: a socket address; a slot where the driver knows the
 /// addresses (`PeerId` for the lockstep server's players, `SpectatorId` for its spectators,
@@ -194,7 +180,7 @@ impl<To> Transmit<To> {
 }
 
 /// What a state machine did with a datagram given to its `handle_datagram`: the one
-/// answer every machine gives (see [`Transmit`] for the rest of the face).
+/// answer every machine gives (see [`Machine`] for the rest of the face).
 #[derive(Debug, PartialEq, Eq)]
 pub enum Handled<'a> {
     /// This machine's: read and acted on (it may have queued datagrams and events), or a
@@ -224,6 +210,89 @@ impl From<Result<(), Dropped>> for Handled<'_> {
         }
     }
 }
+
+/// The face every sans-IO machine shows its driver (quinn-proto's `Endpoint`/`Connection`
+/// and str0m's `Input`/`Output` are the models): datagrams and the clock in, datagrams,
+/// events and the next wake-up out. `now` comes first; the machine never reads a clock.
+///
+/// ```text
+/// in:  handle_datagram(now, from, datagram) -> Handled   a datagram that arrived
+///      handle_timeout(now)                              the clock reached poll_timeout
+///      handle_* (a machine's own inputs: a pad, a state, a leave; not in this trait)
+/// out: poll_transmit(now) -> Option<Transmit<Addr>>    drain until None
+///      poll_event() -> Option<Event>                   drain until None
+///      poll_timeout() -> Option<Instant>               when to call handle_timeout next
+/// ```
+///
+/// One turn of a driver (`net::drive::step` over a socket) is: the datagrams that came,
+/// the timers, the datagrams to send, the events; then it sleeps until `poll_timeout` or
+/// the next datagram. The machines keep these methods as their own too, so that a caller
+/// needs no import; this trait is what a driver generic over them uses.
+pub trait Machine {
+    /// Where its datagrams come from and go: a socket address; a slot where the driver
+    /// knows the addresses (the lockstep server's); `()` where it has one peer, whose
+    /// datagrams the driver has already routed (the lockstep client).
+    type Addr;
+    /// What it tells its driver.
+    type Event;
+    /// Whether it counts the datagrams it drops in stats of its own; for one that does
+    /// not, its driver counts them (`net::Link::note_invalid`).
+    const COUNTS_DROPS: bool = true;
+
+    /// A datagram from `from`, received at `now`: what the machine did with it.
+    fn handle_datagram<'a>(
+        &mut self,
+        now: Instant,
+        from: Self::Addr,
+        datagram: &'a [u8],
+    ) -> Handled<'a>;
+    /// Runs the timers due by `now` (calling it early does no harm).
+    fn handle_timeout(&mut self, now: Instant);
+    /// The next datagram to send; drain until `None`.
+    fn poll_transmit(&mut self, now: Instant) -> Option<Transmit<Self::Addr>>;
+    /// The next event; drain until `None`.
+    fn poll_event(&mut self) -> Option<Self::Event>;
+    /// When `handle_timeout` (or `poll_transmit`) has work next.
+    fn poll_timeout(&self) -> Option<Instant>;
+}
+
+/// Implements [`Machine`] (addressed by `SocketAddr`) for a type whose own methods already
+/// have its face: `impl_machine!(Type, EventType)`, and `counts_drops = false` after them
+/// for one without stats of its own.
+macro_rules! impl_machine {
+    ($ty:ty, $event:ty $(, counts_drops = $counts:expr)?) => {
+        impl $crate::wire::Machine for $ty {
+            type Addr = ::std::net::SocketAddr;
+            type Event = $event;
+            $(const COUNTS_DROPS: bool = $counts;)?
+
+            fn handle_datagram<'a>(
+                &mut self,
+                now: ::std::time::Instant,
+                from: ::std::net::SocketAddr,
+                datagram: &'a [u8],
+            ) -> $crate::wire::Handled<'a> {
+                <$ty>::handle_datagram(self, now, from, datagram)
+            }
+            fn handle_timeout(&mut self, now: ::std::time::Instant) {
+                <$ty>::handle_timeout(self, now)
+            }
+            fn poll_transmit(
+                &mut self,
+                now: ::std::time::Instant,
+            ) -> Option<$crate::wire::Transmit> {
+                <$ty>::poll_transmit(self, now)
+            }
+            fn poll_event(&mut self) -> Option<$event> {
+                <$ty>::poll_event(self)
+            }
+            fn poll_timeout(&self) -> Option<::std::time::Instant> {
+                <$ty>::poll_timeout(self)
+            }
+        }
+    };
+}
+pub(crate) use impl_machine;
 
 /// Why a datagram was dropped ([`Handled::Dropped`]).
 #[derive(Debug, Error, PartialEq, Eq)]

@@ -3,14 +3,18 @@
 #![allow(dead_code)] // each user takes a different subset
 
 use std::net::{SocketAddr, UdpSocket};
+use std::ops::ControlFlow;
 use std::time::{Duration, Instant};
+
+use framelock::net::drive::{self, Carrier};
+use framelock::net::NetError;
 
 use framelock::session::msg::{Auth, Hello, Msg, OpenRoom, RoomMsg, StateAck};
 use framelock::session::{
     JoinConfig, JoinEvent, JoinSession, OpenEvent, RoomOpener, SessionError, SessionInfo,
     StartPayload, Transmit,
 };
-use framelock::wire::PROTOCOL_VERSION;
+use framelock::wire::{Machine, PROTOCOL_VERSION};
 
 /// A padded Hello for `room` (empty: a direct host) echoing `cookie`.
 pub fn hello(room: &str, cookie: [u8; 16]) -> Vec<u8> {
@@ -69,73 +73,58 @@ fn open_room(room: &str, core_name: &str, player: &str) -> OpenRoom {
     }
 }
 
-/// A sans-IO machine of the session layer, as [`drive`] runs it over a real socket.
-trait Machine {
-    type Event;
-    fn handle_timeout(&mut self, now: Instant);
-    fn poll_transmit(&mut self, now: Instant) -> Option<Transmit>;
-    fn poll_event(&mut self) -> Option<Self::Event>;
-    fn handle_datagram(&mut self, now: Instant, from: SocketAddr, datagram: &[u8]);
-}
+/// This process's socket as a machine's carrier: a read takes what is waiting (the
+/// socket's short read timeout ends it), a send goes straight out.
+struct Sock<'a>(&'a UdpSocket);
 
-impl Machine for JoinSession {
-    type Event = JoinEvent;
-    fn handle_timeout(&mut self, now: Instant) {
-        JoinSession::handle_timeout(self, now)
+impl Carrier for Sock<'_> {
+    fn recv(&mut self, _now: Instant) -> Result<Vec<(SocketAddr, Vec<u8>)>, NetError> {
+        let mut buf = [0u8; 2048];
+        let mut got = Vec::new();
+        while let Ok((n, from)) = self.0.recv_from(&mut buf) {
+            got.push((from, buf[..n].to_vec()));
+        }
+        Ok(got)
     }
-    fn poll_transmit(&mut self, now: Instant) -> Option<Transmit> {
-        JoinSession::poll_transmit(self, now)
-    }
-    fn poll_event(&mut self) -> Option<JoinEvent> {
-        JoinSession::poll_event(self)
-    }
-    fn handle_datagram(&mut self, now: Instant, from: SocketAddr, datagram: &[u8]) {
-        let _ = JoinSession::handle_datagram(self, now, from, datagram);
+    fn send(&mut self, _now: Instant, t: Transmit) {
+        let _ = self.0.send_to(&t.bytes, t.to);
     }
 }
 
-impl Machine for RoomOpener {
-    type Event = OpenEvent;
-    fn handle_timeout(&mut self, now: Instant) {
-        RoomOpener::handle_timeout(self, now)
+/// Runs `m` over `carrier` on the real clock, a shared drive step a turn (`before` runs
+/// ahead of each), until `answer` makes something of one of its events, or `limit` passes
+/// (`None`).
+fn run<M: Machine<Addr = SocketAddr>, T>(
+    m: &mut M,
+    carrier: &mut impl Carrier,
+    limit: Duration,
+    mut before: impl FnMut(&mut M, Instant),
+    mut answer: impl FnMut(&mut M, Instant, M::Event) -> Option<T>,
+) -> Option<T> {
+    let end = Instant::now() + limit;
+    while Instant::now() < end {
+        let now = Instant::now();
+        before(m, now);
+        let turn = drive::step(carrier, m, now, |m, ev| match answer(m, now, ev) {
+            Some(a) => ControlFlow::Break(a),
+            None => ControlFlow::Continue(()),
+        });
+        if let Ok(ControlFlow::Break(a)) = turn {
+            return Some(a);
+        }
     }
-    fn poll_transmit(&mut self, now: Instant) -> Option<Transmit> {
-        RoomOpener::poll_transmit(self, now)
-    }
-    fn poll_event(&mut self) -> Option<OpenEvent> {
-        RoomOpener::poll_event(self)
-    }
-    fn handle_datagram(&mut self, now: Instant, from: SocketAddr, datagram: &[u8]) {
-        RoomOpener::handle_datagram(self, now, from, datagram);
-    }
+    None
 }
 
-/// Runs `m` over `sock` on the real clock until `answer` makes something of one of its
-/// events, or `limit` passes (`None`).
-fn drive<M: Machine, T>(
+/// Runs `m` over `sock` until `answer` makes something of one of its events, or `limit`
+/// passes (`None`).
+fn drive<M: Machine<Addr = SocketAddr>, T>(
     m: &mut M,
     sock: &UdpSocket,
     limit: Duration,
     mut answer: impl FnMut(M::Event) -> Option<T>,
 ) -> Option<T> {
-    let mut buf = [0u8; 2048];
-    let end = Instant::now() + limit;
-    while Instant::now() < end {
-        let now = Instant::now();
-        m.handle_timeout(now);
-        while let Some(t) = m.poll_transmit(now) {
-            let _ = sock.send_to(&t.bytes, t.to);
-        }
-        while let Some(ev) = m.poll_event() {
-            if let Some(a) = answer(ev) {
-                return Some(a);
-            }
-        }
-        while let Ok((n, from)) = sock.recv_from(&mut buf) {
-            m.handle_datagram(Instant::now(), from, &buf[..n]);
-        }
-    }
-    None
+    run(m, &mut Sock(sock), limit, |_, _| {}, |_, _, ev| answer(ev))
 }
 
 /// Everything an unvalidated address can send first, some of it malformed or guessed.
@@ -444,33 +433,39 @@ pub fn forge_punches_from(
         lockstep::Config::default(),
         ParticipantConfig::default(),
     );
-    let is_punch = |bytes: &[u8]| {
-        let body = &bytes[..bytes.len().saturating_sub(TAG_LEN)];
-        matches!(
-            Msg::decode(body),
-            Ok((_, Msg::Path(PathMsg::Punch(_) | PathMsg::PunchBack(_))))
-        )
-    };
-    let mut forged = 0;
-    let mut buf = [0u8; 2048];
-    let end = Instant::now() + limit;
-    while Instant::now() < end {
-        let now = Instant::now();
-        p.handle_timeout(now);
-        while let Some(t) = p.poll_transmit(now) {
-            if t.to != server && is_punch(&t.bytes) {
-                forge(victim, t.to, &t.bytes);
-                forged += t.bytes.len();
+    /// The player's socket, but its punches go out forged "from" the victim.
+    struct Forging<'a> {
+        sock: Sock<'a>,
+        server: SocketAddr,
+        victim: SocketAddr,
+        forged: usize,
+    }
+    impl Carrier for Forging<'_> {
+        fn recv(&mut self, now: Instant) -> Result<Vec<(SocketAddr, Vec<u8>)>, NetError> {
+            self.sock.recv(now)
+        }
+        fn send(&mut self, now: Instant, t: Transmit) {
+            let body = &t.bytes[..t.bytes.len().saturating_sub(TAG_LEN)];
+            let punch = matches!(
+                Msg::decode(body),
+                Ok((_, Msg::Path(PathMsg::Punch(_) | PathMsg::PunchBack(_))))
+            );
+            if t.to != self.server && punch {
+                forge(self.victim, t.to, &t.bytes);
+                self.forged += t.bytes.len();
             } else {
-                let _ = sock.send_to(&t.bytes, t.to);
+                self.sock.send(now, t);
             }
         }
-        while p.poll_event().is_some() {}
-        while let Ok((n, from)) = sock.recv_from(&mut buf) {
-            let _ = p.handle_datagram(Instant::now(), from, &buf[..n]);
-        }
     }
-    forged
+    let mut carrier = Forging {
+        sock: Sock(sock),
+        server,
+        victim,
+        forged: 0,
+    };
+    run(&mut p, &mut carrier, limit, |_, _| {}, |_, _, _| None::<()>);
+    carrier.forged
 }
 
 /// Issue 50's pause finding, played by a real player's machine in this process: it takes
@@ -504,10 +499,7 @@ pub fn pause_without_playing(
     );
     let (mut refusals, mut paused) = (Vec::new(), false);
     let mut asked = Instant::now();
-    let mut buf = [0u8; 2048];
-    let end = Instant::now() + limit;
-    while Instant::now() < end {
-        let now = Instant::now();
+    let before = |p: &mut Participant, now: Instant| {
         if now >= asked + Duration::from_secs(1) {
             if let Some(c) = p.client_mut() {
                 c.request_pause(true);
@@ -516,25 +508,20 @@ pub fn pause_without_playing(
         }
         // Its frame loop is there (it never runs a frame: it sends no input).
         p.frame_loop_alive(now);
-        p.handle_timeout(now);
-        while let Some(t) = p.poll_transmit(now) {
-            let _ = sock.send_to(&t.bytes, t.to);
-        }
-        while let Some(ev) = p.poll_event() {
-            match ev {
-                ParticipantEvent::Game(ClientEvent::PauseRefused { why }) => {
-                    refusals.push(format!("{why:?}"))
-                }
-                ParticipantEvent::Game(ClientEvent::Paused { .. }) => paused = true,
-                ParticipantEvent::Core(CoreRequest::Load { frame, .. }) => {
-                    p.handle_core(now, CoreReply::Loaded { frame })
-                }
-                _ => {}
+    };
+    let answer = |p: &mut Participant, now: Instant, ev: ParticipantEvent| {
+        match ev {
+            ParticipantEvent::Game(ClientEvent::PauseRefused { why }) => {
+                refusals.push(format!("{why:?}"))
             }
+            ParticipantEvent::Game(ClientEvent::Paused { .. }) => paused = true,
+            ParticipantEvent::Core(CoreRequest::Load { frame, .. }) => {
+                p.handle_core(now, CoreReply::Loaded { frame })
+            }
+            _ => {}
         }
-        while let Ok((n, from)) = sock.recv_from(&mut buf) {
-            let _ = p.handle_datagram(Instant::now(), from, &buf[..n]);
-        }
-    }
+        None::<()>
+    };
+    run(&mut p, &mut Sock(sock), limit, before, answer);
     (refusals, paused)
 }

@@ -133,6 +133,29 @@ pub struct Client {
     recv_lead: u32,
 }
 
+/// The lockstep client hears only its server: the driver has routed the datagram (`Addr`
+/// is `()`), and seals and addresses what it sends.
+impl wire::Machine for Client {
+    type Addr = ();
+    type Event = ClientEvent;
+
+    fn handle_datagram<'a>(&mut self, now: Instant, (): (), datagram: &'a [u8]) -> Handled<'a> {
+        Client::handle_datagram(self, now, datagram)
+    }
+    fn handle_timeout(&mut self, now: Instant) {
+        Client::handle_timeout(self, now)
+    }
+    fn poll_transmit(&mut self, now: Instant) -> Option<Transmit<()>> {
+        Client::poll_transmit(self, now)
+    }
+    fn poll_event(&mut self) -> Option<ClientEvent> {
+        Client::poll_event(self)
+    }
+    fn poll_timeout(&self) -> Option<Instant> {
+        Client::poll_timeout(self)
+    }
+}
+
 impl Client {
     /// A player that joins a running session (or comes back to it) from the machine's state
     /// at the start of frame `start`; the server adds it with

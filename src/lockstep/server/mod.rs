@@ -107,6 +107,28 @@ pub struct Server {
     stop_taint_until: Option<Instant>,
 }
 
+/// The lockstep server's peers are slots; the driver knows their addresses.
+impl crate::wire::Machine for Server {
+    type Addr = Slot;
+    type Event = ServerEvent;
+
+    fn handle_datagram<'a>(&mut self, now: Instant, from: Slot, datagram: &'a [u8]) -> Handled<'a> {
+        Server::handle_datagram(self, now, from, datagram)
+    }
+    fn handle_timeout(&mut self, now: Instant) {
+        Server::handle_timeout(self, now)
+    }
+    fn poll_transmit(&mut self, now: Instant) -> Option<Transmit<Slot>> {
+        Server::poll_transmit(self, now)
+    }
+    fn poll_event(&mut self) -> Option<ServerEvent> {
+        Server::poll_event(self)
+    }
+    fn poll_timeout(&self) -> Option<Instant> {
+        Server::poll_timeout(self)
+    }
+}
+
 impl Server {
     /// A server with no players yet (add them with `add_peer`). Fails if `cfg` is invalid.
     pub fn new(now: Instant, cfg: Config) -> Result<Server, LockstepError> {

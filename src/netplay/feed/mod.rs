@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 
 use crate::app::FeedPoll;
 use crate::lockstep::Frame;
-use crate::net::Link;
+use crate::net::{drive, Link};
 use crate::replay::Event;
 use crate::session::{CoreReply, CoreRequest};
 
@@ -209,18 +209,13 @@ impl NetState {
     /// Receives every waiting datagram and hands it to the participant with the time it
     /// was read (the network thread reads as soon as one arrives); true if any came.
     fn receive(&mut self, now: Instant) -> bool {
-        let datagrams = match self.link.recv(now) {
-            Ok(d) => d,
+        match drive::receive(&mut self.link, &mut self.feed.participant, now) {
+            Ok(came) => came > 0,
             Err(e) => {
                 tracing::warn!("netplay: receiving: {e}");
-                Vec::new()
+                false
             }
-        };
-        let came = !datagrams.is_empty();
-        for (from, bytes) in datagrams {
-            self.feed.participant.handle_datagram(now, from, &bytes);
         }
-        came
     }
 
     /// Runs the participant's timers and handles its events (and the port mapping's).
@@ -322,10 +317,7 @@ impl NetState {
 
     /// Sends everything the participant wants to send.
     fn send_queued(&mut self, now: Instant) {
-        while let Some(t) = self.feed.participant.poll_transmit(now) {
-            self.link.send_transmit(now, t);
-        }
-        self.link.flush_due(now);
+        drive::send_queued(&mut self.link, &mut self.feed.participant, now);
     }
 
     /// Keeps the network going without running frames: the host serves its peers until they

@@ -1,10 +1,11 @@
 //! How the report words what the participant raised: log lines, chat, and the recording
-//! events they make.
+//! events they make. The one wording for both phases: the lobbies hand it every event but
+//! those that end them.
 
 use std::net::SocketAddr;
 use std::time::Instant;
 
-use crate::lockstep::{self, ClientEvent, Frame, PauseRefusal, Slot};
+use crate::lockstep::{self, own_name, ClientEvent, Frame, PauseRefusal, Slot};
 use crate::replay::Event;
 use crate::session::direct::PathEvent;
 use crate::session::{
@@ -284,15 +285,20 @@ impl Report {
                 name,
                 addr,
             } => {
-                if running {
-                    tracing::info!(
+                match own_name(&name, Slot::Player(slot)) {
+                    _ if running => tracing::info!(
                         "netplay: {name} ({addr}) takes seat {} of the running game",
                         slot.0 + 1
-                    );
-                } else {
-                    tracing::info!("netplay: {name} ({addr}) joined as {slot}");
+                    ),
+                    Some(own) => tracing::info!("netplay: {own} ({addr}) joined as {slot}"),
+                    // Named after its place: not said twice.
+                    None => tracing::info!("netplay: {slot} ({addr}) joined"),
                 }
                 self.set_name(slot, name);
+            }
+            EndpointEvent::Ready { slot, ready, want } => {
+                tracing::info!("netplay: {slot} has the start state");
+                tracing::info!("netplay: {ready}/{want} players ready");
             }
             EndpointEvent::Watching { slot, frame } => {
                 let n = endpoint.map_or(0, |e| e.spectator_count());
@@ -315,11 +321,12 @@ impl Report {
                 self.left_why.retain(|(s, _)| *s != slot);
                 self.left_why.push((slot, reason.to_string()));
             }
+            // Before the game, by its place, as the lobby has always said it.
             EndpointEvent::Left { slot, reason } => {
-                tracing::info!("netplay: {} {reason}", self.name(slot))
+                tracing::warn!("netplay: {slot} {reason}")
             }
             EndpointEvent::Refused { addr, reason } => {
-                tracing::info!("netplay: refused {addr}: {reason}")
+                tracing::warn!("netplay: refused {addr}: {reason}")
             }
             EndpointEvent::PlayerSilent { slot, silent_for } => tracing::warn!(
                 "netplay: nothing from {} for {} ms",

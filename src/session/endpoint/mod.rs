@@ -121,6 +121,8 @@ pub struct Endpoint {
     stats: EndpointStats,
 }
 
+crate::wire::impl_machine!(Endpoint, EndpointEvent);
+
 impl Endpoint {
     /// Opens the lobby. `state` and `sram` are the start state every joiner receives;
     /// `info.options` the option values every joiner applies.

@@ -208,6 +208,8 @@ pub struct HostSession {
     guesses: Limiter,
 }
 
+crate::wire::impl_machine!(HostSession, HostEvent);
+
 impl HostSession {
     /// `info.options` are the option values every joiner will apply.
     pub fn new(

@@ -108,6 +108,8 @@ pub struct JoinSession {
     stats: SessionStats,
 }
 
+crate::wire::impl_machine!(JoinSession, JoinEvent);
+
 impl JoinSession {
     /// Starts the handshake: the first Hello is due at once.
     pub fn new(now: Instant, cfg: JoinConfig) -> JoinSession {

@@ -309,6 +309,8 @@ impl FrameLoop {
     }
 }
 
+crate::wire::impl_machine!(Participant, ParticipantEvent);
+
 impl Participant {
     /// The host's side around `endpoint` (its lobby is open). `local` is this player's
     /// lockstep settings; they talk in memory, so its budget and header are zero.
