@@ -349,27 +349,26 @@ fn a_hosted_room_relays_nothing_to_an_address_that_only_named_its_session() {
     server.kill();
 }
 
-/// A hosted room (`host --server`, the default path) on `server`, played by its real host
-/// on `port` with a bot and by a real bob relayed by the server, both for `frames`.
-fn hosted_game(d: &std::path::Path, server: &str, port: u16, frames: &str) -> (Peer, Peer) {
-    let host = open_room(
-        d,
-        server,
-        "den",
-        &[
-            "--path",
-            "auto",
-            "--port",
-            &port.to_string(),
-            "--frames",
-            frames,
-            "--bot",
-            "1",
-        ],
-    );
+/// A hosted room "den" (`host --server`, the default path) on `server`, played by its real
+/// host on `port` with a bot for `frames`.
+fn open_hosted_den(d: &std::path::Path, server: &str, port: u16, frames: &str) -> Peer {
+    let port = port.to_string();
+    let room = [
+        "--path", "auto", "--port", &port, "--frames", frames, "--bot", "1",
+    ];
+    open_room(d, server, "den", &room)
+}
+
+/// A real bob joining "den" on `server`, relayed by the server, for `frames`.
+fn join_relayed_bob(d: &std::path::Path, server: &str, frames: &str) -> Peer {
     let bob_args = ["--path", "relayed", "--frames", frames, "--name", "bob"];
-    let bob = join_room(d, "bob", server, "den", &bob_args);
-    (host, bob)
+    join_room(d, "bob", server, "den", &bob_args)
+}
+
+/// `open_hosted_den` and `join_relayed_bob` at once: (host, bob).
+fn hosted_game(d: &std::path::Path, server: &str, port: u16, frames: &str) -> (Peer, Peer) {
+    let host = open_hosted_den(d, server, port, frames);
+    (host, join_relayed_bob(d, server, frames))
 }
 
 /// Both players of `hosted_game` end well after all `frames`, in sync.
@@ -444,22 +443,7 @@ fn squatters_on_one_address_leave_a_hosted_rooms_slots_to_real_players() {
     let d = dir.path();
     let (mut server, addr) = start_server(d, &[]);
     let server_at: SocketAddr = addr.parse().unwrap();
-    let port = free_port();
-    let mut host = open_room(
-        d,
-        &addr,
-        "den",
-        &[
-            "--path",
-            "auto",
-            "--port",
-            &port.to_string(),
-            "--frames",
-            "1200",
-            "--bot",
-            "1",
-        ],
-    );
+    let mut host = open_hosted_den(d, &addr, free_port(), "1200");
     let eve = socket("127.0.0.6", 5);
     let session = hostile_common::watch_session(&eve, server_at, "den").expect("eve watches");
     let stop = Arc::new(AtomicBool::new(false));
@@ -477,13 +461,7 @@ fn squatters_on_one_address_leave_a_hosted_rooms_slots_to_real_players() {
         })
     };
     std::thread::sleep(Duration::from_secs(1));
-    let mut bob = join_room(
-        d,
-        "bob",
-        &addr,
-        "den",
-        &["--path", "relayed", "--frames", "1200", "--name", "bob"],
-    );
+    let mut bob = join_relayed_bob(d, &addr, "1200");
     let welcomed = bob.wait_for_log("netplay: in session", Duration::from_secs(15));
     stop.store(true, Ordering::Relaxed);
     squat.join().unwrap();
