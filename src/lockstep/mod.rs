@@ -184,6 +184,8 @@ mod timesync;
 #[cfg(test)]
 mod bounds_tests;
 #[cfg(test)]
+mod datagram_tests;
+#[cfg(test)]
 mod event_tests;
 #[cfg(test)]
 mod handover_tests;
@@ -197,6 +199,10 @@ pub(crate) mod paced;
 mod sim;
 #[cfg(test)]
 mod speculate_tests;
+#[cfg(test)]
+mod start_tests;
+#[cfg(test)]
+mod table_tests;
 #[cfg(test)]
 mod tests;
 
