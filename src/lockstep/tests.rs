@@ -9,21 +9,12 @@ use crate::input::Pad;
 use super::sim::{PathSpec, PlayerSpec, Sim, SimConfig};
 use super::{Client, ClientEvent, Config, PeerId, Server, ServerEvent};
 
-pub(super) const FPS: f64 = 60.0;
-/// UDP + IPv4 header bytes per datagram, counted in bandwidth figures.
-pub(super) const UDP_IP: u64 = super::budget::UDP_IP_HEADER as u64;
+// The measuring half of the harness lives with the simulator, which the `lockstep_sim`
+// benchmark shares; the other test files take all of it from here.
+pub(super) use super::sim::measure::{assert_in_sync, config, print, run, uniform, FPS, UDP_IP};
 
 pub(super) fn secs(v: u64) -> Duration {
     Duration::from_secs(v)
-}
-
-pub(super) fn config(players: usize, k: u32) -> Config {
-    Config {
-        players: players as u8,
-        session: 0x5eed_0001,
-        ..Config::default()
-    }
-    .with_keyframe_interval(k)
 }
 
 /// Remote players alternate between +0.5 % and -0.5 % clock rates.
@@ -34,109 +25,6 @@ fn drifting(players: usize, link: PathSpec) -> Vec<PlayerSpec> {
             ..PlayerSpec::symmetric(link.clone())
         })
         .collect()
-}
-
-/// A session where every remote player has the same symmetric link and the default K.
-pub(super) fn uniform(players: usize, link: PathSpec, seed: u64) -> SimConfig {
-    SimConfig::new(
-        config(players, super::DEFAULT_KEYFRAME_INTERVAL),
-        (0..players)
-            .map(|_| PlayerSpec::symmetric(link.clone()))
-            .collect(),
-        seed,
-    )
-}
-
-/// Measurements of one run, over the time after the warm-up.
-#[derive(Debug)]
-pub(super) struct Outcome {
-    pub frames: usize,
-    /// Worst player's share of display slots that stalled, in percent.
-    pub stall_pct: f64,
-    /// Worst player's median and 95th percentile input latency, in ms.
-    pub latency_median_ms: f64,
-    pub latency_p95_ms: f64,
-    /// Mean over remote players, bytes per second incl. UDP/IP headers.
-    pub up_bps: f64,
-    pub down_bps: f64,
-    pub lead_min: u32,
-    pub lead_max: u32,
-}
-
-fn frames_ms(f: u32) -> f64 {
-    f64::from(f) * 1000.0 / FPS
-}
-
-pub(super) fn outcome(sim: &Sim) -> Outcome {
-    let elapsed = sim
-        .now()
-        .saturating_sub(sim.warmup())
-        .as_secs_f64()
-        .max(1e-9);
-    let mut stall_pct: f64 = 0.0;
-    let mut med: u32 = 0;
-    let mut p95: u32 = 0;
-    for p in sim.players.iter().filter(|p| !p.gone()) {
-        if p.slots > 0 {
-            stall_pct = stall_pct.max(100.0 * p.stalled_slots as f64 / p.slots as f64);
-        }
-        let lat = p.client.stats().latency;
-        med = med.max(lat.median().unwrap_or(0));
-        p95 = p95.max(lat.p95().unwrap_or(0));
-    }
-    let (mut up, mut down, mut n) = (0.0f64, 0.0f64, 0.0f64);
-    let server_peers = sim.server.stats().peers;
-    for p in sim.players.iter().skip(1) {
-        let (Some(t0), Some(s0)) = (p.traffic_at_warmup, sim.server_traffic_at_warmup.as_ref())
-        else {
-            continue;
-        };
-        let t1 = p.client.stats().traffic;
-        up += (t1.wire_out - t0.wire_out) as f64;
-        let s0 = s0.iter().find(|(id, _)| *id == p.id).map(|(_, t)| *t);
-        let s1 = server_peers
-            .iter()
-            .find(|s| s.peer == p.id)
-            .map(|s| s.traffic);
-        if let (Some(s0), Some(s1)) = (s0, s1) {
-            down += (s1.wire_out - s0.wire_out) as f64;
-        }
-        n += 1.0;
-    }
-    let leads = sim
-        .lead_log
-        .iter()
-        .filter(|(t, _)| *t >= sim.warmup())
-        .map(|(_, l)| *l);
-    Outcome {
-        frames: sim
-            .players
-            .iter()
-            .map(|p| p.applied.len())
-            .min()
-            .unwrap_or(0),
-        stall_pct,
-        latency_median_ms: frames_ms(med),
-        latency_p95_ms: frames_ms(p95),
-        up_bps: up / n.max(1.0) / elapsed,
-        down_bps: down / n.max(1.0) / elapsed,
-        lead_min: leads.clone().min().unwrap_or(sim.server.lead()),
-        lead_max: leads.max().unwrap_or(sim.server.lead()),
-    }
-}
-
-/// Every player emulated the same inputs on every frame both emulated.
-pub(super) fn assert_in_sync(sim: &Sim) {
-    let reference = &sim.players[0].applied;
-    for p in &sim.players[1..] {
-        let n = p.applied.len().min(reference.len());
-        if let Some(f) = (0..n).find(|&f| p.applied[f] != reference[f]) {
-            panic!(
-                "{} diverged at frame {f}: {:?} vs {:?}",
-                p.id, p.applied[f], reference[f]
-            );
-        }
-    }
 }
 
 pub(super) fn collapse(seq: impl IntoIterator<Item = Pad>) -> Vec<Pad> {
@@ -191,31 +79,6 @@ pub(super) fn assert_session_up(sim: &Sim) {
             .find(|(_, e)| matches!(e, ClientEvent::ServerLost | ClientEvent::PlayerLeft { .. }));
         assert!(bad.is_none(), "{}: {bad:?}", p.id);
     }
-}
-
-pub(super) fn run(cfg: SimConfig, frames: usize) -> (Sim, Outcome) {
-    let mut sim = Sim::new(cfg);
-    sim.run_frames(
-        frames,
-        Duration::from_secs_f64(frames as f64 / FPS * 3.0 + 60.0),
-    );
-    let o = outcome(&sim);
-    (sim, o)
-}
-
-pub(super) fn print(name: &str, o: &Outcome) {
-    println!(
-        "{name:<30} frames {:>6}  stall {:>6.3}%  latency median {:>4.0} ms p95 {:>4.0} ms  \
-         up {:>5.0} B/s down {:>5.0} B/s  lead {}..{}",
-        o.frames,
-        o.stall_pct,
-        o.latency_median_ms,
-        o.latency_p95_ms,
-        o.up_bps,
-        o.down_bps,
-        o.lead_min,
-        o.lead_max
-    );
 }
 
 /// The network conditions every player count is tested under.

@@ -5,13 +5,14 @@
 //! on a thread), never the protocols it carries.
 //! `udp` wraps the socket, `conditioner` impairs outgoing traffic for testing (`--netsim`),
 //! `link` joins the two for the caller's loop, `drive` runs one turn of a machine over it;
-//! `sim` (tests only) is the simulated network every simulation runs on.
+//! `sim` (tests and benchmarks) is the simulated network every simulation runs on.
 
 pub mod conditioner;
 pub mod drive;
 pub mod link;
 pub mod portmap;
-#[cfg(test)]
+// Public, hidden from the docs, for the lockstep simulator that the benchmarks share.
+#[doc(hidden)]
 pub mod sim;
 pub mod udp;
 
