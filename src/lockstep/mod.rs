@@ -121,7 +121,7 @@
 //!
 //! # Default keyframe interval
 //! Measured on the simulated network (2 players, 100 ms RTT, clean link, no send budget;
-//! `tests::keyframe_interval_table`):
+//! `cargo bench --bench lockstep_sim -- keyframe`):
 //!
 //! | K | median input latency | up / down incl. UDP/IP headers |
 //! |---|----------------------|--------------------------------|
@@ -160,9 +160,8 @@
 //! benchmark (`tests/benches/netplay.rs`).
 //!
 //! With more than 2 players the server's budget to each peer grows with the players its
-//! UPDATEs carry (3 players: 3.7 KB/s). `cargo test --release --lib lockstep -- --ignored
-//! --nocapture bench_matrix` simulates the netplay benchmark's matrix with and without the
-//! budget.
+//! UPDATEs carry (3 players: 3.7 KB/s). `cargo bench --bench lockstep_sim -- matrix`
+//! simulates the netplay benchmark's matrix with and without the budget.
 
 mod budget;
 mod client;
@@ -184,6 +183,8 @@ mod timesync;
 #[cfg(test)]
 mod bounds_tests;
 #[cfg(test)]
+mod datagram_tests;
+#[cfg(test)]
 mod event_tests;
 #[cfg(test)]
 mod handover_tests;
@@ -191,12 +192,15 @@ mod handover_tests;
 mod late_tests;
 #[cfg(test)]
 mod optimistic_tests;
-#[cfg(test)]
-pub(crate) mod paced;
-#[cfg(test)]
-mod sim;
+// The simulator is public, hidden from the docs, for the `lockstep_sim` benchmark's tables.
+#[doc(hidden)]
+pub mod paced;
+#[doc(hidden)]
+pub mod sim;
 #[cfg(test)]
 mod speculate_tests;
+#[cfg(test)]
+mod start_tests;
 #[cfg(test)]
 mod tests;
 

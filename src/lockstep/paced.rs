@@ -1,5 +1,5 @@
 //! A lockstep client's frames scheduled as `app::runner` schedules them under `netplay`
-//! (tests only): the one copy of "a player paced like the runner" that the lockstep
+//! (tests and benchmarks): the one copy of "a player paced like the runner" that the lockstep
 //! simulation (`sim`) and the session and serve harnesses (`session::testkit`) share.
 //!
 //! Per display slot: frame deadlines on the player's own clock, scaled by

@@ -1,15 +1,18 @@
-//! UDP carriage for the session and lockstep datagrams: the only module that touches sockets. It
-//! imports only `wire`, `wording` and `portmap` (whose machine `portmap` runs on a thread),
-//! never the protocols it carries.
+//! UDP carriage for the session and lockstep datagrams: every datagram framelock sends goes
+//! through a socket of this module. (The other sockets live with their users: `netplay`'s
+//! web page and metrics over TCP and its fleet directory over NATS, and `video`'s TCP pipe
+//! to ffmpeg.) It imports only `wire`, `wording` and `portmap` (whose machine `portmap` runs
+//! on a thread), never the protocols it carries.
 //! `udp` wraps the socket, `conditioner` impairs outgoing traffic for testing (`--netsim`),
 //! `link` joins the two for the caller's loop, `drive` runs one turn of a machine over it;
-//! `sim` (tests only) is the simulated network every simulation runs on.
+//! `sim` (tests and benchmarks) is the simulated network every simulation runs on.
 
 pub mod conditioner;
 pub mod drive;
 pub mod link;
 pub mod portmap;
-#[cfg(test)]
+// Public, hidden from the docs, for the lockstep simulator that the benchmarks share.
+#[doc(hidden)]
 pub mod sim;
 pub mod udp;
 

@@ -1,4 +1,4 @@
-//! The one simulated network every simulation runs on (tests only): each sender's datagrams
+//! The one simulated network every simulation runs on (tests and benchmarks): each sender's datagrams
 //! pass through a [`Conditioner`] of its own, the same one `--netsim` puts in front of a
 //! real socket, seeded in turn so that a run repeats exactly. On top of the conditioner's
 //! delay, loss, jitter and corruption, an address can go down for a while (both ways) and be

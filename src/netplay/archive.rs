@@ -58,7 +58,7 @@ pub struct ArchiveConfig {
     /// This server's public address (the fleet's replays say who kept them).
     pub me: String,
     /// How it signs in to NATS (as the directory does).
-    pub login: super::directory::NatsLogin,
+    pub login: super::nats_login::NatsLogin,
 }
 
 /// A replay's listing entry as stored beside it.

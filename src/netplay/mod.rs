@@ -25,6 +25,7 @@ mod invite;
 pub mod links;
 mod lobby;
 mod metrics;
+mod nats_login;
 mod open;
 mod port_map;
 mod replays;
@@ -44,9 +45,10 @@ use std::time::Duration;
 
 use thiserror::Error;
 
-pub use directory::{NatsAuth, Secret, BUCKET, PASSWORD_ENV, TOKEN_ENV};
+pub use directory::BUCKET;
 pub use feed::{CoreWork, NetFeed, Shared};
 pub use fleet::{list_servers, servers_json, servers_table, ServerRow};
+pub use nats_login::{NatsAuth, Secret, PASSWORD_ENV, TOKEN_ENV};
 pub use open::{join_options, open, register};
 pub use replays::{fetch_replay, fetch_to, list_replays, replays_json, replays_table};
 pub use seat_keys::FILE_NAME as SEAT_KEYS_FILE;

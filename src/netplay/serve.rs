@@ -15,8 +15,9 @@ use crate::wire::HEADER_LEN;
 
 use super::address::resolve;
 use super::archive::{Archive, ArchiveConfig};
-use super::directory::{Directory, DirectoryConfig, NatsAuth, NatsLogin};
+use super::directory::{Directory, DirectoryConfig};
 use super::metrics::Metrics;
+use super::nats_login::{NatsAuth, NatsLogin};
 use super::web::{Snapshot, Web, WebConfig};
 use super::{NetplayError, GOODBYE_DRAIN};
 
@@ -91,7 +92,7 @@ fn join_fleet(opts: &ServeOptions) -> Result<Option<(Directory, String, NatsLogi
     let login = opts.directory_auth.load()?;
     let key = match &opts.directory_key {
         Some(path) => {
-            super::directory::warn_if_shared("--directory-key", path);
+            super::nats_login::warn_if_shared("--directory-key", path);
             let bytes = std::fs::read(path).map_err(|e| {
                 NetplayError::Directory(format!(
                     "--directory-key {}: cannot read it: {e}",

@@ -2,18 +2,21 @@
 //! [`session::Endpoint`](crate::session::Endpoint) per room behind a router (quinn-proto's
 //! `Endpoint` over its `Connection`s). It never reads a clock and never touches a socket.
 //!
-//! This file is the facade, [`Rooms`], with the state every part shares (the rooms and the
-//! routes to them) and the router: which part a datagram or a timeout goes to. The rest is
-//! split by the state each part owns:
+//! This file is the facade, [`Rooms`], which holds all the state (every field is declared
+//! here, the parts own none), and the router: which part a datagram or a timeout goes to.
+//! The rest is split by the work each part does on those fields, each an `impl Rooms`:
 //! - [`validation`]: proof of address and the anti-amplification budget;
 //! - [`opens`]: Opens, uploads and the off-loop jobs that turn them into rooms;
 //! - [`drain`]: a room's endpoint drained into routes and log lines, and its closing;
 //! - [`listing`]: the pages of rooms and servers, and this server's load;
 //! - [`directory`]: what the fleet's directory is told, and its news;
-//! - [`hosted`]: rooms hosted by their creators, relayed and introduced.
+//! - [`hosted`]: rooms hosted by their creators, relayed and introduced;
+//! - [`sharing`]: recordings for the archive, and the rooms as the web page shows them.
 //!
-//! They extend [`Rooms`] and see its fields; none imports another's items but `opens`,
-//! which files a directory [`Claim`]. Nothing here imports `netplay`, `app` or a socket.
+//! Some parts define the types of the fields their work fills ([`Claim`], [`HostedRoom`]);
+//! none imports another's items but `opens`, which files a directory [`Claim`], and
+//! `sharing`, which reads a hosted room's end. Nothing here imports `netplay`, `app` or a
+//! socket.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::net::{IpAddr, SocketAddr};

@@ -83,8 +83,7 @@
 //! trip, which at ±20 ms on each direction sits a few milliseconds under the 9-frame line, so
 //! anything that delays one sample in a hundred costs a frame of lead. On a lossy link a joiner
 //! wants a CTRL every frame; 2450 B/s fits about 59 of the 60 a second. Pinning the lead shows
-//! the trade (`cargo test --release --lib -- --ignored --exact lockstep::tests::bench_fixed_lead
-//! --nocapture`, 6 seeds of 65 s):
+//! the trade (`cargo bench --bench lockstep_sim -- fixed_lead`, 6 seeds of 65 s):
 //!
 //! | send budget | lead 9 (150 ms): stalled, mean (range) | lead 10 (167 ms) | up / down |
 //! |---|---|---|---|

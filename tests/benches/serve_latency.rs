@@ -18,8 +18,7 @@
 //! `--netsim`). Direct: `host` and `join` with 100 ms RTT between them. Through a server
 //! halfway: `serve`, `host --server` and `join --room`, 50 ms RTT from each player to the
 //! server. The simulated run of the same scenarios is
-//! `cargo test --release --lib -- --ignored --exact lockstep::tests::bench_server_halfway --nocapture`
-//! (8 seeds each).
+//! `cargo bench --bench lockstep_sim -- server_halfway` (8 seeds each).
 //!
 //! | path | player | median latency | p95 | stalled | simulated median (8 seeds) |
 //! |---|---|---|---|---|---|

@@ -61,7 +61,7 @@
 //! the smaller each one is; on a lossy link each side would send every frame if the budget
 //! allowed. Mean sizes a joiner sends and receives, 2 players, 100 ms RTT, ±20 ms each way,
 //! 5% loss, K = 2, bots pressing buttons, a checksum every 60 frames (the simulator,
-//! `tests::bench_datagram_sizes`): CTRL 9.2 bytes, UPDATE 13.2. That is what makes a CTRL
+//! `cargo bench --bench lockstep_sim -- datagram_sizes`): CTRL 9.2 bytes, UPDATE 13.2. That is what makes a CTRL
 //! per frame nearly fit the budget with its 32 bytes of UDP/IP header and tag (60 x 41.2 =
 //! 2472 B/s): 59 of the 60 fit the default 2450 B/s, where every CTRL left out costs a
 //! sample a frame of waiting, and at 100 ms, ±20 ms each way, enough of those cost the lead

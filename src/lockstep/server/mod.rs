@@ -10,11 +10,14 @@
 //! - [`stream`]: the published frames, each receiver's stream of them, its UPDATEs;
 //! - [`publish`]: the [`Publisher`], strict or optimistic;
 //! - [`spectators`]: the spectators, each a link and a stream;
-//! - [`checksums`]: checksums and the desync verdict.
+//! - [`checksums`]: checksums and the desync verdict;
+//! - [`event`]: the [`ServerEvent`]s for the driver (data only);
+//! - [`resume`]: a server that takes over a running game, one more `impl Server`.
 //!
-//! None of them imports this file. Among them the imports go one way: `publish` uses
-//! `player`, `player` uses `inputs` and `stream`, `spectators` uses `stream`; `checksums`
-//! stands alone. Only this file sees them all.
+//! Of this file, `spectators` uses only [`ServerEvent`] and `unknown_peer`; `resume`
+//! extends [`Server`] and sees all of it; the rest import nothing of it. Among them the
+//! imports go one way: `publish` uses `player`, `player` uses `inputs` and `stream`,
+//! `spectators` uses `stream`; `checksums` stands alone.
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};

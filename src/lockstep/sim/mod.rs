@@ -1,16 +1,18 @@
 //! Simulated players on the shared simulated network, for the lockstep tests. Seeded and on
-//! simulated time: [`Simulation::run_until`] delivers what is due and jumps the clock to the
+//! simulated time: [`Simulation::run_until`](crate::net::sim::Simulation::run_until) delivers what is due and jumps the clock to the
 //! next deadline (datagram arrival, display slot, protocol timer), so minutes of play take
-//! milliseconds. Tests only: it may import `net`'s simulated network, never `session` or anything
-//! above `lockstep`.
+//! milliseconds. For the tests and the `lockstep_sim` benchmark (public but hidden from the
+//! docs): it may import `net`'s simulated network, never `session` or anything above
+//! `lockstep`.
 //!
 //! Player 0 is the host's player: its datagrams go to the server in memory with zero delay.
 //! Every other player has its own up and down [`PathSpec`] (delay, jitter, loss, bursts,
-//! duplication, reordering, delay steps over time), each a [`Link`] of the [`SimNet`], and
+//! duplication, reordering, delay steps over time), each a [`Link`] of the [`SimNet`](crate::net::sim::SimNet), and
 //! its own clock rate (drift). Each
 //! player has display slots at the nominal rate of its own clock, its frames scheduled in
 //! them as `app::runner` does under `netplay` (`paced`), and a bot that presses random
 //! buttons (one-frame taps and holds).
+pub mod measure;
 mod run;
 
 pub use run::Sim;

@@ -1,11 +1,12 @@
 //! [`Participant`]: one process's whole end of a netplay session as one sans-IO state
 //! machine: the host's side (its [`Endpoint`] with its own player's lockstep [`Client`],
 //! talking to it in memory) or a joiner's (its handshake, then its [`Seat`] with its client).
-//! Every rule about time and silence lives here, so a simulation runs hours of them in
-//! milliseconds: when a silence is a loss, what a joiner sends while a lobby waits, when the
-//! host's own player counts as starting, when a dropped joiner reconnects and for how long,
-//! and path checks after an address change. It must not import `serve`, `app` or `netplay`, which
-//! drive it.
+//! The rules about time and silence that span the machines it holds live here (each machine
+//! keeps its own: the handshake's, the lobby's, the lockstep's, the transfer's), so a
+//! simulation runs hours of them in milliseconds: when a silence is a loss, what a joiner
+//! sends while a lobby waits, when the host's own player counts as starting, when a dropped
+//! joiner reconnects and for how long, and path checks after an address change. It must not
+//! import `serve`, `app` or `netplay`, which drive it.
 //!
 //! Calling order, as for every state machine here (quinn-proto's): feed each datagram to
 //! [`handle_datagram`](Participant::handle_datagram) with the time it was received, call
