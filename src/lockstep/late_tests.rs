@@ -5,13 +5,10 @@ use std::time::Duration;
 
 use crate::input::{Inputs, Pad};
 
-use super::sim::{PathSpec, PlayerSpec, Sim, SimConfig};
+use super::sim::measure::{assert_matches_host, lossy, median_delay, watched};
+use super::sim::{PathSpec, PlayerSpec, Sim};
 use super::tests::{collapse, config, secs, uniform};
 use super::{ClientEvent, Frame, PeerId, ServerEvent, SpectatorId};
-
-fn lossy(rtt: u64) -> PathSpec {
-    PathSpec::rtt_ms(rtt).rtt_jitter_ms(20).loss(0.02)
-}
 
 /// The frame a late player's input entered the game, from the server's events.
 pub(super) fn joined_from(sim: &Sim, peer: PeerId) -> Frame {
@@ -26,27 +23,6 @@ pub(super) fn joined_from(sim: &Sim, peer: PeerId) -> Frame {
             _ => None,
         })
         .unwrap_or_else(|| panic!("{peer} never joined: {:?}", sim.server_events))
-}
-
-/// Player `i` applied the same inputs as the host's machine on every frame both ran.
-pub(super) fn assert_matches_host(sim: &Sim, i: usize) {
-    let host = &sim.players[0];
-    let p = &sim.players[i];
-    assert!(p.first >= host.first);
-    let offset = (p.first - host.first) as usize;
-    let n = p
-        .applied
-        .len()
-        .min(host.applied.len().saturating_sub(offset));
-    assert!(n > 600, "client {i} ran only {n} frames alongside the host");
-    if let Some(k) = (0..n).find(|&k| p.applied[k] != host.applied[offset + k]) {
-        panic!(
-            "client {i} diverged at frame {}: {:?} vs {:?}",
-            p.first as usize + k,
-            p.applied[k],
-            host.applied[offset + k]
-        );
-    }
 }
 
 fn slot_inputs(frames: &[Inputs], slot: usize) -> impl Iterator<Item = Pad> + '_ {
@@ -135,24 +111,6 @@ fn a_player_that_dropped_takes_its_seat_back() {
     assert!(slot_inputs(&host[from.0 as usize..], 1).any(|p| p != Pad::NEUTRAL));
 }
 
-/// Two players on a lossy 100 ms link, with `spectators` added at 10 s: a few on clean
-/// links, one 300 ms away, one whose link dies at 20 s. Returns the sim after 60 s.
-fn watched(seed: u64, spectators: u8) -> Sim {
-    let cfg: SimConfig = uniform(2, lossy(100), seed);
-    let mut sim = Sim::new(cfg);
-    sim.run_until(secs(10));
-    for id in 0..spectators {
-        let link = match id {
-            0 => PathSpec::rtt_ms(300),
-            1 => lossy(60).dead_after(secs(20)),
-            _ => lossy(60),
-        };
-        sim.add_spectator(id, PlayerSpec::symmetric(link));
-    }
-    sim.run_until(secs(60));
-    sim
-}
-
 #[test]
 fn spectators_change_nothing_for_the_players() {
     let alone = watched(33, 0);
@@ -214,22 +172,6 @@ fn spectators_change_nothing_for_the_players() {
     assert!(delay < Duration::from_millis(400), "{far:?}: {delay:?}");
 }
 
-/// Median time between the host's machine running a frame and client `i` running it.
-fn median_delay(sim: &Sim, i: usize) -> Duration {
-    let host = &sim.players[0];
-    let p = &sim.players[i];
-    let offset = (p.first - host.first) as usize;
-    let mut d: Vec<Duration> = p
-        .ran_at
-        .iter()
-        .enumerate()
-        .skip(300)
-        .filter_map(|(k, t)| Some(t.saturating_sub(*host.ran_at.get(offset + k)?)))
-        .collect();
-    d.sort();
-    d.get(d.len() / 2).copied().unwrap_or_default()
-}
-
 #[test]
 fn a_spectator_that_falls_behind_gets_no_more_frames_until_restarted() {
     let mut sim = Sim::new(uniform(2, lossy(60), 34));
@@ -259,72 +201,4 @@ fn a_spectator_that_falls_behind_gets_no_more_frames_until_restarted() {
     assert_matches_host(&sim, i);
     let p = &sim.players[i];
     assert!(i64::from(sim.host_frame()) - i64::from(p.first + p.applied.len() as u32) < 60);
-}
-
-/// Players' stalls and latency with 0 and with 16 spectators (same seeds), a spectator's
-/// upload from the server and its delay behind the host. `cargo test --release --lib
-/// bench_spectators -- --ignored --nocapture`.
-#[test]
-#[ignore]
-fn bench_spectators() {
-    println!("2 players, 100 ms RTT, +-20 ms jitter, 2% loss; spectators from 10 s to 60 s");
-    println!(
-        "{:<14} {:>9} {:>16} {:>16}",
-        "spectators", "stall %", "median latency", "p95 latency"
-    );
-    let mut uploads = Vec::new();
-    let mut delays = Vec::new();
-    let mut far = Vec::new();
-    for n in [0u8, 16] {
-        let (mut stall, mut med, mut p95) = (0.0f64, 0u32, 0u32);
-        for seed in 0..4 {
-            let sim = watched(700 + seed, n);
-            for p in &sim.players[..2] {
-                stall = stall.max(100.0 * p.stalled_slots as f64 / p.slots.max(1) as f64);
-                let lat = p.client.stats().latency;
-                med = med.max(lat.median().unwrap_or(0));
-                p95 = p95.max(lat.p95().unwrap_or(0));
-            }
-            for (i, p) in sim.players.iter().enumerate().skip(2) {
-                if p.spectator == Some(0) {
-                    far.push(median_delay(&sim, i).as_secs_f64() * 1000.0);
-                }
-                let Some(id) = p.spectator.filter(|id| *id >= 2) else {
-                    continue;
-                };
-                let t = sim
-                    .server
-                    .spectator(SpectatorId(id))
-                    .expect("watching")
-                    .traffic;
-                let secs = sim.now().as_secs_f64() - 10.0;
-                uploads.push(t.wire_out as f64 / secs);
-                delays.push(median_delay(&sim, i).as_secs_f64() * 1000.0);
-            }
-        }
-        println!(
-            "{n:<14} {stall:>9.3} {:>13.0} ms {:>13.0} ms",
-            f64::from(med) * 1000.0 / 60.0,
-            f64::from(p95) * 1000.0 / 60.0
-        );
-    }
-    uploads.sort_by(f64::total_cmp);
-    delays.sort_by(f64::total_cmp);
-    println!(
-        "upload per spectator (UDP/IP headers included): median {:.0} B/s, max {:.0} B/s",
-        uploads[uploads.len() / 2],
-        uploads[uploads.len() - 1]
-    );
-    println!(
-        "spectator delay behind the host (60 ms RTT): median {:.0} ms, worst spectator's \
-         median {:.0} ms",
-        delays[delays.len() / 2],
-        delays[delays.len() - 1]
-    );
-    far.sort_by(f64::total_cmp);
-    println!(
-        "spectator delay behind the host (300 ms RTT): median {:.0}..{:.0} ms over the seeds",
-        far[0],
-        far[far.len() - 1]
-    );
 }

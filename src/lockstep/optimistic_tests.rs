@@ -4,7 +4,8 @@
 
 use std::time::Duration;
 
-use super::late_tests::{assert_matches_host, joined_from};
+use super::late_tests::joined_from;
+use super::sim::measure::assert_matches_host;
 use super::sim::{PathSpec, PlayerSpec, Sim, SimConfig};
 use super::tests::{assert_in_sync, assert_no_tap_lost, assert_session_up, config, secs, FPS};
 use super::{ClientEvent, Mode, PeerId, ServerEvent};

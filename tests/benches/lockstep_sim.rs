@@ -9,7 +9,10 @@
 //!   figures in `lockstep::msg`'s doc);
 //! - `latency_goal`: the latency goal read as ±20 ms each way, per seed;
 //! - `server_halfway`: delay through a dedicated server halfway between two players
-//!   against the server inside player 1's process (`serve_latency`'s simulated column).
+//!   against the server inside player 1's process (`serve_latency`'s simulated column);
+//! - `spectators`: the players' stalls and latency with 0 and with 16 spectators (same
+//!   seeds), a spectator's upload from the server and its delay behind the host (the
+//!   simulated figures in the `spectators` benchmark's notes).
 //!
 //! Every session is checked in sync before its row prints. `cargo bench --bench
 //! lockstep_sim [-- TABLE...]` (names as above; all without one); `FRAMELOCK_BENCH_SMOKE=1`
@@ -20,10 +23,11 @@ mod smoke;
 use std::time::Duration;
 
 use framelock::lockstep::sim::measure::{
-    assert_in_sync, config, print, run, uniform, Outcome, FPS,
+    assert_in_sync, assert_matches_host, config, median_delay, print, run, uniform, watched,
+    Outcome, FPS,
 };
 use framelock::lockstep::sim::{PathSpec, Sim, SimConfig};
-use framelock::lockstep::{Config, Traffic, DEFAULT_SEND_BUDGET};
+use framelock::lockstep::{Config, SpectatorId, Traffic, DEFAULT_SEND_BUDGET};
 
 /// Frames of one full-length session: a minute after the 5-s warm-up, or 20 s in the
 /// short form.
@@ -213,14 +217,93 @@ fn server_halfway() {
     }
 }
 
+/// Two players at 100 ms ±20 ms with 2% loss; spectators from 10 s to 60 s (`watched`):
+/// one 300 ms away, one whose link dies at 20 s, the others at 60 ms.
+fn spectators() {
+    println!("2 players, 100 ms RTT, +-20 ms jitter, 2% loss; spectators from 10 s to 60 s");
+    println!(
+        "{:<14} {:>9} {:>16} {:>16}",
+        "spectators", "stall %", "median latency", "p95 latency"
+    );
+    let mut uploads = Vec::new();
+    let mut delays = Vec::new();
+    let mut far = Vec::new();
+    for n in [0u8, 16] {
+        let (mut stall, mut med, mut p95) = (0.0f64, 0u32, 0u32);
+        for seed in 0..seeds(4, 1) {
+            let sim = watched(700 + seed, n);
+            // Everyone but the spectator whose link died showed the host's game.
+            for (i, p) in sim.players.iter().enumerate().skip(1) {
+                if p.spectator != Some(1) {
+                    assert_matches_host(&sim, i);
+                }
+            }
+            for p in &sim.players[..2] {
+                stall = stall.max(100.0 * p.stalled_slots as f64 / p.slots.max(1) as f64);
+                let lat = p.client.stats().latency;
+                med = med.max(lat.median().unwrap_or(0));
+                p95 = p95.max(lat.p95().unwrap_or(0));
+            }
+            for (i, p) in sim.players.iter().enumerate().skip(2) {
+                if p.spectator == Some(0) {
+                    far.push(median_delay(&sim, i).as_secs_f64() * 1000.0);
+                }
+                let Some(id) = p.spectator.filter(|id| *id >= 2) else {
+                    continue;
+                };
+                let t = sim
+                    .server
+                    .spectator(SpectatorId(id))
+                    .unwrap_or_else(|| smoke::fail(format!("spectator {id} is not watching")))
+                    .traffic;
+                let secs = sim.now().as_secs_f64() - 10.0;
+                uploads.push(t.wire_out as f64 / secs);
+                delays.push(median_delay(&sim, i).as_secs_f64() * 1000.0);
+            }
+        }
+        smoke::number("stall percentage", stall);
+        if med == 0 {
+            smoke::fail("no latency figure");
+        }
+        println!(
+            "{n:<14} {stall:>9.3} {:>13.0} ms {:>13.0} ms",
+            f64::from(med) * 1000.0 / FPS,
+            f64::from(p95) * 1000.0 / FPS
+        );
+    }
+    if uploads.is_empty() || far.is_empty() {
+        smoke::fail("no spectator watched to the end");
+    }
+    uploads.sort_by(f64::total_cmp);
+    delays.sort_by(f64::total_cmp);
+    println!(
+        "upload per spectator (UDP/IP headers included): median {:.0} B/s, max {:.0} B/s",
+        uploads[uploads.len() / 2],
+        uploads[uploads.len() - 1]
+    );
+    println!(
+        "spectator delay behind the host (60 ms RTT): median {:.0} ms, worst spectator's \
+         median {:.0} ms",
+        delays[delays.len() / 2],
+        delays[delays.len() - 1]
+    );
+    far.sort_by(f64::total_cmp);
+    println!(
+        "spectator delay behind the host (300 ms RTT): median {:.0}..{:.0} ms over the seeds",
+        far[0],
+        far[far.len() - 1]
+    );
+}
+
 fn main() {
-    let tables: [(&str, fn()); 6] = [
+    let tables: [(&str, fn()); 7] = [
         ("keyframe", keyframe),
         ("matrix", matrix),
         ("fixed_lead", fixed_lead),
         ("datagram_sizes", datagram_sizes),
         ("latency_goal", latency_goal),
         ("server_halfway", server_halfway),
+        ("spectators", spectators),
     ];
     // cargo passes `--bench`; the other words name tables.
     let asked: Vec<String> = std::env::args()

@@ -34,18 +34,19 @@
 //! The simulated run measures the delay directly (the time from the host's machine running a
 //! frame to the spectator running it), with four seeds, 2% loss, ±20 ms jitter, spectators
 //! from 10 s to 60 s, one of them 300 ms away and one whose link dies at 20 s:
-//! `cargo test --release --lib bench_spectators -- --ignored --nocapture`.
+//! `cargo bench --bench lockstep_sim -- spectators`.
 //!
 //! | spectators | players' worst stall | median latency | p95 |
 //! |---|---|---|---|
-//! | 0 | 0.151% | 150 ms | 150 ms |
-//! | 16 | 0.121% | 150 ms | 150 ms |
+//! | 0 | 0.182% | 150 ms | 167 ms |
+//! | 16 | 0.182% | 150 ms | 150 ms |
 //!
 //! Upload per spectator 1.33 KB/s (max 1.36); delay behind the host 0 ms at 60 ms RTT (a
 //! spectator shows a frame once its inputs are known, the host's player when its clock says
-//! so) and 83 ms at 300 ms RTT (goal: one round trip plus 100 ms). The players' numbers do
-//! not depend on the spectators: `spectators_change_nothing_for_the_players` runs the same
-//! seed with and without them and compares.
+//! so) and 83 to 100 ms at 300 ms RTT over the seeds (goal: one round trip plus 100 ms).
+//! The players' numbers do not depend on the spectators:
+//! `spectators_change_nothing_for_the_players` runs the same seed with and without them and
+//! compares.
 
 use std::path::Path;
 use std::process::Child;

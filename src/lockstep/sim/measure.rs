@@ -1,6 +1,7 @@
 //! What one simulated session measured, and the configs the lockstep tests and the
 //! `lockstep_sim` benchmark build their sessions from: stalls, input latency, bandwidth and
-//! the lead after the warm-up, and whether every player emulated the same inputs.
+//! the lead after the warm-up, whether every player emulated the same inputs, and for a
+//! watched game (`watched`) how far behind the host a spectator shows it.
 
 use std::time::Duration;
 
@@ -29,6 +30,30 @@ pub fn uniform(players: usize, link: PathSpec, seed: u64) -> SimConfig {
             .collect(),
         seed,
     )
+}
+
+/// A link of `rtt` ms round trip, ±20 ms of it either way, and 2% loss.
+pub fn lossy(rtt: u64) -> PathSpec {
+    PathSpec::rtt_ms(rtt).rtt_jitter_ms(20).loss(0.02)
+}
+
+/// Two players on a lossy 100 ms link, with `spectators` added at 10 s: a few on clean
+/// links, one 300 ms away, one whose link dies at 20 s. Returns the sim after 60 s.
+pub fn watched(seed: u64, spectators: u8) -> Sim {
+    let secs = Duration::from_secs;
+    let cfg: SimConfig = uniform(2, lossy(100), seed);
+    let mut sim = Sim::new(cfg);
+    sim.run_until(secs(10));
+    for id in 0..spectators {
+        let link = match id {
+            0 => PathSpec::rtt_ms(300),
+            1 => lossy(60).dead_after(secs(20)),
+            _ => lossy(60),
+        };
+        sim.add_spectator(id, PlayerSpec::symmetric(link));
+    }
+    sim.run_until(secs(60));
+    sim
 }
 
 /// Measurements of one run, over the time after the warm-up.
@@ -121,6 +146,43 @@ pub fn assert_in_sync(sim: &Sim) {
             );
         }
     }
+}
+
+/// Player `i` applied the same inputs as the host's machine on every frame both ran.
+pub fn assert_matches_host(sim: &Sim, i: usize) {
+    let host = &sim.players[0];
+    let p = &sim.players[i];
+    assert!(p.first >= host.first);
+    let offset = (p.first - host.first) as usize;
+    let n = p
+        .applied
+        .len()
+        .min(host.applied.len().saturating_sub(offset));
+    assert!(n > 600, "client {i} ran only {n} frames alongside the host");
+    if let Some(k) = (0..n).find(|&k| p.applied[k] != host.applied[offset + k]) {
+        panic!(
+            "client {i} diverged at frame {}: {:?} vs {:?}",
+            p.first as usize + k,
+            p.applied[k],
+            host.applied[offset + k]
+        );
+    }
+}
+
+/// Median time between the host's machine running a frame and client `i` running it.
+pub fn median_delay(sim: &Sim, i: usize) -> Duration {
+    let host = &sim.players[0];
+    let p = &sim.players[i];
+    let offset = (p.first - host.first) as usize;
+    let mut d: Vec<Duration> = p
+        .ran_at
+        .iter()
+        .enumerate()
+        .skip(300)
+        .filter_map(|(k, t)| Some(t.saturating_sub(*host.ran_at.get(offset + k)?)))
+        .collect();
+    d.sort();
+    d.get(d.len() / 2).copied().unwrap_or_default()
 }
 
 pub fn run(cfg: SimConfig, frames: usize) -> (Sim, Outcome) {
