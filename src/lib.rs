@@ -8,6 +8,8 @@
 //! module imports only those on the layers below it: `wire`, `input`, `wording` and
 //! `portmap`; then `net`, `replay` and `host`; `lockstep` and `frontend`;
 //! `session`, `config` and `video`; `serve` and `app`; `netplay`; `cli` on top.
+//! The window, sound and gamepads (`frontend`'s devices) are the default cargo feature `gui`;
+//! without it framelock links no desktop library and runs servers and headless games.
 
 pub mod app;
 pub mod cli;
