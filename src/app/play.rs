@@ -4,8 +4,6 @@ use std::time::Duration;
 
 use serde_json::{json, Map, Value};
 
-use winit::keyboard::KeyCode;
-
 use super::driver::run_loop;
 use super::headless::Headless;
 use super::local::LocalFeed;
@@ -15,6 +13,8 @@ use super::runner::{EndReason, Feed, RunError, Runner};
 use super::stats::{self, checksum_hex, StatsError};
 use super::sync_test::SyncTest;
 use super::video_capture::{self, VideoCapture};
+use crate::frontend::chat_board::ChatBoard;
+use crate::frontend::keyboard::KeyCode;
 use crate::frontend::screenshot::ShotAt;
 use crate::frontend::window::{WindowError, WindowFrontend, WindowSettings};
 use crate::host::{Core, HostError};
@@ -228,9 +228,16 @@ fn window_settings(opts: &PlayOptions, name: String, status: Option<String>) -> 
 }
 
 /// The chat a netplay window shows, and the key that opens its input line.
-fn chat_of(opts: &PlayOptions) -> Option<(crate::frontend::chat_board::ChatBoard, KeyCode)> {
+#[cfg(feature = "gui")]
+fn chat_of(opts: &PlayOptions) -> Option<(ChatBoard, KeyCode)> {
     let key = crate::frontend::keyboard::key_code(&opts.chat_key).unwrap_or(KeyCode::KeyT);
     opts.chat.clone().map(|board| (board, key))
+}
+
+/// No window shows a chat in a build without one.
+#[cfg(not(feature = "gui"))]
+fn chat_of(_opts: &PlayOptions) -> Option<(ChatBoard, KeyCode)> {
+    None
 }
 
 /// Runs `runner` on a loaded `core` in a window or headless until it ends, saves SRAM,

@@ -6,7 +6,9 @@
 //! by the pixel aspect: the height by the largest integer that fits the window, or, in a
 //! window smaller than the image, by whatever fits, smoothly filtered.
 
+#[cfg(feature = "gui")]
 use pixels::wgpu;
+#[cfg(feature = "gui")]
 use pixels::PixelsContext;
 
 /// Where the buffer goes in the window, in window pixels.
@@ -73,6 +75,7 @@ pub fn layout(size: (u32, u32), par: f32, surface: (u32, u32)) -> Layout {
     }
 }
 
+#[cfg(feature = "gui")]
 const SHADER: &str = r#"
 struct VertexOutput {
     @location(0) tex_coord: vec2<f32>,
@@ -101,6 +104,7 @@ fn fs_main(@location(0) tex_coord: vec2<f32>) -> @location(0) vec4<f32> {
 "#;
 
 /// The GPU side: pipeline, samplers, the transform's uniform buffer.
+#[cfg(feature = "gui")]
 #[derive(Debug)]
 pub struct AspectRenderer {
     pipeline: wgpu::RenderPipeline,
@@ -111,8 +115,10 @@ pub struct AspectRenderer {
     uniform: wgpu::Buffer,
 }
 
+#[cfg(feature = "gui")]
 const UNIFORM_LEN: u64 = 64;
 
+#[cfg(feature = "gui")]
 impl AspectRenderer {
     pub fn new(device: &wgpu::Device, format: wgpu::TextureFormat) -> AspectRenderer {
         let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {

@@ -6,12 +6,18 @@
 //! `MAX_RATE_DEVIATION` off. Without a usable device the output is a silent sink that just
 //! drops samples: no sound card must never fail a run.
 
+#[cfg(feature = "gui")]
 use std::sync::atomic::{AtomicU64, Ordering};
+#[cfg(feature = "gui")]
 use std::sync::Arc;
 
+#[cfg(feature = "gui")]
 use cpal::traits::{DeviceTrait, HostTrait, StreamTrait};
+#[cfg(feature = "gui")]
 use cpal::{FromSample, SampleFormat, SizedSample};
+#[cfg(feature = "gui")]
 use ringbuf::traits::{Consumer, Observer, Producer, Split};
+#[cfg(feature = "gui")]
 use ringbuf::{HeapCons, HeapProd, HeapRb};
 use rubato::{FastFixedIn, PolynomialDegree, Resampler};
 
@@ -33,8 +39,10 @@ pub struct AudioSettings {
 pub enum AudioError {
     #[error("no default audio output device")]
     NoDevice,
+    #[cfg(feature = "gui")]
     #[error("audio device: {0}")]
     Device(#[from] cpal::Error),
+    #[cfg(feature = "gui")]
     #[error("unsupported audio sample format {0}")]
     Format(SampleFormat),
     #[error("resampler: {0}")]
@@ -127,9 +135,11 @@ impl RateConverter {
 /// prefilled buffer and the rate control settling). Counted in what the device asked for,
 /// not from the opening: PulseAudio through ALSA asks for nothing for 0.5-0.7 s after its
 /// first callbacks.
+#[cfg(feature = "gui")]
 const SETTLE_SECS: f64 = 1.0;
 
 /// What the device's output callback saw, shared with it.
+#[cfg(feature = "gui")]
 #[derive(Debug, Default)]
 struct Counters {
     callbacks: AtomicU64,
@@ -164,6 +174,7 @@ pub struct AudioStats {
 }
 
 /// A running cpal stream fed through the ring.
+#[cfg(feature = "gui")]
 struct Live {
     stream: cpal::Stream,
     producer: HeapProd<f32>,
@@ -174,12 +185,14 @@ struct Live {
 }
 
 /// Where the frontend sends the core's audio. Silent when disabled or without a device.
+#[cfg(feature = "gui")]
 pub struct AudioOut {
     live: Option<Live>,
     dropped: u64,
     fill_range: Option<(f64, f64)>,
 }
 
+#[cfg(feature = "gui")]
 impl AudioOut {
     /// A sink that discards everything (headless runs, `enabled = false`).
     pub fn silent() -> AudioOut {
@@ -282,6 +295,7 @@ impl AudioOut {
     }
 }
 
+#[cfg(feature = "gui")]
 impl Drop for AudioOut {
     fn drop(&mut self) {
         if self.dropped > 0 {
@@ -290,6 +304,7 @@ impl Drop for AudioOut {
     }
 }
 
+#[cfg(feature = "gui")]
 fn open_live(settings: &AudioSettings, in_rate: f64) -> Result<Live, AudioError> {
     let host = cpal::default_host();
     let device = host.default_output_device().ok_or(AudioError::NoDevice)?;
@@ -327,6 +342,7 @@ fn open_live(settings: &AudioSettings, in_rate: f64) -> Result<Live, AudioError>
     })
 }
 
+#[cfg(feature = "gui")]
 fn build<T>(
     device: &cpal::Device,
     config: cpal::StreamConfig,
@@ -393,6 +409,7 @@ mod tests {
     use super::*;
 
     #[test]
+    #[cfg(feature = "gui")]
     fn a_silent_sink_reports_no_device_and_counts_nothing() {
         let mut out = AudioOut::silent();
         out.push(&tone(800));
@@ -442,6 +459,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(feature = "gui")]
     fn silent_sink_accepts_anything() {
         let mut out = AudioOut::silent();
         out.push(&tone(100));

@@ -6,13 +6,18 @@
 //! (the default) the first gamepad is P3; set it to 0 to put the first gamepad on P1.
 //! Without udev or without gamepads there are simply no gamepads.
 
+#[cfg(feature = "gui")]
 use gilrs::{Axis, Button as GButton, EventType, GamepadId, Gilrs};
 
-use crate::input::{Button, Inputs, Pad, MAX_PLAYERS};
+use crate::input::MAX_PLAYERS;
+#[cfg(feature = "gui")]
+use crate::input::{Button, Inputs, Pad};
 
 /// Stick deflection that counts as a d-pad press.
+#[cfg(feature = "gui")]
 const STICK_THRESHOLD: f32 = 0.5;
 
+#[cfg(feature = "gui")]
 const BUTTONS: [(GButton, Button); 16] = [
     (GButton::South, Button::B),
     (GButton::East, Button::A),
@@ -79,11 +84,13 @@ impl<Id: PartialEq + Copy> PortAssigner<Id> {
 }
 
 /// Connected gamepads and their ports.
+#[cfg(feature = "gui")]
 pub struct Gamepads {
     gilrs: Option<Gilrs>,
     ports: PortAssigner<GamepadId>,
 }
 
+#[cfg(feature = "gui")]
 impl Gamepads {
     /// Starts gamepad support; any failure (no udev, unsupported platform) means none.
     pub fn new(keyboard_players: usize) -> Gamepads {
@@ -215,6 +222,7 @@ mod tests {
         assert_eq!(b.connect(1), Some(0));
     }
 
+    #[cfg(feature = "gui")]
     #[test]
     fn no_gamepad_support_is_no_gamepads() {
         let pads = Gamepads::none();

@@ -3,112 +3,133 @@
 //! Bindings use physical key positions (winit `KeyCode`), so "z" means the key where Z sits
 //! on a US layout whatever the active layout is, as in most emulators.
 
-use winit::keyboard::KeyCode;
+#[cfg(feature = "gui")]
+pub use winit::keyboard::KeyCode;
 
+/// Without the window (cargo feature `gui`) no key is ever pressed: no key code exists.
+#[cfg(not(feature = "gui"))]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KeyCode {}
+
+#[cfg(feature = "gui")]
 use crate::input::{KeyMap, Pad};
 
-/// Config-file key names and their key codes. The first name of a code is the canonical one.
-const KEYS: &[(&str, KeyCode)] = &[
-    ("a", KeyCode::KeyA),
-    ("b", KeyCode::KeyB),
-    ("c", KeyCode::KeyC),
-    ("d", KeyCode::KeyD),
-    ("e", KeyCode::KeyE),
-    ("f", KeyCode::KeyF),
-    ("g", KeyCode::KeyG),
-    ("h", KeyCode::KeyH),
-    ("i", KeyCode::KeyI),
-    ("j", KeyCode::KeyJ),
-    ("k", KeyCode::KeyK),
-    ("l", KeyCode::KeyL),
-    ("m", KeyCode::KeyM),
-    ("n", KeyCode::KeyN),
-    ("o", KeyCode::KeyO),
-    ("p", KeyCode::KeyP),
-    ("q", KeyCode::KeyQ),
-    ("r", KeyCode::KeyR),
-    ("s", KeyCode::KeyS),
-    ("t", KeyCode::KeyT),
-    ("u", KeyCode::KeyU),
-    ("v", KeyCode::KeyV),
-    ("w", KeyCode::KeyW),
-    ("x", KeyCode::KeyX),
-    ("y", KeyCode::KeyY),
-    ("z", KeyCode::KeyZ),
-    ("0", KeyCode::Digit0),
-    ("1", KeyCode::Digit1),
-    ("2", KeyCode::Digit2),
-    ("3", KeyCode::Digit3),
-    ("4", KeyCode::Digit4),
-    ("5", KeyCode::Digit5),
-    ("6", KeyCode::Digit6),
-    ("7", KeyCode::Digit7),
-    ("8", KeyCode::Digit8),
-    ("9", KeyCode::Digit9),
-    ("up", KeyCode::ArrowUp),
-    ("down", KeyCode::ArrowDown),
-    ("left", KeyCode::ArrowLeft),
-    ("right", KeyCode::ArrowRight),
-    ("enter", KeyCode::Enter),
-    ("return", KeyCode::Enter),
-    ("space", KeyCode::Space),
-    ("tab", KeyCode::Tab),
-    ("backspace", KeyCode::Backspace),
-    ("escape", KeyCode::Escape),
-    ("lshift", KeyCode::ShiftLeft),
-    ("rshift", KeyCode::ShiftRight),
-    ("lctrl", KeyCode::ControlLeft),
-    ("rctrl", KeyCode::ControlRight),
-    ("lalt", KeyCode::AltLeft),
-    ("ralt", KeyCode::AltRight),
-    ("insert", KeyCode::Insert),
-    ("delete", KeyCode::Delete),
-    ("home", KeyCode::Home),
-    ("end", KeyCode::End),
-    ("pageup", KeyCode::PageUp),
-    ("pagedown", KeyCode::PageDown),
-    ("minus", KeyCode::Minus),
-    ("equals", KeyCode::Equal),
-    ("leftbracket", KeyCode::BracketLeft),
-    ("rightbracket", KeyCode::BracketRight),
-    ("semicolon", KeyCode::Semicolon),
-    ("quote", KeyCode::Quote),
-    ("backquote", KeyCode::Backquote),
-    ("backslash", KeyCode::Backslash),
-    ("comma", KeyCode::Comma),
-    ("period", KeyCode::Period),
-    ("slash", KeyCode::Slash),
-    ("kp0", KeyCode::Numpad0),
-    ("kp1", KeyCode::Numpad1),
-    ("kp2", KeyCode::Numpad2),
-    ("kp3", KeyCode::Numpad3),
-    ("kp4", KeyCode::Numpad4),
-    ("kp5", KeyCode::Numpad5),
-    ("kp6", KeyCode::Numpad6),
-    ("kp7", KeyCode::Numpad7),
-    ("kp8", KeyCode::Numpad8),
-    ("kp9", KeyCode::Numpad9),
-    ("kpenter", KeyCode::NumpadEnter),
-    ("kpplus", KeyCode::NumpadAdd),
-    ("kpminus", KeyCode::NumpadSubtract),
-    ("kpmultiply", KeyCode::NumpadMultiply),
-    ("kpdivide", KeyCode::NumpadDivide),
-    ("kpperiod", KeyCode::NumpadDecimal),
-    ("f1", KeyCode::F1),
-    ("f2", KeyCode::F2),
-    ("f3", KeyCode::F3),
-    ("f4", KeyCode::F4),
-    ("f5", KeyCode::F5),
-    ("f6", KeyCode::F6),
-    ("f7", KeyCode::F7),
-    ("f8", KeyCode::F8),
-    ("f9", KeyCode::F9),
-    ("f10", KeyCode::F10),
-    ("f11", KeyCode::F11),
-    ("f12", KeyCode::F12),
-];
+/// Config-file key names and the key codes they stand for, as `KEYS` (names with codes, in
+/// the windowed build) and `NAMES` (names only: a server-only build still checks a config
+/// file's keys, with no window library to name their codes).
+macro_rules! keys {
+    ($($name:literal => $code:ident,)*) => {
+        /// Config-file key names and their key codes. The first name of a code is the
+        /// canonical one.
+        #[cfg(feature = "gui")]
+        const KEYS: &[(&str, KeyCode)] = &[$(($name, KeyCode::$code)),*];
+        /// Every config-file key name.
+        const NAMES: &[&str] = &[$($name),*];
+    };
+}
+
+keys! {
+    "a" => KeyA,
+    "b" => KeyB,
+    "c" => KeyC,
+    "d" => KeyD,
+    "e" => KeyE,
+    "f" => KeyF,
+    "g" => KeyG,
+    "h" => KeyH,
+    "i" => KeyI,
+    "j" => KeyJ,
+    "k" => KeyK,
+    "l" => KeyL,
+    "m" => KeyM,
+    "n" => KeyN,
+    "o" => KeyO,
+    "p" => KeyP,
+    "q" => KeyQ,
+    "r" => KeyR,
+    "s" => KeyS,
+    "t" => KeyT,
+    "u" => KeyU,
+    "v" => KeyV,
+    "w" => KeyW,
+    "x" => KeyX,
+    "y" => KeyY,
+    "z" => KeyZ,
+    "0" => Digit0,
+    "1" => Digit1,
+    "2" => Digit2,
+    "3" => Digit3,
+    "4" => Digit4,
+    "5" => Digit5,
+    "6" => Digit6,
+    "7" => Digit7,
+    "8" => Digit8,
+    "9" => Digit9,
+    "up" => ArrowUp,
+    "down" => ArrowDown,
+    "left" => ArrowLeft,
+    "right" => ArrowRight,
+    "enter" => Enter,
+    "return" => Enter,
+    "space" => Space,
+    "tab" => Tab,
+    "backspace" => Backspace,
+    "escape" => Escape,
+    "lshift" => ShiftLeft,
+    "rshift" => ShiftRight,
+    "lctrl" => ControlLeft,
+    "rctrl" => ControlRight,
+    "lalt" => AltLeft,
+    "ralt" => AltRight,
+    "insert" => Insert,
+    "delete" => Delete,
+    "home" => Home,
+    "end" => End,
+    "pageup" => PageUp,
+    "pagedown" => PageDown,
+    "minus" => Minus,
+    "equals" => Equal,
+    "leftbracket" => BracketLeft,
+    "rightbracket" => BracketRight,
+    "semicolon" => Semicolon,
+    "quote" => Quote,
+    "backquote" => Backquote,
+    "backslash" => Backslash,
+    "comma" => Comma,
+    "period" => Period,
+    "slash" => Slash,
+    "kp0" => Numpad0,
+    "kp1" => Numpad1,
+    "kp2" => Numpad2,
+    "kp3" => Numpad3,
+    "kp4" => Numpad4,
+    "kp5" => Numpad5,
+    "kp6" => Numpad6,
+    "kp7" => Numpad7,
+    "kp8" => Numpad8,
+    "kp9" => Numpad9,
+    "kpenter" => NumpadEnter,
+    "kpplus" => NumpadAdd,
+    "kpminus" => NumpadSubtract,
+    "kpmultiply" => NumpadMultiply,
+    "kpdivide" => NumpadDivide,
+    "kpperiod" => NumpadDecimal,
+    "f1" => F1,
+    "f2" => F2,
+    "f3" => F3,
+    "f4" => F4,
+    "f5" => F5,
+    "f6" => F6,
+    "f7" => F7,
+    "f8" => F8,
+    "f9" => F9,
+    "f10" => F10,
+    "f11" => F11,
+    "f12" => F12,
+}
 
 /// The key code for a config-file key name (case-insensitive).
+#[cfg(feature = "gui")]
 pub fn key_code(name: &str) -> Option<KeyCode> {
     let name = name.to_ascii_lowercase();
     KEYS.iter().find(|(n, _)| *n == name).map(|&(_, c)| c)
@@ -116,15 +137,17 @@ pub fn key_code(name: &str) -> Option<KeyCode> {
 
 /// Whether `name` is a key name a config file may use.
 pub fn is_key_name(name: &str) -> bool {
-    key_code(name).is_some()
+    NAMES.iter().any(|n| n.eq_ignore_ascii_case(name))
 }
 
 /// The canonical name of a key code, if it has one.
+#[cfg(feature = "gui")]
 pub fn key_name(code: KeyCode) -> Option<&'static str> {
     KEYS.iter().find(|&&(_, c)| c == code).map(|&(n, _)| n)
 }
 
 /// Frontend actions bound to fixed keys.
+#[cfg(feature = "gui")]
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum Hotkey {
     Pause,
@@ -135,6 +158,7 @@ pub enum Hotkey {
 
 /// The hotkey a key press triggers: P pauses, F11 or Alt+Enter toggles fullscreen, F12 takes
 /// a screenshot, Escape quits.
+#[cfg(feature = "gui")]
 pub fn hotkey(code: KeyCode, alt_held: bool) -> Option<Hotkey> {
     match code {
         KeyCode::KeyP => Some(Hotkey::Pause),
@@ -147,6 +171,7 @@ pub fn hotkey(code: KeyCode, alt_held: bool) -> Option<Hotkey> {
 }
 
 /// Keyboard players' bindings resolved to key codes, and the keys currently held.
+#[cfg(feature = "gui")]
 #[derive(Debug, Default)]
 pub struct Keyboard {
     /// Per keyboard player: (button bit, key) pairs.
@@ -154,6 +179,7 @@ pub struct Keyboard {
     held: Vec<KeyCode>,
 }
 
+#[cfg(feature = "gui")]
 impl Keyboard {
     /// `maps[i]` drives player `i`. Names that are not keys are skipped (config validation
     /// reports them before we get here).
@@ -206,7 +232,7 @@ impl Keyboard {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "gui"))]
 mod tests {
     use super::*;
     use crate::input::Button;
@@ -218,6 +244,7 @@ mod tests {
             assert_eq!(key_code(key_name(code).unwrap()), Some(code));
         }
         assert_eq!(key_code("RShift"), Some(KeyCode::ShiftRight));
+        assert!(is_key_name("RShift"));
         assert!(!is_key_name("hyper"));
     }
 

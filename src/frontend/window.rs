@@ -8,7 +8,6 @@
 //! the core (SET_ROTATION) is applied while copying into the pixels buffer. In netplay the
 //! buffer is taller by a status bar below the image (`status_bar`).
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -33,6 +32,7 @@ use super::keyboard::{hotkey, Hotkey, Keyboard};
 use super::screenshot::{core_image, save_png, screenshot_path, ScreenshotError, ShotAt};
 use super::status_bar;
 use super::Requests;
+pub use super::WindowSettings;
 use crate::host::Core;
 use crate::input::{Inputs, KeyMap, Pad, MAX_PLAYERS};
 
@@ -61,23 +61,6 @@ pub fn check_display() -> Result<(), WindowError> {
     } else {
         Err(WindowError::EventLoop("no display".into()))
     }
-}
-
-/// Window options from the config file and the command line.
-#[derive(Clone, Debug)]
-pub struct WindowSettings {
-    pub title: String,
-    pub scale: u32,
-    pub fullscreen: bool,
-    pub vsync: bool,
-    pub screenshots_dir: PathBuf,
-    /// File name stem for screenshots (the content's name).
-    pub shot_name: String,
-    /// Netplay: the status line as the game starts; the window reserves a status bar below
-    /// the game for it (and at least `status_bar::DEFAULT_ROWS` rows) from the start.
-    pub status: Option<String>,
-    /// Netplay: the chat shown over the picture, and the key that opens its input line.
-    pub chat: Option<(ChatBoard, KeyCode)>,
 }
 
 /// Window state touched from winit callbacks.

@@ -5,15 +5,13 @@
 //! on a thread), never the protocols it carries.
 //! `udp` wraps the socket, `conditioner` impairs outgoing traffic for testing (`--netsim`),
 //! `link` joins the two for the caller's loop, `drive` runs one turn of a machine over it;
-//! `sim` (tests and benchmarks) is the simulated network every simulation runs on.
+//! `sim` (tests and benchmarks) is the simulated network every simulation runs on. The
+//! socket-free two, `conditioner` and `sim`, live in `framelock-proto` (re-exported here).
 
-pub mod conditioner;
 pub mod drive;
 pub mod link;
 pub mod portmap;
 // Public, hidden from the docs, for the lockstep simulator that the benchmarks share.
-#[doc(hidden)]
-pub mod sim;
 pub mod udp;
 
 use std::hash::{BuildHasher, Hasher};
@@ -24,6 +22,7 @@ use thiserror::Error;
 use crate::wording::io_reason;
 
 pub use conditioner::{Conditioner, ConditionerStats, NetSim, NetSimError};
+pub use framelock_proto::net::{conditioner, sim};
 pub use link::{Link, LinkStats};
 pub use udp::{header_overhead, SocketWaiter, UdpSocket};
 

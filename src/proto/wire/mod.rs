@@ -1,5 +1,5 @@
 //! The datagram header every framelock packet starts with, shared by the session handshake
-//! (`session`) and the lockstep protocol (`lockstep`). It imports nothing of framelock: `net`,
+//! (`session`) and the lockstep protocol (`lockstep`). It imports nothing of `framelock-proto`: `net`,
 //! `lockstep` and `session` stand on it. Two layouts, told apart by the first
 //! byte:
 //!

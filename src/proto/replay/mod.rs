@@ -1,6 +1,6 @@
 //! Recorded input logs (`.flr`): everything needed to replay a session exactly, written while
-//! it runs and readable after a crash. It imports only `input` and `wording`: no frontend, core or
-//! netplay type reaches a file.
+//! it runs and readable after a crash. It imports only `input`, `wording` and `lockstep`'s
+//! frame numbers; in `framelock-proto`, no frontend, core or netplay type can reach a file.
 //!
 //! A session is fully determined by its core, content, core options, start state and the inputs
 //! of every frame, so that is what a log holds, plus periodic state checksums (to verify a

@@ -186,9 +186,10 @@ pub fn sanitize(text: &str) -> String {
     crate::wording::one_line(text, MAX_CHARS)
 }
 
-/// A chat datagram's body.
+/// A chat datagram's body (`pub` for the framelock crate's chat tests, which forge some).
+#[doc(hidden)]
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum ChatMsg {
+pub enum ChatMsg {
     Say {
         stream: u32,
         seq: u32,
@@ -208,7 +209,7 @@ pub(crate) enum ChatMsg {
 
 impl ChatMsg {
     /// The datagram, with the session header (untagged).
-    pub(crate) fn encode(&self, session: u32) -> Vec<u8> {
+    pub fn encode(&self, session: u32) -> Vec<u8> {
         let mut out = Vec::new();
         Header {
             kind: Kind::Chat,
@@ -250,7 +251,7 @@ impl ChatMsg {
 
     /// A chat datagram's body (after the header), its strings sanitised; `None` if it does
     /// not parse.
-    pub(crate) fn decode(body: &[u8]) -> Option<ChatMsg> {
+    pub fn decode(body: &[u8]) -> Option<ChatMsg> {
         let (&op, rest) = body.split_first()?;
         let u32_at = |i: usize| -> Option<u32> {
             Some(u32::from_le_bytes(rest.get(i..i + 4)?.try_into().ok()?))

@@ -4,7 +4,7 @@
 //! memory with zero delay for the host's own player: same code path). The vocabulary follows
 //! quinn-proto: `handle_*` feeds in, `poll_*` drains out, getters take `&self`. It imports only
 //! `input` and `wire` (and `net`'s simulated network in tests), nothing of the session layer or
-//! above.
+//! above; in `framelock-proto` it cannot reach a socket, a window or a core.
 //!
 //! # Layout
 //! `client/` and `server/` stand side by side on `link` (sequence numbers, acks,

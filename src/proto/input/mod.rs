@@ -1,5 +1,5 @@
 //! Input sampling: turning pads, keys and bots into one `Pad` per player per frame. It imports
-//! nothing of framelock: every layer above stands on it.
+//! nothing of `framelock-proto`: every layer above stands on it, in both crates.
 
 mod bot;
 mod keymap;

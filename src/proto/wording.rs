@@ -1,13 +1,13 @@
 //! How messages phrase what every part of the program reports: OS errors in lowercase (our
-//! messages run on after a colon), counts of frames in English. It imports nothing of framelock, so
-//! that every module may use it.
+//! messages run on after a colon), counts of frames in English. It imports nothing of `framelock-proto`,
+//! so that every module of both crates may use it.
 
 use std::io;
 
 /// An I/O error in the lowercase style of our messages ("no space left on device (os error 28)").
 /// Errors that use it keep the `io::Error` in a field not named `source`, so that it is not also
 /// reported as their cause in its capitalised form.
-pub(crate) fn io_reason(e: &io::Error) -> String {
+pub fn io_reason(e: &io::Error) -> String {
     // Windows' texts are sentences: "The system cannot find the file specified. (os error 2)".
     let s = e.to_string().replace(". (os error", " (os error");
     let mut c = s.chars();
@@ -18,7 +18,7 @@ pub(crate) fn io_reason(e: &io::Error) -> String {
 }
 
 /// "1 frame", "2 frames".
-pub(crate) fn n_frames(n: impl Into<u64>) -> String {
+pub fn n_frames(n: impl Into<u64>) -> String {
     match n.into() {
         1 => "1 frame".to_string(),
         n => format!("{n} frames"),

@@ -605,9 +605,11 @@ impl Participant {
         }
     }
 
-    /// A modified client: `text` goes out with no local limit (tests of the relay's).
-    #[cfg(test)]
-    pub(crate) fn say_unlimited(&mut self, text: &str) {
+    /// A modified client: `text` goes out with no local limit (tests of the relay's, here
+    /// and in the framelock crate, which turns on the `testkit` feature).
+    #[cfg(any(test, feature = "testkit"))]
+    #[doc(hidden)]
+    pub fn say_unlimited(&mut self, text: &str) {
         if let Participant::Join(j) = self {
             if let JoinPhase::Seated(s) = &mut j.phase {
                 s.seat.say(Frame::ZERO, text.into());

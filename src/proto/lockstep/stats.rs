@@ -59,7 +59,8 @@ impl Default for LatencyStats {
 }
 
 impl LatencyStats {
-    pub(crate) fn record(&mut self, frames: u32) {
+    /// Counts one sample of `frames` (255 and more in the last bucket).
+    pub fn record(&mut self, frames: u32) {
         self.buckets[frames.min(255) as usize] += 1;
         self.count += 1;
         self.sum += u64::from(frames);

@@ -3,7 +3,8 @@
 //! comes from a caller-provided seed. `net` carries the datagrams; `lockstep` takes over once
 //! every player is ready. [`Endpoint`] is a session's whole server side (this layer, the
 //! lockstep server and the transfers); `serve` runs one per room. It imports `lockstep`, `wire`,
-//! `input` and `wording`: never a socket (`net`), nor `serve`, `app` or `netplay` above it.
+//! `input` and `wording`, never `serve` above it; in `framelock-proto` it cannot reach a
+//! socket, `app` or `netplay` at all.
 //!
 //! Handshake (host = H, joiner = J; every datagram starts with `wire::Header`; on a
 //! dedicated server H is the room, see `room` for opening one):

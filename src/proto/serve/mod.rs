@@ -1,6 +1,6 @@
 //! `framelock serve`: a server that players behind home routers reach with outbound UDP
-//! alone. It runs no core and has no player. It must not import `app`, `netplay` or `cli`: nothing
-//! above `session`. A room is one of two kinds:
+//! alone. It runs no core and has no player. It imports nothing above `session`; in
+//! `framelock-proto` it cannot reach a socket, `app`, `netplay` or `cli` at all. A room is one of two kinds:
 //! - **Hosted by its creator** (`host --server`, the default `--path auto`): the creator's
 //!   process holds the room's [`session::Endpoint`](crate::session::Endpoint) as a direct
 //!   host does; the server lists the room, relays whole datagrams between the host and each
