@@ -11,7 +11,6 @@
 pub mod drive;
 pub mod link;
 pub mod portmap;
-// Public, hidden from the docs, for the lockstep simulator that the benchmarks share.
 pub mod udp;
 
 use std::hash::{BuildHasher, Hasher};
@@ -22,6 +21,8 @@ use thiserror::Error;
 use crate::wording::io_reason;
 
 pub use conditioner::{Conditioner, ConditionerStats, NetSim, NetSimError};
+// `sim` is public but hidden from the proto crate's docs: the lockstep simulator the
+// benchmarks share runs on it.
 pub use framelock_proto::net::{conditioner, sim};
 pub use link::{Link, LinkStats};
 pub use udp::{header_overhead, SocketWaiter, UdpSocket};
